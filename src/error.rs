@@ -1,0 +1,76 @@
+//! The engine's error type. It keeps three families apart, because callers handle them
+//! differently: I/O failures (which operation, which path), corruption of stored data (which
+//! file, which position, what), and caller mistakes (bad batch, offset out of range, ...).
+
+use std::path::PathBuf;
+
+use crate::format::BatchError;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("I/O error during {op} on {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("corrupt data in {} at position {pos}: {what}", file.display())]
+    Corruption {
+        file: PathBuf,
+        pos: u64,
+        what: String,
+    },
+    #[error("invalid record batch at byte {at} of the request: {source}")]
+    InvalidBatch {
+        at: usize,
+        #[source]
+        source: BatchError,
+    },
+    #[error("offset {offset} is out of range: the log holds [{log_start}, {log_end})")]
+    OffsetOutOfRange {
+        offset: i64,
+        log_start: i64,
+        log_end: i64,
+    },
+    #[error("record batch of {size} bytes is larger than segment.bytes ({limit})")]
+    RecordBatchTooLarge { size: usize, limit: u64 },
+    #[error("invalid config {key}: {reason}")]
+    InvalidConfig { key: String, reason: String },
+    #[error(
+        "partition {} refuses writes after an earlier I/O failure ({cause}); reopen it to recover",
+        path.display()
+    )]
+    Poisoned { path: PathBuf, cause: String },
+    #[error("batch base offset {base_offset} is below the log end offset {log_end}")]
+    NonMonotonicOffset { base_offset: i64, log_end: i64 },
+}
+
+impl Error {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Converts a glommio error into an `Io` error naming the operation and path.
+    pub(crate) fn glommio(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+        e: glommio::GlommioError<()>,
+    ) -> Self {
+        Error::io(op, path, std::io::Error::from(e))
+    }
+
+    pub(crate) fn corruption(file: impl Into<PathBuf>, pos: u64, what: impl Into<String>) -> Self {
+        Error::Corruption {
+            file: file.into(),
+            pos,
+            what: what.into(),
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! Kafka RecordBatch magic 2: the 61-byte header, CRC-32C, validation and the two in-place
+//! rewrites the log performs (assigning the base offset, stamping LogAppendTime).
+//!
+//! Format (big-endian; FORMAT.md has the full table):
+//! `baseOffset i64 | batchLength i32 | partitionLeaderEpoch i32 | magic i8 | crc u32 |
+//!  attributes i16 | lastOffsetDelta i32 | baseTimestamp i64 | maxTimestamp i64 |
+//!  producerId i64 | producerEpoch i16 | baseSequence i32 | recordsCount i32 | records`.
+//! The CRC covers bytes 21..end (attributes to the end), so baseOffset and
+//! partitionLeaderEpoch can be rewritten without recomputing it.
+
+use super::record::{Record, RecordIter};
+use super::BatchError;
+
+pub const HEADER_SIZE: usize = 61;
+pub const MAGIC_V2: i8 = 2;
+/// Bytes before `batchLength` ends: a batch occupies `LOG_OVERHEAD + batchLength` bytes.
+pub const LOG_OVERHEAD: usize = 12;
+/// Smallest legal `batchLength` (a header with zero records).
+pub const MIN_BATCH_LENGTH: i32 = (HEADER_SIZE - LOG_OVERHEAD) as i32;
+
+pub(crate) const BASE_OFFSET_AT: usize = 0;
+pub(crate) const LENGTH_AT: usize = 8;
+pub(crate) const LEADER_EPOCH_AT: usize = 12;
+pub(crate) const MAGIC_AT: usize = 16;
+pub(crate) const CRC_AT: usize = 17;
+pub(crate) const ATTRIBUTES_AT: usize = 21;
+pub(crate) const LAST_OFFSET_DELTA_AT: usize = 23;
+pub(crate) const BASE_TIMESTAMP_AT: usize = 27;
+pub(crate) const MAX_TIMESTAMP_AT: usize = 35;
+pub(crate) const PRODUCER_ID_AT: usize = 43;
+pub(crate) const PRODUCER_EPOCH_AT: usize = 51;
+pub(crate) const BASE_SEQUENCE_AT: usize = 53;
+pub(crate) const RECORDS_COUNT_AT: usize = 57;
+
+const COMPRESSION_MASK: i16 = 0x07;
+const TIMESTAMP_TYPE_BIT: i16 = 0x08;
+const TRANSACTIONAL_BIT: i16 = 0x10;
+const CONTROL_BIT: i16 = 0x20;
+const DELETE_HORIZON_BIT: i16 = 0x40;
+
+/// Which clock a batch's timestamps come from (attributes bit 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampType {
+    CreateTime,
+    LogAppendTime,
+}
+
+impl TimestampType {
+    /// The name Kafka's tools print (`CreateTime`, `LogAppendTime`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TimestampType::CreateTime => "CreateTime",
+            TimestampType::LogAppendTime => "LogAppendTime",
+        }
+    }
+}
+
+pub(crate) fn be_i16(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+pub(crate) fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+}
+pub(crate) fn be_i64(b: &[u8], at: usize) -> i64 {
+    i64::from_be_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// The fixed-size header of a v2 batch, decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub base_offset: i64,
+    pub batch_length: i32,
+    pub partition_leader_epoch: i32,
+    pub magic: i8,
+    pub crc: u32,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub records_count: i32,
+}
+
+impl BatchHeader {
+    /// Decodes the header at the start of `buf` and checks the magic byte and that
+    /// `batchLength` is at least a header's worth. Does not check the CRC or the records.
+    pub fn parse(buf: &[u8]) -> Result<Self, BatchError> {
+        if buf.len() < HEADER_SIZE {
+            return Err(BatchError::TooShort { len: buf.len() });
+        }
+        let h = BatchHeader {
+            base_offset: be_i64(buf, BASE_OFFSET_AT),
+            batch_length: be_i32(buf, LENGTH_AT),
+            partition_leader_epoch: be_i32(buf, LEADER_EPOCH_AT),
+            magic: buf[MAGIC_AT] as i8,
+            crc: u32::from_be_bytes(buf[CRC_AT..CRC_AT + 4].try_into().unwrap()),
+            attributes: be_i16(buf, ATTRIBUTES_AT),
+            last_offset_delta: be_i32(buf, LAST_OFFSET_DELTA_AT),
+            base_timestamp: be_i64(buf, BASE_TIMESTAMP_AT),
+            max_timestamp: be_i64(buf, MAX_TIMESTAMP_AT),
+            producer_id: be_i64(buf, PRODUCER_ID_AT),
+            producer_epoch: be_i16(buf, PRODUCER_EPOCH_AT),
+            base_sequence: be_i32(buf, BASE_SEQUENCE_AT),
+            records_count: be_i32(buf, RECORDS_COUNT_AT),
+        };
+        if h.magic != MAGIC_V2 {
+            return Err(BatchError::BadMagic(h.magic));
+        }
+        if h.batch_length < MIN_BATCH_LENGTH {
+            return Err(BatchError::SizeMismatch {
+                declared: h.batch_length,
+                total: (h.batch_length as i64 + LOG_OVERHEAD as i64).max(0) as u64,
+                available: buf.len(),
+            });
+        }
+        Ok(h)
+    }
+
+    /// Total bytes the batch occupies in the log.
+    pub fn size(&self) -> usize {
+        LOG_OVERHEAD + self.batch_length as usize
+    }
+
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + self.last_offset_delta as i64
+    }
+
+    pub fn timestamp_type(&self) -> TimestampType {
+        if self.attributes & TIMESTAMP_TYPE_BIT != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
+    }
+
+    /// Compression codec name as Kafka prints it.
+    pub fn compression(&self) -> &'static str {
+        match self.attributes & COMPRESSION_MASK {
+            0 => "none",
+            1 => "gzip",
+            2 => "snappy",
+            3 => "lz4",
+            4 => "zstd",
+            _ => "unknown",
+        }
+    }
+
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & TRANSACTIONAL_BIT != 0
+    }
+
+    pub fn is_control(&self) -> bool {
+        self.attributes & CONTROL_BIT != 0
+    }
+
+    /// The delete horizon (compaction) when attributes bit 6 is set.
+    pub fn delete_horizon_ms(&self) -> Option<i64> {
+        (self.attributes & DELETE_HORIZON_BIT != 0).then_some(self.base_timestamp)
+    }
+
+    /// Last sequence number as Kafka computes it (-1 without idempotence).
+    pub fn last_sequence(&self) -> i32 {
+        if self.base_sequence == -1 {
+            -1
+        } else {
+            // Sequences wrap at i32::MAX, as in Kafka's DefaultRecordBatch.incrementSequence.
+            let next = self.base_sequence as i64 + self.last_offset_delta as i64;
+            (next % (i32::MAX as i64 + 1)) as i32
+        }
+    }
+}
+
+/// CRC-32C of the CRC-covered part of a whole batch (bytes 21..end).
+pub fn compute_crc(batch: &[u8]) -> u32 {
+    crc32c::crc32c(&batch[ATTRIBUTES_AT..])
+}
+
+/// Checks the batch's header, size and CRC (cheap: no record decoding). `batch` must be
+/// exactly one batch.
+pub fn check_framing_and_crc(batch: &[u8]) -> Result<BatchHeader, BatchError> {
+    let h = BatchHeader::parse(batch)?;
+    if h.size() != batch.len() {
+        return Err(BatchError::SizeMismatch {
+            declared: h.batch_length,
+            total: h.size() as u64,
+            available: batch.len(),
+        });
+    }
+    let computed = compute_crc(batch);
+    if computed != h.crc {
+        return Err(BatchError::CrcMismatch {
+            stored: h.crc,
+            computed,
+        });
+    }
+    Ok(h)
+}
+
+/// What a full validation learned about a batch's records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordsSummary {
+    /// Largest record timestamp (-1 when there are no records).
+    pub max_record_timestamp: i64,
+    /// Largest offsetDelta seen (-1 when there are no records).
+    pub max_offset_delta: i64,
+}
+
+/// Full validation: framing, CRC, then every record (lengths, varints, count). Compressed
+/// batches are rejected because their records cannot be checked or searched by time.
+pub fn validate(batch: &[u8]) -> Result<(BatchHeader, RecordsSummary), BatchError> {
+    let h = check_framing_and_crc(batch)?;
+    if h.attributes & COMPRESSION_MASK != 0 {
+        return Err(BatchError::UnsupportedCompression(h.compression()));
+    }
+    if h.records_count < 0 {
+        return Err(BatchError::NegativeRecordCount(h.records_count));
+    }
+    let mut summary = RecordsSummary {
+        max_record_timestamp: -1,
+        max_offset_delta: -1,
+    };
+    let mut found = 0usize;
+    for record in records(batch, &h) {
+        let r = record?;
+        summary.max_record_timestamp = summary.max_record_timestamp.max(r.timestamp);
+        summary.max_offset_delta = summary.max_offset_delta.max(r.offset - h.base_offset);
+        found += 1;
+    }
+    if found != h.records_count as usize {
+        return Err(BatchError::RecordCountMismatch {
+            declared: h.records_count,
+            found,
+        });
+    }
+    Ok((h, summary))
+}
+
+/// Rules a producer's batch must follow on top of `validate`: at least one record, offset
+/// deltas 0,1,2,... with lastOffsetDelta = count - 1, and CreateTime (the log, not the
+/// client, stamps LogAppendTime).
+pub fn check_produce_rules(
+    batch: &[u8],
+    header: &BatchHeader,
+    summary: &RecordsSummary,
+) -> Result<(), BatchError> {
+    if header.records_count == 0 {
+        return Err(BatchError::NoRecords);
+    }
+    if header.timestamp_type() == TimestampType::LogAppendTime {
+        return Err(BatchError::ClientLogAppendTime);
+    }
+    if header.last_offset_delta as i64 != header.records_count as i64 - 1
+        || summary.max_offset_delta != header.last_offset_delta as i64
+    {
+        return Err(BatchError::LastOffsetDeltaMismatch {
+            declared: header.last_offset_delta,
+            found: summary.max_offset_delta,
+        });
+    }
+    for (i, r) in records(batch, header).enumerate() {
+        let delta = r?.offset - header.base_offset;
+        if delta != i as i64 {
+            return Err(BatchError::NonContiguousOffsetDelta {
+                index: i,
+                expected: i as i64,
+                found: delta,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Iterates the records of an uncompressed, framing-checked batch. Each item is a record or
+/// the error that stops the iteration; iteration also stops after `recordsCount` records and
+/// reports trailing bytes as an error.
+pub fn records<'a>(batch: &'a [u8], header: &BatchHeader) -> RecordIter<'a> {
+    RecordIter::new(batch, *header)
+}
+
+/// Decodes all records of a batch into a vector (for tools and timestamp search).
+pub fn decode_records<'a>(
+    batch: &'a [u8],
+    header: &BatchHeader,
+) -> Result<Vec<Record<'a>>, BatchError> {
+    records(batch, header).collect()
+}
+
+/// Rewrites baseOffset in place. The CRC does not cover it, so it stays valid.
+pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
+    batch[BASE_OFFSET_AT..BASE_OFFSET_AT + 8].copy_from_slice(&base_offset.to_be_bytes());
+}
+
+/// Rewrites maxTimestamp and the timestamp-type bit, then recomputes the CRC, as Kafka's
+/// `DefaultRecordBatch.setMaxTimestamp` does.
+pub fn set_max_timestamp(batch: &mut [u8], kind: TimestampType, max_timestamp: i64) {
+    let mut attributes = be_i16(batch, ATTRIBUTES_AT) & !TIMESTAMP_TYPE_BIT;
+    if kind == TimestampType::LogAppendTime {
+        attributes |= TIMESTAMP_TYPE_BIT;
+    }
+    batch[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    batch[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&max_timestamp.to_be_bytes());
+    let crc = compute_crc(batch);
+    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// Splits a buffer holding several whole batches into `(start, header)` pairs after checking
+/// each one's framing. Trailing bytes that are not a whole batch are an error.
+pub fn split_batches(buf: &[u8]) -> Result<Vec<(usize, BatchHeader)>, BatchError> {
+    if buf.is_empty() {
+        return Err(BatchError::Empty);
+    }
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < buf.len() {
+        let rest = &buf[pos..];
+        let h = BatchHeader::parse(rest)?;
+        if h.size() > rest.len() {
+            return Err(BatchError::SizeMismatch {
+                declared: h.batch_length,
+                total: h.size() as u64,
+                available: rest.len(),
+            });
+        }
+        out.push((pos, h));
+        pos += h.size();
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{BatchBuilder, RecordSpec};
+
+    #[test]
+    fn crc32c_matches_kafka_vector() {
+        assert_eq!(crc32c::crc32c(b"Some String"), 608512271);
+    }
+
+    fn sample() -> Vec<u8> {
+        BatchBuilder::new(1_000)
+            .record(RecordSpec::new(Some(b"k1"), Some(b"v1")).timestamp(1_000))
+            .record(RecordSpec::new(None, None).timestamp(1_005))
+            .record(
+                RecordSpec::new(Some(b"k3"), Some(b"hello"))
+                    .timestamp(999)
+                    .header("h", Some(b"x")),
+            )
+            .build()
+    }
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let batch = sample();
+        let (h, summary) = validate(&batch).unwrap();
+        assert_eq!(h.records_count, 3);
+        assert_eq!(h.last_offset_delta, 2);
+        assert_eq!(h.max_timestamp, 1_005);
+        assert_eq!(summary.max_record_timestamp, 1_005);
+        assert_eq!(h.size(), batch.len());
+        let recs = decode_records(&batch, &h).unwrap();
+        assert_eq!(recs[0].key, Some(&b"k1"[..]));
+        assert_eq!(recs[1].key, None);
+        assert_eq!(recs[1].value, None, "tombstone");
+        assert_eq!(recs[2].timestamp, 999);
+        assert_eq!(recs[2].headers[0].key, b"h");
+        assert_eq!(recs[2].headers[0].value, Some(&b"x"[..]));
+        assert_eq!(recs[2].offset, 2);
+    }
+
+    #[test]
+    fn offset_rewrite_keeps_crc_valid() {
+        let mut batch = sample();
+        set_base_offset(&mut batch, 12_345);
+        let (h, _) = validate(&batch).unwrap();
+        assert_eq!(h.base_offset, 12_345);
+        assert_eq!(decode_records(&batch, &h).unwrap()[2].offset, 12_347);
+    }
+
+    #[test]
+    fn log_append_time_rewrites_crc() {
+        let mut batch = sample();
+        set_max_timestamp(&mut batch, TimestampType::LogAppendTime, 77);
+        let (h, _) = validate(&batch).unwrap();
+        assert_eq!(h.timestamp_type(), TimestampType::LogAppendTime);
+        // Every record reads the batch's LogAppendTime.
+        assert!(decode_records(&batch, &h)
+            .unwrap()
+            .iter()
+            .all(|r| r.timestamp == 77));
+    }
+
+    #[test]
+    fn corruption_is_detected_with_specific_errors() {
+        let batch = sample();
+        let mut flipped = batch.clone();
+        flipped[HEADER_SIZE + 3] ^= 0x40;
+        assert!(matches!(
+            validate(&flipped),
+            Err(BatchError::CrcMismatch { .. })
+        ));
+
+        let mut magic = batch.clone();
+        magic[MAGIC_AT] = 1;
+        assert_eq!(validate(&magic), Err(BatchError::BadMagic(1)));
+
+        assert!(matches!(
+            validate(&batch[..batch.len() - 1]),
+            Err(BatchError::SizeMismatch { .. })
+        ));
+        assert!(matches!(
+            validate(&batch[..30]),
+            Err(BatchError::TooShort { len: 30 })
+        ));
+
+        // Wrong record count with a recomputed CRC: caught by record validation.
+        let mut count = batch.clone();
+        count[RECORDS_COUNT_AT..RECORDS_COUNT_AT + 4].copy_from_slice(&4i32.to_be_bytes());
+        let crc = compute_crc(&count);
+        count[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        assert!(validate(&count).is_err());
+
+        let mut compressed = batch.clone();
+        compressed[ATTRIBUTES_AT + 1] |= 1;
+        let crc = compute_crc(&compressed);
+        compressed[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(
+            validate(&compressed),
+            Err(BatchError::UnsupportedCompression("gzip"))
+        );
+    }
+
+    #[test]
+    fn record_length_lies_are_rejected() {
+        let batch = sample();
+        // Make the first record's length varint claim one more byte, fix the CRC.
+        let mut bad = batch.clone();
+        bad[HEADER_SIZE] += 2; // zigzag: +1 in value
+        let crc = compute_crc(&bad);
+        bad[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        assert!(matches!(
+            validate(&bad),
+            Err(BatchError::InvalidRecord { .. })
+        ));
+    }
+
+    #[test]
+    fn split_finds_each_batch() {
+        let a = sample();
+        let mut both = a.clone();
+        both.extend_from_slice(&a);
+        let parts = split_batches(&both).unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[1].0, a.len());
+        both.push(0);
+        assert!(split_batches(&both).is_err());
+        assert_eq!(split_batches(&[]), Err(BatchError::Empty));
+    }
+}

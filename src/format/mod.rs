@@ -1,0 +1,14 @@
+//! Pure, I/O-free codecs for the bytes shardlog stores: Kafka RecordBatch v2, its records,
+//! and the zigzag varints they use. Everything here validates its input and returns a typed
+//! [`BatchError`](crate::format::BatchError) instead of panicking.
+
+pub mod batch;
+pub mod builder;
+pub mod error;
+pub mod record;
+pub mod varint;
+
+pub use batch::{BatchHeader, TimestampType, HEADER_SIZE, MAGIC_V2};
+pub use builder::{BatchBuilder, RecordSpec};
+pub use error::BatchError;
+pub use record::{Record, RecordHeader};

@@ -1,0 +1,189 @@
+//! One record inside a v2 batch:
+//! `length varint | attributes i8 | timestampDelta varlong | offsetDelta varint |
+//!  keyLength varint (-1 = null) | key | valueLength varint (-1 = null) | value |
+//!  headerCount varint | (headerKeyLength varint | key | headerValueLength varint | value)*`.
+//! The bytes after `length` must be exactly `length` long.
+
+use super::batch::{BatchHeader, HEADER_SIZE};
+use super::varint::{get_varint, get_varlong};
+use super::BatchError;
+
+/// A record header (key is UTF-8 in Kafka; kept as bytes here).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordHeader<'a> {
+    pub key: &'a [u8],
+    pub value: Option<&'a [u8]>,
+}
+
+/// A decoded record, borrowing its key, value and headers from the batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// Absolute offset: batch baseOffset + offsetDelta.
+    pub offset: i64,
+    /// Absolute timestamp: baseTimestamp + timestampDelta, or the batch maxTimestamp for
+    /// LogAppendTime batches.
+    pub timestamp: i64,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub headers: Vec<RecordHeader<'a>>,
+    /// Sequence number (baseSequence + offsetDelta, or -1).
+    pub sequence: i32,
+}
+
+/// Iterator over the records of one uncompressed batch.
+pub struct RecordIter<'a> {
+    batch: &'a [u8],
+    header: BatchHeader,
+    pos: usize,
+    index: usize,
+    done: bool,
+}
+
+impl<'a> RecordIter<'a> {
+    pub(crate) fn new(batch: &'a [u8], header: BatchHeader) -> Self {
+        RecordIter {
+            batch,
+            header,
+            pos: HEADER_SIZE,
+            index: 0,
+            done: false,
+        }
+    }
+
+    fn invalid(&mut self, what: &'static str) -> Option<Result<Record<'a>, BatchError>> {
+        self.done = true;
+        Some(Err(BatchError::InvalidRecord {
+            index: self.index,
+            pos: self.pos,
+            what,
+        }))
+    }
+}
+
+/// Reads a nullable byte field (`len varint`, -1 = null) inside `[*pos, end)`.
+fn bytes_field<'a>(
+    buf: &'a [u8],
+    pos: &mut usize,
+    end: usize,
+) -> Result<Option<&'a [u8]>, &'static str> {
+    let len = get_varint(&buf[..end], pos).map_err(|_| "malformed length varint")?;
+    if len < -1 {
+        return Err("negative field length");
+    }
+    if len == -1 {
+        return Ok(None);
+    }
+    let len = len as usize;
+    if *pos + len > end {
+        return Err("field extends past the record");
+    }
+    let out = &buf[*pos..*pos + len];
+    *pos += len;
+    Ok(Some(out))
+}
+
+impl<'a> Iterator for RecordIter<'a> {
+    type Item = Result<Record<'a>, BatchError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let total = self.batch.len();
+        if self.index == self.header.records_count.max(0) as usize {
+            self.done = true;
+            if self.pos != total {
+                return self.invalid("bytes left after the last record");
+            }
+            return None;
+        }
+        if self.pos >= total {
+            self.done = true;
+            return Some(Err(BatchError::RecordCountMismatch {
+                declared: self.header.records_count,
+                found: self.index,
+            }));
+        }
+        let start = self.pos;
+        let mut p = self.pos;
+        let Ok(length) = get_varint(self.batch, &mut p) else {
+            return self.invalid("malformed record length");
+        };
+        if length < 0 {
+            return self.invalid("negative record length");
+        }
+        let end = p + length as usize;
+        if end > total {
+            return self.invalid("record length extends past the batch");
+        }
+        let body = &self.batch[..end];
+        if p >= end {
+            return self.invalid("record shorter than its attributes byte");
+        }
+        p += 1; // attributes: unused in v2
+        let Ok(ts_delta) = get_varlong(body, &mut p) else {
+            return self.invalid("malformed timestampDelta");
+        };
+        let Ok(offset_delta) = get_varint(body, &mut p) else {
+            return self.invalid("malformed offsetDelta");
+        };
+        let key = match bytes_field(self.batch, &mut p, end) {
+            Ok(k) => k,
+            Err(what) => return self.invalid(what),
+        };
+        let value = match bytes_field(self.batch, &mut p, end) {
+            Ok(v) => v,
+            Err(what) => return self.invalid(what),
+        };
+        let Ok(header_count) = get_varint(body, &mut p) else {
+            return self.invalid("malformed header count");
+        };
+        if header_count < 0 {
+            return self.invalid("negative header count");
+        }
+        // Each header needs at least two bytes: bound the allocation by what is left.
+        if header_count as usize > (end - p) / 2 {
+            return self.invalid("header count exceeds the record's bytes");
+        }
+        let mut headers = Vec::with_capacity(header_count as usize);
+        for _ in 0..header_count {
+            let hkey = match bytes_field(self.batch, &mut p, end) {
+                Ok(Some(k)) => k,
+                Ok(None) => return self.invalid("null header key"),
+                Err(what) => return self.invalid(what),
+            };
+            let hval = match bytes_field(self.batch, &mut p, end) {
+                Ok(v) => v,
+                Err(what) => return self.invalid(what),
+            };
+            headers.push(RecordHeader {
+                key: hkey,
+                value: hval,
+            });
+        }
+        if p != end {
+            self.pos = start;
+            return self.invalid("record length does not match its fields");
+        }
+        self.pos = end;
+        self.index += 1;
+        let h = &self.header;
+        let timestamp = match h.timestamp_type() {
+            super::TimestampType::LogAppendTime => h.max_timestamp,
+            super::TimestampType::CreateTime => h.base_timestamp.wrapping_add(ts_delta),
+        };
+        let sequence = if h.base_sequence == -1 {
+            -1
+        } else {
+            ((h.base_sequence as i64 + offset_delta as i64) % (i32::MAX as i64 + 1)) as i32
+        };
+        Some(Ok(Record {
+            offset: h.base_offset + offset_delta as i64,
+            timestamp,
+            key,
+            value,
+            headers,
+            sequence,
+        }))
+    }
+}

@@ -1,0 +1,380 @@
+//! `LogFile`: a segment's `.log` file with a direct-I/O appender.
+//!
+//! The file is written only in whole 4 KiB blocks at block-aligned positions (never
+//! O_APPEND). Appended bytes are staged in an aligned 1 MiB buffer; each time it fills, that
+//! chunk is written in the background, so several writes are in flight while the caller keeps
+//! appending. `flush` writes the partial tail block padded with zeros and waits for every
+//! write; the tail block stays in memory and is rewritten by the next write that covers it.
+//! A block is never the target of two writes in flight: full chunks never overlap, and the
+//! only rewritten block (the tail) is written by `flush`, which waits for it.
+//!
+//! Watermarks: `size` (bytes appended) >= `written` (on the device) >= `durable`
+//! (covered by an fdatasync). A failed write or fdatasync poisons the file: later appends and
+//! flushes fail instead of pretending the data is there.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
+use glommio::Task;
+
+use super::{align_down, align_up, BLOCK, MAX_IO};
+use crate::error::{Error, Result};
+
+/// Size of the staging buffer and of each background write.
+const CHUNK: usize = 1 << 20;
+/// Background chunk writes allowed in flight before `append` waits for the oldest.
+const MAX_IN_FLIGHT: usize = 4;
+
+struct InFlight {
+    end: u64,
+    task: Task<std::io::Result<usize>>,
+    expected: usize,
+}
+
+/// An open `.log` file: appendable while it is the active segment, read-only once sealed.
+pub struct LogFile {
+    path: PathBuf,
+    file: Rc<DmaFile>,
+    /// Logical size: bytes appended.
+    size: u64,
+    /// File position of `staging[0]`; always block-aligned.
+    staging_pos: u64,
+    /// Bytes `[staging_pos, size)`, not yet covered by a full-chunk write. `None` once sealed.
+    staging: Option<DmaBuffer>,
+    in_flight: VecDeque<InFlight>,
+    written: u64,
+    durable: u64,
+    poisoned: Option<String>,
+}
+
+fn short_write(expected: usize, got: usize) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::WriteZero,
+        format!("short direct write: {got} of {expected} bytes"),
+    )
+}
+
+impl LogFile {
+    /// Creates a new, empty log file. Fails if the file already exists.
+    pub async fn create(path: &Path) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .dma_open(path)
+            .await
+            .map_err(|e| Error::glommio("create", path, e))?;
+        let staging = file.alloc_dma_buffer(CHUNK);
+        Ok(LogFile {
+            path: path.to_path_buf(),
+            file: Rc::new(file),
+            size: 0,
+            staging_pos: 0,
+            staging: Some(staging),
+            in_flight: VecDeque::new(),
+            written: 0,
+            durable: 0,
+            poisoned: None,
+        })
+    }
+
+    /// Opens an existing log file whose valid data is `[0, size)` for appending: the partial
+    /// last block is read back into memory; anything after `size` will be overwritten.
+    pub async fn open_for_append(path: &Path, size: u64) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .dma_open(path)
+            .await
+            .map_err(|e| Error::glommio("open", path, e))?;
+        let staging_pos = align_down(size);
+        let tail_len = (size - staging_pos) as usize;
+        let mut staging = file.alloc_dma_buffer(CHUNK);
+        if tail_len > 0 {
+            let tail = file
+                .read_at_aligned(staging_pos, BLOCK as usize)
+                .await
+                .map_err(|e| Error::glommio("read", path, e))?;
+            if tail.len() < tail_len {
+                return Err(Error::corruption(
+                    path,
+                    staging_pos,
+                    format!("expected {tail_len} tail bytes, file has {}", tail.len()),
+                ));
+            }
+            staging.as_bytes_mut()[..tail_len].copy_from_slice(&tail[..tail_len]);
+        }
+        Ok(LogFile {
+            path: path.to_path_buf(),
+            file: Rc::new(file),
+            size,
+            staging_pos,
+            staging: Some(staging),
+            in_flight: VecDeque::new(),
+            written: size,
+            durable: size,
+            poisoned: None,
+        })
+    }
+
+    /// Opens a sealed log file read-only; `size` is its valid length.
+    pub async fn open_sealed(path: &Path, size: u64) -> Result<Self> {
+        let file = DmaFile::open(path)
+            .await
+            .map_err(|e| Error::glommio("open", path, e))?;
+        Ok(LogFile {
+            path: path.to_path_buf(),
+            file: Rc::new(file),
+            size,
+            staging_pos: size,
+            staging: None,
+            in_flight: VecDeque::new(),
+            written: size,
+            durable: size,
+            poisoned: None,
+        })
+    }
+
+    /// Current size of the file on disk (may include zero padding past `size`).
+    pub async fn file_size_on_disk(&self) -> Result<u64> {
+        self.file
+            .file_size()
+            .await
+            .map_err(|e| Error::glommio("stat", &self.path, e))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes appended so far.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Bytes known to have reached the device.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Bytes known to be durable (covered by an fdatasync).
+    pub fn durable(&self) -> u64 {
+        self.durable
+    }
+
+    pub fn is_sealed(&self) -> bool {
+        self.staging.is_none()
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if let Some(cause) = &self.poisoned {
+            return Err(Error::Poisoned {
+                path: self.path.clone(),
+                cause: cause.clone(),
+            });
+        }
+        if self.staging.is_none() {
+            return Err(Error::io(
+                "append",
+                &self.path,
+                std::io::Error::new(std::io::ErrorKind::PermissionDenied, "segment is sealed"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn poison(&mut self, op: &'static str, e: std::io::Error) -> Error {
+        self.poisoned = Some(format!("{op} failed: {e}"));
+        Error::io(op, &self.path, e)
+    }
+
+    /// Appends bytes. Full 1 MiB chunks are written in the background; the rest stays in
+    /// memory until the next chunk fills or `flush` is called.
+    pub async fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        self.check_writable()?;
+        while !data.is_empty() {
+            let staged = (self.size - self.staging_pos) as usize;
+            let n = data.len().min(CHUNK - staged);
+            let staging = self.staging.as_mut().expect("checked writable");
+            staging.as_bytes_mut()[staged..staged + n].copy_from_slice(&data[..n]);
+            self.size += n as u64;
+            data = &data[n..];
+            if staged + n == CHUNK {
+                let fresh = self.file.alloc_dma_buffer(CHUNK);
+                let full = self.staging.replace(fresh).expect("checked writable");
+                let pos = self.staging_pos;
+                self.staging_pos += CHUNK as u64;
+                self.submit(full, pos);
+                while self.in_flight.len() > MAX_IN_FLIGHT {
+                    self.complete_oldest().await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn submit(&mut self, buf: DmaBuffer, pos: u64) {
+        let file = self.file.clone();
+        let expected = buf.len();
+        let task = glommio::spawn_local(async move {
+            file.write_at(buf, pos)
+                .await
+                .map_err(std::io::Error::from)
+        });
+        self.in_flight.push_back(InFlight {
+            end: pos + expected as u64,
+            task,
+            expected,
+        });
+    }
+
+    async fn complete_oldest(&mut self) -> Result<()> {
+        let Some(w) = self.in_flight.pop_front() else {
+            return Ok(());
+        };
+        match w.task.await {
+            Ok(n) if n >= w.expected => {
+                self.written = self.written.max(w.end.min(self.size));
+                Ok(())
+            }
+            Ok(n) => Err(self.poison("write", short_write(w.expected, n))),
+            Err(e) => Err(self.poison("write", e)),
+        }
+    }
+
+    async fn drain(&mut self) -> Result<()> {
+        let mut first_err = None;
+        while !self.in_flight.is_empty() {
+            if let Err(e) = self.complete_oldest().await {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Writes everything appended so far to the device (the partial tail block padded with
+    /// zeros) and waits for all writes. After it returns, `written() == size()`.
+    pub async fn flush(&mut self) -> Result<()> {
+        if self.staging.is_none() {
+            return Ok(());
+        }
+        self.check_writable()?;
+        self.drain().await?;
+        let staged = (self.size - self.staging_pos) as usize;
+        if self.written < self.size && staged > 0 {
+            let padded = align_up(staged as u64) as usize;
+            let mut buf = self.file.alloc_dma_buffer(padded);
+            {
+                let src = self.staging.as_ref().expect("writable").as_bytes();
+                let dst = buf.as_bytes_mut();
+                dst[..staged].copy_from_slice(&src[..staged]);
+                dst[staged..].fill(0);
+            }
+            match self.file.write_at(buf, self.staging_pos).await {
+                Ok(n) if n >= padded => {}
+                Ok(n) => return Err(self.poison("write", short_write(padded, n))),
+                Err(e) => return Err(self.poison("write", e.into())),
+            }
+            // Keep only the partial tail block in memory: full blocks are on the device now.
+            let full = align_down(staged as u64) as usize;
+            if full > 0 {
+                let staging = self.staging.as_mut().expect("writable").as_bytes_mut();
+                staging.copy_within(full..staged, 0);
+                self.staging_pos += full as u64;
+            }
+        }
+        self.written = self.size;
+        Ok(())
+    }
+
+    /// Flushes and fdatasyncs: after it returns, `durable() == size()`.
+    pub async fn sync(&mut self) -> Result<()> {
+        self.flush().await?;
+        if self.durable == self.size {
+            return Ok(());
+        }
+        if let Err(e) = self.file.fdatasync().await {
+            return Err(self.poison("fdatasync", e.into()));
+        }
+        self.durable = self.size;
+        Ok(())
+    }
+
+    /// Makes the file read-only: flush, fdatasync, trim the zero padding so the file ends at
+    /// its last byte, and release the staging buffer.
+    pub async fn seal(&mut self) -> Result<()> {
+        if self.staging.is_none() {
+            return Ok(());
+        }
+        self.sync().await?;
+        if let Err(e) = self.file.truncate(self.size).await {
+            return Err(self.poison("truncate", e.into()));
+        }
+        if let Err(e) = self.file.fdatasync().await {
+            return Err(self.poison("fdatasync", e.into()));
+        }
+        self.staging = None;
+        self.staging_pos = self.size;
+        Ok(())
+    }
+
+    /// Seals (when writable and healthy) and closes the file.
+    pub async fn close(mut self) -> Result<()> {
+        let sealed = if self.poisoned.is_none() {
+            self.seal().await
+        } else {
+            self.drain().await
+        };
+        drop(self.staging.take());
+        let file = self.file.clone();
+        drop(self);
+        if let Ok(file) = Rc::try_unwrap(file) {
+            file.close().await.map_err(|e| Error::glommio("close", "", e))?;
+        }
+        sealed
+    }
+
+    /// Reads up to `len` bytes at `pos` (fewer at the end of the data). Bytes still staged in
+    /// memory are served from memory; bytes of writes in flight are read after they land.
+    pub async fn read_at(&mut self, pos: u64, len: usize) -> Result<Vec<u8>> {
+        let end = (pos + len as u64).min(self.size);
+        if pos >= end {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity((end - pos) as usize);
+        let disk_end = end.min(self.staging_pos);
+        if pos < disk_end {
+            if self.in_flight.iter().any(|w| w.end > pos) {
+                self.drain().await?;
+            }
+            let mut at = pos;
+            while at < disk_end {
+                let want = ((disk_end - at) as usize).min(MAX_IO);
+                let chunk = self
+                    .file
+                    .read_at(at, want)
+                    .await
+                    .map_err(|e| Error::glommio("read", &self.path, e))?;
+                if chunk.len() < want {
+                    return Err(Error::corruption(
+                        &self.path,
+                        at + chunk.len() as u64,
+                        format!("file ends early: wanted {want} bytes, read {}", chunk.len()),
+                    ));
+                }
+                out.extend_from_slice(&chunk);
+                at += want as u64;
+            }
+        }
+        if end > self.staging_pos {
+            let from = pos.max(self.staging_pos);
+            let staging = self.staging.as_ref().expect("bytes past staging_pos are staged");
+            let a = (from - self.staging_pos) as usize;
+            let b = (end - self.staging_pos) as usize;
+            out.extend_from_slice(&staging.as_bytes()[a..b]);
+        }
+        Ok(out)
+    }
+}

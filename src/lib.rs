@@ -1,0 +1,19 @@
+//! shardlog: a thread-per-core log storage engine that stores partitions exactly as Apache
+//! Kafka does (segments of `.log` + `.index` + `.timeindex`, RecordBatch v2, CRC-32C).
+//!
+//! Layers, bottom up (ARCHITECTURE.md is the map):
+//! - [`format`]: pure codecs for record batches and varints;
+//! - [`io`]: the only module that touches glommio's file APIs (direct-I/O appender, reads);
+//! - [`log`]: segments, indexes and the partition log (append, roll, read, find by time);
+//! - [`tools`]: offline tools such as `dump-log`.
+
+pub mod config;
+pub mod error;
+pub mod format;
+pub mod io;
+pub mod log;
+pub mod time;
+pub mod tools;
+
+pub use config::LogConfig;
+pub use error::{Error, Result};

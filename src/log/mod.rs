@@ -1,0 +1,26 @@
+//! The partition log: segments of `.log` + `.index` + `.timeindex`, as Kafka lays them out.
+
+pub mod offset_index;
+pub mod partition;
+pub mod scan;
+pub mod segment;
+pub mod time_index;
+
+pub use partition::{partition_dir, AppendInfo, PartitionLog, TimestampOffset};
+pub use segment::Segment;
+
+/// Target of a timestamp lookup meaning "log start offset" (Kafka's EARLIEST_TIMESTAMP).
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+/// Target meaning "log end offset" (LATEST_TIMESTAMP).
+pub const LATEST_TIMESTAMP: i64 = -1;
+/// Target meaning "the first record carrying the largest timestamp" (MAX_TIMESTAMP).
+pub const MAX_TIMESTAMP: i64 = -3;
+
+/// File name of a segment file: base offset padded to 20 digits plus the suffix.
+pub fn segment_file_name(base_offset: i64, suffix: &str) -> String {
+    format!("{base_offset:020}{suffix}")
+}
+
+pub const LOG_SUFFIX: &str = ".log";
+pub const INDEX_SUFFIX: &str = ".index";
+pub const TIME_INDEX_SUFFIX: &str = ".timeindex";

@@ -1,0 +1,394 @@
+//! A partition's log: ordered segments, the roll policy, offset assignment, reads and
+//! Kafka-style lookups by timestamp. One `PartitionLog` is owned by one task on one shard;
+//! its methods take `&mut self` and nothing in it is shared across threads.
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::segment::Segment;
+use super::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LOG_SUFFIX, MAX_TIMESTAMP};
+use crate::config::LogConfig;
+use crate::error::{Error, Result};
+use crate::format::batch::{self, set_base_offset, set_max_timestamp, split_batches};
+use crate::format::{BatchError, BatchHeader, TimestampType};
+use crate::io::ensure_iopoll_probe_workaround;
+
+/// Directory of a partition inside the data directory: `<topic>-<partition>`, as Kafka.
+pub fn partition_dir(data_dir: &Path, topic: &str, partition: u32) -> PathBuf {
+    data_dir.join(format!("{topic}-{partition}"))
+}
+
+/// Result of an append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    /// The timestamp stamped on the batches for LogAppendTime topics.
+    pub log_append_time: Option<i64>,
+    pub batches: usize,
+    pub bytes: usize,
+}
+
+/// Answer to a lookup by timestamp: the offset found and that record's timestamp (-1 for
+/// the earliest/latest targets, which carry no record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampOffset {
+    pub offset: i64,
+    pub timestamp: i64,
+}
+
+pub struct PartitionLog {
+    dir: PathBuf,
+    config: LogConfig,
+    /// Sorted by base offset; the last one is the active segment.
+    segments: Vec<Segment>,
+    log_start_offset: i64,
+    poisoned: Option<String>,
+}
+
+struct PreparedBatch {
+    start: usize,
+    header: BatchHeader,
+    max_record_timestamp: i64,
+}
+
+impl PartitionLog {
+    /// Opens (or creates) the partition in `dir` with the given config.
+    pub async fn open(dir: &Path, config: LogConfig) -> Result<Self> {
+        config.validate()?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+        ensure_iopoll_probe_workaround(dir).await?;
+        let mut bases = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| Error::io("list", dir, e))? {
+            let entry = entry.map_err(|e| Error::io("list", dir, e))?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if let Some(stem) = name.strip_suffix(LOG_SUFFIX) {
+                if stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()) {
+                    if let Ok(base) = stem.parse::<i64>() {
+                        bases.push(base);
+                    }
+                }
+            }
+        }
+        bases.sort_unstable();
+        let mut segments = Vec::with_capacity(bases.len().max(1));
+        for (i, &base) in bases.iter().enumerate() {
+            let active = i + 1 == bases.len();
+            segments.push(Segment::open(dir, base, &config, active).await?);
+        }
+        if segments.is_empty() {
+            segments.push(Segment::create(dir, 0, &config).await?);
+        }
+        let log_start_offset = segments[0].base_offset();
+        tracing::debug!(
+            dir = %dir.display(),
+            segments = segments.len(),
+            log_end = segments.last().map(|s| s.next_offset()),
+            "partition opened"
+        );
+        Ok(PartitionLog {
+            dir: dir.to_path_buf(),
+            config,
+            segments,
+            log_start_offset,
+            poisoned: None,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    /// One past the last offset: the offset the next record gets.
+    pub fn log_end_offset(&self) -> i64 {
+        self.active().next_offset()
+    }
+
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    /// Total bytes of all `.log` files.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.size()).sum()
+    }
+
+    fn active(&self) -> &Segment {
+        self.segments.last().expect("a partition always has a segment")
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .last_mut()
+            .expect("a partition always has a segment")
+    }
+
+    fn check_healthy(&self) -> Result<()> {
+        match &self.poisoned {
+            Some(cause) => Err(Error::Poisoned {
+                path: self.dir.clone(),
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Records an I/O failure: the partition refuses writes until reopened, so nothing is
+    /// ever reported written or durable that may not be.
+    fn note_failure<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e @ (Error::Io { .. } | Error::Poisoned { .. })) = &r {
+            if self.poisoned.is_none() {
+                tracing::error!(dir = %self.dir.display(), error = %e, "partition poisoned");
+                self.poisoned = Some(e.to_string());
+            }
+        }
+        r
+    }
+
+    /// Validates every batch in `input` before anything is written: framing, magic, CRC,
+    /// records, offset deltas, timestamp type, and size against segment.bytes.
+    fn prepare(&self, input: &[u8]) -> Result<Vec<PreparedBatch>> {
+        let bad = |at: usize, source: BatchError| Error::InvalidBatch { at, source };
+        let parts = split_batches(input).map_err(|e| bad(0, e))?;
+        let mut out = Vec::with_capacity(parts.len());
+        for (start, header) in parts {
+            let bytes = &input[start..start + header.size()];
+            if header.size() as u64 > self.config.segment_bytes {
+                return Err(Error::RecordBatchTooLarge {
+                    size: header.size(),
+                    limit: self.config.segment_bytes,
+                });
+            }
+            let (header, summary) = batch::validate(bytes).map_err(|e| bad(start, e))?;
+            batch::check_produce_rules(bytes, &header, &summary).map_err(|e| bad(start, e))?;
+            out.push(PreparedBatch {
+                start,
+                header,
+                max_record_timestamp: summary.max_record_timestamp,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Appends one or more v2 batches (as a producer sends them), assigning offsets from the
+    /// log end. Either every batch is accepted or none is written.
+    pub async fn append(&mut self, input: &[u8]) -> Result<AppendInfo> {
+        self.check_healthy()?;
+        let prepared = self.prepare(input)?;
+        let mut owned = input.to_vec();
+        let mut next = self.log_end_offset();
+        let now = crate::time::now_ms();
+        let log_append_time =
+            (self.config.timestamp_type == TimestampType::LogAppendTime).then_some(now);
+        for p in &prepared {
+            let bytes = &mut owned[p.start..p.start + p.header.size()];
+            set_base_offset(bytes, next);
+            match log_append_time {
+                Some(t) => set_max_timestamp(bytes, TimestampType::LogAppendTime, t),
+                None => {
+                    // Kafka recomputes maxTimestamp from the records for CreateTime.
+                    let max = p.max_record_timestamp;
+                    if max != p.header.max_timestamp {
+                        set_max_timestamp(bytes, TimestampType::CreateTime, max);
+                    }
+                }
+            }
+            next += p.header.last_offset_delta as i64 + 1;
+        }
+        let base_offset = self.log_end_offset();
+        let r = self.write_batches(&owned, &prepared, now).await;
+        self.note_failure(r)?;
+        Ok(AppendInfo {
+            base_offset,
+            last_offset: next - 1,
+            log_append_time,
+            batches: prepared.len(),
+            bytes: owned.len(),
+        })
+    }
+
+    /// Appends batches whose offsets were assigned elsewhere (a replica, a cleaner, a
+    /// restore): offsets must be at or past the log end and increasing; gaps are allowed.
+    pub async fn append_with_assigned_offsets(&mut self, input: &[u8]) -> Result<AppendInfo> {
+        self.check_healthy()?;
+        let parts = split_batches(input).map_err(|e| Error::InvalidBatch { at: 0, source: e })?;
+        let mut prepared = Vec::with_capacity(parts.len());
+        let mut next = self.log_end_offset();
+        for (start, h) in parts {
+            let (header, summary) = batch::validate(&input[start..start + h.size()])
+                .map_err(|e| Error::InvalidBatch { at: start, source: e })?;
+            if header.size() as u64 > self.config.segment_bytes {
+                return Err(Error::RecordBatchTooLarge {
+                    size: header.size(),
+                    limit: self.config.segment_bytes,
+                });
+            }
+            if header.base_offset < next {
+                return Err(Error::NonMonotonicOffset {
+                    base_offset: header.base_offset,
+                    log_end: next,
+                });
+            }
+            next = header.last_offset() + 1;
+            prepared.push(PreparedBatch {
+                start,
+                header,
+                max_record_timestamp: summary.max_record_timestamp,
+            });
+        }
+        let base_offset = prepared[0].header.base_offset;
+        let r = self
+            .write_batches(input, &prepared, crate::time::now_ms())
+            .await;
+        self.note_failure(r)?;
+        Ok(AppendInfo {
+            base_offset,
+            last_offset: next - 1,
+            log_append_time: None,
+            batches: prepared.len(),
+            bytes: input.len(),
+        })
+    }
+
+    async fn write_batches(
+        &mut self,
+        owned: &[u8],
+        prepared: &[PreparedBatch],
+        now: i64,
+    ) -> Result<()> {
+        for p in prepared {
+            let bytes = &owned[p.start..p.start + p.header.size()];
+            // Re-read the header: offsets and timestamps were rewritten.
+            let header = BatchHeader::parse(bytes).map_err(|e| Error::InvalidBatch {
+                at: p.start,
+                source: e,
+            })?;
+            if self.active().should_roll(&self.config, &header, now) {
+                self.roll(header.base_offset).await?;
+            }
+            let config = self.config.clone();
+            self.active_mut().append(bytes, &header, &config).await?;
+        }
+        Ok(())
+    }
+
+    /// Seals the active segment and starts a new one at `base_offset`. An empty active
+    /// segment is replaced instead of sealed (it would otherwise stay as an empty file).
+    async fn roll(&mut self, base_offset: i64) -> Result<()> {
+        let active = self.active_mut();
+        if active.is_empty() && active.base_offset() == base_offset {
+            return Ok(());
+        }
+        active.seal().await?;
+        let seg = Segment::create(&self.dir, base_offset, &self.config).await?;
+        tracing::debug!(dir = %self.dir.display(), base_offset, "rolled segment");
+        self.segments.push(seg);
+        Ok(())
+    }
+
+    /// Writes everything appended to the device (acks=1: survives a process kill).
+    pub async fn flush(&mut self) -> Result<()> {
+        self.check_healthy()?;
+        let r = self.active_mut().flush().await;
+        self.note_failure(r)
+    }
+
+    /// Flushes and fdatasyncs (acks=all: survives power loss). Sealed segments were synced
+    /// when they were sealed.
+    pub async fn sync(&mut self) -> Result<()> {
+        self.check_healthy()?;
+        let r = self.active_mut().sync().await;
+        self.note_failure(r)
+    }
+
+    /// Closes cleanly: the active segment is flushed, synced and trimmed, and its index
+    /// files written, so a reopen finds everything as it was.
+    pub async fn close(self) -> Result<()> {
+        let mut first_err = None;
+        for seg in self.segments {
+            if let Err(e) = seg.close().await {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Reads whole batches from the batch containing `offset`, up to `max_bytes` (at least
+    /// one batch). `offset == log end` gives an empty result.
+    pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<Bytes> {
+        let log_end = self.log_end_offset();
+        if offset < self.log_start_offset || offset > log_end {
+            return Err(Error::OffsetOutOfRange {
+                offset,
+                log_start: self.log_start_offset,
+                log_end,
+            });
+        }
+        let first = self
+            .segments
+            .partition_point(|s| s.base_offset() <= offset)
+            .saturating_sub(1);
+        for seg in &mut self.segments[first..] {
+            if let Some(data) = seg.read(offset, max_bytes).await? {
+                return Ok(data);
+            }
+        }
+        Ok(Bytes::new())
+    }
+
+    /// Kafka's `fetchOffsetByTimestamp`: for a target T >= 0, the first record in offset
+    /// order with timestamp >= T; `EARLIEST_TIMESTAMP`, `LATEST_TIMESTAMP` and
+    /// `MAX_TIMESTAMP` as in Kafka. `None` means no such record (not an error).
+    pub async fn find_offset_by_timestamp(&mut self, target: i64) -> Result<Option<TimestampOffset>> {
+        match target {
+            EARLIEST_TIMESTAMP => Ok(Some(TimestampOffset {
+                offset: self.log_start_offset,
+                timestamp: -1,
+            })),
+            LATEST_TIMESTAMP => Ok(Some(TimestampOffset {
+                offset: self.log_end_offset(),
+                timestamp: -1,
+            })),
+            MAX_TIMESTAMP => {
+                let max = self.segments.iter().map(|s| s.max_timestamp()).max();
+                match max {
+                    Some(m) if m >= 0 => self.search_timestamp(m).await,
+                    _ => Ok(None),
+                }
+            }
+            t if t < 0 => Err(Error::InvalidConfig {
+                key: "timestamp".into(),
+                reason: format!(
+                    "{t} is not a timestamp: use >= 0, -1 (latest), -2 (earliest) or -3 (max)"
+                ),
+            }),
+            t => self.search_timestamp(t).await,
+        }
+    }
+
+    async fn search_timestamp(&mut self, target: i64) -> Result<Option<TimestampOffset>> {
+        let start = self.log_start_offset;
+        // Only the first segment whose max timestamp reaches the target is searched.
+        let Some(seg) = self
+            .segments
+            .iter_mut()
+            .find(|s| s.max_timestamp() >= target)
+        else {
+            return Ok(None);
+        };
+        Ok(seg
+            .find_offset_by_timestamp(target, start)
+            .await?
+            .map(|(offset, timestamp)| TimestampOffset { offset, timestamp }))
+    }
+}

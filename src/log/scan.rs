@@ -1,0 +1,83 @@
+//! Walking batch headers in a `.log` file without reading whole batches: the building block
+//! of offset and timestamp lookups, index rebuilds and tail recovery.
+
+use crate::error::{Error, Result};
+use crate::format::batch::LOG_OVERHEAD;
+use crate::format::{BatchHeader, HEADER_SIZE};
+use crate::io::LogFile;
+
+/// Bytes read per step while walking headers: enough for many small batches at once.
+const SCAN_WINDOW: usize = 16 * 1024;
+
+/// A batch found by a scan: where it starts and its header.
+#[derive(Debug, Clone, Copy)]
+pub struct FoundBatch {
+    pub position: u64,
+    pub header: BatchHeader,
+}
+
+/// Walks batch headers from `position` (which must be a batch boundary) and returns the
+/// first batch for which `pred` is true, or `None` at the end of the data. A header that does
+/// not parse or a batch that runs past the end is reported as corruption at its position.
+pub async fn find_batch(
+    log: &mut LogFile,
+    mut position: u64,
+    mut pred: impl FnMut(&BatchHeader) -> bool,
+) -> Result<Option<FoundBatch>> {
+    let size = log.size();
+    let mut window: Vec<u8> = Vec::new();
+    let mut window_pos = position;
+    while position < size {
+        let off = (position - window_pos) as usize;
+        if position < window_pos || off + HEADER_SIZE > window.len() {
+            window = log.read_at(position, SCAN_WINDOW).await?;
+            window_pos = position;
+            if window.len() < HEADER_SIZE {
+                return Err(Error::corruption(
+                    log.path(),
+                    position,
+                    format!(
+                        "{} bytes left, too few for a batch header",
+                        window.len()
+                    ),
+                ));
+            }
+            continue;
+        }
+        let header = BatchHeader::parse(&window[off..])
+            .map_err(|e| Error::corruption(log.path(), position, e.to_string()))?;
+        let end = position + header.size() as u64;
+        if end > size {
+            return Err(Error::corruption(
+                log.path(),
+                position,
+                format!(
+                    "batch of {} bytes runs past the end of the data ({size})",
+                    header.size()
+                ),
+            ));
+        }
+        if pred(&header) {
+            return Ok(Some(FoundBatch { position, header }));
+        }
+        position = end;
+    }
+    Ok(None)
+}
+
+/// Length of the prefix of `buf` made of whole batches (by framing only).
+pub fn whole_batches_len(buf: &[u8]) -> usize {
+    let mut pos = 0usize;
+    while buf.len() - pos >= LOG_OVERHEAD {
+        let len = i32::from_be_bytes(buf[pos + 8..pos + 12].try_into().unwrap());
+        if len < 0 {
+            break;
+        }
+        let size = LOG_OVERHEAD + len as usize;
+        if pos + size > buf.len() {
+            break;
+        }
+        pos += size;
+    }
+    pos
+}

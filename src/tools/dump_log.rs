@@ -1,0 +1,395 @@
+//! `shardlog dump-log`: prints `.log`, `.index` and `.timeindex` files in the line formats of
+//! Kafka's `kafka-dump-log.sh` (DumpLogSegments), including its mismatch reports on stderr.
+//! Works offline on files; plain buffered reads are fine here (no executor involved).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::format::batch::{check_framing_and_crc, records, LOG_OVERHEAD};
+use crate::format::{BatchHeader, HEADER_SIZE};
+use crate::log::offset_index::{self, OffsetIndex};
+use crate::log::time_index::{self, TimeIndex};
+use crate::log::{INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+
+/// Bytes Kafka needs to see before it trusts a batch's framing (offset, length, epoch, magic).
+const HEADER_SIZE_UP_TO_MAGIC: usize = 17;
+
+#[derive(Debug, Clone, Default)]
+pub struct DumpOptions {
+    pub files: Vec<PathBuf>,
+    /// Print every record, not only batch headers (implied by `print_data_log`).
+    pub deep_iteration: bool,
+    /// Print keys and payloads.
+    pub print_data_log: bool,
+    /// Only run the index sanity check.
+    pub index_sanity_check: bool,
+}
+
+/// Problems found while dumping, reported on stderr after all files (as Kafka does).
+#[derive(Default)]
+struct Findings {
+    index_mismatches: BTreeMap<String, Vec<(i64, i64)>>,
+    time_mismatches: BTreeMap<String, Vec<(i64, i64)>>,
+    out_of_order: BTreeMap<String, Vec<(i64, i64)>>,
+    shallow_not_found: BTreeMap<String, Vec<(i64, i64)>>,
+    non_consecutive: BTreeMap<String, Vec<(i64, i64)>>,
+}
+
+fn absolute(p: &Path) -> String {
+    std::path::absolute(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
+fn base_offset_of(path: &Path) -> Option<i64> {
+    let name = path.file_name()?.to_str()?;
+    name.split('.').next()?.parse().ok()
+}
+
+fn sibling(path: &Path, suffix: &str) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.split('.').next()?;
+    Some(path.with_file_name(format!("{stem}{suffix}")))
+}
+
+/// A batch header read straight from a `.log` buffer at `pos`, if it fits.
+fn header_at(log: &[u8], pos: usize) -> Option<BatchHeader> {
+    if pos >= log.len() || log.len() - pos < HEADER_SIZE {
+        return None;
+    }
+    let h = BatchHeader::parse(&log[pos..]).ok()?;
+    (pos + h.size() <= log.len()).then_some(h)
+}
+
+/// Runs the tool, writing the dump to `out` and reports to `err`. Returns false when a file
+/// could not be read at all.
+pub fn run(opts: &DumpOptions, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<bool> {
+    let mut findings = Findings::default();
+    let mut ok = true;
+    let deep = opts.deep_iteration || opts.print_data_log;
+    for file in &opts.files {
+        writeln!(out, "Dumping {}", file.display())?;
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let result = if name.ends_with(LOG_SUFFIX) {
+            dump_log(file, deep, opts.print_data_log, &mut findings, out, err)
+        } else if name.ends_with(TIME_INDEX_SUFFIX) {
+            dump_time_index(file, opts.index_sanity_check, &mut findings, out, err)
+        } else if name.ends_with(INDEX_SUFFIX) {
+            dump_index(file, opts.index_sanity_check, &mut findings, out, err)
+        } else {
+            writeln!(err, "Ignoring unknown file {}", file.display())?;
+            Ok(())
+        };
+        if let Err(e) = result {
+            writeln!(err, "Could not dump {}: {e}", file.display())?;
+            ok = false;
+        }
+    }
+    print_findings(&findings, err)?;
+    Ok(ok)
+}
+
+fn print_findings(f: &Findings, err: &mut dyn Write) -> std::io::Result<()> {
+    for (file, list) in &f.index_mismatches {
+        writeln!(err, "Mismatches in :{file}")?;
+        for (idx, log) in list {
+            writeln!(err, "  Index offset: {idx}, log offset: {log}")?;
+        }
+    }
+    for (file, list) in &f.time_mismatches {
+        writeln!(err, "Found timestamp mismatch in :{file}")?;
+        for (idx, log) in list {
+            writeln!(err, "  Index timestamp: {idx}, log timestamp: {log}")?;
+        }
+    }
+    for (file, list) in &f.out_of_order {
+        writeln!(err, "Found out of order timestamp in :{file}")?;
+        for (idx, prev) in list {
+            writeln!(
+                err,
+                "  Index timestamp: {idx}, Previously indexed timestamp: {prev}"
+            )?;
+        }
+    }
+    for list in f.shallow_not_found.values() {
+        writeln!(err, "The following indexed offsets are not found in the log.")?;
+        for (idx, found) in list {
+            writeln!(err, "Indexed offset: {idx}, found log offset: {found}")?;
+        }
+    }
+    for (file, list) in &f.non_consecutive {
+        writeln!(err, "Non-consecutive offsets in {file}")?;
+        for (a, b) in list {
+            writeln!(err, "  {a} is followed by {b}")?;
+        }
+    }
+    Ok(())
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn dump_log(
+    path: &Path,
+    deep: bool,
+    print_data: bool,
+    findings: &mut Findings,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    let data = std::fs::read(path)?;
+    let base = base_offset_of(path).unwrap_or(0);
+    writeln!(out, "Log starting offset: {base}")?;
+    let mut pos = 0usize;
+    let mut last_offset = base - 1;
+    while data.len() - pos >= HEADER_SIZE_UP_TO_MAGIC {
+        let rest = &data[pos..];
+        let declared = i32::from_be_bytes(rest[8..12].try_into().unwrap());
+        if declared < 2 || LOG_OVERHEAD + declared as usize > rest.len() {
+            if declared >= 0 && declared < 2 {
+                writeln!(
+                    err,
+                    "Record batch at position {pos} declares size {} (below the minimum 14)",
+                    LOG_OVERHEAD as i64 + declared as i64
+                )?;
+            }
+            break;
+        }
+        let h = match BatchHeader::parse(rest) {
+            Ok(h) => h,
+            Err(e) => {
+                writeln!(err, "Invalid batch at position {pos}: {e}")?;
+                break;
+            }
+        };
+        let bytes = &rest[..h.size()];
+        let valid = check_framing_and_crc(bytes).is_ok();
+        let horizon = match h.delete_horizon_ms() {
+            Some(v) => format!("OptionalLong[{v}]"),
+            None => "OptionalLong.empty".to_string(),
+        };
+        writeln!(
+            out,
+            "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} \
+             producerId: {} producerEpoch: {} partitionLeaderEpoch: {} isTransactional: {} \
+             isControl: {} deleteHorizonMs: {horizon} position: {pos} {}: {} size: {} \
+             magic: {} compresscodec: {} crc: {} isvalid: {valid}",
+            h.base_offset,
+            h.last_offset(),
+            h.records_count,
+            h.base_sequence,
+            h.last_sequence(),
+            h.producer_id,
+            h.producer_epoch,
+            h.partition_leader_epoch,
+            h.is_transactional(),
+            h.is_control(),
+            h.timestamp_type().name(),
+            h.max_timestamp,
+            h.size(),
+            h.magic,
+            h.compression(),
+            h.crc,
+        )?;
+        if deep && h.compression() == "none" {
+            for r in records(bytes, &h) {
+                let r = match r {
+                    Ok(r) => r,
+                    Err(e) => {
+                        writeln!(err, "Invalid record in batch at position {pos}: {e}")?;
+                        break;
+                    }
+                };
+                if r.offset != last_offset + 1 {
+                    findings
+                        .non_consecutive
+                        .entry(absolute(path))
+                        .or_default()
+                        .push((last_offset, r.offset));
+                }
+                last_offset = r.offset;
+                let header_keys: Vec<String> = r.headers.iter().map(|x| lossy(x.key)).collect();
+                write!(
+                    out,
+                    "| offset: {} {}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [{}]",
+                    r.offset,
+                    h.timestamp_type().name(),
+                    r.timestamp,
+                    r.key.map_or(-1, |k| k.len() as i64),
+                    r.value.map_or(-1, |v| v.len() as i64),
+                    r.sequence,
+                    header_keys.join(", ")
+                )?;
+                if print_data && !h.is_control() {
+                    if let Some(k) = r.key {
+                        write!(out, " key: {}", lossy(k))?;
+                    }
+                    if let Some(v) = r.value {
+                        write!(out, " payload: {}", lossy(v))?;
+                    }
+                }
+                writeln!(out)?;
+            }
+        }
+        pos += h.size();
+    }
+    if pos < data.len() {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "Found {} invalid bytes at the end of {name}",
+            data.len() - pos
+        )?;
+    }
+    Ok(())
+}
+
+fn raw_offset_entries(bytes: &[u8], base: i64) -> Vec<(i64, i64)> {
+    bytes
+        .chunks_exact(offset_index::ENTRY_SIZE)
+        .map(|e| {
+            let rel = i32::from_be_bytes(e[..4].try_into().unwrap());
+            let pos = i32::from_be_bytes(e[4..].try_into().unwrap());
+            (base + rel as i64, pos as i64)
+        })
+        .collect()
+}
+
+fn dump_index(
+    path: &Path,
+    sanity_only: bool,
+    findings: &mut Findings,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    let bytes = std::fs::read(path)?;
+    let base = base_offset_of(path).unwrap_or(0);
+    let entries = raw_offset_entries(&bytes, base);
+    if entries.is_empty() {
+        writeln!(out, "{} is empty.", path.display())?;
+        return Ok(());
+    }
+    if sanity_only {
+        match OffsetIndex::decode(base, &bytes, usize::MAX) {
+            Ok(_) => writeln!(out, "{} passed sanity check.", path.display())?,
+            Err(why) => writeln!(err, "{} failed sanity check: {why}", path.display())?,
+        }
+        return Ok(());
+    }
+    let log = sibling(path, LOG_SUFFIX)
+        .and_then(|p| std::fs::read(p).ok())
+        .unwrap_or_default();
+    for (i, &(offset, position)) in entries.iter().enumerate() {
+        // A sparse preallocated index ends in zero entries: stop at the first one.
+        if offset == base && i > 0 {
+            break;
+        }
+        let log_offset = usize::try_from(position)
+            .ok()
+            .and_then(|p| header_at(&log, p))
+            .map_or(-1, |h| h.last_offset());
+        if log_offset != offset {
+            findings
+                .index_mismatches
+                .entry(absolute(path))
+                .or_default()
+                .push((offset, log_offset));
+        }
+        writeln!(out, "offset: {offset} position: {position}")?;
+    }
+    Ok(())
+}
+
+fn dump_time_index(
+    path: &Path,
+    sanity_only: bool,
+    findings: &mut Findings,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    let bytes = std::fs::read(path)?;
+    let base = base_offset_of(path).unwrap_or(0);
+    if sanity_only {
+        match TimeIndex::decode(base, &bytes, usize::MAX) {
+            Ok(_) => writeln!(out, "{} passed sanity check.", path.display())?,
+            Err(why) => writeln!(err, "{} failed sanity check: {why}", path.display())?,
+        }
+        return Ok(());
+    }
+    let log = sibling(path, LOG_SUFFIX)
+        .and_then(|p| std::fs::read(p).ok())
+        .unwrap_or_default();
+    let offsets = sibling(path, INDEX_SUFFIX)
+        .and_then(|p| std::fs::read(p).ok())
+        .map(|b| raw_offset_entries(&b, base))
+        .unwrap_or_default();
+    let key = absolute(path);
+    let mut prev_ts = -1i64;
+    for (i, e) in bytes.chunks_exact(time_index::ENTRY_SIZE).enumerate() {
+        let ts = i64::from_be_bytes(e[..8].try_into().unwrap());
+        let offset = base + i32::from_be_bytes(e[8..].try_into().unwrap()) as i64;
+        if offset == base && i > 0 {
+            break;
+        }
+        // Position from the offset index (largest lower bound), then walk to the batch.
+        let mut pos = offsets
+            .iter()
+            .take_while(|&&(o, _)| o <= offset)
+            .last()
+            .map_or(0, |&(_, p)| p.max(0) as usize);
+        let mut found = None;
+        while let Some(h) = header_at(&log, pos) {
+            if h.last_offset() >= offset {
+                found = Some((pos, h));
+                break;
+            }
+            pos += h.size();
+        }
+        match found {
+            None => findings
+                .shallow_not_found
+                .entry(key.clone())
+                .or_default()
+                .push((offset, -1)),
+            Some((_, h)) if h.last_offset() != offset => findings
+                .shallow_not_found
+                .entry(key.clone())
+                .or_default()
+                .push((offset, h.last_offset())),
+            Some((p, h)) => {
+                let batch = &log[p..p + h.size()];
+                let max = records(batch, &h)
+                    .filter_map(|r| r.ok())
+                    .map(|r| r.timestamp)
+                    .max()
+                    .unwrap_or(-1);
+                if max != ts {
+                    findings
+                        .time_mismatches
+                        .entry(key.clone())
+                        .or_default()
+                        .push((ts, max));
+                }
+                if prev_ts >= ts {
+                    findings
+                        .out_of_order
+                        .entry(key.clone())
+                        .or_default()
+                        .push((ts, prev_ts));
+                }
+            }
+        }
+        writeln!(out, "timestamp: {ts} offset: {offset}")?;
+        prev_ts = ts;
+    }
+    Ok(())
+}
