@@ -6,7 +6,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "shardlog", version, about = "Thread-per-core log storage engine in Kafka's on-disk format")]
+#[command(
+    name = "shardlog",
+    version,
+    about = "Thread-per-core log storage engine in Kafka's on-disk format"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

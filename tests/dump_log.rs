@@ -107,7 +107,10 @@ baseOffset: 3 lastOffset: 3 count: 1 baseSequence: -1 lastSequence: -1 producerI
     );
     assert_eq!(err, "");
     let (out, _) = dump(&["--files", &index, "--index-sanity-check"]);
-    assert_eq!(out, format!("Dumping {index}\n{index} passed sanity check.\n"));
+    assert_eq!(
+        out,
+        format!("Dumping {index}\n{index} passed sanity check.\n")
+    );
 }
 
 #[test]

@@ -7,7 +7,9 @@ use common::*;
 use shardlog::error::Error;
 use shardlog::format::batch::{check_framing_and_crc, decode_records, split_batches};
 use shardlog::format::{BatchHeader, TimestampType};
-use shardlog::log::{PartitionLog, TimestampOffset, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
+use shardlog::log::{
+    PartitionLog, TimestampOffset, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
+};
 use shardlog::LogConfig;
 
 fn small_config() -> LogConfig {
@@ -39,9 +41,12 @@ fn find_by_timestamp_matches_kafka_segment_test() {
                     .unwrap();
             } else {
                 for o in 40..50 {
-                    log.append_with_assigned_offsets(&at_offset(batch_with_timestamps(&[o * 10]), o))
-                        .await
-                        .unwrap();
+                    log.append_with_assigned_offsets(&at_offset(
+                        batch_with_timestamps(&[o * 10]),
+                        o,
+                    ))
+                    .await
+                    .unwrap();
                 }
             }
             assert_eq!(ts_lookup(&mut log, 420).await, Some((42, 420)));
@@ -63,7 +68,9 @@ fn out_of_order_timestamps_answer_in_offset_order() {
         let mut log = PartitionLog::open(&dir.join("t-0"), small_config())
             .await
             .unwrap();
-        log.append(&batch_with_timestamps(&[10, 30, 20])).await.unwrap();
+        log.append(&batch_with_timestamps(&[10, 30, 20]))
+            .await
+            .unwrap();
         assert_eq!(ts_lookup(&mut log, 15).await, Some((1, 30)));
         assert_eq!(ts_lookup(&mut log, 25).await, Some((1, 30)));
         assert_eq!(ts_lookup(&mut log, 5).await, Some((0, 10)));
@@ -88,10 +95,17 @@ fn special_timestamp_targets() {
             .unwrap();
         assert_eq!(ts_lookup(&mut log, MAX_TIMESTAMP).await, None);
         assert_eq!(
-            log.find_offset_by_timestamp(EARLIEST_TIMESTAMP).await.unwrap(),
-            Some(TimestampOffset { offset: 0, timestamp: -1 })
+            log.find_offset_by_timestamp(EARLIEST_TIMESTAMP)
+                .await
+                .unwrap(),
+            Some(TimestampOffset {
+                offset: 0,
+                timestamp: -1
+            })
         );
-        log.append(&batch_with_timestamps(&[5, 50, 7])).await.unwrap();
+        log.append(&batch_with_timestamps(&[5, 50, 7]))
+            .await
+            .unwrap();
         log.append(&batch_with_timestamps(&[50, 9])).await.unwrap();
         assert_eq!(ts_lookup(&mut log, LATEST_TIMESTAMP).await, Some((5, -1)));
         assert_eq!(ts_lookup(&mut log, EARLIEST_TIMESTAMP).await, Some((0, -1)));
@@ -211,7 +225,10 @@ fn invalid_batches_change_nothing() {
             log.append(&magic).await,
             Err(Error::InvalidBatch { .. })
         ));
-        assert!(matches!(log.append(&[]).await, Err(Error::InvalidBatch { .. })));
+        assert!(matches!(
+            log.append(&[]).await,
+            Err(Error::InvalidBatch { .. })
+        ));
         assert!(matches!(
             log.append(&good[..good.len() - 1]).await,
             Err(Error::InvalidBatch { .. })
@@ -230,13 +247,19 @@ fn read_semantics_match_kafka() {
             .await
             .unwrap();
         for i in 0..5 {
-            log.append(&batch_with_timestamps(&[i, i, i])).await.unwrap();
+            log.append(&batch_with_timestamps(&[i, i, i]))
+                .await
+                .unwrap();
         }
         assert_eq!(log.log_end_offset(), 15);
         // Offset in the middle of a batch: the whole batch that contains it.
         let data = log.read(7, 1).await.unwrap();
         let parts = split_batches(&data).unwrap();
-        assert_eq!(parts.len(), 1, "at least one batch even if larger than max_bytes");
+        assert_eq!(
+            parts.len(),
+            1,
+            "at least one batch even if larger than max_bytes"
+        );
         assert_eq!(parts[0].1.base_offset, 6);
         // max_bytes large: all remaining batches, whole.
         let data = log.read(7, 1 << 20).await.unwrap();
@@ -245,7 +268,11 @@ fn read_semantics_match_kafka() {
         assert!(log.read(15, 100).await.unwrap().is_empty());
         assert!(matches!(
             log.read(16, 100).await,
-            Err(Error::OffsetOutOfRange { offset: 16, log_start: 0, log_end: 15 })
+            Err(Error::OffsetOutOfRange {
+                offset: 16,
+                log_start: 0,
+                log_end: 15
+            })
         ));
         assert!(matches!(
             log.read(-1, 100).await,
@@ -276,7 +303,8 @@ fn read_from_a_gap_returns_the_next_batch() {
             assert_eq!(h.base_offset, expect, "read at {target}");
         }
         assert!(matches!(
-            log.append_with_assigned_offsets(&at_offset(single(1, 20), 10)).await,
+            log.append_with_assigned_offsets(&at_offset(single(1, 20), 10))
+                .await,
             Err(Error::NonMonotonicOffset { .. })
         ));
     });
@@ -291,7 +319,10 @@ fn log_append_time_rewrites_timestamps_and_crc() {
         };
         let mut log = PartitionLog::open(&dir.join("t-0"), config).await.unwrap();
         let before = shardlog::time::now_ms();
-        let info = log.append(&batch_with_timestamps(&[1, 2, 3])).await.unwrap();
+        let info = log
+            .append(&batch_with_timestamps(&[1, 2, 3]))
+            .await
+            .unwrap();
         let stamped = info.log_append_time.unwrap();
         assert!(stamped >= before);
         let data = log.read(0, 1 << 20).await.unwrap();
@@ -345,7 +376,10 @@ fn index_entries_follow_kafka_rule() {
         let got: Vec<(i64, u32)> = (0..idx.len())
             .map(|i| (idx.entry(i).offset, idx.entry(i).position))
             .collect();
-        assert_eq!(got, vec![(5, 2 * s as u32), (9, 4 * s as u32), (13, 6 * s as u32)]);
+        assert_eq!(
+            got,
+            vec![(5, 2 * s as u32), (9, 4 * s as u32), (13, 6 * s as u32)]
+        );
         let ti = seg.time_index();
         let got: Vec<(i64, i64)> = (0..ti.len())
             .map(|i| (ti.entry(i).timestamp, ti.entry(i).offset))
@@ -379,7 +413,14 @@ fn reopen_keeps_everything_and_appends_continue() {
                     let ti: Vec<_> = (0..s.time_index().len())
                         .map(|i| s.time_index().entry(i))
                         .collect();
-                    (s.base_offset(), s.size(), s.next_offset(), s.max_timestamp(), oi, ti)
+                    (
+                        s.base_offset(),
+                        s.size(),
+                        s.next_offset(),
+                        s.max_timestamp(),
+                        oi,
+                        ti,
+                    )
                 })
                 .collect::<Vec<_>>()
         };
@@ -460,7 +501,9 @@ fn large_appends_and_reads_of_unflushed_data() {
             .unwrap();
         let mut batches = Vec::new();
         for i in 0..12 {
-            let value: Vec<u8> = (0..(700_000 + i * 4099)).map(|j| (j * 31 + i) as u8).collect();
+            let value: Vec<u8> = (0..(700_000 + i * 4099))
+                .map(|j| (j * 31 + i) as u8)
+                .collect();
             let b = shardlog::format::BatchBuilder::new(value.len() + 100)
                 .record(shardlog::format::RecordSpec::new(None, Some(&value)).timestamp(i as i64))
                 .build();

@@ -31,7 +31,11 @@ fn one_case(seed: u64) {
         let config = LogConfig {
             index_interval_bytes: rng.u64(0..3000),
             segment_bytes: rng.u64(1200..8000),
-            segment_index_bytes: if rng.bool() { rng.u64(24..120) } else { 10 << 20 },
+            segment_index_bytes: if rng.bool() {
+                rng.u64(24..120)
+            } else {
+                10 << 20
+            },
             ..LogConfig::default()
         };
         let pdir = dir.join("prop-0");
@@ -55,7 +59,10 @@ fn one_case(seed: u64) {
             let info = log.append(&batch).await.unwrap();
             assert_eq!(info.base_offset, next, "seed {seed}");
             for ts in stamps {
-                records.push(Rec { offset: next, timestamp: ts });
+                records.push(Rec {
+                    offset: next,
+                    timestamp: ts,
+                });
                 next += 1;
             }
             match rng.u8(0..20) {

@@ -27,7 +27,9 @@ pub enum BatchError {
     },
     #[error("lastOffsetDelta is {declared} but the records' offset deltas end at {found}")]
     LastOffsetDeltaMismatch { declared: i32, found: i64 },
-    #[error("record {index} has offsetDelta {found}, expected {expected} (deltas must be 0,1,2,...)")]
+    #[error(
+        "record {index} has offsetDelta {found}, expected {expected} (deltas must be 0,1,2,...)"
+    )]
     NonContiguousOffsetDelta {
         index: usize,
         expected: i64,

@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod builder;
+mod doc_check;
 pub mod error;
 pub mod record;
 pub mod varint;

@@ -219,9 +219,7 @@ impl LogFile {
         let file = self.file.clone();
         let expected = buf.len();
         let task = glommio::spawn_local(async move {
-            file.write_at(buf, pos)
-                .await
-                .map_err(std::io::Error::from)
+            file.write_at(buf, pos).await.map_err(std::io::Error::from)
         });
         self.in_flight.push_back(InFlight {
             end: pos + expected as u64,
@@ -331,7 +329,9 @@ impl LogFile {
         let file = self.file.clone();
         drop(self);
         if let Ok(file) = Rc::try_unwrap(file) {
-            file.close().await.map_err(|e| Error::glommio("close", "", e))?;
+            file.close()
+                .await
+                .map_err(|e| Error::glommio("close", "", e))?;
         }
         sealed
     }
@@ -370,7 +370,10 @@ impl LogFile {
         }
         if end > self.staging_pos {
             let from = pos.max(self.staging_pos);
-            let staging = self.staging.as_ref().expect("bytes past staging_pos are staged");
+            let staging = self
+                .staging
+                .as_ref()
+                .expect("bytes past staging_pos are staged");
             let a = (from - self.staging_pos) as usize;
             let b = (end - self.staging_pos) as usize;
             out.extend_from_slice(&staging.as_bytes()[a..b]);

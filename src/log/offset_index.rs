@@ -33,7 +33,7 @@ impl OffsetIndex {
     /// Decodes an index file and runs Kafka's sanity checks (size a multiple of 8, offsets
     /// and positions increasing, last offset >= base). `Err` says why it must be rebuilt.
     pub fn decode(base_offset: i64, bytes: &[u8], max_entries: usize) -> Result<Self, String> {
-        if bytes.len() % ENTRY_SIZE != 0 {
+        if !bytes.len().is_multiple_of(ENTRY_SIZE) {
             return Err(format!(
                 "size {} is not a multiple of {ENTRY_SIZE}",
                 bytes.len()

@@ -58,7 +58,8 @@ impl PartitionLog {
     pub async fn open(dir: &Path, config: LogConfig) -> Result<Self> {
         config.validate()?;
         std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
-        ensure_iopoll_probe_workaround(dir).await?;
+        // The probe file lives in the data directory, keeping partition directories Kafka-clean.
+        ensure_iopoll_probe_workaround(dir.parent().unwrap_or(dir)).await?;
         let mut bases = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(|e| Error::io("list", dir, e))? {
             let entry = entry.map_err(|e| Error::io("list", dir, e))?;
@@ -124,7 +125,9 @@ impl PartitionLog {
     }
 
     fn active(&self) -> &Segment {
-        self.segments.last().expect("a partition always has a segment")
+        self.segments
+            .last()
+            .expect("a partition always has a segment")
     }
 
     fn active_mut(&mut self) -> &mut Segment {
@@ -225,8 +228,13 @@ impl PartitionLog {
         let mut prepared = Vec::with_capacity(parts.len());
         let mut next = self.log_end_offset();
         for (start, h) in parts {
-            let (header, summary) = batch::validate(&input[start..start + h.size()])
-                .map_err(|e| Error::InvalidBatch { at: start, source: e })?;
+            let (header, summary) =
+                batch::validate(&input[start..start + h.size()]).map_err(|e| {
+                    Error::InvalidBatch {
+                        at: start,
+                        source: e,
+                    }
+                })?;
             if header.size() as u64 > self.config.segment_bytes {
                 return Err(Error::RecordBatchTooLarge {
                     size: header.size(),
@@ -349,7 +357,10 @@ impl PartitionLog {
     /// Kafka's `fetchOffsetByTimestamp`: for a target T >= 0, the first record in offset
     /// order with timestamp >= T; `EARLIEST_TIMESTAMP`, `LATEST_TIMESTAMP` and
     /// `MAX_TIMESTAMP` as in Kafka. `None` means no such record (not an error).
-    pub async fn find_offset_by_timestamp(&mut self, target: i64) -> Result<Option<TimestampOffset>> {
+    pub async fn find_offset_by_timestamp(
+        &mut self,
+        target: i64,
+    ) -> Result<Option<TimestampOffset>> {
         match target {
             EARLIEST_TIMESTAMP => Ok(Some(TimestampOffset {
                 offset: self.log_start_offset,

@@ -36,10 +36,7 @@ pub async fn find_batch(
                 return Err(Error::corruption(
                     log.path(),
                     position,
-                    format!(
-                        "{} bytes left, too few for a batch header",
-                        window.len()
-                    ),
+                    format!("{} bytes left, too few for a batch header", window.len()),
                 ));
             }
             continue;

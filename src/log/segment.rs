@@ -152,9 +152,7 @@ impl Segment {
         }
         if self.log.size() > 0 {
             let first = find_batch(&mut self.log, 0, |_| true).await?;
-            self.rolling_base_timestamp = first
-                .map(|f| f.header.max_timestamp)
-                .filter(|&t| t >= 0);
+            self.rolling_base_timestamp = first.map(|f| f.header.max_timestamp).filter(|&t| t >= 0);
         }
         Ok(())
     }
@@ -254,7 +252,12 @@ impl Segment {
     }
 
     /// Appends one batch whose offsets are already assigned.
-    pub async fn append(&mut self, batch: &[u8], h: &BatchHeader, config: &LogConfig) -> Result<()> {
+    pub async fn append(
+        &mut self,
+        batch: &[u8],
+        h: &BatchHeader,
+        config: &LogConfig,
+    ) -> Result<()> {
         let position = self.log.size();
         self.log.append(batch).await?;
         self.index_batch(h, position, config);
@@ -359,9 +362,8 @@ impl Segment {
                 return Ok(None);
             };
             let data = self.read_batch(&found).await?;
-            let records = decode_records(&data, &found.header).map_err(|e| {
-                Error::corruption(self.log.path(), found.position, e.to_string())
-            })?;
+            let records = decode_records(&data, &found.header)
+                .map_err(|e| Error::corruption(self.log.path(), found.position, e.to_string()))?;
             if let Some(r) = records
                 .iter()
                 .find(|r| r.timestamp >= target && r.offset >= start_offset)

@@ -34,7 +34,7 @@ impl TimeIndex {
     /// Decodes a time index file with Kafka's sanity checks (size a multiple of 12, last
     /// timestamp >= first, offsets not decreasing and >= base).
     pub fn decode(base_offset: i64, bytes: &[u8], max_entries: usize) -> Result<Self, String> {
-        if bytes.len() % ENTRY_SIZE != 0 {
+        if !bytes.len().is_multiple_of(ENTRY_SIZE) {
             return Err(format!(
                 "size {} is not a multiple of {ENTRY_SIZE}",
                 bytes.len()

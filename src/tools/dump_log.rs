@@ -117,7 +117,10 @@ fn print_findings(f: &Findings, err: &mut dyn Write) -> std::io::Result<()> {
         }
     }
     for list in f.shallow_not_found.values() {
-        writeln!(err, "The following indexed offsets are not found in the log.")?;
+        writeln!(
+            err,
+            "The following indexed offsets are not found in the log."
+        )?;
         for (idx, found) in list {
             writeln!(err, "Indexed offset: {idx}, found log offset: {found}")?;
         }
@@ -152,7 +155,7 @@ fn dump_log(
         let rest = &data[pos..];
         let declared = i32::from_be_bytes(rest[8..12].try_into().unwrap());
         if declared < 2 || LOG_OVERHEAD + declared as usize > rest.len() {
-            if declared >= 0 && declared < 2 {
+            if declared < 2 {
                 writeln!(
                     err,
                     "Record batch at position {pos} declares size {} (below the minimum 14)",

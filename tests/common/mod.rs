@@ -30,7 +30,9 @@ where
 
 /// One batch of records with the given timestamps and values `v<offset-in-batch>`.
 pub fn batch_with_timestamps(ts: &[i64]) -> Vec<u8> {
-    let values: Vec<Vec<u8>> = (0..ts.len()).map(|i| format!("v{i}").into_bytes()).collect();
+    let values: Vec<Vec<u8>> = (0..ts.len())
+        .map(|i| format!("v{i}").into_bytes())
+        .collect();
     let mut b = BatchBuilder::new(128);
     for (i, &t) in ts.iter().enumerate() {
         b.push(RecordSpec::new(None, Some(&values[i])).timestamp(t));

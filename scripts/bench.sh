@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Engine benchmarks with the disk baseline measured in the same run.
+# Usage: scripts/bench.sh [--quick]
+# Installs fio if missing, then runs `cargo bench --bench engine`, which measures fio's
+# sequential O_DIRECT io_uring write (bs=1M, iodepth=8) on the bench directory and prints
+# shardlog's single-partition append throughput as a ratio of it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v fio >/dev/null 2>&1; then
+  echo "installing fio..." >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >/dev/null
+fi
+
+args=()
+[[ "${1:-}" == "--quick" ]] && args+=(--quick)
+export SHARDLOG_BENCH_DIR="${SHARDLOG_BENCH_DIR:-$PWD/target/bench-data}"
+cargo bench --bench engine -- "${args[@]}"
