@@ -44,6 +44,8 @@ pub enum Error {
         path.display()
     )]
     Poisoned { path: PathBuf, cause: String },
+    #[error("{0} is not a timestamp target: use >= 0, -1 (latest), -2 (earliest) or -3 (max)")]
+    InvalidTimestamp(i64),
     #[error("batch base offset {base_offset} is below the log end offset {log_end}")]
     NonMonotonicOffset { base_offset: i64, log_end: i64 },
 }

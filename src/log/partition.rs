@@ -377,12 +377,7 @@ impl PartitionLog {
                     _ => Ok(None),
                 }
             }
-            t if t < 0 => Err(Error::InvalidConfig {
-                key: "timestamp".into(),
-                reason: format!(
-                    "{t} is not a timestamp: use >= 0, -1 (latest), -2 (earliest) or -3 (max)"
-                ),
-            }),
+            t if t < 0 => Err(Error::InvalidTimestamp(t)),
             t => self.search_timestamp(t).await,
         }
     }

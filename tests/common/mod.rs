@@ -53,3 +53,44 @@ pub fn at_offset(mut batch: Vec<u8>, base: i64) -> Vec<u8> {
     shardlog::format::batch::set_base_offset(&mut batch, base);
     batch
 }
+
+/// Starts a server with `shards` shards on `data_dir`, on a free port range (retrying on
+/// collisions with other tests). Returns the handle and the shared port.
+pub fn start_server(
+    data_dir: &std::path::Path,
+    shards: usize,
+    tweak: impl Fn(&mut shardlog::server::ServerConfig),
+) -> (shardlog::server::ServerHandle, u16) {
+    let mut last_err = String::new();
+    for _ in 0..20 {
+        let port = fastrand::u16(20_000..60_000);
+        let mut config = shardlog::server::ServerConfig {
+            data_dir: data_dir.to_path_buf(),
+            listen: format!("127.0.0.1:{port}").parse().unwrap(),
+            shards,
+            io_memory_bytes: 2 << 20,
+            ..Default::default()
+        };
+        tweak(&mut config);
+        match shardlog::server::start(config) {
+            Ok(h) => return (h, port),
+            Err(e) => last_err = e,
+        }
+    }
+    panic!("could not start a server: {last_err}");
+}
+
+/// Runs client code on its own (unpinned) glommio executor and returns its result.
+pub fn client<F, Fut, T>(f: F) -> T
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = T> + 'static,
+    T: Send + 'static,
+{
+    LocalExecutorBuilder::default()
+        .io_memory(1 << 20)
+        .spawn(f)
+        .expect("spawn client executor")
+        .join()
+        .expect("client panicked")
+}

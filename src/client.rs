@@ -1,0 +1,253 @@
+//! Client for the shardlog protocol, used by the CLI tools, tests and the load generator.
+//! Runs on a glommio executor. `send`/`recv` allow pipelining; `call` is one round trip.
+
+use bytes::Bytes;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::TcpStream;
+
+use crate::protocol::{
+    ApiKey, ErrorCode, MetadataResponse, Request, Response, ResponseBody, ACKS_NONE,
+    DEFAULT_MAX_FRAME_BYTES,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to a shardlog server at {addr}: {source}")]
+    Connect {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("connection to {addr} failed: {source}")]
+    Io {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("server refused the request: {code}: {message}")]
+    Server { code: ErrorCode, message: String },
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+impl ClientError {
+    /// The server's error code, if the server answered with one.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            ClientError::Server { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+pub type ClientResult<T> = Result<T, ClientError>;
+
+/// Records returned by a fetch, with the partition's bounds at the time.
+#[derive(Debug, Clone)]
+pub struct FetchResult {
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub records: Bytes,
+}
+
+pub struct Client {
+    stream: TcpStream,
+    addr: String,
+    next_correlation_id: i32,
+    max_frame: usize,
+}
+
+impl Client {
+    pub async fn connect(addr: &str) -> ClientResult<Self> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| ClientError::Connect {
+                addr: addr.to_string(),
+                source: e.into(),
+            })?;
+        let _ = stream.set_nodelay(true);
+        Ok(Client {
+            stream,
+            addr: addr.to_string(),
+            next_correlation_id: 0,
+            max_frame: DEFAULT_MAX_FRAME_BYTES + 1024,
+        })
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    fn io(&self, e: std::io::Error) -> ClientError {
+        ClientError::Io {
+            addr: self.addr.clone(),
+            source: e,
+        }
+    }
+
+    /// Writes a request; returns its correlation id.
+    pub async fn send(&mut self, req: &Request) -> ClientResult<i32> {
+        let cid = self.next_correlation_id;
+        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
+        let frame = req.encode_frame(cid);
+        self.stream
+            .write_all(&frame)
+            .await
+            .map_err(|e| self.io(e))?;
+        Ok(cid)
+    }
+
+    /// Writes raw bytes (tests use it to send malformed frames).
+    pub async fn send_raw(&mut self, bytes: &[u8]) -> ClientResult<()> {
+        self.stream.write_all(bytes).await.map_err(|e| self.io(e))
+    }
+
+    /// Reads one response frame and decodes it as the reply to a `key` request.
+    pub async fn recv(&mut self, key: ApiKey) -> ClientResult<Response> {
+        let mut size = [0u8; 4];
+        self.stream
+            .read_exact(&mut size)
+            .await
+            .map_err(|e| self.io(e))?;
+        let size = i32::from_be_bytes(size);
+        if size < 6 || size as usize > self.max_frame {
+            return Err(ClientError::Protocol(format!(
+                "response frame size {size} is out of bounds"
+            )));
+        }
+        let mut body = vec![0u8; size as usize];
+        self.stream
+            .read_exact(&mut body)
+            .await
+            .map_err(|e| self.io(e))?;
+        Response::decode(key, &Bytes::from(body))
+            .map_err(|e| ClientError::Protocol(format!("{key:?} response: {e}")))
+    }
+
+    /// One round trip; a server error becomes `ClientError::Server`.
+    pub async fn call(&mut self, req: &Request) -> ClientResult<ResponseBody> {
+        let cid = self.send(req).await?;
+        let resp = self.recv(req.api_key()).await?;
+        if resp.correlation_id != cid {
+            return Err(ClientError::Protocol(format!(
+                "expected correlation id {cid}, got {}",
+                resp.correlation_id
+            )));
+        }
+        resp.result
+            .map_err(|(code, message)| ClientError::Server { code, message })
+    }
+
+    fn unexpected<T>(body: ResponseBody) -> ClientResult<T> {
+        Err(ClientError::Protocol(format!("unexpected response {body:?}")))
+    }
+
+    pub async fn metadata(&mut self, topics: Option<Vec<String>>) -> ClientResult<MetadataResponse> {
+        match self.call(&Request::Metadata { topics }).await? {
+            ResponseBody::Metadata(m) => Ok(m),
+            other => Self::unexpected(other),
+        }
+    }
+
+    pub async fn create_topic(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        configs: Vec<(String, String)>,
+    ) -> ClientResult<()> {
+        self.call(&Request::CreateTopic {
+            name: name.to_string(),
+            partitions,
+            configs,
+        })
+        .await
+        .map(|_| ())
+    }
+
+    pub async fn delete_topic(&mut self, name: &str) -> ClientResult<()> {
+        self.call(&Request::DeleteTopic {
+            name: name.to_string(),
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Produces raw v2 batches. Returns (base offset, last offset, log append time or -1),
+    /// or `None` for acks=0 (the server sends no reply).
+    pub async fn produce(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        acks: i16,
+        records: Bytes,
+    ) -> ClientResult<Option<(i64, i64, i64)>> {
+        let req = Request::Produce {
+            topic: topic.to_string(),
+            partition,
+            acks,
+            records,
+        };
+        if acks == ACKS_NONE {
+            self.send(&req).await?;
+            return Ok(None);
+        }
+        match self.call(&req).await? {
+            ResponseBody::Produce {
+                base_offset,
+                last_offset,
+                log_append_time,
+            } => Ok(Some((base_offset, last_offset, log_append_time))),
+            other => Self::unexpected(other),
+        }
+    }
+
+    pub async fn fetch(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_bytes: i32,
+    ) -> ClientResult<FetchResult> {
+        let req = Request::Fetch {
+            topic: topic.to_string(),
+            partition,
+            offset,
+            max_bytes,
+        };
+        match self.call(&req).await? {
+            ResponseBody::Fetch {
+                log_start_offset,
+                log_end_offset,
+                records,
+            } => Ok(FetchResult {
+                log_start_offset,
+                log_end_offset,
+                records,
+            }),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// Kafka's ListOffsets for one partition: `Some((offset, timestamp))`, or `None` when no
+    /// record has a timestamp >= the target.
+    pub async fn list_offsets(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        timestamp: i64,
+    ) -> ClientResult<Option<(i64, i64)>> {
+        let req = Request::ListOffsets {
+            topic: topic.to_string(),
+            partition,
+            timestamp,
+        };
+        match self.call(&req).await? {
+            ResponseBody::ListOffsets {
+                offset: -1,
+                timestamp: -1,
+            } => Ok(None),
+            ResponseBody::ListOffsets { offset, timestamp } => Ok(Some((offset, timestamp))),
+            other => Self::unexpected(other),
+        }
+    }
+}

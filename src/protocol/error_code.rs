@@ -1,0 +1,99 @@
+//! Error codes carried in every response (0 = success). Each bad input has its own code.
+
+use crate::error::Error;
+use crate::format::BatchError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i16)]
+pub enum ErrorCode {
+    None = 0,
+    /// A frame or request body that does not parse.
+    MalformedRequest = 1,
+    UnsupportedApiKey = 2,
+    UnsupportedVersion = 3,
+    UnknownTopic = 4,
+    UnknownPartition = 5,
+    /// A record batch whose CRC-32C does not match its bytes.
+    CorruptBatch = 6,
+    /// A record batch with a magic other than 2.
+    InvalidMagic = 7,
+    /// A record batch that is malformed in any other way.
+    InvalidBatch = 8,
+    OffsetOutOfRange = 9,
+    /// A batch larger than the topic's segment.bytes.
+    BatchTooLarge = 10,
+    /// A frame larger than the server's max frame size (the connection is then closed).
+    FrameTooLarge = 11,
+    TopicAlreadyExists = 12,
+    InvalidTopicName = 13,
+    InvalidConfig = 14,
+    /// An I/O error on the server's storage.
+    StorageError = 15,
+    /// Stored data failed its checksum or framing (names file and position).
+    CorruptStorage = 16,
+    /// The partition refuses writes after an I/O failure until the server restarts.
+    PartitionPoisoned = 17,
+    InvalidAcks = 18,
+    InvalidTimestamp = 19,
+    ShuttingDown = 20,
+    /// A request that parses but asks for something impossible (e.g. 0 partitions).
+    InvalidRequest = 21,
+    Internal = 22,
+}
+
+impl ErrorCode {
+    pub const ALL: [ErrorCode; 23] = [
+        ErrorCode::None,
+        ErrorCode::MalformedRequest,
+        ErrorCode::UnsupportedApiKey,
+        ErrorCode::UnsupportedVersion,
+        ErrorCode::UnknownTopic,
+        ErrorCode::UnknownPartition,
+        ErrorCode::CorruptBatch,
+        ErrorCode::InvalidMagic,
+        ErrorCode::InvalidBatch,
+        ErrorCode::OffsetOutOfRange,
+        ErrorCode::BatchTooLarge,
+        ErrorCode::FrameTooLarge,
+        ErrorCode::TopicAlreadyExists,
+        ErrorCode::InvalidTopicName,
+        ErrorCode::InvalidConfig,
+        ErrorCode::StorageError,
+        ErrorCode::CorruptStorage,
+        ErrorCode::PartitionPoisoned,
+        ErrorCode::InvalidAcks,
+        ErrorCode::InvalidTimestamp,
+        ErrorCode::ShuttingDown,
+        ErrorCode::InvalidRequest,
+        ErrorCode::Internal,
+    ];
+
+    pub fn from_i16(v: i16) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| *c as i16 == v)
+    }
+
+    /// The engine error a request ran into, as a wire code.
+    pub fn of(e: &Error) -> Self {
+        match e {
+            Error::Io { .. } => ErrorCode::StorageError,
+            Error::Corruption { .. } => ErrorCode::CorruptStorage,
+            Error::InvalidBatch { source, .. } => match source {
+                BatchError::CrcMismatch { .. } => ErrorCode::CorruptBatch,
+                BatchError::BadMagic(_) => ErrorCode::InvalidMagic,
+                _ => ErrorCode::InvalidBatch,
+            },
+            Error::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+            Error::RecordBatchTooLarge { .. } => ErrorCode::BatchTooLarge,
+            Error::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+            Error::Poisoned { .. } => ErrorCode::PartitionPoisoned,
+            Error::NonMonotonicOffset { .. } => ErrorCode::InvalidBatch,
+            Error::InvalidTimestamp(_) => ErrorCode::InvalidTimestamp,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}({})", self, *self as i16)
+    }
+}

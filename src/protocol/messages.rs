@@ -1,0 +1,507 @@
+//! Request and response bodies, with their encoders and decoders (PROTOCOL.md).
+
+use bytes::Bytes;
+
+use super::wire::{WireError, WireReader, WireWriter};
+use super::{ApiKey, ErrorCode};
+
+/// acks values on the wire: 0, 1, or -1 (all).
+pub const ACKS_NONE: i16 = 0;
+pub const ACKS_LEADER: i16 = 1;
+pub const ACKS_ALL: i16 = -1;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    ApiVersions,
+    /// `topics: None` asks for every topic.
+    Metadata {
+        topics: Option<Vec<String>>,
+    },
+    CreateTopic {
+        name: String,
+        partitions: i32,
+        configs: Vec<(String, String)>,
+    },
+    DeleteTopic {
+        name: String,
+    },
+    Produce {
+        topic: String,
+        partition: i32,
+        acks: i16,
+        records: Bytes,
+    },
+    Fetch {
+        topic: String,
+        partition: i32,
+        offset: i64,
+        max_bytes: i32,
+    },
+    ListOffsets {
+        topic: String,
+        partition: i32,
+        timestamp: i64,
+    },
+}
+
+/// Request header fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestHeader {
+    pub api_key: i16,
+    pub api_version: i16,
+    pub correlation_id: i32,
+}
+
+impl Request {
+    pub fn api_key(&self) -> ApiKey {
+        match self {
+            Request::ApiVersions => ApiKey::ApiVersions,
+            Request::Metadata { .. } => ApiKey::Metadata,
+            Request::CreateTopic { .. } => ApiKey::CreateTopic,
+            Request::DeleteTopic { .. } => ApiKey::DeleteTopic,
+            Request::Produce { .. } => ApiKey::Produce,
+            Request::Fetch { .. } => ApiKey::Fetch,
+            Request::ListOffsets { .. } => ApiKey::ListOffsets,
+        }
+    }
+
+    /// Encodes a whole request frame (size prefix included).
+    pub fn encode_frame(&self, correlation_id: i32) -> Vec<u8> {
+        let mut w = WireWriter::with_capacity(64);
+        w.i16(self.api_key() as i16).i16(0).i32(correlation_id);
+        match self {
+            Request::ApiVersions => {}
+            Request::Metadata { topics } => match topics {
+                None => {
+                    w.i32(-1);
+                }
+                Some(t) => {
+                    w.i32(t.len() as i32);
+                    for name in t {
+                        w.string(name);
+                    }
+                }
+            },
+            Request::CreateTopic {
+                name,
+                partitions,
+                configs,
+            } => {
+                w.string(name).i32(*partitions).i32(configs.len() as i32);
+                for (k, v) in configs {
+                    w.string(k).string(v);
+                }
+            }
+            Request::DeleteTopic { name } => {
+                w.string(name);
+            }
+            Request::Produce {
+                topic,
+                partition,
+                acks,
+                records,
+            } => {
+                w.string(topic).i32(*partition).i16(*acks).bytes(records);
+            }
+            Request::Fetch {
+                topic,
+                partition,
+                offset,
+                max_bytes,
+            } => {
+                w.string(topic).i32(*partition).i64(*offset).i32(*max_bytes);
+            }
+            Request::ListOffsets {
+                topic,
+                partition,
+                timestamp,
+            } => {
+                w.string(topic).i32(*partition).i64(*timestamp);
+            }
+        }
+        w.into_frame()
+    }
+
+    /// Reads the 8-byte request header from a frame body.
+    pub fn decode_header(r: &mut WireReader<'_>) -> Result<RequestHeader, WireError> {
+        Ok(RequestHeader {
+            api_key: r.i16("api_key")?,
+            api_version: r.i16("api_version")?,
+            correlation_id: r.i32("correlation_id")?,
+        })
+    }
+
+    /// Decodes a request body for a known api key (version already checked).
+    pub fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<Request, WireError> {
+        let req = match key {
+            ApiKey::ApiVersions => Request::ApiVersions,
+            ApiKey::Metadata => {
+                let topics = match r.count("topic count", 2)? {
+                    None => None,
+                    Some(n) => Some(
+                        (0..n)
+                            .map(|_| r.string("topic name"))
+                            .collect::<Result<Vec<_>, _>>()?,
+                    ),
+                };
+                Request::Metadata { topics }
+            }
+            ApiKey::CreateTopic => {
+                let name = r.string("topic name")?;
+                let partitions = r.i32("partitions")?;
+                let n = r.count("config count", 4)?.unwrap_or(0);
+                let mut configs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    configs.push((r.string("config key")?, r.string("config value")?));
+                }
+                Request::CreateTopic {
+                    name,
+                    partitions,
+                    configs,
+                }
+            }
+            ApiKey::DeleteTopic => Request::DeleteTopic {
+                name: r.string("topic name")?,
+            },
+            ApiKey::Produce => Request::Produce {
+                topic: r.string("topic name")?,
+                partition: r.i32("partition")?,
+                acks: r.i16("acks")?,
+                records: r.bytes("records")?,
+            },
+            ApiKey::Fetch => Request::Fetch {
+                topic: r.string("topic name")?,
+                partition: r.i32("partition")?,
+                offset: r.i64("offset")?,
+                max_bytes: r.i32("max_bytes")?,
+            },
+            ApiKey::ListOffsets => Request::ListOffsets {
+                topic: r.string("topic name")?,
+                partition: r.i32("partition")?,
+                timestamp: r.i64("timestamp")?,
+            },
+        };
+        r.finish()?;
+        Ok(req)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardInfo {
+    pub shard: i32,
+    pub host: String,
+    pub port: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionMetadata {
+    pub partition: i32,
+    pub owner_shard: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicMetadata {
+    pub name: String,
+    pub error_code: ErrorCode,
+    pub partitions: Vec<PartitionMetadata>,
+    pub configs: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetadataResponse {
+    pub shards: Vec<ShardInfo>,
+    pub topics: Vec<TopicMetadata>,
+}
+
+impl MetadataResponse {
+    /// Port of a shard's own listener, if reported.
+    pub fn shard_port(&self, shard: i32) -> Option<i32> {
+        self.shards.iter().find(|s| s.shard == shard).map(|s| s.port)
+    }
+
+    pub fn topic(&self, name: &str) -> Option<&TopicMetadata> {
+        self.topics.iter().find(|t| t.name == name)
+    }
+}
+
+/// Successful response bodies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResponseBody {
+    ApiVersions(Vec<(i16, i16, i16)>),
+    Metadata(MetadataResponse),
+    CreateTopic,
+    DeleteTopic,
+    Produce {
+        base_offset: i64,
+        last_offset: i64,
+        log_append_time: i64,
+    },
+    Fetch {
+        log_start_offset: i64,
+        log_end_offset: i64,
+        records: Bytes,
+    },
+    /// `offset == -1 && timestamp == -1` means "no answer" (as Kafka).
+    ListOffsets { offset: i64, timestamp: i64 },
+}
+
+/// A decoded response: either an error (code + message) or a body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub correlation_id: i32,
+    pub result: Result<ResponseBody, (ErrorCode, String)>,
+}
+
+impl Response {
+    /// Encodes a response frame (size prefix included).
+    pub fn encode_frame(&self) -> Vec<u8> {
+        let mut w = WireWriter::with_capacity(64);
+        w.i32(self.correlation_id);
+        match &self.result {
+            Err((code, msg)) => {
+                w.i16(*code as i16).nullable_string(Some(msg));
+            }
+            Ok(body) => {
+                w.i16(0).nullable_string(None);
+                encode_body(&mut w, body);
+            }
+        }
+        w.into_frame()
+    }
+
+    /// Decodes a response frame body (size prefix removed) to a request of kind `key`.
+    pub fn decode(key: ApiKey, frame: &Bytes) -> Result<Response, WireError> {
+        let mut r = WireReader::from_bytes(frame);
+        let correlation_id = r.i32("correlation_id")?;
+        let code = r.i16("error_code")?;
+        let msg = r.nullable_string("error_message")?;
+        if code != 0 {
+            let code = ErrorCode::from_i16(code).unwrap_or(ErrorCode::Internal);
+            return Ok(Response {
+                correlation_id,
+                result: Err((code, msg.unwrap_or_default())),
+            });
+        }
+        let body = decode_body(key, &mut r)?;
+        r.finish()?;
+        Ok(Response {
+            correlation_id,
+            result: Ok(body),
+        })
+    }
+}
+
+fn encode_body(w: &mut WireWriter, body: &ResponseBody) {
+    match body {
+        ResponseBody::ApiVersions(v) => {
+            w.i32(v.len() as i32);
+            for (k, min, max) in v {
+                w.i16(*k).i16(*min).i16(*max);
+            }
+        }
+        ResponseBody::Metadata(m) => {
+            w.i32(m.shards.len() as i32);
+            for s in &m.shards {
+                w.i32(s.shard).string(&s.host).i32(s.port);
+            }
+            w.i32(m.topics.len() as i32);
+            for t in &m.topics {
+                w.string(&t.name).i16(t.error_code as i16);
+                w.i32(t.partitions.len() as i32);
+                for p in &t.partitions {
+                    w.i32(p.partition).i32(p.owner_shard);
+                }
+                w.i32(t.configs.len() as i32);
+                for (k, v) in &t.configs {
+                    w.string(k).string(v);
+                }
+            }
+        }
+        ResponseBody::CreateTopic | ResponseBody::DeleteTopic => {}
+        ResponseBody::Produce {
+            base_offset,
+            last_offset,
+            log_append_time,
+        } => {
+            w.i64(*base_offset).i64(*last_offset).i64(*log_append_time);
+        }
+        ResponseBody::Fetch {
+            log_start_offset,
+            log_end_offset,
+            records,
+        } => {
+            w.i64(*log_start_offset).i64(*log_end_offset).bytes(records);
+        }
+        ResponseBody::ListOffsets { offset, timestamp } => {
+            w.i64(*offset).i64(*timestamp);
+        }
+    }
+}
+
+fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, WireError> {
+    Ok(match key {
+        ApiKey::ApiVersions => {
+            let n = r.count("api count", 6)?.unwrap_or(0);
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                v.push((r.i16("api_key")?, r.i16("min")?, r.i16("max")?));
+            }
+            ResponseBody::ApiVersions(v)
+        }
+        ApiKey::Metadata => {
+            let n = r.count("shard count", 10)?.unwrap_or(0);
+            let mut shards = Vec::with_capacity(n);
+            for _ in 0..n {
+                shards.push(ShardInfo {
+                    shard: r.i32("shard")?,
+                    host: r.string("host")?,
+                    port: r.i32("port")?,
+                });
+            }
+            let n = r.count("topic count", 12)?.unwrap_or(0);
+            let mut topics = Vec::with_capacity(n);
+            for _ in 0..n {
+                let name = r.string("topic name")?;
+                let code = r.i16("error_code")?;
+                let np = r.count("partition count", 8)?.unwrap_or(0);
+                let mut partitions = Vec::with_capacity(np);
+                for _ in 0..np {
+                    partitions.push(PartitionMetadata {
+                        partition: r.i32("partition")?,
+                        owner_shard: r.i32("owner_shard")?,
+                    });
+                }
+                let nc = r.count("config count", 4)?.unwrap_or(0);
+                let mut configs = Vec::with_capacity(nc);
+                for _ in 0..nc {
+                    configs.push((r.string("config key")?, r.string("config value")?));
+                }
+                topics.push(TopicMetadata {
+                    name,
+                    error_code: ErrorCode::from_i16(code).unwrap_or(ErrorCode::Internal),
+                    partitions,
+                    configs,
+                });
+            }
+            ResponseBody::Metadata(MetadataResponse { shards, topics })
+        }
+        ApiKey::CreateTopic => ResponseBody::CreateTopic,
+        ApiKey::DeleteTopic => ResponseBody::DeleteTopic,
+        ApiKey::Produce => ResponseBody::Produce {
+            base_offset: r.i64("base_offset")?,
+            last_offset: r.i64("last_offset")?,
+            log_append_time: r.i64("log_append_time")?,
+        },
+        ApiKey::Fetch => ResponseBody::Fetch {
+            log_start_offset: r.i64("log_start_offset")?,
+            log_end_offset: r.i64("log_end_offset")?,
+            records: r.bytes("records")?,
+        },
+        ApiKey::ListOffsets => ResponseBody::ListOffsets {
+            offset: r.i64("offset")?,
+            timestamp: r.i64("timestamp")?,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(req: Request) {
+        let frame = req.encode_frame(42);
+        assert_eq!(
+            i32::from_be_bytes(frame[..4].try_into().unwrap()) as usize,
+            frame.len() - 4
+        );
+        let body = Bytes::from(frame[4..].to_vec());
+        let mut r = WireReader::from_bytes(&body);
+        let h = Request::decode_header(&mut r).unwrap();
+        assert_eq!(h.correlation_id, 42);
+        let key = ApiKey::from_i16(h.api_key).unwrap();
+        assert_eq!(Request::decode_body(key, &mut r).unwrap(), req);
+    }
+
+    #[test]
+    fn requests_round_trip() {
+        round_trip(Request::ApiVersions);
+        round_trip(Request::Metadata { topics: None });
+        round_trip(Request::Metadata {
+            topics: Some(vec!["a".into(), "b".into()]),
+        });
+        round_trip(Request::CreateTopic {
+            name: "orders".into(),
+            partitions: 8,
+            configs: vec![("segment.bytes".into(), "1024".into())],
+        });
+        round_trip(Request::DeleteTopic { name: "x".into() });
+        round_trip(Request::Produce {
+            topic: "t".into(),
+            partition: 3,
+            acks: -1,
+            records: Bytes::from_static(b"abc"),
+        });
+        round_trip(Request::Fetch {
+            topic: "t".into(),
+            partition: 0,
+            offset: 5,
+            max_bytes: 100,
+        });
+        round_trip(Request::ListOffsets {
+            topic: "t".into(),
+            partition: 1,
+            timestamp: -3,
+        });
+    }
+
+    #[test]
+    fn lying_counts_and_lengths_are_errors() {
+        // Metadata with a count of 1e9 topics in a tiny frame.
+        let mut w = WireWriter::new();
+        w.i32(1_000_000_000);
+        let mut r = WireReader::new(&w.buf);
+        assert!(Request::decode_body(ApiKey::Metadata, &mut r).is_err());
+        // Produce whose records length exceeds the frame.
+        let mut w = WireWriter::new();
+        w.string("t").i32(0).i16(1).i32(1000);
+        let mut r = WireReader::new(&w.buf);
+        assert!(Request::decode_body(ApiKey::Produce, &mut r).is_err());
+        // Trailing bytes.
+        let mut w = WireWriter::new();
+        w.string("t").i8(0);
+        let mut r = WireReader::new(&w.buf);
+        assert!(Request::decode_body(ApiKey::DeleteTopic, &mut r).is_err());
+    }
+
+    #[test]
+    fn responses_round_trip() {
+        let resp = Response {
+            correlation_id: 7,
+            result: Ok(ResponseBody::Metadata(MetadataResponse {
+                shards: vec![ShardInfo {
+                    shard: 0,
+                    host: "127.0.0.1".into(),
+                    port: 7412,
+                }],
+                topics: vec![TopicMetadata {
+                    name: "t".into(),
+                    error_code: ErrorCode::None,
+                    partitions: vec![PartitionMetadata {
+                        partition: 0,
+                        owner_shard: 0,
+                    }],
+                    configs: vec![("k".into(), "v".into())],
+                }],
+            })),
+        };
+        let frame = resp.encode_frame();
+        let body = Bytes::from(frame[4..].to_vec());
+        assert_eq!(Response::decode(ApiKey::Metadata, &body).unwrap(), resp);
+        let err = Response {
+            correlation_id: 9,
+            result: Err((ErrorCode::UnknownTopic, "no topic x".into())),
+        };
+        let body = Bytes::from(err.encode_frame()[4..].to_vec());
+        assert_eq!(Response::decode(ApiKey::Fetch, &body).unwrap(), err);
+    }
+}

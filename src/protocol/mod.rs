@@ -1,0 +1,52 @@
+//! The shardlog wire protocol (PROTOCOL.md has the byte tables): length-prefixed frames over
+//! TCP; requests carry api key, api version and correlation id; responses carry the
+//! correlation id, an error code and a message. Shared by the server and the client.
+
+pub mod error_code;
+pub mod messages;
+pub mod wire;
+
+pub use error_code::ErrorCode;
+pub use messages::*;
+pub use wire::{WireError, WireReader, WireWriter};
+
+/// Bytes of the size prefix of every frame.
+pub const SIZE_PREFIX: usize = 4;
+/// Request header after the size: api_key i16, api_version i16, correlation_id i32.
+pub const REQUEST_HEADER: usize = 8;
+/// Default largest frame a server accepts (the size prefix excluded).
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 << 20;
+
+/// API keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i16)]
+pub enum ApiKey {
+    ApiVersions = 0,
+    Metadata = 1,
+    CreateTopic = 2,
+    DeleteTopic = 3,
+    Produce = 4,
+    Fetch = 5,
+    ListOffsets = 6,
+}
+
+impl ApiKey {
+    pub const ALL: [ApiKey; 7] = [
+        ApiKey::ApiVersions,
+        ApiKey::Metadata,
+        ApiKey::CreateTopic,
+        ApiKey::DeleteTopic,
+        ApiKey::Produce,
+        ApiKey::Fetch,
+        ApiKey::ListOffsets,
+    ];
+
+    pub fn from_i16(v: i16) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| *k as i16 == v)
+    }
+
+    /// Supported version range (min, max). Every API is at version 0 today.
+    pub fn versions(self) -> (i16, i16) {
+        (0, 0)
+    }
+}

@@ -1,0 +1,189 @@
+//! Primitive encoders and a bounds-checked decoder for the wire format (big-endian).
+//! Strings: i16 length (-1 = null) + UTF-8. Bytes: i32 length (-1 = null) + bytes.
+//! Arrays: i32 count (-1 = null) + elements. Every length is checked against what remains.
+
+use bytes::Bytes;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed {what} at byte {pos}")]
+pub struct WireError {
+    pub what: &'static str,
+    pub pos: usize,
+}
+
+#[derive(Default)]
+pub struct WireWriter {
+    pub buf: Vec<u8>,
+}
+
+impl WireWriter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_capacity(n: usize) -> Self {
+        WireWriter {
+            buf: Vec::with_capacity(n),
+        }
+    }
+
+    pub fn i8(&mut self, v: i8) -> &mut Self {
+        self.buf.push(v as u8);
+        self
+    }
+    pub fn i16(&mut self, v: i16) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    pub fn i32(&mut self, v: i32) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    pub fn i64(&mut self, v: i64) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    pub fn string(&mut self, s: &str) -> &mut Self {
+        let len = s.len().min(i16::MAX as usize);
+        self.i16(len as i16);
+        self.buf.extend_from_slice(&s.as_bytes()[..len]);
+        self
+    }
+    pub fn nullable_string(&mut self, s: Option<&str>) -> &mut Self {
+        match s {
+            Some(s) => self.string(s),
+            None => self.i16(-1),
+        }
+    }
+    pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.i32(b.len() as i32);
+        self.buf.extend_from_slice(b);
+        self
+    }
+
+    /// Wraps the written bytes into a frame: a 4-byte size prefix followed by the bytes.
+    pub fn into_frame(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + self.buf.len());
+        out.extend_from_slice(&(self.buf.len() as i32).to_be_bytes());
+        out.extend_from_slice(&self.buf);
+        out
+    }
+}
+
+/// A cursor over a received frame body.
+pub struct WireReader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    /// Set when the frame is held in a `Bytes`, so byte fields can be sliced without copying.
+    shared: Option<&'a Bytes>,
+}
+
+impl<'a> WireReader<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        WireReader {
+            buf,
+            pos: 0,
+            shared: None,
+        }
+    }
+
+    pub fn from_bytes(b: &'a Bytes) -> Self {
+        WireReader {
+            buf: b,
+            pos: 0,
+            shared: Some(b),
+        }
+    }
+
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], WireError> {
+        if self.remaining() < n {
+            return Err(WireError {
+                what,
+                pos: self.pos,
+            });
+        }
+        let out = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    pub fn i8(&mut self, what: &'static str) -> Result<i8, WireError> {
+        Ok(self.take(1, what)?[0] as i8)
+    }
+    pub fn i16(&mut self, what: &'static str) -> Result<i16, WireError> {
+        Ok(i16::from_be_bytes(self.take(2, what)?.try_into().unwrap()))
+    }
+    pub fn i32(&mut self, what: &'static str) -> Result<i32, WireError> {
+        Ok(i32::from_be_bytes(self.take(4, what)?.try_into().unwrap()))
+    }
+    pub fn i64(&mut self, what: &'static str) -> Result<i64, WireError> {
+        Ok(i64::from_be_bytes(self.take(8, what)?.try_into().unwrap()))
+    }
+
+    pub fn nullable_string(&mut self, what: &'static str) -> Result<Option<String>, WireError> {
+        let pos = self.pos;
+        let len = self.i16(what)?;
+        if len == -1 {
+            return Ok(None);
+        }
+        if len < 0 {
+            return Err(WireError { what, pos });
+        }
+        let raw = self.take(len as usize, what)?;
+        String::from_utf8(raw.to_vec())
+            .map(Some)
+            .map_err(|_| WireError { what, pos })
+    }
+
+    pub fn string(&mut self, what: &'static str) -> Result<String, WireError> {
+        let pos = self.pos;
+        self.nullable_string(what)?
+            .ok_or(WireError { what, pos })
+    }
+
+    pub fn bytes(&mut self, what: &'static str) -> Result<Bytes, WireError> {
+        let pos = self.pos;
+        let len = self.i32(what)?;
+        if len < 0 {
+            return Err(WireError { what, pos });
+        }
+        let start = self.pos;
+        let raw = self.take(len as usize, what)?;
+        Ok(match self.shared {
+            Some(b) => b.slice(start..start + len as usize),
+            None => Bytes::copy_from_slice(raw),
+        })
+    }
+
+    /// An array count, bounded by the bytes left (each element needs `min_elem` bytes), so a
+    /// lying count can never make the reader allocate.
+    pub fn count(&mut self, what: &'static str, min_elem: usize) -> Result<Option<usize>, WireError> {
+        let pos = self.pos;
+        let n = self.i32(what)?;
+        if n == -1 {
+            return Ok(None);
+        }
+        if n < 0 || (n as usize).saturating_mul(min_elem.max(1)) > self.remaining() {
+            return Err(WireError { what, pos });
+        }
+        Ok(Some(n as usize))
+    }
+
+    pub fn finish(&self) -> Result<(), WireError> {
+        if self.remaining() != 0 {
+            return Err(WireError {
+                what: "trailing bytes",
+                pos: self.pos,
+            });
+        }
+        Ok(())
+    }
+}

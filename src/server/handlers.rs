@@ -1,0 +1,225 @@
+//! Request dispatch: decode a frame, run it (locally or on the owner shard), encode the
+//! reply. Every bad input becomes an error response with its own code; nothing panics.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use super::messages::{OpOk, OpResult, PartitionOp};
+use super::shard::Shard;
+use crate::protocol::{
+    ApiKey, ErrorCode, MetadataResponse, PartitionMetadata, Request, Response, ResponseBody,
+    ShardInfo, TopicMetadata, WireReader, ACKS_ALL, ACKS_LEADER, ACKS_NONE, REQUEST_HEADER,
+};
+
+/// Space a Fetch response needs besides its records.
+const FETCH_RESPONSE_OVERHEAD: usize = 64;
+
+fn error_frame(correlation_id: i32, code: ErrorCode, msg: impl Into<String>) -> Vec<u8> {
+    Response {
+        correlation_id,
+        result: Err((code, msg.into())),
+    }
+    .encode_frame()
+}
+
+/// Handles one request frame body (size prefix removed). `None` means "send no reply"
+/// (acks=0 produce).
+pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes) -> Option<Vec<u8>> {
+    if frame.len() < REQUEST_HEADER {
+        return Some(error_frame(
+            -1,
+            ErrorCode::MalformedRequest,
+            format!("frame of {} bytes is shorter than the 8-byte request header", frame.len()),
+        ));
+    }
+    let mut r = WireReader::from_bytes(&frame);
+    let header = Request::decode_header(&mut r).expect("length checked");
+    let cid = header.correlation_id;
+    let Some(key) = ApiKey::from_i16(header.api_key) else {
+        return Some(error_frame(
+            cid,
+            ErrorCode::UnsupportedApiKey,
+            format!("unknown api key {}", header.api_key),
+        ));
+    };
+    let (min, max) = key.versions();
+    if header.api_version < min || header.api_version > max {
+        return Some(error_frame(
+            cid,
+            ErrorCode::UnsupportedVersion,
+            format!(
+                "{key:?} version {} is not supported (supported: {min}..={max})",
+                header.api_version
+            ),
+        ));
+    }
+    let request = match Request::decode_body(key, &mut r) {
+        Ok(req) => req,
+        Err(e) => {
+            return Some(error_frame(
+                cid,
+                ErrorCode::MalformedRequest,
+                format!("{key:?} request: {e}"),
+            ))
+        }
+    };
+    let silent = matches!(request, Request::Produce { acks: ACKS_NONE, .. });
+    let result = dispatch(&shard, request).await;
+    if silent {
+        if let Err((code, msg)) = &result {
+            tracing::debug!(%code, %msg, "acks=0 produce failed (no reply by design)");
+        }
+        return None;
+    }
+    Some(
+        Response {
+            correlation_id: cid,
+            result,
+        }
+        .encode_frame(),
+    )
+}
+
+fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, (ErrorCode, String)> {
+    Ok(match (key, r?) {
+        (
+            ApiKey::Produce,
+            OpOk::Produced {
+                base_offset,
+                last_offset,
+                log_append_time,
+            },
+        ) => ResponseBody::Produce {
+            base_offset,
+            last_offset,
+            log_append_time,
+        },
+        (
+            ApiKey::Fetch,
+            OpOk::Fetched {
+                log_start_offset,
+                log_end_offset,
+                records,
+            },
+        ) => ResponseBody::Fetch {
+            log_start_offset,
+            log_end_offset,
+            records,
+        },
+        (ApiKey::ListOffsets, OpOk::Offset { offset, timestamp }) => {
+            ResponseBody::ListOffsets { offset, timestamp }
+        }
+        (ApiKey::CreateTopic, OpOk::Done) => ResponseBody::CreateTopic,
+        (ApiKey::DeleteTopic, OpOk::Done) => ResponseBody::DeleteTopic,
+        (key, other) => {
+            return Err((
+                ErrorCode::Internal,
+                format!("{key:?} got an unexpected result {other:?}"),
+            ))
+        }
+    })
+}
+
+async fn dispatch(shard: &Rc<Shard>, request: Request) -> Result<ResponseBody, (ErrorCode, String)> {
+    if shard.shutting_down.get() {
+        return Err((ErrorCode::ShuttingDown, "server is shutting down".into()));
+    }
+    let key = request.api_key();
+    match request {
+        Request::ApiVersions => Ok(ResponseBody::ApiVersions(
+            ApiKey::ALL
+                .iter()
+                .map(|k| (*k as i16, k.versions().0, k.versions().1))
+                .collect(),
+        )),
+        Request::Metadata { topics } => Ok(ResponseBody::Metadata(metadata(shard, topics))),
+        Request::CreateTopic {
+            name,
+            partitions,
+            configs,
+        } => to_body(key, shard.create_topic(name, partitions, configs).await),
+        Request::DeleteTopic { name } => to_body(key, shard.delete_topic(name).await),
+        Request::Produce {
+            topic,
+            partition,
+            acks,
+            records,
+        } => {
+            if ![ACKS_NONE, ACKS_LEADER, ACKS_ALL].contains(&acks) {
+                return Err((
+                    ErrorCode::InvalidAcks,
+                    format!("acks must be 0, 1 or -1 (all), got {acks}"),
+                ));
+            }
+            let op = PartitionOp::Produce { acks, records };
+            to_body(key, shard.partition_op(&topic, partition, op).await)
+        }
+        Request::Fetch {
+            topic,
+            partition,
+            offset,
+            max_bytes,
+        } => {
+            if max_bytes <= 0 {
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    format!("max_bytes must be positive, got {max_bytes}"),
+                ));
+            }
+            // The reply must fit in a frame the client accepts.
+            let cap = shard.config.max_frame_bytes - FETCH_RESPONSE_OVERHEAD;
+            let op = PartitionOp::Fetch {
+                offset,
+                max_bytes: (max_bytes as usize).min(cap),
+            };
+            to_body(key, shard.partition_op(&topic, partition, op).await)
+        }
+        Request::ListOffsets {
+            topic,
+            partition,
+            timestamp,
+        } => {
+            let op = PartitionOp::ListOffsets { timestamp };
+            to_body(key, shard.partition_op(&topic, partition, op).await)
+        }
+    }
+}
+
+fn metadata(shard: &Shard, topics: Option<Vec<String>>) -> MetadataResponse {
+    let host = shard.config.listen.ip().to_string();
+    let shards = (0..shard.n)
+        .map(|i| ShardInfo {
+            shard: i as i32,
+            host: host.clone(),
+            port: shard.config.shard_port(i) as i32,
+        })
+        .collect();
+    let topics = shard
+        .topics_snapshot(topics.as_deref())
+        .into_iter()
+        .map(|t| match t {
+            Ok(meta) => TopicMetadata {
+                name: meta.name.clone(),
+                error_code: ErrorCode::None,
+                partitions: meta
+                    .owners
+                    .iter()
+                    .enumerate()
+                    .map(|(p, &o)| PartitionMetadata {
+                        partition: p as i32,
+                        owner_shard: o as i32,
+                    })
+                    .collect(),
+                configs: meta.config.to_pairs(),
+            },
+            Err(name) => TopicMetadata {
+                name,
+                error_code: ErrorCode::UnknownTopic,
+                partitions: Vec::new(),
+                configs: Vec::new(),
+            },
+        })
+        .collect();
+    MetadataResponse { shards, topics }
+}

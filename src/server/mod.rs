@@ -1,0 +1,256 @@
+//! The shardlog server: one pinned glommio executor per shard, each owning its partitions,
+//! listening on the shared port (SO_REUSEPORT) and on its own port, and forwarding requests
+//! for partitions it does not own to their owner over the channel mesh.
+
+pub mod config;
+mod connection;
+mod handlers;
+pub mod messages;
+mod partition_actor;
+pub mod shard;
+pub mod topics;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use glommio::channels::channel_mesh::{Full, MeshBuilder};
+use glommio::net::TcpListener;
+use glommio::{LocalExecutorPoolBuilder, PoolPlacement, PoolThreadHandles};
+
+pub use config::ServerConfig;
+use messages::{MeshMsg, ShardOp};
+use shard::Shard;
+
+/// Marker written after a clean shutdown and removed at start (FORMAT.md).
+pub const CLEAN_SHUTDOWN_FILE: &str = ".clean-shutdown";
+/// Capacity of each mesh channel between two shards.
+const MESH_CAPACITY: usize = 1024;
+
+/// A running server.
+pub struct ServerHandle {
+    shutdown: Arc<AtomicBool>,
+    handles: PoolThreadHandles<Result<(), String>>,
+    data_dir: PathBuf,
+    /// Whether the previous run ended with a clean shutdown.
+    pub previous_shutdown_was_clean: bool,
+}
+
+impl ServerHandle {
+    /// The flag that stops the server when set (signal handlers set it).
+    pub fn shutdown_flag(&self) -> Arc<AtomicBool> {
+        self.shutdown.clone()
+    }
+
+    /// Waits until every shard has stopped (after the flag is set), then writes the
+    /// clean-shutdown marker if every shard closed cleanly.
+    pub fn wait(self) -> Result<(), String> {
+        let mut first_err = None;
+        for r in self.handles.join_all() {
+            match r {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(e) => {
+                    first_err.get_or_insert(format!("shard thread failed: {e:?}"));
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        let marker = self.data_dir.join(CLEAN_SHUTDOWN_FILE);
+        std::fs::write(&marker, b"")
+            .and_then(|_| std::fs::File::open(&self.data_dir)?.sync_all())
+            .map_err(|e| format!("writing {}: {e}", marker.display()))?;
+        tracing::info!("clean shutdown complete");
+        Ok(())
+    }
+
+    /// Stops the server: stop accepting, finish in-flight requests, close every partition.
+    pub fn stop(self) -> Result<(), String> {
+        self.shutdown.store(true, Ordering::SeqCst);
+        self.wait()
+    }
+}
+
+/// Starts the server and returns once every shard is listening.
+pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
+    config.validate()?;
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| format!("creating {}: {e}", config.data_dir.display()))?;
+    let marker = config.data_dir.join(CLEAN_SHUTDOWN_FILE);
+    let previous_shutdown_was_clean = marker.exists();
+    let _ = std::fs::remove_file(&marker);
+
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, String>>();
+    let mesh: MeshBuilder<MeshMsg, Full> = MeshBuilder::full(config.shards, MESH_CAPACITY);
+    let config = Arc::new(config);
+    let data_dir = config.data_dir.clone();
+    let n = config.shards;
+    let handles = {
+        let shutdown = shutdown.clone();
+        let config = config.clone();
+        LocalExecutorPoolBuilder::new(PoolPlacement::MaxSpread(n, None))
+            .io_memory(config.io_memory_bytes)
+            .name("shardlog-shard")
+            .on_all_shards(move || {
+                let config = config.clone();
+                let mesh = mesh.clone();
+                let shutdown = shutdown.clone();
+                let ready = ready_tx.clone();
+                async move { run_shard(config, mesh, shutdown, ready).await }
+            })
+            .map_err(|e| format!("starting {n} shard executors: {e}"))?
+    };
+    let handle = ServerHandle {
+        shutdown: shutdown.clone(),
+        handles,
+        data_dir,
+        previous_shutdown_was_clean,
+    };
+    for _ in 0..n {
+        match ready_rx.recv() {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                shutdown.store(true, Ordering::SeqCst);
+                let _ = handle.wait();
+                return Err(e);
+            }
+            Err(_) => {
+                shutdown.store(true, Ordering::SeqCst);
+                let _ = handle.wait();
+                return Err("a shard exited during start-up".into());
+            }
+        }
+    }
+    tracing::info!(
+        listen = %config.listen,
+        shards = n,
+        data_dir = %config.data_dir.display(),
+        "shardlog serving"
+    );
+    Ok(handle)
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
+    TcpListener::bind(addr).map_err(|e| format!("binding {addr}: {e}"))
+}
+
+async fn start_shard(shard: &Rc<Shard>) -> Result<(TcpListener, TcpListener), String> {
+    let cfg = &shard.config;
+    crate::io::ensure_iopoll_probe_workaround(&cfg.data_dir)
+        .await
+        .map_err(|e| e.to_string())?;
+    shard.load_topics().await?;
+    let shared = bind(cfg.listen).await?;
+    let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id))).await?;
+    Ok((shared, own))
+}
+
+async fn run_shard(
+    config: Arc<ServerConfig>,
+    mesh: MeshBuilder<MeshMsg, Full>,
+    shutdown: Arc<AtomicBool>,
+    ready: mpsc::Sender<Result<usize, String>>,
+) -> Result<(), String> {
+    // Join first: every peer must join, or the others wait forever.
+    let (senders, mut receivers) = mesh
+        .join()
+        .await
+        .map_err(|_| "joining the shard mesh failed".to_string())?;
+    let id = senders.peer_id();
+    let shard = Shard::new(id, Rc::new((*config).clone()), senders);
+    for (_, rx) in receivers.streams() {
+        let shard = shard.clone();
+        glommio::spawn_local(async move {
+            while let Some(msg) = rx.recv().await {
+                shard.on_mesh_message(msg);
+            }
+        })
+        .detach();
+    }
+
+    match start_shard(&shard).await {
+        Ok((shared, own)) => {
+            let _ = ready.send(Ok(id));
+            for listener in [shared, own] {
+                glommio::spawn_local(accept_loop(shard.clone(), listener)).detach();
+            }
+        }
+        Err(e) => {
+            tracing::error!(shard = id, error = %e, "shard failed to start");
+            let _ = ready.send(Err(format!("shard {id}: {e}")));
+            shutdown.store(true, Ordering::SeqCst);
+        }
+    }
+
+    while !shutdown.load(Ordering::SeqCst) {
+        glommio::timer::sleep(Duration::from_millis(20)).await;
+    }
+    shutdown_shard(&shard).await;
+    Ok(())
+}
+
+/// Clean shutdown of one shard: stop accepting, let connections finish what they read, tell
+/// the other shards, wait until they are drained too (they may still forward to us), then
+/// close every partition (flush, fdatasync, trim, write indexes).
+async fn shutdown_shard(shard: &Rc<Shard>) {
+    shard.begin_shutdown();
+    let deadline = Instant::now() + Duration::from_millis(shard.config.shutdown_timeout_ms);
+    while shard.connections.get() > 0 && Instant::now() < deadline {
+        glommio::timer::sleep(Duration::from_millis(5)).await;
+    }
+    if shard.connections.get() > 0 {
+        tracing::warn!(shard = shard.id, open = shard.connections.get(), "connections still open at shutdown timeout");
+    }
+    let _ = shard.broadcast(ShardOp::Drained).await;
+    while shard.drained_peers.get() + 1 < shard.n && Instant::now() < deadline {
+        glommio::timer::sleep(Duration::from_millis(5)).await;
+    }
+    shard.close_partitions().await;
+    tracing::debug!(shard = shard.id, "shard stopped");
+}
+
+async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
+    let stop = shard.shutdown_listener();
+    loop {
+        let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
+            stop.recv().await;
+            None
+        })
+        .await;
+        match accepted {
+            None => break,
+            Some(Ok(stream)) => {
+                if shard.connections.get() >= shard.config.max_connections_per_shard {
+                    tracing::warn!(shard = shard.id, "connection limit reached; refusing a connection");
+                    drop(stream);
+                    continue;
+                }
+                shard.connections.set(shard.connections.get() + 1);
+                let shard = shard.clone();
+                glommio::spawn_local(async move {
+                    connection::serve(shard.clone(), stream).await;
+                    shard.connections.set(shard.connections.get() - 1);
+                })
+                .detach();
+            }
+            Some(Err(e)) => {
+                tracing::warn!(shard = shard.id, error = %e, "accept failed");
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// Data directory helper for tools and tests.
+pub fn data_dir_of(handle: &ServerHandle) -> &Path {
+    &handle.data_dir
+}

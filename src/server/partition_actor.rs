@@ -1,0 +1,159 @@
+//! The task that owns one partition's log on its shard. Commands arrive on a local channel
+//! and run one at a time, so the log needs no lock. Group commit: the actor takes every
+//! command already queued, runs them, then does one flush (acks=1) or one fdatasync (if any
+//! acks=all) for all the produces among them, and only then replies to those.
+
+use bytes::Bytes;
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
+
+use super::messages::{OpOk, OpResult, PartitionOp};
+use crate::log::PartitionLog;
+use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
+
+pub enum Command {
+    Op {
+        op: PartitionOp,
+        reply: LocalSender<OpResult>,
+    },
+    Close {
+        reply: LocalSender<()>,
+    },
+}
+
+/// Handle used by the shard to reach the actor.
+#[derive(Clone)]
+pub struct PartitionHandle {
+    tx: std::rc::Rc<LocalSender<Command>>,
+}
+
+/// Most commands one group takes, so a flood of produces still gets replies regularly.
+const MAX_GROUP: usize = 256;
+
+impl PartitionHandle {
+    pub fn spawn(log: PartitionLog) -> Self {
+        let (tx, rx) = local_channel::new_unbounded();
+        glommio::spawn_local(run(log, rx)).detach();
+        PartitionHandle {
+            tx: std::rc::Rc::new(tx),
+        }
+    }
+
+    /// Runs an operation on the partition and waits for its result.
+    pub async fn call(&self, op: PartitionOp) -> OpResult {
+        let (reply, rx) = local_channel::new_bounded(1);
+        if self.tx.try_send(Command::Op { op, reply }).is_err() {
+            return Err((ErrorCode::ShuttingDown, "partition is closing".into()));
+        }
+        rx.recv()
+            .await
+            .unwrap_or_else(|| Err((ErrorCode::Internal, "partition task ended".into())))
+    }
+
+    /// Closes the log after every queued command has run.
+    pub async fn close(&self) {
+        let (reply, rx) = local_channel::new_bounded(1);
+        if self.tx.try_send(Command::Close { reply }).is_ok() {
+            rx.recv().await;
+        }
+    }
+}
+
+fn engine_err(e: crate::Error) -> (ErrorCode, String) {
+    (ErrorCode::of(&e), e.to_string())
+}
+
+async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
+    while let Some(first) = rx.recv().await {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match futures_lite::future::poll_once(rx.recv()).await {
+                Some(Some(cmd)) => group.push(cmd),
+                _ => break,
+            }
+        }
+        // Produces waiting for the group's flush or sync: (reply, result so far).
+        let mut waiting: Vec<(LocalSender<OpResult>, OpResult)> = Vec::new();
+        let mut need_sync = false;
+        let mut wrote = false;
+        let mut close: Option<LocalSender<()>> = None;
+        for cmd in group {
+            match cmd {
+                Command::Close { reply } => close = Some(reply),
+                Command::Op { op, reply } => match op {
+                    PartitionOp::Produce { acks, records } => {
+                        let r = log.append(&records).await;
+                        wrote |= r.is_ok();
+                        let result = r.map(|info| OpOk::Produced {
+                            base_offset: info.base_offset,
+                            last_offset: info.last_offset,
+                            log_append_time: info.log_append_time.unwrap_or(-1),
+                        });
+                        match (&result, acks) {
+                            (Ok(_), ACKS_NONE) => {}
+                            (Ok(_), _) => {
+                                need_sync |= acks == ACKS_ALL;
+                                waiting.push((reply, result.map_err(engine_err)));
+                                continue;
+                            }
+                            (Err(_), _) => {}
+                        }
+                        let _ = reply.try_send(result.map_err(engine_err));
+                    }
+                    PartitionOp::Fetch { offset, max_bytes } => {
+                        let r = log.read(offset, max_bytes).await.map(|records: Bytes| {
+                            OpOk::Fetched {
+                                log_start_offset: log.log_start_offset(),
+                                log_end_offset: log.log_end_offset(),
+                                records,
+                            }
+                        });
+                        let _ = reply.try_send(r.map_err(engine_err));
+                    }
+                    PartitionOp::ListOffsets { timestamp } => {
+                        let r = log.find_offset_by_timestamp(timestamp).await.map(|found| {
+                            match found {
+                                Some(t) => OpOk::Offset {
+                                    offset: t.offset,
+                                    timestamp: t.timestamp,
+                                },
+                                None => OpOk::Offset {
+                                    offset: -1,
+                                    timestamp: -1,
+                                },
+                            }
+                        });
+                        let _ = reply.try_send(r.map_err(engine_err));
+                    }
+                },
+            }
+        }
+        if wrote {
+            // One flush or fdatasync covers every produce of the group (group commit).
+            let durable = if need_sync {
+                log.sync().await
+            } else {
+                log.flush().await
+            };
+            if let Err(e) = durable {
+                let err = engine_err(e);
+                for (reply, _) in waiting.drain(..) {
+                    let _ = reply.try_send(Err(err.clone()));
+                }
+            }
+        }
+        for (reply, result) in waiting {
+            let _ = reply.try_send(result);
+        }
+        if let Some(reply) = close {
+            if let Err(e) = log.close().await {
+                tracing::error!(error = %e, "closing partition failed");
+            }
+            let _ = reply.try_send(());
+            return;
+        }
+    }
+    // Channel closed without a Close command: still close the log cleanly.
+    if let Err(e) = log.close().await {
+        tracing::error!(error = %e, "closing partition failed");
+    }
+}

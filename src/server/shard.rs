@@ -1,0 +1,387 @@
+//! One shard: the state one executor owns (its partitions, its copy of the topic metadata,
+//! its connections) and the routing of operations to the shard that owns a partition, over
+//! glommio's channel mesh. Nothing here is shared with another core: other shards are reached
+//! only by sending messages, and all interior mutability is single-threaded (`RefCell`,
+//! `Cell`), never held across an `.await`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
+
+use glommio::channels::channel_mesh::Senders;
+use glommio::channels::local_channel::{self, LocalSender};
+
+use super::config::ServerConfig;
+use super::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, TopicChange};
+use super::partition_actor::PartitionHandle;
+use super::topics::{validate_topic_name, AdminError, TopicConfig, TopicMeta};
+use crate::log::{partition_dir, PartitionLog};
+use crate::protocol::ErrorCode;
+
+/// The shard that applies topic creations and deletions (the controller).
+pub const CONTROLLER: usize = 0;
+
+pub struct Shard {
+    pub id: usize,
+    pub n: usize,
+    pub config: Rc<ServerConfig>,
+    senders: Senders<MeshMsg>,
+    pending: RefCell<HashMap<u64, LocalSender<OpResult>>>,
+    next_id: Cell<u64>,
+    topics: RefCell<BTreeMap<String, TopicMeta>>,
+    partitions: RefCell<HashMap<(String, u32), PartitionHandle>>,
+    /// Topics the controller is creating right now (guards against duplicate creates).
+    creating: RefCell<HashSet<String>>,
+    pub shutting_down: Cell<bool>,
+    /// Dropped at shutdown: every listener's `recv()` then returns.
+    shutdown_waiters: RefCell<Vec<LocalSender<()>>>,
+    pub connections: Cell<usize>,
+    pub drained_peers: Cell<usize>,
+}
+
+fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, (ErrorCode, String)> {
+    Err((code, msg.into()))
+}
+
+impl Shard {
+    pub fn new(id: usize, config: Rc<ServerConfig>, senders: Senders<MeshMsg>) -> Rc<Self> {
+        Rc::new(Shard {
+            id,
+            n: config.shards,
+            config,
+            senders,
+            pending: RefCell::new(HashMap::new()),
+            next_id: Cell::new(1),
+            topics: RefCell::new(BTreeMap::new()),
+            partitions: RefCell::new(HashMap::new()),
+            creating: RefCell::new(HashSet::new()),
+            shutting_down: Cell::new(false),
+            shutdown_waiters: RefCell::new(Vec::new()),
+            connections: Cell::new(0),
+            drained_peers: Cell::new(0),
+        })
+    }
+
+    /// A receiver whose `recv()` completes (with `None`) once shutdown begins.
+    pub fn shutdown_listener(&self) -> local_channel::LocalReceiver<()> {
+        let (tx, rx) = local_channel::new_bounded(1);
+        if !self.shutting_down.get() {
+            self.shutdown_waiters.borrow_mut().push(tx);
+        }
+        rx
+    }
+
+    /// Stops accepting and reading new requests; requests already read still complete.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.set(true);
+        self.shutdown_waiters.borrow_mut().clear();
+    }
+
+    /// Snapshot of the topic metadata this shard knows (for Metadata responses).
+    pub fn topics_snapshot(&self, names: Option<&[String]>) -> Vec<Result<TopicMeta, String>> {
+        let topics = self.topics.borrow();
+        match names {
+            None => topics.values().cloned().map(Ok).collect(),
+            Some(names) => names
+                .iter()
+                .map(|n| topics.get(n).cloned().ok_or_else(|| n.clone()))
+                .collect(),
+        }
+    }
+
+    /// Opens the partitions this shard owns for every topic on disk.
+    pub async fn load_topics(self: &Rc<Self>) -> Result<(), String> {
+        let data_dir = self.config.data_dir.clone();
+        let (topics, changed) = super::topics::load_all(&data_dir, self.n as u32)
+            .map_err(|e| format!("loading topic metadata: {e}"))?;
+        for meta in topics {
+            if self.id == CONTROLLER && changed.contains(&meta.name) {
+                tracing::warn!(topic = %meta.name, shards = self.n, "shard count changed: partitions reassigned");
+                meta.persist(&data_dir, self.n as u32)
+                    .map_err(|e| format!("persisting topic {}: {e}", meta.name))?;
+            }
+            self.apply(TopicChange::Created(meta))
+                .await
+                .map_err(|(_, m)| m)?;
+        }
+        Ok(())
+    }
+
+    /// Runs a partition operation on the partition's owner: here, or via the mesh.
+    pub async fn partition_op(
+        self: &Rc<Self>,
+        topic: &str,
+        partition: i32,
+        op: PartitionOp,
+    ) -> OpResult {
+        let owner = {
+            let topics = self.topics.borrow();
+            let Some(meta) = topics.get(topic) else {
+                return err(ErrorCode::UnknownTopic, format!("unknown topic {topic:?}"));
+            };
+            match usize::try_from(partition)
+                .ok()
+                .and_then(|p| meta.owners.get(p))
+            {
+                Some(&o) => o as usize,
+                None => {
+                    return err(
+                        ErrorCode::UnknownPartition,
+                        format!(
+                            "topic {topic:?} has partitions 0..{}, not {partition}",
+                            meta.owners.len()
+                        ),
+                    )
+                }
+            }
+        };
+        let partition = partition as u32;
+        if owner == self.id {
+            self.local_partition_op(topic, partition, op).await
+        } else {
+            self.remote(
+                owner,
+                ShardOp::Partition {
+                    topic: topic.to_string(),
+                    partition,
+                    op,
+                },
+            )
+            .await
+        }
+    }
+
+    async fn local_partition_op(&self, topic: &str, partition: u32, op: PartitionOp) -> OpResult {
+        let handle = self
+            .partitions
+            .borrow()
+            .get(&(topic.to_string(), partition))
+            .cloned();
+        match handle {
+            Some(h) => h.call(op).await,
+            None => err(
+                ErrorCode::UnknownPartition,
+                format!("partition {topic}-{partition} is not open on shard {}", self.id),
+            ),
+        }
+    }
+
+    /// Sends an operation to another shard and waits for its answer.
+    pub async fn remote(self: &Rc<Self>, peer: usize, op: ShardOp) -> OpResult {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        let (tx, rx) = local_channel::new_bounded(1);
+        self.pending.borrow_mut().insert(id, tx);
+        let msg = MeshMsg::Request {
+            id,
+            from: self.id,
+            op,
+        };
+        if self.senders.send_to(peer, msg).await.is_err() {
+            self.pending.borrow_mut().remove(&id);
+            return err(ErrorCode::Internal, format!("shard {peer} is unreachable"));
+        }
+        rx.recv()
+            .await
+            .unwrap_or_else(|| err(ErrorCode::Internal, "reply channel closed"))
+    }
+
+    /// Sends to every other shard and waits for all answers; returns the first error.
+    pub async fn broadcast(self: &Rc<Self>, op: ShardOp) -> OpResult {
+        let mut tasks = Vec::new();
+        for peer in (0..self.n).filter(|&p| p != self.id) {
+            let me = self.clone();
+            let op = op.clone();
+            tasks.push(glommio::spawn_local(async move { me.remote(peer, op).await }));
+        }
+        let mut first_err = None;
+        for t in tasks {
+            if let Err(e) = t.await {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(OpOk::Done), Err)
+    }
+
+    /// Handles one message from the mesh. Requests run in their own task and the reply is
+    /// sent from there, never from the receive loop (two full queues would deadlock).
+    pub fn on_mesh_message(self: &Rc<Self>, msg: MeshMsg) {
+        match msg {
+            MeshMsg::Request { id, from, op } => {
+                let me = self.clone();
+                glommio::spawn_local(async move {
+                    let result = me.execute(op).await;
+                    if me
+                        .senders
+                        .send_to(from, MeshMsg::Response { id, result })
+                        .await
+                        .is_err()
+                    {
+                        tracing::warn!(peer = from, "could not reply over the mesh");
+                    }
+                })
+                .detach();
+            }
+            MeshMsg::Response { id, result } => {
+                if let Some(tx) = self.pending.borrow_mut().remove(&id) {
+                    let _ = tx.try_send(result);
+                }
+            }
+        }
+    }
+
+    async fn execute(self: &Rc<Self>, op: ShardOp) -> OpResult {
+        match op {
+            ShardOp::Partition {
+                topic,
+                partition,
+                op,
+            } => self.local_partition_op(&topic, partition, op).await,
+            ShardOp::CreateTopic {
+                name,
+                partitions,
+                configs,
+            } => self.controller_create(name, partitions, configs).await,
+            ShardOp::DeleteTopic { name } => self.controller_delete(name).await,
+            ShardOp::Apply(change) => self.apply(change).await,
+            ShardOp::Drained => {
+                self.drained_peers.set(self.drained_peers.get() + 1);
+                Ok(OpOk::Done)
+            }
+        }
+    }
+
+    pub async fn create_topic(
+        self: &Rc<Self>,
+        name: String,
+        partitions: i32,
+        configs: Vec<(String, String)>,
+    ) -> OpResult {
+        if self.id == CONTROLLER {
+            self.controller_create(name, partitions, configs).await
+        } else {
+            self.remote(
+                CONTROLLER,
+                ShardOp::CreateTopic {
+                    name,
+                    partitions,
+                    configs,
+                },
+            )
+            .await
+        }
+    }
+
+    pub async fn delete_topic(self: &Rc<Self>, name: String) -> OpResult {
+        if self.id == CONTROLLER {
+            self.controller_delete(name).await
+        } else {
+            self.remote(CONTROLLER, ShardOp::DeleteTopic { name }).await
+        }
+    }
+
+    fn check_create(&self, name: &str, partitions: i32, configs: &[(String, String)]) -> Result<TopicConfig, AdminError> {
+        validate_topic_name(name)?;
+        let max = self.config.max_partitions_per_topic;
+        if partitions < 1 || partitions as u32 > max {
+            return err(
+                ErrorCode::InvalidRequest,
+                format!("partitions must be between 1 and {max}, got {partitions}"),
+            );
+        }
+        let config = TopicConfig::from_pairs(configs)?;
+        if self.topics.borrow().contains_key(name) || self.creating.borrow().contains(name) {
+            return err(
+                ErrorCode::TopicAlreadyExists,
+                format!("topic {name:?} already exists"),
+            );
+        }
+        Ok(config)
+    }
+
+    async fn controller_create(
+        self: &Rc<Self>,
+        name: String,
+        partitions: i32,
+        configs: Vec<(String, String)>,
+    ) -> OpResult {
+        let config = self.check_create(&name, partitions, &configs)?;
+        self.creating.borrow_mut().insert(name.clone());
+        let meta = TopicMeta::new(name.clone(), partitions as u32, config, self.n as u32);
+        let result = async {
+            meta.persist(&self.config.data_dir, self.n as u32)
+                .map_err(|e| (ErrorCode::StorageError, format!("writing topic metadata: {e}")))?;
+            self.apply(TopicChange::Created(meta.clone())).await?;
+            self.broadcast(ShardOp::Apply(TopicChange::Created(meta.clone())))
+                .await
+        }
+        .await;
+        self.creating.borrow_mut().remove(&name);
+        if result.is_ok() {
+            tracing::info!(topic = %name, partitions, "topic created");
+        }
+        result
+    }
+
+    async fn controller_delete(self: &Rc<Self>, name: String) -> OpResult {
+        if !self.topics.borrow().contains_key(&name) {
+            return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
+        }
+        TopicMeta::remove_persisted(&self.config.data_dir, &name)
+            .map_err(|e| (ErrorCode::StorageError, format!("removing topic metadata: {e}")))?;
+        let local = self.apply(TopicChange::Deleted(name.clone())).await;
+        let remote = self
+            .broadcast(ShardOp::Apply(TopicChange::Deleted(name.clone())))
+            .await;
+        tracing::info!(topic = %name, "topic deleted");
+        local.and(remote)
+    }
+
+    /// Applies a topic change on this shard: opens or closes and removes the partitions it
+    /// owns, then updates its metadata copy.
+    async fn apply(self: &Rc<Self>, change: TopicChange) -> OpResult {
+        match change {
+            TopicChange::Created(meta) => {
+                for (p, &owner) in meta.owners.iter().enumerate() {
+                    if owner as usize != self.id {
+                        continue;
+                    }
+                    let dir = partition_dir(&self.config.data_dir, &meta.name, p as u32);
+                    let log = PartitionLog::open(&dir, meta.config.log.clone())
+                        .await
+                        .map_err(|e| (ErrorCode::of(&e), e.to_string()))?;
+                    self.partitions
+                        .borrow_mut()
+                        .insert((meta.name.clone(), p as u32), PartitionHandle::spawn(log));
+                }
+                self.topics.borrow_mut().insert(meta.name.clone(), meta);
+                Ok(OpOk::Done)
+            }
+            TopicChange::Deleted(name) => {
+                let Some(meta) = self.topics.borrow_mut().remove(&name) else {
+                    return Ok(OpOk::Done);
+                };
+                for p in 0..meta.partitions() {
+                    let handle = self.partitions.borrow_mut().remove(&(name.clone(), p));
+                    if let Some(h) = handle {
+                        h.close().await;
+                        let dir = partition_dir(&self.config.data_dir, &name, p);
+                        if let Err(e) = std::fs::remove_dir_all(&dir) {
+                            tracing::error!(dir = %dir.display(), error = %e, "removing partition failed");
+                        }
+                    }
+                }
+                Ok(OpOk::Done)
+            }
+        }
+    }
+
+    /// Closes every partition this shard owns (clean shutdown).
+    pub async fn close_partitions(&self) {
+        let handles: Vec<_> = self.partitions.borrow_mut().drain().collect();
+        for ((topic, p), h) in handles {
+            h.close().await;
+            tracing::debug!(topic = %topic, partition = p, "partition closed");
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! Topics: name rules, validated configs, partition ownership, and the on-disk metadata
+//! file each topic has (`<data-dir>/__shardlog_meta/topics/<name>.properties`, FORMAT.md).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::config::LogConfig;
+use crate::format::TimestampType;
+use crate::protocol::ErrorCode;
+
+pub const META_DIR: &str = "__shardlog_meta";
+const TOPICS_DIR: &str = "topics";
+const META_HEADER: &str = "# shardlog topic metadata v1";
+
+/// Error with a wire code, for admin operations.
+pub type AdminError = (ErrorCode, String);
+
+/// Kafka's rule: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`. Nothing else can name
+/// a directory, so no topic path can escape the data directory.
+pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
+    let bad = |why: &str| Err((ErrorCode::InvalidTopicName, format!("topic name {name:?} {why}")));
+    if name.is_empty() || name.len() > 249 {
+        return bad("must be 1 to 249 characters long");
+    }
+    if name == "." || name == ".." {
+        return bad("cannot be '.' or '..'");
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return bad(&format!("contains {c:?}; allowed: a-z A-Z 0-9 . _ -"));
+    }
+    if name == META_DIR {
+        return bad("is reserved");
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanupPolicy {
+    Delete,
+    Compact,
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    fn parse(v: &str) -> Option<Self> {
+        let mut parts: Vec<&str> = v.split(',').map(str::trim).collect();
+        parts.sort_unstable();
+        parts.dedup();
+        match parts.as_slice() {
+            ["delete"] => Some(CleanupPolicy::Delete),
+            ["compact"] => Some(CleanupPolicy::Compact),
+            ["compact", "delete"] => Some(CleanupPolicy::CompactDelete),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            CleanupPolicy::Delete => "delete",
+            CleanupPolicy::Compact => "compact",
+            CleanupPolicy::CompactDelete => "compact,delete",
+        }
+    }
+}
+
+/// A topic's configuration (Kafka names). retention.* and cleanup.policy are stored and
+/// validated now and enforced by the retention/compaction work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicConfig {
+    pub log: LogConfig,
+    pub retention_ms: i64,
+    pub retention_bytes: i64,
+    pub cleanup_policy: CleanupPolicy,
+}
+
+impl Default for TopicConfig {
+    fn default() -> Self {
+        TopicConfig {
+            log: LogConfig::default(),
+            retention_ms: 7 * 24 * 3600 * 1000,
+            retention_bytes: -1,
+            cleanup_policy: CleanupPolicy::Delete,
+        }
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, AdminError> {
+    v.trim().parse().map_err(|_| {
+        (
+            ErrorCode::InvalidConfig,
+            format!("{key}={v:?} is not a valid integer"),
+        )
+    })
+}
+
+impl TopicConfig {
+    pub const KEYS: [&'static str; 8] = [
+        "segment.bytes",
+        "segment.ms",
+        "segment.index.bytes",
+        "index.interval.bytes",
+        "message.timestamp.type",
+        "retention.ms",
+        "retention.bytes",
+        "cleanup.policy",
+    ];
+
+    /// Parses `key=value` overrides on top of the defaults and validates the result.
+    pub fn from_pairs(pairs: &[(String, String)]) -> Result<Self, AdminError> {
+        let mut c = TopicConfig::default();
+        for (k, v) in pairs {
+            match k.as_str() {
+                "segment.bytes" => c.log.segment_bytes = parse_num(k, v)?,
+                "segment.ms" => c.log.segment_ms = parse_num(k, v)?,
+                "segment.index.bytes" => c.log.segment_index_bytes = parse_num(k, v)?,
+                "index.interval.bytes" => c.log.index_interval_bytes = parse_num(k, v)?,
+                "message.timestamp.type" => {
+                    c.log.timestamp_type = match v.as_str() {
+                        "CreateTime" => TimestampType::CreateTime,
+                        "LogAppendTime" => TimestampType::LogAppendTime,
+                        _ => {
+                            return Err((
+                                ErrorCode::InvalidConfig,
+                                format!("{k}={v:?}: use CreateTime or LogAppendTime"),
+                            ))
+                        }
+                    }
+                }
+                "retention.ms" => c.retention_ms = parse_num(k, v)?,
+                "retention.bytes" => c.retention_bytes = parse_num(k, v)?,
+                "cleanup.policy" => {
+                    c.cleanup_policy = CleanupPolicy::parse(v).ok_or_else(|| {
+                        (
+                            ErrorCode::InvalidConfig,
+                            format!("{k}={v:?}: use delete, compact or compact,delete"),
+                        )
+                    })?
+                }
+                _ => {
+                    return Err((
+                        ErrorCode::InvalidConfig,
+                        format!(
+                            "unknown config {k:?}; known: {}",
+                            TopicConfig::KEYS.join(", ")
+                        ),
+                    ))
+                }
+            }
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), AdminError> {
+        self.log
+            .validate()
+            .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
+        if self.retention_ms < -1 {
+            return Err((ErrorCode::InvalidConfig, "retention.ms must be >= -1".into()));
+        }
+        if self.retention_bytes < -1 {
+            return Err((
+                ErrorCode::InvalidConfig,
+                "retention.bytes must be >= -1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every config as (key, value), in `KEYS` order.
+    pub fn to_pairs(&self) -> Vec<(String, String)> {
+        let ts = self.log.timestamp_type.name();
+        [
+            self.log.segment_bytes.to_string(),
+            self.log.segment_ms.to_string(),
+            self.log.segment_index_bytes.to_string(),
+            self.log.index_interval_bytes.to_string(),
+            ts.to_string(),
+            self.retention_ms.to_string(),
+            self.retention_bytes.to_string(),
+            self.cleanup_policy.name().to_string(),
+        ]
+        .into_iter()
+        .zip(Self::KEYS)
+        .map(|(v, k)| (k.to_string(), v))
+        .collect()
+    }
+}
+
+/// A topic as every shard knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicMeta {
+    pub name: String,
+    pub config: TopicConfig,
+    /// owners[p] = shard that owns partition p.
+    pub owners: Vec<u32>,
+}
+
+/// FNV-1a: stable across runs, builds and machines (unlike std's randomized hasher).
+pub fn stable_hash(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// The owner of (topic, p) among `shards`: partitions of a topic go round-robin over the
+/// shards, starting at a shard chosen by the topic's name, so they spread evenly.
+pub fn owner_of(topic: &str, partition: u32, shards: u32) -> u32 {
+    ((stable_hash(topic.as_bytes()) % shards as u64 + partition as u64) % shards as u64) as u32
+}
+
+pub fn topics_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join(META_DIR).join(TOPICS_DIR)
+}
+
+fn meta_path(data_dir: &Path, name: &str) -> PathBuf {
+    topics_dir(data_dir).join(format!("{name}.properties"))
+}
+
+impl TopicMeta {
+    pub fn new(name: String, partitions: u32, config: TopicConfig, shards: u32) -> Self {
+        let owners = (0..partitions).map(|p| owner_of(&name, p, shards)).collect();
+        TopicMeta {
+            name,
+            config,
+            owners,
+        }
+    }
+
+    pub fn partitions(&self) -> u32 {
+        self.owners.len() as u32
+    }
+
+    fn encode(&self, shards: u32) -> String {
+        let mut s = format!(
+            "{META_HEADER}\nname={}\npartitions={}\nshards={shards}\n",
+            self.name,
+            self.owners.len()
+        );
+        for (p, o) in self.owners.iter().enumerate() {
+            s.push_str(&format!("owner.{p}={o}\n"));
+        }
+        for (k, v) in self.config.to_pairs() {
+            s.push_str(&format!("config.{k}={v}\n"));
+        }
+        s
+    }
+
+    /// Parses a metadata file. With a different shard count than recorded, owners are
+    /// recomputed (same N: every partition stays where it was).
+    fn decode(text: &str, shards: u32) -> Result<(Self, bool), String> {
+        let mut kv = BTreeMap::new();
+        for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+            let (k, v) = line
+                .split_once('=')
+                .ok_or_else(|| format!("line {line:?} is not key=value"))?;
+            kv.insert(k.to_string(), v.to_string());
+        }
+        let name = kv.get("name").ok_or("missing name")?.clone();
+        validate_topic_name(&name).map_err(|e| e.1)?;
+        let partitions: u32 = kv
+            .get("partitions")
+            .and_then(|v| v.parse().ok())
+            .ok_or("missing or bad partitions")?;
+        let recorded: u32 = kv
+            .get("shards")
+            .and_then(|v| v.parse().ok())
+            .ok_or("missing or bad shards")?;
+        let configs: Vec<(String, String)> = kv
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix("config.").map(|k| (k.to_string(), v.clone())))
+            .collect();
+        let config = TopicConfig::from_pairs(&configs).map_err(|e| e.1)?;
+        let mut owners = Vec::with_capacity(partitions as usize);
+        let same_layout = recorded == shards;
+        for p in 0..partitions {
+            let recorded_owner: Option<u32> =
+                kv.get(&format!("owner.{p}")).and_then(|v| v.parse().ok());
+            owners.push(match recorded_owner {
+                Some(o) if same_layout && o < shards => o,
+                _ => owner_of(&name, p, shards),
+            });
+        }
+        let changed = !same_layout;
+        Ok((
+            TopicMeta {
+                name,
+                config,
+                owners,
+            },
+            changed,
+        ))
+    }
+
+    /// Writes the metadata file atomically: temp file, fsync, rename, fsync the directory.
+    /// Admin path only (create/delete/restart), never on a produce or fetch.
+    pub fn persist(&self, data_dir: &Path, shards: u32) -> std::io::Result<()> {
+        use std::io::Write;
+        let dir = topics_dir(data_dir);
+        std::fs::create_dir_all(&dir)?;
+        let path = meta_path(data_dir, &self.name);
+        let tmp = path.with_extension("properties.tmp");
+        {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(self.encode(shards).as_bytes())?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, &path)?;
+        std::fs::File::open(&dir)?.sync_all()
+    }
+
+    pub fn remove_persisted(data_dir: &Path, name: &str) -> std::io::Result<()> {
+        let path = meta_path(data_dir, name);
+        match std::fs::remove_file(&path) {
+            Ok(()) => std::fs::File::open(topics_dir(data_dir))?.sync_all(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Loads every topic's metadata. The second value lists topics whose owners were recomputed
+/// (shard count changed) and should be persisted again.
+pub fn load_all(data_dir: &Path, shards: u32) -> std::io::Result<(Vec<TopicMeta>, Vec<String>)> {
+    let dir = topics_dir(data_dir);
+    let mut topics = Vec::new();
+    let mut changed = Vec::new();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((topics, changed)),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let path = entry?.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("properties") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)?;
+        match TopicMeta::decode(&text, shards) {
+            Ok((meta, was_changed)) => {
+                if was_changed {
+                    changed.push(meta.name.clone());
+                }
+                topics.push(meta);
+            }
+            Err(why) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{}: {why}", path.display()),
+                ))
+            }
+        }
+    }
+    topics.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((topics, changed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_names_follow_kafka_rules() {
+        for ok in ["orders", "a", "A.b_c-9", &"x".repeat(249)] {
+            assert!(validate_topic_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "..", "a/b", "../etc", "a b", "ü", &"x".repeat(250), "a\0"] {
+            assert_eq!(
+                validate_topic_name(bad).unwrap_err().0,
+                ErrorCode::InvalidTopicName,
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn configs_validate_and_round_trip() {
+        let pairs = vec![
+            ("segment.bytes".to_string(), "2048".to_string()),
+            ("message.timestamp.type".to_string(), "LogAppendTime".to_string()),
+            ("cleanup.policy".to_string(), "delete,compact".to_string()),
+        ];
+        let c = TopicConfig::from_pairs(&pairs).unwrap();
+        assert_eq!(c.log.segment_bytes, 2048);
+        assert_eq!(c.cleanup_policy, CleanupPolicy::CompactDelete);
+        assert_eq!(TopicConfig::from_pairs(&c.to_pairs()).unwrap(), c);
+        for (k, v) in [
+            ("segment.bytes", "1"),
+            ("segment.bytes", "abc"),
+            ("segment.ms", "0"),
+            ("message.timestamp.type", "Now"),
+            ("cleanup.policy", "shred"),
+            ("retention.ms", "-5"),
+            ("no.such.key", "1"),
+        ] {
+            let e = TopicConfig::from_pairs(&[(k.into(), v.into())]).unwrap_err();
+            assert_eq!(e.0, ErrorCode::InvalidConfig, "{k}={v}");
+        }
+    }
+
+    #[test]
+    fn ownership_is_stable_and_even() {
+        let counts = (0..8).fold([0; 2], |mut c, p| {
+            c[owner_of("orders", p, 2) as usize] += 1;
+            c
+        });
+        assert_eq!(counts, [4, 4]);
+        assert_eq!(owner_of("orders", 3, 2), owner_of("orders", 3, 2));
+        let meta = TopicMeta::new("orders".into(), 8, TopicConfig::default(), 2);
+        let (back, changed) = TopicMeta::decode(&meta.encode(2), 2).unwrap();
+        assert_eq!(back, meta);
+        assert!(!changed);
+        let (moved, changed) = TopicMeta::decode(&meta.encode(2), 3).unwrap();
+        assert!(changed);
+        assert!(moved.owners.iter().all(|&o| o < 3));
+    }
+}
