@@ -139,10 +139,15 @@ impl Client {
     }
 
     fn unexpected<T>(body: ResponseBody) -> ClientResult<T> {
-        Err(ClientError::Protocol(format!("unexpected response {body:?}")))
+        Err(ClientError::Protocol(format!(
+            "unexpected response {body:?}"
+        )))
     }
 
-    pub async fn metadata(&mut self, topics: Option<Vec<String>>) -> ClientResult<MetadataResponse> {
+    pub async fn metadata(
+        &mut self,
+        topics: Option<Vec<String>>,
+    ) -> ClientResult<MetadataResponse> {
         match self.call(&Request::Metadata { topics }).await? {
             ResponseBody::Metadata(m) => Ok(m),
             other => Self::unexpected(other),

@@ -17,6 +17,6 @@ pub mod tools;
 
 pub use config::LogConfig;
 pub use error::{Error, Result};
+pub mod client;
 pub mod protocol;
 pub mod server;
-pub mod client;

@@ -1,9 +1,13 @@
-//! The `shardlog` binary: clap subcommands for the tools (and, later, the server).
+//! The `shardlog` binary: the server (`serve`) and the tools, as clap subcommands. Tool
+//! flags mirror Kafka's tools and kcat.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
+use shardlog::server::{self, ServerConfig};
+use shardlog::tools;
 
 #[derive(Parser)]
 #[command(
@@ -16,8 +20,108 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum TopicsAction {
+    Create,
+    List,
+    Describe,
+    Delete,
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Run the server: one pinned shard per CPU, listening on --listen (all shards) and on
+    /// port+1+i (shard i).
+    Serve {
+        /// Data directory [default: ./data].
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Address every shard listens on [default: 127.0.0.1:7411].
+        #[arg(long)]
+        listen: Option<String>,
+        /// Number of shards [default: one per available CPU].
+        #[arg(long)]
+        shards: Option<usize>,
+        /// key=value file with server settings (flags override it).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Create, list, describe or delete topics.
+    Topics {
+        action: TopicsAction,
+        #[arg(long, default_value = "127.0.0.1:7411")]
+        bootstrap: String,
+        #[arg(long)]
+        topic: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        partitions: i32,
+        /// Topic config as key=value (repeatable).
+        #[arg(long = "config")]
+        configs: Vec<String>,
+    },
+    /// Produce one record per stdin line.
+    Produce {
+        #[arg(long, default_value = "127.0.0.1:7411")]
+        bootstrap: String,
+        #[arg(long)]
+        topic: String,
+        #[arg(long)]
+        partition: Option<i32>,
+        /// 0, 1 or all.
+        #[arg(long, default_value = "1")]
+        acks: String,
+        /// Split each line into key and value at this separator.
+        #[arg(long)]
+        key_separator: Option<String>,
+        /// Each line starts with the record's CreateTime (epoch ms) and this separator.
+        #[arg(long)]
+        timestamp_separator: Option<String>,
+        /// Records per batch (a batch also ends at 1 MiB).
+        #[arg(long, default_value_t = 1000)]
+        batch_records: usize,
+    },
+    /// Print records (kcat format tokens), optionally only a time window.
+    Consume {
+        #[arg(long, default_value = "127.0.0.1:7411")]
+        bootstrap: String,
+        #[arg(long)]
+        topic: String,
+        #[arg(long)]
+        partition: Option<i32>,
+        /// N, earliest or latest.
+        #[arg(long, default_value = "earliest")]
+        offset: String,
+        /// Start at each partition's first record with timestamp >= this (ms or ISO-8601).
+        #[arg(long)]
+        from_time: Option<String>,
+        /// Stop before the first record with timestamp >= this (ms or ISO-8601).
+        #[arg(long)]
+        to_time: Option<String>,
+        #[arg(long)]
+        max_records: Option<u64>,
+        /// kcat tokens: %t %p %o %T %k %s \n \t.
+        #[arg(long, default_value = "%s\\n")]
+        format: String,
+        /// Keep waiting for new records instead of exiting at the end of the log.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Offsets by time per partition, as Kafka's GetOffsetShell.
+    GetOffsets {
+        #[arg(long, default_value = "127.0.0.1:7411")]
+        bootstrap: String,
+        #[arg(long)]
+        topic: String,
+        /// Comma-separated partitions [default: all].
+        #[arg(long, value_delimiter = ',')]
+        partitions: Option<Vec<i32>>,
+        /// ms, ISO-8601, earliest/-2, latest/-1 or max-timestamp/-3.
+        #[arg(long, default_value = "latest", allow_hyphen_values = true)]
+        time: String,
+        /// Append the found record's timestamp.
+        #[arg(long)]
+        show_timestamp: bool,
+    },
     /// Print .log, .index and .timeindex files as kafka-dump-log does (offline).
     DumpLog {
         /// Comma-separated list of files to dump.
@@ -35,6 +139,48 @@ enum Command {
     },
 }
 
+/// Runs a tool's future on a small unpinned glommio executor.
+fn run_tool<T>(f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+    glommio::LocalExecutorBuilder::default()
+        .io_memory(1 << 20)
+        .make()
+        .map_err(|e| format!("starting executor: {e}"))?
+        .run(f)
+}
+
+fn serve(
+    data_dir: Option<PathBuf>,
+    listen: Option<String>,
+    shards: Option<usize>,
+    config_file: Option<PathBuf>,
+) -> Result<(), String> {
+    let mut config = ServerConfig::default();
+    if let Some(f) = config_file {
+        config.apply_file(&f)?;
+    }
+    if let Some(d) = data_dir {
+        config.data_dir = d;
+    }
+    if let Some(l) = listen {
+        config.listen = server::config::parse_listen(&l)?;
+    }
+    if let Some(n) = shards {
+        config.shards = n;
+    }
+    let handle = server::start(config)?;
+    let flag = handle.shutdown_flag();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, flag.clone())
+            .map_err(|e| format!("installing signal handler: {e}"))?;
+    }
+    if !handle.previous_shutdown_was_clean {
+        tracing::warn!("no clean-shutdown marker found: the previous run did not shut down cleanly (or this is a new data directory)");
+    }
+    let result = handle.wait();
+    debug_assert!(flag.load(Ordering::SeqCst));
+    result
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -42,16 +188,115 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
-    match cli.command {
+    let result: Result<(), String> = match cli.command {
+        Command::Serve {
+            data_dir,
+            listen,
+            shards,
+            config,
+        } => serve(data_dir, listen, shards, config),
+        Command::Topics {
+            action,
+            bootstrap,
+            topic,
+            partitions,
+            configs,
+        } => {
+            let action = match action {
+                TopicsAction::Create => tools::topics::TopicsAction::Create,
+                TopicsAction::List => tools::topics::TopicsAction::List,
+                TopicsAction::Describe => tools::topics::TopicsAction::Describe,
+                TopicsAction::Delete => tools::topics::TopicsAction::Delete,
+            };
+            let args = tools::topics::TopicsArgs {
+                bootstrap,
+                action,
+                topic,
+                partitions,
+                configs,
+            };
+            run_tool(async move { tools::topics::run(args, &mut std::io::stdout().lock()).await })
+        }
+        Command::Produce {
+            bootstrap,
+            topic,
+            partition,
+            acks,
+            key_separator,
+            timestamp_separator,
+            batch_records,
+        } => {
+            let args = tools::produce::ProduceArgs {
+                bootstrap,
+                topic: topic.clone(),
+                partition,
+                acks,
+                key_separator,
+                timestamp_separator,
+                batch_records,
+            };
+            run_tool(async move {
+                let n = tools::produce::run(args, &mut std::io::stdin().lock()).await?;
+                eprintln!("produced {n} records to {topic}");
+                Ok(())
+            })
+        }
+        Command::Consume {
+            bootstrap,
+            topic,
+            partition,
+            offset,
+            from_time,
+            to_time,
+            max_records,
+            format,
+            follow,
+        } => {
+            let args = tools::consume::ConsumeArgs {
+                bootstrap,
+                topic,
+                partition,
+                offset,
+                from_time,
+                to_time,
+                max_records,
+                format,
+                follow,
+            };
+            run_tool(async move {
+                let stdout = std::io::stdout();
+                let mut out = std::io::BufWriter::new(stdout.lock());
+                tools::consume::run(args, &mut out).await.map(|_| ())
+            })
+        }
+        Command::GetOffsets {
+            bootstrap,
+            topic,
+            partitions,
+            time,
+            show_timestamp,
+        } => {
+            let args = tools::get_offsets::GetOffsetsArgs {
+                bootstrap,
+                topic,
+                partitions,
+                time,
+                show_timestamp,
+            };
+            run_tool(
+                async move { tools::get_offsets::run(args, &mut std::io::stdout().lock()).await },
+            )
+        }
         Command::DumpLog {
             files,
             deep_iteration,
             print_data_log,
             index_sanity_check,
         } => {
-            let opts = shardlog::tools::dump_log::DumpOptions {
+            let opts = tools::dump_log::DumpOptions {
                 files,
                 deep_iteration,
                 print_data_log,
@@ -59,14 +304,18 @@ fn main() -> ExitCode {
             };
             let stdout = std::io::stdout();
             let stderr = std::io::stderr();
-            match shardlog::tools::dump_log::run(&opts, &mut stdout.lock(), &mut stderr.lock()) {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::FAILURE,
-                Err(e) => {
-                    eprintln!("dump-log: {e}");
-                    ExitCode::FAILURE
-                }
+            match tools::dump_log::run(&opts, &mut stdout.lock(), &mut stderr.lock()) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err("some files could not be dumped".into()),
+                Err(e) => Err(e.to_string()),
             }
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("shardlog: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -216,7 +216,10 @@ pub struct MetadataResponse {
 impl MetadataResponse {
     /// Port of a shard's own listener, if reported.
     pub fn shard_port(&self, shard: i32) -> Option<i32> {
-        self.shards.iter().find(|s| s.shard == shard).map(|s| s.port)
+        self.shards
+            .iter()
+            .find(|s| s.shard == shard)
+            .map(|s| s.port)
     }
 
     pub fn topic(&self, name: &str) -> Option<&TopicMetadata> {
@@ -242,7 +245,10 @@ pub enum ResponseBody {
         records: Bytes,
     },
     /// `offset == -1 && timestamp == -1` means "no answer" (as Kafka).
-    ListOffsets { offset: i64, timestamp: i64 },
+    ListOffsets {
+        offset: i64,
+        timestamp: i64,
+    },
 }
 
 /// A decoded response: either an error (code + message) or a body.

@@ -145,8 +145,7 @@ impl<'a> WireReader<'a> {
 
     pub fn string(&mut self, what: &'static str) -> Result<String, WireError> {
         let pos = self.pos;
-        self.nullable_string(what)?
-            .ok_or(WireError { what, pos })
+        self.nullable_string(what)?.ok_or(WireError { what, pos })
     }
 
     pub fn bytes(&mut self, what: &'static str) -> Result<Bytes, WireError> {
@@ -165,7 +164,11 @@ impl<'a> WireReader<'a> {
 
     /// An array count, bounded by the bytes left (each element needs `min_elem` bytes), so a
     /// lying count can never make the reader allocate.
-    pub fn count(&mut self, what: &'static str, min_elem: usize) -> Result<Option<usize>, WireError> {
+    pub fn count(
+        &mut self,
+        what: &'static str,
+        min_elem: usize,
+    ) -> Result<Option<usize>, WireError> {
         let pos = self.pos;
         let n = self.i32(what)?;
         if n == -1 {

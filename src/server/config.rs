@@ -69,7 +69,8 @@ impl ServerConfig {
 
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
         fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
-            v.parse().map_err(|_| bad(key, format!("{v:?} is not a number")))
+            v.parse()
+                .map_err(|_| bad(key, format!("{v:?} is not a number")))
         }
         match key {
             "data.dir" => self.data_dir = PathBuf::from(v),
@@ -111,7 +112,10 @@ impl ServerConfig {
             return Err(bad("max.connections.per.shard", "must be at least 1"));
         }
         if self.max_partitions_per_topic == 0 || self.max_partitions_per_topic > 100_000 {
-            return Err(bad("max.partitions.per.topic", "must be between 1 and 100000"));
+            return Err(bad(
+                "max.partitions.per.topic",
+                "must be between 1 and 100000",
+            ));
         }
         let last_port = self.listen.port() as usize + self.shards;
         if self.listen.port() == 0 || last_port > u16::MAX as usize {

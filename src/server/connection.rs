@@ -79,11 +79,12 @@ pub async fn serve(shard: Rc<Shard>, mut reader: TcpStream) {
         if size < REQUEST_HEADER as i32 || size as usize > max_frame {
             // Read only the header to echo its correlation id; never the body.
             let mut header = [0u8; REQUEST_HEADER];
-            let cid = if size >= REQUEST_HEADER as i32 && reader.read_exact(&mut header).await.is_ok() {
-                i32::from_be_bytes(header[4..8].try_into().unwrap())
-            } else {
-                -1
-            };
+            let cid =
+                if size >= REQUEST_HEADER as i32 && reader.read_exact(&mut header).await.is_ok() {
+                    i32::from_be_bytes(header[4..8].try_into().unwrap())
+                } else {
+                    -1
+                };
             let (code, msg) = if size < REQUEST_HEADER as i32 {
                 (
                     ErrorCode::MalformedRequest,

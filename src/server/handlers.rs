@@ -30,7 +30,10 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes) -> Option<Vec<u8>> {
         return Some(error_frame(
             -1,
             ErrorCode::MalformedRequest,
-            format!("frame of {} bytes is shorter than the 8-byte request header", frame.len()),
+            format!(
+                "frame of {} bytes is shorter than the 8-byte request header",
+                frame.len()
+            ),
         ));
     }
     let mut r = WireReader::from_bytes(&frame);
@@ -64,7 +67,13 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes) -> Option<Vec<u8>> {
             ))
         }
     };
-    let silent = matches!(request, Request::Produce { acks: ACKS_NONE, .. });
+    let silent = matches!(
+        request,
+        Request::Produce {
+            acks: ACKS_NONE,
+            ..
+        }
+    );
     let result = dispatch(&shard, request).await;
     if silent {
         if let Err((code, msg)) = &result {
@@ -121,7 +130,10 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, (ErrorCode, String)
     })
 }
 
-async fn dispatch(shard: &Rc<Shard>, request: Request) -> Result<ResponseBody, (ErrorCode, String)> {
+async fn dispatch(
+    shard: &Rc<Shard>,
+    request: Request,
+) -> Result<ResponseBody, (ErrorCode, String)> {
     if shard.shutting_down.get() {
         return Err((ErrorCode::ShuttingDown, "server is shutting down".into()));
     }

@@ -208,7 +208,11 @@ async fn shutdown_shard(shard: &Rc<Shard>) {
         glommio::timer::sleep(Duration::from_millis(5)).await;
     }
     if shard.connections.get() > 0 {
-        tracing::warn!(shard = shard.id, open = shard.connections.get(), "connections still open at shutdown timeout");
+        tracing::warn!(
+            shard = shard.id,
+            open = shard.connections.get(),
+            "connections still open at shutdown timeout"
+        );
     }
     let _ = shard.broadcast(ShardOp::Drained).await;
     while shard.drained_peers.get() + 1 < shard.n && Instant::now() < deadline {
@@ -230,7 +234,10 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
             None => break,
             Some(Ok(stream)) => {
                 if shard.connections.get() >= shard.config.max_connections_per_shard {
-                    tracing::warn!(shard = shard.id, "connection limit reached; refusing a connection");
+                    tracing::warn!(
+                        shard = shard.id,
+                        "connection limit reached; refusing a connection"
+                    );
                     drop(stream);
                     continue;
                 }

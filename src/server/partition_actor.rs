@@ -79,52 +79,54 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
         for cmd in group {
             match cmd {
                 Command::Close { reply } => close = Some(reply),
-                Command::Op { op, reply } => match op {
-                    PartitionOp::Produce { acks, records } => {
-                        let r = log.append(&records).await;
-                        wrote |= r.is_ok();
-                        let result = r.map(|info| OpOk::Produced {
-                            base_offset: info.base_offset,
-                            last_offset: info.last_offset,
-                            log_append_time: info.log_append_time.unwrap_or(-1),
-                        });
-                        match (&result, acks) {
-                            (Ok(_), ACKS_NONE) => {}
-                            (Ok(_), _) => {
-                                need_sync |= acks == ACKS_ALL;
-                                waiting.push((reply, result.map_err(engine_err)));
-                                continue;
+                Command::Op { op, reply } => {
+                    match op {
+                        PartitionOp::Produce { acks, records } => {
+                            let r = log.append(&records).await;
+                            wrote |= r.is_ok();
+                            let result = r.map(|info| OpOk::Produced {
+                                base_offset: info.base_offset,
+                                last_offset: info.last_offset,
+                                log_append_time: info.log_append_time.unwrap_or(-1),
+                            });
+                            match (&result, acks) {
+                                (Ok(_), ACKS_NONE) => {}
+                                (Ok(_), _) => {
+                                    need_sync |= acks == ACKS_ALL;
+                                    waiting.push((reply, result.map_err(engine_err)));
+                                    continue;
+                                }
+                                (Err(_), _) => {}
                             }
-                            (Err(_), _) => {}
+                            let _ = reply.try_send(result.map_err(engine_err));
                         }
-                        let _ = reply.try_send(result.map_err(engine_err));
+                        PartitionOp::Fetch { offset, max_bytes } => {
+                            let r = log.read(offset, max_bytes).await.map(|records: Bytes| {
+                                OpOk::Fetched {
+                                    log_start_offset: log.log_start_offset(),
+                                    log_end_offset: log.log_end_offset(),
+                                    records,
+                                }
+                            });
+                            let _ = reply.try_send(r.map_err(engine_err));
+                        }
+                        PartitionOp::ListOffsets { timestamp } => {
+                            let r = log.find_offset_by_timestamp(timestamp).await.map(|found| {
+                                match found {
+                                    Some(t) => OpOk::Offset {
+                                        offset: t.offset,
+                                        timestamp: t.timestamp,
+                                    },
+                                    None => OpOk::Offset {
+                                        offset: -1,
+                                        timestamp: -1,
+                                    },
+                                }
+                            });
+                            let _ = reply.try_send(r.map_err(engine_err));
+                        }
                     }
-                    PartitionOp::Fetch { offset, max_bytes } => {
-                        let r = log.read(offset, max_bytes).await.map(|records: Bytes| {
-                            OpOk::Fetched {
-                                log_start_offset: log.log_start_offset(),
-                                log_end_offset: log.log_end_offset(),
-                                records,
-                            }
-                        });
-                        let _ = reply.try_send(r.map_err(engine_err));
-                    }
-                    PartitionOp::ListOffsets { timestamp } => {
-                        let r = log.find_offset_by_timestamp(timestamp).await.map(|found| {
-                            match found {
-                                Some(t) => OpOk::Offset {
-                                    offset: t.offset,
-                                    timestamp: t.timestamp,
-                                },
-                                None => OpOk::Offset {
-                                    offset: -1,
-                                    timestamp: -1,
-                                },
-                            }
-                        });
-                        let _ = reply.try_send(r.map_err(engine_err));
-                    }
-                },
+                }
             }
         }
         if wrote {

@@ -161,7 +161,10 @@ impl Shard {
             Some(h) => h.call(op).await,
             None => err(
                 ErrorCode::UnknownPartition,
-                format!("partition {topic}-{partition} is not open on shard {}", self.id),
+                format!(
+                    "partition {topic}-{partition} is not open on shard {}",
+                    self.id
+                ),
             ),
         }
     }
@@ -192,7 +195,9 @@ impl Shard {
         for peer in (0..self.n).filter(|&p| p != self.id) {
             let me = self.clone();
             let op = op.clone();
-            tasks.push(glommio::spawn_local(async move { me.remote(peer, op).await }));
+            tasks.push(glommio::spawn_local(
+                async move { me.remote(peer, op).await },
+            ));
         }
         let mut first_err = None;
         for t in tasks {
@@ -280,7 +285,12 @@ impl Shard {
         }
     }
 
-    fn check_create(&self, name: &str, partitions: i32, configs: &[(String, String)]) -> Result<TopicConfig, AdminError> {
+    fn check_create(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: &[(String, String)],
+    ) -> Result<TopicConfig, AdminError> {
         validate_topic_name(name)?;
         let max = self.config.max_partitions_per_topic;
         if partitions < 1 || partitions as u32 > max {
@@ -310,7 +320,12 @@ impl Shard {
         let meta = TopicMeta::new(name.clone(), partitions as u32, config, self.n as u32);
         let result = async {
             meta.persist(&self.config.data_dir, self.n as u32)
-                .map_err(|e| (ErrorCode::StorageError, format!("writing topic metadata: {e}")))?;
+                .map_err(|e| {
+                    (
+                        ErrorCode::StorageError,
+                        format!("writing topic metadata: {e}"),
+                    )
+                })?;
             self.apply(TopicChange::Created(meta.clone())).await?;
             self.broadcast(ShardOp::Apply(TopicChange::Created(meta.clone())))
                 .await
@@ -327,8 +342,12 @@ impl Shard {
         if !self.topics.borrow().contains_key(&name) {
             return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
         }
-        TopicMeta::remove_persisted(&self.config.data_dir, &name)
-            .map_err(|e| (ErrorCode::StorageError, format!("removing topic metadata: {e}")))?;
+        TopicMeta::remove_persisted(&self.config.data_dir, &name).map_err(|e| {
+            (
+                ErrorCode::StorageError,
+                format!("removing topic metadata: {e}"),
+            )
+        })?;
         let local = self.apply(TopicChange::Deleted(name.clone())).await;
         let remote = self
             .broadcast(ShardOp::Apply(TopicChange::Deleted(name.clone())))

@@ -18,7 +18,12 @@ pub type AdminError = (ErrorCode, String);
 /// Kafka's rule: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`. Nothing else can name
 /// a directory, so no topic path can escape the data directory.
 pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
-    let bad = |why: &str| Err((ErrorCode::InvalidTopicName, format!("topic name {name:?} {why}")));
+    let bad = |why: &str| {
+        Err((
+            ErrorCode::InvalidTopicName,
+            format!("topic name {name:?} {why}"),
+        ))
+    };
     if name.is_empty() || name.len() > 249 {
         return bad("must be 1 to 249 characters long");
     }
@@ -159,7 +164,10 @@ impl TopicConfig {
             .validate()
             .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
         if self.retention_ms < -1 {
-            return Err((ErrorCode::InvalidConfig, "retention.ms must be >= -1".into()));
+            return Err((
+                ErrorCode::InvalidConfig,
+                "retention.ms must be >= -1".into(),
+            ));
         }
         if self.retention_bytes < -1 {
             return Err((
@@ -225,7 +233,9 @@ fn meta_path(data_dir: &Path, name: &str) -> PathBuf {
 
 impl TopicMeta {
     pub fn new(name: String, partitions: u32, config: TopicConfig, shards: u32) -> Self {
-        let owners = (0..partitions).map(|p| owner_of(&name, p, shards)).collect();
+        let owners = (0..partitions)
+            .map(|p| owner_of(&name, p, shards))
+            .collect();
         TopicMeta {
             name,
             config,
@@ -256,7 +266,10 @@ impl TopicMeta {
     /// recomputed (same N: every partition stays where it was).
     fn decode(text: &str, shards: u32) -> Result<(Self, bool), String> {
         let mut kv = BTreeMap::new();
-        for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        {
             let (k, v) = line
                 .split_once('=')
                 .ok_or_else(|| format!("line {line:?} is not key=value"))?;
@@ -274,7 +287,10 @@ impl TopicMeta {
             .ok_or("missing or bad shards")?;
         let configs: Vec<(String, String)> = kv
             .iter()
-            .filter_map(|(k, v)| k.strip_prefix("config.").map(|k| (k.to_string(), v.clone())))
+            .filter_map(|(k, v)| {
+                k.strip_prefix("config.")
+                    .map(|k| (k.to_string(), v.clone()))
+            })
             .collect();
         let config = TopicConfig::from_pairs(&configs).map_err(|e| e.1)?;
         let mut owners = Vec::with_capacity(partitions as usize);
@@ -370,7 +386,17 @@ mod tests {
         for ok in ["orders", "a", "A.b_c-9", &"x".repeat(249)] {
             assert!(validate_topic_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", ".", "..", "a/b", "../etc", "a b", "ü", &"x".repeat(250), "a\0"] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "../etc",
+            "a b",
+            "ü",
+            &"x".repeat(250),
+            "a\0",
+        ] {
             assert_eq!(
                 validate_topic_name(bad).unwrap_err().0,
                 ErrorCode::InvalidTopicName,
@@ -383,7 +409,10 @@ mod tests {
     fn configs_validate_and_round_trip() {
         let pairs = vec![
             ("segment.bytes".to_string(), "2048".to_string()),
-            ("message.timestamp.type".to_string(), "LogAppendTime".to_string()),
+            (
+                "message.timestamp.type".to_string(),
+                "LogAppendTime".to_string(),
+            ),
             ("cleanup.policy".to_string(), "delete,compact".to_string()),
         ];
         let c = TopicConfig::from_pairs(&pairs).unwrap();

@@ -1,3 +1,27 @@
-//! Command-line tools that work on files offline (no server).
+//! Command-line tools: `dump-log` works on files offline; the others talk to a server.
 
+pub mod consume;
 pub mod dump_log;
+pub mod get_offsets;
+pub mod partitioner;
+pub mod produce;
+pub mod time_arg;
+pub mod topics;
+
+use crate::client::{Client, ClientError};
+use crate::protocol::TopicMetadata;
+
+/// Fetches one topic's metadata, turning "unknown topic" into a clear error.
+pub(crate) async fn topic_metadata(
+    client: &mut Client,
+    topic: &str,
+) -> Result<TopicMetadata, String> {
+    let md = client
+        .metadata(Some(vec![topic.to_string()]))
+        .await
+        .map_err(|e: ClientError| e.to_string())?;
+    match md.topic(topic) {
+        Some(t) if t.error_code == crate::protocol::ErrorCode::None => Ok(t.clone()),
+        _ => Err(format!("topic {topic:?} does not exist")),
+    }
+}

@@ -1,0 +1,197 @@
+//! `shardlog consume`: prints records with kcat's format tokens. With `--from-time` /
+//! `--to-time` it prints a time window without scanning the topic: each partition starts at
+//! its first record with timestamp >= from (ListOffsets) and stops before the first record
+//! (in offset order, after the start) with timestamp >= to.
+
+use std::io::Write;
+use std::time::Duration;
+
+use super::time_arg::parse_time;
+use crate::client::Client;
+use crate::format::batch::{decode_records, split_batches};
+use crate::format::Record;
+use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+
+pub struct ConsumeArgs {
+    pub bootstrap: String,
+    pub topic: String,
+    pub partition: Option<i32>,
+    /// A number, `earliest` or `latest`.
+    pub offset: String,
+    pub from_time: Option<String>,
+    pub to_time: Option<String>,
+    pub max_records: Option<u64>,
+    pub format: String,
+    pub follow: bool,
+}
+
+const FETCH_BYTES: i32 = 1 << 20;
+
+/// kcat-style format: `%t` topic, `%p` partition, `%o` offset, `%T` timestamp, `%k` key,
+/// `%s` value, `%%` a percent sign, `\n` newline, `\t` tab.
+pub fn format_record(fmt: &str, topic: &str, partition: i32, r: &Record<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut chars = fmt.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek().copied()) {
+            ('%', Some(t)) => {
+                chars.next();
+                match t {
+                    't' => out.extend_from_slice(topic.as_bytes()),
+                    'p' => out.extend_from_slice(partition.to_string().as_bytes()),
+                    'o' => out.extend_from_slice(r.offset.to_string().as_bytes()),
+                    'T' => out.extend_from_slice(r.timestamp.to_string().as_bytes()),
+                    'k' => out.extend_from_slice(r.key.unwrap_or_default()),
+                    's' => out.extend_from_slice(r.value.unwrap_or_default()),
+                    '%' => out.push(b'%'),
+                    other => {
+                        out.push(b'%');
+                        out.extend_from_slice(other.to_string().as_bytes());
+                    }
+                }
+            }
+            ('\\', Some('n')) => {
+                chars.next();
+                out.push(b'\n');
+            }
+            ('\\', Some('t')) => {
+                chars.next();
+                out.push(b'\t');
+            }
+            (c, _) => out.extend_from_slice(c.to_string().as_bytes()),
+        }
+    }
+    out
+}
+
+struct Cursor {
+    partition: i32,
+    next: i64,
+    /// Stop before this offset (log end at start), unless following.
+    end: i64,
+    done: bool,
+}
+
+pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<u64, String> {
+    let from = args.from_time.as_deref().map(parse_time).transpose()?;
+    let to = args.to_time.as_deref().map(parse_time).transpose()?;
+    if let (Some(f), Some(t)) = (from, to) {
+        if t <= f {
+            return Err(format!("--to-time ({t}) must be after --from-time ({f})"));
+        }
+    }
+    let start_offset =
+        match args.offset.as_str() {
+            "earliest" => None,
+            "latest" => Some(LATEST_TIMESTAMP),
+            n => Some(n.parse::<i64>().ok().filter(|v| *v >= 0).ok_or_else(|| {
+                format!("--offset must be a number, earliest or latest, got {n:?}")
+            })?),
+        };
+    let mut client = Client::connect(&args.bootstrap)
+        .await
+        .map_err(|e| e.to_string())?;
+    let meta = super::topic_metadata(&mut client, &args.topic).await?;
+    let partitions: Vec<i32> = match args.partition {
+        Some(p) if p < 0 || p as usize >= meta.partitions.len() => {
+            return Err(format!(
+                "topic {:?} has partitions 0..{}, not {p}",
+                args.topic,
+                meta.partitions.len()
+            ))
+        }
+        Some(p) => vec![p],
+        None => meta.partitions.iter().map(|p| p.partition).collect(),
+    };
+    let topic = args.topic.as_str();
+    let mut cursors = Vec::new();
+    for p in partitions {
+        let end = client
+            .list_offsets(topic, p, LATEST_TIMESTAMP)
+            .await
+            .map_err(|e| e.to_string())?
+            .map_or(0, |x| x.0);
+        let next = if let Some(f) = from {
+            match client
+                .list_offsets(topic, p, f)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                Some((o, _)) => o,
+                None if args.follow => end,
+                None => continue, // nothing at or after `from` in this partition
+            }
+        } else {
+            match start_offset {
+                None => client
+                    .list_offsets(topic, p, EARLIEST_TIMESTAMP)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_or(0, |x| x.0),
+                Some(LATEST_TIMESTAMP) => end,
+                Some(n) => n,
+            }
+        };
+        cursors.push(Cursor {
+            partition: p,
+            next,
+            end,
+            done: false,
+        });
+    }
+
+    let mut printed = 0u64;
+    let limit = args.max_records.unwrap_or(u64::MAX);
+    loop {
+        let mut progressed = false;
+        for c in cursors.iter_mut().filter(|c| !c.done) {
+            if !args.follow && c.next >= c.end {
+                c.done = true;
+                continue;
+            }
+            let f = client
+                .fetch(topic, c.partition, c.next, FETCH_BYTES)
+                .await
+                .map_err(|e| format!("fetching {topic}-{} at {}: {e}", c.partition, c.next))?;
+            if f.records.is_empty() {
+                continue;
+            }
+            progressed = true;
+            let batches = split_batches(&f.records).map_err(|e| format!("bad fetch data: {e}"))?;
+            'batches: for (start, h) in batches {
+                let bytes = &f.records[start..start + h.size()];
+                let records = decode_records(bytes, &h).map_err(|e| format!("bad record: {e}"))?;
+                for r in records.iter().filter(|r| r.offset >= c.next) {
+                    if !args.follow && r.offset >= c.end {
+                        c.done = true;
+                        break 'batches;
+                    }
+                    if to.is_some_and(|t| r.timestamp >= t) {
+                        c.done = true;
+                        break 'batches;
+                    }
+                    out.write_all(&format_record(&args.format, topic, c.partition, r))
+                        .map_err(|e| e.to_string())?;
+                    printed += 1;
+                    if printed >= limit {
+                        out.flush().map_err(|e| e.to_string())?;
+                        return Ok(printed);
+                    }
+                }
+                c.next = c.next.max(h.last_offset() + 1);
+            }
+        }
+        if cursors.iter().all(|c| c.done) {
+            break;
+        }
+        if !progressed {
+            if !args.follow {
+                break;
+            }
+            out.flush().map_err(|e| e.to_string())?;
+            glommio::timer::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    out.flush().map_err(|e| e.to_string())?;
+    Ok(printed)
+}

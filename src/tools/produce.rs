@@ -1,0 +1,162 @@
+//! `shardlog produce`: one record per stdin line, batched into Kafka v2 batches.
+//! Line layout: `[timestamp<tsep>][key<ksep>]value`. Without `--partition`, keyed records go
+//! to Kafka's murmur2(key) % partitions, unkeyed ones round-robin.
+
+use std::io::BufRead;
+
+use bytes::Bytes;
+
+use super::partitioner::partition_for_key;
+use crate::client::Client;
+use crate::format::{BatchBuilder, RecordSpec};
+use crate::protocol::{ACKS_ALL, ACKS_LEADER, ACKS_NONE};
+
+pub struct ProduceArgs {
+    pub bootstrap: String,
+    pub topic: String,
+    pub partition: Option<i32>,
+    pub acks: String,
+    pub key_separator: Option<String>,
+    pub timestamp_separator: Option<String>,
+    /// Records per batch (at most; a batch also stops at 1 MiB).
+    pub batch_records: usize,
+}
+
+const MAX_BATCH_BYTES: usize = 1 << 20;
+
+pub fn parse_acks(s: &str) -> Result<i16, String> {
+    match s {
+        "0" => Ok(ACKS_NONE),
+        "1" => Ok(ACKS_LEADER),
+        "all" | "-1" => Ok(ACKS_ALL),
+        _ => Err(format!("--acks must be 0, 1 or all, got {s:?}")),
+    }
+}
+
+struct Line {
+    timestamp: i64,
+    key: Option<Vec<u8>>,
+    value: Vec<u8>,
+}
+
+fn parse_line(n: usize, line: &str, args: &ProduceArgs) -> Result<Line, String> {
+    let mut rest = line;
+    let timestamp = match &args.timestamp_separator {
+        Some(sep) => {
+            let (ts, r) = rest
+                .split_once(sep.as_str())
+                .ok_or_else(|| format!("line {n}: no timestamp separator {sep:?} in {line:?}"))?;
+            rest = r;
+            ts.trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|t| *t >= 0)
+                .ok_or_else(|| {
+                    format!("line {n}: {ts:?} is not a timestamp in epoch milliseconds")
+                })?
+        }
+        None => crate::time::now_ms(),
+    };
+    let key = match &args.key_separator {
+        Some(sep) => {
+            let (k, r) = rest
+                .split_once(sep.as_str())
+                .ok_or_else(|| format!("line {n}: no key separator {sep:?} in {line:?}"))?;
+            rest = r;
+            Some(k.as_bytes().to_vec())
+        }
+        None => None,
+    };
+    Ok(Line {
+        timestamp,
+        key,
+        value: rest.as_bytes().to_vec(),
+    })
+}
+
+async fn send(
+    client: &mut Client,
+    topic: &str,
+    partition: i32,
+    acks: i16,
+    lines: &mut Vec<Line>,
+) -> Result<(), String> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let mut b = BatchBuilder::new(MAX_BATCH_BYTES);
+    for l in lines.iter() {
+        b.push(RecordSpec::new(l.key.as_deref(), Some(&l.value)).timestamp(l.timestamp));
+    }
+    let batch = b.build();
+    lines.clear();
+    client
+        .produce(topic, partition, acks, Bytes::from(batch))
+        .await
+        .map_err(|e| format!("producing to {topic}-{partition}: {e}"))?;
+    Ok(())
+}
+
+/// Reads records from `input`; returns the number produced.
+pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, String> {
+    let acks = parse_acks(&args.acks)?;
+    let mut client = Client::connect(&args.bootstrap)
+        .await
+        .map_err(|e| e.to_string())?;
+    let meta = super::topic_metadata(&mut client, &args.topic).await?;
+    let partitions = meta.partitions.len() as u32;
+    if let Some(p) = args.partition {
+        if p < 0 || p as u32 >= partitions {
+            return Err(format!(
+                "topic {:?} has partitions 0..{partitions}, not {p}",
+                args.topic
+            ));
+        }
+    }
+    let mut pending: Vec<Vec<Line>> = (0..partitions).map(|_| Vec::new()).collect();
+    let mut pending_bytes = vec![0usize; partitions as usize];
+    let mut next_rr = 0u32;
+    let mut produced = 0u64;
+    let mut buf = String::new();
+    let mut n = 0usize;
+    loop {
+        buf.clear();
+        let read = input
+            .read_line(&mut buf)
+            .map_err(|e| format!("reading stdin: {e}"))?;
+        if read == 0 {
+            break;
+        }
+        n += 1;
+        let text = buf.strip_suffix('\n').unwrap_or(&buf);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        let line = parse_line(n, text, &args)?;
+        let p = match (args.partition, &line.key) {
+            (Some(p), _) => p as u32,
+            (None, Some(k)) => partition_for_key(k, partitions),
+            (None, None) => {
+                let p = next_rr;
+                next_rr = (next_rr + 1) % partitions;
+                p
+            }
+        } as usize;
+        pending_bytes[p] += line.value.len() + line.key.as_ref().map_or(0, |k| k.len()) + 16;
+        pending[p].push(line);
+        produced += 1;
+        if pending[p].len() >= args.batch_records.max(1) || pending_bytes[p] >= MAX_BATCH_BYTES {
+            send(&mut client, &args.topic, p as i32, acks, &mut pending[p]).await?;
+            pending_bytes[p] = 0;
+        }
+    }
+    for (p, lines) in pending.iter_mut().enumerate() {
+        send(&mut client, &args.topic, p as i32, acks, lines).await?;
+    }
+    if acks == ACKS_NONE {
+        // acks=0 has no replies; a metadata round trip makes sure the requests were read.
+        client
+            .metadata(Some(vec![]))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(produced)
+}

@@ -1,0 +1,119 @@
+//! Time arguments as Kafka's tools take them: epoch milliseconds, or ISO-8601
+//! `yyyy-MM-ddTHH:mm:ss[.SSS]` with an optional zone `Z`, `+08`, `+0800` or `+08:00`
+//! (no zone means UTC), plus the special names for ListOffsets targets.
+
+use chrono::{FixedOffset, NaiveDateTime, TimeZone};
+
+use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
+
+/// Parses epoch milliseconds or an ISO-8601 date-time into epoch milliseconds.
+pub fn parse_time(s: &str) -> Result<i64, String> {
+    let s = s.trim();
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse()
+            .map_err(|_| format!("{s:?} is too large for milliseconds"));
+    }
+    let (datetime, offset_secs) = split_zone(s)?;
+    let naive = NaiveDateTime::parse_from_str(datetime, "%Y-%m-%dT%H:%M:%S%.f").map_err(|e| {
+        format!("{s:?} is not epoch milliseconds or yyyy-MM-ddTHH:mm:ss[.SSS][zone]: {e}")
+    })?;
+    let zone = FixedOffset::east_opt(offset_secs)
+        .ok_or_else(|| format!("{s:?}: zone offset out of range"))?;
+    let dt = zone
+        .from_local_datetime(&naive)
+        .single()
+        .ok_or_else(|| format!("{s:?} is not a valid local time"))?;
+    Ok(dt.timestamp_millis())
+}
+
+/// Splits a trailing zone (`Z`, `+08`, `+0800`, `+08:00`, or `-` forms) from a date-time.
+fn split_zone(s: &str) -> Result<(&str, i32), String> {
+    if let Some(rest) = s.strip_suffix('Z') {
+        return Ok((rest, 0));
+    }
+    let Some(t) = s.find('T') else {
+        return Err(format!("{s:?} lacks the 'T' between date and time"));
+    };
+    let Some(sign_at) = s[t..].rfind(['+', '-']).map(|i| i + t) else {
+        return Ok((s, 0));
+    };
+    let sign = if &s[sign_at..sign_at + 1] == "-" {
+        -1
+    } else {
+        1
+    };
+    let zone: String = s[sign_at + 1..].chars().filter(|&c| c != ':').collect();
+    let bad = || format!("{s:?}: zone must be Z, +HH, +HHMM or +HH:MM");
+    if !zone.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let (h, m) = match zone.len() {
+        2 => (zone.parse::<i32>().map_err(|_| bad())?, 0),
+        4 => (
+            zone[..2].parse::<i32>().map_err(|_| bad())?,
+            zone[2..].parse::<i32>().map_err(|_| bad())?,
+        ),
+        _ => return Err(bad()),
+    };
+    if h > 18 || m > 59 {
+        return Err(bad());
+    }
+    Ok((&s[..sign_at], sign * (h * 3600 + m * 60)))
+}
+
+/// A ListOffsets target: a time as above, or earliest/-2, latest/-1, max-timestamp/-3.
+pub fn parse_offset_target(s: &str) -> Result<i64, String> {
+    match s.trim() {
+        "earliest" | "-2" => Ok(EARLIEST_TIMESTAMP),
+        "latest" | "-1" => Ok(LATEST_TIMESTAMP),
+        "max-timestamp" | "-3" => Ok(MAX_TIMESTAMP),
+        other => parse_time(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_times_with_every_zone_form() {
+        let utc = 1_709_992_800_000; // 2024-03-09T14:00:00Z
+        assert_eq!(parse_time("2024-03-09T14:00:00.000").unwrap(), utc);
+        assert_eq!(parse_time("2024-03-09T14:00:00").unwrap(), utc);
+        assert_eq!(parse_time("2024-03-09T14:00:00.000Z").unwrap(), utc);
+        for z in ["+08", "+0800", "+08:00"] {
+            assert_eq!(
+                parse_time(&format!("2024-03-09T22:00:00.000{z}")).unwrap(),
+                utc,
+                "{z}"
+            );
+        }
+        assert_eq!(parse_time("2024-03-09T09:30:00.000-04:30").unwrap(), utc);
+        assert_eq!(parse_time("2024-03-09T14:00:00.250").unwrap(), utc + 250);
+        assert_eq!(parse_time("1709992800000").unwrap(), utc);
+    }
+
+    #[test]
+    fn bad_times_are_clear_errors() {
+        for bad in [
+            "",
+            "yesterday",
+            "2024-03-09",
+            "2024-13-09T14:00:00",
+            "2024-03-09T14:00:00+8",
+            "2024-03-09T14:00:00+0a00",
+            "2024-03-09T14:00:00+25",
+        ] {
+            assert!(parse_time(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn special_targets() {
+        assert_eq!(parse_offset_target("earliest").unwrap(), -2);
+        assert_eq!(parse_offset_target("-1").unwrap(), -1);
+        assert_eq!(parse_offset_target("max-timestamp").unwrap(), -3);
+        assert_eq!(parse_offset_target("5").unwrap(), 5);
+    }
+}

@@ -1,0 +1,447 @@
+//! End to end: real shard executors on real files, real TCP on loopback, the real client.
+
+mod common;
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use common::*;
+use shardlog::client::Client;
+use shardlog::format::batch::{decode_records, split_batches};
+use shardlog::format::{BatchBuilder, RecordSpec};
+use shardlog::protocol::{
+    ApiKey, ErrorCode, Request, ResponseBody, WireWriter, ACKS_ALL, ACKS_LEADER, ACKS_NONE,
+};
+
+fn batch_of(values: &[String], ts: i64) -> Bytes {
+    let mut b = BatchBuilder::new(256);
+    for v in values {
+        b.push(RecordSpec::new(None, Some(v.as_bytes())).timestamp(ts));
+    }
+    Bytes::from(b.build())
+}
+
+/// Reads a whole partition: (offset, value) pairs in offset order.
+async fn read_all(c: &mut Client, topic: &str, p: i32) -> Vec<(i64, String)> {
+    let mut out = Vec::new();
+    let mut next = 0;
+    loop {
+        let f = c.fetch(topic, p, next, 64 * 1024).await.unwrap();
+        if f.records.is_empty() {
+            return out;
+        }
+        for (start, h) in split_batches(&f.records).unwrap() {
+            let bytes = &f.records[start..start + h.size()];
+            for r in decode_records(bytes, &h).unwrap() {
+                if r.offset >= next {
+                    out.push((
+                        r.offset,
+                        String::from_utf8(r.value.unwrap().to_vec()).unwrap(),
+                    ));
+                }
+            }
+            next = h.last_offset() + 1;
+        }
+    }
+}
+
+/// 8 partitions on 2 shards, 6 connections at once: 2 on the shared port, 2 on shard 0's
+/// port, 2 on shard 1's port, so half the requests are forwarded and half go direct.
+#[test]
+fn concurrent_produce_and_ordered_consume_across_shards() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, port) = start_server(tmp.path(), 2, |_| {});
+    client(move || async move {
+        let shared = format!("127.0.0.1:{port}");
+        let mut admin = Client::connect(&shared).await.unwrap();
+        admin.create_topic("orders", 8, vec![]).await.unwrap();
+        let md = admin.metadata(Some(vec!["orders".into()])).await.unwrap();
+        let owners: Vec<i32> = md
+            .topic("orders")
+            .unwrap()
+            .partitions
+            .iter()
+            .map(|p| p.owner_shard)
+            .collect();
+        assert!(owners.contains(&0) && owners.contains(&1));
+        let addrs = [
+            shared.clone(),
+            shared.clone(),
+            format!("127.0.0.1:{}", md.shard_port(0).unwrap()),
+            format!("127.0.0.1:{}", md.shard_port(0).unwrap()),
+            format!("127.0.0.1:{}", md.shard_port(1).unwrap()),
+            format!("127.0.0.1:{}", md.shard_port(1).unwrap()),
+        ];
+        let mut tasks = Vec::new();
+        for (conn, addr) in addrs.into_iter().enumerate() {
+            tasks.push(glommio::spawn_local(async move {
+                let mut c = Client::connect(&addr).await.unwrap();
+                let mut sent: HashMap<i32, Vec<String>> = HashMap::new();
+                for round in 0..25 {
+                    for p in 0..8 {
+                        let values: Vec<String> = (0..3)
+                            .map(|i| format!("c{conn}-r{round}-p{p}-{i}"))
+                            .collect();
+                        let acks = if round % 2 == 0 {
+                            ACKS_LEADER
+                        } else {
+                            ACKS_ALL
+                        };
+                        let (base, last, _) = c
+                            .produce("orders", p, acks, batch_of(&values, 1_000 + round))
+                            .await
+                            .unwrap()
+                            .unwrap();
+                        assert_eq!(last - base, 2);
+                        sent.entry(p).or_default().extend(values);
+                    }
+                }
+                sent
+            }));
+        }
+        let mut expected: HashMap<i32, Vec<String>> = HashMap::new();
+        for t in tasks {
+            for (p, v) in t.await {
+                expected.entry(p).or_default().extend(v);
+            }
+        }
+        for p in 0..8 {
+            let got = read_all(&mut admin, "orders", p).await;
+            // Offsets contiguous from 0.
+            for (i, (o, _)) in got.iter().enumerate() {
+                assert_eq!(*o, i as i64, "partition {p}");
+            }
+            // Everything sent is there exactly once, and each connection's records keep
+            // their order.
+            let mut got_values: Vec<String> = got.into_iter().map(|(_, v)| v).collect();
+            for conn in 0..6 {
+                let prefix = format!("c{conn}-");
+                let mine: Vec<&String> = got_values
+                    .iter()
+                    .filter(|v| v.starts_with(&prefix))
+                    .collect();
+                let sent_mine: Vec<&String> = expected[&p]
+                    .iter()
+                    .filter(|v| v.starts_with(&prefix))
+                    .collect();
+                assert_eq!(mine, sent_mine, "partition {p} connection {conn}");
+            }
+            got_values.sort();
+            let mut want = expected[&p].clone();
+            want.sort();
+            assert_eq!(got_values, want);
+        }
+    });
+    server.stop().unwrap();
+}
+
+/// Many requests written before any reply is read: replies come back in request order.
+#[test]
+fn pipelined_requests_keep_reply_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, port) = start_server(tmp.path(), 2, |_| {});
+    client(move || async move {
+        let mut c = Client::connect(&format!("127.0.0.1:{port}")).await.unwrap();
+        c.create_topic("p", 2, vec![]).await.unwrap();
+        let mut cids = Vec::new();
+        for i in 0..200 {
+            let req = Request::Produce {
+                topic: "p".into(),
+                partition: i % 2,
+                acks: ACKS_LEADER,
+                records: batch_of(&[format!("v{i}")], i as i64),
+            };
+            cids.push(c.send(&req).await.unwrap());
+        }
+        let mut next = [0i64; 2];
+        for (i, cid) in cids.into_iter().enumerate() {
+            let resp = c.recv(ApiKey::Produce).await.unwrap();
+            assert_eq!(resp.correlation_id, cid);
+            match resp.result.unwrap() {
+                ResponseBody::Produce { base_offset, .. } => {
+                    assert_eq!(base_offset, next[i % 2]);
+                    next[i % 2] += 1;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // acks=0: no reply; the next request's reply proves the produce was applied.
+        c.produce("p", 0, ACKS_NONE, batch_of(&["quiet".into()], 5))
+            .await
+            .unwrap();
+        assert_eq!(c.list_offsets("p", 0, -1).await.unwrap(), Some((101, -1)));
+    });
+    server.stop().unwrap();
+}
+
+async fn expect_code(c: &mut Client, req: Request, code: ErrorCode) {
+    match c.call(&req).await {
+        Err(e) => assert_eq!(e.code(), Some(code), "{req:?}: {e}"),
+        Ok(body) => panic!("{req:?} should fail with {code}, got {body:?}"),
+    }
+}
+
+fn raw_frame(api_key: i16, version: i16, cid: i32, body: &[u8]) -> Vec<u8> {
+    let mut w = WireWriter::new();
+    w.i16(api_key).i16(version).i32(cid);
+    w.buf.extend_from_slice(body);
+    w.into_frame()
+}
+
+#[test]
+fn bad_inputs_get_distinct_errors_and_the_server_keeps_serving() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, port) = start_server(tmp.path(), 2, |c| c.max_frame_bytes = 64 * 1024);
+    client(move || async move {
+        let addr = format!("127.0.0.1:{port}");
+        let mut good = Client::connect(&addr).await.unwrap();
+        good.create_topic("t", 2, vec![("segment.bytes".into(), "4096".into())])
+            .await
+            .unwrap();
+        good.produce("t", 1, ACKS_LEADER, batch_of(&["first".into()], 1))
+            .await
+            .unwrap();
+
+        let mut c = Client::connect(&addr).await.unwrap();
+        // Unknown api key and version.
+        c.send_raw(&raw_frame(99, 0, 7, &[])).await.unwrap();
+        let r = c.recv(ApiKey::ApiVersions).await.unwrap();
+        assert_eq!(r.correlation_id, 7);
+        assert_eq!(r.result.unwrap_err().0, ErrorCode::UnsupportedApiKey);
+        c.send_raw(&raw_frame(ApiKey::Metadata as i16, 9, 8, &[]))
+            .await
+            .unwrap();
+        assert_eq!(
+            c.recv(ApiKey::Metadata)
+                .await
+                .unwrap()
+                .result
+                .unwrap_err()
+                .0,
+            ErrorCode::UnsupportedVersion
+        );
+        // Malformed body: a produce cut short.
+        c.send_raw(&raw_frame(ApiKey::Produce as i16, 0, 9, &[0, 1, b't', 0]))
+            .await
+            .unwrap();
+        assert_eq!(
+            c.recv(ApiKey::Produce).await.unwrap().result.unwrap_err().0,
+            ErrorCode::MalformedRequest
+        );
+        // Unknown topic / partition.
+        let fetch = |topic: &str, partition, offset| Request::Fetch {
+            topic: topic.into(),
+            partition,
+            offset,
+            max_bytes: 1024,
+        };
+        expect_code(&mut c, fetch("nope", 0, 0), ErrorCode::UnknownTopic).await;
+        expect_code(&mut c, fetch("t", 2, 0), ErrorCode::UnknownPartition).await;
+        expect_code(&mut c, fetch("t", -1, 0), ErrorCode::UnknownPartition).await;
+        expect_code(&mut c, fetch("t", 1, 5), ErrorCode::OffsetOutOfRange).await;
+        expect_code(
+            &mut c,
+            Request::Fetch {
+                topic: "t".into(),
+                partition: 1,
+                offset: 0,
+                max_bytes: 0,
+            },
+            ErrorCode::InvalidRequest,
+        )
+        .await;
+        // Corrupt batch (CRC), wrong magic, bad acks, too large for segment.bytes.
+        let produce = |records: Bytes, acks| Request::Produce {
+            topic: "t".into(),
+            partition: 1,
+            acks,
+            records,
+        };
+        let mut corrupt = batch_of(&["x".into()], 1).to_vec();
+        let n = corrupt.len();
+        corrupt[n - 1] ^= 0x55;
+        expect_code(
+            &mut c,
+            produce(Bytes::from(corrupt), ACKS_LEADER),
+            ErrorCode::CorruptBatch,
+        )
+        .await;
+        let mut magic = batch_of(&["x".into()], 1).to_vec();
+        magic[16] = 1;
+        expect_code(
+            &mut c,
+            produce(Bytes::from(magic), ACKS_LEADER),
+            ErrorCode::InvalidMagic,
+        )
+        .await;
+        expect_code(
+            &mut c,
+            produce(Bytes::from_static(b"garbage"), ACKS_LEADER),
+            ErrorCode::InvalidBatch,
+        )
+        .await;
+        expect_code(
+            &mut c,
+            produce(batch_of(&["x".into()], 1), 2),
+            ErrorCode::InvalidAcks,
+        )
+        .await;
+        expect_code(
+            &mut c,
+            produce(batch_of(&["y".repeat(5000)], 1), ACKS_LEADER),
+            ErrorCode::BatchTooLarge,
+        )
+        .await;
+        // Topic admin mistakes.
+        let create =
+            |name: &str, partitions, configs: Vec<(String, String)>| Request::CreateTopic {
+                name: name.into(),
+                partitions,
+                configs,
+            };
+        expect_code(
+            &mut c,
+            create("../etc", 1, vec![]),
+            ErrorCode::InvalidTopicName,
+        )
+        .await;
+        expect_code(
+            &mut c,
+            create("t", 1, vec![]),
+            ErrorCode::TopicAlreadyExists,
+        )
+        .await;
+        expect_code(&mut c, create("u", 0, vec![]), ErrorCode::InvalidRequest).await;
+        expect_code(
+            &mut c,
+            create("u", 1, vec![("segment.bytes".into(), "-1".into())]),
+            ErrorCode::InvalidConfig,
+        )
+        .await;
+        expect_code(
+            &mut c,
+            Request::DeleteTopic {
+                name: "nope".into(),
+            },
+            ErrorCode::UnknownTopic,
+        )
+        .await;
+        expect_code(
+            &mut c,
+            Request::ListOffsets {
+                topic: "t".into(),
+                partition: 1,
+                timestamp: -7,
+            },
+            ErrorCode::InvalidTimestamp,
+        )
+        .await;
+        // Nothing rejected was stored.
+        assert_eq!(good.list_offsets("t", 1, -1).await.unwrap(), Some((1, -1)));
+
+        // A frame over the limit: refused with its correlation id, connection closed.
+        let mut big = Client::connect(&addr).await.unwrap();
+        let mut frame = (1i32 << 20).to_be_bytes().to_vec();
+        frame.extend_from_slice(&raw_frame(ApiKey::Produce as i16, 0, 77, &[])[4..]);
+        big.send_raw(&frame).await.unwrap();
+        let r = big.recv(ApiKey::Produce).await.unwrap();
+        assert_eq!(r.correlation_id, 77);
+        assert_eq!(r.result.unwrap_err().0, ErrorCode::FrameTooLarge);
+        assert!(
+            big.recv(ApiKey::Produce).await.is_err(),
+            "connection is closed"
+        );
+        // A frame too short for a header.
+        let mut short = Client::connect(&addr).await.unwrap();
+        short.send_raw(&3i32.to_be_bytes()).await.unwrap();
+        assert_eq!(
+            short
+                .recv(ApiKey::ApiVersions)
+                .await
+                .unwrap()
+                .result
+                .unwrap_err()
+                .0,
+            ErrorCode::MalformedRequest
+        );
+        // A client that disconnects mid-frame.
+        let mut gone = Client::connect(&addr).await.unwrap();
+        gone.send_raw(&1000i32.to_be_bytes()).await.unwrap();
+        gone.send_raw(&[0u8; 10]).await.unwrap();
+        drop(gone);
+
+        // The good client is still served, and so is the one that sent bad requests.
+        let (base, _, _) = good
+            .produce("t", 1, ACKS_ALL, batch_of(&["second".into()], 2))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(base, 1);
+        let values: Vec<String> = read_all(&mut c, "t", 1)
+            .await
+            .into_iter()
+            .map(|x| x.1)
+            .collect();
+        assert_eq!(values, vec!["first", "second"]);
+    });
+    server.stop().unwrap();
+}
+
+#[test]
+fn clean_shutdown_and_restart_keep_data_and_owners() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let (server, port) = start_server(&dir, 2, |_| {});
+    let before = client(move || async move {
+        let mut c = Client::connect(&format!("127.0.0.1:{port}")).await.unwrap();
+        c.create_topic("keep", 4, vec![("segment.bytes".into(), "2000".into())])
+            .await
+            .unwrap();
+        for i in 0..40 {
+            c.produce(
+                "keep",
+                i % 4,
+                ACKS_LEADER,
+                batch_of(&[format!("v{i}"), "x".repeat(400)], i as i64),
+            )
+            .await
+            .unwrap();
+        }
+        let md = c.metadata(Some(vec!["keep".into()])).await.unwrap();
+        let mut data = Vec::new();
+        for p in 0..4 {
+            data.push(read_all(&mut c, "keep", p).await);
+        }
+        (md.topic("keep").unwrap().partitions.clone(), data)
+    });
+    server.stop().unwrap();
+    assert!(dir.join(shardlog::server::CLEAN_SHUTDOWN_FILE).exists());
+    // Sealed segments exist (segment.bytes 2000), so restart exercises multi-segment reopen.
+    assert!(std::fs::read_dir(dir.join("keep-0")).unwrap().count() > 3);
+
+    let (server, port) = start_server(&dir, 2, |_| {});
+    assert!(server.previous_shutdown_was_clean);
+    assert!(!dir.join(shardlog::server::CLEAN_SHUTDOWN_FILE).exists());
+    client(move || async move {
+        let mut c = Client::connect(&format!("127.0.0.1:{port}")).await.unwrap();
+        let md = c.metadata(Some(vec!["keep".into()])).await.unwrap();
+        assert_eq!(md.topic("keep").unwrap().partitions, before.0);
+        for p in 0..4 {
+            assert_eq!(read_all(&mut c, "keep", p).await, before.1[p as usize]);
+        }
+        let (base, _, _) = c
+            .produce("keep", 0, ACKS_ALL, batch_of(&["after".into()], 99))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(base, before.1[0].len() as i64);
+        // Delete removes the data and the metadata.
+        c.delete_topic("keep").await.unwrap();
+        assert_eq!(
+            c.metadata(Some(vec!["keep".into()])).await.unwrap().topics[0].error_code,
+            ErrorCode::UnknownTopic
+        );
+    });
+    server.stop().unwrap();
+    assert!(!dir.join("keep-0").exists());
+}
