@@ -173,6 +173,42 @@ fn append_throughput(dir: PathBuf, gib: u64) -> f64 {
         .unwrap()
 }
 
+/// Latency of one small append + flush (the acks=1 path inside the engine, no network),
+/// next to fio's 4 KiB O_DIRECT write latency at iodepth 1 would be the floor.
+fn small_append_flush_latency(dir: PathBuf, n: usize) -> (u64, u64, u64) {
+    LocalExecutorBuilder::default()
+        .spawn(move || async move {
+            let pdir = dir.join("bench-lat-0");
+            let _ = std::fs::remove_dir_all(&pdir);
+            let value = vec![b'v'; 100];
+            let batch = BatchBuilder::new(200)
+                .record(RecordSpec::new(None, Some(&value)).timestamp(1))
+                .build();
+            let mut log = PartitionLog::open(&pdir, LogConfig::default())
+                .await
+                .unwrap();
+            let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+            for i in 0..n {
+                let t = Instant::now();
+                log.append(&batch).await.unwrap();
+                log.flush().await.unwrap();
+                if i > n / 10 {
+                    h.record(t.elapsed().as_micros().max(1) as u64).unwrap();
+                }
+            }
+            log.close().await.unwrap();
+            let _ = std::fs::remove_dir_all(&pdir);
+            (
+                h.value_at_quantile(0.5),
+                h.value_at_quantile(0.99),
+                h.value_at_quantile(0.999),
+            )
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let dir = std::env::var_os("SHARDLOG_BENCH_DIR")
@@ -192,6 +228,9 @@ fn main() {
         "== append: one partition, 1 MiB batches, {gib} GiB, then fdatasync ({})",
         dir.display()
     );
+    let (p50, p99, p999) =
+        small_append_flush_latency(dir.clone(), if quick { 5_000 } else { 20_000 });
+    println!("append 1 record + flush     p50 {p50} us  p99 {p99} us  p999 {p999} us  (acks=1 path, no network)");
     // Interleave fio and shardlog runs so drift in the (virtual) disk hits both alike.
     let rounds = if quick { 1 } else { 2 };
     let (mut fio_runs, mut ours_runs) = (Vec::new(), Vec::new());

@@ -3,7 +3,8 @@
 # Usage: scripts/bench.sh [--quick]
 # Installs fio if missing, then runs `cargo bench --bench engine`, which measures fio's
 # sequential O_DIRECT io_uring write (bs=1M, iodepth=8) on the bench directory and prints
-# shardlog's single-partition append throughput as a ratio of it.
+# shardlog's single-partition append throughput as a ratio of it, and
+# `cargo bench --bench roundtrip` (produce round trips over loopback, direct and forwarded).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,3 +17,4 @@ args=()
 [[ "${1:-}" == "--quick" ]] && args+=(--quick)
 export SHARDLOG_BENCH_DIR="${SHARDLOG_BENCH_DIR:-$PWD/target/bench-data}"
 cargo bench --bench engine -- "${args[@]}"
+cargo bench --bench roundtrip -- "${args[@]}"

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use glommio::net::TcpStream;
+use glommio::net::{Preallocated, TcpStream};
 
 use crate::protocol::{
     ApiKey, ErrorCode, MetadataResponse, Request, Response, ResponseBody, ACKS_NONE,
@@ -51,7 +51,7 @@ pub struct FetchResult {
 }
 
 pub struct Client {
-    stream: TcpStream,
+    stream: TcpStream<Preallocated>,
     addr: String,
     next_correlation_id: i32,
     max_frame: usize,
@@ -67,7 +67,7 @@ impl Client {
             })?;
         let _ = stream.set_nodelay(true);
         Ok(Client {
-            stream,
+            stream: stream.buffered(),
             addr: addr.to_string(),
             next_correlation_id: 0,
             max_frame: DEFAULT_MAX_FRAME_BYTES + 1024,

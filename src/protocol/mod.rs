@@ -2,6 +2,7 @@
 //! TCP; requests carry api key, api version and correlation id; responses carry the
 //! correlation id, an error code and a message. Shared by the server and the client.
 
+mod doc_check;
 pub mod error_code;
 pub mod messages;
 pub mod wire;

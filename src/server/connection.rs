@@ -29,15 +29,17 @@ enum Next {
     Stop,
 }
 
-pub async fn serve(shard: Rc<Shard>, mut reader: TcpStream) {
-    let _ = reader.set_nodelay(true);
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
     // SAFETY: dup returns a new descriptor we own; the TcpStream takes ownership of it.
-    let write_fd = unsafe { libc::dup(reader.as_raw_fd()) };
+    let write_fd = unsafe { libc::dup(stream.as_raw_fd()) };
     if write_fd < 0 {
         tracing::warn!(error = %std::io::Error::last_os_error(), "dup failed; dropping connection");
         return;
     }
     let mut writer = unsafe { TcpStream::from_raw_fd(write_fd) };
+    // Buffered: a small request's size prefix and body usually arrive in one recv.
+    let mut reader = stream.buffered();
     let limit = Rc::new(Semaphore::new(
         shard.config.max_inflight_bytes_per_connection as u64,
     ));

@@ -99,6 +99,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
         let config = config.clone();
         LocalExecutorPoolBuilder::new(PoolPlacement::MaxSpread(n, None))
             .io_memory(config.io_memory_bytes)
+            .spin_before_park(Duration::from_micros(config.spin_before_park_us))
             .name("shardlog-shard")
             .on_all_shards(move || {
                 let config = config.clone();
