@@ -16,10 +16,10 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
 use glommio::Task;
 
-use super::{align_down, align_up, BLOCK, MAX_IO};
+use super::storage::{IoBuf, OpenMode, Storage, StorageFile};
+use super::{align_down, align_up, BLOCK};
 use crate::error::{Error, Result};
 
 /// Size of the staging buffer and of each background write.
@@ -36,13 +36,13 @@ struct InFlight {
 /// An open `.log` file: appendable while it is the active segment, read-only once sealed.
 pub struct LogFile {
     path: PathBuf,
-    file: Rc<DmaFile>,
+    file: Rc<dyn StorageFile>,
     /// Logical size: bytes appended.
     size: u64,
     /// File position of `staging[0]`; always block-aligned.
     staging_pos: u64,
     /// Bytes `[staging_pos, size)`, not yet covered by a full-chunk write. `None` once sealed.
-    staging: Option<DmaBuffer>,
+    staging: Option<IoBuf>,
     in_flight: VecDeque<InFlight>,
     written: u64,
     durable: u64,
@@ -58,18 +58,15 @@ fn short_write(expected: usize, got: usize) -> std::io::Error {
 
 impl LogFile {
     /// Creates a new, empty log file. Fails if the file already exists.
-    pub async fn create(path: &Path) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .dma_open(path)
+    pub async fn create(storage: &dyn Storage, path: &Path) -> Result<Self> {
+        let file = storage
+            .open(path, OpenMode::CreateNew)
             .await
-            .map_err(|e| Error::glommio("create", path, e))?;
-        let staging = file.alloc_dma_buffer(CHUNK);
+            .map_err(|e| Error::io("create", path, e))?;
+        let staging = file.alloc_buffer(CHUNK);
         Ok(LogFile {
             path: path.to_path_buf(),
-            file: Rc::new(file),
+            file,
             size: 0,
             staging_pos: 0,
             staging: Some(staging),
@@ -82,21 +79,19 @@ impl LogFile {
 
     /// Opens an existing log file whose valid data is `[0, size)` for appending: the partial
     /// last block is read back into memory; anything after `size` will be overwritten.
-    pub async fn open_for_append(path: &Path, size: u64) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .dma_open(path)
+    pub async fn open_for_append(storage: &dyn Storage, path: &Path, size: u64) -> Result<Self> {
+        let file = storage
+            .open(path, OpenMode::ReadWrite)
             .await
-            .map_err(|e| Error::glommio("open", path, e))?;
+            .map_err(|e| Error::io("open", path, e))?;
         let staging_pos = align_down(size);
         let tail_len = (size - staging_pos) as usize;
-        let mut staging = file.alloc_dma_buffer(CHUNK);
+        let mut staging = file.alloc_buffer(CHUNK);
         if tail_len > 0 {
             let tail = file
-                .read_at_aligned(staging_pos, BLOCK as usize)
+                .read_at(staging_pos, BLOCK as usize)
                 .await
-                .map_err(|e| Error::glommio("read", path, e))?;
+                .map_err(|e| Error::io("read", path, e))?;
             if tail.len() < tail_len {
                 return Err(Error::corruption(
                     path,
@@ -108,7 +103,7 @@ impl LogFile {
         }
         Ok(LogFile {
             path: path.to_path_buf(),
-            file: Rc::new(file),
+            file,
             size,
             staging_pos,
             staging: Some(staging),
@@ -120,13 +115,14 @@ impl LogFile {
     }
 
     /// Opens a sealed log file read-only; `size` is its valid length.
-    pub async fn open_sealed(path: &Path, size: u64) -> Result<Self> {
-        let file = DmaFile::open(path)
+    pub async fn open_sealed(storage: &dyn Storage, path: &Path, size: u64) -> Result<Self> {
+        let file = storage
+            .open(path, OpenMode::ReadOnly)
             .await
-            .map_err(|e| Error::glommio("open", path, e))?;
+            .map_err(|e| Error::io("open", path, e))?;
         Ok(LogFile {
             path: path.to_path_buf(),
-            file: Rc::new(file),
+            file,
             size,
             staging_pos: size,
             staging: None,
@@ -140,9 +136,9 @@ impl LogFile {
     /// Current size of the file on disk (may include zero padding past `size`).
     pub async fn file_size_on_disk(&self) -> Result<u64> {
         self.file
-            .file_size()
+            .size()
             .await
-            .map_err(|e| Error::glommio("stat", &self.path, e))
+            .map_err(|e| Error::io("stat", &self.path, e))
     }
 
     pub fn path(&self) -> &Path {
@@ -202,7 +198,7 @@ impl LogFile {
             self.size += n as u64;
             data = &data[n..];
             if staged + n == CHUNK {
-                let fresh = self.file.alloc_dma_buffer(CHUNK);
+                let fresh = self.file.alloc_buffer(CHUNK);
                 let full = self.staging.replace(fresh).expect("checked writable");
                 let pos = self.staging_pos;
                 self.staging_pos += CHUNK as u64;
@@ -215,12 +211,10 @@ impl LogFile {
         Ok(())
     }
 
-    fn submit(&mut self, buf: DmaBuffer, pos: u64) {
+    fn submit(&mut self, buf: IoBuf, pos: u64) {
         let file = self.file.clone();
         let expected = buf.len();
-        let task = glommio::spawn_local(async move {
-            file.write_at(buf, pos).await.map_err(std::io::Error::from)
-        });
+        let task = glommio::spawn_local(async move { file.write_at(buf, pos).await });
         self.in_flight.push_back(InFlight {
             end: pos + expected as u64,
             task,
@@ -263,7 +257,7 @@ impl LogFile {
         let staged = (self.size - self.staging_pos) as usize;
         if self.written < self.size && staged > 0 {
             let padded = align_up(staged as u64) as usize;
-            let mut buf = self.file.alloc_dma_buffer(padded);
+            let mut buf = self.file.alloc_buffer(padded);
             {
                 let src = self.staging.as_ref().expect("writable").as_bytes();
                 let dst = buf.as_bytes_mut();
@@ -273,7 +267,7 @@ impl LogFile {
             match self.file.write_at(buf, self.staging_pos).await {
                 Ok(n) if n >= padded => {}
                 Ok(n) => return Err(self.poison("write", short_write(padded, n))),
-                Err(e) => return Err(self.poison("write", e.into())),
+                Err(e) => return Err(self.poison("write", e)),
             }
             // Keep only the partial tail block in memory: full blocks are on the device now.
             let full = align_down(staged as u64) as usize;
@@ -294,7 +288,7 @@ impl LogFile {
             return Ok(());
         }
         if let Err(e) = self.file.fdatasync().await {
-            return Err(self.poison("fdatasync", e.into()));
+            return Err(self.poison("fdatasync", e));
         }
         self.durable = self.size;
         Ok(())
@@ -308,10 +302,10 @@ impl LogFile {
         }
         self.sync().await?;
         if let Err(e) = self.file.truncate(self.size).await {
-            return Err(self.poison("truncate", e.into()));
+            return Err(self.poison("truncate", e));
         }
         if let Err(e) = self.file.fdatasync().await {
-            return Err(self.poison("fdatasync", e.into()));
+            return Err(self.poison("fdatasync", e));
         }
         self.staging = None;
         self.staging_pos = self.size;
@@ -327,13 +321,20 @@ impl LogFile {
         };
         drop(self.staging.take());
         let file = self.file.clone();
+        let path = self.path.clone();
         drop(self);
-        if let Ok(file) = Rc::try_unwrap(file) {
-            file.close()
-                .await
-                .map_err(|e| Error::glommio("close", "", e))?;
-        }
+        file.close()
+            .await
+            .map_err(|e| Error::io("close", path, e))?;
         sealed
+    }
+
+    /// Drops the file without flushing or sealing (after a failure, before recovery
+    /// reopens it): waits for writes in flight, ignores their errors, closes the handle.
+    pub async fn abandon(mut self) {
+        let _ = self.drain().await;
+        self.staging = None;
+        let _ = self.file.clone().close().await;
     }
 
     /// Reads up to `len` bytes at `pos` (fewer at the end of the data). Bytes still staged in
@@ -349,24 +350,20 @@ impl LogFile {
             if self.in_flight.iter().any(|w| w.end > pos) {
                 self.drain().await?;
             }
-            let mut at = pos;
-            while at < disk_end {
-                let want = ((disk_end - at) as usize).min(MAX_IO);
-                let chunk = self
-                    .file
-                    .read_at(at, want)
-                    .await
-                    .map_err(|e| Error::glommio("read", &self.path, e))?;
-                if chunk.len() < want {
-                    return Err(Error::corruption(
-                        &self.path,
-                        at + chunk.len() as u64,
-                        format!("file ends early: wanted {want} bytes, read {}", chunk.len()),
-                    ));
-                }
-                out.extend_from_slice(&chunk);
-                at += want as u64;
+            let want = (disk_end - pos) as usize;
+            let chunk = self
+                .file
+                .read_at(pos, want)
+                .await
+                .map_err(|e| Error::io("read", &self.path, e))?;
+            if chunk.len() < want {
+                return Err(Error::corruption(
+                    &self.path,
+                    pos + chunk.len() as u64,
+                    format!("file ends early: wanted {want} bytes, read {}", chunk.len()),
+                ));
             }
+            out.extend_from_slice(&chunk);
         }
         if end > self.staging_pos {
             let from = pos.max(self.staging_pos);

@@ -1,16 +1,20 @@
-//! The only module that calls glommio's file APIs. Everything above it sees positional
-//! reads, an appender, and whole-file helpers for the small index files.
+//! The storage layer: the only code that calls glommio's file APIs (`dma_storage.rs`), the
+//! storage traits the engine is written against (`storage.rs`), the direct-I/O appender
+//! (`appender.rs`), and a simulated disk for fault-injection tests (`sim.rs`).
 //!
 //! Direct I/O rules on this hardware (see ARCHITECTURE.md): 4 KiB units, no single I/O
 //! larger than 1 MiB, never O_APPEND.
 
 mod appender;
-mod files;
+mod dma_storage;
 mod probe;
+pub mod sim;
+pub mod storage;
 
 pub use appender::LogFile;
-pub use files::{read_whole_file, write_whole_file};
+pub use dma_storage::DmaStorage;
 pub use probe::ensure_iopoll_probe_workaround;
+pub use storage::{with_suffix, IoBuf, OpenMode, Storage, StorageFile};
 
 /// Unit of every direct write: the ext4 and physical block size here (the logical 512-byte
 /// alignment glommio reports is legal but ~30% slower for extending writes).

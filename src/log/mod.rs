@@ -1,13 +1,19 @@
-//! The partition log: segments of `.log` + `.index` + `.timeindex`, as Kafka lays them out.
+//! The partition log: segments of `.log` + `.index` + `.timeindex`, as Kafka lays them out,
+//! plus the recovery machinery for unclean shutdowns.
 
+pub mod checkpoint;
+pub mod index_state;
+pub mod loader;
 pub mod offset_index;
 pub mod partition;
+pub mod recovery;
 pub mod scan;
 pub mod segment;
 pub mod time_index;
 
+pub use loader::OpenOptions;
 pub use partition::{partition_dir, AppendInfo, PartitionLog, TimestampOffset};
-pub use segment::Segment;
+pub use segment::{Segment, Truncation};
 
 /// Target of a timestamp lookup meaning "log start offset" (Kafka's EARLIEST_TIMESTAMP).
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -24,3 +30,7 @@ pub fn segment_file_name(base_offset: i64, suffix: &str) -> String {
 pub const LOG_SUFFIX: &str = ".log";
 pub const INDEX_SUFFIX: &str = ".index";
 pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+/// Suffixes Kafka appends to a whole file name during deletion and cleaning.
+pub const DELETED_SUFFIX: &str = ".deleted";
+pub const CLEANED_SUFFIX: &str = ".cleaned";
+pub const SWAP_SUFFIX: &str = ".swap";

@@ -3,16 +3,19 @@
 //! its methods take `&mut self` and nothing in it is shared across threads.
 
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::segment::Segment;
-use super::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LOG_SUFFIX, MAX_TIMESTAMP};
+use super::checkpoint::write_recovery_point;
+use super::loader::{load, OpenOptions};
+use super::segment::{Segment, Truncation};
+use super::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::format::batch::{self, set_base_offset, set_max_timestamp, split_batches};
 use crate::format::{BatchError, BatchHeader, TimestampType};
-use crate::io::ensure_iopoll_probe_workaround;
+use crate::io::{DmaStorage, Storage};
 
 /// Directory of a partition inside the data directory: `<topic>-<partition>`, as Kafka.
 pub fn partition_dir(data_dir: &Path, topic: &str, partition: u32) -> PathBuf {
@@ -39,12 +42,22 @@ pub struct TimestampOffset {
 }
 
 pub struct PartitionLog {
+    storage: Rc<dyn Storage>,
     dir: PathBuf,
     config: LogConfig,
     /// Sorted by base offset; the last one is the active segment.
     segments: Vec<Segment>,
     log_start_offset: i64,
+    /// Offset below which everything is durable (fdatasync'd); checkpointed on roll/close.
+    recovery_point: i64,
+    /// Set by a failed write or fdatasync (EIO, ...): writes are refused until the partition
+    /// is opened again, which recovers it.
     poisoned: Option<String>,
+    /// Set by ENOSPC: the tail is recovered from disk before the next operation, so the
+    /// partition works again once space is freed.
+    needs_reopen: Option<String>,
+    /// What the last open's recovery truncated.
+    truncations: Vec<Truncation>,
 }
 
 struct PreparedBatch {
@@ -54,48 +67,54 @@ struct PreparedBatch {
 }
 
 impl PartitionLog {
-    /// Opens (or creates) the partition in `dir` with the given config.
+    /// Opens (or creates) the partition in `dir` on the real disk (direct I/O), recovering
+    /// it from its checkpoint as after an unclean shutdown (always safe).
     pub async fn open(dir: &Path, config: LogConfig) -> Result<Self> {
+        let storage = DmaStorage::new(dir.parent().unwrap_or(dir));
+        Self::open_with(storage, dir, config, OpenOptions::default()).await
+    }
+
+    /// Opens the partition through any storage (tests use the simulated disk).
+    pub async fn open_with(
+        storage: Rc<dyn Storage>,
+        dir: &Path,
+        config: LogConfig,
+        opts: OpenOptions,
+    ) -> Result<Self> {
         config.validate()?;
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
-        // The probe file lives in the data directory, keeping partition directories Kafka-clean.
-        ensure_iopoll_probe_workaround(dir.parent().unwrap_or(dir)).await?;
-        let mut bases = Vec::new();
-        for entry in std::fs::read_dir(dir).map_err(|e| Error::io("list", dir, e))? {
-            let entry = entry.map_err(|e| Error::io("list", dir, e))?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if let Some(stem) = name.strip_suffix(LOG_SUFFIX) {
-                if stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()) {
-                    if let Ok(base) = stem.parse::<i64>() {
-                        bases.push(base);
-                    }
-                }
-            }
-        }
-        bases.sort_unstable();
-        let mut segments = Vec::with_capacity(bases.len().max(1));
-        for (i, &base) in bases.iter().enumerate() {
-            let active = i + 1 == bases.len();
-            segments.push(Segment::open(dir, base, &config, active).await?);
-        }
-        if segments.is_empty() {
-            segments.push(Segment::create(dir, 0, &config).await?);
-        }
-        let log_start_offset = segments[0].base_offset();
+        let loaded = load(storage.clone(), dir, &config, opts).await?;
+        let log_start_offset = loaded.segments[0].base_offset();
         tracing::debug!(
             dir = %dir.display(),
-            segments = segments.len(),
-            log_end = segments.last().map(|s| s.next_offset()),
+            segments = loaded.segments.len(),
+            log_end = loaded.segments.last().map(|s| s.next_offset()),
             "partition opened"
         );
         Ok(PartitionLog {
+            storage,
             dir: dir.to_path_buf(),
             config,
-            segments,
+            segments: loaded.segments,
             log_start_offset,
+            recovery_point: loaded.recovery_point,
             poisoned: None,
+            needs_reopen: None,
+            truncations: loaded.truncations,
         })
+    }
+
+    /// Truncations the last open's recovery performed (file, position, bytes dropped).
+    pub fn recovery_truncations(&self) -> &[Truncation] {
+        &self.truncations
+    }
+
+    /// Offset below which every record is known durable.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.is_some()
     }
 
     pub fn dir(&self) -> &Path {
@@ -136,23 +155,63 @@ impl PartitionLog {
             .expect("a partition always has a segment")
     }
 
-    fn check_healthy(&self) -> Result<()> {
-        match &self.poisoned {
-            Some(cause) => Err(Error::Poisoned {
+    /// Refuses writes on a poisoned partition; recovers the tail first after ENOSPC.
+    async fn check_healthy(&mut self) -> Result<()> {
+        if let Some(cause) = &self.poisoned {
+            return Err(Error::Poisoned {
                 path: self.dir.clone(),
                 cause: cause.clone(),
-            }),
-            None => Ok(()),
+            });
         }
+        self.reopen_if_needed().await
     }
 
-    /// Records an I/O failure: the partition refuses writes until reopened, so nothing is
-    /// ever reported written or durable that may not be.
+    /// After ENOSPC the in-memory tail may hold bytes that never reached the disk: reload
+    /// the partition from disk (recovery truncates any partial write) before going on.
+    async fn reopen_if_needed(&mut self) -> Result<()> {
+        let Some(cause) = self.needs_reopen.clone() else {
+            return Ok(());
+        };
+        let loaded = load(
+            self.storage.clone(),
+            &self.dir,
+            &self.config,
+            OpenOptions::default(),
+        )
+        .await
+        .map_err(|e| {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "partition still cannot recover");
+            e
+        })?;
+        let old = std::mem::replace(&mut self.segments, loaded.segments);
+        for seg in old {
+            seg.abandon().await;
+        }
+        self.recovery_point = loaded.recovery_point;
+        self.truncations = loaded.truncations;
+        self.needs_reopen = None;
+        tracing::info!(dir = %self.dir.display(), %cause, log_end = self.log_end_offset(), "partition recovered after running out of space");
+        Ok(())
+    }
+
+    /// Records an I/O failure. ENOSPC leaves the partition usable once space is freed (its
+    /// tail is reloaded from disk first); any other failure poisons it until it is reopened,
+    /// so nothing is ever reported written or durable that may not be.
     fn note_failure<T>(&mut self, r: Result<T>) -> Result<T> {
-        if let Err(e @ (Error::Io { .. } | Error::Poisoned { .. })) = &r {
-            if self.poisoned.is_none() {
-                tracing::error!(dir = %self.dir.display(), error = %e, "partition poisoned");
-                self.poisoned = Some(e.to_string());
+        if let Err(e) = &r {
+            let enospc = matches!(e, Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC));
+            match e {
+                Error::Io { .. } | Error::Poisoned { .. } if enospc => {
+                    tracing::warn!(dir = %self.dir.display(), error = %e, "out of space; the partition reloads its tail before the next write");
+                    self.needs_reopen.get_or_insert_with(|| e.to_string());
+                }
+                Error::Io { .. } | Error::Poisoned { .. } => {
+                    if self.needs_reopen.is_none() && self.poisoned.is_none() {
+                        tracing::error!(dir = %self.dir.display(), error = %e, "partition poisoned");
+                        self.poisoned = Some(e.to_string());
+                    }
+                }
+                _ => {}
             }
         }
         r
@@ -186,7 +245,7 @@ impl PartitionLog {
     /// Appends one or more v2 batches (as a producer sends them), assigning offsets from the
     /// log end. Either every batch is accepted or none is written.
     pub async fn append(&mut self, input: &[u8]) -> Result<AppendInfo> {
-        self.check_healthy()?;
+        self.check_healthy().await?;
         let prepared = self.prepare(input)?;
         let mut owned = input.to_vec();
         let mut next = self.log_end_offset();
@@ -223,7 +282,7 @@ impl PartitionLog {
     /// Appends batches whose offsets were assigned elsewhere (a replica, a cleaner, a
     /// restore): offsets must be at or past the log end and increasing; gaps are allowed.
     pub async fn append_with_assigned_offsets(&mut self, input: &[u8]) -> Result<AppendInfo> {
-        self.check_healthy()?;
+        self.check_healthy().await?;
         let parts = split_batches(input).map_err(|e| Error::InvalidBatch { at: 0, source: e })?;
         let mut prepared = Vec::with_capacity(parts.len());
         let mut next = self.log_end_offset();
@@ -290,23 +349,29 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Seals the active segment and starts a new one at `base_offset`. An empty active
-    /// segment is replaced instead of sealed (it would otherwise stay as an empty file).
+    /// Seals the active segment (fdatasync'd) and starts a new one at `base_offset`; the
+    /// recovery point moves to the new segment and is checkpointed.
     async fn roll(&mut self, base_offset: i64) -> Result<()> {
         let active = self.active_mut();
         if active.is_empty() && active.base_offset() == base_offset {
             return Ok(());
         }
         active.seal().await?;
-        let seg = Segment::create(&self.dir, base_offset, &self.config).await?;
+        self.recovery_point = self.recovery_point.max(self.active().next_offset());
+        let seg =
+            Segment::create(self.storage.clone(), &self.dir, base_offset, &self.config).await?;
         tracing::debug!(dir = %self.dir.display(), base_offset, "rolled segment");
         self.segments.push(seg);
-        Ok(())
+        self.storage
+            .sync_dir(&self.dir)
+            .await
+            .map_err(|e| Error::io("fsync directory", &self.dir, e))?;
+        write_recovery_point(self.storage.as_ref(), &self.dir, self.recovery_point).await
     }
 
     /// Writes everything appended to the device (acks=1: survives a process kill).
     pub async fn flush(&mut self) -> Result<()> {
-        self.check_healthy()?;
+        self.check_healthy().await?;
         let r = self.active_mut().flush().await;
         self.note_failure(r)
     }
@@ -314,18 +379,37 @@ impl PartitionLog {
     /// Flushes and fdatasyncs (acks=all: survives power loss). Sealed segments were synced
     /// when they were sealed.
     pub async fn sync(&mut self) -> Result<()> {
-        self.check_healthy()?;
+        self.check_healthy().await?;
         let r = self.active_mut().sync().await;
-        self.note_failure(r)
+        self.note_failure(r)?;
+        self.recovery_point = self.log_end_offset();
+        Ok(())
     }
 
     /// Closes cleanly: the active segment is flushed, synced and trimmed, and its index
     /// files written, so a reopen finds everything as it was.
     pub async fn close(self) -> Result<()> {
+        if self.poisoned.is_some() || self.needs_reopen.is_some() {
+            // Writing anything now could claim data that is not there: leave the disk to
+            // recovery at the next open.
+            for seg in self.segments {
+                seg.abandon().await;
+            }
+            return Err(Error::Poisoned {
+                path: self.dir.clone(),
+                cause: "closed without flushing after an I/O failure".into(),
+            });
+        }
+        let log_end = self.log_end_offset();
         let mut first_err = None;
         for seg in self.segments {
             if let Err(e) = seg.close().await {
                 first_err.get_or_insert(e);
+            }
+        }
+        if first_err.is_none() {
+            if let Err(e) = write_recovery_point(self.storage.as_ref(), &self.dir, log_end).await {
+                first_err = Some(e);
             }
         }
         first_err.map_or(Ok(()), Err)
@@ -334,6 +418,7 @@ impl PartitionLog {
     /// Reads whole batches from the batch containing `offset`, up to `max_bytes` (at least
     /// one batch). `offset == log end` gives an empty result.
     pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<Bytes> {
+        self.reopen_if_needed().await?;
         let log_end = self.log_end_offset();
         if offset < self.log_start_offset || offset > log_end {
             return Err(Error::OffsetOutOfRange {
@@ -361,6 +446,7 @@ impl PartitionLog {
         &mut self,
         target: i64,
     ) -> Result<Option<TimestampOffset>> {
+        self.reopen_if_needed().await?;
         match target {
             EARLIEST_TIMESTAMP => Ok(Some(TimestampOffset {
                 offset: self.log_start_offset,

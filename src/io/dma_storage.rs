@@ -1,0 +1,201 @@
+//! Production storage: glommio `DmaFile` (O_DIRECT through io_uring) for data and index
+//! files; std::fs for directory operations (metadata, not data path).
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use glommio::io::{DmaFile, OpenOptions};
+
+use super::probe::ensure_iopoll_probe_workaround;
+use super::storage::{with_suffix, IoBuf, IoFuture, OpenMode, Storage, StorageFile};
+use super::{align_up, MAX_IO};
+
+/// Direct-I/O storage. `probe_dir` is where the IOPOLL work-around file lives (the data
+/// directory); it is primed before the first open on each thread.
+pub struct DmaStorage {
+    probe_dir: PathBuf,
+}
+
+impl DmaStorage {
+    pub fn new(probe_dir: impl Into<PathBuf>) -> Rc<Self> {
+        Rc::new(DmaStorage {
+            probe_dir: probe_dir.into(),
+        })
+    }
+}
+
+struct DmaStorageFile {
+    path: PathBuf,
+    file: DmaFile,
+}
+
+fn gerr(e: glommio::GlommioError<()>) -> std::io::Error {
+    e.into()
+}
+
+impl StorageFile for DmaStorageFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn alloc_buffer(&self, size: usize) -> IoBuf {
+        IoBuf::Dma(self.file.alloc_dma_buffer(size))
+    }
+
+    fn write_at(&self, buf: IoBuf, pos: u64) -> IoFuture<'_, usize> {
+        Box::pin(async move {
+            match buf {
+                IoBuf::Dma(b) => self.file.write_at(b, pos).await.map_err(gerr),
+                IoBuf::Heap(v) => {
+                    let mut b = self.file.alloc_dma_buffer(v.len());
+                    b.as_bytes_mut().copy_from_slice(&v);
+                    self.file.write_at(b, pos).await.map_err(gerr)
+                }
+            }
+        })
+    }
+
+    fn read_at(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<u8>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(len);
+            while out.len() < len {
+                let want = (len - out.len()).min(MAX_IO);
+                let chunk = self
+                    .file
+                    .read_at(pos + out.len() as u64, want)
+                    .await
+                    .map_err(gerr)?;
+                let got = chunk.len();
+                out.extend_from_slice(&chunk);
+                if got < want {
+                    break;
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn fdatasync(&self) -> IoFuture<'_, ()> {
+        Box::pin(async move { self.file.fdatasync().await.map_err(gerr) })
+    }
+
+    fn truncate(&self, size: u64) -> IoFuture<'_, ()> {
+        Box::pin(async move { self.file.truncate(size).await.map_err(gerr) })
+    }
+
+    fn size(&self) -> IoFuture<'_, u64> {
+        Box::pin(async move { self.file.file_size().await.map_err(gerr) })
+    }
+
+    fn close(self: Rc<Self>) -> IoFuture<'static, ()> {
+        Box::pin(async move {
+            match Rc::try_unwrap(self) {
+                Ok(f) => f.file.close().await.map_err(gerr),
+                Err(_) => Ok(()), // another handle still uses it; dropped with the last one
+            }
+        })
+    }
+}
+
+impl DmaStorage {
+    async fn probe(&self) -> std::io::Result<()> {
+        ensure_iopoll_probe_workaround(&self.probe_dir)
+            .await
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+}
+
+impl Storage for DmaStorage {
+    fn open(&self, path: &Path, mode: OpenMode) -> IoFuture<'_, Rc<dyn StorageFile>> {
+        let path = path.to_path_buf();
+        Box::pin(async move {
+            self.probe().await?;
+            let mut o = OpenOptions::new();
+            match mode {
+                OpenMode::CreateNew => o.read(true).write(true).create_new(true),
+                OpenMode::ReadWrite => o.read(true).write(true),
+                OpenMode::ReadOnly => o.read(true),
+            };
+            let file = o.dma_open(&path).await.map_err(gerr)?;
+            Ok(Rc::new(DmaStorageFile { path, file }) as Rc<dyn StorageFile>)
+        })
+    }
+
+    fn read_file(&self, path: &Path) -> IoFuture<'_, Vec<u8>> {
+        let path = path.to_path_buf();
+        Box::pin(async move {
+            let f = self.open(&path, OpenMode::ReadOnly).await?;
+            let size = f.size().await?;
+            let data = f.read_at(0, size as usize).await?;
+            f.close().await?;
+            Ok(data)
+        })
+    }
+
+    fn write_file_atomic(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()> {
+        let path = path.to_path_buf();
+        Box::pin(async move {
+            self.probe().await?;
+            let tmp = with_suffix(&path, ".tmp");
+            let _ = std::fs::remove_file(&tmp);
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .dma_open(&tmp)
+                .await
+                .map_err(gerr)?;
+            let mut pos = 0usize;
+            while pos < data.len() {
+                let n = (data.len() - pos).min(MAX_IO);
+                let padded = align_up(n as u64) as usize;
+                let mut buf = file.alloc_dma_buffer(padded);
+                buf.as_bytes_mut()[..n].copy_from_slice(&data[pos..pos + n]);
+                buf.as_bytes_mut()[n..].fill(0);
+                let w = file.write_at(buf, pos as u64).await.map_err(gerr)?;
+                if w < padded {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::WriteZero,
+                        format!("short write to {}", tmp.display()),
+                    ));
+                }
+                pos += n;
+            }
+            file.truncate(data.len() as u64).await.map_err(gerr)?;
+            file.fdatasync().await.map_err(gerr)?;
+            file.close().await.map_err(gerr)?;
+            std::fs::rename(&tmp, &path)?;
+            if let Some(dir) = path.parent() {
+                self.sync_dir(dir).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        std::fs::read_dir(dir)?
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect()
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()> {
+        let dir = dir.to_path_buf();
+        Box::pin(async move { std::fs::File::open(&dir)?.sync_all() })
+    }
+}

@@ -1,0 +1,96 @@
+//! The storage seam: everything the engine does to files goes through these two traits.
+//! Production uses [`DmaStorage`](super::DmaStorage) (glommio direct I/O); tests use
+//! [`SimStorage`](super::sim::SimStorage), which keeps volatile and durable bytes apart and
+//! can crash, tear writes and inject EIO/ENOSPC on demand.
+//!
+//! Futures are boxed so the traits are object-safe (`Rc<dyn Storage>`); one allocation per
+//! I/O is noise next to the I/O itself.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::rc::Rc;
+
+use glommio::io::DmaBuffer;
+
+pub type IoFuture<'a, T> = Pin<Box<dyn Future<Output = std::io::Result<T>> + 'a>>;
+
+/// A write buffer: aligned DMA memory for real files, plain memory for simulated ones.
+pub enum IoBuf {
+    Dma(DmaBuffer),
+    Heap(Vec<u8>),
+}
+
+impl IoBuf {
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            IoBuf::Dma(b) => b.as_bytes(),
+            IoBuf::Heap(v) => v,
+        }
+    }
+
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            IoBuf::Dma(b) => b.as_bytes_mut(),
+            IoBuf::Heap(v) => v,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.as_bytes().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// How a file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create a new file; fail if it exists.
+    CreateNew,
+    /// Open an existing file for reading and writing.
+    ReadWrite,
+    /// Open an existing file read-only.
+    ReadOnly,
+}
+
+/// One open file, addressed by position (never appended to by the OS).
+pub trait StorageFile {
+    fn path(&self) -> &Path;
+    /// A zeroed-or-not buffer suitable for `write_at` (callers fill every byte they write).
+    fn alloc_buffer(&self, size: usize) -> IoBuf;
+    /// Writes the whole buffer at `pos`; returns bytes written.
+    fn write_at(&self, buf: IoBuf, pos: u64) -> IoFuture<'_, usize>;
+    /// Reads up to `len` bytes at `pos` (fewer at end of file).
+    fn read_at(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<u8>>;
+    fn fdatasync(&self) -> IoFuture<'_, ()>;
+    fn truncate(&self, size: u64) -> IoFuture<'_, ()>;
+    fn size(&self) -> IoFuture<'_, u64>;
+    fn close(self: Rc<Self>) -> IoFuture<'static, ()>;
+}
+
+/// File-system operations the engine needs besides open files.
+pub trait Storage {
+    fn open(&self, path: &Path, mode: OpenMode) -> IoFuture<'_, Rc<dyn StorageFile>>;
+    /// Reads a whole (small) file.
+    fn read_file(&self, path: &Path) -> IoFuture<'_, Vec<u8>>;
+    /// Replaces a file's contents durably: write to a temp file, fsync, rename over the
+    /// target, fsync the directory.
+    fn write_file_atomic(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()>;
+    /// Names of the entries of a directory.
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>>;
+    fn exists(&self, path: &Path) -> bool;
+    fn remove(&self, path: &Path) -> std::io::Result<()>;
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()>;
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()>;
+    fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()>;
+}
+
+/// `path` with `suffix` appended to its file name.
+pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}

@@ -1,0 +1,69 @@
+//! The per-segment derived state that indexing maintains: both sparse indexes, the segment's
+//! max timestamp, the segment.ms clock and the next offset. Built batch by batch, by appends
+//! and by recovery/rebuild scans alike, with Kafka's `LogSegment.append` rule:
+//! remember where the batch starts; if its maxTimestamp beats the segment's, that becomes the
+//! segment max (with the batch's last offset); then, if more than `index.interval.bytes` were
+//! appended since the last entry (strictly more), add an offset entry (batch last offset,
+//! batch start) and a time entry (segment max so far, its offset); finally count the batch.
+
+use super::offset_index::OffsetIndex;
+use super::time_index::TimeIndex;
+use crate::config::LogConfig;
+use crate::format::BatchHeader;
+
+#[derive(Debug, Clone)]
+pub struct IndexState {
+    pub base_offset: i64,
+    pub offset_index: OffsetIndex,
+    pub time_index: TimeIndex,
+    /// Largest batch maxTimestamp (-1: none) and that batch's last offset.
+    pub max_timestamp: i64,
+    pub offset_of_max_timestamp: i64,
+    /// maxTimestamp of the first batch: the clock segment.ms is measured against.
+    pub rolling_base_timestamp: Option<i64>,
+    pub bytes_since_last_index_entry: u64,
+    /// One past the last offset (the base offset when empty).
+    pub next_offset: i64,
+}
+
+impl IndexState {
+    pub fn new(base_offset: i64, config: &LogConfig) -> Self {
+        IndexState {
+            base_offset,
+            offset_index: OffsetIndex::new(base_offset, config.max_offset_index_entries()),
+            time_index: TimeIndex::new(base_offset, config.max_time_index_entries()),
+            max_timestamp: -1,
+            offset_of_max_timestamp: -1,
+            rolling_base_timestamp: None,
+            bytes_since_last_index_entry: 0,
+            next_offset: base_offset,
+        }
+    }
+
+    /// Accounts for one batch stored at `position`.
+    pub fn add_batch(&mut self, h: &BatchHeader, position: u64, config: &LogConfig) {
+        if h.max_timestamp > self.max_timestamp {
+            self.max_timestamp = h.max_timestamp;
+            self.offset_of_max_timestamp = h.last_offset();
+        }
+        if self.bytes_since_last_index_entry > config.index_interval_bytes {
+            // Offsets and positions only grow and the roll policy keeps room, so these
+            // appends cannot fail; a full index just stops getting entries.
+            let _ = self.offset_index.append(h.last_offset(), position as u32);
+            self.time_index
+                .maybe_append(self.max_timestamp, self.offset_of_max_timestamp, false);
+            self.bytes_since_last_index_entry = 0;
+        }
+        self.bytes_since_last_index_entry += h.size() as u64;
+        if position == 0 && h.max_timestamp >= 0 {
+            self.rolling_base_timestamp = Some(h.max_timestamp);
+        }
+        self.next_offset = h.last_offset() + 1;
+    }
+
+    /// The entry written when the segment stops being active (roll or close).
+    pub fn add_final_time_entry(&mut self) {
+        self.time_index
+            .maybe_append(self.max_timestamp, self.offset_of_max_timestamp, true);
+    }
+}

@@ -1,0 +1,220 @@
+//! Opening a partition directory (Kafka's `LogLoader`): resolve leftovers of interrupted
+//! deletions, cleanings and swaps; drop index files without a `.log`; open every segment;
+//! after an unclean shutdown, rescan every segment from the recovery point to the end,
+//! truncate at the first invalid batch and remove every later segment.
+
+use std::path::Path;
+use std::rc::Rc;
+
+use super::checkpoint::{read_recovery_point, write_recovery_point};
+use super::segment::{segment_path, Segment, Truncation};
+use super::{
+    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
+};
+use crate::config::LogConfig;
+use crate::error::{Error, Result};
+use crate::io::Storage;
+
+/// How to open a partition.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// The previous run shut down cleanly (the server's `.clean-shutdown` marker was
+    /// present): skip the recovery scan. The default, false, always recovers from the
+    /// checkpointed recovery point, which is safe.
+    pub clean_shutdown: bool,
+}
+
+pub struct Loaded {
+    pub segments: Vec<Segment>,
+    pub truncations: Vec<Truncation>,
+    /// Recovery point the partition may now claim (its log end, everything being durable).
+    pub recovery_point: i64,
+}
+
+fn base_of(name: &str, suffix: &str) -> Option<i64> {
+    let stem = name.strip_suffix(suffix)?;
+    (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| stem.parse().ok())
+        .flatten()
+}
+
+fn remove_logged(storage: &dyn Storage, path: &Path, why: &str) -> Result<()> {
+    tracing::warn!(file = %path.display(), "{why}");
+    storage
+        .remove(path)
+        .map_err(|e| Error::io("remove", path, e))
+}
+
+/// Finishes or rolls back what a crash interrupted, before anything else reads the directory.
+fn resolve_leftovers(storage: &dyn Storage, dir: &Path) -> Result<bool> {
+    let mut changed = false;
+    let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
+    for name in &names {
+        let path = dir.join(name);
+        if name.ends_with(".tmp") {
+            remove_logged(storage, &path, "removing an incomplete temporary file")?;
+            changed = true;
+        } else if name.ends_with(DELETED_SUFFIX) {
+            remove_logged(storage, &path, "finishing an interrupted deletion")?;
+            changed = true;
+        } else if name.ends_with(CLEANED_SUFFIX) {
+            remove_logged(
+                storage,
+                &path,
+                "discarding the output of an interrupted cleaning",
+            )?;
+            changed = true;
+        }
+    }
+    // A `.swap` file is a complete replacement (it is renamed to .swap only once written):
+    // finish the swap. Index files of a swapped .log are dropped so they are rebuilt.
+    for name in &names {
+        let Some(target) = name.strip_suffix(SWAP_SUFFIX) else {
+            continue;
+        };
+        let from = dir.join(name);
+        let to = dir.join(target);
+        tracing::warn!(file = %from.display(), "completing an interrupted swap");
+        if storage.exists(&to) {
+            storage
+                .remove(&to)
+                .map_err(|e| Error::io("remove", &to, e))?;
+        }
+        storage
+            .rename(&from, &to)
+            .map_err(|e| Error::io("rename", &from, e))?;
+        if let Some(base) = base_of(target, LOG_SUFFIX) {
+            for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+                let idx = segment_path(dir, base, suffix);
+                let swapped_too = names.contains(&format!(
+                    "{}{SWAP_SUFFIX}",
+                    idx.file_name().unwrap().to_string_lossy()
+                ));
+                if storage.exists(&idx) && !swapped_too {
+                    storage
+                        .remove(&idx)
+                        .map_err(|e| Error::io("remove", &idx, e))?;
+                }
+            }
+        }
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// Segment base offsets present, after removing index files that have no `.log`.
+fn list_segments(storage: &dyn Storage, dir: &Path) -> Result<(Vec<i64>, bool)> {
+    let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
+    let mut bases: Vec<i64> = names
+        .iter()
+        .filter_map(|n| base_of(n, LOG_SUFFIX))
+        .collect();
+    bases.sort_unstable();
+    let mut changed = false;
+    for name in &names {
+        let base = base_of(name, INDEX_SUFFIX).or_else(|| base_of(name, TIME_INDEX_SUFFIX));
+        if let Some(b) = base {
+            if bases.binary_search(&b).is_err() {
+                remove_logged(
+                    storage,
+                    &dir.join(name),
+                    "removing an index file without a .log",
+                )?;
+                changed = true;
+            }
+        }
+    }
+    Ok((bases, changed))
+}
+
+fn remove_segment_files(storage: &dyn Storage, dir: &Path, base: i64) -> Result<()> {
+    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        let p = segment_path(dir, base, suffix);
+        if storage.exists(&p) {
+            remove_logged(storage, &p, "removing a segment after the truncation point")?;
+        }
+    }
+    Ok(())
+}
+
+pub async fn load(
+    storage: Rc<dyn Storage>,
+    dir: &Path,
+    config: &LogConfig,
+    opts: OpenOptions,
+) -> Result<Loaded> {
+    storage
+        .create_dir_all(dir)
+        .map_err(|e| Error::io("create directory", dir, e))?;
+    let mut dir_changed = resolve_leftovers(storage.as_ref(), dir)?;
+    let (bases, removed) = list_segments(storage.as_ref(), dir)?;
+    dir_changed |= removed;
+
+    let recovery_point = if opts.clean_shutdown {
+        i64::MAX
+    } else {
+        read_recovery_point(storage.as_ref(), dir).await
+    };
+    let mut segments: Vec<Segment> = Vec::with_capacity(bases.len().max(1));
+    let mut truncations = Vec::new();
+    let mut i = 0;
+    while i < bases.len() {
+        let base = bases[i];
+        let last = i + 1 == bases.len();
+        let next_base = bases.get(i + 1).copied();
+        let needs_recovery = !opts.clean_shutdown && next_base.is_none_or(|nb| nb > recovery_point);
+        if !needs_recovery {
+            segments.push(Segment::open(storage.clone(), dir, base, config, last).await?);
+            i += 1;
+            continue;
+        }
+        let min_next = segments.last().map_or(base, |s| s.next_offset());
+        let (seg, truncation) =
+            Segment::recover(storage.clone(), dir, base, config, min_next, last).await?;
+        match truncation {
+            None => {
+                segments.push(seg);
+                i += 1;
+            }
+            Some(t) => {
+                truncations.push(t);
+                // Nothing after an invalid batch can be trusted: later segments go.
+                for &later in &bases[i + 1..] {
+                    remove_segment_files(storage.as_ref(), dir, later)?;
+                    dir_changed = true;
+                }
+                let seg = if last {
+                    seg
+                } else {
+                    // It becomes the active segment: reopen it for appending.
+                    seg.abandon().await;
+                    Segment::recover(storage.clone(), dir, base, config, min_next, true)
+                        .await?
+                        .0
+                };
+                segments.push(seg);
+                break;
+            }
+        }
+    }
+    if segments.is_empty() {
+        segments.push(Segment::create(storage.clone(), dir, 0, config).await?);
+        dir_changed = true;
+    }
+    if dir_changed {
+        storage
+            .sync_dir(dir)
+            .await
+            .map_err(|e| Error::io("fsync directory", dir, e))?;
+    }
+    let log_end = segments.last().map_or(0, |s| s.next_offset());
+    if !opts.clean_shutdown {
+        // Every segment is durable now (trusted, or recovered and fdatasync'd).
+        write_recovery_point(storage.as_ref(), dir, log_end).await?;
+    }
+    Ok(Loaded {
+        segments,
+        truncations,
+        recovery_point: log_end,
+    })
+}
