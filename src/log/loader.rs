@@ -164,9 +164,18 @@ pub async fn load(
         let next_base = bases.get(i + 1).copied();
         let needs_recovery = !opts.clean_shutdown && next_base.is_none_or(|nb| nb > recovery_point);
         if !needs_recovery {
-            segments.push(Segment::open(storage.clone(), dir, base, config, last).await?);
-            i += 1;
-            continue;
+            match Segment::open(storage.clone(), dir, base, config, last).await {
+                Ok(seg) => {
+                    segments.push(seg);
+                    i += 1;
+                    continue;
+                }
+                // Said to be clean but is not (an untrimmed tail, garbage): recover it.
+                Err(e @ Error::Corruption { .. }) if last => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "active segment is not clean; recovering it");
+                }
+                Err(e) => return Err(e),
+            }
         }
         let min_next = segments.last().map_or(base, |s| s.next_offset());
         let (seg, truncation) =

@@ -106,7 +106,9 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
                 let mesh = mesh.clone();
                 let shutdown = shutdown.clone();
                 let ready = ready_tx.clone();
-                async move { run_shard(config, mesh, shutdown, ready).await }
+                async move {
+                    run_shard(config, mesh, shutdown, ready, previous_shutdown_was_clean).await
+                }
             })
             .map_err(|e| format!("starting {n} shard executors: {e}"))?
     };
@@ -160,6 +162,7 @@ async fn run_shard(
     mesh: MeshBuilder<MeshMsg, Full>,
     shutdown: Arc<AtomicBool>,
     ready: mpsc::Sender<Result<usize, String>>,
+    previous_shutdown_clean: bool,
 ) -> Result<(), String> {
     // Join first: every peer must join, or the others wait forever.
     let (senders, mut receivers) = mesh
@@ -167,7 +170,12 @@ async fn run_shard(
         .await
         .map_err(|_| "joining the shard mesh failed".to_string())?;
     let id = senders.peer_id();
-    let shard = Shard::new(id, Rc::new((*config).clone()), senders);
+    let shard = Shard::new(
+        id,
+        Rc::new((*config).clone()),
+        senders,
+        previous_shutdown_clean,
+    );
     for (_, rx) in receivers.streams() {
         let shard = shard.clone();
         glommio::spawn_local(async move {
@@ -195,14 +203,18 @@ async fn run_shard(
     while !shutdown.load(Ordering::SeqCst) {
         glommio::timer::sleep(Duration::from_millis(20)).await;
     }
-    shutdown_shard(&shard).await;
-    Ok(())
+    match shutdown_shard(&shard).await {
+        0 => Ok(()),
+        n => Err(format!(
+            "shard {id}: {n} partitions did not close cleanly; they will be recovered at the next start"
+        )),
+    }
 }
 
 /// Clean shutdown of one shard: stop accepting, let connections finish what they read, tell
 /// the other shards, wait until they are drained too (they may still forward to us), then
 /// close every partition (flush, fdatasync, trim, write indexes).
-async fn shutdown_shard(shard: &Rc<Shard>) {
+async fn shutdown_shard(shard: &Rc<Shard>) -> usize {
     shard.begin_shutdown();
     let deadline = Instant::now() + Duration::from_millis(shard.config.shutdown_timeout_ms);
     while shard.connections.get() > 0 && Instant::now() < deadline {
@@ -219,8 +231,9 @@ async fn shutdown_shard(shard: &Rc<Shard>) {
     while shard.drained_peers.get() + 1 < shard.n && Instant::now() < deadline {
         glommio::timer::sleep(Duration::from_millis(5)).await;
     }
-    shard.close_partitions().await;
+    let failed = shard.close_partitions().await;
     tracing::debug!(shard = shard.id, "shard stopped");
+    failed
 }
 
 async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {

@@ -16,7 +16,7 @@ pub enum Command {
         reply: LocalSender<OpResult>,
     },
     Close {
-        reply: LocalSender<()>,
+        reply: LocalSender<Result<(), String>>,
     },
 }
 
@@ -49,12 +49,16 @@ impl PartitionHandle {
             .unwrap_or_else(|| Err((ErrorCode::Internal, "partition task ended".into())))
     }
 
-    /// Closes the log after every queued command has run.
-    pub async fn close(&self) {
+    /// Closes the log after every queued command has run. An error means the partition
+    /// could not be closed cleanly and needs recovery at the next start.
+    pub async fn close(&self) -> Result<(), String> {
         let (reply, rx) = local_channel::new_bounded(1);
-        if self.tx.try_send(Command::Close { reply }).is_ok() {
-            rx.recv().await;
+        if self.tx.try_send(Command::Close { reply }).is_err() {
+            return Err("partition task already stopped".into());
         }
+        rx.recv()
+            .await
+            .unwrap_or_else(|| Err("partition task ended".into()))
     }
 }
 
@@ -75,7 +79,7 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
         let mut waiting: Vec<(LocalSender<OpResult>, OpResult)> = Vec::new();
         let mut need_sync = false;
         let mut wrote = false;
-        let mut close: Option<LocalSender<()>> = None;
+        let mut close: Option<LocalSender<Result<(), String>>> = None;
         for cmd in group {
             match cmd {
                 Command::Close { reply } => close = Some(reply),
@@ -147,10 +151,11 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
             let _ = reply.try_send(result);
         }
         if let Some(reply) = close {
-            if let Err(e) = log.close().await {
+            let result = log.close().await.map_err(|e| {
                 tracing::error!(error = %e, "closing partition failed");
-            }
-            let _ = reply.try_send(());
+                e.to_string()
+            });
+            let _ = reply.try_send(result);
             return;
         }
     }

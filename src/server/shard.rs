@@ -15,7 +15,8 @@ use super::config::ServerConfig;
 use super::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, TopicChange};
 use super::partition_actor::PartitionHandle;
 use super::topics::{validate_topic_name, AdminError, TopicConfig, TopicMeta};
-use crate::log::{partition_dir, PartitionLog};
+use crate::io::{DmaStorage, Storage};
+use crate::log::{partition_dir, OpenOptions, PartitionLog};
 use crate::protocol::ErrorCode;
 
 /// The shard that applies topic creations and deletions (the controller).
@@ -25,6 +26,10 @@ pub struct Shard {
     pub id: usize,
     pub n: usize,
     pub config: Rc<ServerConfig>,
+    storage: Rc<dyn Storage>,
+    /// Whether the previous run shut down cleanly: partitions opened at start-up skip the
+    /// recovery scan only then.
+    previous_shutdown_clean: bool,
     senders: Senders<MeshMsg>,
     pending: RefCell<HashMap<u64, LocalSender<OpResult>>>,
     next_id: Cell<u64>,
@@ -44,10 +49,17 @@ fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, (ErrorCode, Stri
 }
 
 impl Shard {
-    pub fn new(id: usize, config: Rc<ServerConfig>, senders: Senders<MeshMsg>) -> Rc<Self> {
+    pub fn new(
+        id: usize,
+        config: Rc<ServerConfig>,
+        senders: Senders<MeshMsg>,
+        previous_shutdown_clean: bool,
+    ) -> Rc<Self> {
         Rc::new(Shard {
             id,
             n: config.shards,
+            storage: DmaStorage::new(config.data_dir.clone()),
+            previous_shutdown_clean,
             config,
             senders,
             pending: RefCell::new(HashMap::new()),
@@ -100,9 +112,11 @@ impl Shard {
                 meta.persist(&data_dir, self.n as u32)
                     .map_err(|e| format!("persisting topic {}: {e}", meta.name))?;
             }
-            self.apply(TopicChange::Created(meta))
-                .await
-                .map_err(|(_, m)| m)?;
+            let opts = OpenOptions {
+                clean_shutdown: self.previous_shutdown_clean,
+            };
+            self.open_owned(&meta, opts).await.map_err(|(_, m)| m)?;
+            self.topics.borrow_mut().insert(meta.name.clone(), meta);
         }
         Ok(())
     }
@@ -361,18 +375,7 @@ impl Shard {
     async fn apply(self: &Rc<Self>, change: TopicChange) -> OpResult {
         match change {
             TopicChange::Created(meta) => {
-                for (p, &owner) in meta.owners.iter().enumerate() {
-                    if owner as usize != self.id {
-                        continue;
-                    }
-                    let dir = partition_dir(&self.config.data_dir, &meta.name, p as u32);
-                    let log = PartitionLog::open(&dir, meta.config.log.clone())
-                        .await
-                        .map_err(|e| (ErrorCode::of(&e), e.to_string()))?;
-                    self.partitions
-                        .borrow_mut()
-                        .insert((meta.name.clone(), p as u32), PartitionHandle::spawn(log));
-                }
+                self.open_owned(&meta, OpenOptions::default()).await?;
                 self.topics.borrow_mut().insert(meta.name.clone(), meta);
                 Ok(OpOk::Done)
             }
@@ -383,7 +386,7 @@ impl Shard {
                 for p in 0..meta.partitions() {
                     let handle = self.partitions.borrow_mut().remove(&(name.clone(), p));
                     if let Some(h) = handle {
-                        h.close().await;
+                        let _ = h.close().await;
                         let dir = partition_dir(&self.config.data_dir, &name, p);
                         if let Err(e) = std::fs::remove_dir_all(&dir) {
                             tracing::error!(dir = %dir.display(), error = %e, "removing partition failed");
@@ -395,12 +398,40 @@ impl Shard {
         }
     }
 
-    /// Closes every partition this shard owns (clean shutdown).
-    pub async fn close_partitions(&self) {
-        let handles: Vec<_> = self.partitions.borrow_mut().drain().collect();
-        for ((topic, p), h) in handles {
-            h.close().await;
-            tracing::debug!(topic = %topic, partition = p, "partition closed");
+    /// Opens the partitions of `meta` this shard owns and starts their tasks.
+    async fn open_owned(&self, meta: &TopicMeta, opts: OpenOptions) -> OpResult {
+        for (p, &owner) in meta.owners.iter().enumerate() {
+            if owner as usize != self.id {
+                continue;
+            }
+            let dir = partition_dir(&self.config.data_dir, &meta.name, p as u32);
+            let log = PartitionLog::open_with(self.storage.clone(), &dir, meta.config.log.clone(), opts)
+                .await
+                .map_err(|e| (ErrorCode::of(&e), format!("opening {}: {e}", dir.display())))?;
+            for t in log.recovery_truncations() {
+                tracing::warn!(file = %t.file.display(), position = t.position, bytes_dropped = t.bytes_dropped, reason = %t.reason, "recovery truncated a log");
+            }
+            self.partitions
+                .borrow_mut()
+                .insert((meta.name.clone(), p as u32), PartitionHandle::spawn(log));
         }
+        Ok(OpOk::Done)
+    }
+
+    /// Closes every partition this shard owns (clean shutdown). Returns how many could not
+    /// be closed cleanly.
+    pub async fn close_partitions(&self) -> usize {
+        let handles: Vec<_> = self.partitions.borrow_mut().drain().collect();
+        let mut failed = 0;
+        for ((topic, p), h) in handles {
+            match h.close().await {
+                Ok(()) => tracing::debug!(topic = %topic, partition = p, "partition closed"),
+                Err(e) => {
+                    failed += 1;
+                    tracing::error!(topic = %topic, partition = p, error = %e, "partition did not close cleanly");
+                }
+            }
+        }
+        failed
     }
 }
