@@ -46,7 +46,15 @@ fn one_case(seed: u64) {
             let dir = dir.clone();
             let config = config.clone();
             async move {
-                PartitionLog::open_with(storage, &dir, config, OpenOptions { clean_shutdown: clean }).await
+                PartitionLog::open_with(
+                    storage,
+                    &dir,
+                    config,
+                    OpenOptions {
+                        clean_shutdown: clean,
+                    },
+                )
+                .await
             }
         };
         let mut log = Some(open(false).await.unwrap());
@@ -104,7 +112,11 @@ fn one_case(seed: u64) {
                         Some(mut l) => {
                             flushed = appended.len();
                             synced = appended.len();
-                            assert_eq!(read_values(&mut l).await, appended, "seed {seed} step {step}: clean reopen");
+                            assert_eq!(
+                                read_values(&mut l).await,
+                                appended,
+                                "seed {seed} step {step}: clean reopen"
+                            );
                             log = Some(l);
                             true
                         }
@@ -135,7 +147,11 @@ fn one_case(seed: u64) {
                     got.len()
                 );
                 assert!(got.len() <= appended.len(), "seed {seed}: invented records");
-                assert_eq!(got[..], appended[..got.len()], "seed {seed} step {step}: not a prefix");
+                assert_eq!(
+                    got[..],
+                    appended[..got.len()],
+                    "seed {seed} step {step}: not a prefix"
+                );
                 crashes += 1;
                 lost_unacked += appended.len() - got.len();
                 appended.truncate(got.len());
@@ -145,14 +161,23 @@ fn one_case(seed: u64) {
                 log = Some(l);
             }
         }
-        eprintln!("seed {seed}: {crashes} crashes, {lost_unacked} unacknowledged records lost, {} kept", appended.len());
-        assert!(crashes > 0, "seed {seed}: the plan never crashed; the test would prove nothing");
+        eprintln!(
+            "seed {seed}: {crashes} crashes, {lost_unacked} unacknowledged records lost, {} kept",
+            appended.len()
+        );
+        assert!(
+            crashes > 0,
+            "seed {seed}: the plan never crashed; the test would prove nothing"
+        );
     });
 }
 
 #[test]
 fn crashes_keep_a_prefix_with_everything_acknowledged() {
-    let cases: u64 = std::env::var("SHARDLOG_CRASH_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(30);
+    let cases: u64 = std::env::var("SHARDLOG_CRASH_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
     let first: u64 = std::env::var("SHARDLOG_CRASH_SEED")
         .ok()
         .and_then(|v| v.parse().ok())

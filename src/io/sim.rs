@@ -119,6 +119,16 @@ impl SimStorage {
         self.state.borrow_mut().disk_full = full;
     }
 
+    /// Disarms every pending fault (not a crash that already happened).
+    pub fn clear_faults(&self) {
+        let mut s = self.state.borrow_mut();
+        s.crash_at_write = None;
+        s.crash_at_sync = None;
+        s.fail_write = None;
+        s.fail_sync = None;
+        s.disk_full = false;
+    }
+
     pub fn has_crashed(&self) -> bool {
         self.state.borrow().crashed
     }

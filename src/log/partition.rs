@@ -129,7 +129,9 @@ impl PartitionLog {
         self.log_start_offset
     }
 
-    /// One past the last offset: the offset the next record gets.
+    /// One past the last offset: the offset the next record gets. After an ENOSPC failure
+    /// this still counts the unwritten tail until the next operation (or
+    /// `reopen_if_needed`) reloads it from disk.
     pub fn log_end_offset(&self) -> i64 {
         self.active().next_offset()
     }
@@ -168,7 +170,7 @@ impl PartitionLog {
 
     /// After ENOSPC the in-memory tail may hold bytes that never reached the disk: reload
     /// the partition from disk (recovery truncates any partial write) before going on.
-    async fn reopen_if_needed(&mut self) -> Result<()> {
+    pub async fn reopen_if_needed(&mut self) -> Result<()> {
         let Some(cause) = self.needs_reopen.clone() else {
             return Ok(());
         };

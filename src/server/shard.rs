@@ -405,9 +405,10 @@ impl Shard {
                 continue;
             }
             let dir = partition_dir(&self.config.data_dir, &meta.name, p as u32);
-            let log = PartitionLog::open_with(self.storage.clone(), &dir, meta.config.log.clone(), opts)
-                .await
-                .map_err(|e| (ErrorCode::of(&e), format!("opening {}: {e}", dir.display())))?;
+            let log =
+                PartitionLog::open_with(self.storage.clone(), &dir, meta.config.log.clone(), opts)
+                    .await
+                    .map_err(|e| (ErrorCode::of(&e), format!("opening {}: {e}", dir.display())))?;
             for t in log.recovery_truncations() {
                 tracing::warn!(file = %t.file.display(), position = t.position, bytes_dropped = t.bytes_dropped, reason = %t.reason, "recovery truncated a log");
             }
