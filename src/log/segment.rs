@@ -374,27 +374,42 @@ impl Segment {
         let mut data = self.log.read_at(found.position, want).await?;
         let keep = whole_batches_len(&data).max(found.header.size());
         data.truncate(keep);
-        self.verify_batches(found.position, &data)?;
+        // Serve the batches before a corrupt one; report it when it comes first.
+        let valid = self.verified_prefix(found.position, &data)?;
+        data.truncate(valid);
         Ok(Some(Bytes::from(data)))
     }
 
-    /// Checks framing and CRC of every batch in a buffer read from `position`, so corrupt
-    /// bytes on disk are reported (file and position), never served.
-    fn verify_batches(&self, position: u64, data: &[u8]) -> Result<()> {
+    /// Checks framing and CRC of the batches in a buffer read from `position`, so corrupt
+    /// bytes on disk are reported (file and position), never served. Returns the length of
+    /// the valid prefix; an error when the very first batch is bad.
+    fn verified_prefix(&self, position: u64, data: &[u8]) -> Result<usize> {
         let mut at = 0usize;
         while at < data.len() {
             let rest = &data[at..];
             let pos = position + at as u64;
-            let h = BatchHeader::parse(rest)
-                .map_err(|e| Error::corruption(self.log.path(), pos, e.to_string()))?;
-            if h.size() > rest.len() {
-                return Err(Error::corruption(self.log.path(), pos, "truncated batch"));
+            let checked = BatchHeader::parse(rest)
+                .map_err(|e| e.to_string())
+                .and_then(|h| {
+                    if h.size() > rest.len() {
+                        return Err("truncated batch".to_string());
+                    }
+                    check_framing_and_crc(&rest[..h.size()]).map_err(|e| e.to_string())
+                });
+            match checked {
+                Ok(h) => at += h.size(),
+                Err(what) if at == 0 => {
+                    tracing::error!(file = %self.log.path().display(), position = pos, %what, "corrupt batch in the log");
+                    return Err(Error::corruption(self.log.path(), pos, what));
+                }
+                Err(_) => break,
             }
-            check_framing_and_crc(&rest[..h.size()])
-                .map_err(|e| Error::corruption(self.log.path(), pos, e.to_string()))?;
-            at += h.size();
         }
-        Ok(())
+        Ok(at)
+    }
+
+    fn verify_batches(&self, position: u64, data: &[u8]) -> Result<()> {
+        self.verified_prefix(position, data).map(|_| ())
     }
 
     async fn read_batch(&mut self, found: &FoundBatch) -> Result<Vec<u8>> {
