@@ -122,6 +122,12 @@ enum Command {
         #[arg(long)]
         show_timestamp: bool,
     },
+    /// Halves of the kill -9 test (scripts/crash-loop.sh).
+    #[command(hide = true)]
+    CrashCheck {
+        #[command(subcommand)]
+        action: CrashCheckAction,
+    },
     /// Print .log, .index and .timeindex files as kafka-dump-log does (offline).
     DumpLog {
         /// Comma-separated list of files to dump.
@@ -136,6 +142,34 @@ enum Command {
         /// Only check that index files pass the sanity check.
         #[arg(long)]
         index_sanity_check: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum CrashCheckAction {
+    /// Produce with acks=all, appending `partition offset crc32c` per acknowledged record.
+    Produce {
+        #[arg(long, default_value = "127.0.0.1:7411")]
+        bootstrap: String,
+        #[arg(long)]
+        topic: String,
+        #[arg(long)]
+        acks_file: PathBuf,
+        #[arg(long, default_value_t = 4)]
+        connections: usize,
+        #[arg(long, default_value_t = 600_000)]
+        duration_ms: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Check every acknowledged record against the log.
+    Verify {
+        #[arg(long, default_value = "127.0.0.1:7411")]
+        bootstrap: String,
+        #[arg(long)]
+        topic: String,
+        #[arg(long)]
+        acks_file: PathBuf,
     },
 }
 
@@ -290,6 +324,40 @@ fn main() -> ExitCode {
                 async move { tools::get_offsets::run(args, &mut std::io::stdout().lock()).await },
             )
         }
+        Command::CrashCheck { action } => match action {
+            CrashCheckAction::Produce {
+                bootstrap,
+                topic,
+                acks_file,
+                connections,
+                duration_ms,
+                seed,
+            } => run_tool(async move {
+                let n = tools::crash_check::produce(
+                    &bootstrap,
+                    &topic,
+                    &acks_file,
+                    connections,
+                    std::time::Duration::from_millis(duration_ms),
+                    seed,
+                )
+                .await?;
+                eprintln!("crash-check: {n} records acknowledged");
+                Ok(())
+            }),
+            CrashCheckAction::Verify {
+                bootstrap,
+                topic,
+                acks_file,
+            } => run_tool(async move {
+                let v = tools::crash_check::verify(&bootstrap, &topic, &acks_file).await?;
+                println!(
+                    "verified: {} acknowledged records present and intact; {} records in the log, offsets without gaps",
+                    v.acknowledged, v.records_in_log
+                );
+                Ok(())
+            }),
+        },
         Command::DumpLog {
             files,
             deep_iteration,

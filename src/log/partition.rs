@@ -207,11 +207,11 @@ impl PartitionLog {
                     tracing::warn!(dir = %self.dir.display(), error = %e, "out of space; the partition reloads its tail before the next write");
                     self.needs_reopen.get_or_insert_with(|| e.to_string());
                 }
-                Error::Io { .. } | Error::Poisoned { .. } => {
-                    if self.needs_reopen.is_none() && self.poisoned.is_none() {
-                        tracing::error!(dir = %self.dir.display(), error = %e, "partition poisoned");
-                        self.poisoned = Some(e.to_string());
-                    }
+                Error::Io { .. } | Error::Poisoned { .. }
+                    if self.needs_reopen.is_none() && self.poisoned.is_none() =>
+                {
+                    tracing::error!(dir = %self.dir.display(), error = %e, "partition poisoned");
+                    self.poisoned = Some(e.to_string());
                 }
                 _ => {}
             }

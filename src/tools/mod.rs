@@ -1,6 +1,7 @@
 //! Command-line tools: `dump-log` works on files offline; the others talk to a server.
 
 pub mod consume;
+pub mod crash_check;
 pub mod dump_log;
 pub mod get_offsets;
 pub mod partitioner;

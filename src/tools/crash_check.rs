@@ -1,0 +1,211 @@
+//! `shardlog crash-check produce|verify`: the two halves of the kill -9 test
+//! (`scripts/crash-loop.sh`). `produce` writes with acks=all from several connections and
+//! appends one line per acknowledged record to an acks file: `partition offset crc32c(value)`.
+//! `verify` reads every partition back and checks that every acknowledged record is there,
+//! byte-identical (same checksum) in a CRC-valid batch, and that offsets have no gaps.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::client::Client;
+use crate::format::batch::{check_framing_and_crc, decode_records, split_batches};
+use crate::format::{BatchBuilder, RecordSpec};
+use crate::protocol::ACKS_ALL;
+
+/// Connects, retrying while the server starts.
+async fn connect_retrying(bootstrap: &str, wait: Duration) -> Result<Client, String> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match Client::connect(bootstrap).await {
+            Ok(c) => return Ok(c),
+            Err(e) if Instant::now() >= deadline => return Err(e.to_string()),
+            Err(_) => glommio::timer::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// Produces until the server goes away (or `duration` passes); returns acknowledged records.
+pub async fn produce(
+    bootstrap: &str,
+    topic: &str,
+    acks_file: &std::path::Path,
+    connections: usize,
+    duration: Duration,
+    seed: u64,
+) -> Result<u64, String> {
+    let mut admin = connect_retrying(bootstrap, Duration::from_secs(20)).await?;
+    let partitions = super::topic_metadata(&mut admin, topic)
+        .await?
+        .partitions
+        .len() as i32;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(acks_file)
+        .map_err(|e| format!("opening {}: {e}", acks_file.display()))?;
+    let file = std::rc::Rc::new(std::cell::RefCell::new(file));
+    let deadline = Instant::now() + duration;
+    let mut tasks = Vec::new();
+    for conn in 0..connections {
+        let file = file.clone();
+        let bootstrap = bootstrap.to_string();
+        let topic = topic.to_string();
+        tasks.push(glommio::spawn_local(async move {
+            let mut rng = fastrand_seeded(seed ^ (conn as u64 + 1));
+            let Ok(mut c) = Client::connect(&bootstrap).await else {
+                return 0u64;
+            };
+            let mut acked = 0u64;
+            let mut n = 0u64;
+            while Instant::now() < deadline {
+                let p = (rng() % partitions as u64) as i32;
+                let count = 1 + (rng() % 5) as usize;
+                let values: Vec<Vec<u8>> = (0..count)
+                    .map(|i| {
+                        let len = (rng() % 3000) as usize;
+                        let mut v = format!("c{conn}-n{n}-i{i}-").into_bytes();
+                        v.extend((0..len).map(|_| b'a' + (rng() % 26) as u8));
+                        v
+                    })
+                    .collect();
+                n += 1;
+                let mut b = BatchBuilder::new(16 * 1024);
+                for v in &values {
+                    b.push(RecordSpec::new(None, Some(v)).timestamp(crate::time::now_ms()));
+                }
+                match c.produce(&topic, p, ACKS_ALL, Bytes::from(b.build())).await {
+                    Ok(Some((base, _, _))) => {
+                        let mut f = file.borrow_mut();
+                        for (i, v) in values.iter().enumerate() {
+                            // One write per line: a kill of the producer never leaves half a line
+                            // that claims an ack.
+                            let line = format!("{p} {} {}\n", base + i as i64, crc32c::crc32c(v));
+                            if f.write_all(line.as_bytes()).is_err() {
+                                return acked;
+                            }
+                        }
+                        acked += values.len() as u64;
+                    }
+                    _ => return acked, // the server died: stop
+                }
+            }
+            acked
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await;
+    }
+    file.borrow_mut().sync_all().map_err(|e| e.to_string())?;
+    Ok(total)
+}
+
+fn fastrand_seeded(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed | 1;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
+/// Result of a verification.
+#[derive(Debug, Default)]
+pub struct Verified {
+    pub acknowledged: u64,
+    pub records_in_log: u64,
+}
+
+/// Checks the log against the acks file.
+pub async fn verify(
+    bootstrap: &str,
+    topic: &str,
+    acks_file: &std::path::Path,
+) -> Result<Verified, String> {
+    let text = std::fs::read_to_string(acks_file)
+        .map_err(|e| format!("reading {}: {e}", acks_file.display()))?;
+    let mut acked: HashMap<(i32, i64), u32> = HashMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let parts: Vec<&str> = line.split(' ').collect();
+        let parsed = (parts.len() == 3)
+            .then(|| {
+                Some((
+                    parts[0].parse().ok()?,
+                    parts[1].parse().ok()?,
+                    parts[2].parse().ok()?,
+                ))
+            })
+            .flatten();
+        let Some((p, o, crc)) = parsed else {
+            return Err(format!("acks file line {}: {line:?} is malformed", n + 1));
+        };
+        if let Some(prev) = acked.insert((p, o), crc) {
+            if prev != crc {
+                return Err(format!(
+                    "offset {o} of partition {p} was acknowledged twice with different data"
+                ));
+            }
+        }
+    }
+    let mut c = connect_retrying(bootstrap, Duration::from_secs(30)).await?;
+    let partitions = super::topic_metadata(&mut c, topic).await?.partitions.len() as i32;
+    let mut in_log = 0u64;
+    for p in 0..partitions {
+        let mut next = 0i64;
+        let end = c
+            .list_offsets(topic, p, crate::log::LATEST_TIMESTAMP)
+            .await
+            .map_err(|e| e.to_string())?
+            .map_or(0, |x| x.0);
+        while next < end {
+            let f = c
+                .fetch(topic, p, next, 1 << 20)
+                .await
+                .map_err(|e| format!("fetching partition {p} at {next}: {e}"))?;
+            let batches =
+                split_batches(&f.records).map_err(|e| format!("partition {p} at {next}: {e}"))?;
+            for (s, h) in batches {
+                let bytes = &f.records[s..s + h.size()];
+                check_framing_and_crc(bytes)
+                    .map_err(|e| format!("partition {p} batch {}: {e}", h.base_offset))?;
+                for r in decode_records(bytes, &h).map_err(|e| e.to_string())? {
+                    if r.offset < next {
+                        continue;
+                    }
+                    if r.offset != next {
+                        return Err(format!(
+                            "partition {p}: offset {next} is missing (found {})",
+                            r.offset
+                        ));
+                    }
+                    if let Some(crc) = acked.remove(&(p, r.offset)) {
+                        let got = crc32c::crc32c(r.value.unwrap_or_default());
+                        if got != crc {
+                            return Err(format!(
+                                "partition {p} offset {}: checksum {got} != acknowledged {crc}",
+                                r.offset
+                            ));
+                        }
+                    }
+                    next += 1;
+                    in_log += 1;
+                }
+            }
+        }
+    }
+    if let Some(((p, o), _)) = acked.iter().min() {
+        return Err(format!(
+            "{} acknowledged records are missing, first: partition {p} offset {o}",
+            acked.len()
+        ));
+    }
+    let acknowledged = text.lines().count() as u64;
+    Ok(Verified {
+        acknowledged,
+        records_in_log: in_log,
+    })
+}
