@@ -4,7 +4,9 @@
 # Installs fio if missing, then runs `cargo bench --bench engine`, which measures fio's
 # sequential O_DIRECT io_uring write (bs=1M, iodepth=8) on the bench directory and prints
 # shardlog's single-partition append throughput as a ratio of it, and
-# `cargo bench --bench roundtrip` (produce round trips over loopback, direct and forwarded).
+# `cargo bench --bench roundtrip` (produce round trips over loopback, direct and forwarded),
+# `cargo bench --bench produce` (acks=1 vs acks=all throughput and latency, group commit) and
+# `cargo bench --bench recovery` (rescan of a 1 GiB active segment after kill -9).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,3 +20,5 @@ args=()
 export SHARDLOG_BENCH_DIR="${SHARDLOG_BENCH_DIR:-$PWD/target/bench-data}"
 cargo bench --bench engine -- "${args[@]}"
 cargo bench --bench roundtrip -- "${args[@]}"
+cargo bench --bench produce -- "${args[@]}"
+cargo bench --bench recovery -- "${args[@]}"
