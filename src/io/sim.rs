@@ -52,6 +52,45 @@ struct State {
     crashed: bool,
 }
 
+impl State {
+    /// Counts a write and applies the fault plan to it.
+    fn begin_write(&mut self) -> std::io::Result<()> {
+        self.writes += 1;
+        let n = self.writes;
+        if self.crash_at_write == Some(n) {
+            self.crashed = true;
+            return Err(crashed_err());
+        }
+        if let Some((at, errno)) = self.fail_write {
+            if at == n {
+                self.fail_write = None;
+                return Err(os_err(errno));
+            }
+        }
+        if self.disk_full {
+            return Err(os_err(libc::ENOSPC));
+        }
+        Ok(())
+    }
+
+    /// Counts an fdatasync and applies the fault plan to it.
+    fn begin_sync(&mut self) -> std::io::Result<()> {
+        self.syncs += 1;
+        let n = self.syncs;
+        if self.crash_at_sync == Some(n) {
+            self.crashed = true;
+            return Err(crashed_err());
+        }
+        if let Some((at, errno)) = self.fail_sync {
+            if at == n {
+                self.fail_sync = None;
+                return Err(os_err(errno));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Cheap to clone: all clones share one simulated disk.
 #[derive(Clone, Default)]
 pub struct SimStorage {
@@ -138,7 +177,7 @@ impl SimStorage {
     pub fn crash(&self, kind: CrashKind) {
         let mut s = self.state.borrow_mut();
         let mut rng = match kind {
-            CrashKind::TornPowerLoss { seed } => Some(fastrand_like(seed)),
+            CrashKind::TornPowerLoss { seed } => Some(fastrand::Rng::with_seed(seed)),
             _ => None,
         };
         for f in s.files.values_mut() {
@@ -155,11 +194,11 @@ impl SimStorage {
                         .count();
                     if f.volatile.len() > common {
                         let lost = &f.volatile[common..];
-                        let keep = (rng() as usize) % (lost.len() + 1);
+                        let keep = rng.usize(0..=lost.len());
                         out.truncate(common);
                         out.extend_from_slice(&lost[..keep]);
-                        let garbage = (rng() as usize) % 513;
-                        out.extend((0..garbage).map(|_| rng() as u8));
+                        let garbage = rng.usize(0..=512);
+                        out.extend((0..garbage).map(|_| rng.u8(..)));
                     }
                     f.durable = out.clone();
                     f.volatile = out;
@@ -209,17 +248,6 @@ impl SimStorage {
     }
 }
 
-/// A tiny xorshift generator so the simulator needs no RNG crate.
-fn fastrand_like(seed: u64) -> impl FnMut() -> u64 {
-    let mut x = seed | 1;
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
-}
-
 struct SimHandle {
     sim: SimStorage,
     path: PathBuf,
@@ -253,21 +281,7 @@ impl StorageFile for SimHandle {
                 return Err(os_err(libc::EBADF));
             }
             let mut s = self.sim.state.borrow_mut();
-            s.writes += 1;
-            let n = s.writes;
-            if s.crash_at_write == Some(n) {
-                s.crashed = true;
-                return Err(crashed_err());
-            }
-            if let Some((at, errno)) = s.fail_write {
-                if at == n {
-                    s.fail_write = None;
-                    return Err(os_err(errno));
-                }
-            }
-            if s.disk_full {
-                return Err(os_err(libc::ENOSPC));
-            }
+            s.begin_write()?;
             let f = s
                 .files
                 .get_mut(&self.path)
@@ -300,18 +314,7 @@ impl StorageFile for SimHandle {
         Box::pin(async move {
             self.check()?;
             let mut s = self.sim.state.borrow_mut();
-            s.syncs += 1;
-            let n = s.syncs;
-            if s.crash_at_sync == Some(n) {
-                s.crashed = true;
-                return Err(crashed_err());
-            }
-            if let Some((at, errno)) = s.fail_sync {
-                if at == n {
-                    s.fail_sync = None;
-                    return Err(os_err(errno));
-                }
-            }
+            s.begin_sync()?;
             let f = s
                 .files
                 .get_mut(&self.path)
@@ -410,22 +413,8 @@ impl Storage for SimStorage {
                 return Err(crashed_err());
             }
             // Counts as one write and one sync, so plans can target it.
-            s.writes += 1;
-            let n = s.writes;
-            if s.crash_at_write == Some(n) {
-                s.crashed = true;
-                return Err(crashed_err());
-            }
-            if let Some((at, errno)) = s.fail_write {
-                if at == n {
-                    s.fail_write = None;
-                    return Err(os_err(errno));
-                }
-            }
-            if s.disk_full {
-                return Err(os_err(libc::ENOSPC));
-            }
-            s.syncs += 1;
+            s.begin_write()?;
+            s.begin_sync()?;
             s.files.insert(
                 path,
                 SimFile {

@@ -54,20 +54,20 @@ pub async fn produce(
         let bootstrap = bootstrap.to_string();
         let topic = topic.to_string();
         tasks.push(glommio::spawn_local(async move {
-            let mut rng = fastrand_seeded(seed ^ (conn as u64 + 1));
+            let mut rng = fastrand::Rng::with_seed(seed ^ (conn as u64 + 1));
             let Ok(mut c) = Client::connect(&bootstrap).await else {
                 return 0u64;
             };
             let mut acked = 0u64;
             let mut n = 0u64;
             while Instant::now() < deadline {
-                let p = (rng() % partitions as u64) as i32;
-                let count = 1 + (rng() % 5) as usize;
+                let p = rng.i32(0..partitions);
+                let count = rng.usize(1..=5);
                 let values: Vec<Vec<u8>> = (0..count)
                     .map(|i| {
-                        let len = (rng() % 3000) as usize;
+                        let len = rng.usize(0..3000);
                         let mut v = format!("c{conn}-n{n}-i{i}-").into_bytes();
-                        v.extend((0..len).map(|_| b'a' + (rng() % 26) as u8));
+                        v.extend((0..len).map(|_| rng.alphabetic() as u8));
                         v
                     })
                     .collect();
@@ -101,16 +101,6 @@ pub async fn produce(
     }
     file.borrow_mut().sync_all().map_err(|e| e.to_string())?;
     Ok(total)
-}
-
-fn fastrand_seeded(seed: u64) -> impl FnMut() -> u64 {
-    let mut x = seed | 1;
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
 }
 
 /// Result of a verification.
