@@ -41,8 +41,12 @@ fn one_case(seed: u64) {
             index_interval_bytes: rng.u64(0..500),
             ..LogConfig::default()
         };
+        // A small shared page cache: reads after every crash and reopen must never see pages
+        // of the files as they were before.
+        let cache = shardlog::io::PageCache::shared(rng.u64(0..8) * 16 * 1024);
         let open = |clean| {
             let storage = sim.as_storage();
+            let cache = cache.clone();
             let dir = dir.clone();
             let config = config.clone();
             async move {
@@ -52,6 +56,7 @@ fn one_case(seed: u64) {
                     config,
                     OpenOptions {
                         clean_shutdown: clean,
+                        cache: Some(cache),
                     },
                 )
                 .await

@@ -12,6 +12,19 @@ use shardlog::log::{
 };
 use shardlog::LogConfig;
 
+/// Both indexes of segment `i` as (offset, position) and (timestamp, offset) pairs.
+async fn entries(log: &PartitionLog, i: usize) -> (Vec<(i64, u32)>, Vec<(i64, i64)>) {
+    let (oi, ti) = log.segments()[i].indexes(log.config()).await.unwrap();
+    (
+        (0..oi.len())
+            .map(|k| (oi.entry(k).offset, oi.entry(k).position))
+            .collect(),
+        (0..ti.len())
+            .map(|k| (ti.entry(k).timestamp, ti.entry(k).offset))
+            .collect(),
+    )
+}
+
 fn small_config() -> LogConfig {
     LogConfig {
         index_interval_bytes: 1,
@@ -169,9 +182,10 @@ fn rolls_when_an_index_is_full() {
             log.append(&single(100 + i, 10)).await.unwrap();
         }
         assert!(log.segments().len() > 1);
-        for seg in log.segments() {
-            assert!(seg.offset_index().len() <= 3);
-            assert!(seg.time_index().len() <= 2);
+        for i in 0..log.segments().len() {
+            let (oi, ti) = entries(&log, i).await;
+            assert!(oi.len() <= 3);
+            assert!(ti.len() <= 2);
         }
         for off in 0..10 {
             let data = log.read(off, 1).await.unwrap();
@@ -365,26 +379,27 @@ fn index_entries_follow_kafka_rule() {
             index_interval_bytes: s,
             ..LogConfig::default()
         };
-        let mut log = PartitionLog::open(&dir.join("t-0"), config).await.unwrap();
+        let mut log = PartitionLog::open(&dir.join("t-0"), config.clone())
+            .await
+            .unwrap();
         for i in 0..7 {
             let ts = [10 * i, 10 * i + 1];
             log.append(&batch_with_timestamps(&ts)).await.unwrap();
         }
-        let seg = &log.segments()[0];
-        let idx = seg.offset_index();
         // Entries at the 3rd, 5th and 7th batch (batch i has offsets 2i, 2i+1).
-        let got: Vec<(i64, u32)> = (0..idx.len())
-            .map(|i| (idx.entry(i).offset, idx.entry(i).position))
-            .collect();
+        let (oi, ti) = entries(&log, 0).await;
         assert_eq!(
-            got,
+            oi,
             vec![(5, 2 * s as u32), (9, 4 * s as u32), (13, 6 * s as u32)]
         );
-        let ti = seg.time_index();
-        let got: Vec<(i64, i64)> = (0..ti.len())
-            .map(|i| (ti.entry(i).timestamp, ti.entry(i).offset))
-            .collect();
-        assert_eq!(got, vec![(21, 5), (41, 9), (61, 13)]);
+        assert_eq!(ti, vec![(21, 5), (41, 9), (61, 13)]);
+        // The same after sealing, read back through the index files.
+        log.close().await.unwrap();
+        let log = PartitionLog::open(&dir.join("t-0"), config).await.unwrap();
+        let (oi2, ti2) = entries(&log, 0).await;
+        assert_eq!(oi2, oi);
+        // Sealing adds the final max-timestamp entry (61 is already the max: none added).
+        assert_eq!(ti2, ti);
     });
 }
 
@@ -403,27 +418,23 @@ fn reopen_keeps_everything_and_appends_continue() {
                 .await
                 .unwrap();
         }
-        let summary = |log: &PartitionLog| {
-            log.segments()
-                .iter()
-                .map(|s| {
-                    let oi: Vec<_> = (0..s.offset_index().len())
-                        .map(|i| s.offset_index().entry(i))
-                        .collect();
-                    let ti: Vec<_> = (0..s.time_index().len())
-                        .map(|i| s.time_index().entry(i))
-                        .collect();
-                    (
-                        s.base_offset(),
-                        s.size(),
-                        s.next_offset(),
-                        s.max_timestamp(),
-                        oi,
-                        ti,
-                    )
-                })
-                .collect::<Vec<_>>()
-        };
+        async fn summary(
+            log: &PartitionLog,
+        ) -> Vec<(i64, u64, i64, i64, Vec<(i64, u32)>, Vec<(i64, i64)>)> {
+            let mut out = Vec::new();
+            for (i, s) in log.segments().iter().enumerate() {
+                let (oi, ti) = entries(log, i).await;
+                out.push((
+                    s.base_offset(),
+                    s.size(),
+                    s.next_offset(),
+                    s.max_timestamp(),
+                    oi,
+                    ti,
+                ));
+            }
+            out
+        }
         let mut all = Vec::new();
         for o in 0..100 {
             all.push(log.read(o, 1).await.unwrap());
@@ -431,7 +442,7 @@ fn reopen_keeps_everything_and_appends_continue() {
         log.close().await.unwrap();
 
         let mut log = PartitionLog::open(&pdir, config.clone()).await.unwrap();
-        let after = summary(&log);
+        let after = summary(&log).await;
         assert!(after.len() > 3);
         assert_eq!(log.log_end_offset(), 100);
         for o in 0..100 {
@@ -446,7 +457,7 @@ fn reopen_keeps_everything_and_appends_continue() {
         // Close again without appends and compare the full state.
         log.close().await.unwrap();
         let mut log = PartitionLog::open(&pdir, config.clone()).await.unwrap();
-        assert_eq!(summary(&log), after);
+        assert_eq!(summary(&log).await, after);
         // Appends continue after the last offset, in the reopened (partial) tail block.
         let info = log.append(&single(5_000, 30)).await.unwrap();
         assert_eq!(info.base_offset, 100);
@@ -482,7 +493,7 @@ fn missing_or_damaged_index_files_are_rebuilt_on_open() {
         bytes.truncate(bytes.len() - 5);
         std::fs::write(&first_time, bytes).unwrap();
         let mut log = PartitionLog::open(&pdir, config).await.unwrap();
-        assert!(!log.segments()[0].offset_index().is_empty());
+        assert!(!entries(&log, 0).await.0.is_empty());
         for i in 0..60 {
             assert_eq!(ts_lookup(&mut log, i * 10).await, Some((i, i * 10)));
             let h = BatchHeader::parse(&log.read(i, 1).await.unwrap()).unwrap();

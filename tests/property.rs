@@ -9,7 +9,8 @@ mod common;
 use common::run;
 use shardlog::format::batch::{decode_records, split_batches};
 use shardlog::format::{BatchBuilder, RecordSpec};
-use shardlog::log::{PartitionLog, MAX_TIMESTAMP};
+use shardlog::io::{DmaStorage, PageCache};
+use shardlog::log::{OpenOptions, PartitionLog, MAX_TIMESTAMP};
 use shardlog::LogConfig;
 
 #[derive(Clone, Copy)]
@@ -39,7 +40,24 @@ fn one_case(seed: u64) {
             ..LogConfig::default()
         };
         let pdir = dir.join("prop-0");
-        let mut log = PartitionLog::open(&pdir, config.clone()).await.unwrap();
+        // Reads go through a page cache of random size (0 = none), as on a shard, and sealed
+        // segments look their indexes up page by page.
+        let cache = PageCache::shared(rng.u64(0..6) * 8192);
+        let storage = DmaStorage::new(dir.clone());
+        let open = || {
+            let (storage, pdir, config, cache) =
+                (storage.clone(), pdir.clone(), config.clone(), cache.clone());
+            async move {
+                let opts = OpenOptions {
+                    clean_shutdown: false,
+                    cache: Some(cache),
+                };
+                PartitionLog::open_with(storage, &pdir, config, opts)
+                    .await
+                    .unwrap()
+            }
+        };
+        let mut log = open().await;
         let mut records: Vec<Rec> = Vec::new();
         let mut next = 0i64;
         let n_batches = rng.usize(1..120);
@@ -70,7 +88,7 @@ fn one_case(seed: u64) {
                 1 => log.sync().await.unwrap(),
                 2 => {
                     log.close().await.unwrap();
-                    log = PartitionLog::open(&pdir, config.clone()).await.unwrap();
+                    log = open().await;
                 }
                 _ => {}
             }
@@ -79,6 +97,9 @@ fn one_case(seed: u64) {
 
         // Every offset: the batch read first contains it, and the record is there.
         for r in &records {
+            if rng.u8(0..8) == 0 {
+                cache.borrow_mut().clear(); // a cold lookup now and then
+            }
             let max_bytes = rng.usize(1..4096);
             let data = log.read(r.offset, max_bytes).await.unwrap();
             let parts = split_batches(&data).unwrap();

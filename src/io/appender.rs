@@ -18,6 +18,7 @@ use std::rc::Rc;
 
 use glommio::Task;
 
+use super::cache::{next_file_id, read_through, SharedPageCache};
 use super::storage::{IoBuf, OpenMode, Storage, StorageFile};
 use super::{align_down, align_up, BLOCK};
 use crate::error::{Error, Result};
@@ -37,6 +38,9 @@ struct InFlight {
 pub struct LogFile {
     path: PathBuf,
     file: Rc<dyn StorageFile>,
+    /// Key of this handle's pages in the shard's page cache.
+    id: u64,
+    cache: Option<SharedPageCache>,
     /// Logical size: bytes appended.
     size: u64,
     /// File position of `staging[0]`; always block-aligned.
@@ -58,7 +62,11 @@ fn short_write(expected: usize, got: usize) -> std::io::Error {
 
 impl LogFile {
     /// Creates a new, empty log file. Fails if the file already exists.
-    pub async fn create(storage: &dyn Storage, path: &Path) -> Result<Self> {
+    pub async fn create(
+        storage: &dyn Storage,
+        path: &Path,
+        cache: Option<SharedPageCache>,
+    ) -> Result<Self> {
         let file = storage
             .open(path, OpenMode::CreateNew)
             .await
@@ -67,6 +75,8 @@ impl LogFile {
         Ok(LogFile {
             path: path.to_path_buf(),
             file,
+            id: next_file_id(),
+            cache,
             size: 0,
             staging_pos: 0,
             staging: Some(staging),
@@ -79,7 +89,12 @@ impl LogFile {
 
     /// Opens an existing log file whose valid data is `[0, size)` for appending: the partial
     /// last block is read back into memory; anything after `size` will be overwritten.
-    pub async fn open_for_append(storage: &dyn Storage, path: &Path, size: u64) -> Result<Self> {
+    pub async fn open_for_append(
+        storage: &dyn Storage,
+        path: &Path,
+        size: u64,
+        cache: Option<SharedPageCache>,
+    ) -> Result<Self> {
         let file = storage
             .open(path, OpenMode::ReadWrite)
             .await
@@ -104,6 +119,8 @@ impl LogFile {
         Ok(LogFile {
             path: path.to_path_buf(),
             file,
+            id: next_file_id(),
+            cache,
             size,
             staging_pos,
             staging: Some(staging),
@@ -115,7 +132,12 @@ impl LogFile {
     }
 
     /// Opens a sealed log file read-only; `size` is its valid length.
-    pub async fn open_sealed(storage: &dyn Storage, path: &Path, size: u64) -> Result<Self> {
+    pub async fn open_sealed(
+        storage: &dyn Storage,
+        path: &Path,
+        size: u64,
+        cache: Option<SharedPageCache>,
+    ) -> Result<Self> {
         let file = storage
             .open(path, OpenMode::ReadOnly)
             .await
@@ -123,6 +145,8 @@ impl LogFile {
         Ok(LogFile {
             path: path.to_path_buf(),
             file,
+            id: next_file_id(),
+            cache,
             size,
             staging_pos: size,
             staging: None,
@@ -201,6 +225,11 @@ impl LogFile {
                 let fresh = self.file.alloc_buffer(CHUNK);
                 let full = self.staging.replace(fresh).expect("checked writable");
                 let pos = self.staging_pos;
+                if let Some(cache) = &self.cache {
+                    cache
+                        .borrow_mut()
+                        .insert_written(self.id, pos, full.as_bytes());
+                }
                 self.staging_pos += CHUNK as u64;
                 self.submit(full, pos);
                 while self.in_flight.len() > MAX_IN_FLIGHT {
@@ -269,8 +298,15 @@ impl LogFile {
                 Ok(n) => return Err(self.poison("write", short_write(padded, n))),
                 Err(e) => return Err(self.poison("write", e)),
             }
-            // Keep only the partial tail block in memory: full blocks are on the device now.
+            // Keep only the partial tail block in memory: full blocks are on the device now
+            // (and in the read cache).
             let full = align_down(staged as u64) as usize;
+            if let Some(cache) = &self.cache {
+                let staging = self.staging.as_ref().expect("writable").as_bytes();
+                cache
+                    .borrow_mut()
+                    .insert_written(self.id, self.staging_pos, &staging[..full]);
+            }
             if full > 0 {
                 let staging = self.staging.as_mut().expect("writable").as_bytes_mut();
                 staging.copy_within(full..staged, 0);
@@ -351,11 +387,11 @@ impl LogFile {
                 self.drain().await?;
             }
             let want = (disk_end - pos) as usize;
-            let chunk = self
-                .file
-                .read_at(pos, want)
-                .await
-                .map_err(|e| Error::io("read", &self.path, e))?;
+            let chunk = match &self.cache {
+                Some(cache) => read_through(cache, self.file.as_ref(), self.id, pos, want).await,
+                None => self.file.read_at(pos, want).await,
+            }
+            .map_err(|e| Error::io("read", &self.path, e))?;
             if chunk.len() < want {
                 return Err(Error::corruption(
                     &self.path,

@@ -1,6 +1,7 @@
 //! Production storage: glommio `DmaFile` (O_DIRECT through io_uring) for data and index
 //! files; std::fs for directory operations (metadata, not data path).
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -14,12 +15,14 @@ use super::{align_up, MAX_IO};
 /// directory); it is primed before the first open on each thread.
 pub struct DmaStorage {
     probe_dir: PathBuf,
+    reads: Rc<Cell<u64>>,
 }
 
 impl DmaStorage {
     pub fn new(probe_dir: impl Into<PathBuf>) -> Rc<Self> {
         Rc::new(DmaStorage {
             probe_dir: probe_dir.into(),
+            reads: Rc::new(Cell::new(0)),
         })
     }
 }
@@ -27,6 +30,7 @@ impl DmaStorage {
 struct DmaStorageFile {
     path: PathBuf,
     file: DmaFile,
+    reads: Rc<Cell<u64>>,
 }
 
 fn gerr(e: glommio::GlommioError<()>) -> std::io::Error {
@@ -60,6 +64,7 @@ impl StorageFile for DmaStorageFile {
             let mut out = Vec::with_capacity(len);
             while out.len() < len {
                 let want = (len - out.len()).min(MAX_IO);
+                self.reads.set(self.reads.get() + 1);
                 let chunk = self
                     .file
                     .read_at(pos + out.len() as u64, want)
@@ -117,7 +122,11 @@ impl Storage for DmaStorage {
                 OpenMode::ReadOnly => o.read(true),
             };
             let file = o.dma_open(&path).await.map_err(gerr)?;
-            Ok(Rc::new(DmaStorageFile { path, file }) as Rc<dyn StorageFile>)
+            Ok(Rc::new(DmaStorageFile {
+                path,
+                file,
+                reads: self.reads.clone(),
+            }) as Rc<dyn StorageFile>)
         })
     }
 
@@ -197,5 +206,9 @@ impl Storage for DmaStorage {
     fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()> {
         let dir = dir.to_path_buf();
         Box::pin(async move { std::fs::File::open(&dir)?.sync_all() })
+    }
+
+    fn device_reads(&self) -> u64 {
+        self.reads.get()
     }
 }

@@ -6,12 +6,14 @@
 //! larger than 1 MiB, never O_APPEND.
 
 mod appender;
+pub mod cache;
 mod dma_storage;
 mod probe;
 pub mod sim;
 pub mod storage;
 
 pub use appender::LogFile;
+pub use cache::{PageCache, SharedPageCache};
 pub use dma_storage::DmaStorage;
 pub use probe::ensure_iopoll_probe_workaround;
 pub use storage::{with_suffix, IoBuf, OpenMode, Storage, StorageFile};

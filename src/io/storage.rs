@@ -86,6 +86,10 @@ pub trait Storage {
     fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()>;
     fn create_dir_all(&self, dir: &Path) -> std::io::Result<()>;
     fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()>;
+    /// Reads submitted to the device so far (each read of at most 1 MiB counts once).
+    fn device_reads(&self) -> u64 {
+        0
+    }
 }
 
 /// `path` with `suffix` appended to its file name.

@@ -8,20 +8,23 @@ use std::rc::Rc;
 
 use super::checkpoint::{read_recovery_point, write_recovery_point};
 use super::segment::{segment_path, Segment, Truncation};
+use super::LogIo;
 use super::{
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
 };
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::io::Storage;
+use crate::io::{SharedPageCache, Storage};
 
 /// How to open a partition.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct OpenOptions {
     /// The previous run shut down cleanly (the server's `.clean-shutdown` marker was
     /// present): skip the recovery scan. The default, false, always recovers from the
     /// checkpointed recovery point, which is safe.
     pub clean_shutdown: bool,
+    /// The shard's page cache for reads of `.log` and index files (none: uncached).
+    pub cache: Option<SharedPageCache>,
 }
 
 pub struct Loaded {
@@ -143,6 +146,10 @@ pub async fn load(
     config: &LogConfig,
     opts: OpenOptions,
 ) -> Result<Loaded> {
+    let io = LogIo {
+        storage: storage.clone(),
+        cache: opts.cache.clone(),
+    };
     storage
         .create_dir_all(dir)
         .map_err(|e| Error::io("create directory", dir, e))?;
@@ -164,7 +171,7 @@ pub async fn load(
         let next_base = bases.get(i + 1).copied();
         let needs_recovery = !opts.clean_shutdown && next_base.is_none_or(|nb| nb > recovery_point);
         if !needs_recovery {
-            match Segment::open(storage.clone(), dir, base, config, last).await {
+            match Segment::open(io.clone(), dir, base, config, last).await {
                 Ok(seg) => {
                     segments.push(seg);
                     i += 1;
@@ -179,7 +186,7 @@ pub async fn load(
         }
         let min_next = segments.last().map_or(base, |s| s.next_offset());
         let (seg, truncation) =
-            Segment::recover(storage.clone(), dir, base, config, min_next, last).await?;
+            Segment::recover(io.clone(), dir, base, config, min_next, last).await?;
         match truncation {
             None => {
                 segments.push(seg);
@@ -197,7 +204,7 @@ pub async fn load(
                 } else {
                     // It becomes the active segment: reopen it for appending.
                     seg.abandon().await;
-                    Segment::recover(storage.clone(), dir, base, config, min_next, true)
+                    Segment::recover(io.clone(), dir, base, config, min_next, true)
                         .await?
                         .0
                 };
@@ -207,7 +214,7 @@ pub async fn load(
         }
     }
     if segments.is_empty() {
-        segments.push(Segment::create(storage.clone(), dir, 0, config).await?);
+        segments.push(Segment::create(io.clone(), dir, 0, config).await?);
         dir_changed = true;
     }
     if dir_changed {

@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod index_state;
 pub mod loader;
 pub mod offset_index;
+pub mod paged_index;
 pub mod partition;
 pub mod recovery;
 pub mod scan;
@@ -34,3 +35,10 @@ pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
 pub const DELETED_SUFFIX: &str = ".deleted";
 pub const CLEANED_SUFFIX: &str = ".cleaned";
 pub const SWAP_SUFFIX: &str = ".swap";
+
+/// How the log layer reaches files: the storage, and the shard's page cache (if any).
+#[derive(Clone)]
+pub struct LogIo {
+    pub storage: std::rc::Rc<dyn crate::io::Storage>,
+    pub cache: Option<crate::io::SharedPageCache>,
+}

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::checkpoint::write_recovery_point;
 use super::loader::{load, OpenOptions};
 use super::segment::{Segment, Truncation};
-use super::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
+use super::{LogIo, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::format::batch::{self, set_base_offset, set_max_timestamp, split_batches};
@@ -42,7 +42,7 @@ pub struct TimestampOffset {
 }
 
 pub struct PartitionLog {
-    storage: Rc<dyn Storage>,
+    io: LogIo,
     dir: PathBuf,
     config: LogConfig,
     /// Sorted by base offset; the last one is the active segment.
@@ -82,7 +82,11 @@ impl PartitionLog {
         opts: OpenOptions,
     ) -> Result<Self> {
         config.validate()?;
-        let loaded = load(storage.clone(), dir, &config, opts).await?;
+        let io = LogIo {
+            storage: storage.clone(),
+            cache: opts.cache.clone(),
+        };
+        let loaded = load(storage, dir, &config, opts).await?;
         let log_start_offset = loaded.segments[0].base_offset();
         tracing::debug!(
             dir = %dir.display(),
@@ -91,7 +95,7 @@ impl PartitionLog {
             "partition opened"
         );
         Ok(PartitionLog {
-            storage,
+            io,
             dir: dir.to_path_buf(),
             config,
             segments: loaded.segments,
@@ -175,10 +179,13 @@ impl PartitionLog {
             return Ok(());
         };
         let loaded = load(
-            self.storage.clone(),
+            self.io.storage.clone(),
             &self.dir,
             &self.config,
-            OpenOptions::default(),
+            OpenOptions {
+                clean_shutdown: false,
+                cache: self.io.cache.clone(),
+            },
         )
         .await
         .map_err(|e| {
@@ -358,17 +365,19 @@ impl PartitionLog {
         if active.is_empty() && active.base_offset() == base_offset {
             return Ok(());
         }
-        active.seal().await?;
+        let config = self.config.clone();
+        let active = self.active_mut();
+        active.seal(&config).await?;
         self.recovery_point = self.recovery_point.max(self.active().next_offset());
-        let seg =
-            Segment::create(self.storage.clone(), &self.dir, base_offset, &self.config).await?;
+        let seg = Segment::create(self.io.clone(), &self.dir, base_offset, &self.config).await?;
         tracing::debug!(dir = %self.dir.display(), base_offset, "rolled segment");
         self.segments.push(seg);
-        self.storage
+        self.io
+            .storage
             .sync_dir(&self.dir)
             .await
             .map_err(|e| Error::io("fsync directory", &self.dir, e))?;
-        write_recovery_point(self.storage.as_ref(), &self.dir, self.recovery_point).await
+        write_recovery_point(self.io.storage.as_ref(), &self.dir, self.recovery_point).await
     }
 
     /// Writes everything appended to the device (acks=1: survives a process kill).
@@ -405,12 +414,13 @@ impl PartitionLog {
         let log_end = self.log_end_offset();
         let mut first_err = None;
         for seg in self.segments {
-            if let Err(e) = seg.close().await {
+            if let Err(e) = seg.close(&self.config).await {
                 first_err.get_or_insert(e);
             }
         }
         if first_err.is_none() {
-            if let Err(e) = write_recovery_point(self.storage.as_ref(), &self.dir, log_end).await {
+            if let Err(e) = write_recovery_point(self.io.storage.as_ref(), &self.dir, log_end).await
+            {
                 first_err = Some(e);
             }
         }

@@ -21,11 +21,20 @@ pub struct FoundBatch {
 /// not parse or a batch that runs past the end is reported as corruption at its position.
 pub async fn find_batch(
     log: &mut LogFile,
+    position: u64,
+    pred: impl FnMut(&BatchHeader) -> bool,
+) -> Result<Option<FoundBatch>> {
+    find_batch_from(log, position, Vec::new(), pred).await
+}
+
+/// As [`find_batch`], starting with `window`: bytes already read from `position`.
+pub async fn find_batch_from(
+    log: &mut LogFile,
     mut position: u64,
+    mut window: Vec<u8>,
     mut pred: impl FnMut(&BatchHeader) -> bool,
 ) -> Result<Option<FoundBatch>> {
     let size = log.size();
-    let mut window: Vec<u8> = Vec::new();
     let mut window_pos = position;
     while position < size {
         let off = (position - window_pos) as usize;

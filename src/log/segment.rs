@@ -1,29 +1,36 @@
-//! One segment: a `.log` file of record batches plus its sparse `.index` and `.timeindex`
-//! (derived state in [`IndexState`], kept in memory, written when the segment is sealed or
-//! closed).
+//! One segment: a `.log` file of record batches plus its sparse `.index` and `.timeindex`.
+//! The active segment keeps its indexes in memory ([`IndexState`]); they are written when it
+//! is sealed or closed. A sealed segment reads its indexes page by page through the shard's
+//! page cache ([`PagedIndexes`]) and keeps only a small summary in memory.
 
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
 use bytes::Bytes;
 
 use super::index_state::IndexState;
-use super::offset_index::OffsetIndex;
+use super::offset_index::{OffsetIndex, OffsetPosition};
+use super::paged_index::PagedIndexes;
 use super::recovery::scan_segment;
-use super::scan::{find_batch, whole_batches_len, FoundBatch};
-use super::time_index::TimeIndex;
-use super::{segment_file_name, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+use super::scan::{find_batch, find_batch_from, whole_batches_len, FoundBatch};
+use super::time_index::{TimeIndex, TimestampOffset};
+use super::{segment_file_name, LogIo, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::format::batch::{check_framing_and_crc, decode_records};
 use crate::format::BatchHeader;
-use crate::io::{LogFile, OpenMode, Storage};
+use crate::io::{LogFile, OpenMode};
+
+/// Bytes a lookup reads from the index position in one go: enough to cover the
+/// index interval and a typical batch, so a cold lookup costs one log read.
+const LOOKUP_READ: usize = 128 * 1024;
 
 pub struct Segment {
-    storage: Rc<dyn Storage>,
+    io: LogIo,
     dir: PathBuf,
     log: LogFile,
     idx: IndexState,
+    /// Set once sealed: lookups go through the index files instead of `idx`'s entries.
+    paged: Option<PagedIndexes>,
     created_ms: i64,
 }
 
@@ -41,27 +48,96 @@ pub fn segment_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
 }
 
 impl Segment {
-    fn assemble(storage: Rc<dyn Storage>, dir: &Path, log: LogFile, idx: IndexState) -> Self {
+    fn assemble(io: LogIo, dir: &Path, log: LogFile, idx: IndexState) -> Self {
         Segment {
-            storage,
+            io,
             dir: dir.to_path_buf(),
             log,
             idx,
+            paged: None,
             created_ms: crate::time::now_ms(),
+        }
+    }
+
+    /// Switches a sealed segment whose index files match `idx` to paged lookups, freeing
+    /// the in-memory entries.
+    async fn page_out_indexes(&mut self, config: &LogConfig) {
+        let base = self.idx.base_offset;
+        let open = |suffix| {
+            let path = segment_path(&self.dir, base, suffix);
+            let storage = self.io.storage.clone();
+            async move { storage.open(&path, OpenMode::ReadOnly).await }
+        };
+        match (open(INDEX_SUFFIX).await, open(TIME_INDEX_SUFFIX).await) {
+            (Ok(of), Ok(tf)) => {
+                self.paged = Some(PagedIndexes::new(
+                    &self.idx.offset_index,
+                    of,
+                    &self.idx.time_index,
+                    tf,
+                    base,
+                    self.io.cache.clone(),
+                ));
+                self.idx.offset_index = OffsetIndex::new(base, config.max_offset_index_entries());
+                self.idx.time_index = TimeIndex::new(base, config.max_time_index_entries());
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!(dir = %self.dir.display(), base, error = %e, "keeping indexes in memory");
+            }
+        }
+    }
+
+    async fn offset_lookup(&self, target: i64) -> Result<OffsetPosition> {
+        match &self.paged {
+            Some(p) => p.offset_lookup(target).await.map_err(|e| {
+                Error::io(
+                    "read index",
+                    segment_path(&self.dir, self.idx.base_offset, INDEX_SUFFIX),
+                    e,
+                )
+            }),
+            None => Ok(self.idx.offset_index.lookup(target)),
+        }
+    }
+
+    async fn time_lookup(&self, target: i64) -> Result<TimestampOffset> {
+        match &self.paged {
+            Some(p) => p.time_lookup(target).await.map_err(|e| {
+                Error::io(
+                    "read index",
+                    segment_path(&self.dir, self.idx.base_offset, TIME_INDEX_SUFFIX),
+                    e,
+                )
+            }),
+            None => Ok(self.idx.time_index.lookup(target)),
+        }
+    }
+
+    /// Both indexes with every entry (read back from the files for a sealed segment).
+    pub async fn indexes(&self, config: &LogConfig) -> Result<(OffsetIndex, TimeIndex)> {
+        match &self.paged {
+            Some(p) => p
+                .load(
+                    config.max_offset_index_entries(),
+                    config.max_time_index_entries(),
+                )
+                .await
+                .map_err(|e| Error::io("read index", &self.dir, e)),
+            None => Ok((self.idx.offset_index.clone(), self.idx.time_index.clone())),
         }
     }
 
     /// Creates a new empty active segment.
     pub async fn create(
-        storage: Rc<dyn Storage>,
+        io: LogIo,
         dir: &Path,
         base_offset: i64,
         config: &LogConfig,
     ) -> Result<Self> {
         let path = segment_path(dir, base_offset, LOG_SUFFIX);
-        let log = LogFile::create(storage.as_ref(), &path).await?;
+        let log = LogFile::create(io.storage.as_ref(), &path, io.cache.clone()).await?;
         Ok(Self::assemble(
-            storage,
+            io,
             dir,
             log,
             IndexState::new(base_offset, config),
@@ -72,7 +148,7 @@ impl Segment {
     /// shutdown). Its `.log` ends at its last batch; index files that are missing or fail
     /// the sanity check are rebuilt from the `.log`.
     pub async fn open(
-        storage: Rc<dyn Storage>,
+        io: LogIo,
         dir: &Path,
         base_offset: i64,
         config: &LogConfig,
@@ -80,7 +156,8 @@ impl Segment {
     ) -> Result<Self> {
         let log_path = segment_path(dir, base_offset, LOG_SUFFIX);
         let size = {
-            let f = storage
+            let f = io
+                .storage
                 .open(&log_path, OpenMode::ReadOnly)
                 .await
                 .map_err(|e| Error::io("open", &log_path, e))?;
@@ -92,11 +169,11 @@ impl Segment {
             size
         };
         let log = if active {
-            LogFile::open_for_append(storage.as_ref(), &log_path, size).await?
+            LogFile::open_for_append(io.storage.as_ref(), &log_path, size, io.cache.clone()).await?
         } else {
-            LogFile::open_sealed(storage.as_ref(), &log_path, size).await?
+            LogFile::open_sealed(io.storage.as_ref(), &log_path, size, io.cache.clone()).await?
         };
-        let mut seg = Self::assemble(storage, dir, log, IndexState::new(base_offset, config));
+        let mut seg = Self::assemble(io, dir, log, IndexState::new(base_offset, config));
         match seg.load_indexes(config).await {
             Ok(()) => seg.load_tail_state().await?,
             Err(why) => {
@@ -107,6 +184,9 @@ impl Segment {
                 }
             }
         }
+        if !active {
+            seg.page_out_indexes(config).await;
+        }
         Ok(seg)
     }
 
@@ -114,7 +194,7 @@ impl Segment {
     /// rebuilds the indexes, and truncates the `.log` at the first invalid batch (which is
     /// then reported). `min_next_offset` is the end of the previous segment.
     pub async fn recover(
-        storage: Rc<dyn Storage>,
+        io: LogIo,
         dir: &Path,
         base_offset: i64,
         config: &LogConfig,
@@ -122,7 +202,8 @@ impl Segment {
         active: bool,
     ) -> Result<(Self, Option<Truncation>)> {
         let log_path = segment_path(dir, base_offset, LOG_SUFFIX);
-        let file = storage
+        let file = io
+            .storage
             .open(&log_path, OpenMode::ReadWrite)
             .await
             .map_err(|e| Error::io("open", &log_path, e))?;
@@ -163,15 +244,29 @@ impl Segment {
             .await
             .map_err(|e| Error::io("fdatasync", &log_path, e))?;
         let _ = file.close().await;
+        let storage = io.storage.clone();
         let log = if active {
-            LogFile::open_for_append(storage.as_ref(), &log_path, scan.valid_size).await?
+            LogFile::open_for_append(
+                storage.as_ref(),
+                &log_path,
+                scan.valid_size,
+                io.cache.clone(),
+            )
+            .await?
         } else {
-            LogFile::open_sealed(storage.as_ref(), &log_path, scan.valid_size).await?
+            LogFile::open_sealed(
+                storage.as_ref(),
+                &log_path,
+                scan.valid_size,
+                io.cache.clone(),
+            )
+            .await?
         };
-        let mut seg = Self::assemble(storage, dir, log, scan.state);
+        let mut seg = Self::assemble(io, dir, log, scan.state);
         if !active {
             seg.idx.add_final_time_entry();
             seg.write_indexes().await?;
+            seg.page_out_indexes(config).await;
         }
         Ok((seg, truncation))
     }
@@ -180,10 +275,11 @@ impl Segment {
         let base = self.idx.base_offset;
         let index_path = segment_path(&self.dir, base, INDEX_SUFFIX);
         let time_path = segment_path(&self.dir, base, TIME_INDEX_SUFFIX);
-        if !self.storage.exists(&index_path) || !self.storage.exists(&time_path) {
+        if !self.io.storage.exists(&index_path) || !self.io.storage.exists(&time_path) {
             return Err("index file missing".into());
         }
         let bytes = self
+            .io
             .storage
             .read_file(&index_path)
             .await
@@ -191,6 +287,7 @@ impl Segment {
         let oi = OffsetIndex::decode(base, &bytes, config.max_offset_index_entries())
             .map_err(|e| format!("{}: {e}", index_path.display()))?;
         let bytes = self
+            .io
             .storage
             .read_file(&time_path)
             .await
@@ -280,14 +377,6 @@ impl Segment {
         self.idx.max_timestamp
     }
 
-    pub fn offset_index(&self) -> &OffsetIndex {
-        &self.idx.offset_index
-    }
-
-    pub fn time_index(&self) -> &TimeIndex {
-        &self.idx.time_index
-    }
-
     pub fn log_file(&self) -> &LogFile {
         &self.log
     }
@@ -331,47 +420,72 @@ impl Segment {
 
     /// Makes the segment read-only: the final max-timestamp time entry, the `.log` trimmed
     /// and synced, and both index files written.
-    pub async fn seal(&mut self) -> Result<()> {
+    pub async fn seal(&mut self, config: &LogConfig) -> Result<()> {
+        if self.log.is_sealed() {
+            return Ok(());
+        }
         self.idx.add_final_time_entry();
         self.log.seal().await?;
-        self.write_indexes().await
+        self.write_indexes().await?;
+        self.page_out_indexes(config).await;
+        Ok(())
     }
 
     async fn write_indexes(&self) -> Result<()> {
         let base = self.idx.base_offset;
         let index_path = segment_path(&self.dir, base, INDEX_SUFFIX);
-        self.storage
+        self.io
+            .storage
             .write_file_atomic(&index_path, self.idx.offset_index.encode())
             .await
             .map_err(|e| Error::io("write", &index_path, e))?;
         let time_path = segment_path(&self.dir, base, TIME_INDEX_SUFFIX);
-        self.storage
+        self.io
+            .storage
             .write_file_atomic(&time_path, self.idx.time_index.encode())
             .await
             .map_err(|e| Error::io("write", &time_path, e))
     }
 
     /// Seals and closes the segment.
-    pub async fn close(mut self) -> Result<()> {
-        self.seal().await?;
+    pub async fn close(mut self, config: &LogConfig) -> Result<()> {
+        self.seal(config).await?;
+        if let Some(p) = self.paged.take() {
+            p.close().await;
+        }
         self.log.close().await
     }
 
     /// Drops the segment without writing anything (after a failure, before a reopen).
-    pub async fn abandon(self) {
+    pub async fn abandon(mut self) {
+        if let Some(p) = self.paged.take() {
+            p.close().await;
+        }
         self.log.abandon().await;
     }
 
     /// Reads whole batches starting with the one containing `offset`: as many as fit in
     /// `max_bytes`, but always at least one. `None` when no batch here reaches `offset`.
     pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<Option<Bytes>> {
-        let start = self.idx.offset_index.lookup(offset).position as u64;
-        let Some(found) = find_batch(&mut self.log, start, |h| h.last_offset() >= offset).await?
+        let start = self.offset_lookup(offset).await?.position as u64;
+        // One read from the index position usually covers the walk and the batches wanted,
+        // so a cold lookup costs one index page and one log read.
+        let ahead = self.log.read_at(start, LOOKUP_READ.max(max_bytes)).await?;
+        let Some(found) = find_batch_from(&mut self.log, start, ahead.clone(), |h| {
+            h.last_offset() >= offset
+        })
+        .await?
         else {
             return Ok(None);
         };
         let want = max_bytes.max(found.header.size());
-        let mut data = self.log.read_at(found.position, want).await?;
+        let skip = (found.position - start) as usize;
+        let in_ahead = skip + found.header.size() <= ahead.len();
+        let mut data = if in_ahead {
+            ahead[skip..(skip + want).min(ahead.len())].to_vec()
+        } else {
+            self.log.read_at(found.position, want).await?
+        };
         let keep = whole_batches_len(&data).max(found.header.size());
         data.truncate(keep);
         // Serve the batches before a corrupt one; report it when it comes first.
@@ -428,8 +542,8 @@ impl Segment {
         target: i64,
         start_offset: i64,
     ) -> Result<Option<(i64, i64)>> {
-        let from = self.idx.time_index.lookup(target).offset.max(start_offset);
-        let mut position = self.idx.offset_index.lookup(from).position as u64;
+        let from = self.time_lookup(target).await?.offset.max(start_offset);
+        let mut position = self.offset_lookup(from).await?.position as u64;
         loop {
             let Some(found) =
                 find_batch(&mut self.log, position, |h| h.max_timestamp >= target).await?

@@ -21,6 +21,10 @@ pub struct ServerConfig {
     pub max_partitions_per_topic: u32,
     /// Memory glommio registers for I/O buffers per shard.
     pub io_memory_bytes: usize,
+    /// Budget of each shard's read cache of `.log` and index pages.
+    pub cache_bytes: u64,
+    /// Let DropCaches come from other hosts than loopback.
+    pub allow_remote_admin: bool,
     /// Time allowed for in-flight requests to finish at shutdown.
     pub shutdown_timeout_ms: u64,
     /// How long an idle shard spins before parking in the kernel (0 = park at once).
@@ -41,6 +45,8 @@ impl Default for ServerConfig {
             max_connections_per_shard: 1024,
             max_partitions_per_topic: 1024,
             io_memory_bytes: 10 << 20,
+            cache_bytes: 256 << 20,
+            allow_remote_admin: false,
             shutdown_timeout_ms: 10_000,
             spin_before_park_us: 0,
         }
@@ -54,7 +60,8 @@ fn bad(key: &str, why: impl std::fmt::Display) -> String {
 impl ServerConfig {
     /// Applies a `key=value` file (`#` comments). Keys: data.dir, listen, shards,
     /// max.frame.bytes, max.inflight.bytes.per.connection, max.connections.per.shard,
-    /// max.partitions.per.topic, io.memory.bytes, shutdown.timeout.ms, spin.before.park.us.
+    /// max.partitions.per.topic, io.memory.bytes, cache.bytes, allow.remote.admin,
+    /// shutdown.timeout.ms, spin.before.park.us.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
@@ -87,6 +94,14 @@ impl ServerConfig {
             "max.connections.per.shard" => self.max_connections_per_shard = num(key, v)?,
             "max.partitions.per.topic" => self.max_partitions_per_topic = num(key, v)?,
             "io.memory.bytes" => self.io_memory_bytes = num(key, v)?,
+            "cache.bytes" => self.cache_bytes = num(key, v)?,
+            "allow.remote.admin" => {
+                self.allow_remote_admin = match v {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(bad(key, format!("{v:?} is not true or false"))),
+                }
+            }
             "shutdown.timeout.ms" => self.shutdown_timeout_ms = num(key, v)?,
             "spin.before.park.us" => self.spin_before_park_us = num(key, v)?,
             _ => return Err(format!("unknown server config key {key:?}")),
@@ -112,6 +127,9 @@ impl ServerConfig {
                 "max.inflight.bytes.per.connection",
                 "must be at least max.frame.bytes",
             ));
+        }
+        if self.cache_bytes > 1 << 40 {
+            return Err(bad("cache.bytes", "must be at most 1 TiB per shard"));
         }
         if self.spin_before_park_us > 1_000_000 {
             return Err(bad("spin.before.park.us", "must be at most 1 second"));

@@ -15,7 +15,7 @@ use super::config::ServerConfig;
 use super::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, TopicChange};
 use super::partition_actor::PartitionHandle;
 use super::topics::{validate_topic_name, AdminError, TopicConfig, TopicMeta};
-use crate::io::{DmaStorage, Storage};
+use crate::io::{DmaStorage, PageCache, SharedPageCache, Storage};
 use crate::log::{partition_dir, OpenOptions, PartitionLog};
 use crate::protocol::ErrorCode;
 
@@ -27,6 +27,8 @@ pub struct Shard {
     pub n: usize,
     pub config: Rc<ServerConfig>,
     storage: Rc<dyn Storage>,
+    /// This shard's read cache of `.log` and index pages.
+    pub cache: SharedPageCache,
     /// Whether the previous run shut down cleanly: partitions opened at start-up skip the
     /// recovery scan only then.
     previous_shutdown_clean: bool,
@@ -59,6 +61,7 @@ impl Shard {
             id,
             n: config.shards,
             storage: DmaStorage::new(config.data_dir.clone()),
+            cache: PageCache::shared(config.cache_bytes),
             previous_shutdown_clean,
             config,
             senders,
@@ -114,6 +117,7 @@ impl Shard {
             }
             let opts = OpenOptions {
                 clean_shutdown: self.previous_shutdown_clean,
+                cache: None,
             };
             self.open_owned(&meta, opts).await.map_err(|(_, m)| m)?;
             self.topics.borrow_mut().insert(meta.name.clone(), meta);
@@ -399,16 +403,21 @@ impl Shard {
     }
 
     /// Opens the partitions of `meta` this shard owns and starts their tasks.
-    async fn open_owned(&self, meta: &TopicMeta, opts: OpenOptions) -> OpResult {
+    async fn open_owned(&self, meta: &TopicMeta, mut opts: OpenOptions) -> OpResult {
+        opts.cache = Some(self.cache.clone());
         for (p, &owner) in meta.owners.iter().enumerate() {
             if owner as usize != self.id {
                 continue;
             }
             let dir = partition_dir(&self.config.data_dir, &meta.name, p as u32);
-            let log =
-                PartitionLog::open_with(self.storage.clone(), &dir, meta.config.log.clone(), opts)
-                    .await
-                    .map_err(|e| (ErrorCode::of(&e), format!("opening {}: {e}", dir.display())))?;
+            let log = PartitionLog::open_with(
+                self.storage.clone(),
+                &dir,
+                meta.config.log.clone(),
+                opts.clone(),
+            )
+            .await
+            .map_err(|e| (ErrorCode::of(&e), format!("opening {}: {e}", dir.display())))?;
             for t in log.recovery_truncations() {
                 tracing::warn!(file = %t.file.display(), position = t.position, bytes_dropped = t.bytes_dropped, reason = %t.reason, "recovery truncated a log");
             }

@@ -1,0 +1,165 @@
+//! Per-shard read cache of 4 KiB pages of the files a shard reads (segment `.log` files and
+//! index files), filled on write (full pages just written) and on read, bounded by a byte
+//! budget and evicted least-recently-used. One cache per shard, used only by that shard's
+//! executor: `Rc<RefCell<..>>`, no locks, nothing shared across cores.
+//!
+//! Pages are keyed by (file id, page number). File ids are unique per open file handle, so a
+//! file that is truncated and reopened (recovery) never sees its old pages; those age out.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use lru::LruCache;
+
+use super::StorageFile;
+
+pub const PAGE: u64 = 4096;
+
+/// A cached page: `PAGE` bytes, or fewer for the last page of a sealed file.
+pub type Page = Rc<[u8]>;
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub bytes: u64,
+    pub budget_bytes: u64,
+}
+
+pub struct PageCache {
+    pages: LruCache<(u64, u64), Page>,
+    budget_pages: usize,
+    hits: u64,
+    misses: u64,
+}
+
+pub type SharedPageCache = Rc<RefCell<PageCache>>;
+
+thread_local! {
+    static NEXT_FILE_ID: Cell<u64> = const { Cell::new(1) };
+}
+
+/// A process-unique (per thread) id for a newly opened file handle.
+pub fn next_file_id() -> u64 {
+    NEXT_FILE_ID.with(|c| {
+        let id = c.get();
+        c.set(id + 1);
+        id
+    })
+}
+
+impl PageCache {
+    pub fn shared(budget_bytes: u64) -> SharedPageCache {
+        Rc::new(RefCell::new(PageCache {
+            pages: LruCache::unbounded(),
+            budget_pages: (budget_bytes / PAGE) as usize,
+            hits: 0,
+            misses: 0,
+        }))
+    }
+
+    pub fn get(&mut self, file: u64, page: u64) -> Option<Page> {
+        let got = self.pages.get(&(file, page)).cloned();
+        if got.is_some() {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
+        got
+    }
+
+    /// Caches a copy of `data` as page `page` of `file`, evicting the least recently used
+    /// pages beyond the budget.
+    pub fn insert(&mut self, file: u64, page: u64, data: &[u8]) -> Page {
+        let p: Page = Rc::from(data);
+        if self.budget_pages > 0 {
+            self.pages.put((file, page), p.clone());
+            while self.pages.len() > self.budget_pages {
+                self.pages.pop_lru();
+            }
+        }
+        p
+    }
+
+    /// Caches every full page of `data`, which starts at page-aligned `pos` of `file`.
+    pub fn insert_written(&mut self, file: u64, pos: u64, data: &[u8]) {
+        if self.budget_pages == 0 {
+            return;
+        }
+        debug_assert_eq!(pos % PAGE, 0);
+        for (i, chunk) in data.chunks_exact(PAGE as usize).enumerate() {
+            self.insert(file, pos / PAGE + i as u64, chunk);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.pages.clear();
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits,
+            misses: self.misses,
+            bytes: self.pages.len() as u64 * PAGE,
+            budget_bytes: self.budget_pages as u64 * PAGE,
+        }
+    }
+}
+
+/// Reads `[pos, pos + len)` of `file` through the cache: cached pages are copied, each run
+/// of missing pages is read with one device read (page-aligned) and cached. Returns fewer
+/// bytes only at the end of the file.
+pub async fn read_through(
+    cache: &SharedPageCache,
+    file: &dyn StorageFile,
+    file_id: u64,
+    pos: u64,
+    len: usize,
+) -> std::io::Result<Vec<u8>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let end = pos + len as u64;
+    let first = pos / PAGE;
+    let last = (end - 1) / PAGE;
+    let mut pages: Vec<Option<Page>> = {
+        let mut c = cache.borrow_mut();
+        (first..=last).map(|p| c.get(file_id, p)).collect()
+    };
+    let mut i = 0;
+    while i < pages.len() {
+        if pages[i].is_some() {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < pages.len() && pages[j].is_none() {
+            j += 1;
+        }
+        let start = (first + i as u64) * PAGE;
+        let data = file.read_at(start, (j - i) * PAGE as usize).await?;
+        let mut c = cache.borrow_mut();
+        for (k, chunk) in data.chunks(PAGE as usize).enumerate() {
+            pages[i + k] = Some(c.insert(file_id, first + (i + k) as u64, chunk));
+        }
+        if data.len() < (j - i) * PAGE as usize {
+            break; // end of file
+        }
+        i = j;
+    }
+    let mut out = Vec::with_capacity(len);
+    for (k, page) in pages.iter().enumerate() {
+        let Some(page) = page else { break };
+        let page_start = (first + k as u64) * PAGE;
+        let a = pos.saturating_sub(page_start) as usize;
+        let b = ((end - page_start) as usize).min(page.len());
+        if a >= b {
+            break;
+        }
+        out.extend_from_slice(&page[a..b]);
+        if page.len() < PAGE as usize {
+            break;
+        }
+    }
+    Ok(out)
+}
