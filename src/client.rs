@@ -6,7 +6,7 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{Preallocated, TcpStream};
 
 use crate::protocol::{
-    ApiKey, ErrorCode, MetadataResponse, Request, Response, ResponseBody, ACKS_NONE,
+    ApiKey, ErrorCode, MetadataResponse, Request, Response, ResponseBody, StatsResponse, ACKS_NONE,
     DEFAULT_MAX_FRAME_BYTES,
 };
 
@@ -229,6 +229,30 @@ impl Client {
                 log_end_offset,
                 records,
             }),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// Makes the server's next lookups cold; returns its counters after dropping.
+    pub async fn drop_caches(
+        &mut self,
+        drop_kernel_page_cache: bool,
+    ) -> ClientResult<StatsResponse> {
+        match self
+            .call(&Request::DropCaches {
+                drop_kernel_page_cache,
+            })
+            .await?
+        {
+            ResponseBody::Stats(s) => Ok(s),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// The server's counters (device reads, cache hits and size, RSS).
+    pub async fn stats(&mut self) -> ClientResult<StatsResponse> {
+        match self.call(&Request::Stats).await? {
+            ResponseBody::Stats(s) => Ok(s),
             other => Self::unexpected(other),
         }
     }

@@ -211,4 +211,15 @@ impl Storage for DmaStorage {
     fn device_reads(&self) -> u64 {
         self.reads.get()
     }
+
+    fn drop_os_cache(&self, path: &Path) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::File::open(path)?;
+        // SAFETY: a valid descriptor; DONTNEED only drops clean cached pages.
+        let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if rc != 0 {
+            return Err(std::io::Error::from_raw_os_error(rc));
+        }
+        Ok(())
+    }
 }

@@ -90,6 +90,10 @@ pub trait Storage {
     fn device_reads(&self) -> u64 {
         0
     }
+    /// Asks the OS to drop its cached pages of a file (posix_fadvise DONTNEED).
+    fn drop_os_cache(&self, _path: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `path` with `suffix` appended to its file name.

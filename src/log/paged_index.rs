@@ -13,9 +13,19 @@ use crate::io::StorageFile;
 
 /// Offset-index entries per 4 KiB page (8-byte entries align with pages).
 const OFFSET_PER_PAGE: usize = PAGE as usize / OFFSET_ENTRY;
-/// Time-index entries per group (12-byte entries; a group fits in one page, but may start
-/// mid-page, so a group read touches at most two pages).
-const TIME_PER_GROUP: usize = PAGE as usize / TIME_ENTRY;
+/// 12-byte time-index entries do not align with pages: each page holds the entries that
+/// start and end inside it, and the one entry crossing into the next page (if any) is kept
+/// in memory, so a lookup still reads exactly one page.
+#[derive(Debug, Clone, Copy)]
+struct TimePage {
+    /// Index of the first entry entirely inside the page, and its timestamp.
+    first: usize,
+    first_ts: i64,
+    /// Entries entirely inside the page.
+    count: usize,
+    /// The entry crossing the page's end: (timestamp, relative offset).
+    crossing: Option<(i64, u32)>,
+}
 
 struct PagedFile {
     file: Rc<dyn StorageFile>,
@@ -29,8 +39,7 @@ pub struct PagedIndexes {
     /// First relative offset of each page of the offset index.
     offset_summary: Vec<u32>,
     times: PagedFile,
-    /// First timestamp of each group of the time index.
-    time_summary: Vec<i64>,
+    time_pages: Vec<TimePage>,
     cache: Option<SharedPageCache>,
 }
 
@@ -49,10 +58,29 @@ impl PagedIndexes {
             .step_by(OFFSET_PER_PAGE)
             .map(|i| (offset_index.entry(i).offset - base_offset) as u32)
             .collect();
-        let time_summary = (0..time_index.len())
-            .step_by(TIME_PER_GROUP)
-            .map(|i| time_index.entry(i).timestamp)
-            .collect();
+        let mut time_pages = Vec::new();
+        let n = time_index.len();
+        let page = PAGE as usize;
+        let mut p = 0usize;
+        while p * page < n * TIME_ENTRY {
+            let first = (p * page).div_ceil(TIME_ENTRY);
+            let end = ((p + 1) * page / TIME_ENTRY).min(n);
+            if first < n {
+                let crossing_idx = (p + 1) * page / TIME_ENTRY;
+                let crossing = (!((p + 1) * page).is_multiple_of(TIME_ENTRY) && crossing_idx < n)
+                    .then(|| {
+                        let e = time_index.entry(crossing_idx);
+                        (e.timestamp, (e.offset - base_offset) as u32)
+                    });
+                time_pages.push(TimePage {
+                    first,
+                    first_ts: time_index.entry(first).timestamp,
+                    count: end.saturating_sub(first),
+                    crossing,
+                });
+            }
+            p += 1;
+        }
         PagedIndexes {
             base_offset,
             offsets: PagedFile {
@@ -66,7 +94,7 @@ impl PagedIndexes {
                 id: next_file_id(),
                 entries: time_index.len(),
             },
-            time_summary,
+            time_pages,
             cache,
         }
     }
@@ -141,14 +169,27 @@ impl PagedIndexes {
             timestamp: -1,
             offset: self.base_offset,
         };
-        let group = self.time_summary.partition_point(|&t| t <= target);
-        if group == 0 {
+        let p = self.time_pages.partition_point(|tp| tp.first_ts <= target);
+        if p == 0 {
             return Ok(none);
         }
-        let first = (group - 1) * TIME_PER_GROUP;
-        let n = (self.times.entries - first).min(TIME_PER_GROUP);
+        let page = self.time_pages[p - 1];
+        // The crossing entry follows every entry of the page: if it qualifies, it is the
+        // floor (the next page starts above the target).
+        if let Some((ts, rel)) = page.crossing {
+            if ts <= target {
+                return Ok(TimestampOffset {
+                    timestamp: ts,
+                    offset: self.base_offset + rel as i64,
+                });
+            }
+        }
         let bytes = self
-            .read(&self.times, (first * TIME_ENTRY) as u64, n * TIME_ENTRY)
+            .read(
+                &self.times,
+                (page.first * TIME_ENTRY) as u64,
+                page.count * TIME_ENTRY,
+            )
             .await?;
         let mut best = none;
         for e in bytes.chunks_exact(TIME_ENTRY) {
@@ -186,5 +227,71 @@ impl PagedIndexes {
     pub async fn close(self) {
         let _ = self.offsets.file.close().await;
         let _ = self.times.file.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::sim::SimStorage;
+    use crate::io::{OpenMode, PageCache, Storage};
+
+    /// Paged lookups equal in-memory lookups for every target, across page boundaries
+    /// (including time entries that cross a page), cold and warm.
+    #[test]
+    fn paged_lookups_match_in_memory_ones() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let sim = SimStorage::new();
+                sim.create_dir_all("/d".as_ref()).unwrap();
+                let base = 1_000;
+                let mut oi = OffsetIndex::new(base, 100_000);
+                let mut ti = TimeIndex::new(base, 100_000);
+                for i in 0..2_000i64 {
+                    oi.append(base + 3 * i + 1, (i * 100 + 7) as u32).unwrap();
+                    ti.maybe_append(50_000 + 5 * i, base + 3 * i + 1, false);
+                }
+                sim.write_file_atomic("/d/x.index".as_ref(), oi.encode())
+                    .await
+                    .unwrap();
+                sim.write_file_atomic("/d/x.timeindex".as_ref(), ti.encode())
+                    .await
+                    .unwrap();
+                let of = sim
+                    .open("/d/x.index".as_ref(), OpenMode::ReadOnly)
+                    .await
+                    .unwrap();
+                let tf = sim
+                    .open("/d/x.timeindex".as_ref(), OpenMode::ReadOnly)
+                    .await
+                    .unwrap();
+                let cache = PageCache::shared(64 * 1024);
+                let paged = PagedIndexes::new(&oi, of, &ti, tf, base, Some(cache.clone()));
+                for round in 0..2 {
+                    if round == 1 {
+                        cache.borrow_mut().clear();
+                    }
+                    for t in (base - 5..base + 6_010).step_by(7) {
+                        assert_eq!(
+                            paged.offset_lookup(t).await.unwrap(),
+                            oi.lookup(t),
+                            "offset {t}"
+                        );
+                    }
+                    for t in (49_990..60_010).step_by(3) {
+                        assert_eq!(
+                            paged.time_lookup(t).await.unwrap(),
+                            ti.lookup(t),
+                            "time {t}"
+                        );
+                    }
+                }
+                let (o2, t2) = paged.load(100_000, 100_000).await.unwrap();
+                assert_eq!(o2.encode(), oi.encode());
+                assert_eq!(t2.encode(), ti.encode());
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 }

@@ -427,6 +427,28 @@ impl PartitionLog {
         first_err.map_or(Ok(()), Err)
     }
 
+    /// Makes the next reads cold as far as this partition goes: fdatasync the active
+    /// segment, then ask the OS to drop its cached pages of every file of the partition.
+    /// (The shard's page cache is cleared by the shard.)
+    pub async fn drop_os_caches(&mut self) -> Result<()> {
+        if self.poisoned.is_none() && self.needs_reopen.is_none() {
+            self.sync().await?;
+        }
+        let names = self
+            .io
+            .storage
+            .list(&self.dir)
+            .map_err(|e| Error::io("list", &self.dir, e))?;
+        for name in names {
+            let path = self.dir.join(name);
+            self.io
+                .storage
+                .drop_os_cache(&path)
+                .map_err(|e| Error::io("posix_fadvise", &path, e))?;
+        }
+        Ok(())
+    }
+
     /// Reads whole batches from the batch containing `offset`, up to `max_bytes` (at least
     /// one batch). `offset == log end` gives an empty result.
     pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<Bytes> {

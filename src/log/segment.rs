@@ -544,13 +544,38 @@ impl Segment {
     ) -> Result<Option<(i64, i64)>> {
         let from = self.time_lookup(target).await?.offset.max(start_offset);
         let mut position = self.offset_lookup(from).await?.position as u64;
+        // As in `read`: one read from the index position usually covers the walk and the
+        // batch, so a cold lookup costs two index pages and one log read.
+        let mut ahead_pos = position;
+        let mut ahead = self.log.read_at(position, LOOKUP_READ).await?;
         loop {
-            let Some(found) =
-                find_batch(&mut self.log, position, |h| h.max_timestamp >= target).await?
+            let window = if position >= ahead_pos && ((position - ahead_pos) as usize) < ahead.len()
+            {
+                ahead[(position - ahead_pos) as usize..].to_vec()
+            } else {
+                Vec::new()
+            };
+            let Some(found) = find_batch_from(&mut self.log, position, window, |h| {
+                h.max_timestamp >= target
+            })
+            .await?
             else {
                 return Ok(None);
             };
-            let data = self.read_batch(&found).await?;
+            let skip = found.position.checked_sub(ahead_pos).map(|s| s as usize);
+            let data = match skip {
+                Some(s) if s + found.header.size() <= ahead.len() => {
+                    let d = ahead[s..s + found.header.size()].to_vec();
+                    self.verify_batches(found.position, &d)?;
+                    d
+                }
+                _ => {
+                    let d = self.read_batch(&found).await?;
+                    ahead_pos = found.position;
+                    ahead = d.clone();
+                    d
+                }
+            };
             let records = decode_records(&data, &found.header)
                 .map_err(|e| Error::corruption(self.log.path(), found.position, e.to_string()))?;
             if let Some(r) = records

@@ -39,10 +39,12 @@ pub enum ErrorCode {
     /// A request that parses but asks for something impossible (e.g. 0 partitions).
     InvalidRequest = 21,
     Internal = 22,
+    /// DropCaches from a non-loopback peer while allow.remote.admin is off.
+    AdminNotAllowed = 23,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 23] = [
+    pub const ALL: [ErrorCode; 24] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -66,6 +68,7 @@ impl ErrorCode {
         ErrorCode::ShuttingDown,
         ErrorCode::InvalidRequest,
         ErrorCode::Internal,
+        ErrorCode::AdminNotAllowed,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

@@ -42,6 +42,11 @@ pub enum Request {
         partition: i32,
         timestamp: i64,
     },
+    /// Make the next lookups cold (loopback only unless the server allows remote admin).
+    DropCaches {
+        drop_kernel_page_cache: bool,
+    },
+    Stats,
 }
 
 /// Request header fields.
@@ -62,6 +67,8 @@ impl Request {
             Request::Produce { .. } => ApiKey::Produce,
             Request::Fetch { .. } => ApiKey::Fetch,
             Request::ListOffsets { .. } => ApiKey::ListOffsets,
+            Request::DropCaches { .. } => ApiKey::DropCaches,
+            Request::Stats => ApiKey::Stats,
         }
     }
 
@@ -118,6 +125,12 @@ impl Request {
             } => {
                 w.string(topic).i32(*partition).i64(*timestamp);
             }
+            Request::DropCaches {
+                drop_kernel_page_cache,
+            } => {
+                w.i8(*drop_kernel_page_cache as i8);
+            }
+            Request::Stats => {}
         }
         w.into_frame()
     }
@@ -180,6 +193,10 @@ impl Request {
                 partition: r.i32("partition")?,
                 timestamp: r.i64("timestamp")?,
             },
+            ApiKey::DropCaches => Request::DropCaches {
+                drop_kernel_page_cache: r.i8("drop_kernel_page_cache")? != 0,
+            },
+            ApiKey::Stats => Request::Stats,
         };
         r.finish()?;
         Ok(req)
@@ -227,6 +244,18 @@ impl MetadataResponse {
     }
 }
 
+/// Server counters, summed over shards (cumulative since start).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatsResponse {
+    pub shards: i32,
+    pub device_reads: i64,
+    pub cache_hits: i64,
+    pub cache_misses: i64,
+    pub cache_bytes: i64,
+    pub cache_budget_bytes: i64,
+    pub rss_bytes: i64,
+}
+
 /// Successful response bodies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResponseBody {
@@ -249,6 +278,8 @@ pub enum ResponseBody {
         offset: i64,
         timestamp: i64,
     },
+    /// For DropCaches (after dropping) and Stats.
+    Stats(StatsResponse),
 }
 
 /// A decoded response: either an error (code + message) or a body.
@@ -341,6 +372,15 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) {
         ResponseBody::ListOffsets { offset, timestamp } => {
             w.i64(*offset).i64(*timestamp);
         }
+        ResponseBody::Stats(s) => {
+            w.i32(s.shards)
+                .i64(s.device_reads)
+                .i64(s.cache_hits)
+                .i64(s.cache_misses)
+                .i64(s.cache_bytes)
+                .i64(s.cache_budget_bytes)
+                .i64(s.rss_bytes);
+        }
     }
 }
 
@@ -407,6 +447,15 @@ fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, Wire
             offset: r.i64("offset")?,
             timestamp: r.i64("timestamp")?,
         },
+        ApiKey::DropCaches | ApiKey::Stats => ResponseBody::Stats(StatsResponse {
+            shards: r.i32("shards")?,
+            device_reads: r.i64("device_reads")?,
+            cache_hits: r.i64("cache_hits")?,
+            cache_misses: r.i64("cache_misses")?,
+            cache_bytes: r.i64("cache_bytes")?,
+            cache_budget_bytes: r.i64("cache_budget_bytes")?,
+            rss_bytes: r.i64("rss_bytes")?,
+        }),
     })
 }
 
@@ -458,6 +507,10 @@ mod tests {
             partition: 1,
             timestamp: -3,
         });
+        round_trip(Request::DropCaches {
+            drop_kernel_page_cache: true,
+        });
+        round_trip(Request::Stats);
     }
 
     #[test]

@@ -29,10 +29,12 @@ pub enum ApiKey {
     Produce = 4,
     Fetch = 5,
     ListOffsets = 6,
+    DropCaches = 7,
+    Stats = 8,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 7] = [
+    pub const ALL: [ApiKey; 9] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -40,6 +42,8 @@ impl ApiKey {
         ApiKey::Produce,
         ApiKey::Fetch,
         ApiKey::ListOffsets,
+        ApiKey::DropCaches,
+        ApiKey::Stats,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

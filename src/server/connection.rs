@@ -31,6 +31,10 @@ enum Next {
 
 pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
+    let peer_is_loopback = stream
+        .peer_addr()
+        .map(|a| a.ip().is_loopback())
+        .unwrap_or(false);
     // SAFETY: dup returns a new descriptor we own; the TcpStream takes ownership of it.
     let write_fd = unsafe { libc::dup(stream.as_raw_fd()) };
     if write_fd < 0 {
@@ -116,7 +120,11 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
         if reader.read_exact(&mut body).await.is_err() {
             break;
         }
-        let task = glommio::spawn_local(handle_frame(shard.clone(), Bytes::from(body)));
+        let task = glommio::spawn_local(handle_frame(
+            shard.clone(),
+            Bytes::from(body),
+            peer_is_loopback,
+        ));
         if tx.send((task, Some(permit))).await.is_err() {
             break;
         }

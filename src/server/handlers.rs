@@ -9,7 +9,8 @@ use super::messages::{OpOk, OpResult, PartitionOp};
 use super::shard::Shard;
 use crate::protocol::{
     ApiKey, ErrorCode, MetadataResponse, PartitionMetadata, Request, Response, ResponseBody,
-    ShardInfo, TopicMetadata, WireReader, ACKS_ALL, ACKS_LEADER, ACKS_NONE, REQUEST_HEADER,
+    ShardInfo, StatsResponse, TopicMetadata, WireReader, ACKS_ALL, ACKS_LEADER, ACKS_NONE,
+    REQUEST_HEADER,
 };
 
 /// Space a Fetch response needs besides its records.
@@ -25,7 +26,11 @@ fn error_frame(correlation_id: i32, code: ErrorCode, msg: impl Into<String>) -> 
 
 /// Handles one request frame body (size prefix removed). `None` means "send no reply"
 /// (acks=0 produce).
-pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes) -> Option<Vec<u8>> {
+pub async fn handle_frame(
+    shard: Rc<Shard>,
+    frame: Bytes,
+    peer_is_loopback: bool,
+) -> Option<Vec<u8>> {
     if frame.len() < REQUEST_HEADER {
         return Some(error_frame(
             -1,
@@ -74,7 +79,7 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes) -> Option<Vec<u8>> {
             ..
         }
     );
-    let result = dispatch(&shard, request).await;
+    let result = dispatch(&shard, request, peer_is_loopback).await;
     if silent {
         if let Err((code, msg)) = &result {
             tracing::debug!(%code, %msg, "acks=0 produce failed (no reply by design)");
@@ -133,6 +138,7 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, (ErrorCode, String)
 async fn dispatch(
     shard: &Rc<Shard>,
     request: Request,
+    peer_is_loopback: bool,
 ) -> Result<ResponseBody, (ErrorCode, String)> {
     if shard.shutting_down.get() {
         return Err((ErrorCode::ShuttingDown, "server is shutting down".into()));
@@ -195,6 +201,67 @@ async fn dispatch(
             let op = PartitionOp::ListOffsets { timestamp };
             to_body(key, shard.partition_op(&topic, partition, op).await)
         }
+        Request::DropCaches {
+            drop_kernel_page_cache,
+        } => {
+            if !peer_is_loopback && !shard.config.allow_remote_admin {
+                return Err((
+                    ErrorCode::AdminNotAllowed,
+                    "DropCaches is accepted from loopback only (set allow.remote.admin=true)"
+                        .into(),
+                ));
+            }
+            let stats = shard.cluster_stats(true).await?;
+            if drop_kernel_page_cache {
+                drop_kernel_page_cache_as_root();
+            }
+            Ok(ResponseBody::Stats(stats_body(shard, stats)))
+        }
+        Request::Stats => {
+            let stats = shard.cluster_stats(false).await?;
+            Ok(ResponseBody::Stats(stats_body(shard, stats)))
+        }
+    }
+}
+
+fn stats_body(shard: &Shard, s: super::messages::ShardStats) -> StatsResponse {
+    StatsResponse {
+        shards: shard.n as i32,
+        device_reads: s.device_reads as i64,
+        cache_hits: s.cache_hits as i64,
+        cache_misses: s.cache_misses as i64,
+        cache_bytes: s.cache_bytes as i64,
+        cache_budget_bytes: s.cache_budget_bytes as i64,
+        rss_bytes: rss_bytes(),
+    }
+}
+
+/// Resident set size of the server process, from /proc/self/statm.
+fn rss_bytes() -> i64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<i64>().ok())
+        .unwrap_or(-1);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if pages < 0 {
+        -1
+    } else {
+        pages * page
+    }
+}
+
+/// As root, also drops the kernel page cache (`sync; echo 1 > /proc/sys/vm/drop_caches`).
+/// Data reads are O_DIRECT and never use it; this makes the rest of the system cold too.
+fn drop_kernel_page_cache_as_root() {
+    // SAFETY: geteuid and sync have no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        tracing::debug!("not root: kernel page cache left alone");
+        return;
+    }
+    unsafe { libc::sync() };
+    if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", b"1") {
+        tracing::warn!(error = %e, "could not drop the kernel page cache");
     }
 }
 

@@ -12,6 +12,7 @@ pub enum PartitionOp {
     Produce { acks: i16, records: Bytes },
     Fetch { offset: i64, max_bytes: usize },
     ListOffsets { timestamp: i64 },
+    DropOsCaches,
 }
 
 /// Successful outcomes.
@@ -31,7 +32,28 @@ pub enum OpOk {
         offset: i64,
         timestamp: i64,
     },
+    Stats(ShardStats),
     Done,
+}
+
+/// Counters of one shard (summed over shards in replies).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShardStats {
+    pub device_reads: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub cache_bytes: u64,
+    pub cache_budget_bytes: u64,
+}
+
+impl ShardStats {
+    pub fn add(&mut self, o: &ShardStats) {
+        self.device_reads += o.device_reads;
+        self.cache_hits += o.cache_hits;
+        self.cache_misses += o.cache_misses;
+        self.cache_bytes += o.cache_bytes;
+        self.cache_budget_bytes += o.cache_budget_bytes;
+    }
 }
 
 pub type OpResult = Result<OpOk, (ErrorCode, String)>;
@@ -59,6 +81,10 @@ pub enum ShardOp {
         name: String,
     },
     Apply(TopicChange),
+    /// Clear this shard's caches (page cache, OS cache of its files); reply with its stats.
+    DropCaches,
+    /// Reply with this shard's stats.
+    Stats,
     /// "I have no connections left": sent by each shard at shutdown, so partitions close only
     /// after no shard can forward to them any more.
     Drained,

@@ -114,6 +114,10 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
                             });
                             let _ = reply.try_send(r.map_err(engine_err));
                         }
+                        PartitionOp::DropOsCaches => {
+                            let r = log.drop_os_caches().await.map(|_| OpOk::Done);
+                            let _ = reply.try_send(r.map_err(engine_err));
+                        }
                         PartitionOp::ListOffsets { timestamp } => {
                             let r = log.find_offset_by_timestamp(timestamp).await.map(|found| {
                                 match found {

@@ -12,7 +12,7 @@ use glommio::channels::channel_mesh::Senders;
 use glommio::channels::local_channel::{self, LocalSender};
 
 use super::config::ServerConfig;
-use super::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, TopicChange};
+use super::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, ShardStats, TopicChange};
 use super::partition_actor::PartitionHandle;
 use super::topics::{validate_topic_name, AdminError, TopicConfig, TopicMeta};
 use crate::io::{DmaStorage, PageCache, SharedPageCache, Storage};
@@ -267,6 +267,8 @@ impl Shard {
             } => self.controller_create(name, partitions, configs).await,
             ShardOp::DeleteTopic { name } => self.controller_delete(name).await,
             ShardOp::Apply(change) => self.apply(change).await,
+            ShardOp::DropCaches => self.drop_local_caches().await,
+            ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
             ShardOp::Drained => {
                 self.drained_peers.set(self.drained_peers.get() + 1);
                 Ok(OpOk::Done)
@@ -426,6 +428,54 @@ impl Shard {
                 .insert((meta.name.clone(), p as u32), PartitionHandle::spawn(log));
         }
         Ok(OpOk::Done)
+    }
+
+    fn local_stats(&self) -> ShardStats {
+        let c = self.cache.borrow().stats();
+        ShardStats {
+            device_reads: self.storage.device_reads(),
+            cache_hits: c.hits,
+            cache_misses: c.misses,
+            cache_bytes: c.bytes,
+            cache_budget_bytes: c.budget_bytes,
+        }
+    }
+
+    /// Makes this shard's next reads cold: clears its page cache (log and index pages), and
+    /// has every partition it owns fdatasync and drop the OS's cached pages of its files.
+    async fn drop_local_caches(&self) -> OpResult {
+        self.cache.borrow_mut().clear();
+        let handles: Vec<_> = self.partitions.borrow().values().cloned().collect();
+        for h in handles {
+            h.call(PartitionOp::DropOsCaches).await?;
+        }
+        Ok(OpOk::Stats(self.local_stats()))
+    }
+
+    /// Stats of every shard, summed (with `drop`: after dropping every shard's caches).
+    pub async fn cluster_stats(
+        self: &Rc<Self>,
+        drop: bool,
+    ) -> Result<ShardStats, (ErrorCode, String)> {
+        let mut total = match if drop {
+            self.drop_local_caches().await?
+        } else {
+            OpOk::Stats(self.local_stats())
+        } {
+            OpOk::Stats(s) => s,
+            _ => ShardStats::default(),
+        };
+        for peer in (0..self.n).filter(|&p| p != self.id) {
+            let op = if drop {
+                ShardOp::DropCaches
+            } else {
+                ShardOp::Stats
+            };
+            if let OpOk::Stats(s) = self.remote(peer, op).await? {
+                total.add(&s);
+            }
+        }
+        Ok(total)
     }
 
     /// Closes every partition this shard owns (clean shutdown). Returns how many could not
