@@ -118,6 +118,19 @@ impl BatchHeader {
         Ok(h)
     }
 
+    /// Parses a header held apart from its records; `size` is the whole batch's size.
+    pub fn parse_head(head: &[u8; HEADER_SIZE], size: usize) -> Result<Self, BatchError> {
+        let h = Self::parse(head)?;
+        if h.size() != size {
+            return Err(BatchError::SizeMismatch {
+                declared: h.batch_length,
+                total: h.size() as u64,
+                available: size,
+            });
+        }
+        Ok(h)
+    }
+
     /// Total bytes the batch occupies in the log.
     pub fn size(&self) -> usize {
         LOG_OVERHEAD + self.batch_length as usize
@@ -205,6 +218,8 @@ pub struct RecordsSummary {
     pub max_record_timestamp: i64,
     /// Largest offsetDelta seen (-1 when there are no records).
     pub max_offset_delta: i64,
+    /// First record whose offsetDelta is not its index (deltas must be 0, 1, 2, ...).
+    pub first_gap: Option<(usize, i64)>,
 }
 
 /// Full validation: framing, CRC, then every record (lengths, varints, count). Compressed
@@ -220,12 +235,17 @@ pub fn validate(batch: &[u8]) -> Result<(BatchHeader, RecordsSummary), BatchErro
     let mut summary = RecordsSummary {
         max_record_timestamp: -1,
         max_offset_delta: -1,
+        first_gap: None,
     };
     let mut found = 0usize;
     for record in records(batch, &h) {
         let r = record?;
+        let delta = r.offset - h.base_offset;
         summary.max_record_timestamp = summary.max_record_timestamp.max(r.timestamp);
-        summary.max_offset_delta = summary.max_offset_delta.max(r.offset - h.base_offset);
+        summary.max_offset_delta = summary.max_offset_delta.max(delta);
+        if delta != found as i64 && summary.first_gap.is_none() {
+            summary.first_gap = Some((found, delta));
+        }
         found += 1;
     }
     if found != h.records_count as usize {
@@ -241,7 +261,6 @@ pub fn validate(batch: &[u8]) -> Result<(BatchHeader, RecordsSummary), BatchErro
 /// deltas 0,1,2,... with lastOffsetDelta = count - 1, and CreateTime (the log, not the
 /// client, stamps LogAppendTime).
 pub fn check_produce_rules(
-    batch: &[u8],
     header: &BatchHeader,
     summary: &RecordsSummary,
 ) -> Result<(), BatchError> {
@@ -259,15 +278,12 @@ pub fn check_produce_rules(
             found: summary.max_offset_delta,
         });
     }
-    for (i, r) in records(batch, header).enumerate() {
-        let delta = r?.offset - header.base_offset;
-        if delta != i as i64 {
-            return Err(BatchError::NonContiguousOffsetDelta {
-                index: i,
-                expected: i as i64,
-                found: delta,
-            });
-        }
+    if let Some((index, found)) = summary.first_gap {
+        return Err(BatchError::NonContiguousOffsetDelta {
+            index,
+            expected: index as i64,
+            found,
+        });
     }
     Ok(())
 }
@@ -303,6 +319,24 @@ pub fn set_max_timestamp(batch: &mut [u8], kind: TimestampType, max_timestamp: i
     batch[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&max_timestamp.to_be_bytes());
     let crc = compute_crc(batch);
     batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// As [`set_max_timestamp`] for a header held apart from its records (`body` = the bytes
+/// after the 61-byte header): the CRC is computed over the new header fields and the body.
+pub fn set_header_max_timestamp(
+    head: &mut [u8; HEADER_SIZE],
+    body: &[u8],
+    kind: TimestampType,
+    max_timestamp: i64,
+) {
+    let mut attributes = be_i16(head, ATTRIBUTES_AT) & !TIMESTAMP_TYPE_BIT;
+    if kind == TimestampType::LogAppendTime {
+        attributes |= TIMESTAMP_TYPE_BIT;
+    }
+    head[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    head[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&max_timestamp.to_be_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&head[ATTRIBUTES_AT..]), body);
+    head[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// Splits a buffer holding several whole batches into `(start, header)` pairs after checking
@@ -390,6 +424,44 @@ mod tests {
             .unwrap()
             .iter()
             .all(|r| r.timestamp == 77));
+    }
+
+    #[test]
+    fn producers_must_send_contiguous_offset_deltas() {
+        let batch = BatchBuilder::new(100)
+            .record(RecordSpec::new(None, Some(b"a")).timestamp(1))
+            .record(RecordSpec::new(None, Some(b"b")).timestamp(1))
+            .build();
+        let (h, summary) = validate(&batch).unwrap();
+        assert_eq!(check_produce_rules(&h, &summary), Ok(()));
+        // Second record: length, attributes, timestampDelta (0), offsetDelta (1 = 0x02).
+        let second = HEADER_SIZE + 1 + batch[HEADER_SIZE] as usize / 2;
+        let mut gap = batch.clone();
+        assert_eq!(gap[second + 3], 0x02);
+        gap[second + 3] = 0x04; // offsetDelta 2
+        let crc = compute_crc(&gap);
+        gap[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        let (h, summary) = validate(&gap).unwrap();
+        assert!(matches!(
+            check_produce_rules(&h, &summary),
+            Err(BatchError::NonContiguousOffsetDelta {
+                index: 1,
+                expected: 1,
+                found: 2
+            }) | Err(BatchError::LastOffsetDeltaMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn header_only_rewrite_equals_whole_batch_rewrite() {
+        for kind in [TimestampType::LogAppendTime, TimestampType::CreateTime] {
+            let mut whole = sample();
+            let mut head: [u8; HEADER_SIZE] = whole[..HEADER_SIZE].try_into().unwrap();
+            let body = whole[HEADER_SIZE..].to_vec();
+            set_header_max_timestamp(&mut head, &body, kind, 4242);
+            set_max_timestamp(&mut whole, kind, 4242);
+            assert_eq!(&whole[..HEADER_SIZE], &head[..]);
+        }
     }
 
     #[test]

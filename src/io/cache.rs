@@ -1,5 +1,5 @@
 //! Per-shard read cache of 4 KiB pages of the files a shard reads (segment `.log` files and
-//! index files), filled on write (full pages just written) and on read, bounded by a byte
+//! index files), filled on write (the tail just written) and on read, bounded by a byte
 //! budget and evicted least-recently-used. One cache per shard, used only by that shard's
 //! executor: `Rc<RefCell<..>>`, no locks, nothing shared across cores.
 //!
@@ -14,6 +14,8 @@ use lru::LruCache;
 use super::StorageFile;
 
 pub const PAGE: u64 = 4096;
+/// Pages of each write that are cached: the tail just written.
+pub const TAIL_PAGES: usize = 16;
 
 /// A cached page: `PAGE` bytes, or fewer for the last page of a sealed file.
 pub type Page = Rc<[u8]>;
@@ -81,14 +83,18 @@ impl PageCache {
         p
     }
 
-    /// Caches every full page of `data`, which starts at page-aligned `pos` of `file`.
+    /// Caches the last full pages (up to `TAIL_PAGES`) of `data`, just written at
+    /// page-aligned `pos` of `file`: readers near the tail hit them, and a large sequential
+    /// write does not flush everything else out of the cache.
     pub fn insert_written(&mut self, file: u64, pos: u64, data: &[u8]) {
         if self.budget_pages == 0 {
             return;
         }
         debug_assert_eq!(pos % PAGE, 0);
-        for (i, chunk) in data.chunks_exact(PAGE as usize).enumerate() {
-            self.insert(file, pos / PAGE + i as u64, chunk);
+        let pages = data.len() / PAGE as usize;
+        for i in pages.saturating_sub(TAIL_PAGES)..pages {
+            let at = i * PAGE as usize;
+            self.insert(file, pos / PAGE + i as u64, &data[at..at + PAGE as usize]);
         }
     }
 

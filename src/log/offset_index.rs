@@ -13,6 +13,16 @@ pub struct OffsetPosition {
 
 pub const ENTRY_SIZE: usize = 8;
 
+/// A lookup's floor entry and the (up to) two entries after it: when batches are larger
+/// than the index interval every batch has an entry, so the next entry is the very next
+/// batch and the spacing of entries predicts its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexHit {
+    pub floor: OffsetPosition,
+    pub next: Option<OffsetPosition>,
+    pub after_next: Option<OffsetPosition>,
+}
+
 #[derive(Debug, Clone)]
 pub struct OffsetIndex {
     base_offset: i64,
@@ -116,6 +126,23 @@ impl OffsetIndex {
         }
         self.entries.push((rel as u32, position));
         Ok(())
+    }
+
+    /// The floor entry for `target` and the two entries after it.
+    pub fn lookup_hit(&self, target: i64) -> IndexHit {
+        let floor = self.lookup(target);
+        let rel = (target - self.base_offset).clamp(-1, u32::MAX as i64);
+        let n = if rel < 0 {
+            0
+        } else {
+            self.entries.partition_point(|&(r, _)| r <= rel as u32)
+        };
+        let at = |i: usize| (i < self.entries.len()).then(|| self.entry(i));
+        IndexHit {
+            floor,
+            next: at(n),
+            after_next: at(n + 1),
+        }
     }
 
     /// Largest entry with offset <= target; (base offset, 0) when there is none.

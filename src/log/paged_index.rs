@@ -6,7 +6,7 @@
 
 use std::rc::Rc;
 
-use super::offset_index::{OffsetIndex, OffsetPosition, ENTRY_SIZE as OFFSET_ENTRY};
+use super::offset_index::{IndexHit, OffsetIndex, OffsetPosition, ENTRY_SIZE as OFFSET_ENTRY};
 use super::time_index::{TimeIndex, TimestampOffset, ENTRY_SIZE as TIME_ENTRY};
 use crate::io::cache::{next_file_id, read_through, SharedPageCache, PAGE};
 use crate::io::StorageFile;
@@ -127,18 +127,28 @@ impl PagedIndexes {
 
     /// Largest offset entry <= target, or (base, 0).
     pub async fn offset_lookup(&self, target: i64) -> std::io::Result<OffsetPosition> {
+        Ok(self.offset_lookup_hit(target).await?.floor)
+    }
+
+    /// The floor entry and the (up to) two entries after it that sit in the same page.
+    pub async fn offset_lookup_hit(&self, target: i64) -> std::io::Result<IndexHit> {
         let none = OffsetPosition {
             offset: self.base_offset,
             position: 0,
         };
+        let miss = IndexHit {
+            floor: none,
+            next: None,
+            after_next: None,
+        };
         let rel = target - self.base_offset;
         if rel < 0 || self.offset_summary.is_empty() {
-            return Ok(none);
+            return Ok(miss);
         }
         let rel = rel.min(u32::MAX as i64) as u32;
         let page = self.offset_summary.partition_point(|&r| r <= rel);
         if page == 0 {
-            return Ok(none);
+            return Ok(miss);
         }
         let first = (page - 1) * OFFSET_PER_PAGE;
         let n = (self.offsets.entries - first).min(OFFSET_PER_PAGE);
@@ -149,18 +159,19 @@ impl PagedIndexes {
                 n * OFFSET_ENTRY,
             )
             .await?;
-        let mut best = none;
-        for e in bytes.chunks_exact(OFFSET_ENTRY) {
-            let r = u32::from_be_bytes(e[..4].try_into().unwrap());
-            if r > rel {
-                break;
-            }
-            best = OffsetPosition {
-                offset: self.base_offset + r as i64,
+        let entries: Vec<OffsetPosition> = bytes
+            .chunks_exact(OFFSET_ENTRY)
+            .map(|e| OffsetPosition {
+                offset: self.base_offset + u32::from_be_bytes(e[..4].try_into().unwrap()) as i64,
                 position: u32::from_be_bytes(e[4..].try_into().unwrap()),
-            };
-        }
-        Ok(best)
+            })
+            .collect();
+        let n = entries.partition_point(|e| e.offset - self.base_offset <= rel as i64);
+        Ok(IndexHit {
+            floor: if n == 0 { none } else { entries[n - 1] },
+            next: entries.get(n).copied(),
+            after_next: entries.get(n + 1).copied(),
+        })
     }
 
     /// Largest time entry with timestamp <= target, or (-1, base).

@@ -13,7 +13,8 @@ use super::segment::{Segment, Truncation};
 use super::{LogIo, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::format::batch::{self, set_base_offset, set_max_timestamp, split_batches};
+use crate::format::batch::{self, set_base_offset, set_header_max_timestamp, split_batches};
+use crate::format::HEADER_SIZE;
 use crate::format::{BatchError, BatchHeader, TimestampType};
 use crate::io::{DmaStorage, Storage};
 
@@ -64,6 +65,8 @@ struct PreparedBatch {
     start: usize,
     header: BatchHeader,
     max_record_timestamp: i64,
+    /// The header as it will be stored (offsets and timestamps assigned).
+    head: [u8; HEADER_SIZE],
 }
 
 impl PartitionLog {
@@ -241,11 +244,12 @@ impl PartitionLog {
                 });
             }
             let (header, summary) = batch::validate(bytes).map_err(|e| bad(start, e))?;
-            batch::check_produce_rules(bytes, &header, &summary).map_err(|e| bad(start, e))?;
+            batch::check_produce_rules(&header, &summary).map_err(|e| bad(start, e))?;
             out.push(PreparedBatch {
                 start,
                 header,
                 max_record_timestamp: summary.max_record_timestamp,
+                head: bytes[..HEADER_SIZE].try_into().expect("validated size"),
             });
         }
         Ok(out)
@@ -255,36 +259,39 @@ impl PartitionLog {
     /// log end. Either every batch is accepted or none is written.
     pub async fn append(&mut self, input: &[u8]) -> Result<AppendInfo> {
         self.check_healthy().await?;
-        let prepared = self.prepare(input)?;
-        let mut owned = input.to_vec();
+        let mut prepared = self.prepare(input)?;
         let mut next = self.log_end_offset();
         let now = crate::time::now_ms();
         let log_append_time =
             (self.config.timestamp_type == TimestampType::LogAppendTime).then_some(now);
-        for p in &prepared {
-            let bytes = &mut owned[p.start..p.start + p.header.size()];
-            set_base_offset(bytes, next);
+        // Only the 61-byte headers are rewritten (a copy of each); record bytes go from the
+        // request straight to the appender.
+        for p in &mut prepared {
+            let body = &input[p.start + HEADER_SIZE..p.start + p.header.size()];
+            set_base_offset(&mut p.head, next);
             match log_append_time {
-                Some(t) => set_max_timestamp(bytes, TimestampType::LogAppendTime, t),
+                Some(t) => {
+                    set_header_max_timestamp(&mut p.head, body, TimestampType::LogAppendTime, t)
+                }
                 None => {
                     // Kafka recomputes maxTimestamp from the records for CreateTime.
                     let max = p.max_record_timestamp;
                     if max != p.header.max_timestamp {
-                        set_max_timestamp(bytes, TimestampType::CreateTime, max);
+                        set_header_max_timestamp(&mut p.head, body, TimestampType::CreateTime, max);
                     }
                 }
             }
             next += p.header.last_offset_delta as i64 + 1;
         }
         let base_offset = self.log_end_offset();
-        let r = self.write_batches(&owned, &prepared, now).await;
+        let r = self.write_batches(input, &prepared, now).await;
         self.note_failure(r)?;
         Ok(AppendInfo {
             base_offset,
             last_offset: next - 1,
             log_append_time,
             batches: prepared.len(),
-            bytes: owned.len(),
+            bytes: input.len(),
         })
     }
 
@@ -320,6 +327,9 @@ impl PartitionLog {
                 start,
                 header,
                 max_record_timestamp: summary.max_record_timestamp,
+                head: input[start..start + HEADER_SIZE]
+                    .try_into()
+                    .expect("validated size"),
             });
         }
         let base_offset = prepared[0].header.base_offset;
@@ -338,22 +348,26 @@ impl PartitionLog {
 
     async fn write_batches(
         &mut self,
-        owned: &[u8],
+        input: &[u8],
         prepared: &[PreparedBatch],
         now: i64,
     ) -> Result<()> {
         for p in prepared {
-            let bytes = &owned[p.start..p.start + p.header.size()];
+            let body = &input[p.start + HEADER_SIZE..p.start + p.header.size()];
             // Re-read the header: offsets and timestamps were rewritten.
-            let header = BatchHeader::parse(bytes).map_err(|e| Error::InvalidBatch {
-                at: p.start,
-                source: e,
+            let header = BatchHeader::parse_head(&p.head, p.header.size()).map_err(|e| {
+                Error::InvalidBatch {
+                    at: p.start,
+                    source: e,
+                }
             })?;
             if self.active().should_roll(&self.config, &header, now) {
                 self.roll(header.base_offset).await?;
             }
             let config = self.config.clone();
-            self.active_mut().append(bytes, &header, &config).await?;
+            self.active_mut()
+                .append(&[&p.head, body], &header, &config)
+                .await?;
         }
         Ok(())
     }

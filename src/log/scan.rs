@@ -6,8 +6,10 @@ use crate::format::batch::LOG_OVERHEAD;
 use crate::format::{BatchHeader, HEADER_SIZE};
 use crate::io::LogFile;
 
-/// Bytes read per step while walking headers: enough for many small batches at once.
+/// Bytes read by the first step of a header walk: enough for many small batches at once.
+/// Each further step doubles it (up to `MAX_SCAN_WINDOW`), so a long walk costs few reads.
 const SCAN_WINDOW: usize = 16 * 1024;
+const MAX_SCAN_WINDOW: usize = 1 << 20;
 
 /// A batch found by a scan: where it starts and its header.
 #[derive(Debug, Clone, Copy)]
@@ -36,11 +38,13 @@ pub async fn find_batch_from(
 ) -> Result<Option<FoundBatch>> {
     let size = log.size();
     let mut window_pos = position;
+    let mut step = SCAN_WINDOW;
     while position < size {
         let off = (position - window_pos) as usize;
         if position < window_pos || off + HEADER_SIZE > window.len() {
-            window = log.read_at(position, SCAN_WINDOW).await?;
+            window = log.read_at(position, step).await?;
             window_pos = position;
+            step = (step * 2).min(MAX_SCAN_WINDOW);
             if window.len() < HEADER_SIZE {
                 return Err(Error::corruption(
                     log.path(),

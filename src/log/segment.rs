@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use super::index_state::IndexState;
-use super::offset_index::{OffsetIndex, OffsetPosition};
+use super::offset_index::{IndexHit, OffsetIndex, OffsetPosition};
 use super::paged_index::PagedIndexes;
 use super::recovery::scan_segment;
 use super::scan::{find_batch, find_batch_from, whole_batches_len, FoundBatch};
@@ -22,7 +22,7 @@ use crate::io::{LogFile, OpenMode};
 
 /// Bytes a lookup reads from the index position in one go: enough to cover the
 /// index interval and a typical batch, so a cold lookup costs one log read.
-const LOOKUP_READ: usize = 128 * 1024;
+const LOOKUP_READ: usize = 32 * 1024;
 
 pub struct Segment {
     io: LogIo,
@@ -87,17 +87,77 @@ impl Segment {
         }
     }
 
-    async fn offset_lookup(&self, target: i64) -> Result<OffsetPosition> {
+    async fn offset_lookup_hit(&self, target: i64) -> Result<IndexHit> {
         match &self.paged {
-            Some(p) => p.offset_lookup(target).await.map_err(|e| {
+            Some(p) => p.offset_lookup_hit(target).await.map_err(|e| {
                 Error::io(
                     "read index",
                     segment_path(&self.dir, self.idx.base_offset, INDEX_SUFFIX),
                     e,
                 )
             }),
-            None => Ok(self.idx.offset_index.lookup(target)),
+            None => Ok(self.idx.offset_index.lookup_hit(target)),
         }
+    }
+
+    /// Where the batch holding `offset` most likely starts and how much to read there so
+    /// that one read covers it: from the index hit when every batch has an index entry
+    /// (batches larger than the index interval), verified against the header read.
+    async fn locate(
+        &mut self,
+        offset: i64,
+        min_read: usize,
+    ) -> Result<Option<(FoundBatch, Vec<u8>)>> {
+        let hit = self.offset_lookup_hit(offset).await?;
+        let spacing = |a: Option<OffsetPosition>, b: Option<OffsetPosition>| match (a, b) {
+            (Some(a), Some(b)) => Some((b.position - a.position) as usize),
+            _ => None,
+        };
+        // The batch after the floor entry's batch starts at the next entry when every batch
+        // is indexed; its size is about the spacing of the entries around it.
+        let guess = match hit.next {
+            Some(next) if offset > hit.floor.offset && next.offset >= offset => {
+                let size = spacing(hit.next, hit.after_next)
+                    .or(spacing(Some(hit.floor), hit.next))
+                    .unwrap_or(0);
+                Some((next.position as u64, size))
+            }
+            Some(_) if offset == hit.floor.offset => Some((
+                hit.floor.position as u64,
+                spacing(Some(hit.floor), hit.next).unwrap_or(0),
+            )),
+            _ => None,
+        };
+        if let Some((pos, size)) = guess {
+            let data = self.log.read_at(pos, min_read.max(size)).await?;
+            if let Ok(h) = BatchHeader::parse(&data) {
+                if h.base_offset <= offset && offset <= h.last_offset() {
+                    return Ok(Some((
+                        FoundBatch {
+                            position: pos,
+                            header: h,
+                        },
+                        data,
+                    )));
+                }
+            }
+        }
+        // Walk from the floor entry, starting with one read that usually covers it all.
+        let start = hit.floor.position as u64;
+        let ahead = self.log.read_at(start, min_read).await?;
+        let found = find_batch_from(&mut self.log, start, ahead.clone(), |h| {
+            h.last_offset() >= offset
+        })
+        .await?;
+        Ok(found.map(|f| {
+            let skip = (f.position - start) as usize;
+            let data = if skip < ahead.len() {
+                ahead[skip..].to_vec()
+            } else {
+                Vec::new()
+            };
+            (f, data)
+        }))
     }
 
     async fn time_lookup(&self, target: i64) -> Result<TimestampOffset> {
@@ -395,15 +455,18 @@ impl Segment {
             || incoming.last_offset() - self.idx.base_offset > i32::MAX as i64
     }
 
-    /// Appends one batch whose offsets are already assigned.
+    /// Appends one batch whose offsets are already assigned, given as consecutive parts
+    /// (header and records, so callers need not copy the records to rewrite the header).
     pub async fn append(
         &mut self,
-        batch: &[u8],
+        parts: &[&[u8]],
         h: &BatchHeader,
         config: &LogConfig,
     ) -> Result<()> {
         let position = self.log.size();
-        self.log.append(batch).await?;
+        for part in parts {
+            self.log.append(part).await?;
+        }
         self.idx.add_batch(h, position, config);
         Ok(())
     }
@@ -467,22 +530,13 @@ impl Segment {
     /// Reads whole batches starting with the one containing `offset`: as many as fit in
     /// `max_bytes`, but always at least one. `None` when no batch here reaches `offset`.
     pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<Option<Bytes>> {
-        let start = self.offset_lookup(offset).await?.position as u64;
-        // One read from the index position usually covers the walk and the batches wanted,
-        // so a cold lookup costs one index page and one log read.
-        let ahead = self.log.read_at(start, LOOKUP_READ.max(max_bytes)).await?;
-        let Some(found) = find_batch_from(&mut self.log, start, ahead.clone(), |h| {
-            h.last_offset() >= offset
-        })
-        .await?
-        else {
+        // One index page and, usually, one log read (see `locate`).
+        let Some((found, ahead)) = self.locate(offset, LOOKUP_READ.max(max_bytes)).await? else {
             return Ok(None);
         };
         let want = max_bytes.max(found.header.size());
-        let skip = (found.position - start) as usize;
-        let in_ahead = skip + found.header.size() <= ahead.len();
-        let mut data = if in_ahead {
-            ahead[skip..(skip + want).min(ahead.len())].to_vec()
+        let mut data = if found.header.size() <= ahead.len() {
+            ahead[..want.min(ahead.len())].to_vec()
         } else {
             self.log.read_at(found.position, want).await?
         };
@@ -542,49 +596,56 @@ impl Segment {
         target: i64,
         start_offset: i64,
     ) -> Result<Option<(i64, i64)>> {
-        let from = self.time_lookup(target).await?.offset.max(start_offset);
-        let mut position = self.offset_lookup(from).await?.position as u64;
-        // As in `read`: one read from the index position usually covers the walk and the
-        // batch, so a cold lookup costs two index pages and one log read.
-        let mut ahead_pos = position;
-        let mut ahead = self.log.read_at(position, LOOKUP_READ).await?;
+        // Entry (T, O): every record up to O has a timestamp <= T. With T < target the
+        // answer lies after O; with T == target it may be in O's batch.
+        let entry = self.time_lookup(target).await?;
+        let from = if entry.timestamp >= 0 && entry.timestamp < target {
+            entry.offset + 1
+        } else {
+            entry.offset
+        }
+        .max(start_offset);
+        if from >= self.idx.next_offset {
+            return Ok(None);
+        }
+        // The batch holding `from`, usually with one log read (see `locate`).
+        let Some((mut found, mut data)) = self.locate(from, LOOKUP_READ).await? else {
+            return Ok(None);
+        };
         loop {
-            let window = if position >= ahead_pos && ((position - ahead_pos) as usize) < ahead.len()
-            {
-                ahead[(position - ahead_pos) as usize..].to_vec()
-            } else {
-                Vec::new()
-            };
-            let Some(found) = find_batch_from(&mut self.log, position, window, |h| {
+            if found.header.max_timestamp >= target {
+                if data.len() < found.header.size() {
+                    data = self.read_batch(&found).await?;
+                } else {
+                    data.truncate(found.header.size());
+                    self.verify_batches(found.position, &data)?;
+                }
+                let records = decode_records(&data, &found.header).map_err(|e| {
+                    Error::corruption(self.log.path(), found.position, e.to_string())
+                })?;
+                if let Some(r) = records
+                    .iter()
+                    .find(|r| r.timestamp >= target && r.offset >= start_offset)
+                {
+                    return Ok(Some((r.offset, r.timestamp)));
+                }
+            }
+            // On to the next batch, reusing what was read past this one.
+            let next_pos = found.position + found.header.size() as u64;
+            let rest = data
+                .get(found.header.size()..)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default();
+            let Some(next) = find_batch_from(&mut self.log, next_pos, rest.clone(), |h| {
                 h.max_timestamp >= target
             })
             .await?
             else {
                 return Ok(None);
             };
-            let skip = found.position.checked_sub(ahead_pos).map(|s| s as usize);
-            let data = match skip {
-                Some(s) if s + found.header.size() <= ahead.len() => {
-                    let d = ahead[s..s + found.header.size()].to_vec();
-                    self.verify_batches(found.position, &d)?;
-                    d
-                }
-                _ => {
-                    let d = self.read_batch(&found).await?;
-                    ahead_pos = found.position;
-                    ahead = d.clone();
-                    d
-                }
-            };
-            let records = decode_records(&data, &found.header)
-                .map_err(|e| Error::corruption(self.log.path(), found.position, e.to_string()))?;
-            if let Some(r) = records
-                .iter()
-                .find(|r| r.timestamp >= target && r.offset >= start_offset)
-            {
-                return Ok(Some((r.offset, r.timestamp)));
-            }
-            position = found.position + found.header.size() as u64;
+            let skip = (next.position - next_pos) as usize;
+            data = rest.get(skip..).map(<[u8]>::to_vec).unwrap_or_default();
+            found = next;
         }
     }
 }

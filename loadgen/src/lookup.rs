@@ -1,0 +1,259 @@
+//! `loadgen lookup`: random lookups over the whole existing log of a topic.
+//! By offset: a Fetch of one batch at a random offset. By timestamp: a ListOffsets at a
+//! random time between the log's first and largest timestamps, then a Fetch at the offset
+//! found. Cold: the server drops its caches (DropCaches) before each lookup (not timed).
+//! Warm: the same lookups after a warm-up pass over them. Each lookup also reports how many
+//! device reads the server issued for it (Stats counters before and after).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use indicatif::ProgressBar;
+use shardlog::client::Client;
+use shardlog::format::batch::{decode_records, split_batches};
+use shardlog::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
+
+use crate::cluster::routes;
+use crate::report::{histogram, LatencyUs, LookupResult};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum By {
+    Offset,
+    Timestamp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CacheMode {
+    Cold,
+    Warm,
+    Both,
+}
+
+#[derive(Debug, Clone)]
+pub struct LookupOpts {
+    pub bootstrap: String,
+    pub topic: String,
+    pub by: By,
+    pub cache: CacheMode,
+    pub count: usize,
+    pub shard_aware: bool,
+    pub drop_kernel_page_cache: bool,
+}
+
+struct PartitionSpan {
+    partition: i32,
+    start: i64,
+    end: i64,
+    min_ts: i64,
+    max_ts: i64,
+}
+
+enum Target {
+    Offset(i32, i64),
+    Time(i32, i64),
+}
+
+async fn spans(
+    c: &mut Client,
+    topic: &str,
+    partitions: &[i32],
+) -> Result<Vec<PartitionSpan>, String> {
+    let mut out = Vec::new();
+    for &p in partitions {
+        let e = |e: shardlog::client::ClientError| e.to_string();
+        let start = c
+            .list_offsets(topic, p, EARLIEST_TIMESTAMP)
+            .await
+            .map_err(e)?
+            .map_or(0, |x| x.0);
+        let end = c
+            .list_offsets(topic, p, LATEST_TIMESTAMP)
+            .await
+            .map_err(e)?
+            .map_or(0, |x| x.0);
+        if end <= start {
+            continue;
+        }
+        let max_ts = c
+            .list_offsets(topic, p, MAX_TIMESTAMP)
+            .await
+            .map_err(e)?
+            .map_or(0, |x| x.1);
+        let first = c.fetch(topic, p, start, 1).await.map_err(e)?;
+        let (s, h) = split_batches(&first.records).map_err(|e| e.to_string())?[0];
+        let min_ts = decode_records(&first.records[s..s + h.size()], &h)
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|r| r.timestamp)
+            .min()
+            .unwrap_or(max_ts);
+        out.push(PartitionSpan {
+            partition: p,
+            start,
+            end,
+            min_ts,
+            max_ts,
+        });
+    }
+    Ok(out)
+}
+
+fn targets(spans: &[PartitionSpan], by: By, count: usize, seed: u64) -> Vec<Target> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let total: i64 = spans.iter().map(|s| s.end - s.start).sum();
+    (0..count)
+        .map(|_| {
+            // A partition chosen in proportion to its records.
+            let mut pick = rng.i64(0..total);
+            let s = spans
+                .iter()
+                .find(|s| {
+                    let n = s.end - s.start;
+                    if pick < n {
+                        true
+                    } else {
+                        pick -= n;
+                        false
+                    }
+                })
+                .unwrap_or(&spans[0]);
+            match by {
+                By::Offset => Target::Offset(s.partition, rng.i64(s.start..s.end)),
+                By::Timestamp => Target::Time(s.partition, rng.i64(s.min_ts..=s.max_ts)),
+            }
+        })
+        .collect()
+}
+
+async fn lookup(
+    conns: &mut HashMap<String, Client>,
+    addr_of: &HashMap<i32, String>,
+    topic: &str,
+    t: &Target,
+) -> Result<(), String> {
+    let (p, addr) = match t {
+        Target::Offset(p, _) | Target::Time(p, _) => (*p, &addr_of[p]),
+    };
+    let c = conns.get_mut(addr).expect("connected");
+    let offset = match *t {
+        Target::Offset(_, o) => Some(o),
+        Target::Time(_, ts) => c
+            .list_offsets(topic, p, ts)
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|x| x.0),
+    };
+    if let Some(o) = offset {
+        let f = c.fetch(topic, p, o, 1).await.map_err(|e| e.to_string())?;
+        if f.records.is_empty() {
+            return Err(format!("fetch at {o} of partition {p} returned nothing"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the lookups (in the current glommio executor); returns one result per cache mode.
+pub async fn run(
+    opts: &LookupOpts,
+    progress: &ProgressBar,
+) -> Result<Vec<(String, LookupResult)>, String> {
+    let routes = routes(&opts.bootstrap, &opts.topic, opts.shard_aware).await?;
+    let mut admin = Client::connect(&opts.bootstrap)
+        .await
+        .map_err(|e| e.to_string())?;
+    let partitions: Vec<i32> = routes.iter().map(|r| r.partition).collect();
+    let spans = spans(&mut admin, &opts.topic, &partitions).await?;
+    if spans.is_empty() {
+        return Err(format!(
+            "topic {:?} is empty: write some data first (loadgen write)",
+            opts.topic
+        ));
+    }
+    let addr_of: HashMap<i32, String> = routes
+        .iter()
+        .map(|r| (r.partition, r.addr.clone()))
+        .collect();
+    let mut conns = HashMap::new();
+    for addr in addr_of.values() {
+        if !conns.contains_key(addr) {
+            conns.insert(
+                addr.clone(),
+                Client::connect(addr).await.map_err(|e| e.to_string())?,
+            );
+        }
+    }
+    let targets = targets(&spans, opts.by, opts.count.max(1), 42);
+    let by = match opts.by {
+        By::Offset => "offset",
+        By::Timestamp => "timestamp",
+    };
+    let modes: &[bool] = match opts.cache {
+        CacheMode::Cold => &[true],
+        CacheMode::Warm => &[false],
+        CacheMode::Both => &[true, false],
+    };
+    let mut out = Vec::new();
+    // Same-run baseline: a round trip that touches no storage (ApiVersions), on the
+    // connection the lookups use, so lookup latencies can be read against the network.
+    {
+        let c = conns.values_mut().next().expect("one connection");
+        let mut hist = histogram();
+        for _ in 0..targets.len().max(100) {
+            let t0 = Instant::now();
+            c.call(&shardlog::protocol::Request::ApiVersions)
+                .await
+                .map_err(|e| e.to_string())?;
+            hist.record(t0.elapsed().as_micros().max(1) as u64)
+                .map_err(|e| e.to_string())?;
+        }
+        out.push((
+            "network round trip".to_string(),
+            LookupResult {
+                lookups: hist.len(),
+                latency_us: LatencyUs::of(&hist),
+                device_reads_per_lookup_mean: 0.0,
+                device_reads_per_lookup_max: 0,
+            },
+        ));
+    }
+    for &cold in modes {
+        if !cold {
+            // Warm-up pass: the measured pass repeats exactly these lookups.
+            for t in &targets {
+                lookup(&mut conns, &addr_of, &opts.topic, t).await?;
+            }
+        }
+        let mut hist = histogram();
+        let (mut reads_total, mut reads_max) = (0u64, 0u64);
+        for t in &targets {
+            let before = if cold {
+                admin
+                    .drop_caches(opts.drop_kernel_page_cache)
+                    .await
+                    .map_err(|e| format!("DropCaches: {e}"))?
+                    .device_reads
+            } else {
+                admin.stats().await.map_err(|e| e.to_string())?.device_reads
+            };
+            let t0 = Instant::now();
+            lookup(&mut conns, &addr_of, &opts.topic, t).await?;
+            hist.record(t0.elapsed().as_micros().max(1) as u64)
+                .map_err(|e| e.to_string())?;
+            let reads =
+                (admin.stats().await.map_err(|e| e.to_string())?.device_reads - before) as u64;
+            reads_total += reads;
+            reads_max = reads_max.max(reads);
+            progress.inc(1);
+        }
+        out.push((
+            format!("{by} {}", if cold { "cold" } else { "warm" }),
+            LookupResult {
+                lookups: targets.len() as u64,
+                latency_us: LatencyUs::of(&hist),
+                device_reads_per_lookup_mean: reads_total as f64 / targets.len() as f64,
+                device_reads_per_lookup_max: reads_max,
+            },
+        ));
+    }
+    Ok(out)
+}

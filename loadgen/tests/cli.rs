@@ -1,0 +1,167 @@
+//! loadgen through its real binary against a real server on loopback: write and lookup
+//! produce the documented JSON, and bad input gets clear errors.
+
+use std::process::Command;
+
+fn loadgen(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn start_server(dir: &std::path::Path) -> (shardlog::server::ServerHandle, String) {
+    for _ in 0..20 {
+        let port = fastrand::u16(20_000..60_000);
+        let config = shardlog::server::ServerConfig {
+            data_dir: dir.to_path_buf(),
+            listen: format!("127.0.0.1:{port}").parse().unwrap(),
+            shards: 2.min(std::thread::available_parallelism().unwrap().get()),
+            io_memory_bytes: 2 << 20,
+            cache_bytes: 16 << 20,
+            ..Default::default()
+        };
+        if let Ok(h) = shardlog::server::start(config) {
+            return (h, format!("127.0.0.1:{port}"));
+        }
+    }
+    panic!("no server");
+}
+
+#[test]
+fn write_and_lookup_report_the_documented_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, addr) = start_server(tmp.path());
+    let wjson = tmp.path().join("w.json");
+    let (ok, out, err) = loadgen(&[
+        "write",
+        "--bootstrap",
+        &addr,
+        "--topic",
+        "lg",
+        "--create",
+        "--partitions",
+        "2",
+        "--record-size",
+        "512",
+        "--batch-records",
+        "20",
+        "--total-bytes",
+        "4MiB",
+        "--connections",
+        "3",
+        "--acks",
+        "all",
+        "--json",
+        wjson.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("MB/s") && out.contains("p99.99"), "{out}");
+    let w: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&wjson).unwrap()).unwrap();
+    assert!(w["write"]["mb_per_s"].as_f64().unwrap() > 0.0);
+    assert!(w["write"]["records_per_s"].as_f64().unwrap() > 0.0);
+    for k in ["p50", "p90", "p99", "p999", "p9999", "max"] {
+        assert!(w["write"]["latency_us"][k].as_u64().unwrap() > 0, "{k}");
+    }
+    assert!(w["write"]["bytes"].as_u64().unwrap() >= 4 << 20);
+    assert!(w["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert!(w["git_revision"].is_string());
+
+    // Open loop at a fixed rate: latencies corrected for coordinated omission.
+    let (ok, out, err) = loadgen(&[
+        "write",
+        "--bootstrap",
+        &addr,
+        "--topic",
+        "lg",
+        "--record-size",
+        "100",
+        "--batch-records",
+        "10",
+        "--duration",
+        "500ms",
+        "--rate",
+        "20000",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("coordinated omission"), "{out}");
+
+    for by in ["offset", "timestamp"] {
+        let ljson = tmp.path().join(format!("l-{by}.json"));
+        let (ok, out, err) = loadgen(&[
+            "lookup",
+            "--bootstrap",
+            &addr,
+            "--topic",
+            "lg",
+            "--by",
+            by,
+            "--cache",
+            "both",
+            "--count",
+            "30",
+            "--json",
+            ljson.to_str().unwrap(),
+        ]);
+        assert!(ok, "{err}");
+        assert!(
+            out.contains(&format!("{by} cold")) && out.contains(&format!("{by} warm")),
+            "{out}"
+        );
+        let l: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&ljson).unwrap()).unwrap();
+        let warm = &l["lookup"][format!("{by}_warm")];
+        assert_eq!(
+            warm["device_reads_per_lookup_max"].as_u64().unwrap(),
+            0,
+            "warm lookups read nothing"
+        );
+        let cold = &l["lookup"][format!("{by}_cold")];
+        assert!(
+            cold["device_reads_per_lookup_mean"].as_f64().unwrap() >= 1.0,
+            "cold lookups read the disk"
+        );
+        assert_eq!(cold["lookups"].as_u64().unwrap(), 30);
+    }
+    server.stop().unwrap();
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let (ok, _, err) = loadgen(&["write", "--bootstrap", "127.0.0.1:1", "--topic", "x"]);
+    assert!(!ok);
+    assert!(
+        err.contains("cannot connect to a shardlog server at 127.0.0.1:1"),
+        "{err}"
+    );
+    let (ok, _, err) = loadgen(&["write", "--topic", "x", "--total-bytes", "12XB"]);
+    assert!(!ok);
+    assert!(err.contains("unknown size unit"), "{err}");
+    let (ok, _, err) = loadgen(&["write", "--topic", "x", "--duration", "soon"]);
+    assert!(!ok);
+    assert!(err.contains("is not a duration"), "{err}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, addr) = start_server(tmp.path());
+    let (ok, _, err) = loadgen(&[
+        "lookup",
+        "--bootstrap",
+        &addr,
+        "--topic",
+        "missing",
+        "--by",
+        "offset",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("topic \"missing\" does not exist"), "{err}");
+    let (ok, _, err) = loadgen(&["write", "--bootstrap", &addr, "--topic", "missing"]);
+    assert!(!ok);
+    assert!(err.contains("does not exist"), "{err}");
+    server.stop().unwrap();
+}
