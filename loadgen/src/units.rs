@@ -1,18 +1,24 @@
 //! Parsing of sizes (`512MiB`, `4GB`, `1048576`) and durations (`30s`, `2m`, `500ms`) with
 //! clear errors, for clap.
 
-/// Bytes from a number with an optional unit: B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB
-/// (KB = 1000, KiB = 1024; a bare K/M/G is binary, as dd and fio read it).
-pub fn parse_size(s: &str) -> Result<u64, String> {
+/// Splits `"12.5MiB"` into the number and the unit.
+fn number_and_unit(s: &str) -> (&str, &str) {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
+    (num, unit.trim())
+}
+
+/// Bytes from a number with an optional unit: B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB
+/// (KB = 1000, KiB = 1024; a bare K/M/G is binary, as dd and fio read it).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, unit) = number_and_unit(s);
     let value: f64 = num
         .parse()
         .map_err(|_| format!("{s:?} is not a size: use e.g. 1048576, 512KiB, 64MB, 4GiB"))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+    let mult: f64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kib" => 1024.0,
         "kb" => 1e3,
@@ -37,15 +43,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Seconds from a number with an optional unit: ms, s (default), m, h.
 pub fn parse_duration_secs(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
+    let (num, unit) = number_and_unit(s);
     let value: f64 = num
         .parse()
         .map_err(|_| format!("{s:?} is not a duration: use e.g. 30, 30s, 500ms, 2m"))?;
-    let secs = match unit.trim() {
+    let secs = match unit {
         "" | "s" => value,
         "ms" => value / 1000.0,
         "m" | "min" => value * 60.0,

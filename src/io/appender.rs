@@ -61,6 +61,31 @@ fn short_write(expected: usize, got: usize) -> std::io::Error {
 }
 
 impl LogFile {
+    /// A handle on `file` holding `[0, size)`, with `staging` (None: sealed) holding
+    /// `[staging_pos, size)`; everything below `size` is on the device.
+    fn assemble(
+        path: &Path,
+        file: Rc<dyn StorageFile>,
+        size: u64,
+        staging_pos: u64,
+        staging: Option<IoBuf>,
+        cache: Option<SharedPageCache>,
+    ) -> Self {
+        LogFile {
+            path: path.to_path_buf(),
+            file,
+            id: next_file_id(),
+            cache,
+            size,
+            staging_pos,
+            staging,
+            in_flight: VecDeque::new(),
+            written: size,
+            durable: size,
+            poisoned: None,
+        }
+    }
+
     /// Creates a new, empty log file. Fails if the file already exists.
     pub async fn create(
         storage: &dyn Storage,
@@ -72,19 +97,7 @@ impl LogFile {
             .await
             .map_err(|e| Error::io("create", path, e))?;
         let staging = file.alloc_buffer(CHUNK);
-        Ok(LogFile {
-            path: path.to_path_buf(),
-            file,
-            id: next_file_id(),
-            cache,
-            size: 0,
-            staging_pos: 0,
-            staging: Some(staging),
-            in_flight: VecDeque::new(),
-            written: 0,
-            durable: 0,
-            poisoned: None,
-        })
+        Ok(Self::assemble(path, file, 0, 0, Some(staging), cache))
     }
 
     /// Opens an existing log file whose valid data is `[0, size)` for appending: the partial
@@ -116,19 +129,14 @@ impl LogFile {
             }
             staging.as_bytes_mut()[..tail_len].copy_from_slice(&tail[..tail_len]);
         }
-        Ok(LogFile {
-            path: path.to_path_buf(),
+        Ok(Self::assemble(
+            path,
             file,
-            id: next_file_id(),
-            cache,
             size,
             staging_pos,
-            staging: Some(staging),
-            in_flight: VecDeque::new(),
-            written: size,
-            durable: size,
-            poisoned: None,
-        })
+            Some(staging),
+            cache,
+        ))
     }
 
     /// Opens a sealed log file read-only; `size` is its valid length.
@@ -142,19 +150,7 @@ impl LogFile {
             .open(path, OpenMode::ReadOnly)
             .await
             .map_err(|e| Error::io("open", path, e))?;
-        Ok(LogFile {
-            path: path.to_path_buf(),
-            file,
-            id: next_file_id(),
-            cache,
-            size,
-            staging_pos: size,
-            staging: None,
-            in_flight: VecDeque::new(),
-            written: size,
-            durable: size,
-            poisoned: None,
-        })
+        Ok(Self::assemble(path, file, size, size, None, cache))
     }
 
     /// Current size of the file on disk (may include zero padding past `size`).

@@ -256,6 +256,26 @@ fn dump_log(
     Ok(())
 }
 
+/// The bytes of the segment file next to `path` with another suffix (empty if unreadable).
+fn read_sibling(path: &Path, suffix: &str) -> Vec<u8> {
+    sibling(path, suffix)
+        .and_then(|p| std::fs::read(p).ok())
+        .unwrap_or_default()
+}
+
+/// Kafka's `--index-sanity-check` verdict line.
+fn report_sanity(
+    path: &Path,
+    verdict: Result<(), String>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    match verdict {
+        Ok(()) => writeln!(out, "{} passed sanity check.", path.display()),
+        Err(why) => writeln!(err, "{} failed sanity check: {why}", path.display()),
+    }
+}
+
 fn raw_offset_entries(bytes: &[u8], base: i64) -> Vec<(i64, i64)> {
     bytes
         .chunks_exact(offset_index::ENTRY_SIZE)
@@ -282,15 +302,10 @@ fn dump_index(
         return Ok(());
     }
     if sanity_only {
-        match OffsetIndex::decode(base, &bytes, usize::MAX) {
-            Ok(_) => writeln!(out, "{} passed sanity check.", path.display())?,
-            Err(why) => writeln!(err, "{} failed sanity check: {why}", path.display())?,
-        }
-        return Ok(());
+        let verdict = OffsetIndex::decode(base, &bytes, usize::MAX).map(|_| ());
+        return report_sanity(path, verdict, out, err);
     }
-    let log = sibling(path, LOG_SUFFIX)
-        .and_then(|p| std::fs::read(p).ok())
-        .unwrap_or_default();
+    let log = read_sibling(path, LOG_SUFFIX);
     for (i, &(offset, position)) in entries.iter().enumerate() {
         // A sparse preallocated index ends in zero entries: stop at the first one.
         if offset == base && i > 0 {
@@ -322,19 +337,11 @@ fn dump_time_index(
     let bytes = std::fs::read(path)?;
     let base = base_offset_of(path).unwrap_or(0);
     if sanity_only {
-        match TimeIndex::decode(base, &bytes, usize::MAX) {
-            Ok(_) => writeln!(out, "{} passed sanity check.", path.display())?,
-            Err(why) => writeln!(err, "{} failed sanity check: {why}", path.display())?,
-        }
-        return Ok(());
+        let verdict = TimeIndex::decode(base, &bytes, usize::MAX).map(|_| ());
+        return report_sanity(path, verdict, out, err);
     }
-    let log = sibling(path, LOG_SUFFIX)
-        .and_then(|p| std::fs::read(p).ok())
-        .unwrap_or_default();
-    let offsets = sibling(path, INDEX_SUFFIX)
-        .and_then(|p| std::fs::read(p).ok())
-        .map(|b| raw_offset_entries(&b, base))
-        .unwrap_or_default();
+    let log = read_sibling(path, LOG_SUFFIX);
+    let offsets = raw_offset_entries(&read_sibling(path, INDEX_SUFFIX), base);
     let key = absolute(path);
     let mut prev_ts = -1i64;
     for (i, e) in bytes.chunks_exact(time_index::ENTRY_SIZE).enumerate() {
