@@ -74,7 +74,11 @@ impl Request {
 
     /// Encodes a whole request frame (size prefix included).
     pub fn encode_frame(&self, correlation_id: i32) -> Vec<u8> {
-        let mut w = WireWriter::with_capacity(64);
+        let payload = match self {
+            Request::Produce { records, .. } => records.len(),
+            _ => 0,
+        };
+        let mut w = WireWriter::frame(128 + payload);
         w.i16(self.api_key() as i16).i16(0).i32(correlation_id);
         match self {
             Request::ApiVersions => {}
@@ -132,7 +136,7 @@ impl Request {
             }
             Request::Stats => {}
         }
-        w.into_frame()
+        w.finish_frame()
     }
 
     /// Reads the 8-byte request header from a frame body.
@@ -292,7 +296,11 @@ pub struct Response {
 impl Response {
     /// Encodes a response frame (size prefix included).
     pub fn encode_frame(&self) -> Vec<u8> {
-        let mut w = WireWriter::with_capacity(64);
+        let payload = match &self.result {
+            Ok(ResponseBody::Fetch { records, .. }) => records.len(),
+            _ => 0,
+        };
+        let mut w = WireWriter::frame(128 + payload);
         w.i32(self.correlation_id);
         match &self.result {
             Err((code, msg)) => {
@@ -303,7 +311,7 @@ impl Response {
                 encode_body(&mut w, body);
             }
         }
-        w.into_frame()
+        w.finish_frame()
     }
 
     /// Decodes a response frame body (size prefix removed) to a request of kind `key`.

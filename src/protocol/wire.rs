@@ -68,6 +68,21 @@ impl WireWriter {
         out.extend_from_slice(&self.buf);
         out
     }
+
+    /// A writer for a whole frame: room for the size prefix first, so the payload is
+    /// copied once (see `finish_frame`).
+    pub fn frame(capacity: usize) -> Self {
+        let mut buf = Vec::with_capacity(4 + capacity);
+        buf.extend_from_slice(&[0; 4]);
+        WireWriter { buf }
+    }
+
+    /// Fills in the size prefix of a writer made by `frame`.
+    pub fn finish_frame(mut self) -> Vec<u8> {
+        let len = (self.buf.len() - 4) as i32;
+        self.buf[..4].copy_from_slice(&len.to_be_bytes());
+        self.buf
+    }
 }
 
 /// A cursor over a received frame body.
