@@ -153,14 +153,6 @@ impl LogFile {
         Ok(Self::assemble(path, file, size, size, None, cache))
     }
 
-    /// Current size of the file on disk (may include zero padding past `size`).
-    pub async fn file_size_on_disk(&self) -> Result<u64> {
-        self.file
-            .size()
-            .await
-            .map_err(|e| Error::io("stat", &self.path, e))
-    }
-
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -168,16 +160,6 @@ impl LogFile {
     /// Bytes appended so far.
     pub fn size(&self) -> u64 {
         self.size
-    }
-
-    /// Bytes known to have reached the device.
-    pub fn written(&self) -> u64 {
-        self.written
-    }
-
-    /// Bytes known to be durable (covered by an fdatasync).
-    pub fn durable(&self) -> u64 {
-        self.durable
     }
 
     pub fn is_sealed(&self) -> bool {

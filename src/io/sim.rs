@@ -213,39 +213,6 @@ impl SimStorage {
         s.fail_sync = None;
         s.disk_full = false;
     }
-
-    /// The durable bytes of a file (what a power loss would leave).
-    pub fn durable_bytes(&self, path: &Path) -> Option<Vec<u8>> {
-        self.state
-            .borrow()
-            .files
-            .get(path)
-            .map(|f| f.durable.clone())
-    }
-
-    /// The bytes the process sees.
-    pub fn volatile_bytes(&self, path: &Path) -> Option<Vec<u8>> {
-        self.state
-            .borrow()
-            .files
-            .get(path)
-            .map(|f| f.volatile.clone())
-    }
-
-    /// Overwrites a file's bytes (volatile and durable): for corruption tests.
-    pub fn put_file(&self, path: &Path, bytes: Vec<u8>) {
-        let mut s = self.state.borrow_mut();
-        if let Some(parent) = path.parent() {
-            s.dirs.insert(parent.to_path_buf());
-        }
-        s.files.insert(
-            path.to_path_buf(),
-            SimFile {
-                volatile: bytes.clone(),
-                durable: bytes,
-            },
-        );
-    }
 }
 
 struct SimHandle {

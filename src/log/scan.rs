@@ -26,23 +26,25 @@ pub async fn find_batch(
     position: u64,
     pred: impl FnMut(&BatchHeader) -> bool,
 ) -> Result<Option<FoundBatch>> {
-    find_batch_from(log, position, Vec::new(), pred).await
+    find_batch_from(log, position, &[], pred).await
 }
 
-/// As [`find_batch`], starting with `window`: bytes already read from `position`.
+/// As [`find_batch`], starting with `prefetched`: bytes already read from `position`
+/// (borrowed, so callers keep them without a copy).
 pub async fn find_batch_from(
     log: &mut LogFile,
     mut position: u64,
-    mut window: Vec<u8>,
+    prefetched: &[u8],
     mut pred: impl FnMut(&BatchHeader) -> bool,
 ) -> Result<Option<FoundBatch>> {
+    let mut window: std::borrow::Cow<'_, [u8]> = std::borrow::Cow::Borrowed(prefetched);
     let size = log.size();
     let mut window_pos = position;
     let mut step = SCAN_WINDOW;
     while position < size {
         let off = (position - window_pos) as usize;
         if position < window_pos || off + HEADER_SIZE > window.len() {
-            window = log.read_at(position, step).await?;
+            window = std::borrow::Cow::Owned(log.read_at(position, step).await?);
             window_pos = position;
             step = (step * 2).min(MAX_SCAN_WINDOW);
             if window.len() < HEADER_SIZE {

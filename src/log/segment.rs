@@ -144,19 +144,13 @@ impl Segment {
         }
         // Walk from the floor entry, starting with one read that usually covers it all.
         let start = hit.floor.position as u64;
-        let ahead = self.log.read_at(start, min_read).await?;
-        let found = find_batch_from(&mut self.log, start, ahead.clone(), |h| {
-            h.last_offset() >= offset
-        })
-        .await?;
+        let mut ahead = self.log.read_at(start, min_read).await?;
+        let found =
+            find_batch_from(&mut self.log, start, &ahead, |h| h.last_offset() >= offset).await?;
         Ok(found.map(|f| {
-            let skip = (f.position - start) as usize;
-            let data = if skip < ahead.len() {
-                ahead[skip..].to_vec()
-            } else {
-                Vec::new()
-            };
-            (f, data)
+            let skip = ((f.position - start) as usize).min(ahead.len());
+            ahead.drain(..skip);
+            (f, ahead)
         }))
     }
 
@@ -616,11 +610,10 @@ impl Segment {
             if found.header.max_timestamp >= target {
                 if data.len() < found.header.size() {
                     data = self.read_batch(&found).await?;
-                } else {
-                    data.truncate(found.header.size());
-                    self.verify_batches(found.position, &data)?;
                 }
-                let records = decode_records(&data, &found.header).map_err(|e| {
+                let batch = &data[..found.header.size()];
+                self.verify_batches(found.position, batch)?;
+                let records = decode_records(batch, &found.header).map_err(|e| {
                     Error::corruption(self.log.path(), found.position, e.to_string())
                 })?;
                 if let Some(r) = records
@@ -632,19 +625,15 @@ impl Segment {
             }
             // On to the next batch, reusing what was read past this one.
             let next_pos = found.position + found.header.size() as u64;
-            let rest = data
-                .get(found.header.size()..)
-                .map(<[u8]>::to_vec)
-                .unwrap_or_default();
-            let Some(next) = find_batch_from(&mut self.log, next_pos, rest.clone(), |h| {
+            data.drain(..found.header.size().min(data.len()));
+            let Some(next) = find_batch_from(&mut self.log, next_pos, &data, |h| {
                 h.max_timestamp >= target
             })
             .await?
             else {
                 return Ok(None);
             };
-            let skip = (next.position - next_pos) as usize;
-            data = rest.get(skip..).map(<[u8]>::to_vec).unwrap_or_default();
+            data.drain(..((next.position - next_pos) as usize).min(data.len()));
             found = next;
         }
     }

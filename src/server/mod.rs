@@ -11,7 +11,7 @@ pub mod shard;
 pub mod topics;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -269,9 +269,4 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
             }
         }
     }
-}
-
-/// Data directory helper for tools and tests.
-pub fn data_dir_of(handle: &ServerHandle) -> &Path {
-    &handle.data_dir
 }
