@@ -41,10 +41,15 @@ pub enum ErrorCode {
     Internal = 22,
     /// DropCaches from a non-loopback peer while allow.remote.admin is off.
     AdminNotAllowed = 23,
+    /// Retriable: the server is still opening partitions, or an earlier admin operation on
+    /// the same name is still being finished.
+    NotReady = 24,
+    /// The shard is at max.connections.per.shard; sent once, then the connection is closed.
+    TooManyConnections = 25,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 24] = [
+    pub const ALL: [ErrorCode; 26] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -69,6 +74,8 @@ impl ErrorCode {
         ErrorCode::InvalidRequest,
         ErrorCode::Internal,
         ErrorCode::AdminNotAllowed,
+        ErrorCode::NotReady,
+        ErrorCode::TooManyConnections,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

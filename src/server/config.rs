@@ -30,6 +30,22 @@ pub struct ServerConfig {
     /// How long an idle shard spins before parking in the kernel (0 = park at once).
     /// Spinning trades CPU for wake-up latency; worth it only on dedicated cores.
     pub spin_before_park_us: u64,
+    /// Request and reply bytes all connections of one shard may hold at once (requests
+    /// being read or run, replies not yet written). Bounds memory under slow readers.
+    pub max_inflight_bytes_per_shard: usize,
+    /// Sealed-segment files (.log, .index, .timeindex) a shard keeps open; the least
+    /// recently used are closed and reopened on demand.
+    pub max_open_sealed_files_per_shard: usize,
+    /// A connection with no request for this long is closed (Kafka's connections.max.idle.ms).
+    pub connections_max_idle_ms: u64,
+    /// Once a frame has started, its rest must arrive within this; and a reply must be
+    /// taken by the client within it. Otherwise the connection is closed.
+    pub request_timeout_ms: u64,
+    /// Host put in Metadata replies; empty: the address the client connected to.
+    pub advertised_host: String,
+    /// Let DropCaches also drop the whole host's kernel page cache (as root). Off by
+    /// default: it affects every process on the machine.
+    pub allow_drop_kernel_cache: bool,
 }
 
 impl Default for ServerConfig {
@@ -49,6 +65,12 @@ impl Default for ServerConfig {
             allow_remote_admin: false,
             shutdown_timeout_ms: 10_000,
             spin_before_park_us: 0,
+            max_inflight_bytes_per_shard: 256 << 20,
+            max_open_sealed_files_per_shard: 1000,
+            connections_max_idle_ms: 600_000,
+            request_timeout_ms: 30_000,
+            advertised_host: String::new(),
+            allow_drop_kernel_cache: false,
         }
     }
 }
@@ -57,11 +79,21 @@ fn bad(key: &str, why: impl std::fmt::Display) -> String {
     format!("config {key}: {why}")
 }
 
+fn boolean(key: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(bad(key, format!("{v:?} is not true or false"))),
+    }
+}
+
 impl ServerConfig {
     /// Applies a `key=value` file (`#` comments). Keys: data.dir, listen, shards,
     /// max.frame.bytes, max.inflight.bytes.per.connection, max.connections.per.shard,
     /// max.partitions.per.topic, io.memory.bytes, cache.bytes, allow.remote.admin,
-    /// shutdown.timeout.ms, spin.before.park.us.
+    /// shutdown.timeout.ms, spin.before.park.us, max.inflight.bytes.per.shard,
+    /// max.open.sealed.files.per.shard, connections.max.idle.ms, request.timeout.ms,
+    /// advertised.host, allow.drop.kernel.cache.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
@@ -95,13 +127,15 @@ impl ServerConfig {
             "max.partitions.per.topic" => self.max_partitions_per_topic = num(key, v)?,
             "io.memory.bytes" => self.io_memory_bytes = num(key, v)?,
             "cache.bytes" => self.cache_bytes = num(key, v)?,
-            "allow.remote.admin" => {
-                self.allow_remote_admin = match v {
-                    "true" => true,
-                    "false" => false,
-                    _ => return Err(bad(key, format!("{v:?} is not true or false"))),
-                }
+            "allow.remote.admin" => self.allow_remote_admin = boolean(key, v)?,
+            "allow.drop.kernel.cache" => self.allow_drop_kernel_cache = boolean(key, v)?,
+            "max.inflight.bytes.per.shard" => self.max_inflight_bytes_per_shard = num(key, v)?,
+            "max.open.sealed.files.per.shard" => {
+                self.max_open_sealed_files_per_shard = num(key, v)?
             }
+            "connections.max.idle.ms" => self.connections_max_idle_ms = num(key, v)?,
+            "request.timeout.ms" => self.request_timeout_ms = num(key, v)?,
+            "advertised.host" => self.advertised_host = v.to_string(),
             "shutdown.timeout.ms" => self.shutdown_timeout_ms = num(key, v)?,
             "spin.before.park.us" => self.spin_before_park_us = num(key, v)?,
             _ => return Err(format!("unknown server config key {key:?}")),
@@ -143,6 +177,26 @@ impl ServerConfig {
                 "must be between 1 and 100000",
             ));
         }
+        if self.max_inflight_bytes_per_shard < self.max_inflight_bytes_per_connection {
+            return Err(bad(
+                "max.inflight.bytes.per.shard",
+                "must be at least max.inflight.bytes.per.connection",
+            ));
+        }
+        if self.max_open_sealed_files_per_shard < 3 {
+            return Err(bad(
+                "max.open.sealed.files.per.shard",
+                "must be at least 3 (one segment's files)",
+            ));
+        }
+        for (key, v) in [
+            ("connections.max.idle.ms", self.connections_max_idle_ms),
+            ("request.timeout.ms", self.request_timeout_ms),
+        ] {
+            if !(100..=86_400_000).contains(&v) {
+                return Err(bad(key, "must be between 100 ms and 1 day"));
+            }
+        }
         let last_port = self.listen.port() as usize + self.shards;
         if self.listen.port() == 0 || last_port > u16::MAX as usize {
             return Err(bad(
@@ -151,6 +205,13 @@ impl ServerConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Every address the server listens on: the shared one, then each shard's own.
+    pub fn listen_addrs(&self) -> Vec<SocketAddr> {
+        std::iter::once(self.listen)
+            .chain((0..self.shards).map(|i| SocketAddr::new(self.listen.ip(), self.shard_port(i))))
+            .collect()
     }
 
     /// The per-shard port of shard `i`.

@@ -58,13 +58,6 @@ impl ShardStats {
 
 pub type OpResult = Result<OpOk, (ErrorCode, String)>;
 
-/// A topic change the controller (shard 0) applies on every shard.
-#[derive(Debug, Clone)]
-pub enum TopicChange {
-    Created(TopicMeta),
-    Deleted(String),
-}
-
 #[derive(Debug, Clone)]
 pub enum ShardOp {
     Partition {
@@ -80,7 +73,13 @@ pub enum ShardOp {
     DeleteTopic {
         name: String,
     },
-    Apply(TopicChange),
+    /// Open the partitions of a topic being created that this shard owns (not yet visible).
+    OpenTopic(TopicMeta),
+    /// Make a created topic visible on this shard.
+    PublishTopic(TopicMeta),
+    /// Unpublish a topic, close the partitions this shard owns and move their directories
+    /// to the trash (deletion, or rollback of a failed create).
+    RemoveTopic(TopicMeta),
     /// Clear this shard's caches (page cache, OS cache of its files); reply with its stats.
     DropCaches,
     /// Reply with this shard's stats.

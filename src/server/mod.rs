@@ -2,9 +2,12 @@
 //! listening on the shared port (SO_REUSEPORT) and on its own port, and forwarding requests
 //! for partitions it does not own to their owner over the channel mesh.
 
+mod admin;
 pub mod config;
 mod connection;
+pub mod data_dir;
 mod handlers;
+pub mod limits;
 pub mod messages;
 mod partition_actor;
 pub mod shard;
@@ -38,6 +41,8 @@ pub struct ServerHandle {
     data_dir: PathBuf,
     /// Whether the previous run ended with a clean shutdown.
     pub previous_shutdown_was_clean: bool,
+    /// The data directory is ours while this is held (released when the handle goes).
+    _lock: data_dir::DataDirLock,
 }
 
 impl ServerHandle {
@@ -82,11 +87,14 @@ impl ServerHandle {
 /// Starts the server and returns once every shard is listening.
 pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     config.validate()?;
-    std::fs::create_dir_all(&config.data_dir)
-        .map_err(|e| format!("creating {}: {e}", config.data_dir.display()))?;
-    let marker = config.data_dir.join(CLEAN_SHUTDOWN_FILE);
-    let previous_shutdown_was_clean = marker.exists();
-    let _ = std::fs::remove_file(&marker);
+    // Before anything in the directory is read: one server per data directory.
+    let lock = data_dir::lock(&config.data_dir)?;
+    for addr in config.listen_addrs() {
+        data_dir::check_port_free(addr)?;
+    }
+    let previous_shutdown_was_clean = take_clean_shutdown_marker(&config.data_dir)?;
+    data_dir::prepare(&config.data_dir, config.shards as u32)?;
+    crate::server::limits::raise_fd_limit(&config);
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, String>>();
@@ -117,6 +125,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
         handles,
         data_dir,
         previous_shutdown_was_clean,
+        _lock: lock,
     };
     for _ in 0..n {
         match ready_rx.recv() {
@@ -140,6 +149,25 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
         "shardlog serving"
     );
     Ok(handle)
+}
+
+/// Whether the previous run shut down cleanly; the marker is removed (durably) so that a
+/// crash of this run is recovered at the next start. Failing to remove it is fatal: a later
+/// crash would otherwise skip recovery.
+fn take_clean_shutdown_marker(data_dir: &std::path::Path) -> Result<bool, String> {
+    let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
+    match std::fs::remove_file(&marker) {
+        Ok(()) => {
+            data_dir::sync_dir(data_dir)
+                .map_err(|e| format!("syncing {}: {e}", data_dir.display()))?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!(
+            "removing {} (needed so a crash is recovered): {e}",
+            marker.display()
+        )),
+    }
 }
 
 async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {

@@ -5,16 +5,19 @@
 //! `Cell`), never held across an `.await`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use glommio::channels::channel_mesh::Senders;
 use glommio::channels::local_channel::{self, LocalSender};
 
 use super::config::ServerConfig;
-use super::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, ShardStats, TopicChange};
+use glommio::sync::{Permit, Semaphore};
+
+use super::data_dir;
+use super::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, ShardStats};
 use super::partition_actor::PartitionHandle;
-use super::topics::{validate_topic_name, AdminError, TopicConfig, TopicMeta};
+use super::topics::{AdminError, TopicMeta};
 use crate::io::{DmaStorage, PageCache, SharedPageCache, Storage};
 use crate::log::{partition_dir, OpenOptions, PartitionLog};
 use crate::protocol::ErrorCode;
@@ -37,8 +40,11 @@ pub struct Shard {
     next_id: Cell<u64>,
     topics: RefCell<BTreeMap<String, TopicMeta>>,
     partitions: RefCell<HashMap<(String, u32), PartitionHandle>>,
-    /// Topics the controller is creating right now (guards against duplicate creates).
-    creating: RefCell<HashSet<String>>,
+    /// One topic creation or deletion at a time (used on the controller only).
+    admin: Semaphore,
+    /// Set once every partition this shard owns is open: until then partition requests get
+    /// the retriable NotReady.
+    ready: Cell<bool>,
     pub shutting_down: Cell<bool>,
     /// Dropped at shutdown: every listener's `recv()` then returns.
     shutdown_waiters: RefCell<Vec<LocalSender<()>>>,
@@ -69,7 +75,8 @@ impl Shard {
             next_id: Cell::new(1),
             topics: RefCell::new(BTreeMap::new()),
             partitions: RefCell::new(HashMap::new()),
-            creating: RefCell::new(HashSet::new()),
+            admin: Semaphore::new(1),
+            ready: Cell::new(false),
             shutting_down: Cell::new(false),
             shutdown_waiters: RefCell::new(Vec::new()),
             connections: Cell::new(0),
@@ -122,7 +129,24 @@ impl Shard {
             self.open_owned(&meta, opts).await.map_err(|(_, m)| m)?;
             self.topics.borrow_mut().insert(meta.name.clone(), meta);
         }
+        self.ready.set(true);
         Ok(())
+    }
+
+    pub fn has_topic(&self, name: &str) -> bool {
+        self.topics.borrow().contains_key(name)
+    }
+
+    pub fn topic(&self, name: &str) -> Option<TopicMeta> {
+        self.topics.borrow().get(name).cloned()
+    }
+
+    /// Waits for this shard's turn to change topics (the controller runs one at a time).
+    pub async fn admin_turn(&self) -> Result<Permit<'_>, AdminError> {
+        self.admin
+            .acquire_permit(1)
+            .await
+            .map_err(|e| (ErrorCode::Internal, format!("admin queue closed: {e}")))
     }
 
     /// Runs a partition operation on the partition's owner: here, or via the mesh.
@@ -177,6 +201,17 @@ impl Shard {
             .cloned();
         match handle {
             Some(h) => h.call(op).await,
+            None if !self.ready.get() => err(
+                ErrorCode::NotReady,
+                format!(
+                    "shard {} is still opening its partitions; retry shortly",
+                    self.id
+                ),
+            ),
+            // Deleted while the request was forwarded here.
+            None if !self.has_topic(topic) => {
+                err(ErrorCode::UnknownTopic, format!("unknown topic {topic:?}"))
+            }
             None => err(
                 ErrorCode::UnknownPartition,
                 format!(
@@ -185,6 +220,13 @@ impl Shard {
                 ),
             ),
         }
+    }
+
+    /// Runs `op` on this shard and on every other shard at once; the first error wins.
+    pub async fn on_every_shard(self: &Rc<Self>, op: ShardOp) -> OpResult {
+        let (local, remote) =
+            futures_lite::future::zip(self.execute(op.clone()), self.broadcast(op)).await;
+        local.and(remote)
     }
 
     /// Sends an operation to another shard and waits for its answer.
@@ -253,7 +295,7 @@ impl Shard {
         }
     }
 
-    async fn execute(self: &Rc<Self>, op: ShardOp) -> OpResult {
+    pub(super) async fn execute(self: &Rc<Self>, op: ShardOp) -> OpResult {
         match op {
             ShardOp::Partition {
                 topic,
@@ -264,9 +306,15 @@ impl Shard {
                 name,
                 partitions,
                 configs,
-            } => self.controller_create(name, partitions, configs).await,
-            ShardOp::DeleteTopic { name } => self.controller_delete(name).await,
-            ShardOp::Apply(change) => self.apply(change).await,
+                // Boxed: admin operations run `execute` on every shard themselves.
+            } => Box::pin(super::admin::create(self, name, partitions, configs)).await,
+            ShardOp::DeleteTopic { name } => Box::pin(super::admin::delete(self, name)).await,
+            ShardOp::OpenTopic(meta) => self.open_new_topic(&meta).await,
+            ShardOp::PublishTopic(meta) => {
+                self.topics.borrow_mut().insert(meta.name.clone(), meta);
+                Ok(OpOk::Done)
+            }
+            ShardOp::RemoveTopic(meta) => self.remove_owned(&meta).await,
             ShardOp::DropCaches => self.drop_local_caches().await,
             ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
             ShardOp::Drained => {
@@ -283,7 +331,7 @@ impl Shard {
         configs: Vec<(String, String)>,
     ) -> OpResult {
         if self.id == CONTROLLER {
-            self.controller_create(name, partitions, configs).await
+            super::admin::create(self, name, partitions, configs).await
         } else {
             self.remote(
                 CONTROLLER,
@@ -299,109 +347,80 @@ impl Shard {
 
     pub async fn delete_topic(self: &Rc<Self>, name: String) -> OpResult {
         if self.id == CONTROLLER {
-            self.controller_delete(name).await
+            super::admin::delete(self, name).await
         } else {
             self.remote(CONTROLLER, ShardOp::DeleteTopic { name }).await
         }
     }
 
-    fn check_create(
-        &self,
-        name: &str,
-        partitions: i32,
-        configs: &[(String, String)],
-    ) -> Result<TopicConfig, AdminError> {
-        validate_topic_name(name)?;
-        let max = self.config.max_partitions_per_topic;
-        if partitions < 1 || partitions as u32 > max {
-            return err(
-                ErrorCode::InvalidRequest,
-                format!("partitions must be between 1 and {max}, got {partitions}"),
-            );
-        }
-        let config = TopicConfig::from_pairs(configs)?;
-        if self.topics.borrow().contains_key(name) || self.creating.borrow().contains(name) {
-            return err(
-                ErrorCode::TopicAlreadyExists,
-                format!("topic {name:?} already exists"),
-            );
-        }
-        Ok(config)
-    }
-
-    async fn controller_create(
-        self: &Rc<Self>,
-        name: String,
-        partitions: i32,
-        configs: Vec<(String, String)>,
-    ) -> OpResult {
-        let config = self.check_create(&name, partitions, &configs)?;
-        self.creating.borrow_mut().insert(name.clone());
-        let meta = TopicMeta::new(name.clone(), partitions as u32, config, self.n as u32);
-        let result = async {
-            meta.persist(&self.config.data_dir, self.n as u32)
-                .map_err(|e| {
-                    (
-                        ErrorCode::StorageError,
-                        format!("writing topic metadata: {e}"),
-                    )
-                })?;
-            self.apply(TopicChange::Created(meta.clone())).await?;
-            self.broadcast(ShardOp::Apply(TopicChange::Created(meta.clone())))
-                .await
-        }
-        .await;
-        self.creating.borrow_mut().remove(&name);
-        if result.is_ok() {
-            tracing::info!(topic = %name, partitions, "topic created");
-        }
-        result
-    }
-
-    async fn controller_delete(self: &Rc<Self>, name: String) -> OpResult {
-        if !self.topics.borrow().contains_key(&name) {
-            return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
-        }
-        TopicMeta::remove_persisted(&self.config.data_dir, &name).map_err(|e| {
-            (
-                ErrorCode::StorageError,
-                format!("removing topic metadata: {e}"),
-            )
-        })?;
-        let local = self.apply(TopicChange::Deleted(name.clone())).await;
-        let remote = self
-            .broadcast(ShardOp::Apply(TopicChange::Deleted(name.clone())))
-            .await;
-        tracing::info!(topic = %name, "topic deleted");
-        local.and(remote)
-    }
-
-    /// Applies a topic change on this shard: opens or closes and removes the partitions it
-    /// owns, then updates its metadata copy.
-    async fn apply(self: &Rc<Self>, change: TopicChange) -> OpResult {
-        match change {
-            TopicChange::Created(meta) => {
-                self.open_owned(&meta, OpenOptions::default()).await?;
-                self.topics.borrow_mut().insert(meta.name.clone(), meta);
-                Ok(OpOk::Done)
+    /// Opens the partitions of a topic being created: each in a fresh directory (anything
+    /// already there is quarantined, never served). On failure, what was opened is removed.
+    async fn open_new_topic(&self, meta: &TopicMeta) -> OpResult {
+        let data_dir = &self.config.data_dir;
+        for p in self.owned_partitions(meta) {
+            let name = format!("{}-{p}", meta.name);
+            if data_dir.join(&name).exists() {
+                data_dir::quarantine(data_dir, &name)
+                    .map_err(|e| (ErrorCode::StorageError, format!("quarantining {name}: {e}")))?;
             }
-            TopicChange::Deleted(name) => {
-                let Some(meta) = self.topics.borrow_mut().remove(&name) else {
-                    return Ok(OpOk::Done);
-                };
-                for p in 0..meta.partitions() {
-                    let handle = self.partitions.borrow_mut().remove(&(name.clone(), p));
-                    if let Some(h) = handle {
-                        let _ = h.close().await;
-                        let dir = partition_dir(&self.config.data_dir, &name, p);
-                        if let Err(e) = std::fs::remove_dir_all(&dir) {
-                            tracing::error!(dir = %dir.display(), error = %e, "removing partition failed");
-                        }
-                    }
+        }
+        let opened = self.open_owned(meta, OpenOptions::default()).await;
+        if opened.is_err() {
+            let _ = self.remove_owned(meta).await;
+        }
+        opened
+    }
+
+    fn owned_partitions<'a>(&self, meta: &'a TopicMeta) -> impl Iterator<Item = u32> + 'a {
+        let id = self.id as u32;
+        (0..meta.partitions()).filter(move |&p| meta.owners[p as usize] == id)
+    }
+
+    /// Unpublishes a topic, closes the partitions this shard owns and moves their
+    /// directories to the trash (durably: one fsync of the data directory), then removes
+    /// the trash in the background.
+    async fn remove_owned(&self, meta: &TopicMeta) -> OpResult {
+        self.topics.borrow_mut().remove(&meta.name);
+        let data_dir = &self.config.data_dir;
+        let mut trash = Vec::new();
+        let mut first_err = None;
+        // Close them all at once: each partition task seals its own files.
+        let closing: Vec<_> = self
+            .owned_partitions(meta)
+            .filter_map(|p| {
+                let h = self
+                    .partitions
+                    .borrow_mut()
+                    .remove(&(meta.name.clone(), p))?;
+                Some(glommio::spawn_local(async move { (p, h.close().await) }))
+            })
+            .collect();
+        for task in closing {
+            if let (p, Err(e)) = task.await {
+                tracing::warn!(topic = %meta.name, partition = p, error = %e, "closing a removed partition");
+            }
+        }
+        for p in self.owned_partitions(meta) {
+            let name = format!("{}-{p}", meta.name);
+            if !data_dir.join(&name).exists() {
+                continue;
+            }
+            match data_dir::move_to_trash(data_dir, &name) {
+                Ok(to) => trash.push(to),
+                Err(e) => {
+                    first_err
+                        .get_or_insert((ErrorCode::StorageError, format!("trashing {name}: {e}")));
                 }
-                Ok(OpOk::Done)
             }
         }
+        if let Err(e) = data_dir::sync_dir(data_dir) {
+            first_err.get_or_insert((
+                ErrorCode::StorageError,
+                format!("syncing {}: {e}", data_dir.display()),
+            ));
+        }
+        data_dir::remove_in_background(trash);
+        first_err.map_or(Ok(OpOk::Done), Err)
     }
 
     /// Opens the partitions of `meta` this shard owns and starts their tasks.

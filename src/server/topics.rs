@@ -15,7 +15,28 @@ const META_HEADER: &str = "# shardlog topic metadata v1";
 /// Error with a wire code, for admin operations.
 pub type AdminError = (ErrorCode, String);
 
-/// Kafka's rule: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`. Nothing else can name
+/// Suffix of a topic's metadata file while its deletion is being carried out.
+const DELETING_SUFFIX: &str = "deleting";
+/// Highest partition index any topic can have (`max.partitions.per.topic` <= 100000).
+const MAX_PARTITION_INDEX: u32 = 99_999;
+
+/// Every file name the engine derives from a topic name, at its longest: the metadata file
+/// while it is written and while the topic is deleted, and the partition directory with the
+/// largest partition index.
+fn derived_file_names(name: &str) -> [String; 3] {
+    [
+        format!("{name}.properties.tmp"),
+        format!("{name}.{DELETING_SUFFIX}"),
+        format!("{name}-{MAX_PARTITION_INDEX}"),
+    ]
+}
+
+/// Longest topic name: every derived file name must fit in one file name (255 bytes).
+pub const MAX_TOPIC_NAME_BYTES: usize = 240;
+
+/// Kafka's characters `[a-zA-Z0-9._-]`, not `.` or `..`, and at most
+/// [`MAX_TOPIC_NAME_BYTES`] bytes so every file name derived from it fits (Kafka allows 249;
+/// shardlog's `<name>.properties.tmp` is longer than Kafka's longest). Nothing else can name
 /// a directory, so no topic path can escape the data directory.
 pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
     let bad = |why: &str| {
@@ -24,9 +45,15 @@ pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
             format!("topic name {name:?} {why}"),
         ))
     };
-    if name.is_empty() || name.len() > 249 {
-        return bad("must be 1 to 249 characters long");
+    if name.is_empty() || name.len() > MAX_TOPIC_NAME_BYTES {
+        return bad(&format!(
+            "must be 1 to {MAX_TOPIC_NAME_BYTES} characters long (got {})",
+            name.len()
+        ));
     }
+    debug_assert!(derived_file_names(name)
+        .iter()
+        .all(|n| n.len() <= super::data_dir::MAX_FILE_NAME_BYTES));
     if name == "." || name == ".." {
         return bad("cannot be '.' or '..'");
     }
@@ -36,8 +63,8 @@ pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
     {
         return bad(&format!("contains {c:?}; allowed: a-z A-Z 0-9 . _ -"));
     }
-    if name == META_DIR {
-        return bad("is reserved");
+    if name.starts_with("__shardlog") {
+        return bad("is reserved (names starting with __shardlog are shardlog's own)");
     }
     Ok(())
 }
@@ -331,14 +358,57 @@ impl TopicMeta {
         std::fs::File::open(&dir)?.sync_all()
     }
 
+    /// Removes the metadata file (rolling back a create that failed half-way).
     pub fn remove_persisted(data_dir: &Path, name: &str) -> std::io::Result<()> {
-        let path = meta_path(data_dir, name);
-        match std::fs::remove_file(&path) {
-            Ok(()) => std::fs::File::open(topics_dir(data_dir))?.sync_all(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e),
+        remove_synced(data_dir, &meta_path(data_dir, name))
+    }
+
+    /// The commit point of a deletion: the metadata file becomes `<name>.deleting`, durably.
+    /// From here a crash finishes the deletion at the next start instead of reviving it.
+    pub fn mark_deleting(data_dir: &Path, name: &str) -> std::io::Result<()> {
+        std::fs::rename(meta_path(data_dir, name), deleting_path(data_dir, name))?;
+        std::fs::File::open(topics_dir(data_dir))?.sync_all()
+    }
+}
+
+fn deleting_path(data_dir: &Path, name: &str) -> PathBuf {
+    topics_dir(data_dir).join(format!("{name}.{DELETING_SUFFIX}"))
+}
+
+fn remove_synced(data_dir: &Path, path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => std::fs::File::open(topics_dir(data_dir))?.sync_all(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a deletion of `name` is committed but not finished (its partition directories
+/// may still be in place): a create of the same name must wait for it.
+pub fn deletion_pending(data_dir: &Path, name: &str) -> bool {
+    deleting_path(data_dir, name).exists()
+}
+
+/// Ends a deletion once every partition directory of the topic is in the trash.
+pub fn finish_deletion(data_dir: &Path, name: &str) -> std::io::Result<()> {
+    remove_synced(data_dir, &deleting_path(data_dir, name))
+}
+
+/// Topics whose deletion was committed but not finished (a crash came in between).
+pub fn pending_deletions(data_dir: &Path) -> std::io::Result<Vec<String>> {
+    let entries = match std::fs::read_dir(topics_dir(data_dir)) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if let Some(topic) = name.strip_suffix(&format!(".{DELETING_SUFFIX}")) {
+            out.push(topic.to_string());
         }
     }
+    Ok(out)
 }
 
 /// Loads every topic's metadata. The second value lists topics whose owners were recomputed
@@ -383,7 +453,7 @@ mod tests {
 
     #[test]
     fn topic_names_follow_kafka_rules() {
-        for ok in ["orders", "a", "A.b_c-9", &"x".repeat(249)] {
+        for ok in ["orders", "a", "A.b_c-9", &"x".repeat(MAX_TOPIC_NAME_BYTES)] {
             assert!(validate_topic_name(ok).is_ok(), "{ok}");
         }
         for bad in [
@@ -394,7 +464,10 @@ mod tests {
             "../etc",
             "a b",
             "ü",
-            &"x".repeat(250),
+            &"x".repeat(MAX_TOPIC_NAME_BYTES + 1),
+            &"x".repeat(249),
+            "__shardlog_meta",
+            "__shardlog_anything",
             "a\0",
         ] {
             assert_eq!(

@@ -1,0 +1,124 @@
+//! Topic lifecycle on the controller (shard 0). Creations and deletions run one at a time
+//! (a single-permit semaphore on the controller's executor, not a lock shared between
+//! threads), so a DeleteTopic followed by a CreateTopic of the same name, pipelined or from
+//! other connections, always sees the deletion finished first.
+//!
+//! Create: every shard opens the partitions it owns (not yet visible) -> the metadata file is
+//! written (the commit point) -> every shard publishes the topic. A failure before the commit
+//! point closes and trashes whatever was opened; nothing of the topic remains.
+//!
+//! Delete: the metadata file becomes `<name>.deleting` (the commit point) -> every shard
+//! unpublishes the topic, closes its partitions and renames their directories to
+//! `<dir>.<unique>-delete` -> the marker is removed. A crash after the commit point is
+//! finished at the next start (`data_dir::prepare`); trash is removed in the background.
+
+use std::rc::Rc;
+
+use super::messages::{OpOk, OpResult, ShardOp};
+use super::shard::Shard;
+use super::topics::{self, validate_topic_name, AdminError, TopicConfig, TopicMeta};
+use crate::protocol::ErrorCode;
+
+fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, AdminError> {
+    Err((code, msg.into()))
+}
+
+fn check_create(
+    shard: &Shard,
+    name: &str,
+    partitions: i32,
+    configs: &[(String, String)],
+) -> Result<TopicConfig, AdminError> {
+    validate_topic_name(name)?;
+    let max = shard.config.max_partitions_per_topic;
+    if partitions < 1 || partitions as u32 > max {
+        return err(
+            ErrorCode::InvalidRequest,
+            format!("partitions must be between 1 and {max}, got {partitions}"),
+        );
+    }
+    let config = TopicConfig::from_pairs(configs)?;
+    if shard.has_topic(name) {
+        return err(
+            ErrorCode::TopicAlreadyExists,
+            format!("topic {name:?} already exists"),
+        );
+    }
+    if topics::deletion_pending(&shard.config.data_dir, name) {
+        return err(
+            ErrorCode::NotReady,
+            format!("an earlier deletion of topic {name:?} is still being finished; retry later"),
+        );
+    }
+    Ok(config)
+}
+
+/// Creates a topic on every shard, or leaves no trace of it.
+pub async fn create(
+    shard: &Rc<Shard>,
+    name: String,
+    partitions: i32,
+    configs: Vec<(String, String)>,
+) -> OpResult {
+    let _turn = shard.admin_turn().await?;
+    let config = check_create(shard, &name, partitions, &configs)?;
+    let meta = TopicMeta::new(name.clone(), partitions as u32, config, shard.n as u32);
+    if let Err(e) = shard.on_every_shard(ShardOp::OpenTopic(meta.clone())).await {
+        roll_back_create(shard, &meta).await;
+        return Err(e);
+    }
+    if let Err(e) = meta.persist(&shard.config.data_dir, shard.n as u32) {
+        roll_back_create(shard, &meta).await;
+        return err(
+            ErrorCode::StorageError,
+            format!("writing topic metadata: {e}"),
+        );
+    }
+    shard
+        .on_every_shard(ShardOp::PublishTopic(meta.clone()))
+        .await?;
+    tracing::info!(topic = %name, partitions, "topic created");
+    Ok(OpOk::Done)
+}
+
+async fn roll_back_create(shard: &Rc<Shard>, meta: &TopicMeta) {
+    if let Err(e) = TopicMeta::remove_persisted(&shard.config.data_dir, &meta.name) {
+        tracing::error!(topic = %meta.name, error = %e, "removing the metadata of a failed create");
+    }
+    if let Err((_, e)) = shard
+        .on_every_shard(ShardOp::RemoveTopic(meta.clone()))
+        .await
+    {
+        tracing::error!(topic = %meta.name, error = %e, "rolling back a failed create; leftovers are quarantined at the next start");
+    }
+}
+
+/// Deletes a topic: committed durably first, then carried out on every shard.
+pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
+    let _turn = shard.admin_turn().await?;
+    let Some(meta) = shard.topic(&name) else {
+        return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
+    };
+    let data_dir = &shard.config.data_dir;
+    TopicMeta::mark_deleting(data_dir, &name).map_err(|e| {
+        (
+            ErrorCode::StorageError,
+            format!("marking topic {name:?} deleted: {e}"),
+        )
+    })?;
+    let started = std::time::Instant::now();
+    if let Err((code, e)) = shard.on_every_shard(ShardOp::RemoveTopic(meta)).await {
+        return err(
+            code,
+            format!("topic {name:?} is deleted, but removing its partitions failed ({e}); the next start finishes it"),
+        );
+    }
+    topics::finish_deletion(data_dir, &name).map_err(|e| {
+        (
+            ErrorCode::StorageError,
+            format!("topic {name:?} is deleted, but removing its deletion marker failed: {e}"),
+        )
+    })?;
+    tracing::info!(topic = %name, elapsed_ms = started.elapsed().as_millis() as u64, "topic deleted");
+    Ok(OpOk::Done)
+}

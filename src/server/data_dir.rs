@@ -1,0 +1,265 @@
+//! The data directory as one server owns it: the exclusive lock taken before anything is
+//! read, and the start-up pass that finishes interrupted topic deletions and quarantines
+//! partition directories no topic owns, so nothing unowned is ever served.
+//!
+//! Admin path only (start-up, create, delete): plain `std::fs`, never on a produce or fetch.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use super::topics::{self, TopicMeta, META_DIR};
+
+/// Lock file in the data directory: flock'd by the running server, holds its pid.
+pub const LOCK_FILE: &str = ".lock";
+/// Suffix of a partition directory whose topic was deleted and that awaits removal.
+pub const TRASH_SUFFIX: &str = "-delete";
+/// Where directories no topic owns are moved at start-up (inside the metadata directory).
+pub const QUARANTINE_DIR: &str = "quarantine";
+/// Longest file name the file systems we run on accept (ext4, xfs, btrfs).
+pub const MAX_FILE_NAME_BYTES: usize = 255;
+
+/// The held lock: the data directory is this process's until it is dropped.
+pub struct DataDirLock {
+    _file: File,
+}
+
+/// Takes the exclusive advisory lock on `data_dir` (creating the directory). A second
+/// server on the same directory fails at once, naming the holder's pid.
+pub fn lock(data_dir: &Path) -> Result<DataDirLock, String> {
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| format!("creating {}: {e}", data_dir.display()))?;
+    let path = data_dir.join(LOCK_FILE);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| format!("opening {}: {e}", path.display()))?;
+    // SAFETY: a valid descriptor; flock has no memory-safety preconditions.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        let mut holder = String::new();
+        let _ = file.read_to_string(&mut holder);
+        let holder = holder.trim();
+        return Err(match e.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => format!(
+                "data directory {} is in use by another shardlog server (pid {}); \
+                 stop it or choose another --data-dir",
+                data_dir.display(),
+                if holder.is_empty() { "unknown" } else { holder }
+            ),
+            _ => format!("locking {}: {e}", path.display()),
+        });
+    }
+    let pid = std::process::id().to_string();
+    file.set_len(0)
+        .and_then(|_| file.rewind())
+        .and_then(|_| file.write_all(pid.as_bytes()))
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(DataDirLock { _file: file })
+}
+
+/// Refuses to start when another process already serves `addr`. Our shards share the port
+/// with SO_REUSEPORT, which would otherwise let a second server silently take half the
+/// connections. A connect tells a listener apart from sockets of a killed predecessor that
+/// still linger on the port (those must not stop a restart).
+pub fn check_port_free(addr: std::net::SocketAddr) -> Result<(), String> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
+    let target = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => {
+            SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port())
+        }
+        IpAddr::V6(ip) if ip.is_unspecified() => {
+            SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port())
+        }
+        _ => addr,
+    };
+    match TcpStream::connect_timeout(&target, std::time::Duration::from_secs(1)) {
+        Ok(_) => Err(format!(
+            "{addr} is already served by another process (is another shardlog server running?)"
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(format!(
+            "{addr}: a connect test timed out, so something may already listen there"
+        )),
+        Err(_) => Ok(()),
+    }
+}
+
+/// `name` cut to at most `max` bytes (names are ASCII, so any cut is a char boundary).
+fn truncated(name: &str, max: usize) -> &str {
+    &name[..name.len().min(max)]
+}
+
+/// The name a deleted partition directory is renamed to: Kafka's `<dir>.<uuid>-delete`,
+/// with the directory part shortened so the whole fits in one file name.
+pub fn trash_name(dir_name: &str) -> String {
+    let unique = format!(
+        ".{:016x}{:016x}{TRASH_SUFFIX}",
+        crate::time::now_ms() as u64,
+        fastrand::u64(..)
+    );
+    let room = MAX_FILE_NAME_BYTES - unique.len();
+    format!("{}{unique}", truncated(dir_name, room))
+}
+
+/// Renames a partition directory to its trash name (not yet durable: callers fsync the
+/// data directory once for all renames).
+pub fn move_to_trash(data_dir: &Path, dir_name: &str) -> std::io::Result<PathBuf> {
+    let to = data_dir.join(trash_name(dir_name));
+    std::fs::rename(data_dir.join(dir_name), &to)?;
+    Ok(to)
+}
+
+/// Moves a directory no topic owns out of the way (kept for an operator to inspect).
+pub fn quarantine(data_dir: &Path, dir_name: &str) -> std::io::Result<PathBuf> {
+    let qdir = data_dir.join(META_DIR).join(QUARANTINE_DIR);
+    std::fs::create_dir_all(&qdir)?;
+    let unique = format!(".{}", crate::time::now_ms());
+    let to = qdir.join(format!(
+        "{}{unique}",
+        truncated(dir_name, MAX_FILE_NAME_BYTES - unique.len())
+    ));
+    std::fs::rename(data_dir.join(dir_name), &to)?;
+    tracing::warn!(from = %data_dir.join(dir_name).display(), to = %to.display(),
+        "quarantined a partition directory that no topic owns; it will not be served");
+    Ok(to)
+}
+
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Removes trashed directories in a background thread (never blocks a shard). Failures are
+/// logged; the next start tries again.
+pub fn remove_in_background(dirs: Vec<PathBuf>) {
+    if dirs.is_empty() {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("shardlog-trash".into())
+        .spawn(move || {
+            for dir in dirs {
+                if let Err(e) = std::fs::remove_dir_all(&dir) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        tracing::warn!(dir = %dir.display(), error = %e, "removing a deleted partition failed; retried at the next start");
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "could not start the trash removal thread; retried at the next start");
+    }
+}
+
+/// Whether `name` is `<topic>-<p>` of a topic in `owned` (a set of such directory names).
+fn partition_dirs(metas: &[TopicMeta]) -> HashSet<String> {
+    metas
+        .iter()
+        .flat_map(|m| (0..m.partitions()).map(move |p| format!("{}-{p}", m.name)))
+        .collect()
+}
+
+/// Directory names in `data_dir` that look like partitions of `topic` (`<topic>-<digits>`).
+fn dirs_of_topic(names: &[String], topic: &str) -> Vec<String> {
+    names
+        .iter()
+        .filter(|n| {
+            n.strip_prefix(topic)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .cloned()
+        .collect()
+}
+
+fn subdirectories(data_dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(data_dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            out.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// What the start-up pass did.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    pub finished_deletions: Vec<String>,
+    pub quarantined: Vec<PathBuf>,
+}
+
+/// Start-up, before any shard opens a partition: finish deletions a crash interrupted (their
+/// marker is the commit point), remove trash, and quarantine partition directories that no
+/// topic owns, so a later topic of the same name never serves them.
+pub fn prepare(data_dir: &Path, shards: u32) -> Result<Prepared, String> {
+    let ctx = |what: &str, e: std::io::Error| format!("{what} in {}: {e}", data_dir.display());
+    let mut done = Prepared::default();
+    let mut names = subdirectories(data_dir).map_err(|e| ctx("listing", e))?;
+    for topic in topics::pending_deletions(data_dir).map_err(|e| ctx("listing deletions", e))? {
+        for dir in dirs_of_topic(&names, &topic) {
+            move_to_trash(data_dir, &dir).map_err(|e| ctx("trashing", e))?;
+        }
+        sync_dir(data_dir).map_err(|e| ctx("syncing", e))?;
+        topics::finish_deletion(data_dir, &topic).map_err(|e| ctx("finishing deletion", e))?;
+        tracing::warn!(topic = %topic, "finished a topic deletion interrupted by a crash");
+        done.finished_deletions.push(topic);
+        names = subdirectories(data_dir).map_err(|e| ctx("listing", e))?;
+    }
+    let (metas, _) = topics::load_all(data_dir, shards).map_err(|e| ctx("loading topics", e))?;
+    let owned = partition_dirs(&metas);
+    let mut trash = Vec::new();
+    for name in names {
+        if name.ends_with(TRASH_SUFFIX) {
+            trash.push(data_dir.join(&name));
+        } else if name != META_DIR && !owned.contains(&name) {
+            done.quarantined
+                .push(quarantine(data_dir, &name).map_err(|e| ctx("quarantining", e))?);
+        }
+    }
+    if !done.quarantined.is_empty() {
+        sync_dir(data_dir).map_err(|e| ctx("syncing", e))?;
+    }
+    remove_in_background(trash);
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trash_names_fit_one_file_name() {
+        let long = format!("{}-99999", "t".repeat(249));
+        let t = trash_name(&long);
+        assert!(t.len() <= MAX_FILE_NAME_BYTES, "{}", t.len());
+        assert!(t.ends_with(TRASH_SUFFIX));
+        assert_ne!(trash_name("a-0"), trash_name("a-0"));
+    }
+
+    #[test]
+    fn dirs_of_topic_matches_only_its_partitions() {
+        let names: Vec<String> = ["a-0", "a-12", "a-b-0", "ab-1", "a-", "a-1x"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(dirs_of_topic(&names, "a"), vec!["a-0", "a-12"]);
+        assert_eq!(dirs_of_topic(&names, "a-b"), vec!["a-b-0"]);
+    }
+
+    #[test]
+    fn a_second_lock_on_one_directory_is_refused_with_the_holders_pid() {
+        let tmp = tempfile::tempdir().unwrap();
+        let held = lock(tmp.path()).unwrap();
+        let err = lock(tmp.path()).err().unwrap();
+        assert!(err.contains(&std::process::id().to_string()), "{err}");
+        assert!(err.contains("in use by another shardlog server"), "{err}");
+        drop(held);
+        lock(tmp.path()).unwrap();
+    }
+}

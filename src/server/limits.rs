@@ -1,0 +1,47 @@
+//! Process resource limits the server depends on: file descriptors.
+
+use super::ServerConfig;
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit (the common soft default of 1024 is far
+/// below what a server with many partitions needs) and logs the budget. Returns the soft
+/// limit in force afterwards.
+pub fn raise_fd_limit(config: &ServerConfig) -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            tracing::warn!(error = %std::io::Error::last_os_error(), "getrlimit(RLIMIT_NOFILE) failed");
+            return 0;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim.rlim_cur = lim.rlim_max;
+            } else {
+                tracing::warn!(error = %std::io::Error::last_os_error(), "could not raise RLIMIT_NOFILE");
+            }
+        }
+    }
+    let shards = config.shards as u64;
+    let connections = shards * config.max_connections_per_shard as u64 * 2;
+    let sealed = shards * config.max_open_sealed_files_per_shard as u64;
+    tracing::info!(
+        fd_limit = lim.rlim_cur,
+        connections_max_fds = connections,
+        sealed_segment_files_max_fds = sealed,
+        "file descriptor budget (active segments add one .log each; sealed ones are opened lazily)"
+    );
+    if connections + sealed >= lim.rlim_cur {
+        tracing::warn!(
+            fd_limit = lim.rlim_cur,
+            "the fd limit is below the configured connection and open-file bounds; EMFILE is answered with retriable errors"
+        );
+    }
+    lim.rlim_cur
+}
