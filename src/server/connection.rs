@@ -4,131 +4,226 @@
 //! file descriptors of the same socket (dup), so they need no lock between them.
 //!
 //! Bounds: a frame over `max_frame_bytes` is refused before its body is read or allocated
-//! (the connection is then closed, since the stream cannot be resynchronised), and request
-//! bytes in flight are limited per connection by a semaphore: when it is exhausted the
-//! reader stops reading (TCP backpressure), it never buffers more.
+//! (the connection is then closed, since the stream cannot be resynchronised); request and
+//! reply bytes in flight count against the connection's and the shard's budgets
+//! (`budget.rs`): when one is exhausted the reader stops reading, it never buffers more.
+//! Timeouts: a connection with no request for `connections.max.idle.ms` is closed; once a
+//! frame has started, its rest must arrive within `request.timeout.ms`, and each reply must
+//! be taken by the client within it.
 
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::rc::Rc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use glommio::channels::local_channel;
+use glommio::channels::local_channel::{self, LocalReceiver};
 use glommio::net::TcpStream;
-use glommio::sync::Semaphore;
 
-use super::handlers::handle_frame;
+use super::budget::{Budget, Reservation};
+use super::handlers::{handle_frame, Peer, Reply};
 use super::shard::Shard;
 use crate::protocol::{ErrorCode, Response, REQUEST_HEADER};
 
 /// Requests queued for the writer before the reader waits.
 const MAX_QUEUED_REQUESTS: usize = 1024;
 
-enum Next {
-    Frame,
-    Stop,
+type Queued = (glommio::Task<Reply>, Reservation);
+
+/// Whether an address is loopback, counting IPv4 loopback seen through an IPv6 socket
+/// (`::ffff:127.0.0.1`, what a `[::]` listener reports for an IPv4 peer).
+pub fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+    }
+}
+
+fn peer_of(stream: &TcpStream) -> Peer {
+    Peer {
+        is_loopback: stream.peer_addr().is_ok_and(|a| is_loopback(a.ip())),
+        local: stream.local_addr().ok(),
+    }
 }
 
 pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
-    let peer_is_loopback = stream
-        .peer_addr()
-        .map(|a| a.ip().is_loopback())
-        .unwrap_or(false);
+    let peer = peer_of(&stream);
+    let request_timeout = Duration::from_millis(shard.config.request_timeout_ms);
     // SAFETY: dup returns a new descriptor we own; the TcpStream takes ownership of it.
     let write_fd = unsafe { libc::dup(stream.as_raw_fd()) };
     if write_fd < 0 {
         tracing::warn!(error = %std::io::Error::last_os_error(), "dup failed; dropping connection");
         return;
     }
-    let mut writer = unsafe { TcpStream::from_raw_fd(write_fd) };
+    let writer = unsafe { TcpStream::from_raw_fd(write_fd) };
+    let _ = writer.set_write_timeout(Some(request_timeout));
+    let budget = Budget::new(
+        shard.config.max_inflight_bytes_per_connection,
+        shard.inflight.clone(),
+    );
+    let (tx, rx) = local_channel::new_bounded(MAX_QUEUED_REQUESTS);
+    let writer_task = glommio::spawn_local(write_replies(writer, rx));
     // Buffered: a small request's size prefix and body usually arrive in one recv.
     let mut reader = stream.buffered();
-    let limit = Rc::new(Semaphore::new(
-        shard.config.max_inflight_bytes_per_connection as u64,
-    ));
-    let (tx, rx) = local_channel::new_bounded(MAX_QUEUED_REQUESTS);
-
-    let writer_task = glommio::spawn_local(async move {
-        while let Some((task, permit)) = rx.recv().await {
-            let task: glommio::Task<Option<Vec<u8>>> = task;
-            if let Some(frame) = task.await {
-                if writer.write_all(&frame).await.is_err() {
-                    break;
-                }
-            }
-            drop::<Option<glommio::sync::StaticPermit>>(permit);
-        }
-    });
-
     let shutdown = shard.shutdown_listener();
-    let max_frame = shard.config.max_frame_bytes;
     loop {
-        let mut size_buf = [0u8; 4];
         let next = futures_lite::future::or(
-            async {
-                match reader.read_exact(&mut size_buf).await {
-                    Ok(()) => Next::Frame,
-                    Err(_) => Next::Stop,
-                }
-            },
+            async { read_frame(&shard, &mut reader, &budget).await },
             async {
                 shutdown.recv().await;
-                Next::Stop
+                Next::Stop("shutting down".into())
             },
         )
         .await;
-        if let Next::Stop = next {
-            break;
-        }
-        let size = i32::from_be_bytes(size_buf);
-        if size < REQUEST_HEADER as i32 || size as usize > max_frame {
-            // Read only the header to echo its correlation id; never the body.
-            let mut header = [0u8; REQUEST_HEADER];
-            let cid =
-                if size >= REQUEST_HEADER as i32 && reader.read_exact(&mut header).await.is_ok() {
-                    i32::from_be_bytes(header[4..8].try_into().unwrap())
-                } else {
-                    -1
-                };
-            let (code, msg) = if size < REQUEST_HEADER as i32 {
-                (
-                    ErrorCode::MalformedRequest,
-                    format!("frame size {size} is below the 8-byte request header"),
-                )
-            } else {
-                (
-                    ErrorCode::FrameTooLarge,
-                    format!("frame of {size} bytes exceeds the limit of {max_frame} bytes"),
-                )
-            };
-            tracing::debug!(%code, %msg, "closing connection");
-            let frame = Response {
-                correlation_id: cid,
-                result: Err((code, msg)),
+        match next {
+            Next::Frame(body, reservation) => {
+                let task = glommio::spawn_local(handle_frame(
+                    shard.clone(),
+                    body,
+                    peer,
+                    budget.clone(),
+                ));
+                if tx.send((task, reservation)).await.is_err() {
+                    break;
+                }
             }
-            .encode_frame();
-            let task = glommio::spawn_local(async move { Some(frame) });
-            let _ = tx.send((task, None)).await;
-            break;
-        }
-        let size = size as usize;
-        let Ok(permit) = limit.acquire_static_permit(size as u64).await else {
-            break;
-        };
-        let mut body = vec![0u8; size];
-        if reader.read_exact(&mut body).await.is_err() {
-            break;
-        }
-        let task = glommio::spawn_local(handle_frame(
-            shard.clone(),
-            Bytes::from(body),
-            peer_is_loopback,
-        ));
-        if tx.send((task, Some(permit))).await.is_err() {
-            break;
+            Next::Refuse(frame) => {
+                let task = glommio::spawn_local(async move { Reply::frame(frame) });
+                let _ = tx.send((task, Reservation::default())).await;
+                break;
+            }
+            Next::Stop(why) => {
+                tracing::debug!(shard = shard.id, %why, "closing connection");
+                break;
+            }
         }
     }
     drop(tx);
     writer_task.await;
+}
+
+/// Writes replies in request order. A reply the client does not take within the write
+/// timeout closes the connection (the reader then fails too), releasing its budget.
+async fn write_replies(mut writer: TcpStream, rx: LocalReceiver<Queued>) {
+    while let Some((task, request_budget)) = rx.recv().await {
+        let Reply {
+            frame,
+            reservation: reply_budget,
+        } = task.await;
+        if let Some(frame) = frame {
+            if let Err(e) = writer.write_all(&frame).await {
+                tracing::debug!(error = %e, "writing a reply failed; closing the connection");
+                let _ = writer.shutdown(std::net::Shutdown::Both).await;
+                break;
+            }
+        }
+        // The bytes are on their way: release them.
+        drop((request_budget, reply_budget));
+    }
+}
+
+enum Next {
+    Frame(Bytes, Reservation),
+    /// An error frame to send before closing (the stream cannot be resynchronised).
+    Refuse(Vec<u8>),
+    Stop(String),
+}
+
+/// Reads one request frame: the first byte may take up to the idle timeout, the rest of the
+/// frame must follow within the request timeout. The body is read only once the budgets
+/// grant its size.
+async fn read_frame(
+    shard: &Shard,
+    reader: &mut TcpStream<glommio::net::Preallocated>,
+    budget: &Budget,
+) -> Next {
+    let cfg = &shard.config;
+    let idle = Duration::from_millis(cfg.connections_max_idle_ms);
+    let request = Duration::from_millis(cfg.request_timeout_ms);
+    let mut size_buf = [0u8; 4];
+    let _ = reader.set_read_timeout(Some(idle));
+    if let Err(e) = reader.read_exact(&mut size_buf[..1]).await {
+        return Next::Stop(format!("waiting for a request: {e}"));
+    }
+    let _ = reader.set_read_timeout(Some(request));
+    if let Err(e) = reader.read_exact(&mut size_buf[1..]).await {
+        return Next::Stop(format!("reading a frame size: {e}"));
+    }
+    let size = i32::from_be_bytes(size_buf);
+    if size < REQUEST_HEADER as i32 || size as usize > cfg.max_frame_bytes {
+        return Next::Refuse(refusal(reader, size, cfg.max_frame_bytes).await);
+    }
+    let size = size as usize;
+    // Waiting for budget is backpressure, not a stalled client: no timeout while waiting.
+    let _ = reader.set_read_timeout(Some(idle.max(request)));
+    let Some(reservation) = budget.reserve(size).await else {
+        return Next::Stop("budget closed".into());
+    };
+    let _ = reader.set_read_timeout(Some(request));
+    let mut body = vec![0u8; size];
+    if let Err(e) = reader.read_exact(&mut body).await {
+        return Next::Stop(format!("reading a {size}-byte frame: {e}"));
+    }
+    Next::Frame(Bytes::from(body), reservation)
+}
+
+/// The error reply for a frame size that cannot be accepted; only the header is read (to
+/// echo the correlation id), never the body.
+async fn refusal(
+    reader: &mut TcpStream<glommio::net::Preallocated>,
+    size: i32,
+    max_frame: usize,
+) -> Vec<u8> {
+    let mut header = [0u8; REQUEST_HEADER];
+    let cid = if size >= REQUEST_HEADER as i32 && reader.read_exact(&mut header).await.is_ok() {
+        i32::from_be_bytes(header[4..8].try_into().expect("4 bytes"))
+    } else {
+        -1
+    };
+    let (code, msg) = if size < REQUEST_HEADER as i32 {
+        (
+            ErrorCode::MalformedRequest,
+            format!("frame size {size} is below the 8-byte request header"),
+        )
+    } else {
+        (
+            ErrorCode::FrameTooLarge,
+            format!("frame of {size} bytes exceeds the limit of {max_frame} bytes"),
+        )
+    };
+    Response {
+        correlation_id: cid,
+        result: Err((code, msg)),
+    }
+    .encode_frame()
+}
+
+/// Tells a client the shard is full, then closes: an error frame, not a bare reset.
+pub async fn refuse_connection(mut stream: TcpStream, limit: usize) {
+    let frame = Response {
+        correlation_id: -1,
+        result: Err((
+            ErrorCode::TooManyConnections,
+            format!("this shard serves at most {limit} connections (max.connections.per.shard); retry later or use another shard's port"),
+        )),
+    }
+    .encode_frame();
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    let _ = stream.write_all(&frame).await;
+    let _ = stream.close().await;
+}
+
+/// The host to advertise to a client: the configured one, else the address it reached us on.
+pub fn advertised_host(configured: &str, listen: SocketAddr, local: Option<SocketAddr>) -> String {
+    if !configured.is_empty() {
+        return configured.to_string();
+    }
+    match local {
+        Some(a) if listen.ip().is_unspecified() => a.ip().to_canonical().to_string(),
+        _ => listen.ip().to_string(),
+    }
 }

@@ -5,6 +5,8 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
+use super::budget::{Budget, Reservation};
+use super::connection::advertised_host;
 use super::messages::{OpOk, OpResult, PartitionOp};
 use super::shard::Shard;
 use crate::protocol::{
@@ -24,12 +26,46 @@ fn error_frame(correlation_id: i32, code: ErrorCode, msg: impl Into<String>) -> 
     .encode_frame()
 }
 
-/// Handles one request frame body (size prefix removed). `None` means "send no reply"
-/// (acks=0 produce).
-pub async fn handle_frame(
-    shard: Rc<Shard>,
+/// Who a request comes from, as the connection saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer {
+    pub is_loopback: bool,
+    /// The address the client connected to (what Metadata advertises on a wildcard listen).
+    pub local: Option<std::net::SocketAddr>,
+}
+
+/// A reply frame (`None`: send nothing, acks=0 produce) and the budget its bytes hold until
+/// it is written.
+pub struct Reply {
+    pub frame: Option<Vec<u8>>,
+    pub reservation: Reservation,
+}
+
+impl Reply {
+    pub fn frame(frame: Vec<u8>) -> Self {
+        Reply {
+            frame: Some(frame),
+            reservation: Reservation::default(),
+        }
+    }
+}
+
+/// Handles one request frame body (size prefix removed).
+pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Budget) -> Reply {
+    let mut reservation = Reservation::default();
+    let frame = decode_and_run(&shard, frame, peer, &budget, &mut reservation).await;
+    Reply {
+        frame,
+        reservation,
+    }
+}
+
+async fn decode_and_run(
+    shard: &Rc<Shard>,
     frame: Bytes,
-    peer_is_loopback: bool,
+    peer: Peer,
+    budget: &Budget,
+    reservation: &mut Reservation,
 ) -> Option<Vec<u8>> {
     if frame.len() < REQUEST_HEADER {
         return Some(error_frame(
@@ -79,7 +115,7 @@ pub async fn handle_frame(
             ..
         }
     );
-    let result = dispatch(&shard, request, peer_is_loopback).await;
+    let result = dispatch(shard, request, peer, budget, reservation).await;
     if silent {
         if let Err((code, msg)) = &result {
             tracing::debug!(%code, %msg, "acks=0 produce failed (no reply by design)");
@@ -138,7 +174,9 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, (ErrorCode, String)
 async fn dispatch(
     shard: &Rc<Shard>,
     request: Request,
-    peer_is_loopback: bool,
+    peer: Peer,
+    budget: &Budget,
+    reservation: &mut Reservation,
 ) -> Result<ResponseBody, (ErrorCode, String)> {
     if shard.shutting_down.get() {
         return Err((ErrorCode::ShuttingDown, "server is shutting down".into()));
@@ -151,7 +189,7 @@ async fn dispatch(
                 .map(|k| (*k as i16, k.versions().0, k.versions().1))
                 .collect(),
         )),
-        Request::Metadata { topics } => Ok(ResponseBody::Metadata(metadata(shard, topics))),
+        Request::Metadata { topics } => Ok(ResponseBody::Metadata(metadata(shard, topics, peer))),
         Request::CreateTopic {
             name,
             partitions,
@@ -187,10 +225,14 @@ async fn dispatch(
             }
             // The reply must fit in a frame the client accepts.
             let cap = shard.config.max_frame_bytes - FETCH_RESPONSE_OVERHEAD;
-            let op = PartitionOp::Fetch {
-                offset,
-                max_bytes: (max_bytes as usize).min(cap),
-            };
+            let max_bytes = (max_bytes as usize).min(cap);
+            // Its bytes count against the budgets before anything is read.
+            let reply = budget
+                .reserve(max_bytes + FETCH_RESPONSE_OVERHEAD)
+                .await
+                .ok_or((ErrorCode::ShuttingDown, "connection closing".to_string()))?;
+            reservation.merge(reply);
+            let op = PartitionOp::Fetch { offset, max_bytes };
             to_body(key, shard.partition_op(&topic, partition, op).await)
         }
         Request::ListOffsets {
@@ -204,10 +246,19 @@ async fn dispatch(
         Request::DropCaches {
             drop_kernel_page_cache,
         } => {
-            if !peer_is_loopback && !shard.config.allow_remote_admin {
+            if !peer.is_loopback && !shard.config.allow_remote_admin {
                 return Err((
                     ErrorCode::AdminNotAllowed,
                     "DropCaches is accepted from loopback only (set allow.remote.admin=true)"
+                        .into(),
+                ));
+            }
+            if drop_kernel_page_cache && !shard.config.allow_drop_kernel_cache {
+                return Err((
+                    ErrorCode::AdminNotAllowed,
+                    "dropping the host's kernel page cache affects every process on the machine; \
+                     the server must set allow.drop.kernel.cache=true (shardlog's own caches can \
+                     be dropped without it)"
                         .into(),
                 ));
             }
@@ -265,8 +316,9 @@ fn drop_kernel_page_cache_as_root() {
     }
 }
 
-fn metadata(shard: &Shard, topics: Option<Vec<String>>) -> MetadataResponse {
-    let host = shard.config.listen.ip().to_string();
+fn metadata(shard: &Shard, topics: Option<Vec<String>>, peer: Peer) -> MetadataResponse {
+    let cfg = &shard.config;
+    let host = advertised_host(&cfg.advertised_host, cfg.listen, peer.local);
     let shards = (0..shard.n)
         .map(|i| ShardInfo {
             shard: i as i32,

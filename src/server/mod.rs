@@ -3,6 +3,7 @@
 //! for partitions it does not own to their owner over the channel mesh.
 
 mod admin;
+mod budget;
 pub mod config;
 mod connection;
 pub mod data_dir;
@@ -266,6 +267,7 @@ async fn shutdown_shard(shard: &Rc<Shard>) -> usize {
 
 async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
     let stop = shard.shutdown_listener();
+    let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
             stop.recv().await;
@@ -275,12 +277,11 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
         match accepted {
             None => break,
             Some(Ok(stream)) => {
-                if shard.connections.get() >= shard.config.max_connections_per_shard {
-                    tracing::warn!(
-                        shard = shard.id,
-                        "connection limit reached; refusing a connection"
-                    );
-                    drop(stream);
+                backoff.reset();
+                let limit = shard.config.max_connections_per_shard;
+                if shard.connections.get() >= limit {
+                    tracing::warn!(shard = shard.id, limit, "connection limit reached; refusing a connection");
+                    glommio::spawn_local(connection::refuse_connection(stream, limit)).detach();
                     continue;
                 }
                 shard.connections.set(shard.connections.get() + 1);
@@ -292,9 +293,35 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
                 .detach();
             }
             Some(Err(e)) => {
-                tracing::warn!(shard = shard.id, error = %e, "accept failed");
-                glommio::timer::sleep(Duration::from_millis(10)).await;
+                let pause = backoff.failed(shard.id, &e.into());
+                glommio::timer::sleep(pause).await;
             }
         }
+    }
+}
+
+/// Accept failures (EMFILE above all) back off exponentially, 10 ms to 1 s, and are logged
+/// at most once a second with a count, instead of spinning and flooding the log.
+#[derive(Default)]
+struct AcceptBackoff {
+    failures: u32,
+    unlogged: u64,
+    last_log: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    fn reset(&mut self) {
+        self.failures = 0;
+    }
+
+    fn failed(&mut self, shard: usize, e: &std::io::Error) -> Duration {
+        self.failures = self.failures.saturating_add(1);
+        self.unlogged += 1;
+        if self.last_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            tracing::warn!(shard, error = %e, failures = self.unlogged, "accept failed; backing off");
+            self.unlogged = 0;
+            self.last_log = Some(Instant::now());
+        }
+        Duration::from_millis((10u64 << self.failures.min(7)).min(1000))
     }
 }

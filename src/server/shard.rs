@@ -50,6 +50,8 @@ pub struct Shard {
     shutdown_waiters: RefCell<Vec<LocalSender<()>>>,
     pub connections: Cell<usize>,
     pub drained_peers: Cell<usize>,
+    /// Request and reply bytes all connections of this shard may hold at once.
+    pub inflight: Rc<Semaphore>,
 }
 
 fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, (ErrorCode, String)> {
@@ -67,6 +69,7 @@ impl Shard {
             id,
             n: config.shards,
             storage: DmaStorage::new(config.data_dir.clone()),
+            inflight: super::budget::Budget::shard_pool(config.max_inflight_bytes_per_shard),
             cache: PageCache::shared(config.cache_bytes),
             previous_shutdown_clean,
             config,
