@@ -34,6 +34,7 @@ fn main() {
             let opts = OpenOptions {
                 clean_shutdown: false,
                 cache: Some(cache.clone()),
+                ..OpenOptions::default()
             };
             let mut log = PartitionLog::open_with(storage.clone(), &dir, config, opts).await.unwrap();
             // 16 KiB batches (16 records of 1 KiB), timestamp = offset.

@@ -1,6 +1,9 @@
 //! Client for the shardlog protocol, used by the CLI tools, tests and the load generator.
 //! Runs on a glommio executor. `send`/`recv` allow pipelining; `call` is one round trip.
 
+use std::net::ToSocketAddrs;
+use std::time::Duration;
+
 use bytes::Bytes;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{Preallocated, TcpStream};
@@ -26,6 +29,8 @@ pub enum ClientError {
     },
     #[error("server refused the request: {code}: {message}")]
     Server { code: ErrorCode, message: String },
+    #[error("no answer from {addr} within {ms} ms (raise it with --timeout-ms)")]
+    Timeout { addr: String, ms: u64 },
     #[error("protocol error: {0}")]
     Protocol(String),
 }
@@ -55,22 +60,49 @@ pub struct Client {
     addr: String,
     next_correlation_id: i32,
     max_frame: usize,
+    timeout: Duration,
 }
+
+/// Default connect and per-request timeout (`--timeout-ms` in the tools).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long `call` keeps retrying a request the server answers with the retriable NotReady
+/// (a shard still opening its partitions at start-up).
+const NOT_READY_RETRY: Duration = Duration::from_secs(10);
 
 impl Client {
     pub async fn connect(addr: &str) -> ClientResult<Self> {
-        let stream = TcpStream::connect(addr)
+        Self::connect_with_timeout(addr, DEFAULT_TIMEOUT).await
+    }
+
+    /// Connects within `timeout`; every later request must also be answered within it.
+    pub async fn connect_with_timeout(addr: &str, timeout: Duration) -> ClientResult<Self> {
+        let connect_err = |source: std::io::Error| ClientError::Connect {
+            addr: addr.to_string(),
+            source,
+        };
+        let resolved = addr
+            .to_socket_addrs()
+            .map_err(connect_err)?
+            .next()
+            .ok_or_else(|| connect_err(std::io::Error::other("the address resolves to nothing")))?;
+        let stream = TcpStream::connect_timeout(resolved, timeout)
             .await
-            .map_err(|e| ClientError::Connect {
-                addr: addr.to_string(),
-                source: e.into(),
+            .map_err(|e| match std::io::Error::from(e) {
+                e if e.kind() == std::io::ErrorKind::TimedOut => ClientError::Timeout {
+                    addr: addr.to_string(),
+                    ms: timeout.as_millis() as u64,
+                },
+                e => connect_err(e),
             })?;
         let _ = stream.set_nodelay(true);
+        let _ = stream.set_read_timeout(Some(timeout));
+        let _ = stream.set_write_timeout(Some(timeout));
         Ok(Client {
             stream: stream.buffered(),
             addr: addr.to_string(),
             next_correlation_id: 0,
             max_frame: DEFAULT_MAX_FRAME_BYTES + 1024,
+            timeout,
         })
     }
 
@@ -79,6 +111,15 @@ impl Client {
     }
 
     fn io(&self, e: std::io::Error) -> ClientError {
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+        ) {
+            return ClientError::Timeout {
+                addr: self.addr.clone(),
+                ms: self.timeout.as_millis() as u64,
+            };
+        }
         ClientError::Io {
             addr: self.addr.clone(),
             source: e,
@@ -124,10 +165,35 @@ impl Client {
             .map_err(|e| ClientError::Protocol(format!("{key:?} response: {e}")))
     }
 
-    /// One round trip; a server error becomes `ClientError::Server`.
+    /// One round trip; a server error becomes `ClientError::Server`. A request the server
+    /// answers with the retriable NotReady is sent again for a few seconds.
     pub async fn call(&mut self, req: &Request) -> ClientResult<ResponseBody> {
+        let deadline = std::time::Instant::now() + NOT_READY_RETRY;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match self.call_once(req).await {
+                Err(e)
+                    if e.code() == Some(ErrorCode::NotReady)
+                        && std::time::Instant::now() + pause < deadline =>
+                {
+                    glommio::timer::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn call_once(&mut self, req: &Request) -> ClientResult<ResponseBody> {
         let cid = self.send(req).await?;
         let resp = self.recv(req.api_key()).await?;
+        // A connection-level refusal (e.g. TooManyConnections) carries correlation id -1.
+        if let (-1, Err((code, message))) = (resp.correlation_id, &resp.result) {
+            return Err(ClientError::Server {
+                code: *code,
+                message: message.clone(),
+            });
+        }
         if resp.correlation_id != cid {
             return Err(ClientError::Protocol(format!(
                 "expected correlation id {cid}, got {}",

@@ -50,7 +50,25 @@ pub enum Error {
     NonMonotonicOffset { base_offset: i64, log_end: i64 },
 }
 
+/// Whether an I/O failure is a shortage that goes away when the resource is freed (space,
+/// quota, file descriptors, memory), as opposed to a failure of the device: the partition is
+/// then reloaded from disk before its next operation instead of being poisoned.
+pub fn is_resource_shortage(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOSPC | libc::EDQUOT | libc::EMFILE | libc::ENFILE | libc::ENOMEM)
+    ) || matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::OutOfMemory
+    )
+}
+
 impl Error {
+    /// [`is_resource_shortage`] of the underlying I/O error.
+    pub fn is_resource_shortage(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if is_resource_shortage(source))
+    }
+
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             op,
@@ -65,7 +83,7 @@ impl Error {
         path: impl Into<PathBuf>,
         e: glommio::GlommioError<()>,
     ) -> Self {
-        Error::io(op, path, std::io::Error::from(e))
+        Error::io(op, path, crate::io::dma_storage::gerr(e))
     }
 
     pub(crate) fn corruption(file: impl Into<PathBuf>, pos: u64, what: impl Into<String>) -> Self {

@@ -18,6 +18,9 @@ use shardlog::tools;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Tools: give up on a server that does not accept or answer within this many ms.
+    #[arg(long, global = true, default_value_t = 30_000)]
+    timeout_ms: u64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -201,6 +204,7 @@ fn serve(
     if let Some(n) = shards {
         config.shards = n;
     }
+    exit_on_panic();
     let handle = server::start(config)?;
     let flag = handle.shutdown_flag();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -215,6 +219,20 @@ fn serve(
     result
 }
 
+/// A panic on any thread stops the whole server with a non-zero exit: a shard that died
+/// silently would leave its partitions unserved while the process looks alive. A supervisor
+/// restarts it and recovery runs.
+fn exit_on_panic() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        eprintln!(
+            "shardlog: a thread panicked; exiting (status 70) so the server restarts and recovers"
+        );
+        std::process::exit(70);
+    }));
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -225,6 +243,7 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
+    let timeout_ms = cli.timeout_ms;
     let result: Result<(), String> = match cli.command {
         Command::Serve {
             data_dir,
@@ -247,6 +266,7 @@ fn main() -> ExitCode {
             };
             let args = tools::topics::TopicsArgs {
                 bootstrap,
+                timeout_ms,
                 action,
                 topic,
                 partitions,
@@ -265,6 +285,7 @@ fn main() -> ExitCode {
         } => {
             let args = tools::produce::ProduceArgs {
                 bootstrap,
+                timeout_ms,
                 topic: topic.clone(),
                 partition,
                 acks,
@@ -291,6 +312,7 @@ fn main() -> ExitCode {
         } => {
             let args = tools::consume::ConsumeArgs {
                 bootstrap,
+                timeout_ms,
                 topic,
                 partition,
                 offset,
@@ -315,6 +337,7 @@ fn main() -> ExitCode {
         } => {
             let args = tools::get_offsets::GetOffsetsArgs {
                 bootstrap,
+                timeout_ms,
                 topic,
                 partitions,
                 time,

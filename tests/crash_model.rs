@@ -57,6 +57,7 @@ fn one_case(seed: u64) {
                     OpenOptions {
                         clean_shutdown: clean,
                         cache: Some(cache),
+                        ..OpenOptions::default()
                     },
                 )
                 .await

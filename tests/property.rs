@@ -51,6 +51,7 @@ fn one_case(seed: u64) {
                 let opts = OpenOptions {
                     clean_shutdown: false,
                     cache: Some(cache),
+                    ..OpenOptions::default()
                 };
                 PartitionLog::open_with(storage, &pdir, config, opts)
                     .await

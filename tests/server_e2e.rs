@@ -165,11 +165,18 @@ fn pipelined_requests_keep_reply_order() {
                 other => panic!("{other:?}"),
             }
         }
-        // acks=0: no reply; the next request's reply proves the produce was applied.
+        // acks=0: no reply; the record becomes visible once the partition has written it.
         c.produce("p", 0, ACKS_NONE, batch_of(&["quiet".into()], 5))
             .await
             .unwrap();
-        assert_eq!(c.list_offsets("p", 0, -1).await.unwrap(), Some((101, -1)));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while c.list_offsets("p", 0, -1).await.unwrap() != Some((101, -1)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "acks=0 record never became visible"
+            );
+            glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+        }
     });
     server.stop().unwrap();
 }

@@ -110,6 +110,7 @@ fn get_offsets_and_time_windows_match_brute_force() {
             let mut out = Vec::new();
             get_offsets::run(
                 get_offsets::GetOffsetsArgs {
+                    timeout_ms: 30_000,
                     bootstrap: b,
                     topic: "events".into(),
                     partitions: None,
@@ -131,6 +132,7 @@ fn get_offsets_and_time_windows_match_brute_force() {
             let mut out = Vec::new();
             consume::run(
                 consume::ConsumeArgs {
+                    timeout_ms: 30_000,
                     bootstrap: b,
                     topic: "events".into(),
                     partition: None,

@@ -270,6 +270,15 @@ pub fn check_produce_rules(
     if header.timestamp_type() == TimestampType::LogAppendTime {
         return Err(BatchError::ClientLogAppendTime);
     }
+    for (bit, what) in [
+        (TRANSACTIONAL_BIT, "transactional"),
+        (CONTROL_BIT, "control"),
+        (DELETE_HORIZON_BIT, "delete-horizon"),
+    ] {
+        if header.attributes & bit != 0 {
+            return Err(BatchError::ReservedAttributes(what));
+        }
+    }
     if header.last_offset_delta as i64 != header.records_count as i64 - 1
         || summary.max_offset_delta != header.last_offset_delta as i64
     {
@@ -352,20 +361,28 @@ pub fn set_header_max_timestamp(
 /// Splits a buffer holding several whole batches into `(start, header)` pairs after checking
 /// each one's framing. Trailing bytes that are not a whole batch are an error.
 pub fn split_batches(buf: &[u8]) -> Result<Vec<(usize, BatchHeader)>, BatchError> {
+    split_batches_located(buf).map_err(|(_, e)| e)
+}
+
+/// [`split_batches`], with the byte position of the batch a framing error is in.
+pub fn split_batches_located(buf: &[u8]) -> Result<Vec<(usize, BatchHeader)>, (usize, BatchError)> {
     if buf.is_empty() {
-        return Err(BatchError::Empty);
+        return Err((0, BatchError::Empty));
     }
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < buf.len() {
         let rest = &buf[pos..];
-        let h = BatchHeader::parse(rest)?;
+        let h = BatchHeader::parse(rest).map_err(|e| (pos, e))?;
         if h.size() > rest.len() {
-            return Err(BatchError::SizeMismatch {
-                declared: h.batch_length,
-                total: h.size() as u64,
-                available: rest.len(),
-            });
+            return Err((
+                pos,
+                BatchError::SizeMismatch {
+                    declared: h.batch_length,
+                    total: h.size() as u64,
+                    available: rest.len(),
+                },
+            ));
         }
         out.push((pos, h));
         pos += h.size();

@@ -45,4 +45,6 @@ pub enum BatchError {
     ClientLogAppendTime,
     #[error("empty input: at least one record batch is required")]
     Empty,
+    #[error("{0} batches cannot be produced (attributes bits 4-6 are set only by the log or by transaction coordinators)")]
+    ReservedAttributes(&'static str),
 }

@@ -33,8 +33,26 @@ struct DmaStorageFile {
     reads: Rc<Cell<u64>>,
 }
 
-fn gerr(e: glommio::GlommioError<()>) -> std::io::Error {
-    e.into()
+/// glommio's own conversion keeps only the error kind and a message: keep the OS error
+/// code, which is how ENOSPC, EMFILE and friends are told apart from real I/O failures.
+pub(crate) fn gerr(e: glommio::GlommioError<()>) -> std::io::Error {
+    match e {
+        glommio::GlommioError::EnhancedIoError { source, .. } => match source.raw_os_error() {
+            Some(code) => std::io::Error::from_raw_os_error(code),
+            None => source,
+        },
+        other => other.into(),
+    }
+}
+
+fn check_parent_exists(path: &Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("directory {} does not exist", dir.display()),
+        )),
+        _ => Ok(()),
+    }
 }
 
 impl StorageFile for DmaStorageFile {
@@ -115,6 +133,9 @@ impl Storage for DmaStorage {
         let path = path.to_path_buf();
         Box::pin(async move {
             self.probe().await?;
+            // glommio's DmaFile::open_at unwraps a statfs of the path: an open in a directory
+            // that was just removed would panic the shard instead of failing.
+            check_parent_exists(&path)?;
             let mut o = OpenOptions::new();
             match mode {
                 OpenMode::CreateNew => o.read(true).write(true).create_new(true),
@@ -145,6 +166,7 @@ impl Storage for DmaStorage {
         let path = path.to_path_buf();
         Box::pin(async move {
             self.probe().await?;
+            check_parent_exists(&path)?;
             let tmp = with_suffix(&path, ".tmp");
             let _ = std::fs::remove_file(&tmp);
             let file = OpenOptions::new()

@@ -7,7 +7,7 @@
 
 mod appender;
 pub mod cache;
-mod dma_storage;
+pub(crate) mod dma_storage;
 mod probe;
 pub mod sim;
 pub mod storage;

@@ -25,6 +25,10 @@ pub struct OpenOptions {
     pub clean_shutdown: bool,
     /// The shard's page cache for reads of `.log` and index files (none: uncached).
     pub cache: Option<SharedPageCache>,
+    /// Reads and lookups see only records acknowledged as written (after a successful
+    /// flush or sync), never those of an append still in progress or failed. The server
+    /// sets it; with it off (the default) an append is readable at once.
+    pub acknowledged_reads: bool,
 }
 
 pub struct Loaded {

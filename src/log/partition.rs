@@ -13,7 +13,9 @@ use super::segment::{Segment, Truncation};
 use super::{LogIo, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::format::batch::{self, set_base_offset, set_header_max_timestamp, split_batches};
+use crate::format::batch::{
+    self, set_base_offset, set_header_max_timestamp, split_batches_located,
+};
 use crate::format::HEADER_SIZE;
 use crate::format::{BatchError, BatchHeader, TimestampType};
 use crate::io::{DmaStorage, Storage};
@@ -49,6 +51,12 @@ pub struct PartitionLog {
     /// Sorted by base offset; the last one is the active segment.
     segments: Vec<Segment>,
     log_start_offset: i64,
+    /// The log end readers see. With `acknowledged_reads` it moves only when appended
+    /// records are acknowledged as written (a successful flush or sync), so records of a
+    /// failed append are never served and their offsets, if reused after a reload, were
+    /// never seen. Without it, every append moves it.
+    visible_end: i64,
+    acknowledged_reads: bool,
     /// Offset below which everything is durable (fdatasync'd); checkpointed on roll/close.
     recovery_point: i64,
     /// Set by a failed write or fdatasync (EIO, ...): writes are refused until the partition
@@ -89,8 +97,10 @@ impl PartitionLog {
             storage: storage.clone(),
             cache: opts.cache.clone(),
         };
+        let acknowledged_reads = opts.acknowledged_reads;
         let loaded = load(storage, dir, &config, opts).await?;
         let log_start_offset = loaded.segments[0].base_offset();
+        let visible_end = loaded.segments.last().map_or(0, |s| s.next_offset());
         tracing::debug!(
             dir = %dir.display(),
             segments = loaded.segments.len(),
@@ -103,6 +113,8 @@ impl PartitionLog {
             config,
             segments: loaded.segments,
             log_start_offset,
+            visible_end,
+            acknowledged_reads,
             recovery_point: loaded.recovery_point,
             poisoned: None,
             needs_reopen: None,
@@ -134,6 +146,12 @@ impl PartitionLog {
 
     pub fn log_start_offset(&self) -> i64 {
         self.log_start_offset
+    }
+
+    /// The log end readers see: one past the last record acknowledged as written. Fetch,
+    /// lookups and "latest" stop here.
+    pub fn visible_end_offset(&self) -> i64 {
+        self.visible_end
     }
 
     /// One past the last offset: the offset the next record gets. After an ENOSPC failure
@@ -188,6 +206,7 @@ impl PartitionLog {
             OpenOptions {
                 clean_shutdown: false,
                 cache: self.io.cache.clone(),
+                ..OpenOptions::default()
             },
         )
         .await
@@ -202,6 +221,8 @@ impl PartitionLog {
         self.recovery_point = loaded.recovery_point;
         self.truncations = loaded.truncations;
         self.needs_reopen = None;
+        // What survived on disk is what readers may see now.
+        self.visible_end = self.log_end_offset();
         tracing::info!(dir = %self.dir.display(), %cause, log_end = self.log_end_offset(), "partition recovered after running out of space");
         Ok(())
     }
@@ -211,10 +232,9 @@ impl PartitionLog {
     /// so nothing is ever reported written or durable that may not be.
     fn note_failure<T>(&mut self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
-            let enospc = matches!(e, Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC));
             match e {
-                Error::Io { .. } | Error::Poisoned { .. } if enospc => {
-                    tracing::warn!(dir = %self.dir.display(), error = %e, "out of space; the partition reloads its tail before the next write");
+                Error::Io { .. } if e.is_resource_shortage() => {
+                    tracing::warn!(dir = %self.dir.display(), error = %e, "out of a resource (space, files, memory); the partition reloads its tail before the next write");
                     self.needs_reopen.get_or_insert_with(|| e.to_string());
                 }
                 Error::Io { .. } | Error::Poisoned { .. }
@@ -229,11 +249,18 @@ impl PartitionLog {
         r
     }
 
+    /// After a successful append: readable now, unless reads wait for acknowledgement.
+    fn note_appended(&mut self) {
+        if !self.acknowledged_reads {
+            self.visible_end = self.log_end_offset();
+        }
+    }
+
     /// Validates every batch in `input` before anything is written: framing, magic, CRC,
     /// records, offset deltas, timestamp type, and size against segment.bytes.
     fn prepare(&self, input: &[u8]) -> Result<Vec<PreparedBatch>> {
         let bad = |at: usize, source: BatchError| Error::InvalidBatch { at, source };
-        let parts = split_batches(input).map_err(|e| bad(0, e))?;
+        let parts = split_batches_located(input).map_err(|(at, e)| bad(at, e))?;
         let mut out = Vec::with_capacity(parts.len());
         for (start, header) in parts {
             let bytes = &input[start..start + header.size()];
@@ -286,6 +313,7 @@ impl PartitionLog {
         let base_offset = self.log_end_offset();
         let r = self.write_batches(input, &prepared, now).await;
         self.note_failure(r)?;
+        self.note_appended();
         Ok(AppendInfo {
             base_offset,
             last_offset: next - 1,
@@ -299,7 +327,8 @@ impl PartitionLog {
     /// restore): offsets must be at or past the log end and increasing; gaps are allowed.
     pub async fn append_with_assigned_offsets(&mut self, input: &[u8]) -> Result<AppendInfo> {
         self.check_healthy().await?;
-        let parts = split_batches(input).map_err(|e| Error::InvalidBatch { at: 0, source: e })?;
+        let parts = split_batches_located(input)
+            .map_err(|(at, source)| Error::InvalidBatch { at, source })?;
         let mut prepared = Vec::with_capacity(parts.len());
         let mut next = self.log_end_offset();
         for (start, h) in parts {
@@ -337,6 +366,7 @@ impl PartitionLog {
             .write_batches(input, &prepared, crate::time::now_ms())
             .await;
         self.note_failure(r)?;
+        self.note_appended();
         Ok(AppendInfo {
             base_offset,
             last_offset: next - 1,
@@ -398,7 +428,9 @@ impl PartitionLog {
     pub async fn flush(&mut self) -> Result<()> {
         self.check_healthy().await?;
         let r = self.active_mut().flush().await;
-        self.note_failure(r)
+        self.note_failure(r)?;
+        self.visible_end = self.log_end_offset();
+        Ok(())
     }
 
     /// Flushes and fdatasyncs (acks=all: survives power loss). Sealed segments were synced
@@ -408,6 +440,7 @@ impl PartitionLog {
         let r = self.active_mut().sync().await;
         self.note_failure(r)?;
         self.recovery_point = self.log_end_offset();
+        self.visible_end = self.log_end_offset();
         Ok(())
     }
 
@@ -467,7 +500,7 @@ impl PartitionLog {
     /// one batch). `offset == log end` gives an empty result.
     pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<Bytes> {
         self.reopen_if_needed().await?;
-        let log_end = self.log_end_offset();
+        let log_end = self.visible_end;
         if offset < self.log_start_offset || offset > log_end {
             return Err(Error::OffsetOutOfRange {
                 offset,
@@ -479,9 +512,12 @@ impl PartitionLog {
             .segments
             .partition_point(|s| s.base_offset() <= offset)
             .saturating_sub(1);
+        if offset == log_end {
+            return Ok(Bytes::new());
+        }
         for seg in &mut self.segments[first..] {
             if let Some(data) = seg.read(offset, max_bytes).await? {
-                return Ok(data);
+                return Ok(visible_prefix(data, log_end));
             }
         }
         Ok(Bytes::new())
@@ -501,7 +537,7 @@ impl PartitionLog {
                 timestamp: -1,
             })),
             LATEST_TIMESTAMP => Ok(Some(TimestampOffset {
-                offset: self.log_end_offset(),
+                offset: self.visible_end,
                 timestamp: -1,
             })),
             MAX_TIMESTAMP => {
@@ -526,9 +562,24 @@ impl PartitionLog {
         else {
             return Ok(None);
         };
+        let visible_end = self.visible_end;
         Ok(seg
             .find_offset_by_timestamp(target, start)
             .await?
+            .filter(|&(offset, _)| offset < visible_end)
             .map(|(offset, timestamp)| TimestampOffset { offset, timestamp }))
     }
+}
+
+/// The whole batches of `data` (as a segment read returns them) that start below
+/// `visible_end`: records not yet acknowledged as written are never served.
+fn visible_prefix(data: Bytes, visible_end: i64) -> Bytes {
+    let mut pos = 0;
+    while pos < data.len() {
+        match BatchHeader::parse(&data[pos..]) {
+            Ok(h) if h.base_offset < visible_end => pos += h.size(),
+            _ => break,
+        }
+    }
+    data.slice(..pos.min(data.len()))
 }

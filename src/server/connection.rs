@@ -81,12 +81,8 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
         .await;
         match next {
             Next::Frame(body, reservation) => {
-                let task = glommio::spawn_local(handle_frame(
-                    shard.clone(),
-                    body,
-                    peer,
-                    budget.clone(),
-                ));
+                let task =
+                    glommio::spawn_local(handle_frame(shard.clone(), body, peer, budget.clone()));
                 if tx.send((task, reservation)).await.is_err() {
                     break;
                 }

@@ -54,10 +54,7 @@ impl Reply {
 pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Budget) -> Reply {
     let mut reservation = Reservation::default();
     let frame = decode_and_run(&shard, frame, peer, &budget, &mut reservation).await;
-    Reply {
-        frame,
-        reservation,
-    }
+    Reply { frame, reservation }
 }
 
 async fn decode_and_run(

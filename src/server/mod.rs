@@ -234,6 +234,9 @@ async fn run_shard(
     }
     match shutdown_shard(&shard).await {
         0 => Ok(()),
+        usize::MAX => Err(format!(
+            "shard {id}: closing partitions timed out; they will be recovered at the next start"
+        )),
         n => Err(format!(
             "shard {id}: {n} partitions did not close cleanly; they will be recovered at the next start"
         )),
@@ -256,13 +259,41 @@ async fn shutdown_shard(shard: &Rc<Shard>) -> usize {
             "connections still open at shutdown timeout"
         );
     }
-    let _ = shard.broadcast(ShardOp::Drained).await;
+    if until(deadline, shard.broadcast(ShardOp::Drained))
+        .await
+        .is_none()
+    {
+        tracing::warn!(
+            shard = shard.id,
+            "a peer did not take the drained notice in time"
+        );
+    }
     while shard.drained_peers.get() + 1 < shard.n && Instant::now() < deadline {
         glommio::timer::sleep(Duration::from_millis(5)).await;
     }
-    let failed = shard.close_partitions().await;
+    // Closing flushes and syncs: it gets its own full timeout after the drain.
+    let close_deadline = Instant::now() + Duration::from_millis(shard.config.shutdown_timeout_ms);
+    let failed = until(close_deadline, shard.close_partitions())
+        .await
+        .unwrap_or_else(|| {
+            tracing::error!(
+                shard = shard.id,
+                "closing partitions timed out; they are recovered at the next start"
+            );
+            usize::MAX
+        });
     tracing::debug!(shard = shard.id, "shard stopped");
     failed
+}
+
+/// Runs `fut` until `deadline`; `None` if the deadline came first.
+async fn until<T>(deadline: Instant, fut: impl std::future::Future<Output = T>) -> Option<T> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    futures_lite::future::or(async { Some(fut.await) }, async {
+        glommio::timer::sleep(left).await;
+        None
+    })
+    .await
 }
 
 async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
@@ -280,7 +311,11 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
                 backoff.reset();
                 let limit = shard.config.max_connections_per_shard;
                 if shard.connections.get() >= limit {
-                    tracing::warn!(shard = shard.id, limit, "connection limit reached; refusing a connection");
+                    tracing::warn!(
+                        shard = shard.id,
+                        limit,
+                        "connection limit reached; refusing a connection"
+                    );
                     glommio::spawn_local(connection::refuse_connection(stream, limit)).detach();
                     continue;
                 }
@@ -317,7 +352,10 @@ impl AcceptBackoff {
     fn failed(&mut self, shard: usize, e: &std::io::Error) -> Duration {
         self.failures = self.failures.saturating_add(1);
         self.unlogged += 1;
-        if self.last_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+        if self
+            .last_log
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
+        {
             tracing::warn!(shard, error = %e, failures = self.unlogged, "accept failed; backing off");
             self.unlogged = 0;
             self.last_log = Some(Instant::now());

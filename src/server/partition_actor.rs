@@ -108,7 +108,7 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
                             let r = log.read(offset, max_bytes).await.map(|records: Bytes| {
                                 OpOk::Fetched {
                                     log_start_offset: log.log_start_offset(),
-                                    log_end_offset: log.log_end_offset(),
+                                    log_end_offset: log.visible_end_offset(),
                                     records,
                                 }
                             });

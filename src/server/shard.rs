@@ -127,7 +127,7 @@ impl Shard {
             }
             let opts = OpenOptions {
                 clean_shutdown: self.previous_shutdown_clean,
-                cache: None,
+                ..OpenOptions::default()
             };
             self.open_owned(&meta, opts).await.map_err(|(_, m)| m)?;
             self.topics.borrow_mut().insert(meta.name.clone(), meta);
@@ -429,6 +429,7 @@ impl Shard {
     /// Opens the partitions of `meta` this shard owns and starts their tasks.
     async fn open_owned(&self, meta: &TopicMeta, mut opts: OpenOptions) -> OpResult {
         opts.cache = Some(self.cache.clone());
+        opts.acknowledged_reads = true;
         for (p, &owner) in meta.owners.iter().enumerate() {
             if owner as usize != self.id {
                 continue;

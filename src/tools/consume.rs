@@ -7,13 +7,14 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::time_arg::parse_time;
-use crate::client::Client;
 use crate::format::batch::{decode_records, split_batches};
 use crate::format::Record;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 
 pub struct ConsumeArgs {
     pub bootstrap: String,
+    /// Connect and per-request timeout.
+    pub timeout_ms: u64,
     pub topic: String,
     pub partition: Option<i32>,
     /// A number, `earliest` or `latest`.
@@ -88,9 +89,7 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<u64, String> 
                 format!("--offset must be a number, earliest or latest, got {n:?}")
             })?),
         };
-    let mut client = Client::connect(&args.bootstrap)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
     let meta = super::topic_metadata(&mut client, &args.topic).await?;
     let partitions: Vec<i32> = match args.partition {
         Some(p) if p < 0 || p as usize >= meta.partitions.len() => {

@@ -5,10 +5,11 @@
 use std::io::Write;
 
 use super::time_arg::parse_offset_target;
-use crate::client::Client;
 
 pub struct GetOffsetsArgs {
     pub bootstrap: String,
+    /// Connect and per-request timeout.
+    pub timeout_ms: u64,
     pub topic: String,
     pub partitions: Option<Vec<i32>>,
     pub time: String,
@@ -17,9 +18,7 @@ pub struct GetOffsetsArgs {
 
 pub async fn run(args: GetOffsetsArgs, out: &mut dyn Write) -> Result<(), String> {
     let target = parse_offset_target(&args.time)?;
-    let mut client = Client::connect(&args.bootstrap)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
     let meta = super::topic_metadata(&mut client, &args.topic).await?;
     let mut partitions: Vec<i32> = match &args.partitions {
         Some(ps) => {

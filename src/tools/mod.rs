@@ -12,6 +12,14 @@ pub mod topics;
 use crate::client::{Client, ClientError};
 use crate::protocol::TopicMetadata;
 
+/// Connects to a server; `timeout_ms` bounds the connect and every request.
+pub(crate) async fn connect(bootstrap: &str, timeout_ms: u64) -> Result<Client, String> {
+    let timeout = std::time::Duration::from_millis(timeout_ms.max(1));
+    Client::connect_with_timeout(bootstrap, timeout)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 /// Fetches one topic's metadata, turning "unknown topic" into a clear error.
 pub(crate) async fn topic_metadata(
     client: &mut Client,

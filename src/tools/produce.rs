@@ -13,6 +13,8 @@ use crate::protocol::{ACKS_ALL, ACKS_LEADER, ACKS_NONE};
 
 pub struct ProduceArgs {
     pub bootstrap: String,
+    /// Connect and per-request timeout.
+    pub timeout_ms: u64,
     pub topic: String,
     pub partition: Option<i32>,
     pub acks: String,
@@ -100,9 +102,7 @@ async fn send(
 /// Reads records from `input`; returns the number produced.
 pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, String> {
     let acks = parse_acks(&args.acks)?;
-    let mut client = Client::connect(&args.bootstrap)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
     let meta = super::topic_metadata(&mut client, &args.topic).await?;
     let partitions = meta.partitions.len() as u32;
     if let Some(p) = args.partition {

@@ -2,8 +2,6 @@
 
 use std::io::Write;
 
-use crate::client::Client;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TopicsAction {
     Create,
@@ -14,6 +12,8 @@ pub enum TopicsAction {
 
 pub struct TopicsArgs {
     pub bootstrap: String,
+    /// Connect and per-request timeout.
+    pub timeout_ms: u64,
     pub action: TopicsAction,
     pub topic: Option<String>,
     pub partitions: i32,
@@ -32,9 +32,7 @@ fn parse_configs(raw: &[String]) -> Result<Vec<(String, String)>, String> {
 }
 
 pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
-    let mut client = Client::connect(&args.bootstrap)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
     let need_topic = || {
         args.topic
             .clone()
