@@ -188,10 +188,46 @@ impl LogFile {
         Error::io(op, &self.path, e)
     }
 
+    /// Staging memory held now (a full chunk while appending, one block when idle).
+    pub fn staging_bytes(&self) -> usize {
+        self.staging.as_ref().map_or(0, IoBuf::len)
+    }
+
+    /// Gives back the 1 MiB staging buffer of an idle, flushed file, keeping only the
+    /// partial tail block: idle partitions hold 4 KiB each, not 1 MiB. The next append
+    /// takes a full buffer again.
+    pub fn release_idle_memory(&mut self) {
+        let staged = (self.size - self.staging_pos) as usize;
+        let Some(staging) = &self.staging else {
+            return;
+        };
+        if staging.len() <= BLOCK as usize || self.written < self.size || staged >= BLOCK as usize {
+            return;
+        }
+        let mut small = self.file.alloc_buffer(BLOCK as usize);
+        small.as_bytes_mut()[..staged].copy_from_slice(&staging.as_bytes()[..staged]);
+        self.staging = Some(small);
+    }
+
+    /// Before an append: a full chunk-sized staging buffer (after `release_idle_memory`).
+    fn ensure_full_staging(&mut self) {
+        let Some(staging) = &self.staging else {
+            return;
+        };
+        if staging.len() >= CHUNK {
+            return;
+        }
+        let staged = (self.size - self.staging_pos) as usize;
+        let mut full = self.file.alloc_buffer(CHUNK);
+        full.as_bytes_mut()[..staged].copy_from_slice(&staging.as_bytes()[..staged]);
+        self.staging = Some(full);
+    }
+
     /// Appends bytes. Full 1 MiB chunks are written in the background; the rest stays in
     /// memory until the next chunk fills or `flush` is called.
     pub async fn append(&mut self, mut data: &[u8]) -> Result<()> {
         self.check_writable()?;
+        self.ensure_full_staging();
         while !data.is_empty() {
             let staged = (self.size - self.staging_pos) as usize;
             let n = data.len().min(CHUNK - staged);
@@ -324,6 +360,24 @@ impl LogFile {
         self.staging = None;
         self.staging_pos = self.size;
         Ok(())
+    }
+
+    /// After sealing: trades the writable descriptor for a read-only one, which the storage
+    /// may pool (close when idle, reopen on use). If that open fails (no descriptors left),
+    /// the writable one is kept: nothing is lost but the saving.
+    pub async fn reopen_read_only(&mut self, storage: &dyn Storage) {
+        debug_assert!(self.is_sealed(), "only a sealed file is reopened read-only");
+        match storage.open(&self.path, OpenMode::ReadOnly).await {
+            Ok(read_only) => {
+                let writable = std::mem::replace(&mut self.file, read_only);
+                if let Err(e) = writable.close().await {
+                    tracing::warn!(file = %self.path.display(), error = %e, "closing the writable descriptor of a sealed segment");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(file = %self.path.display(), error = %e, "keeping the writable descriptor of a sealed segment");
+            }
+        }
     }
 
     /// Seals (when writable and healthy) and closes the file.

@@ -8,6 +8,7 @@
 mod appender;
 pub mod cache;
 pub(crate) mod dma_storage;
+pub mod fd_pool;
 mod probe;
 pub mod sim;
 pub mod storage;
@@ -15,6 +16,7 @@ pub mod storage;
 pub use appender::LogFile;
 pub use cache::{PageCache, SharedPageCache};
 pub use dma_storage::DmaStorage;
+pub use fd_pool::PooledStorage;
 pub use probe::ensure_iopoll_probe_workaround;
 pub use storage::{with_suffix, IoBuf, OpenMode, Storage, StorageFile};
 

@@ -424,6 +424,17 @@ impl PartitionLog {
         write_recovery_point(self.io.storage.as_ref(), &self.dir, self.recovery_point).await
     }
 
+    /// Gives back staging memory while the partition is idle (the server calls it when no
+    /// request came for a while); the next append takes it again.
+    pub fn release_idle_memory(&mut self) {
+        self.active_mut().release_idle_memory();
+    }
+
+    /// Staging memory the active segment holds now.
+    pub fn staging_bytes(&self) -> usize {
+        self.active().log_file().staging_bytes()
+    }
+
     /// Writes everything appended to the device (acks=1: survives a process kill).
     pub async fn flush(&mut self) -> Result<()> {
         self.check_healthy().await?;

@@ -443,7 +443,9 @@ impl Segment {
             None => now_ms - self.created_ms,
         };
         size + incoming.size() as u64 > config.segment_bytes
-            || (size > 0 && time_waited > config.segment_ms)
+            || (size > 0
+                && time_waited > config.segment_ms
+                && now_ms - self.created_ms >= config.min_time_roll_interval_ms)
             || self.idx.offset_index.is_full()
             || self.idx.time_index.is_full()
             || incoming.last_offset() - self.idx.base_offset > i32::MAX as i64
@@ -463,6 +465,11 @@ impl Segment {
         }
         self.idx.add_batch(h, position, config);
         Ok(())
+    }
+
+    /// Gives back the active file's staging memory while idle (see `LogFile`).
+    pub fn release_idle_memory(&mut self) {
+        self.log.release_idle_memory();
     }
 
     /// Writes the appended bytes to the device (acks=1 semantics).
@@ -485,6 +492,7 @@ impl Segment {
         self.log.seal().await?;
         self.write_indexes().await?;
         self.page_out_indexes(config).await;
+        self.log.reopen_read_only(self.io.storage.as_ref()).await;
         Ok(())
     }
 

@@ -46,6 +46,8 @@ pub struct ServerConfig {
     /// Let DropCaches also drop the whole host's kernel page cache (as root). Off by
     /// default: it affects every process on the machine.
     pub allow_drop_kernel_cache: bool,
+    /// A partition rolls on segment.ms (client timestamps) at most once per this many ms.
+    pub log_roll_min_interval_ms: i64,
 }
 
 impl Default for ServerConfig {
@@ -71,6 +73,7 @@ impl Default for ServerConfig {
             request_timeout_ms: 30_000,
             advertised_host: String::new(),
             allow_drop_kernel_cache: false,
+            log_roll_min_interval_ms: 1000,
         }
     }
 }
@@ -93,7 +96,7 @@ impl ServerConfig {
     /// max.partitions.per.topic, io.memory.bytes, cache.bytes, allow.remote.admin,
     /// shutdown.timeout.ms, spin.before.park.us, max.inflight.bytes.per.shard,
     /// max.open.sealed.files.per.shard, connections.max.idle.ms, request.timeout.ms,
-    /// advertised.host, allow.drop.kernel.cache.
+    /// advertised.host, allow.drop.kernel.cache, log.roll.min.interval.ms.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
@@ -136,6 +139,7 @@ impl ServerConfig {
             "connections.max.idle.ms" => self.connections_max_idle_ms = num(key, v)?,
             "request.timeout.ms" => self.request_timeout_ms = num(key, v)?,
             "advertised.host" => self.advertised_host = v.to_string(),
+            "log.roll.min.interval.ms" => self.log_roll_min_interval_ms = num(key, v)?,
             "shutdown.timeout.ms" => self.shutdown_timeout_ms = num(key, v)?,
             "spin.before.park.us" => self.spin_before_park_us = num(key, v)?,
             _ => return Err(format!("unknown server config key {key:?}")),
@@ -187,6 +191,12 @@ impl ServerConfig {
             return Err(bad(
                 "max.open.sealed.files.per.shard",
                 "must be at least 3 (one segment's files)",
+            ));
+        }
+        if !(0..=86_400_000).contains(&self.log_roll_min_interval_ms) {
+            return Err(bad(
+                "log.roll.min.interval.ms",
+                "must be between 0 and 1 day",
             ));
         }
         for (key, v) in [

@@ -28,6 +28,8 @@ pub struct PartitionHandle {
 
 /// Most commands one group takes, so a flood of produces still gets replies regularly.
 const MAX_GROUP: usize = 256;
+/// A partition with no command for this long gives back its 1 MiB staging buffer.
+const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl PartitionHandle {
     pub fn spawn(log: PartitionLog) -> Self {
@@ -66,8 +68,25 @@ fn engine_err(e: crate::Error) -> (ErrorCode, String) {
     (ErrorCode::of(&e), e.to_string())
 }
 
+/// The next command; while none comes for `IDLE_RELEASE`, the log's staging memory is
+/// given back first.
+async fn next_command(log: &mut PartitionLog, rx: &LocalReceiver<Command>) -> Option<Command> {
+    let early = futures_lite::future::or(async { Some(rx.recv().await) }, async {
+        glommio::timer::sleep(IDLE_RELEASE).await;
+        None
+    })
+    .await;
+    match early {
+        Some(cmd) => cmd,
+        None => {
+            log.release_idle_memory();
+            rx.recv().await
+        }
+    }
+}
+
 async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
-    while let Some(first) = rx.recv().await {
+    while let Some(first) = next_command(&mut log, &rx).await {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
             match futures_lite::future::poll_once(rx.recv()).await {

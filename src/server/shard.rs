@@ -18,7 +18,7 @@ use super::data_dir;
 use super::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, ShardStats};
 use super::partition_actor::PartitionHandle;
 use super::topics::{AdminError, TopicMeta};
-use crate::io::{DmaStorage, PageCache, SharedPageCache, Storage};
+use crate::io::{DmaStorage, PageCache, PooledStorage, SharedPageCache, Storage};
 use crate::log::{partition_dir, OpenOptions, PartitionLog};
 use crate::protocol::ErrorCode;
 
@@ -68,7 +68,10 @@ impl Shard {
         Rc::new(Shard {
             id,
             n: config.shards,
-            storage: DmaStorage::new(config.data_dir.clone()),
+            storage: PooledStorage::new(
+                DmaStorage::new(config.data_dir.clone()),
+                config.max_open_sealed_files_per_shard,
+            ),
             inflight: super::budget::Budget::shard_pool(config.max_inflight_bytes_per_shard),
             cache: PageCache::shared(config.cache_bytes),
             previous_shutdown_clean,
@@ -435,14 +438,11 @@ impl Shard {
                 continue;
             }
             let dir = partition_dir(&self.config.data_dir, &meta.name, p as u32);
-            let log = PartitionLog::open_with(
-                self.storage.clone(),
-                &dir,
-                meta.config.log.clone(),
-                opts.clone(),
-            )
-            .await
-            .map_err(|e| (ErrorCode::of(&e), format!("opening {}: {e}", dir.display())))?;
+            let mut log_config = meta.config.log.clone();
+            log_config.min_time_roll_interval_ms = self.config.log_roll_min_interval_ms;
+            let log = PartitionLog::open_with(self.storage.clone(), &dir, log_config, opts.clone())
+                .await
+                .map_err(|e| (ErrorCode::of(&e), format!("opening {}: {e}", dir.display())))?;
             for t in log.recovery_truncations() {
                 tracing::warn!(file = %t.file.display(), position = t.position, bytes_dropped = t.bytes_dropped, reason = %t.reason, "recovery truncated a log");
             }

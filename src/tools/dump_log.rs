@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::file_window::FileWindow;
 use crate::format::batch::{check_framing_and_crc, records, LOG_OVERHEAD};
 use crate::format::{BatchHeader, HEADER_SIZE};
 use crate::log::offset_index::{self, OffsetIndex};
@@ -54,13 +55,20 @@ fn sibling(path: &Path, suffix: &str) -> Option<PathBuf> {
     Some(path.with_file_name(format!("{stem}{suffix}")))
 }
 
-/// A batch header read straight from a `.log` buffer at `pos`, if it fits.
-fn header_at(log: &[u8], pos: usize) -> Option<BatchHeader> {
-    if pos >= log.len() || log.len() - pos < HEADER_SIZE {
+/// A batch header read straight from a `.log` at `pos`, if the whole batch is in the file.
+fn header_at(log: &mut Option<FileWindow>, pos: usize) -> Option<BatchHeader> {
+    let log = log.as_mut()?;
+    let len = log.len() as usize;
+    if pos >= len || len - pos < HEADER_SIZE {
         return None;
     }
-    let h = BatchHeader::parse(&log[pos..]).ok()?;
-    (pos + h.size() <= log.len()).then_some(h)
+    let h = BatchHeader::parse(log.bytes(pos as u64, HEADER_SIZE).ok()?).ok()?;
+    (pos + h.size() <= len).then_some(h)
+}
+
+/// The `.log` next to an index file, read through a window (None if unreadable).
+fn sibling_log(path: &Path) -> Option<FileWindow> {
+    sibling(path, LOG_SUFFIX).and_then(|p| FileWindow::open(&p).ok())
 }
 
 /// Runs the tool, writing the dump to `out` and reports to `err`. Returns false when a file
@@ -75,7 +83,12 @@ pub fn run(opts: &DumpOptions, out: &mut dyn Write, err: &mut dyn Write) -> std:
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
-        let result = if name.ends_with(LOG_SUFFIX) {
+        let result = if !file.is_file() {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file (a FIFO, device or directory cannot be dumped)",
+            ))
+        } else if name.ends_with(LOG_SUFFIX) {
             dump_log(file, deep, opts.print_data_log, &mut findings, out, err)
         } else if name.ends_with(TIME_INDEX_SUFFIX) {
             dump_time_index(file, opts.index_sanity_check, &mut findings, out, err)
@@ -146,15 +159,16 @@ fn dump_log(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let data = std::fs::read(path)?;
+    let mut data = FileWindow::open(path)?;
+    let len = data.len() as usize;
     let base = base_offset_of(path).unwrap_or(0);
     writeln!(out, "Log starting offset: {base}")?;
     let mut pos = 0usize;
     let mut last_offset = base - 1;
-    while data.len() - pos >= HEADER_SIZE_UP_TO_MAGIC {
-        let rest = &data[pos..];
-        let declared = i32::from_be_bytes(rest[8..12].try_into().unwrap());
-        if declared < 2 || LOG_OVERHEAD + declared as usize > rest.len() {
+    while len - pos >= HEADER_SIZE_UP_TO_MAGIC {
+        let head = data.bytes(pos as u64, LOG_OVERHEAD)?;
+        let declared = i32::from_be_bytes(head[8..12].try_into().expect("12 bytes"));
+        if declared < 2 || LOG_OVERHEAD + declared as usize > len - pos {
             if declared < 2 {
                 writeln!(
                     err,
@@ -164,6 +178,8 @@ fn dump_log(
             }
             break;
         }
+        let size = LOG_OVERHEAD + declared as usize;
+        let rest = data.bytes(pos as u64, size.max(HEADER_SIZE))?;
         let h = match BatchHeader::parse(rest) {
             Ok(h) => h,
             Err(e) => {
@@ -242,7 +258,7 @@ fn dump_log(
         }
         pos += h.size();
     }
-    if pos < data.len() {
+    if pos < len {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
@@ -250,7 +266,7 @@ fn dump_log(
         writeln!(
             out,
             "Found {} invalid bytes at the end of {name}",
-            data.len() - pos
+            len - pos
         )?;
     }
     Ok(())
@@ -305,7 +321,7 @@ fn dump_index(
         let verdict = OffsetIndex::decode(base, &bytes, usize::MAX).map(|_| ());
         return report_sanity(path, verdict, out, err);
     }
-    let log = read_sibling(path, LOG_SUFFIX);
+    let mut log = sibling_log(path);
     for (i, &(offset, position)) in entries.iter().enumerate() {
         // A sparse preallocated index ends in zero entries: stop at the first one.
         if offset == base && i > 0 {
@@ -313,7 +329,7 @@ fn dump_index(
         }
         let log_offset = usize::try_from(position)
             .ok()
-            .and_then(|p| header_at(&log, p))
+            .and_then(|p| header_at(&mut log, p))
             .map_or(-1, |h| h.last_offset());
         if log_offset != offset {
             findings
@@ -340,7 +356,7 @@ fn dump_time_index(
         let verdict = TimeIndex::decode(base, &bytes, usize::MAX).map(|_| ());
         return report_sanity(path, verdict, out, err);
     }
-    let log = read_sibling(path, LOG_SUFFIX);
+    let mut log = sibling_log(path);
     let offsets = raw_offset_entries(&read_sibling(path, INDEX_SUFFIX), base);
     let key = absolute(path);
     let mut prev_ts = -1i64;
@@ -357,7 +373,7 @@ fn dump_time_index(
             .last()
             .map_or(0, |&(_, p)| p.max(0) as usize);
         let mut found = None;
-        while let Some(h) = header_at(&log, pos) {
+        while let Some(h) = header_at(&mut log, pos) {
             if h.last_offset() >= offset {
                 found = Some((pos, h));
                 break;
@@ -376,7 +392,9 @@ fn dump_time_index(
                 .or_default()
                 .push((offset, h.last_offset())),
             Some((p, h)) => {
-                let batch = &log[p..p + h.size()];
+                let Some(Ok(batch)) = log.as_mut().map(|l| l.bytes(p as u64, h.size())) else {
+                    continue;
+                };
                 let max = records(batch, &h)
                     .filter_map(|r| r.ok())
                     .map(|r| r.timestamp)

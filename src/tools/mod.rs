@@ -3,6 +3,7 @@
 pub mod consume;
 pub mod crash_check;
 pub mod dump_log;
+pub mod file_window;
 pub mod get_offsets;
 pub mod partitioner;
 pub mod produce;
