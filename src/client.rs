@@ -8,6 +8,7 @@ use bytes::Bytes;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{Preallocated, TcpStream};
 
+use crate::io::deadline::within;
 use crate::protocol::{
     ApiKey, ErrorCode, MetadataResponse, Request, Response, ResponseBody, StatsResponse, ACKS_NONE,
     DEFAULT_MAX_FRAME_BYTES,
@@ -95,8 +96,6 @@ impl Client {
                 e => connect_err(e),
             })?;
         let _ = stream.set_nodelay(true);
-        let _ = stream.set_read_timeout(Some(timeout));
-        let _ = stream.set_write_timeout(Some(timeout));
         Ok(Client {
             stream: stream.buffered(),
             addr: addr.to_string(),
@@ -131,8 +130,7 @@ impl Client {
         let cid = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
         let frame = req.encode_frame(cid);
-        self.stream
-            .write_all(&frame)
+        within(self.timeout, self.stream.write_all(&frame))
             .await
             .map_err(|e| self.io(e))?;
         Ok(cid)
@@ -146,8 +144,7 @@ impl Client {
     /// Reads one response frame and decodes it as the reply to a `key` request.
     pub async fn recv(&mut self, key: ApiKey) -> ClientResult<Response> {
         let mut size = [0u8; 4];
-        self.stream
-            .read_exact(&mut size)
+        within(self.timeout, self.stream.read_exact(&mut size))
             .await
             .map_err(|e| self.io(e))?;
         let size = i32::from_be_bytes(size);
@@ -157,8 +154,7 @@ impl Client {
             )));
         }
         let mut body = vec![0u8; size as usize];
-        self.stream
-            .read_exact(&mut body)
+        within(self.timeout, self.stream.read_exact(&mut body))
             .await
             .map_err(|e| self.io(e))?;
         Response::decode(key, &Bytes::from(body))

@@ -40,14 +40,50 @@ impl Budget {
         Rc::new(Semaphore::new(bytes as u64))
     }
 
-    /// Waits until `bytes` are available in both budgets (connection first, so one greedy
-    /// connection waits on itself before it takes from the shard). `None` if closed.
-    pub async fn reserve(&self, bytes: usize) -> Option<Reservation> {
-        let bytes = bytes as u64;
-        let own = self.connection.acquire_static_permit(bytes).await.ok()?;
-        let shared = self.shard.acquire_static_permit(bytes).await.ok()?;
-        Some(Reservation {
-            permits: vec![own, shared],
-        })
+    /// Budget for a request body of `bytes`. Small requests (up to [`SMALL`]) count against
+    /// the connection only, so clients that hold the shard's budget (slow readers) cannot
+    /// starve metadata, small produces and the other connections' requests.
+    pub async fn reserve_request(&self, bytes: usize) -> Option<Reservation> {
+        let own = self
+            .connection
+            .acquire_static_permit(bytes as u64)
+            .await
+            .ok()?;
+        let mut permits = vec![own];
+        if bytes > SMALL {
+            permits.push(self.shard.acquire_static_permit(bytes as u64).await.ok()?);
+        }
+        Some(Reservation { permits })
+    }
+
+    /// Budget for a reply of up to `max` bytes; returns how many bytes were granted. The
+    /// connection's share is waited for in full; from the shard's, a reply takes what is
+    /// free (halving down to [`SMALL`], waiting only for that much), so under pressure
+    /// fetches get smaller instead of stalling everyone.
+    pub async fn reserve_reply(&self, max: usize) -> Option<(Reservation, usize)> {
+        let own = self
+            .connection
+            .acquire_static_permit(max as u64)
+            .await
+            .ok()?;
+        let mut want = max;
+        let shared = loop {
+            if let Ok(p) = self.shard.try_acquire_static_permit(want as u64) {
+                break p;
+            }
+            if want <= SMALL {
+                break self.shard.acquire_static_permit(want as u64).await.ok()?;
+            }
+            want = (want / 2).max(SMALL);
+        };
+        Some((
+            Reservation {
+                permits: vec![own, shared],
+            },
+            want,
+        ))
     }
 }
+
+/// Requests and replies up to this size never wait for the shard's budget alone.
+pub const SMALL: usize = 64 * 1024;

@@ -24,6 +24,7 @@ use glommio::net::TcpStream;
 use super::budget::{Budget, Reservation};
 use super::handlers::{handle_frame, Peer, Reply};
 use super::shard::Shard;
+use crate::io::deadline::within;
 use crate::protocol::{ErrorCode, Response, REQUEST_HEADER};
 
 /// Requests queued for the writer before the reader waits.
@@ -60,13 +61,12 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
         return;
     }
     let writer = unsafe { TcpStream::from_raw_fd(write_fd) };
-    let _ = writer.set_write_timeout(Some(request_timeout));
     let budget = Budget::new(
         shard.config.max_inflight_bytes_per_connection,
         shard.inflight.clone(),
     );
     let (tx, rx) = local_channel::new_bounded(MAX_QUEUED_REQUESTS);
-    let writer_task = glommio::spawn_local(write_replies(writer, rx));
+    let writer_task = glommio::spawn_local(write_replies(writer, rx, request_timeout));
     // Buffered: a small request's size prefix and body usually arrive in one recv.
     let mut reader = stream.buffered();
     let shutdown = shard.shutdown_listener();
@@ -104,14 +104,14 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
 
 /// Writes replies in request order. A reply the client does not take within the write
 /// timeout closes the connection (the reader then fails too), releasing its budget.
-async fn write_replies(mut writer: TcpStream, rx: LocalReceiver<Queued>) {
+async fn write_replies(mut writer: TcpStream, rx: LocalReceiver<Queued>, limit: Duration) {
     while let Some((task, request_budget)) = rx.recv().await {
         let Reply {
             frame,
             reservation: reply_budget,
         } = task.await;
         if let Some(frame) = frame {
-            if let Err(e) = writer.write_all(&frame).await {
+            if let Err(e) = within(limit, writer.write_all(&frame)).await {
                 tracing::debug!(error = %e, "writing a reply failed; closing the connection");
                 let _ = writer.shutdown(std::net::Shutdown::Both).await;
                 break;
@@ -141,12 +141,10 @@ async fn read_frame(
     let idle = Duration::from_millis(cfg.connections_max_idle_ms);
     let request = Duration::from_millis(cfg.request_timeout_ms);
     let mut size_buf = [0u8; 4];
-    let _ = reader.set_read_timeout(Some(idle));
-    if let Err(e) = reader.read_exact(&mut size_buf[..1]).await {
+    if let Err(e) = within(idle, reader.read_exact(&mut size_buf[..1])).await {
         return Next::Stop(format!("waiting for a request: {e}"));
     }
-    let _ = reader.set_read_timeout(Some(request));
-    if let Err(e) = reader.read_exact(&mut size_buf[1..]).await {
+    if let Err(e) = within(request, reader.read_exact(&mut size_buf[1..])).await {
         return Next::Stop(format!("reading a frame size: {e}"));
     }
     let size = i32::from_be_bytes(size_buf);
@@ -155,13 +153,11 @@ async fn read_frame(
     }
     let size = size as usize;
     // Waiting for budget is backpressure, not a stalled client: no timeout while waiting.
-    let _ = reader.set_read_timeout(Some(idle.max(request)));
-    let Some(reservation) = budget.reserve(size).await else {
+    let Some(reservation) = budget.reserve_request(size).await else {
         return Next::Stop("budget closed".into());
     };
-    let _ = reader.set_read_timeout(Some(request));
     let mut body = vec![0u8; size];
-    if let Err(e) = reader.read_exact(&mut body).await {
+    if let Err(e) = within(request, reader.read_exact(&mut body)).await {
         return Next::Stop(format!("reading a {size}-byte frame: {e}"));
     }
     Next::Frame(Bytes::from(body), reservation)
@@ -175,7 +171,8 @@ async fn refusal(
     max_frame: usize,
 ) -> Vec<u8> {
     let mut header = [0u8; REQUEST_HEADER];
-    let cid = if size >= REQUEST_HEADER as i32 && reader.read_exact(&mut header).await.is_ok() {
+    let read_header = within(Duration::from_secs(1), reader.read_exact(&mut header));
+    let cid = if size >= REQUEST_HEADER as i32 && read_header.await.is_ok() {
         i32::from_be_bytes(header[4..8].try_into().expect("4 bytes"))
     } else {
         -1
@@ -208,8 +205,7 @@ pub async fn refuse_connection(mut stream: TcpStream, limit: usize) {
         )),
     }
     .encode_frame();
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-    let _ = stream.write_all(&frame).await;
+    let _ = within(Duration::from_secs(1), stream.write_all(&frame)).await;
     let _ = stream.close().await;
 }
 

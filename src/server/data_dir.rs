@@ -63,30 +63,87 @@ pub fn lock(data_dir: &Path) -> Result<DataDirLock, String> {
     Ok(DataDirLock { _file: file })
 }
 
-/// Refuses to start when another process already serves `addr`. Our shards share the port
-/// with SO_REUSEPORT, which would otherwise let a second server silently take half the
-/// connections. A connect tells a listener apart from sockets of a killed predecessor that
-/// still linger on the port (those must not stop a restart).
+/// Refuses to start when another process already listens on `addr`'s port. Our shards
+/// share the port with SO_REUSEPORT, which would otherwise let a second server silently take
+/// half the connections. The kernel's socket tables (`/proc/net/tcp{,6}`) are read rather
+/// than probing the port (a probe could be taken for a client).
+///
+/// A listening socket no process holds is a killed predecessor's: io_uring tears a killed
+/// process's rings down asynchronously, and until then its listeners still take (and then
+/// reset) connections. Those are waited for, up to `ORPHAN_WAIT`, before binding.
 pub fn check_port_free(addr: std::net::SocketAddr) -> Result<(), String> {
-    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
-    let target = match addr.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => {
-            SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port())
+    let deadline = std::time::Instant::now() + ORPHAN_WAIT;
+    loop {
+        let inodes = listening_inodes(addr.port());
+        if inodes.is_empty() {
+            return Ok(());
         }
-        IpAddr::V6(ip) if ip.is_unspecified() => {
-            SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port())
+        if let Some(pid) = inodes.iter().find_map(|&i| holder_of(i)) {
+            return Err(format!(
+                "{addr}: port {} is already served by another process (pid {pid}; is another shardlog server running?)",
+                addr.port()
+            ));
         }
-        _ => addr,
-    };
-    match TcpStream::connect_timeout(&target, std::time::Duration::from_secs(1)) {
-        Ok(_) => Err(format!(
-            "{addr} is already served by another process (is another shardlog server running?)"
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(format!(
-            "{addr}: a connect test timed out, so something may already listen there"
-        )),
-        Err(_) => Ok(()),
+        if std::time::Instant::now() >= deadline {
+            tracing::warn!(%addr, "listening sockets of a killed process linger on the port; starting anyway");
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// How long start-up waits for a killed predecessor's listening sockets to go away.
+const ORPHAN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether any socket (of any process, or of none) listens on `port`.
+pub fn port_has_listeners(port: u16) -> bool {
+    !listening_inodes(port).is_empty()
+}
+
+/// Inodes of the sockets listening on `port` (IPv4 and IPv6 tables).
+fn listening_inodes(port: u16) -> Vec<u64> {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(t).ok())
+        .flat_map(|text| listening(&text, port))
+        .collect()
+}
+
+/// Inodes of the sockets in LISTEN state on `port` in a `/proc/net/tcp`-format table.
+fn listening(table: &str, port: u16) -> Vec<u64> {
+    const LISTEN: &str = "0A";
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let local_port = cols
+                .get(1)?
+                .rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok())?;
+            (cols.get(3) == Some(&LISTEN) && local_port == port)
+                .then(|| cols.get(9)?.parse().ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// The pid of a live process holding socket `inode`, if any (scans `/proc/*/fd`).
+fn holder_of(inode: u64) -> Option<u32> {
+    let target = format!("socket:[{inode}]");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|proc_entry| {
+            let pid: u32 = proc_entry.file_name().to_str()?.parse().ok()?;
+            let fds = std::fs::read_dir(proc_entry.path().join("fd")).ok()?;
+            fds.flatten()
+                .any(|fd| {
+                    std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == target.as_str())
+                })
+                .then_some(pid)
+        })
 }
 
 /// `name` cut to at most `max` bytes (names are ASCII, so any cut is a char boundary).
@@ -232,6 +289,28 @@ pub fn prepare(data_dir: &Path, shards: u32) -> Result<Prepared, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listening_sockets_are_found_in_the_kernel_table() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 0100007F:1CF3 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1\n\
+   1: 0100007F:1F90 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 4343 1\n";
+        assert_eq!(listening(table, 0x1CF3), vec![4242]);
+        assert!(
+            listening(table, 0x1F90).is_empty(),
+            "established, not listening"
+        );
+        assert!(listening(table, 80).is_empty());
+        let real = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = real.local_addr().unwrap().port();
+        let err = check_port_free(real.local_addr().unwrap()).unwrap_err();
+        assert!(
+            err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
+        drop(real);
+        assert!(check_port_free(format!("127.0.0.1:{port}").parse().unwrap()).is_ok());
+    }
 
     #[test]
     fn trash_names_fit_one_file_name() {

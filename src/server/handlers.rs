@@ -223,12 +223,14 @@ async fn dispatch(
             // The reply must fit in a frame the client accepts.
             let cap = shard.config.max_frame_bytes - FETCH_RESPONSE_OVERHEAD;
             let max_bytes = (max_bytes as usize).min(cap);
-            // Its bytes count against the budgets before anything is read.
-            let reply = budget
-                .reserve(max_bytes + FETCH_RESPONSE_OVERHEAD)
+            // Its bytes count against the budgets before anything is read; under memory
+            // pressure the reply gets smaller (always at least one batch).
+            let (reply, granted) = budget
+                .reserve_reply(max_bytes + FETCH_RESPONSE_OVERHEAD)
                 .await
                 .ok_or((ErrorCode::ShuttingDown, "connection closing".to_string()))?;
             reservation.merge(reply);
+            let max_bytes = max_bytes.min(granted.saturating_sub(FETCH_RESPONSE_OVERHEAD).max(1));
             let op = PartitionOp::Fetch { offset, max_bytes };
             to_body(key, shard.partition_op(&topic, partition, op).await)
         }

@@ -5,6 +5,8 @@
 use std::future::Future;
 use std::path::PathBuf;
 
+pub mod server_proc;
+
 use glommio::LocalExecutorBuilder;
 use shardlog::format::{BatchBuilder, RecordSpec};
 

@@ -1,0 +1,186 @@
+//! The real `shardlog serve` binary as a child process: config file, captured stderr,
+//! readiness, kill -9.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct ServerProc {
+    pub child: Child,
+    pub port: u16,
+    pub data: PathBuf,
+    pub log: PathBuf,
+    config: Vec<(String, String)>,
+}
+
+/// A port with room for `shards` per-shard ports above it.
+pub fn free_port() -> u16 {
+    fastrand::u16(20_000..50_000)
+}
+
+fn spawn(
+    data: &Path,
+    port: u16,
+    config: &[(String, String)],
+    log: &Path,
+    wrapper: Option<&str>,
+) -> Child {
+    let conf = log.with_extension("properties");
+    let text: String = config.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    std::fs::write(&conf, text).unwrap();
+    let bin = env!("CARGO_BIN_EXE_shardlog");
+    let args = format!(
+        "{bin} serve --data-dir {} --listen 127.0.0.1:{port} --config {}",
+        data.display(),
+        conf.display()
+    );
+    let stderr = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    let script = match wrapper {
+        Some(w) => format!("{w}; exec {args}"),
+        None => format!("exec {args}"),
+    };
+    Command::new("sh")
+        .args(["-c", &script])
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
+impl ServerProc {
+    /// Starts the server and waits until its port answers.
+    pub fn start(data: &Path, shards: usize, config: &[(&str, &str)]) -> Self {
+        Self::start_wrapped(data, shards, config, None)
+    }
+
+    /// As `start`, with a shell command run before exec (e.g. `ulimit -n 256`).
+    pub fn start_wrapped(
+        data: &Path,
+        shards: usize,
+        config: &[(&str, &str)],
+        wrapper: Option<&str>,
+    ) -> Self {
+        let mut config: Vec<(String, String)> = config
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        config.push(("shards".into(), shards.to_string()));
+        config.push(("io.memory.bytes".into(), (2 << 20).to_string()));
+        let log = data.with_extension(format!("{}.log", fastrand::u32(..)));
+        for _ in 0..10 {
+            let port = free_port();
+            let child = spawn(data, port, &config, &log, wrapper);
+            let mut s = ServerProc {
+                child,
+                port,
+                data: data.to_path_buf(),
+                log: log.clone(),
+                config: config.clone(),
+            };
+            if s.wait_ready(Duration::from_secs(30)) {
+                return s;
+            }
+            let _ = s.child.kill();
+            let _ = s.child.wait();
+        }
+        panic!(
+            "server did not start; log:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Waits until the port accepts, or the process exits (false).
+    pub fn wait_ready(&mut self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                eprintln!("server exited during start-up: {status}");
+                return false;
+            }
+            if std::net::TcpStream::connect(self.addr()).is_ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// kill -9, then wait until the killed process's listening sockets are gone (io_uring
+    /// tears them down asynchronously; until then they accept and reset connections).
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while shardlog::server::data_dir::port_has_listeners(self.port) && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// kill -9, then start again on the same data directory and port.
+    pub fn restart_after_kill(&mut self) {
+        self.kill9();
+        self.respawn();
+    }
+
+    /// Starts again (after it stopped) on the same data directory, port and config.
+    pub fn respawn(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.child = spawn(&self.data, self.port, &self.config, &self.log, None);
+            if self.wait_ready(Duration::from_secs(30)) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "restart failed:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Resident memory of the server process.
+    pub fn rss_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        kb * 1024
+    }
+
+    /// Open file descriptors of the server process.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for ServerProc {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
