@@ -138,7 +138,7 @@ fn admin_churn_with_producers_panics_nothing_and_loses_no_acknowledged_record() 
                 let (mut acked, mut codes) = (Vec::new(), BTreeSet::new());
                 let mut i = 0;
                 while Instant::now() < deadline {
-                    let p = (i % 4) as i32;
+                    let p = i % 4;
                     let v = format!("{producer}-{i}");
                     c.produce("stable", p, ACKS_ALL, batch(&v)).await.unwrap();
                     acked.push((p, v));
