@@ -1,16 +1,30 @@
-//! Memory a client controls, bounded: bytes of requests being read or run and of replies not
-//! yet written count against the connection's budget and the shard's. When either is
-//! exhausted the connection stops reading (TCP backpressure) and a Fetch waits before it
-//! reads anything, so a client that pipelines large fetches and never reads the replies holds
-//! at most its budget, and all clients of a shard at most the shard's.
+//! Memory a client controls, bounded. Bytes of requests being read or run and of replies
+//! not yet written are reserved before they exist and released once the reply is written.
+//!
+//! - Requests and replies up to [`SMALL`] bytes draw from the connection's small allowance
+//!   ([`SMALL_ALLOWANCE`]) only, so metadata, lookups and small produces and fetches are
+//!   never stuck behind other connections.
+//! - Larger ones draw from the connection's budget in full and from the shard's budget: a
+//!   fetch takes what the shard has free (halving down to `SMALL`, waiting only for that),
+//!   so under pressure replies get smaller instead of memory growing.
+//!
+//! When a budget is exhausted the connection stops reading (TCP backpressure). Per shard,
+//! request and reply bytes held are at most `max.inflight.bytes.per.shard` plus
+//! `SMALL_ALLOWANCE` per connection, however clients pipeline and however slowly they read.
 
 use std::rc::Rc;
 
 use glommio::sync::{Semaphore, StaticPermit};
 
-/// The two budgets a connection draws from.
+/// Requests and replies up to this size use the small allowance.
+pub const SMALL: usize = 64 * 1024;
+/// Small request and reply bytes one connection may hold.
+pub const SMALL_ALLOWANCE: usize = 1 << 20;
+
+/// The budgets a connection draws from.
 #[derive(Clone)]
 pub struct Budget {
+    small: Rc<Semaphore>,
     connection: Rc<Semaphore>,
     shard: Rc<Semaphore>,
 }
@@ -30,6 +44,7 @@ impl Reservation {
 impl Budget {
     pub fn new(connection_bytes: usize, shard: Rc<Semaphore>) -> Self {
         Budget {
+            small: Rc::new(Semaphore::new(SMALL_ALLOWANCE as u64)),
             connection: Rc::new(Semaphore::new(connection_bytes as u64)),
             shard,
         }
@@ -40,50 +55,41 @@ impl Budget {
         Rc::new(Semaphore::new(bytes as u64))
     }
 
-    /// Budget for a request body of `bytes`. Small requests (up to [`SMALL`]) count against
-    /// the connection only, so clients that hold the shard's budget (slow readers) cannot
-    /// starve metadata, small produces and the other connections' requests.
+    async fn take(pool: &Rc<Semaphore>, bytes: usize) -> Option<StaticPermit> {
+        pool.acquire_static_permit(bytes as u64).await.ok()
+    }
+
+    /// Budget for a request body of `bytes`. `None` if the budget was closed.
     pub async fn reserve_request(&self, bytes: usize) -> Option<Reservation> {
-        let own = self
-            .connection
-            .acquire_static_permit(bytes as u64)
-            .await
-            .ok()?;
-        let mut permits = vec![own];
-        if bytes > SMALL {
-            permits.push(self.shard.acquire_static_permit(bytes as u64).await.ok()?);
-        }
+        let permits = if bytes <= SMALL {
+            vec![Self::take(&self.small, bytes).await?]
+        } else {
+            vec![
+                Self::take(&self.connection, bytes).await?,
+                Self::take(&self.shard, bytes).await?,
+            ]
+        };
         Some(Reservation { permits })
     }
 
-    /// Budget for a reply of up to `max` bytes; returns how many bytes were granted. The
-    /// connection's share is waited for in full; from the shard's, a reply takes what is
-    /// free (halving down to [`SMALL`], waiting only for that much), so under pressure
-    /// fetches get smaller instead of stalling everyone.
+    /// Budget for a reply of up to `max` bytes; returns it and how many bytes it grants.
     pub async fn reserve_reply(&self, max: usize) -> Option<(Reservation, usize)> {
-        let own = self
-            .connection
-            .acquire_static_permit(max as u64)
-            .await
-            .ok()?;
+        if max <= SMALL {
+            let permits = vec![Self::take(&self.small, max).await?];
+            return Some((Reservation { permits }, max));
+        }
+        let own = Self::take(&self.connection, max).await?;
         let mut want = max;
         let shared = loop {
             if let Ok(p) = self.shard.try_acquire_static_permit(want as u64) {
                 break p;
             }
             if want <= SMALL {
-                break self.shard.acquire_static_permit(want as u64).await.ok()?;
+                break Self::take(&self.shard, want).await?;
             }
             want = (want / 2).max(SMALL);
         };
-        Some((
-            Reservation {
-                permits: vec![own, shared],
-            },
-            want,
-        ))
+        let permits = vec![own, shared];
+        Some((Reservation { permits }, want))
     }
 }
-
-/// Requests and replies up to this size never wait for the shard's budget alone.
-pub const SMALL: usize = 64 * 1024;

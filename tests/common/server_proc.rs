@@ -11,6 +11,7 @@ pub struct ServerProc {
     pub data: PathBuf,
     pub log: PathBuf,
     config: Vec<(String, String)>,
+    wrapper: Option<String>,
 }
 
 /// A port with room for `shards` per-shard ports above it.
@@ -80,6 +81,7 @@ impl ServerProc {
                 data: data.to_path_buf(),
                 log: log.clone(),
                 config: config.clone(),
+                wrapper: wrapper.map(str::to_string),
             };
             if s.wait_ready(Duration::from_secs(30)) {
                 return s;
@@ -135,7 +137,8 @@ impl ServerProc {
     pub fn respawn(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            self.child = spawn(&self.data, self.port, &self.config, &self.log, None);
+            let wrapper = self.wrapper.as_deref();
+            self.child = spawn(&self.data, self.port, &self.config, &self.log, wrapper);
             if self.wait_ready(Duration::from_secs(30)) {
                 return;
             }
