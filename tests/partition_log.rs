@@ -8,7 +8,7 @@ use shardlog::error::Error;
 use shardlog::format::batch::{check_framing_and_crc, decode_records, split_batches};
 use shardlog::format::{BatchHeader, TimestampType};
 use shardlog::log::{
-    PartitionLog, TimestampOffset, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
+    OpenOptions, PartitionLog, TimestampOffset, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
 };
 use shardlog::LogConfig;
 
@@ -531,5 +531,58 @@ fn large_appends_and_reads_of_unflushed_data() {
             let got = log.read(i as i64, 1).await.unwrap();
             assert_eq!(&got[12..], &b[12..], "batch {i}");
         }
+    });
+}
+
+#[test]
+fn acknowledged_reads_hide_appends_until_they_are_written() {
+    run(|dir| async move {
+        let storage = shardlog::io::DmaStorage::new(dir.clone());
+        let opts = OpenOptions {
+            acknowledged_reads: true,
+            ..OpenOptions::default()
+        };
+        let pdir = dir.join("t-0");
+        let mut log = PartitionLog::open_with(storage, &pdir, LogConfig::default(), opts)
+            .await
+            .unwrap();
+        log.append(&single(1, 100)).await.unwrap();
+        assert_eq!(log.visible_end_offset(), 0);
+        assert!(log.read(0, 1 << 20).await.unwrap().is_empty());
+        assert_eq!(
+            log.find_offset_by_timestamp(-1)
+                .await
+                .unwrap()
+                .unwrap()
+                .offset,
+            0
+        );
+        assert_eq!(log.find_offset_by_timestamp(0).await.unwrap(), None);
+        log.flush().await.unwrap();
+        assert_eq!(log.visible_end_offset(), 1);
+        assert_eq!(
+            log.read(0, 1 << 20).await.unwrap().len(),
+            single(1, 100).len()
+        );
+        // Idle: the 1 MiB staging buffer goes, the tail stays, appends go on.
+        assert_eq!(log.staging_bytes(), 1 << 20);
+        log.release_idle_memory();
+        assert_eq!(log.staging_bytes(), 4096);
+        log.append(&single(2, 5000)).await.unwrap();
+        assert_eq!(log.staging_bytes(), 1 << 20);
+        log.sync().await.unwrap();
+        let all = log.read(0, 1 << 20).await.unwrap();
+        let offsets: Vec<i64> = split_batches(&all)
+            .unwrap()
+            .iter()
+            .map(|(_, h)| h.base_offset)
+            .collect();
+        assert_eq!(offsets, vec![0, 1]);
+        log.close().await.unwrap();
+        let mut log = PartitionLog::open(&pdir, LogConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(log.log_end_offset(), 2);
+        assert_eq!(log.read(1, 1).await.unwrap().len(), single(2, 5000).len());
     });
 }

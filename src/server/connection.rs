@@ -219,3 +219,34 @@ pub fn advertised_host(configured: &str, listen: SocketAddr, local: Option<Socke
         _ => listen.ip().to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv4_loopback_through_an_ipv6_socket_is_loopback() {
+        for (ip, want) in [
+            ("127.0.0.1", true),
+            ("::1", true),
+            ("::ffff:127.0.0.1", true),
+            ("::ffff:10.0.0.1", false),
+            ("10.0.0.1", false),
+        ] {
+            assert_eq!(is_loopback(ip.parse().unwrap()), want, "{ip}");
+        }
+    }
+
+    #[test]
+    fn wildcard_listens_advertise_the_reached_address() {
+        let wildcard: SocketAddr = "0.0.0.0:7411".parse().unwrap();
+        let reached = Some("192.168.1.5:7411".parse().unwrap());
+        assert_eq!(advertised_host("", wildcard, reached), "192.168.1.5");
+        assert_eq!(
+            advertised_host("kafka.example", wildcard, reached),
+            "kafka.example"
+        );
+        let fixed: SocketAddr = "127.0.0.1:7411".parse().unwrap();
+        assert_eq!(advertised_host("", fixed, reached), "127.0.0.1");
+    }
+}
