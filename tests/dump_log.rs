@@ -155,3 +155,20 @@ fn dump_log_reports_garbage_and_mismatches() {
         "{err}"
     );
 }
+
+#[test]
+fn dump_log_refuses_a_fifo_instead_of_hanging() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("00000000000000000000.log");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["dump-log", "--files"])
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a regular file"), "{err}");
+}

@@ -83,7 +83,8 @@ enum Command {
         cache: lookup::CacheMode,
         #[arg(long, default_value_t = 1000)]
         count: usize,
-        /// Cold lookups also drop the kernel page cache (needs root).
+        /// Cold lookups also drop the kernel page cache (needs root, and a server started
+        /// with allow.drop.kernel.cache=true).
         #[arg(long)]
         drop_kernel_page_cache: bool,
         #[arg(long)]
