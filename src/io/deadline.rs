@@ -1,6 +1,7 @@
-//! Bounding an async I/O step in time. glommio's own socket timeouts
-//! (`set_read_timeout`) crashed the process here when a connection went away during
-//! start-up, so every timeout is a race between the operation and a timer instead.
+//! Bounding an async step in time: a race between the operation and a timer. One way for
+//! every timeout (connection idle and request timeouts, reply writes, client requests),
+//! instead of glommio's per-socket read/write timeouts, which would have to be switched
+//! between the idle and the request timeout on every frame.
 
 use std::future::Future;
 use std::time::Duration;
