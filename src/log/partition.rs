@@ -485,6 +485,14 @@ impl PartitionLog {
         first_err.map_or(Ok(()), Err)
     }
 
+    /// Closes without writing anything (the partition is being deleted): writes in flight
+    /// are waited for, nothing is flushed, sealed or checkpointed.
+    pub async fn discard(self) {
+        for seg in self.segments {
+            seg.abandon().await;
+        }
+    }
+
     /// Makes the next reads cold as far as this partition goes: fdatasync the active
     /// segment, then ask the OS to drop its cached pages of every file of the partition.
     /// (The shard's page cache is cleared by the shard.)

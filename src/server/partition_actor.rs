@@ -17,6 +17,8 @@ pub enum Command {
     },
     Close {
         reply: LocalSender<Result<(), String>>,
+        /// The partition is being deleted: close without sealing or syncing anything.
+        discard: bool,
     },
 }
 
@@ -54,8 +56,18 @@ impl PartitionHandle {
     /// Closes the log after every queued command has run. An error means the partition
     /// could not be closed cleanly and needs recovery at the next start.
     pub async fn close(&self) -> Result<(), String> {
+        self.stop(false).await
+    }
+
+    /// Closes the log of a partition being deleted, after every queued command has run,
+    /// without sealing or syncing: its files are about to go.
+    pub async fn discard(&self) -> Result<(), String> {
+        self.stop(true).await
+    }
+
+    async fn stop(&self, discard: bool) -> Result<(), String> {
         let (reply, rx) = local_channel::new_bounded(1);
-        if self.tx.try_send(Command::Close { reply }).is_err() {
+        if self.tx.try_send(Command::Close { reply, discard }).is_err() {
             return Err("partition task already stopped".into());
         }
         rx.recv()
@@ -98,10 +110,10 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
         let mut waiting: Vec<(LocalSender<OpResult>, OpResult)> = Vec::new();
         let mut need_sync = false;
         let mut wrote = false;
-        let mut close: Option<LocalSender<Result<(), String>>> = None;
+        let mut close: Option<(LocalSender<Result<(), String>>, bool)> = None;
         for cmd in group {
             match cmd {
-                Command::Close { reply } => close = Some(reply),
+                Command::Close { reply, discard } => close = Some((reply, discard)),
                 Command::Op { op, reply } => {
                     match op {
                         PartitionOp::Produce { acks, records } => {
@@ -173,11 +185,16 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
         for (reply, result) in waiting {
             let _ = reply.try_send(result);
         }
-        if let Some(reply) = close {
-            let result = log.close().await.map_err(|e| {
-                tracing::error!(error = %e, "closing partition failed");
-                e.to_string()
-            });
+        if let Some((reply, discard)) = close {
+            let result = if discard {
+                log.discard().await;
+                Ok(())
+            } else {
+                log.close().await.map_err(|e| {
+                    tracing::error!(error = %e, "closing partition failed");
+                    e.to_string()
+                })
+            };
             let _ = reply.try_send(result);
             return;
         }

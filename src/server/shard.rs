@@ -390,7 +390,7 @@ impl Shard {
         let data_dir = &self.config.data_dir;
         let mut trash = Vec::new();
         let mut first_err = None;
-        // Close them all at once: each partition task seals its own files.
+        // Discard them all at once: nothing is sealed or synced, the files are going.
         let closing: Vec<_> = self
             .owned_partitions(meta)
             .filter_map(|p| {
@@ -398,7 +398,7 @@ impl Shard {
                     .partitions
                     .borrow_mut()
                     .remove(&(meta.name.clone(), p))?;
-                Some(glommio::spawn_local(async move { (p, h.close().await) }))
+                Some(glommio::spawn_local(async move { (p, h.discard().await) }))
             })
             .collect();
         for task in closing {
