@@ -9,10 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::client;
 use common::server_proc::ServerProc;
+use common::{client, read_records};
 use shardlog::client::Client;
-use shardlog::format::batch::{decode_records, split_batches};
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::protocol::{ApiKey, ErrorCode, Request, ResponseBody, ACKS_ALL};
 
@@ -26,21 +25,11 @@ fn batch(value: &str) -> Bytes {
 
 /// Every value in a partition, in offset order.
 async fn values(c: &mut Client, topic: &str, p: i32) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut next = 0;
-    loop {
-        let f = c.fetch(topic, p, next, 1 << 20).await.unwrap();
-        if f.records.is_empty() {
-            return out;
-        }
-        for (start, h) in split_batches(&f.records).unwrap() {
-            let bytes = &f.records[start..start + h.size()];
-            for r in decode_records(bytes, &h).unwrap() {
-                out.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());
-            }
-            next = h.last_offset() + 1;
-        }
-    }
+    read_records(c, topic, p)
+        .await
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect()
 }
 
 #[test]

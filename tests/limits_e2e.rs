@@ -10,10 +10,9 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::client;
 use common::server_proc::ServerProc;
+use common::{client, read_records};
 use shardlog::client::Client;
-use shardlog::format::batch::split_batches;
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::protocol::{ApiKey, ErrorCode, Request, Response, ACKS_ALL};
 
@@ -27,18 +26,11 @@ fn batch_at(ts: i64, len: usize) -> Bytes {
 
 /// Offsets of every record of a partition, read back through Fetch.
 async fn read_offsets(c: &mut Client, topic: &str, p: i32) -> Vec<i64> {
-    let mut out = Vec::new();
-    let mut next = 0;
-    loop {
-        let f = c.fetch(topic, p, next, 1 << 20).await.unwrap();
-        if f.records.is_empty() {
-            return out;
-        }
-        for (_, h) in split_batches(&f.records).unwrap() {
-            out.extend(h.base_offset..=h.last_offset());
-            next = h.last_offset() + 1;
-        }
-    }
+    read_records(c, topic, p)
+        .await
+        .into_iter()
+        .map(|(o, _)| o)
+        .collect()
 }
 
 #[test]

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use common::*;
 use shardlog::client::Client;
-use shardlog::format::batch::{decode_records, split_batches};
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::protocol::{
     ApiKey, ErrorCode, Request, ResponseBody, WireWriter, ACKS_ALL, ACKS_LEADER, ACKS_NONE,
@@ -19,30 +18,6 @@ fn batch_of(values: &[String], ts: i64) -> Bytes {
         b.push(RecordSpec::new(None, Some(v.as_bytes())).timestamp(ts));
     }
     Bytes::from(b.build())
-}
-
-/// Reads a whole partition: (offset, value) pairs in offset order.
-async fn read_all(c: &mut Client, topic: &str, p: i32) -> Vec<(i64, String)> {
-    let mut out = Vec::new();
-    let mut next = 0;
-    loop {
-        let f = c.fetch(topic, p, next, 64 * 1024).await.unwrap();
-        if f.records.is_empty() {
-            return out;
-        }
-        for (start, h) in split_batches(&f.records).unwrap() {
-            let bytes = &f.records[start..start + h.size()];
-            for r in decode_records(bytes, &h).unwrap() {
-                if r.offset >= next {
-                    out.push((
-                        r.offset,
-                        String::from_utf8(r.value.unwrap().to_vec()).unwrap(),
-                    ));
-                }
-            }
-            next = h.last_offset() + 1;
-        }
-    }
 }
 
 /// 8 partitions on 2 shards, 6 connections at once: 2 on the shared port, 2 on shard 0's
@@ -106,7 +81,7 @@ fn concurrent_produce_and_ordered_consume_across_shards() {
             }
         }
         for p in 0..8 {
-            let got = read_all(&mut admin, "orders", p).await;
+            let got = read_records(&mut admin, "orders", p).await;
             // Offsets contiguous from 0.
             for (i, (o, _)) in got.iter().enumerate() {
                 assert_eq!(*o, i as i64, "partition {p}");
@@ -384,7 +359,7 @@ fn bad_inputs_get_distinct_errors_and_the_server_keeps_serving() {
             .unwrap()
             .unwrap();
         assert_eq!(base, 1);
-        let values: Vec<String> = read_all(&mut c, "t", 1)
+        let values: Vec<String> = read_records(&mut c, "t", 1)
             .await
             .into_iter()
             .map(|x| x.1)
@@ -417,7 +392,7 @@ fn clean_shutdown_and_restart_keep_data_and_owners() {
         let md = c.metadata(Some(vec!["keep".into()])).await.unwrap();
         let mut data = Vec::new();
         for p in 0..4 {
-            data.push(read_all(&mut c, "keep", p).await);
+            data.push(read_records(&mut c, "keep", p).await);
         }
         (md.topic("keep").unwrap().partitions.clone(), data)
     });
@@ -434,7 +409,7 @@ fn clean_shutdown_and_restart_keep_data_and_owners() {
         let md = c.metadata(Some(vec!["keep".into()])).await.unwrap();
         assert_eq!(md.topic("keep").unwrap().partitions, before.0);
         for p in 0..4 {
-            assert_eq!(read_all(&mut c, "keep", p).await, before.1[p as usize]);
+            assert_eq!(read_records(&mut c, "keep", p).await, before.1[p as usize]);
         }
         let (base, _, _) = c
             .produce("keep", 0, ACKS_ALL, batch_of(&["after".into()], 99))

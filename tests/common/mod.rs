@@ -96,3 +96,31 @@ where
         .join()
         .expect("client panicked")
 }
+
+/// Every record of a partition read back through Fetch: (offset, value as text), in offset
+/// order.
+pub async fn read_records(
+    c: &mut shardlog::client::Client,
+    topic: &str,
+    p: i32,
+) -> Vec<(i64, String)> {
+    use shardlog::format::batch::{decode_records, split_batches};
+    let mut out = Vec::new();
+    let mut next = 0;
+    loop {
+        let f = c.fetch(topic, p, next, 1 << 20).await.unwrap();
+        if f.records.is_empty() {
+            return out;
+        }
+        for (start, h) in split_batches(&f.records).unwrap() {
+            let bytes = &f.records[start..start + h.size()];
+            for r in decode_records(bytes, &h).unwrap() {
+                if r.offset >= next {
+                    let value = r.value.map(|v| String::from_utf8_lossy(v).into_owned());
+                    out.push((r.offset, value.unwrap_or_default()));
+                }
+            }
+            next = h.last_offset() + 1;
+        }
+    }
+}
