@@ -334,3 +334,34 @@ fn start_up_window_answers_not_ready_not_unknown_partition() {
     eprintln!("start-up window: reply codes {codes:?}");
     assert!(codes.contains_key(&0));
 }
+
+/// SIGTERM with a client stuck half-way through a frame: the server still stops, within
+/// its shutdown deadline, and cleanly.
+#[test]
+fn sigterm_stops_the_server_within_its_deadline_despite_a_stuck_client() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = ServerProc::start(
+        &tmp.path().join("data"),
+        2,
+        &[
+            ("shutdown.timeout.ms", "1000"),
+            ("request.timeout.ms", "60000"),
+        ],
+    );
+    let mut stuck = std::net::TcpStream::connect(server.addr()).unwrap();
+    std::io::Write::write_all(&mut stuck, &1000i32.to_be_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(server.pid() as i32, libc::SIGTERM) };
+    let status = loop {
+        if let Some(s) = server.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "still running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!("stopped in {} ms: {status}", started.elapsed().as_millis());
+    assert!(status.success(), "{status}: {}", server.log_text());
+    assert!(tmp.path().join("data/.clean-shutdown").exists());
+}

@@ -40,7 +40,7 @@ fn a_low_fd_limit_gives_clear_errors_keeps_serving_and_restarts() {
     let config = [
         ("max.open.sealed.files.per.shard", "30"),
         ("log.roll.min.interval.ms", "0"),
-        ("max.connections.per.shard", "16"),
+        ("max.connections.per.shard", "1000"),
     ];
     let mut server = ServerProc::start_wrapped(&data, 1, &config, Some("ulimit -n 160"));
     let addr = server.addr();
@@ -97,6 +97,22 @@ fn a_low_fd_limit_gives_clear_errors_keeps_serving_and_restarts() {
         })
         .count();
     assert_eq!(wide_dirs, 0, "a failed create leaves no partition behind");
+    // Connections until accept runs out of descriptors: it backs off instead of spinning.
+    let held: Vec<TcpStream> = (0..150)
+        .filter_map(|_| TcpStream::connect(&addr).ok())
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let accept_failures = server.log_text().matches("accept failed").count();
+    eprintln!("accept failures logged in 2 s: {accept_failures}");
+    assert!(
+        accept_failures >= 1,
+        "the descriptor limit was never reached"
+    );
+    assert!(
+        accept_failures <= 6,
+        "{accept_failures} accept failures logged in 2 s"
+    );
+    drop(held);
     server.restart_after_kill();
     client(move || async move {
         let mut c = Client::connect(&addr).await.unwrap();
