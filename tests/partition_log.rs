@@ -586,3 +586,58 @@ fn acknowledged_reads_hide_appends_until_they_are_written() {
         assert_eq!(log.read(1, 1).await.unwrap().len(), single(2, 5000).len());
     });
 }
+
+#[test]
+fn staging_buffers_share_the_shards_budget() {
+    run(|dir| async move {
+        let cache = shardlog::io::PageCache::shared(4 << 20);
+        let storage = shardlog::io::DmaStorage::new(dir.clone());
+        let mut logs = Vec::new();
+        for p in 0..6 {
+            let opts = OpenOptions {
+                cache: Some(cache.clone()),
+                ..OpenOptions::default()
+            };
+            let pdir = dir.join(format!("t-{p}"));
+            let log = PartitionLog::open_with(storage.clone(), &pdir, LogConfig::default(), opts)
+                .await
+                .unwrap();
+            logs.push(log);
+        }
+        // Half the 4 MiB budget holds two full 1 MiB buffers; the rest get 64 KiB ones.
+        assert_eq!(cache.borrow().staging_bytes(), (2 << 20) + 4 * (64 << 10));
+        for (p, log) in logs.iter_mut().enumerate() {
+            for i in 0..40 {
+                log.append(&single(i, 3000 + p)).await.unwrap();
+            }
+            log.flush().await.unwrap();
+        }
+        for log in logs.iter_mut() {
+            log.release_idle_memory();
+        }
+        assert_eq!(cache.borrow().staging_bytes(), 0);
+        for (p, log) in logs.into_iter().enumerate() {
+            let mut log = log;
+            log.append(&single(99, 10)).await.unwrap();
+            log.sync().await.unwrap();
+            let offsets: Vec<i64> = {
+                let mut out = Vec::new();
+                let mut next = 0;
+                loop {
+                    let data = log.read(next, 1 << 20).await.unwrap();
+                    if data.is_empty() {
+                        break;
+                    }
+                    for (_, h) in split_batches(&data).unwrap() {
+                        out.push(h.base_offset);
+                        next = h.last_offset() + 1;
+                    }
+                }
+                out
+            };
+            assert_eq!(offsets, (0..41).collect::<Vec<_>>(), "partition {p}");
+            log.close().await.unwrap();
+        }
+        assert_eq!(cache.borrow().staging_bytes(), 0);
+    });
+}

@@ -25,6 +25,8 @@ use crate::error::{Error, Result};
 
 /// Size of the staging buffer and of each background write.
 const CHUNK: usize = 1 << 20;
+/// Staging buffer (and write size) when the shard's staging budget is spent.
+const MIN_CHUNK: usize = 64 << 10;
 /// Background chunk writes allowed in flight before `append` waits for the oldest.
 const MAX_IN_FLIGHT: usize = 4;
 
@@ -47,6 +49,8 @@ pub struct LogFile {
     staging_pos: u64,
     /// Bytes `[staging_pos, size)`, not yet covered by a full-chunk write. `None` once sealed.
     staging: Option<IoBuf>,
+    /// Staging bytes granted from the shard's budget (the page cache's) for `staging`.
+    granted: usize,
     in_flight: VecDeque<InFlight>,
     written: u64,
     durable: u64,
@@ -79,6 +83,7 @@ impl LogFile {
             size,
             staging_pos,
             staging,
+            granted: 0,
             in_flight: VecDeque::new(),
             written: size,
             durable: size,
@@ -96,8 +101,9 @@ impl LogFile {
             .open(path, OpenMode::CreateNew)
             .await
             .map_err(|e| Error::io("create", path, e))?;
-        let staging = file.alloc_buffer(CHUNK);
-        Ok(Self::assemble(path, file, 0, 0, Some(staging), cache))
+        let mut log = Self::assemble(path, file, 0, 0, None, cache);
+        log.staging = Some(log.granted_buffer());
+        Ok(log)
     }
 
     /// Opens an existing log file whose valid data is `[0, size)` for appending: the partial
@@ -114,7 +120,8 @@ impl LogFile {
             .map_err(|e| Error::io("open", path, e))?;
         let staging_pos = align_down(size);
         let tail_len = (size - staging_pos) as usize;
-        let mut staging = file.alloc_buffer(CHUNK);
+        let mut log = Self::assemble(path, file.clone(), size, staging_pos, None, cache);
+        let mut staging = log.granted_buffer();
         if tail_len > 0 {
             let tail = file
                 .read_at(staging_pos, BLOCK as usize)
@@ -129,14 +136,8 @@ impl LogFile {
             }
             staging.as_bytes_mut()[..tail_len].copy_from_slice(&tail[..tail_len]);
         }
-        Ok(Self::assemble(
-            path,
-            file,
-            size,
-            staging_pos,
-            Some(staging),
-            cache,
-        ))
+        log.staging = Some(staging);
+        Ok(log)
     }
 
     /// Opens a sealed log file read-only; `size` is its valid length.
@@ -207,36 +208,64 @@ impl LogFile {
         let mut small = self.file.alloc_buffer(BLOCK as usize);
         small.as_bytes_mut()[..staged].copy_from_slice(&staging.as_bytes()[..staged]);
         self.staging = Some(small);
+        self.release_grant();
     }
 
-    /// Before an append: a full chunk-sized staging buffer (after `release_idle_memory`).
-    fn ensure_full_staging(&mut self) {
+    /// A staging buffer as large as the shard's budget grants (a full chunk, or
+    /// `MIN_CHUNK` when many partitions are writing); the grant is recorded.
+    fn granted_buffer(&mut self) -> IoBuf {
+        self.release_grant();
+        let size = match &self.cache {
+            Some(cache) => cache.borrow_mut().grant_staging(CHUNK, MIN_CHUNK),
+            None => CHUNK,
+        };
+        self.granted = size;
+        self.file.alloc_buffer(size)
+    }
+
+    fn release_grant(&mut self) {
+        if let Some(cache) = &self.cache {
+            cache.borrow_mut().release_staging(self.granted);
+        }
+        self.granted = 0;
+    }
+
+    /// Drops the staging buffer (sealed, closed or abandoned) and its grant.
+    fn drop_staging(&mut self) {
+        self.staging = None;
+        self.release_grant();
+    }
+
+    /// Before an append: a chunk-sized staging buffer again after `release_idle_memory`.
+    fn ensure_chunk_staging(&mut self) {
         let Some(staging) = &self.staging else {
             return;
         };
-        if staging.len() >= CHUNK {
+        if staging.len() >= MIN_CHUNK {
             return;
         }
         let staged = (self.size - self.staging_pos) as usize;
-        let mut full = self.file.alloc_buffer(CHUNK);
-        full.as_bytes_mut()[..staged].copy_from_slice(&staging.as_bytes()[..staged]);
-        self.staging = Some(full);
+        let old = self.staging.take().expect("checked above");
+        let mut chunk = self.granted_buffer();
+        chunk.as_bytes_mut()[..staged].copy_from_slice(&old.as_bytes()[..staged]);
+        self.staging = Some(chunk);
     }
 
     /// Appends bytes. Full 1 MiB chunks are written in the background; the rest stays in
     /// memory until the next chunk fills or `flush` is called.
     pub async fn append(&mut self, mut data: &[u8]) -> Result<()> {
         self.check_writable()?;
-        self.ensure_full_staging();
+        self.ensure_chunk_staging();
         while !data.is_empty() {
             let staged = (self.size - self.staging_pos) as usize;
-            let n = data.len().min(CHUNK - staged);
             let staging = self.staging.as_mut().expect("checked writable");
+            let chunk = staging.len();
+            let n = data.len().min(chunk - staged);
             staging.as_bytes_mut()[staged..staged + n].copy_from_slice(&data[..n]);
             self.size += n as u64;
             data = &data[n..];
-            if staged + n == CHUNK {
-                let fresh = self.file.alloc_buffer(CHUNK);
+            if staged + n == chunk {
+                let fresh = self.file.alloc_buffer(chunk);
                 let full = self.staging.replace(fresh).expect("checked writable");
                 let pos = self.staging_pos;
                 if let Some(cache) = &self.cache {
@@ -244,7 +273,7 @@ impl LogFile {
                         .borrow_mut()
                         .insert_written(self.id, pos, full.as_bytes());
                 }
-                self.staging_pos += CHUNK as u64;
+                self.staging_pos += chunk as u64;
                 self.submit(full, pos);
                 while self.in_flight.len() > MAX_IN_FLIGHT {
                     self.complete_oldest().await?;
@@ -357,7 +386,7 @@ impl LogFile {
         if let Err(e) = self.file.fdatasync().await {
             return Err(self.poison("fdatasync", e));
         }
-        self.staging = None;
+        self.drop_staging();
         self.staging_pos = self.size;
         Ok(())
     }
@@ -387,7 +416,7 @@ impl LogFile {
         } else {
             self.drain().await
         };
-        drop(self.staging.take());
+        self.drop_staging();
         let file = self.file.clone();
         let path = self.path.clone();
         drop(self);
@@ -401,7 +430,7 @@ impl LogFile {
     /// reopens it): waits for writes in flight, ignores their errors, closes the handle.
     pub async fn abandon(mut self) {
         let _ = self.drain().await;
-        self.staging = None;
+        self.drop_staging();
         let _ = self.file.clone().close().await;
     }
 
@@ -444,5 +473,12 @@ impl LogFile {
             out.extend_from_slice(&staging.as_bytes()[a..b]);
         }
         Ok(out)
+    }
+}
+
+impl Drop for LogFile {
+    /// A file dropped without close (an error path) still gives its grant back.
+    fn drop(&mut self) {
+        self.release_grant();
     }
 }

@@ -31,6 +31,8 @@ pub struct CacheStats {
 pub struct PageCache {
     pages: LruCache<(u64, u64), Page>,
     budget_pages: usize,
+    /// Bytes of appenders' staging buffers counted against the same budget.
+    staging_bytes: usize,
     hits: u64,
     misses: u64,
 }
@@ -55,6 +57,7 @@ impl PageCache {
         Rc::new(RefCell::new(PageCache {
             pages: LruCache::unbounded(),
             budget_pages: (budget_bytes / PAGE) as usize,
+            staging_bytes: 0,
             hits: 0,
             misses: 0,
         }))
@@ -76,11 +79,47 @@ impl PageCache {
         let p: Page = Rc::from(data);
         if self.budget_pages > 0 {
             self.pages.put((file, page), p.clone());
-            while self.pages.len() > self.budget_pages {
-                self.pages.pop_lru();
-            }
+            self.evict_to_budget();
         }
         p
+    }
+
+    /// Pages beyond what the budget leaves after staging go, least recently used first.
+    fn evict_to_budget(&mut self) {
+        let staging_pages = self.staging_bytes.div_ceil(PAGE as usize);
+        while self.pages.len() + staging_pages > self.budget_pages && self.pages.pop_lru().is_some()
+        {
+        }
+    }
+
+    /// Grants an appender's staging buffer from the shard's budget: `full` bytes while
+    /// staging stays within half the budget (cached pages make room), else `min` bytes,
+    /// always granted, so a shard with many active partitions gets smaller write chunks
+    /// instead of unbounded memory. With no budget (cache off) `full` is always granted.
+    pub fn grant_staging(&mut self, full: usize, min: usize) -> usize {
+        let budget = self.budget_pages * PAGE as usize;
+        let granted = if budget == 0 || self.staging_bytes + full <= budget / 2 {
+            full
+        } else {
+            min
+        };
+        self.staging_bytes += granted;
+        self.evict_to_budget();
+        granted
+    }
+
+    /// Returns staging bytes granted by `grant_staging`.
+    pub fn release_staging(&mut self, bytes: usize) {
+        debug_assert!(
+            bytes <= self.staging_bytes,
+            "released more staging than granted"
+        );
+        self.staging_bytes = self.staging_bytes.saturating_sub(bytes);
+    }
+
+    /// Staging bytes granted now.
+    pub fn staging_bytes(&self) -> usize {
+        self.staging_bytes
     }
 
     /// Caches the last full pages (up to `TAIL_PAGES`) of `data`, just written at
