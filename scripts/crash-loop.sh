@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 iterations="${1:-20}"
 keep=false
 [[ "${2:-}" == "--keep" ]] && keep=true
-port=$((20000 + RANDOM % 20000))
+port=$((10000 + RANDOM % 22000))  # below the ephemeral range (32768+), so no client socket holds it
 work=$(mktemp -d "${TMPDIR:-/tmp}/shardlog-crash-loop.XXXXXX")
 data="$work/data"
 acks="$work/acks"

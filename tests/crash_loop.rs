@@ -30,7 +30,7 @@ fn kill_9_loses_no_acknowledged_record() {
     let data = tmp.path().join("data");
     let acks = tmp.path().join("acks");
     std::fs::write(&acks, "").unwrap();
-    let port = fastrand::u16(20_000..60_000);
+    let port = fastrand::u16(10_000..32_000);
     let bootstrap = format!("127.0.0.1:{port}");
     let mut server = start(&data, port);
     let b = bootstrap.clone();

@@ -40,7 +40,7 @@ fn rss_sampler(stop: Arc<AtomicBool>, max: Arc<AtomicU64>) -> std::thread::JoinH
 fn start_server(dir: &Path) -> Result<(server::ServerHandle, String, ServerConfig), String> {
     let mut last = String::new();
     for _ in 0..20 {
-        let port = fastrand::u16(20_000..60_000);
+        let port = fastrand::u16(10_000..32_000);
         let config = ServerConfig {
             data_dir: dir.to_path_buf(),
             listen: format!("127.0.0.1:{port}").parse().unwrap(),

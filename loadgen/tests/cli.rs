@@ -17,7 +17,7 @@ fn loadgen(args: &[&str]) -> (bool, String, String) {
 
 fn start_server(dir: &std::path::Path) -> (shardlog::server::ServerHandle, String) {
     for _ in 0..20 {
-        let port = fastrand::u16(20_000..60_000);
+        let port = fastrand::u16(10_000..32_000);
         let config = shardlog::server::ServerConfig {
             data_dir: dir.to_path_buf(),
             listen: format!("127.0.0.1:{port}").parse().unwrap(),

@@ -65,7 +65,7 @@ pub fn start_server(
 ) -> (shardlog::server::ServerHandle, u16) {
     let mut last_err = String::new();
     for _ in 0..20 {
-        let port = fastrand::u16(20_000..60_000);
+        let port = fastrand::u16(10_000..32_000);
         let mut config = shardlog::server::ServerConfig {
             data_dir: data_dir.to_path_buf(),
             listen: format!("127.0.0.1:{port}").parse().unwrap(),
