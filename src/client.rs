@@ -86,15 +86,21 @@ impl Client {
             .map_err(connect_err)?
             .next()
             .ok_or_else(|| connect_err(std::io::Error::other("the address resolves to nothing")))?;
-        let stream = TcpStream::connect_timeout(resolved, timeout)
-            .await
-            .map_err(|e| match std::io::Error::from(e) {
-                e if e.kind() == std::io::ErrorKind::TimedOut => ClientError::Timeout {
-                    addr: addr.to_string(),
-                    ms: timeout.as_millis() as u64,
-                },
-                e => connect_err(e),
-            })?;
+        // Not glommio's connect_timeout: its linked io_uring timeouts crashed the process
+        // here (see io/deadline.rs).
+        let stream = within(timeout, async {
+            TcpStream::connect(resolved)
+                .await
+                .map_err(std::io::Error::from)
+        })
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::TimedOut => ClientError::Timeout {
+                addr: addr.to_string(),
+                ms: timeout.as_millis() as u64,
+            },
+            _ => connect_err(e),
+        })?;
         let _ = stream.set_nodelay(true);
         Ok(Client {
             stream: stream.buffered(),
