@@ -116,10 +116,7 @@ impl Client {
     }
 
     fn io(&self, e: std::io::Error) -> ClientError {
-        if matches!(
-            e.kind(),
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
-        ) {
+        if e.kind() == std::io::ErrorKind::TimedOut {
             return ClientError::Timeout {
                 addr: self.addr.clone(),
                 ms: self.timeout.as_millis() as u64,

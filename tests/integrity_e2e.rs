@@ -94,7 +94,7 @@ fn admin_churn_with_producers_panics_nothing_and_loses_no_acknowledged_record() 
     let mut server = ServerProc::start(&tmp.path().join("data"), 2, &[]);
     let addr = server.addr();
     let a = addr.clone();
-    let churn_for = Duration::from_secs(20);
+    let churn_for = Duration::from_secs(30);
     let (acked, codes): ChurnOutcome = client(move || async move {
         let mut admin = Client::connect(&a).await.unwrap();
         admin.create_topic("stable", 4, vec![]).await.unwrap();

@@ -8,17 +8,25 @@
 use std::future::Future;
 use std::time::Duration;
 
-/// Runs `op`; if it has not finished within `limit`, drops it and returns `TimedOut`.
+/// Runs `op` for at most `limit`: its output, or `None` (and `op` dropped) if the time ran
+/// out first.
+pub async fn before<T>(limit: Duration, op: impl Future<Output = T>) -> Option<T> {
+    futures_lite::future::or(async { Some(op.await) }, async {
+        glommio::timer::sleep(limit).await;
+        None
+    })
+    .await
+}
+
+/// [`before`] for I/O: running out of time is a `TimedOut` error.
 pub async fn within<T>(
     limit: Duration,
     op: impl Future<Output = std::io::Result<T>>,
 ) -> std::io::Result<T> {
-    futures_lite::future::or(op, async {
-        glommio::timer::sleep(limit).await;
+    before(limit, op).await.unwrap_or_else(|| {
         Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             format!("no progress within {} ms", limit.as_millis()),
         ))
     })
-    .await
 }

@@ -13,7 +13,7 @@ pub mod segment;
 pub mod time_index;
 
 pub use loader::OpenOptions;
-pub use partition::{partition_dir, AppendInfo, PartitionLog, TimestampOffset};
+pub use partition::{partition_dir, partition_dir_name, AppendInfo, PartitionLog, TimestampOffset};
 pub use segment::{Segment, Truncation};
 
 /// Target of a timestamp lookup meaning "log start offset" (Kafka's EARLIEST_TIMESTAMP).

@@ -22,7 +22,12 @@ use crate::io::{DmaStorage, Storage};
 
 /// Directory of a partition inside the data directory: `<topic>-<partition>`, as Kafka.
 pub fn partition_dir(data_dir: &Path, topic: &str, partition: u32) -> PathBuf {
-    data_dir.join(format!("{topic}-{partition}"))
+    data_dir.join(partition_dir_name(topic, partition))
+}
+
+/// The name of a partition's directory: `<topic>-<partition>`.
+pub fn partition_dir_name(topic: &str, partition: u32) -> String {
+    format!("{topic}-{partition}")
 }
 
 /// Result of an append.
@@ -461,11 +466,10 @@ impl PartitionLog {
         if self.poisoned.is_some() || self.needs_reopen.is_some() {
             // Writing anything now could claim data that is not there: leave the disk to
             // recovery at the next open.
-            for seg in self.segments {
-                seg.abandon().await;
-            }
+            let dir = self.dir.clone();
+            self.discard().await;
             return Err(Error::Poisoned {
-                path: self.dir.clone(),
+                path: dir,
                 cause: "closed without flushing after an I/O failure".into(),
             });
         }
@@ -593,12 +597,15 @@ impl PartitionLog {
 /// The whole batches of `data` (as a segment read returns them) that start below
 /// `visible_end`: records not yet acknowledged as written are never served.
 fn visible_prefix(data: Bytes, visible_end: i64) -> Bytes {
-    let mut pos = 0;
-    while pos < data.len() {
-        match BatchHeader::parse(&data[pos..]) {
-            Ok(h) if h.base_offset < visible_end => pos += h.size(),
-            _ => break,
-        }
-    }
-    data.slice(..pos.min(data.len()))
+    let end = batch::split_batches(&data)
+        .map(|parts| {
+            parts
+                .iter()
+                .take_while(|(_, h)| h.base_offset < visible_end)
+                .map(|(start, h)| start + h.size())
+                .last()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0);
+    data.slice(..end)
 }

@@ -11,6 +11,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use super::topics::{self, TopicMeta, META_DIR};
+use crate::log::partition_dir_name;
 
 /// Lock file in the data directory: flock'd by the running server, holds its pid.
 pub const LOCK_FILE: &str = ".lock";
@@ -216,7 +217,7 @@ pub fn remove_in_background(dirs: Vec<PathBuf>) {
 fn partition_dirs(metas: &[TopicMeta]) -> HashSet<String> {
     metas
         .iter()
-        .flat_map(|m| (0..m.partitions()).map(move |p| format!("{}-{p}", m.name)))
+        .flat_map(|m| (0..m.partitions()).map(move |p| partition_dir_name(&m.name, p)))
         .collect()
 }
 

@@ -26,6 +26,7 @@ use glommio::channels::channel_mesh::{Full, MeshBuilder};
 use glommio::net::TcpListener;
 use glommio::{LocalExecutorPoolBuilder, PoolPlacement, PoolThreadHandles};
 
+use crate::io::deadline::before;
 pub use config::ServerConfig;
 use messages::{MeshMsg, ShardOp};
 use shard::Shard;
@@ -232,21 +233,13 @@ async fn run_shard(
     while !shutdown.load(Ordering::SeqCst) {
         glommio::timer::sleep(Duration::from_millis(20)).await;
     }
-    match shutdown_shard(&shard).await {
-        0 => Ok(()),
-        usize::MAX => Err(format!(
-            "shard {id}: closing partitions timed out; they will be recovered at the next start"
-        )),
-        n => Err(format!(
-            "shard {id}: {n} partitions did not close cleanly; they will be recovered at the next start"
-        )),
-    }
+    shutdown_shard(&shard).await
 }
 
 /// Clean shutdown of one shard: stop accepting, let connections finish what they read, tell
 /// the other shards, wait until they are drained too (they may still forward to us), then
 /// close every partition (flush, fdatasync, trim, write indexes).
-async fn shutdown_shard(shard: &Rc<Shard>) -> usize {
+async fn shutdown_shard(shard: &Rc<Shard>) -> Result<(), String> {
     shard.begin_shutdown();
     let deadline = Instant::now() + Duration::from_millis(shard.config.shutdown_timeout_ms);
     while shard.connections.get() > 0 && Instant::now() < deadline {
@@ -273,27 +266,23 @@ async fn shutdown_shard(shard: &Rc<Shard>) -> usize {
     }
     // Closing flushes and syncs: it gets its own full timeout after the drain.
     let close_deadline = Instant::now() + Duration::from_millis(shard.config.shutdown_timeout_ms);
-    let failed = until(close_deadline, shard.close_partitions())
-        .await
-        .unwrap_or_else(|| {
-            tracing::error!(
-                shard = shard.id,
-                "closing partitions timed out; they are recovered at the next start"
-            );
-            usize::MAX
-        });
-    tracing::debug!(shard = shard.id, "shard stopped");
-    failed
+    let id = shard.id;
+    let result = match until(close_deadline, shard.close_partitions()).await {
+        Some(0) => Ok(()),
+        Some(n) => Err(format!(
+            "shard {id}: {n} partitions did not close cleanly; they will be recovered at the next start"
+        )),
+        None => Err(format!(
+            "shard {id}: closing partitions timed out; they will be recovered at the next start"
+        )),
+    };
+    tracing::debug!(shard = id, "shard stopped");
+    result
 }
 
 /// Runs `fut` until `deadline`; `None` if the deadline came first.
 async fn until<T>(deadline: Instant, fut: impl std::future::Future<Output = T>) -> Option<T> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    futures_lite::future::or(async { Some(fut.await) }, async {
-        glommio::timer::sleep(left).await;
-        None
-    })
-    .await
+    before(deadline.saturating_duration_since(Instant::now()), fut).await
 }
 
 async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 
 use super::messages::{OpOk, OpResult, PartitionOp};
+use crate::io::deadline::before;
 use crate::log::PartitionLog;
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
 
@@ -83,12 +84,7 @@ fn engine_err(e: crate::Error) -> (ErrorCode, String) {
 /// The next command; while none comes for `IDLE_RELEASE`, the log's staging memory is
 /// given back first.
 async fn next_command(log: &mut PartitionLog, rx: &LocalReceiver<Command>) -> Option<Command> {
-    let early = futures_lite::future::or(async { Some(rx.recv().await) }, async {
-        glommio::timer::sleep(IDLE_RELEASE).await;
-        None
-    })
-    .await;
-    match early {
+    match before(IDLE_RELEASE, rx.recv()).await {
         Some(cmd) => cmd,
         None => {
             log.release_idle_memory();

@@ -19,7 +19,7 @@ use super::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, ShardStats}
 use super::partition_actor::PartitionHandle;
 use super::topics::{AdminError, TopicMeta};
 use crate::io::{DmaStorage, PageCache, PooledStorage, SharedPageCache, Storage};
-use crate::log::{partition_dir, OpenOptions, PartitionLog};
+use crate::log::{partition_dir, partition_dir_name, OpenOptions, PartitionLog};
 use crate::protocol::ErrorCode;
 
 /// The shard that applies topic creations and deletions (the controller).
@@ -360,21 +360,18 @@ impl Shard {
     }
 
     /// Opens the partitions of a topic being created: each in a fresh directory (anything
-    /// already there is quarantined, never served). On failure, what was opened is removed.
+    /// already there is quarantined, never served). On failure the controller removes what
+    /// was opened, on every shard.
     async fn open_new_topic(&self, meta: &TopicMeta) -> OpResult {
         let data_dir = &self.config.data_dir;
         for p in self.owned_partitions(meta) {
-            let name = format!("{}-{p}", meta.name);
+            let name = partition_dir_name(&meta.name, p);
             if data_dir.join(&name).exists() {
                 data_dir::quarantine(data_dir, &name)
                     .map_err(|e| (ErrorCode::StorageError, format!("quarantining {name}: {e}")))?;
             }
         }
-        let opened = self.open_owned(meta, OpenOptions::default()).await;
-        if opened.is_err() {
-            let _ = self.remove_owned(meta).await;
-        }
-        opened
+        self.open_owned(meta, OpenOptions::default()).await
     }
 
     fn owned_partitions<'a>(&self, meta: &'a TopicMeta) -> impl Iterator<Item = u32> + 'a {
@@ -407,7 +404,7 @@ impl Shard {
             }
         }
         for p in self.owned_partitions(meta) {
-            let name = format!("{}-{p}", meta.name);
+            let name = partition_dir_name(&meta.name, p);
             if !data_dir.join(&name).exists() {
                 continue;
             }
@@ -433,11 +430,8 @@ impl Shard {
     async fn open_owned(&self, meta: &TopicMeta, mut opts: OpenOptions) -> OpResult {
         opts.cache = Some(self.cache.clone());
         opts.acknowledged_reads = true;
-        for (p, &owner) in meta.owners.iter().enumerate() {
-            if owner as usize != self.id {
-                continue;
-            }
-            let dir = partition_dir(&self.config.data_dir, &meta.name, p as u32);
+        for p in self.owned_partitions(meta) {
+            let dir = partition_dir(&self.config.data_dir, &meta.name, p);
             let mut log_config = meta.config.log.clone();
             log_config.min_time_roll_interval_ms = self.config.log_roll_min_interval_ms;
             let log = PartitionLog::open_with(self.storage.clone(), &dir, log_config, opts.clone())
@@ -448,7 +442,7 @@ impl Shard {
             }
             self.partitions
                 .borrow_mut()
-                .insert((meta.name.clone(), p as u32), PartitionHandle::spawn(log));
+                .insert((meta.name.clone(), p), PartitionHandle::spawn(log));
         }
         Ok(OpOk::Done)
     }
