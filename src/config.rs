@@ -1,4 +1,7 @@
 //! Per-partition log configuration (Kafka's topic-level names), validated in one place.
+//! Every topic-level key is one row of [`TOPIC_KEYS`]: its name, how to read it from a
+//! config and how to set it from text, so no key can be listed in one place and missed in
+//! another.
 
 use crate::error::{Error, Result};
 use crate::format::TimestampType;
@@ -6,8 +9,48 @@ use crate::format::TimestampType;
 /// Kafka's smallest allowed segment.bytes (one empty batch header fits).
 pub const MIN_SEGMENT_BYTES: u64 = 14;
 
+/// cleanup.policy: what happens to old data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanupPolicy {
+    Delete,
+    Compact,
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    pub fn parse(v: &str) -> Option<Self> {
+        let mut parts: Vec<&str> = v.split(',').map(str::trim).collect();
+        parts.sort_unstable();
+        parts.dedup();
+        match parts.as_slice() {
+            ["delete"] => Some(CleanupPolicy::Delete),
+            ["compact"] => Some(CleanupPolicy::Compact),
+            ["compact", "delete"] => Some(CleanupPolicy::CompactDelete),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CleanupPolicy::Delete => "delete",
+            CleanupPolicy::Compact => "compact",
+            CleanupPolicy::CompactDelete => "compact,delete",
+        }
+    }
+
+    /// Retention by time and size applies.
+    pub fn deletes(self) -> bool {
+        self != CleanupPolicy::Compact
+    }
+
+    /// The cleaner keeps the latest record per key.
+    pub fn compacts(self) -> bool {
+        self != CleanupPolicy::Delete
+    }
+}
+
 /// Topic-level settings that shape a partition's log. Defaults are Kafka's.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {
     /// segment.bytes: roll when the next batch would not fit.
     pub segment_bytes: u64,
@@ -22,8 +65,26 @@ pub struct LogConfig {
     /// Wall-clock time a segment must have been active before segment.ms may roll it. Record
     /// timestamps are client-controlled: without this, timestamps leaping past segment.ms
     /// would roll (and fdatasync, and add files) on every produce. 0 (the engine default)
-    /// is Kafka's rule exactly; the server sets `log.roll.min.interval.ms`.
+    /// is Kafka's rule exactly; the server sets `log.roll.min.interval.ms`. Not a topic key.
     pub min_time_roll_interval_ms: i64,
+    /// retention.ms: delete segments whose newest record is older (-1: never).
+    pub retention_ms: i64,
+    /// retention.bytes: delete the oldest segments while the log is larger (-1: never).
+    pub retention_bytes: i64,
+    /// cleanup.policy.
+    pub cleanup_policy: CleanupPolicy,
+    /// delete.retention.ms: how long a tombstone survives after the cleaning that saw it.
+    pub delete_retention_ms: i64,
+    /// min.cleanable.dirty.ratio: clean when dirty / (clean + dirty) exceeds it.
+    pub min_cleanable_dirty_ratio: f64,
+    /// min.compaction.lag.ms: records younger than this are not cleaned.
+    pub min_compaction_lag_ms: i64,
+    /// max.compaction.lag.ms: a dirty record older than this makes the log cleanable
+    /// whatever its dirty ratio.
+    pub max_compaction_lag_ms: i64,
+    /// file.delete.delay.ms: time between renaming a deleted segment to `.deleted` and
+    /// removing its files.
+    pub file_delete_delay_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -35,9 +96,79 @@ impl Default for LogConfig {
             segment_index_bytes: 10 << 20,
             timestamp_type: TimestampType::CreateTime,
             min_time_roll_interval_ms: 0,
+            retention_ms: 7 * 24 * 3600 * 1000,
+            retention_bytes: -1,
+            cleanup_policy: CleanupPolicy::Delete,
+            delete_retention_ms: 24 * 3600 * 1000,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            file_delete_delay_ms: 60_000,
         }
     }
 }
+
+/// One topic-level key: its Kafka name, how to print it, how to set it from text.
+pub struct TopicKey {
+    pub name: &'static str,
+    pub get: fn(&LogConfig) -> String,
+    pub set: fn(&mut LogConfig, &str) -> std::result::Result<(), String>,
+}
+
+fn num<T: std::str::FromStr>(v: &str) -> std::result::Result<T, String> {
+    v.trim()
+        .parse()
+        .map_err(|_| format!("{v:?} is not a valid number"))
+}
+
+macro_rules! numeric_key {
+    ($name:literal, $field:ident) => {
+        TopicKey {
+            name: $name,
+            get: |c| c.$field.to_string(),
+            set: |c, v| {
+                c.$field = num(v)?;
+                Ok(())
+            },
+        }
+    };
+}
+
+/// Every topic-level key shardlog accepts, in the order `topics describe` prints them.
+pub const TOPIC_KEYS: &[TopicKey] = &[
+    numeric_key!("segment.bytes", segment_bytes),
+    numeric_key!("segment.ms", segment_ms),
+    numeric_key!("segment.index.bytes", segment_index_bytes),
+    numeric_key!("index.interval.bytes", index_interval_bytes),
+    TopicKey {
+        name: "message.timestamp.type",
+        get: |c| c.timestamp_type.name().to_string(),
+        set: |c, v| {
+            c.timestamp_type = match v {
+                "CreateTime" => TimestampType::CreateTime,
+                "LogAppendTime" => TimestampType::LogAppendTime,
+                _ => return Err("use CreateTime or LogAppendTime".into()),
+            };
+            Ok(())
+        },
+    },
+    numeric_key!("retention.ms", retention_ms),
+    numeric_key!("retention.bytes", retention_bytes),
+    TopicKey {
+        name: "cleanup.policy",
+        get: |c| c.cleanup_policy.name().to_string(),
+        set: |c, v| {
+            c.cleanup_policy =
+                CleanupPolicy::parse(v).ok_or("use delete, compact or compact,delete")?;
+            Ok(())
+        },
+    },
+    numeric_key!("delete.retention.ms", delete_retention_ms),
+    numeric_key!("min.cleanable.dirty.ratio", min_cleanable_dirty_ratio),
+    numeric_key!("min.compaction.lag.ms", min_compaction_lag_ms),
+    numeric_key!("max.compaction.lag.ms", max_compaction_lag_ms),
+    numeric_key!("file.delete.delay.ms", file_delete_delay_ms),
+];
 
 fn invalid(key: &str, reason: impl Into<String>) -> Error {
     Error::InvalidConfig {
@@ -47,6 +178,28 @@ fn invalid(key: &str, reason: impl Into<String>) -> Error {
 }
 
 impl LogConfig {
+    /// The row of a topic-level key.
+    pub fn key(name: &str) -> Result<&'static TopicKey> {
+        TOPIC_KEYS.iter().find(|k| k.name == name).ok_or_else(|| {
+            let known: Vec<&str> = TOPIC_KEYS.iter().map(|k| k.name).collect();
+            invalid(name, format!("unknown config; known: {}", known.join(", ")))
+        })
+    }
+
+    /// Sets one topic-level key from text (not validated together with the others yet).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        let key = Self::key(name)?;
+        (key.set)(self, value).map_err(|why| invalid(name, format!("{value:?}: {why}")))
+    }
+
+    /// Every topic-level key with its value, in [`TOPIC_KEYS`] order.
+    pub fn to_pairs(&self) -> Vec<(String, String)> {
+        TOPIC_KEYS
+            .iter()
+            .map(|k| (k.name.to_string(), (k.get)(self)))
+            .collect()
+    }
+
     /// Checks every bound. Positions in the index are 32-bit, so a segment cannot exceed
     /// i32::MAX bytes; an index must hold at least two entries (time index reserves one).
     pub fn validate(&self) -> Result<()> {
@@ -72,6 +225,30 @@ impl LogConfig {
                 format!("{} is outside [24, {}]", self.segment_index_bytes, i32::MAX),
             ));
         }
+        for (key, v) in [
+            ("retention.ms", self.retention_ms),
+            ("retention.bytes", self.retention_bytes),
+        ] {
+            if v < -1 {
+                return Err(invalid(key, "must be >= -1 (-1: unlimited)"));
+            }
+        }
+        for (key, v) in [
+            ("delete.retention.ms", self.delete_retention_ms),
+            ("min.compaction.lag.ms", self.min_compaction_lag_ms),
+            ("max.compaction.lag.ms", self.max_compaction_lag_ms),
+            ("file.delete.delay.ms", self.file_delete_delay_ms),
+        ] {
+            if v < 0 {
+                return Err(invalid(key, "must be >= 0"));
+            }
+        }
+        if self.max_compaction_lag_ms < 1 {
+            return Err(invalid("max.compaction.lag.ms", "must be at least 1"));
+        }
+        if !(0.0..=1.0).contains(&self.min_cleanable_dirty_ratio) {
+            return Err(invalid("min.cleanable.dirty.ratio", "must be in [0, 1]"));
+        }
         Ok(())
     }
 
@@ -83,5 +260,32 @@ impl LogConfig {
     /// Entry capacity of the time index (12-byte entries).
     pub fn max_time_index_entries(&self) -> usize {
         (self.segment_index_bytes / 12) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_round_trips_through_text() {
+        let mut c = LogConfig::default();
+        for (k, v) in [
+            ("segment.bytes", "2048"),
+            ("min.cleanable.dirty.ratio", "0.25"),
+            ("cleanup.policy", "delete,compact"),
+            ("message.timestamp.type", "LogAppendTime"),
+            ("file.delete.delay.ms", "5"),
+        ] {
+            c.set(k, v).unwrap();
+        }
+        c.validate().unwrap();
+        let mut back = LogConfig::default();
+        for (k, v) in c.to_pairs() {
+            back.set(&k, &v).unwrap();
+        }
+        assert_eq!(back, c);
+        assert_eq!(c.cleanup_policy, CleanupPolicy::CompactDelete);
+        assert_eq!(c.to_pairs().len(), TOPIC_KEYS.len());
     }
 }

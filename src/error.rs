@@ -46,6 +46,8 @@ pub enum Error {
     Poisoned { path: PathBuf, cause: String },
     #[error("{0} is not a timestamp target: use >= 0, -1 (latest), -2 (earliest) or -3 (max)")]
     InvalidTimestamp(i64),
+    #[error("Compacted topic cannot accept message without key (record {record} of the batch at byte {at} of the request)")]
+    CompactedTopicNullKey { at: usize, record: usize },
     #[error("batch base offset {base_offset} is below the log end offset {log_end}")]
     NonMonotonicOffset { base_offset: i64, log_end: i64 },
 }

@@ -220,6 +220,8 @@ pub struct RecordsSummary {
     pub max_offset_delta: i64,
     /// First record whose offsetDelta is not its index (deltas must be 0, 1, 2, ...).
     pub first_gap: Option<(usize, i64)>,
+    /// Index of the first record without a key (compacted topics refuse it).
+    pub first_null_key: Option<usize>,
 }
 
 /// Full validation: framing, CRC, then every record (lengths, varints, count). Compressed
@@ -236,6 +238,7 @@ pub fn validate(batch: &[u8]) -> Result<(BatchHeader, RecordsSummary), BatchErro
         max_record_timestamp: -1,
         max_offset_delta: -1,
         first_gap: None,
+        first_null_key: None,
     };
     let mut found = 0usize;
     for record in records(batch, &h) {
@@ -243,6 +246,9 @@ pub fn validate(batch: &[u8]) -> Result<(BatchHeader, RecordsSummary), BatchErro
         let delta = r.offset - h.base_offset;
         summary.max_record_timestamp = summary.max_record_timestamp.max(r.timestamp);
         summary.max_offset_delta = summary.max_offset_delta.max(delta);
+        if r.key.is_none() && summary.first_null_key.is_none() {
+            summary.first_null_key = Some(found);
+        }
         if delta != found as i64 && summary.first_gap.is_none() {
             summary.first_gap = Some((found, delta));
         }

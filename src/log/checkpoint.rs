@@ -1,45 +1,72 @@
-//! The recovery-point checkpoint of a partition (`recovery-point-offset-checkpoint` in the
-//! partition directory): the offset below which every byte is known durable. It only moves
-//! forward after an fdatasync, and is written atomically (temp file, fsync, rename, fsync of
-//! the directory). After an unclean shutdown, segments from the one holding this offset to
-//! the end are rescanned; segments below it are trusted.
+//! A partition's offset checkpoints, one small file each in the partition directory, as
+//! Kafka keeps them (Kafka keeps one file per data directory; shardlog keeps one per
+//! partition, so a partition's directory holds everything about it):
+//! - `recovery-point-offset-checkpoint`: the offset below which every byte is known durable.
+//!   It only moves forward after an fdatasync. After an unclean shutdown, segments from the
+//!   one holding it to the end are rescanned; segments below it are trusted.
+//! - `log-start-offset-checkpoint`: the log start offset when retention or DeleteRecords
+//!   moved it past the first segment's base offset.
+//! - `cleaner-offset-checkpoint`: the first offset the cleaner has not compacted yet.
 //!
-//! Format (text, as Kafka's checkpoint files): a version line `0`, then the offset.
+//! Written atomically (temp file, fsync, rename, fsync of the directory). Format (text, as
+//! Kafka's checkpoint files): a version line `0`, then the offset.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::io::Storage;
 
-pub const CHECKPOINT_FILE: &str = "recovery-point-offset-checkpoint";
+/// One kind of checkpoint file.
+#[derive(Debug, Clone, Copy)]
+pub struct Checkpoint {
+    pub file: &'static str,
+    /// What a missing or unreadable file means.
+    pub missing: i64,
+}
+
+pub const RECOVERY_POINT: Checkpoint = Checkpoint {
+    file: "recovery-point-offset-checkpoint",
+    // Recover everything.
+    missing: 0,
+};
+pub const LOG_START_OFFSET: Checkpoint = Checkpoint {
+    file: "log-start-offset-checkpoint",
+    // The first segment's base offset decides.
+    missing: 0,
+};
+pub const CLEANER_OFFSET: Checkpoint = Checkpoint {
+    file: "cleaner-offset-checkpoint",
+    // Nothing cleaned yet.
+    missing: 0,
+};
+
 const VERSION: &str = "0";
 
-pub fn checkpoint_path(dir: &Path) -> PathBuf {
-    dir.join(CHECKPOINT_FILE)
-}
-
-/// Reads the checkpoint; a missing or unreadable one means "recover everything" (0).
-pub async fn read_recovery_point(storage: &dyn Storage, dir: &Path) -> i64 {
-    let path = checkpoint_path(dir);
-    if !storage.exists(&path) {
-        return 0;
+impl Checkpoint {
+    /// Reads the checkpoint; a missing or unreadable one gives `self.missing`.
+    pub async fn read(self, storage: &dyn Storage, dir: &Path) -> i64 {
+        let path = dir.join(self.file);
+        if !storage.exists(&path) {
+            return self.missing;
+        }
+        let parsed = storage.read_file(&path).await.ok().and_then(|bytes| {
+            let text = String::from_utf8(bytes).ok()?;
+            let mut lines = text.lines();
+            (lines.next()? == VERSION).then_some(())?;
+            lines.next()?.trim().parse::<i64>().ok().filter(|o| *o >= 0)
+        });
+        if parsed.is_none() {
+            tracing::warn!(file = %path.display(), "unreadable checkpoint; using {}", self.missing);
+        }
+        parsed.unwrap_or(self.missing)
     }
-    let parsed = storage.read_file(&path).await.ok().and_then(|bytes| {
-        let text = String::from_utf8(bytes).ok()?;
-        let mut lines = text.lines();
-        (lines.next()? == VERSION).then_some(())?;
-        lines.next()?.trim().parse::<i64>().ok().filter(|o| *o >= 0)
-    });
-    if parsed.is_none() {
-        tracing::warn!(file = %path.display(), "unreadable recovery checkpoint; recovering the whole log");
-    }
-    parsed.unwrap_or(0)
-}
 
-pub async fn write_recovery_point(storage: &dyn Storage, dir: &Path, offset: i64) -> Result<()> {
-    let path = checkpoint_path(dir);
-    storage
-        .write_file_atomic(&path, format!("{VERSION}\n{offset}\n").into_bytes())
-        .await
-        .map_err(|e| Error::io("write", &path, e))
+    pub async fn write(self, storage: &dyn Storage, dir: &Path, offset: i64) -> Result<()> {
+        assert!(offset >= 0, "{} would record offset {offset}", self.file);
+        let path = dir.join(self.file);
+        storage
+            .write_file_atomic(&path, format!("{VERSION}\n{offset}\n").into_bytes())
+            .await
+            .map_err(|e| Error::io("write", &path, e))
+    }
 }

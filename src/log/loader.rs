@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::rc::Rc;
 
-use super::checkpoint::{read_recovery_point, write_recovery_point};
+use super::checkpoint::RECOVERY_POINT;
 use super::segment::{segment_path, Segment, Truncation};
 use super::LogIo;
 use super::{
@@ -164,7 +164,7 @@ pub async fn load(
     let recovery_point = if opts.clean_shutdown {
         i64::MAX
     } else {
-        read_recovery_point(storage.as_ref(), dir).await
+        RECOVERY_POINT.read(storage.as_ref(), dir).await
     };
     let mut segments: Vec<Segment> = Vec::with_capacity(bases.len().max(1));
     let mut truncations = Vec::new();
@@ -230,7 +230,7 @@ pub async fn load(
     let log_end = segments.last().map_or(0, |s| s.next_offset());
     if !opts.clean_shutdown {
         // Every segment is durable now (trusted, or recovered and fdatasync'd).
-        write_recovery_point(storage.as_ref(), dir, log_end).await?;
+        RECOVERY_POINT.write(storage.as_ref(), dir, log_end).await?;
     }
     Ok(Loaded {
         segments,

@@ -1,6 +1,7 @@
 //! The partition log: segments of `.log` + `.index` + `.timeindex`, as Kafka lays them out,
 //! plus the recovery machinery for unclean shutdowns.
 
+pub mod batch_stream;
 pub mod checkpoint;
 pub mod index_state;
 pub mod loader;
@@ -8,12 +9,14 @@ pub mod offset_index;
 pub mod paged_index;
 pub mod partition;
 pub mod recovery;
+pub mod retention;
 pub mod scan;
 pub mod segment;
 pub mod time_index;
 
 pub use loader::OpenOptions;
 pub use partition::{partition_dir, partition_dir_name, AppendInfo, PartitionLog, TimestampOffset};
+pub use retention::RetentionOutcome;
 pub use segment::{Segment, Truncation};
 
 /// Target of a timestamp lookup meaning "log start offset" (Kafka's EARLIEST_TIMESTAMP).

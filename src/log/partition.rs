@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::checkpoint::write_recovery_point;
+use super::checkpoint::{LOG_START_OFFSET, RECOVERY_POINT};
 use super::loader::{load, OpenOptions};
 use super::segment::{Segment, Truncation};
 use super::{LogIo, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
@@ -50,28 +50,34 @@ pub struct TimestampOffset {
 }
 
 pub struct PartitionLog {
-    io: LogIo,
-    dir: PathBuf,
-    config: LogConfig,
+    pub(super) io: LogIo,
+    pub(super) dir: PathBuf,
+    pub(super) config: LogConfig,
     /// Sorted by base offset; the last one is the active segment.
-    segments: Vec<Segment>,
-    log_start_offset: i64,
+    pub(super) segments: Vec<Segment>,
+    pub(super) log_start_offset: i64,
     /// The log end readers see. With `acknowledged_reads` it moves only when appended
     /// records are acknowledged as written (a successful flush or sync), so records of a
     /// failed append are never served and their offsets, if reused after a reload, were
     /// never seen. Without it, every append moves it.
-    visible_end: i64,
-    acknowledged_reads: bool,
+    pub(super) visible_end: i64,
+    pub(super) acknowledged_reads: bool,
     /// Offset below which everything is durable (fdatasync'd); checkpointed on roll/close.
-    recovery_point: i64,
+    pub(super) recovery_point: i64,
     /// Set by a failed write or fdatasync (EIO, ...): writes are refused until the partition
     /// is opened again, which recovers it.
-    poisoned: Option<String>,
+    pub(super) poisoned: Option<String>,
     /// Set by ENOSPC: the tail is recovered from disk before the next operation, so the
     /// partition works again once space is freed.
-    needs_reopen: Option<String>,
+    pub(super) needs_reopen: Option<String>,
     /// What the last open's recovery truncated.
-    truncations: Vec<Truncation>,
+    pub(super) truncations: Vec<Truncation>,
+    /// Files renamed to `.deleted` by retention or cleaning, removed once due (wall-clock
+    /// ms, `file.delete.delay.ms` after the rename).
+    pub(super) pending_removals: Vec<(i64, PathBuf)>,
+    /// Earliest delete horizon of a tombstone the last cleaning kept: once it passes, the
+    /// log is cleanable again so the tombstone goes.
+    pub(super) tombstone_horizon: Option<i64>,
 }
 
 struct PreparedBatch {
@@ -103,9 +109,12 @@ impl PartitionLog {
             cache: opts.cache.clone(),
         };
         let acknowledged_reads = opts.acknowledged_reads;
-        let loaded = load(storage, dir, &config, opts).await?;
-        let log_start_offset = loaded.segments[0].base_offset();
+        let loaded = load(storage.clone(), dir, &config, opts).await?;
         let visible_end = loaded.segments.last().map_or(0, |s| s.next_offset());
+        let checkpointed = LOG_START_OFFSET.read(storage.as_ref(), dir).await;
+        let log_start_offset = checkpointed
+            .max(loaded.segments[0].base_offset())
+            .min(visible_end);
         tracing::debug!(
             dir = %dir.display(),
             segments = loaded.segments.len(),
@@ -124,6 +133,8 @@ impl PartitionLog {
             poisoned: None,
             needs_reopen: None,
             truncations: loaded.truncations,
+            pending_removals: Vec::new(),
+            tombstone_horizon: None,
         })
     }
 
@@ -175,20 +186,20 @@ impl PartitionLog {
         self.segments.iter().map(|s| s.size()).sum()
     }
 
-    fn active(&self) -> &Segment {
+    pub(super) fn active(&self) -> &Segment {
         self.segments
             .last()
             .expect("a partition always has a segment")
     }
 
-    fn active_mut(&mut self) -> &mut Segment {
+    pub(super) fn active_mut(&mut self) -> &mut Segment {
         self.segments
             .last_mut()
             .expect("a partition always has a segment")
     }
 
     /// Refuses writes on a poisoned partition; recovers the tail first after ENOSPC.
-    async fn check_healthy(&mut self) -> Result<()> {
+    pub(super) async fn check_healthy(&mut self) -> Result<()> {
         if let Some(cause) = &self.poisoned {
             return Err(Error::Poisoned {
                 path: self.dir.clone(),
@@ -235,7 +246,7 @@ impl PartitionLog {
     /// Records an I/O failure. ENOSPC leaves the partition usable once space is freed (its
     /// tail is reloaded from disk first); any other failure poisons it until it is reopened,
     /// so nothing is ever reported written or durable that may not be.
-    fn note_failure<T>(&mut self, r: Result<T>) -> Result<T> {
+    pub(super) fn note_failure<T>(&mut self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
             match e {
                 Error::Io { .. } if e.is_resource_shortage() => {
@@ -255,7 +266,7 @@ impl PartitionLog {
     }
 
     /// After a successful append: readable now, unless reads wait for acknowledgement.
-    fn note_appended(&mut self) {
+    pub(super) fn note_appended(&mut self) {
         if !self.acknowledged_reads {
             self.visible_end = self.log_end_offset();
         }
@@ -277,6 +288,12 @@ impl PartitionLog {
             }
             let (header, summary) = batch::validate(bytes).map_err(|e| bad(start, e))?;
             batch::check_produce_rules(&header, &summary).map_err(|e| bad(start, e))?;
+            if let (true, Some(record)) = (
+                self.config.cleanup_policy.compacts(),
+                summary.first_null_key,
+            ) {
+                return Err(Error::CompactedTopicNullKey { at: start, record });
+            }
             out.push(PreparedBatch {
                 start,
                 header,
@@ -409,7 +426,7 @@ impl PartitionLog {
 
     /// Seals the active segment (fdatasync'd) and starts a new one at `base_offset`; the
     /// recovery point moves to the new segment and is checkpointed.
-    async fn roll(&mut self, base_offset: i64) -> Result<()> {
+    pub(super) async fn roll(&mut self, base_offset: i64) -> Result<()> {
         let active = self.active_mut();
         if active.is_empty() && active.base_offset() == base_offset {
             return Ok(());
@@ -426,7 +443,9 @@ impl PartitionLog {
             .sync_dir(&self.dir)
             .await
             .map_err(|e| Error::io("fsync directory", &self.dir, e))?;
-        write_recovery_point(self.io.storage.as_ref(), &self.dir, self.recovery_point).await
+        RECOVERY_POINT
+            .write(self.io.storage.as_ref(), &self.dir, self.recovery_point)
+            .await
     }
 
     /// Gives back staging memory while the partition is idle (the server calls it when no
@@ -481,7 +500,9 @@ impl PartitionLog {
             }
         }
         if first_err.is_none() {
-            if let Err(e) = write_recovery_point(self.io.storage.as_ref(), &self.dir, log_end).await
+            if let Err(e) = RECOVERY_POINT
+                .write(self.io.storage.as_ref(), &self.dir, log_end)
+                .await
             {
                 first_err = Some(e);
             }
@@ -577,20 +598,19 @@ impl PartitionLog {
 
     async fn search_timestamp(&mut self, target: i64) -> Result<Option<TimestampOffset>> {
         let start = self.log_start_offset;
-        // Only the first segment whose max timestamp reaches the target is searched.
-        let Some(seg) = self
+        let visible_end = self.visible_end;
+        // The first segment whose max timestamp reaches the target usually answers; a later
+        // one only when that segment's matches all lie below the log start.
+        for seg in self
             .segments
             .iter_mut()
-            .find(|s| s.max_timestamp() >= target)
-        else {
-            return Ok(None);
-        };
-        let visible_end = self.visible_end;
-        Ok(seg
-            .find_offset_by_timestamp(target, start)
-            .await?
-            .filter(|&(offset, _)| offset < visible_end)
-            .map(|(offset, timestamp)| TimestampOffset { offset, timestamp }))
+            .filter(|s| s.max_timestamp() >= target && s.next_offset() > start)
+        {
+            if let Some((offset, timestamp)) = seg.find_offset_by_timestamp(target, start).await? {
+                return Ok((offset < visible_end).then_some(TimestampOffset { offset, timestamp }));
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -431,6 +431,16 @@ impl Segment {
         self.idx.max_timestamp
     }
 
+    /// Kafka's `largestTimestamp`, which retention.ms compares with: the newest record's
+    /// timestamp, or when no record has one, when this segment was created or opened.
+    pub fn largest_timestamp(&self) -> i64 {
+        if self.idx.max_timestamp >= 0 {
+            self.idx.max_timestamp
+        } else {
+            self.created_ms
+        }
+    }
+
     pub fn log_file(&self) -> &LogFile {
         &self.log
     }

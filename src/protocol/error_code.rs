@@ -46,10 +46,12 @@ pub enum ErrorCode {
     NotReady = 24,
     /// The shard is at max.connections.per.shard; sent once, then the connection is closed.
     TooManyConnections = 25,
+    /// A record without a key was produced to a compacted topic (nothing was written).
+    CompactedTopicNullKey = 26,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 27] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -76,6 +78,7 @@ impl ErrorCode {
         ErrorCode::AdminNotAllowed,
         ErrorCode::NotReady,
         ErrorCode::TooManyConnections,
+        ErrorCode::CompactedTopicNullKey,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {
@@ -98,6 +101,7 @@ impl ErrorCode {
             Error::Poisoned { .. } => ErrorCode::PartitionPoisoned,
             Error::NonMonotonicOffset { .. } => ErrorCode::InvalidBatch,
             Error::InvalidTimestamp(_) => ErrorCode::InvalidTimestamp,
+            Error::CompactedTopicNullKey { .. } => ErrorCode::CompactedTopicNullKey,
         }
     }
 }

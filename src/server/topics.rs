@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::LogConfig;
-use crate::format::TimestampType;
 use crate::protocol::ErrorCode;
 
 pub const META_DIR: &str = "__shardlog_meta";
 const TOPICS_DIR: &str = "topics";
-const META_HEADER: &str = "# shardlog topic metadata v1";
+const META_HEADER: &str = "# shardlog topic metadata v2";
+/// Version 1 files listed every key; version 2 lists only the overrides.
+const META_HEADER_V1: &str = "# shardlog topic metadata v1";
 
 /// Error with a wire code, for admin operations.
 pub type AdminError = (ErrorCode, String);
@@ -69,164 +70,58 @@ pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
     Ok(())
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CleanupPolicy {
-    Delete,
-    Compact,
-    CompactDelete,
-}
-
-impl CleanupPolicy {
-    fn parse(v: &str) -> Option<Self> {
-        let mut parts: Vec<&str> = v.split(',').map(str::trim).collect();
-        parts.sort_unstable();
-        parts.dedup();
-        match parts.as_slice() {
-            ["delete"] => Some(CleanupPolicy::Delete),
-            ["compact"] => Some(CleanupPolicy::Compact),
-            ["compact", "delete"] => Some(CleanupPolicy::CompactDelete),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            CleanupPolicy::Delete => "delete",
-            CleanupPolicy::Compact => "compact",
-            CleanupPolicy::CompactDelete => "compact,delete",
-        }
-    }
-}
-
-/// A topic's configuration (Kafka names). retention.* and cleanup.policy are stored and
-/// validated now and enforced by the retention/compaction work.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A topic's configuration: the effective log config and the keys set explicitly
+/// (overrides, which `topics describe` shows apart from defaults, as kafka-configs does).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct TopicConfig {
     pub log: LogConfig,
-    pub retention_ms: i64,
-    pub retention_bytes: i64,
-    pub cleanup_policy: CleanupPolicy,
+    /// Explicitly set keys, sorted by key, one value each.
+    pub overrides: BTreeMap<String, String>,
 }
 
-impl Default for TopicConfig {
-    fn default() -> Self {
-        TopicConfig {
-            log: LogConfig::default(),
-            retention_ms: 7 * 24 * 3600 * 1000,
-            retention_bytes: -1,
-            cleanup_policy: CleanupPolicy::Delete,
-        }
-    }
-}
-
-fn parse_num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, AdminError> {
-    v.trim().parse().map_err(|_| {
-        (
-            ErrorCode::InvalidConfig,
-            format!("{key}={v:?} is not a valid integer"),
-        )
-    })
+fn invalid_config(e: crate::Error) -> AdminError {
+    (ErrorCode::InvalidConfig, e.to_string())
 }
 
 impl TopicConfig {
-    pub const KEYS: [&'static str; 8] = [
-        "segment.bytes",
-        "segment.ms",
-        "segment.index.bytes",
-        "index.interval.bytes",
-        "message.timestamp.type",
-        "retention.ms",
-        "retention.bytes",
-        "cleanup.policy",
-    ];
-
     /// Parses `key=value` overrides on top of the defaults and validates the result.
     pub fn from_pairs(pairs: &[(String, String)]) -> Result<Self, AdminError> {
-        let mut c = TopicConfig::default();
-        for (k, v) in pairs {
-            match k.as_str() {
-                "segment.bytes" => c.log.segment_bytes = parse_num(k, v)?,
-                "segment.ms" => c.log.segment_ms = parse_num(k, v)?,
-                "segment.index.bytes" => c.log.segment_index_bytes = parse_num(k, v)?,
-                "index.interval.bytes" => c.log.index_interval_bytes = parse_num(k, v)?,
-                "message.timestamp.type" => {
-                    c.log.timestamp_type = match v.as_str() {
-                        "CreateTime" => TimestampType::CreateTime,
-                        "LogAppendTime" => TimestampType::LogAppendTime,
-                        _ => {
-                            return Err((
-                                ErrorCode::InvalidConfig,
-                                format!("{k}={v:?}: use CreateTime or LogAppendTime"),
-                            ))
-                        }
-                    }
-                }
-                "retention.ms" => c.retention_ms = parse_num(k, v)?,
-                "retention.bytes" => c.retention_bytes = parse_num(k, v)?,
-                "cleanup.policy" => {
-                    c.cleanup_policy = CleanupPolicy::parse(v).ok_or_else(|| {
-                        (
-                            ErrorCode::InvalidConfig,
-                            format!("{k}={v:?}: use delete, compact or compact,delete"),
-                        )
-                    })?
-                }
-                _ => {
-                    return Err((
-                        ErrorCode::InvalidConfig,
-                        format!(
-                            "unknown config {k:?}; known: {}",
-                            TopicConfig::KEYS.join(", ")
-                        ),
-                    ))
-                }
-            }
-        }
-        c.validate()?;
-        Ok(c)
+        Self::default().altered(pairs, &[])
     }
 
-    pub fn validate(&self) -> Result<(), AdminError> {
-        self.log
-            .validate()
-            .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
-        if self.retention_ms < -1 {
-            return Err((
-                ErrorCode::InvalidConfig,
-                "retention.ms must be >= -1".into(),
-            ));
+    /// This config with `set` applied and the keys in `delete` back to their defaults,
+    /// validated as a whole; `self` is unchanged when anything is invalid.
+    pub fn altered(&self, set: &[(String, String)], delete: &[String]) -> Result<Self, AdminError> {
+        let mut overrides = self.overrides.clone();
+        for k in delete {
+            LogConfig::key(k).map_err(invalid_config)?;
+            overrides.remove(k);
         }
-        if self.retention_bytes < -1 {
-            return Err((
-                ErrorCode::InvalidConfig,
-                "retention.bytes must be >= -1".into(),
-            ));
+        for (k, v) in set {
+            LogConfig::key(k).map_err(invalid_config)?;
+            overrides.insert(k.clone(), v.trim().to_string());
         }
-        Ok(())
+        let mut log = LogConfig::default();
+        for (k, v) in &overrides {
+            log.set(k, v).map_err(invalid_config)?;
+        }
+        log.validate().map_err(invalid_config)?;
+        Ok(TopicConfig { log, overrides })
     }
 
-    /// Every config as (key, value), in `KEYS` order.
+    /// Every config as (key, value), overrides and defaults alike.
     pub fn to_pairs(&self) -> Vec<(String, String)> {
-        let ts = self.log.timestamp_type.name();
-        [
-            self.log.segment_bytes.to_string(),
-            self.log.segment_ms.to_string(),
-            self.log.segment_index_bytes.to_string(),
-            self.log.index_interval_bytes.to_string(),
-            ts.to_string(),
-            self.retention_ms.to_string(),
-            self.retention_bytes.to_string(),
-            self.cleanup_policy.name().to_string(),
-        ]
-        .into_iter()
-        .zip(Self::KEYS)
-        .map(|(v, k)| (k.to_string(), v))
-        .collect()
+        self.log.to_pairs()
+    }
+
+    /// Whether a key was set explicitly.
+    pub fn is_override(&self, key: &str) -> bool {
+        self.overrides.contains_key(key)
     }
 }
 
 /// A topic as every shard knows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TopicMeta {
     pub name: String,
     pub config: TopicConfig,
@@ -283,7 +178,7 @@ impl TopicMeta {
         for (p, o) in self.owners.iter().enumerate() {
             s.push_str(&format!("owner.{p}={o}\n"));
         }
-        for (k, v) in self.config.to_pairs() {
+        for (k, v) in &self.config.overrides {
             s.push_str(&format!("config.{k}={v}\n"));
         }
         s
@@ -312,12 +207,16 @@ impl TopicMeta {
             .get("shards")
             .and_then(|v| v.parse().ok())
             .ok_or("missing or bad shards")?;
+        let v1 = text.starts_with(META_HEADER_V1);
+        let defaults = LogConfig::default().to_pairs();
         let configs: Vec<(String, String)> = kv
             .iter()
             .filter_map(|(k, v)| {
                 k.strip_prefix("config.")
                     .map(|k| (k.to_string(), v.clone()))
             })
+            // A v1 file listed every key: only values that differ were overrides.
+            .filter(|pair| !(v1 && defaults.contains(pair)))
             .collect();
         let config = TopicConfig::from_pairs(&configs).map_err(|e| e.1)?;
         let mut owners = Vec::with_capacity(partitions as usize);
@@ -490,8 +389,12 @@ mod tests {
         ];
         let c = TopicConfig::from_pairs(&pairs).unwrap();
         assert_eq!(c.log.segment_bytes, 2048);
-        assert_eq!(c.cleanup_policy, CleanupPolicy::CompactDelete);
-        assert_eq!(TopicConfig::from_pairs(&c.to_pairs()).unwrap(), c);
+        assert_eq!(
+            c.log.cleanup_policy,
+            crate::config::CleanupPolicy::CompactDelete
+        );
+        assert!(c.is_override("segment.bytes") && !c.is_override("segment.ms"));
+        assert_eq!(TopicConfig::from_pairs(&c.to_pairs()).unwrap().log, c.log);
         for (k, v) in [
             ("segment.bytes", "1"),
             ("segment.bytes", "abc"),
