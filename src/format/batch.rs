@@ -36,7 +36,7 @@ const COMPRESSION_MASK: i16 = 0x07;
 const TIMESTAMP_TYPE_BIT: i16 = 0x08;
 const TRANSACTIONAL_BIT: i16 = 0x10;
 const CONTROL_BIT: i16 = 0x20;
-const DELETE_HORIZON_BIT: i16 = 0x40;
+pub(crate) const DELETE_HORIZON_BIT: i16 = 0x40;
 
 /// Which clock a batch's timestamps come from (attributes bit 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Encoder for v2 batches: used by clients, tools, tests and benchmarks.
 
 use super::batch::*;
-use super::varint::{put_varint, put_varlong, varint_len, varlong_len};
+use super::varint::{put_varint, put_varlong};
 
 /// One record to encode.
 #[derive(Debug, Clone, Default)]
@@ -40,13 +40,6 @@ pub struct BatchBuilder<'a> {
     capacity_hint: usize,
 }
 
-fn nullable_len(field: Option<&[u8]>) -> usize {
-    match field {
-        None => varint_len(-1),
-        Some(b) => varint_len(b.len() as i32) + b.len(),
-    }
-}
-
 fn put_nullable(out: &mut Vec<u8>, field: Option<&[u8]>) {
     match field {
         None => put_varint(out, -1),
@@ -55,6 +48,30 @@ fn put_nullable(out: &mut Vec<u8>, field: Option<&[u8]>) {
             out.extend_from_slice(b);
         }
     }
+}
+
+/// Appends one record (length prefix included) to `out`; `scratch` is reused between calls.
+pub(crate) fn put_record<'h>(
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    timestamp_delta: i64,
+    offset_delta: i32,
+    (key, value): (Option<&[u8]>, Option<&[u8]>),
+    headers: impl ExactSizeIterator<Item = (&'h [u8], Option<&'h [u8]>)>,
+) {
+    scratch.clear();
+    scratch.push(0); // attributes
+    put_varlong(scratch, timestamp_delta);
+    put_varint(scratch, offset_delta);
+    put_nullable(scratch, key);
+    put_nullable(scratch, value);
+    put_varint(scratch, headers.len() as i32);
+    for (k, v) in headers {
+        put_nullable(scratch, Some(k));
+        put_nullable(scratch, v);
+    }
+    put_varint(out, scratch.len() as i32);
+    out.extend_from_slice(scratch);
 }
 
 impl<'a> BatchBuilder<'a> {
@@ -90,33 +107,17 @@ impl<'a> BatchBuilder<'a> {
         out.resize(HEADER_SIZE, 0);
         let base_ts = self.records.first().map(|r| r.timestamp).unwrap_or(-1);
         let max_ts = self.records.iter().map(|r| r.timestamp).max().unwrap_or(-1);
-        let mut body = Vec::new();
+        let mut scratch = Vec::new();
         for (i, r) in self.records.iter().enumerate() {
-            body.clear();
-            body.push(0); // attributes
-            put_varlong(&mut body, r.timestamp.wrapping_sub(base_ts));
-            put_varint(&mut body, i as i32);
-            put_nullable(&mut body, r.key);
-            put_nullable(&mut body, r.value);
-            put_varint(&mut body, r.headers.len() as i32);
-            for (k, v) in &r.headers {
-                put_nullable(&mut body, Some(k.as_bytes()));
-                put_nullable(&mut body, *v);
-            }
-            debug_assert_eq!(
-                body.len(),
-                1 + varlong_len(r.timestamp.wrapping_sub(base_ts))
-                    + varint_len(i as i32)
-                    + nullable_len(r.key)
-                    + nullable_len(r.value)
-                    + varint_len(r.headers.len() as i32)
-                    + r.headers
-                        .iter()
-                        .map(|(k, v)| nullable_len(Some(k.as_bytes())) + nullable_len(*v))
-                        .sum::<usize>()
+            let headers = r.headers.iter().map(|(k, v)| (k.as_bytes(), *v));
+            put_record(
+                &mut out,
+                &mut scratch,
+                r.timestamp.wrapping_sub(base_ts),
+                i as i32,
+                (r.key, r.value),
+                headers,
             );
-            put_varint(&mut out, body.len() as i32);
-            out.extend_from_slice(&body);
         }
         let n = self.records.len() as i32;
         let batch_length = (out.len() - LOG_OVERHEAD) as i32;

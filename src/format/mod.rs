@@ -7,6 +7,7 @@ pub mod builder;
 mod doc_check;
 pub mod error;
 pub mod record;
+pub mod retain;
 pub mod varint;
 
 pub use batch::{BatchHeader, TimestampType, HEADER_SIZE, MAGIC_V2};

@@ -3,6 +3,7 @@
 
 pub mod batch_stream;
 pub mod checkpoint;
+pub mod cleaner;
 pub mod index_state;
 pub mod loader;
 pub mod offset_index;
@@ -14,6 +15,7 @@ pub mod scan;
 pub mod segment;
 pub mod time_index;
 
+pub use cleaner::{CleanStats, CleanerLimits, CleaningPlan};
 pub use loader::OpenOptions;
 pub use partition::{partition_dir, partition_dir_name, AppendInfo, PartitionLog, TimestampOffset};
 pub use retention::RetentionOutcome;

@@ -448,6 +448,31 @@ impl PartitionLog {
             .await
     }
 
+    /// Rolls the active segment now if it holds anything (`topics roll`, and before a
+    /// cleaning that should include the newest records).
+    pub async fn roll_now(&mut self) -> Result<()> {
+        self.check_healthy().await?;
+        if self.active().is_empty() {
+            return Ok(());
+        }
+        let end = self.log_end_offset();
+        let r = self.roll(end).await;
+        self.note_failure(r)
+    }
+
+    /// Applies a changed topic config without a restart: retention and compaction settings
+    /// at their next pass, segment.bytes and segment.ms at the next roll decision,
+    /// index.interval.bytes for new index entries, segment.index.bytes for new segments.
+    pub fn set_config(&mut self, config: LogConfig) -> Result<()> {
+        config.validate()?;
+        let min_roll = self.config.min_time_roll_interval_ms;
+        self.config = LogConfig {
+            min_time_roll_interval_ms: min_roll,
+            ..config
+        };
+        Ok(())
+    }
+
     /// Gives back staging memory while the partition is idle (the server calls it when no
     /// request came for a while); the next append takes it again.
     pub fn release_idle_memory(&mut self) {

@@ -441,6 +441,12 @@ impl Segment {
         }
     }
 
+    /// The first batch's max timestamp (max.compaction.lag.ms is measured from it); the
+    /// creation or open time when it has none.
+    pub fn first_batch_timestamp(&self) -> i64 {
+        self.idx.rolling_base_timestamp.unwrap_or(self.created_ms)
+    }
+
     pub fn log_file(&self) -> &LogFile {
         &self.log
     }
