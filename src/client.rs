@@ -10,7 +10,8 @@ use glommio::net::{Preallocated, TcpStream};
 
 use crate::io::deadline::within;
 use crate::protocol::{
-    ApiKey, ErrorCode, MetadataResponse, Request, Response, ResponseBody, StatsResponse, ACKS_NONE,
+    ApiKey, ErrorCode, MetadataResponse, Request, Response, ResponseBody, StatsResponse, TopicLogInfo,
+    ACKS_NONE,
     DEFAULT_MAX_FRAME_BYTES,
 };
 
@@ -341,6 +342,75 @@ impl Client {
                 timestamp: -1,
             } => Ok(None),
             ResponseBody::ListOffsets { offset, timestamp } => Ok(Some((offset, timestamp))),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// Kafka's DeleteRecords: returns the new log start offset (low watermark).
+    pub async fn delete_records(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> ClientResult<i64> {
+        let req = Request::DeleteRecords {
+            topic: topic.to_string(),
+            partition,
+            offset,
+        };
+        match self.call(&req).await? {
+            ResponseBody::DeleteRecords { low_watermark } => Ok(low_watermark),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// Sets `set` and returns `delete` to their defaults, without a restart.
+    pub async fn alter_configs(
+        &mut self,
+        topic: &str,
+        set: Vec<(String, String)>,
+        delete: Vec<String>,
+    ) -> ClientResult<()> {
+        let req = Request::AlterConfigs {
+            topic: topic.to_string(),
+            set,
+            delete,
+        };
+        self.call(&req).await.map(|_| ())
+    }
+
+    /// Per-partition offsets, sizes and segments (`None`: every topic).
+    pub async fn describe_logs(
+        &mut self,
+        topics: Option<Vec<String>>,
+    ) -> ClientResult<Vec<TopicLogInfo>> {
+        match self.call(&Request::DescribeLogs { topics }).await? {
+            ResponseBody::DescribeLogs(t) => Ok(t),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// Rolls the active segment of a partition (-1: of every partition).
+    pub async fn roll_segments(&mut self, topic: &str, partition: i32) -> ClientResult<()> {
+        let req = Request::RollSegments {
+            topic: topic.to_string(),
+            partition,
+        };
+        self.call(&req).await.map(|_| ())
+    }
+
+    /// Runs retention and a cleaning pass on every partition of `topic` now; returns
+    /// (segments deleted, bytes deleted, records removed by cleaning).
+    pub async fn run_log_maintenance(&mut self, topic: &str) -> ClientResult<(i64, i64, i64)> {
+        let req = Request::RunLogMaintenance {
+            topic: topic.to_string(),
+        };
+        match self.call(&req).await? {
+            ResponseBody::LogMaintenance {
+                segments_deleted,
+                bytes_deleted,
+                records_removed,
+            } => Ok((segments_deleted, bytes_deleted, records_removed)),
             other => Self::unexpected(other),
         }
     }

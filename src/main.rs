@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use shardlog::server::{self, ServerConfig};
 use shardlog::tools;
 
@@ -21,14 +21,6 @@ struct Cli {
     /// Tools: give up on a server that does not accept or answer within this many ms.
     #[arg(long, global = true, default_value_t = 30_000)]
     timeout_ms: u64,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum TopicsAction {
-    Create,
-    List,
-    Describe,
-    Delete,
 }
 
 #[derive(Subcommand)]
@@ -49,18 +41,47 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
-    /// Create, list, describe or delete topics.
+    /// Create, list, describe, delete or alter topics; roll segments; run maintenance.
     Topics {
-        action: TopicsAction,
+        action: tools::topics::TopicsAction,
         #[arg(long, default_value = "127.0.0.1:7411")]
         bootstrap: String,
         #[arg(long)]
         topic: Option<String>,
         #[arg(long, default_value_t = 1)]
         partitions: i32,
+        /// roll: only this partition [default: all].
+        #[arg(long)]
+        partition: Option<i32>,
         /// Topic config as key=value (repeatable).
         #[arg(long = "config")]
         configs: Vec<String>,
+        /// alter: return this config to its default (repeatable).
+        #[arg(long = "delete-config")]
+        delete_configs: Vec<String>,
+    },
+    /// Kafka's kafka-delete-records: records below an offset are no longer served.
+    DeleteRecords {
+        #[arg(long, default_value = "127.0.0.1:7411")]
+        bootstrap: String,
+        #[arg(long, required_unless_present = "offset_json_file")]
+        topic: Option<String>,
+        #[arg(long, default_value_t = 0)]
+        partition: i32,
+        /// New log start offset (-1: the log end).
+        #[arg(long, allow_hyphen_values = true, required_unless_present = "offset_json_file")]
+        offset: Option<i64>,
+        /// Kafka's JSON: {"partitions":[{"topic":"t","partition":0,"offset":3}],"version":1}.
+        #[arg(long, conflicts_with_all = ["topic", "offset"])]
+        offset_json_file: Option<PathBuf>,
+    },
+    /// Sizes and offsets of every partition as JSON, like kafka-log-dirs --describe.
+    LogDirs {
+        #[arg(long, default_value = "127.0.0.1:7411")]
+        bootstrap: String,
+        /// Comma-separated topics [default: all].
+        #[arg(long, value_delimiter = ',')]
+        topic_list: Option<Vec<String>>,
     },
     /// Produce one record per stdin line.
     Produce {
@@ -256,24 +277,50 @@ fn main() -> ExitCode {
             bootstrap,
             topic,
             partitions,
+            partition,
             configs,
+            delete_configs,
         } => {
-            let action = match action {
-                TopicsAction::Create => tools::topics::TopicsAction::Create,
-                TopicsAction::List => tools::topics::TopicsAction::List,
-                TopicsAction::Describe => tools::topics::TopicsAction::Describe,
-                TopicsAction::Delete => tools::topics::TopicsAction::Delete,
-            };
             let args = tools::topics::TopicsArgs {
                 bootstrap,
                 timeout_ms,
                 action,
                 topic,
                 partitions,
+                partition,
                 configs,
+                delete_configs,
             };
             run_tool(async move { tools::topics::run(args, &mut std::io::stdout().lock()).await })
         }
+        Command::DeleteRecords {
+            bootstrap,
+            topic,
+            partition,
+            offset,
+            offset_json_file,
+        } => {
+            let targets = match (offset_json_file, topic, offset) {
+                (Some(file), _, _) => tools::delete_records::targets_from_file(&file),
+                (None, Some(topic), Some(offset)) => Ok(vec![(topic, partition, offset)]),
+                _ => Err("give --topic and --offset, or --offset-json-file".to_string()),
+            };
+            run_tool(async move {
+                let args = tools::delete_records::DeleteRecordsArgs {
+                    bootstrap,
+                    timeout_ms,
+                    targets: targets?,
+                };
+                tools::delete_records::run(args, &mut std::io::stdout().lock()).await
+            })
+        }
+        Command::LogDirs {
+            bootstrap,
+            topic_list,
+        } => run_tool(async move {
+            tools::log_dirs::run(&bootstrap, timeout_ms, topic_list, &mut std::io::stdout().lock())
+                .await
+        }),
         Command::Produce {
             bootstrap,
             topic,

@@ -47,6 +47,31 @@ pub enum Request {
         drop_kernel_page_cache: bool,
     },
     Stats,
+    /// Kafka's DeleteRecords: records below `offset` (-1: the log end) are no longer served.
+    DeleteRecords {
+        topic: String,
+        partition: i32,
+        offset: i64,
+    },
+    /// Kafka's AlterConfigs (incremental): set some keys, return others to their defaults.
+    AlterConfigs {
+        topic: String,
+        set: Vec<(String, String)>,
+        delete: Vec<String>,
+    },
+    /// Offsets, sizes and segment counts per partition (null: every topic).
+    DescribeLogs {
+        topics: Option<Vec<String>>,
+    },
+    /// Roll the active segment of one partition (-1: every partition).
+    RollSegments {
+        topic: String,
+        partition: i32,
+    },
+    /// Run retention and a cleaning pass on every partition of a topic now.
+    RunLogMaintenance {
+        topic: String,
+    },
 }
 
 /// Request header fields.
@@ -69,6 +94,11 @@ impl Request {
             Request::ListOffsets { .. } => ApiKey::ListOffsets,
             Request::DropCaches { .. } => ApiKey::DropCaches,
             Request::Stats => ApiKey::Stats,
+            Request::DeleteRecords { .. } => ApiKey::DeleteRecords,
+            Request::AlterConfigs { .. } => ApiKey::AlterConfigs,
+            Request::DescribeLogs { .. } => ApiKey::DescribeLogs,
+            Request::RollSegments { .. } => ApiKey::RollSegments,
+            Request::RunLogMaintenance { .. } => ApiKey::RunLogMaintenance,
         }
     }
 
@@ -82,26 +112,16 @@ impl Request {
         w.i16(self.api_key() as i16).i16(0).i32(correlation_id);
         match self {
             Request::ApiVersions => {}
-            Request::Metadata { topics } => match topics {
-                None => {
-                    w.i32(-1);
-                }
-                Some(t) => {
-                    w.i32(t.len() as i32);
-                    for name in t {
-                        w.string(name);
-                    }
-                }
-            },
+            Request::Metadata { topics } | Request::DescribeLogs { topics } => {
+                put_strings(&mut w, topics.as_deref())
+            }
             Request::CreateTopic {
                 name,
                 partitions,
                 configs,
             } => {
-                w.string(name).i32(*partitions).i32(configs.len() as i32);
-                for (k, v) in configs {
-                    w.string(k).string(v);
-                }
+                w.string(name).i32(*partitions);
+                put_pairs(&mut w, configs);
             }
             Request::DeleteTopic { name } => {
                 w.string(name);
@@ -135,6 +155,24 @@ impl Request {
                 w.i8(*drop_kernel_page_cache as i8);
             }
             Request::Stats => {}
+            Request::DeleteRecords {
+                topic,
+                partition,
+                offset,
+            } => {
+                w.string(topic).i32(*partition).i64(*offset);
+            }
+            Request::AlterConfigs { topic, set, delete } => {
+                w.string(topic);
+                put_pairs(&mut w, set);
+                put_strings(&mut w, Some(delete));
+            }
+            Request::RollSegments { topic, partition } => {
+                w.string(topic).i32(*partition);
+            }
+            Request::RunLogMaintenance { topic } => {
+                w.string(topic);
+            }
         }
         w.finish_frame()
     }
@@ -152,25 +190,33 @@ impl Request {
     pub fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<Request, WireError> {
         let req = match key {
             ApiKey::ApiVersions => Request::ApiVersions,
-            ApiKey::Metadata => {
-                let topics = match r.count("topic count", 2)? {
-                    None => None,
-                    Some(n) => Some(
-                        (0..n)
-                            .map(|_| r.string("topic name"))
-                            .collect::<Result<Vec<_>, _>>()?,
-                    ),
-                };
-                Request::Metadata { topics }
-            }
+            ApiKey::Metadata => Request::Metadata {
+                topics: get_strings(r, "topic")?,
+            },
+            ApiKey::DescribeLogs => Request::DescribeLogs {
+                topics: get_strings(r, "topic")?,
+            },
+            ApiKey::DeleteRecords => Request::DeleteRecords {
+                topic: r.string("topic name")?,
+                partition: r.i32("partition")?,
+                offset: r.i64("offset")?,
+            },
+            ApiKey::AlterConfigs => Request::AlterConfigs {
+                topic: r.string("topic name")?,
+                set: get_pairs(r)?,
+                delete: get_strings(r, "config key")?.unwrap_or_default(),
+            },
+            ApiKey::RollSegments => Request::RollSegments {
+                topic: r.string("topic name")?,
+                partition: r.i32("partition")?,
+            },
+            ApiKey::RunLogMaintenance => Request::RunLogMaintenance {
+                topic: r.string("topic name")?,
+            },
             ApiKey::CreateTopic => {
                 let name = r.string("topic name")?;
                 let partitions = r.i32("partitions")?;
-                let n = r.count("config count", 4)?.unwrap_or(0);
-                let mut configs = Vec::with_capacity(n);
-                for _ in 0..n {
-                    configs.push((r.string("config key")?, r.string("config value")?));
-                }
+                let configs = get_pairs(r)?;
                 Request::CreateTopic {
                     name,
                     partitions,
@@ -205,6 +251,46 @@ impl Request {
         r.finish()?;
         Ok(req)
     }
+}
+
+/// A nullable array of strings (null: "all").
+fn put_strings(w: &mut WireWriter, items: Option<&[String]>) {
+    match items {
+        None => {
+            w.i32(-1);
+        }
+        Some(items) => {
+            w.i32(items.len() as i32);
+            for s in items {
+                w.string(s);
+            }
+        }
+    }
+}
+
+fn get_strings(
+    r: &mut WireReader<'_>,
+    what: &'static str,
+) -> Result<Option<Vec<String>>, WireError> {
+    match r.count(what, 2)? {
+        None => Ok(None),
+        Some(n) => (0..n).map(|_| r.string(what)).collect::<Result<_, _>>().map(Some),
+    }
+}
+
+/// An array of { key string, value string }.
+fn put_pairs(w: &mut WireWriter, pairs: &[(String, String)]) {
+    w.i32(pairs.len() as i32);
+    for (k, v) in pairs {
+        w.string(k).string(v);
+    }
+}
+
+fn get_pairs(r: &mut WireReader<'_>) -> Result<Vec<(String, String)>, WireError> {
+    let n = r.count("config count", 4)?.unwrap_or(0);
+    (0..n)
+        .map(|_| Ok((r.string("config key")?, r.string("config value")?)))
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,6 +346,27 @@ pub struct StatsResponse {
     pub rss_bytes: i64,
 }
 
+/// One partition's log as DescribeLogs reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionLogInfo {
+    pub partition: i32,
+    pub owner_shard: i32,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub size_bytes: i64,
+    pub segments: i32,
+}
+
+/// One topic in a DescribeLogs reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicLogInfo {
+    pub name: String,
+    pub error_code: ErrorCode,
+    /// Config keys set explicitly (the rest are defaults).
+    pub overrides: Vec<String>,
+    pub partitions: Vec<PartitionLogInfo>,
+}
+
 /// Successful response bodies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResponseBody {
@@ -284,6 +391,18 @@ pub enum ResponseBody {
     },
     /// For DropCaches (after dropping) and Stats.
     Stats(StatsResponse),
+    DeleteRecords {
+        low_watermark: i64,
+    },
+    DescribeLogs(Vec<TopicLogInfo>),
+    /// What RunLogMaintenance did, summed over the topic's partitions.
+    LogMaintenance {
+        segments_deleted: i64,
+        bytes_deleted: i64,
+        records_removed: i64,
+    },
+    /// AlterConfigs and RollSegments.
+    Empty,
 }
 
 /// A decoded response: either an error (code + message) or a body.
@@ -362,7 +481,35 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) {
                 }
             }
         }
-        ResponseBody::CreateTopic | ResponseBody::DeleteTopic => {}
+        ResponseBody::CreateTopic | ResponseBody::DeleteTopic | ResponseBody::Empty => {}
+        ResponseBody::DeleteRecords { low_watermark } => {
+            w.i64(*low_watermark);
+        }
+        ResponseBody::LogMaintenance {
+            segments_deleted,
+            bytes_deleted,
+            records_removed,
+        } => {
+            w.i64(*segments_deleted)
+                .i64(*bytes_deleted)
+                .i64(*records_removed);
+        }
+        ResponseBody::DescribeLogs(topics) => {
+            w.i32(topics.len() as i32);
+            for t in topics {
+                w.string(&t.name).i16(t.error_code as i16);
+                put_strings(w, Some(&t.overrides));
+                w.i32(t.partitions.len() as i32);
+                for p in &t.partitions {
+                    w.i32(p.partition)
+                        .i32(p.owner_shard)
+                        .i64(p.log_start_offset)
+                        .i64(p.log_end_offset)
+                        .i64(p.size_bytes)
+                        .i32(p.segments);
+                }
+            }
+        }
         ResponseBody::Produce {
             base_offset,
             last_offset,
@@ -440,6 +587,16 @@ fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, Wire
             ResponseBody::Metadata(MetadataResponse { shards, topics })
         }
         ApiKey::CreateTopic => ResponseBody::CreateTopic,
+        ApiKey::AlterConfigs | ApiKey::RollSegments => ResponseBody::Empty,
+        ApiKey::DeleteRecords => ResponseBody::DeleteRecords {
+            low_watermark: r.i64("low_watermark")?,
+        },
+        ApiKey::RunLogMaintenance => ResponseBody::LogMaintenance {
+            segments_deleted: r.i64("segments_deleted")?,
+            bytes_deleted: r.i64("bytes_deleted")?,
+            records_removed: r.i64("records_removed")?,
+        },
+        ApiKey::DescribeLogs => ResponseBody::DescribeLogs(decode_topic_logs(r)?),
         ApiKey::DeleteTopic => ResponseBody::DeleteTopic,
         ApiKey::Produce => ResponseBody::Produce {
             base_offset: r.i64("base_offset")?,
@@ -465,6 +622,35 @@ fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, Wire
             rss_bytes: r.i64("rss_bytes")?,
         }),
     })
+}
+
+fn decode_topic_logs(r: &mut WireReader<'_>) -> Result<Vec<TopicLogInfo>, WireError> {
+    let n = r.count("topic count", 10)?.unwrap_or(0);
+    let mut topics = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = r.string("topic name")?;
+        let code = r.i16("error_code")?;
+        let overrides = get_strings(r, "config key")?.unwrap_or_default();
+        let np = r.count("partition count", 32)?.unwrap_or(0);
+        let mut partitions = Vec::with_capacity(np);
+        for _ in 0..np {
+            partitions.push(PartitionLogInfo {
+                partition: r.i32("partition")?,
+                owner_shard: r.i32("owner_shard")?,
+                log_start_offset: r.i64("log_start_offset")?,
+                log_end_offset: r.i64("log_end_offset")?,
+                size_bytes: r.i64("size_bytes")?,
+                segments: r.i32("segments")?,
+            });
+        }
+        topics.push(TopicLogInfo {
+            name,
+            error_code: ErrorCode::from_i16(code).unwrap_or(ErrorCode::Internal),
+            overrides,
+            partitions,
+        });
+    }
+    Ok(topics)
 }
 
 #[cfg(test)]
@@ -519,6 +705,22 @@ mod tests {
             drop_kernel_page_cache: true,
         });
         round_trip(Request::Stats);
+        round_trip(Request::DeleteRecords {
+            topic: "t".into(),
+            partition: 2,
+            offset: -1,
+        });
+        round_trip(Request::AlterConfigs {
+            topic: "t".into(),
+            set: vec![("retention.ms".into(), "1000".into())],
+            delete: vec!["segment.bytes".into()],
+        });
+        round_trip(Request::DescribeLogs { topics: None });
+        round_trip(Request::RollSegments {
+            topic: "t".into(),
+            partition: -1,
+        });
+        round_trip(Request::RunLogMaintenance { topic: "t".into() });
     }
 
     #[test]

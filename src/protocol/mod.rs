@@ -31,10 +31,15 @@ pub enum ApiKey {
     ListOffsets = 6,
     DropCaches = 7,
     Stats = 8,
+    DeleteRecords = 9,
+    AlterConfigs = 10,
+    DescribeLogs = 11,
+    RollSegments = 12,
+    RunLogMaintenance = 13,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 9] = [
+    pub const ALL: [ApiKey; 14] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -44,6 +49,11 @@ impl ApiKey {
         ApiKey::ListOffsets,
         ApiKey::DropCaches,
         ApiKey::Stats,
+        ApiKey::DeleteRecords,
+        ApiKey::AlterConfigs,
+        ApiKey::DescribeLogs,
+        ApiKey::RollSegments,
+        ApiKey::RunLogMaintenance,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

@@ -122,3 +122,33 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
     tracing::info!(topic = %name, elapsed_ms = started.elapsed().as_millis() as u64, "topic deleted");
     Ok(OpOk::Done)
 }
+
+/// Alters a topic's config (Kafka's incremental AlterConfigs): validated as a whole, made
+/// durable in the metadata file (the commit point), then applied by every shard to the
+/// partitions it owns without a restart.
+pub async fn alter(
+    shard: &Rc<Shard>,
+    name: String,
+    set: Vec<(String, String)>,
+    delete: Vec<String>,
+) -> OpResult {
+    let _turn = shard.admin_turn().await?;
+    let Some(meta) = shard.topic(&name) else {
+        return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
+    };
+    let config = meta.config.altered(&set, &delete)?;
+    let altered = TopicMeta { config, ..meta };
+    altered
+        .persist(&shard.config.data_dir, shard.n as u32)
+        .map_err(|e| {
+            (
+                ErrorCode::StorageError,
+                format!("writing topic metadata: {e}"),
+            )
+        })?;
+    shard
+        .on_every_shard(ShardOp::AlterTopic(altered.clone()))
+        .await?;
+    tracing::info!(topic = %name, overrides = ?altered.config.overrides, "topic config altered");
+    Ok(OpOk::Done)
+}

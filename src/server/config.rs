@@ -48,6 +48,15 @@ pub struct ServerConfig {
     pub allow_drop_kernel_cache: bool,
     /// A partition rolls on segment.ms (client timestamps) at most once per this many ms.
     pub log_roll_min_interval_ms: i64,
+    /// Retention runs on every partition this often (Kafka's
+    /// log.retention.check.interval.ms).
+    pub log_retention_check_interval_ms: u64,
+    /// How often each shard looks for a log due for cleaning (log.cleaner.backoff.ms).
+    pub log_cleaner_backoff_ms: u64,
+    /// Memory for the cleaner's key map, per shard (log.cleaner.dedupe.buffer.size).
+    pub log_cleaner_dedupe_buffer_size: usize,
+    /// Bytes per second the cleaner of one shard reads plus writes (0: unlimited).
+    pub log_cleaner_io_max_bytes_per_second: u64,
 }
 
 impl Default for ServerConfig {
@@ -74,6 +83,10 @@ impl Default for ServerConfig {
             advertised_host: String::new(),
             allow_drop_kernel_cache: false,
             log_roll_min_interval_ms: 1000,
+            log_retention_check_interval_ms: 300_000,
+            log_cleaner_backoff_ms: 15_000,
+            log_cleaner_dedupe_buffer_size: 128 << 20,
+            log_cleaner_io_max_bytes_per_second: 0,
         }
     }
 }
@@ -96,7 +109,9 @@ impl ServerConfig {
     /// max.partitions.per.topic, io.memory.bytes, cache.bytes, allow.remote.admin,
     /// shutdown.timeout.ms, spin.before.park.us, max.inflight.bytes.per.shard,
     /// max.open.sealed.files.per.shard, connections.max.idle.ms, request.timeout.ms,
-    /// advertised.host, allow.drop.kernel.cache, log.roll.min.interval.ms.
+    /// advertised.host, allow.drop.kernel.cache, log.roll.min.interval.ms,
+    /// log.retention.check.interval.ms, log.cleaner.backoff.ms,
+    /// log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
@@ -140,6 +155,16 @@ impl ServerConfig {
             "request.timeout.ms" => self.request_timeout_ms = num(key, v)?,
             "advertised.host" => self.advertised_host = v.to_string(),
             "log.roll.min.interval.ms" => self.log_roll_min_interval_ms = num(key, v)?,
+            "log.retention.check.interval.ms" => {
+                self.log_retention_check_interval_ms = num(key, v)?
+            }
+            "log.cleaner.backoff.ms" => self.log_cleaner_backoff_ms = num(key, v)?,
+            "log.cleaner.dedupe.buffer.size" => {
+                self.log_cleaner_dedupe_buffer_size = num(key, v)?
+            }
+            "log.cleaner.io.max.bytes.per.second" => {
+                self.log_cleaner_io_max_bytes_per_second = num(key, v)?
+            }
             "shutdown.timeout.ms" => self.shutdown_timeout_ms = num(key, v)?,
             "spin.before.park.us" => self.spin_before_park_us = num(key, v)?,
             _ => return Err(format!("unknown server config key {key:?}")),
@@ -198,6 +223,20 @@ impl ServerConfig {
                 "log.roll.min.interval.ms",
                 "must be between 0 and 1 day",
             ));
+        }
+        for (key, v) in [
+            (
+                "log.retention.check.interval.ms",
+                self.log_retention_check_interval_ms,
+            ),
+            ("log.cleaner.backoff.ms", self.log_cleaner_backoff_ms),
+        ] {
+            if !(10..=86_400_000).contains(&v) {
+                return Err(bad(key, "must be between 10 ms and 1 day"));
+            }
+        }
+        if self.log_cleaner_dedupe_buffer_size < 1 << 10 {
+            return Err(bad("log.cleaner.dedupe.buffer.size", "must be at least 1 KiB"));
         }
         for (key, v) in [
             ("connections.max.idle.ms", self.connections_max_idle_ms),

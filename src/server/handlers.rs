@@ -271,6 +271,9 @@ async fn dispatch(
             let stats = shard.cluster_stats(false).await?;
             Ok(ResponseBody::Stats(stats_body(shard, stats)))
         }
+        other => super::log_admin::dispatch(shard, other)
+            .await
+            .unwrap_or_else(|| Err((ErrorCode::Internal, format!("{key:?} has no handler")))),
     }
 }
 

@@ -4,6 +4,7 @@
 use bytes::Bytes;
 
 use super::topics::TopicMeta;
+use crate::config::LogConfig;
 use crate::protocol::ErrorCode;
 
 /// An operation on one partition, executed by its owner shard.
@@ -13,6 +14,16 @@ pub enum PartitionOp {
     Fetch { offset: i64, max_bytes: usize },
     ListOffsets { timestamp: i64 },
     DropOsCaches,
+    /// DeleteRecords: move the log start offset to `offset` (-1: the log end).
+    DeleteRecords { offset: i64 },
+    /// Roll the active segment if it holds anything.
+    Roll,
+    /// Offsets, size and segments of the partition.
+    Describe,
+    /// Apply an altered topic config without a restart.
+    SetConfig(LogConfig),
+    /// Run retention and a forced cleaning pass now.
+    Maintain,
 }
 
 /// Successful outcomes.
@@ -33,7 +44,36 @@ pub enum OpOk {
         timestamp: i64,
     },
     Stats(ShardStats),
+    /// The log start offset after DeleteRecords (Kafka's low watermark).
+    LowWatermark(i64),
+    Partition(PartitionSummary),
+    Maintained(MaintenanceSummary),
     Done,
+}
+
+/// A partition as `topics describe` and `log-dirs` show it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PartitionSummary {
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub size_bytes: u64,
+    pub segments: u32,
+}
+
+/// What retention and cleaning did (summed over partitions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MaintenanceSummary {
+    pub segments_deleted: u64,
+    pub bytes_deleted: u64,
+    pub records_removed: u64,
+}
+
+impl MaintenanceSummary {
+    pub fn add(&mut self, o: &MaintenanceSummary) {
+        self.segments_deleted += o.segments_deleted;
+        self.bytes_deleted += o.bytes_deleted;
+        self.records_removed += o.records_removed;
+    }
 }
 
 /// Counters of one shard (summed over shards in replies).
@@ -73,6 +113,12 @@ pub enum ShardOp {
     DeleteTopic {
         name: String,
     },
+    /// Alter a topic's config (runs on the controller).
+    AlterConfigs {
+        name: String,
+        set: Vec<(String, String)>,
+        delete: Vec<String>,
+    },
     /// Open the partitions of a topic being created that this shard owns (not yet visible).
     OpenTopic(TopicMeta),
     /// Make a created topic visible on this shard.
@@ -80,6 +126,8 @@ pub enum ShardOp {
     /// Unpublish a topic, close the partitions this shard owns and move their directories
     /// to the trash (deletion, or rollback of a failed create).
     RemoveTopic(TopicMeta),
+    /// Apply a topic's altered config (already persisted by the controller).
+    AlterTopic(TopicMeta),
     /// Clear this shard's caches (page cache, OS cache of its files); reply with its stats.
     DropCaches,
     /// Reply with this shard's stats.

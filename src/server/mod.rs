@@ -9,6 +9,8 @@ mod connection;
 pub mod data_dir;
 mod handlers;
 pub mod limits;
+mod log_admin;
+mod maintenance;
 pub mod messages;
 mod partition_actor;
 pub mod shard;
@@ -182,6 +184,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<(TcpListener, TcpListener), St
         .await
         .map_err(|e| e.to_string())?;
     shard.load_topics().await?;
+    maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;
     let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id))).await?;
     Ok((shared, own))

@@ -6,7 +6,9 @@
 use bytes::Bytes;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 
-use super::messages::{OpOk, OpResult, PartitionOp};
+use super::messages::{OpOk, OpResult, PartitionOp, PartitionSummary};
+use crate::log::cleaner::CleanedLog;
+use crate::log::{CleanStats, CleaningPlan, RetentionOutcome};
 use crate::io::deadline::before;
 use crate::log::PartitionLog;
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
@@ -20,6 +22,30 @@ pub enum Command {
         reply: LocalSender<Result<(), String>>,
         /// The partition is being deleted: close without sealing or syncing anything.
         discard: bool,
+    },
+    /// Background work of the shard (retention, cleaning), with engine results.
+    Job(Job),
+}
+
+/// Retention and cleaning steps that must run on the partition's task.
+pub enum Job {
+    Retention {
+        now_ms: i64,
+        reply: LocalSender<crate::Result<RetentionOutcome>>,
+    },
+    /// Removes `.deleted` files whose delay passed; replies with how many.
+    RemoveDueFiles {
+        now_ms: i64,
+        reply: LocalSender<usize>,
+    },
+    PlanCleaning {
+        now_ms: i64,
+        force: bool,
+        reply: LocalSender<crate::Result<Option<CleaningPlan>>>,
+    },
+    CommitCleaning {
+        cleaned: CleanedLog,
+        reply: LocalSender<crate::Result<CleanStats>>,
     },
 }
 
@@ -66,6 +92,15 @@ impl PartitionHandle {
         self.stop(true).await
     }
 
+    /// Runs a background job on the partition's task; `None` when the task has ended.
+    pub async fn job<T>(&self, make: impl FnOnce(LocalSender<T>) -> Job) -> Option<T> {
+        let (reply, rx) = local_channel::new_bounded(1);
+        if self.tx.try_send(Command::Job(make(reply))).is_err() {
+            return None;
+        }
+        rx.recv().await
+    }
+
     async fn stop(&self, discard: bool) -> Result<(), String> {
         let (reply, rx) = local_channel::new_bounded(1);
         if self.tx.try_send(Command::Close { reply, discard }).is_err() {
@@ -93,6 +128,80 @@ async fn next_command(log: &mut PartitionLog, rx: &LocalReceiver<Command>) -> Op
     }
 }
 
+async fn run_job(log: &mut PartitionLog, job: Job) {
+    match job {
+        Job::Retention { now_ms, reply } => {
+            let _ = reply.try_send(log.apply_retention(now_ms).await);
+        }
+        Job::RemoveDueFiles { now_ms, reply } => {
+            let _ = reply.try_send(log.remove_due_files(now_ms));
+        }
+        Job::PlanCleaning {
+            now_ms,
+            force,
+            reply,
+        } => {
+            let _ = reply.try_send(log.cleaning_plan(now_ms, force).await);
+        }
+        Job::CommitCleaning { cleaned, reply } => {
+            let _ = reply.try_send(log.commit_cleaning(cleaned).await);
+        }
+    }
+}
+
+/// Every operation but Produce (which takes part in the group commit).
+async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
+    let r = match op {
+        PartitionOp::Produce { .. } => {
+            return Err((
+                ErrorCode::Internal,
+                "produces take part in the group commit".into(),
+            ))
+        }
+        PartitionOp::Fetch { offset, max_bytes } => {
+            log.read(offset, max_bytes)
+                .await
+                .map(|records: Bytes| OpOk::Fetched {
+                    log_start_offset: log.log_start_offset(),
+                    log_end_offset: log.visible_end_offset(),
+                    records,
+                })
+        }
+        PartitionOp::DropOsCaches => log.drop_os_caches().await.map(|_| OpOk::Done),
+        PartitionOp::ListOffsets { timestamp } => {
+            log.find_offset_by_timestamp(timestamp).await.map(|found| {
+                let t = found.unwrap_or(crate::log::TimestampOffset {
+                    offset: -1,
+                    timestamp: -1,
+                });
+                OpOk::Offset {
+                    offset: t.offset,
+                    timestamp: t.timestamp,
+                }
+            })
+        }
+        PartitionOp::DeleteRecords { offset } => log
+            .delete_records_before(offset)
+            .await
+            .map(OpOk::LowWatermark),
+        PartitionOp::Roll => log.roll_now().await.map(|_| OpOk::Done),
+        PartitionOp::Describe => Ok(OpOk::Partition(PartitionSummary {
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.visible_end_offset(),
+            size_bytes: log.size_bytes(),
+            segments: log.segments().len() as u32,
+        })),
+        PartitionOp::SetConfig(config) => log.set_config(config).map(|_| OpOk::Done),
+        PartitionOp::Maintain => {
+            return Err((
+                ErrorCode::Internal,
+                "maintenance runs through the shard, not the partition task".into(),
+            ))
+        }
+    };
+    r.map_err(engine_err)
+}
+
 async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
     while let Some(first) = next_command(&mut log, &rx).await {
         let mut group = vec![first];
@@ -110,6 +219,7 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
         for cmd in group {
             match cmd {
                 Command::Close { reply, discard } => close = Some((reply, discard)),
+                Command::Job(job) => run_job(&mut log, job).await,
                 Command::Op { op, reply } => {
                     match op {
                         PartitionOp::Produce { acks, records } => {
@@ -131,34 +241,9 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
                             }
                             let _ = reply.try_send(result.map_err(engine_err));
                         }
-                        PartitionOp::Fetch { offset, max_bytes } => {
-                            let r = log.read(offset, max_bytes).await.map(|records: Bytes| {
-                                OpOk::Fetched {
-                                    log_start_offset: log.log_start_offset(),
-                                    log_end_offset: log.visible_end_offset(),
-                                    records,
-                                }
-                            });
-                            let _ = reply.try_send(r.map_err(engine_err));
-                        }
-                        PartitionOp::DropOsCaches => {
-                            let r = log.drop_os_caches().await.map(|_| OpOk::Done);
-                            let _ = reply.try_send(r.map_err(engine_err));
-                        }
-                        PartitionOp::ListOffsets { timestamp } => {
-                            let r = log.find_offset_by_timestamp(timestamp).await.map(|found| {
-                                match found {
-                                    Some(t) => OpOk::Offset {
-                                        offset: t.offset,
-                                        timestamp: t.timestamp,
-                                    },
-                                    None => OpOk::Offset {
-                                        offset: -1,
-                                        timestamp: -1,
-                                    },
-                                }
-                            });
-                            let _ = reply.try_send(r.map_err(engine_err));
+                        other => {
+                            let r = run_op(&mut log, other).await;
+                            let _ = reply.try_send(r);
                         }
                     }
                 }

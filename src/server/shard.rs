@@ -206,6 +206,9 @@ impl Shard {
             .get(&(topic.to_string(), partition))
             .cloned();
         match handle {
+            Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
+                super::maintenance::maintain_now(self, &h).await,
+            )),
             Some(h) => h.call(op).await,
             None if !self.ready.get() => err(
                 ErrorCode::NotReady,
@@ -315,12 +318,16 @@ impl Shard {
                 // Boxed: admin operations run `execute` on every shard themselves.
             } => Box::pin(super::admin::create(self, name, partitions, configs)).await,
             ShardOp::DeleteTopic { name } => Box::pin(super::admin::delete(self, name)).await,
+            ShardOp::AlterConfigs { name, set, delete } => {
+                Box::pin(super::admin::alter(self, name, set, delete)).await
+            }
             ShardOp::OpenTopic(meta) => self.open_new_topic(&meta).await,
             ShardOp::PublishTopic(meta) => {
                 self.topics.borrow_mut().insert(meta.name.clone(), meta);
                 Ok(OpOk::Done)
             }
             ShardOp::RemoveTopic(meta) => self.remove_owned(&meta).await,
+            ShardOp::AlterTopic(meta) => self.alter_owned(meta).await,
             ShardOp::DropCaches => self.drop_local_caches().await,
             ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
             ShardOp::Drained => {
@@ -356,6 +363,20 @@ impl Shard {
             super::admin::delete(self, name).await
         } else {
             self.remote(CONTROLLER, ShardOp::DeleteTopic { name }).await
+        }
+    }
+
+    pub async fn alter_configs(
+        self: &Rc<Self>,
+        name: String,
+        set: Vec<(String, String)>,
+        delete: Vec<String>,
+    ) -> OpResult {
+        if self.id == CONTROLLER {
+            super::admin::alter(self, name, set, delete).await
+        } else {
+            let op = ShardOp::AlterConfigs { name, set, delete };
+            self.remote(CONTROLLER, op).await
         }
     }
 
@@ -424,6 +445,32 @@ impl Shard {
         }
         data_dir::remove_in_background(trash);
         first_err.map_or(Ok(OpOk::Done), Err)
+    }
+
+    /// Every partition task this shard runs (a snapshot).
+    pub fn partition_handles(&self) -> Vec<PartitionHandle> {
+        self.partitions.borrow().values().cloned().collect()
+    }
+
+    /// Takes a topic's altered config (persisted by the controller) into this shard's map
+    /// and into the partitions it owns, without a restart.
+    async fn alter_owned(&self, meta: TopicMeta) -> OpResult {
+        let mut log_config = meta.config.log.clone();
+        log_config.min_time_roll_interval_ms = self.config.log_roll_min_interval_ms;
+        let handles: Vec<PartitionHandle> = self
+            .owned_partitions(&meta)
+            .filter_map(|p| {
+                self.partitions
+                    .borrow()
+                    .get(&(meta.name.clone(), p))
+                    .cloned()
+            })
+            .collect();
+        self.topics.borrow_mut().insert(meta.name.clone(), meta);
+        for h in handles {
+            h.call(PartitionOp::SetConfig(log_config.clone())).await?;
+        }
+        Ok(OpOk::Done)
     }
 
     /// Opens the partitions of `meta` this shard owns and starts their tasks.

@@ -1,10 +1,12 @@
 //! Command-line tools: `dump-log` works on files offline; the others talk to a server.
 
 pub mod consume;
+pub mod delete_records;
 pub mod crash_check;
 pub mod dump_log;
 pub mod file_window;
 pub mod get_offsets;
+pub mod log_dirs;
 pub mod partitioner;
 pub mod produce;
 pub mod time_arg;

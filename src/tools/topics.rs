@@ -1,13 +1,23 @@
-//! `shardlog topics create|list|describe|delete`.
+//! `shardlog topics create|list|describe|delete|alter|roll|maintain`: kafka-topics and
+//! kafka-configs in one tool.
 
 use std::io::Write;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use crate::client::Client;
+use crate::protocol::{ErrorCode, TopicLogInfo, TopicMetadata};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TopicsAction {
     Create,
     List,
     Describe,
     Delete,
+    /// Set (--config k=v) or reset (--delete-config k) topic configs, live.
+    Alter,
+    /// Roll the active segment (of --partition, or of every partition).
+    Roll,
+    /// Run retention and a cleaning pass now.
+    Maintain,
 }
 
 pub struct TopicsArgs {
@@ -17,8 +27,12 @@ pub struct TopicsArgs {
     pub action: TopicsAction,
     pub topic: Option<String>,
     pub partitions: i32,
+    /// For roll: one partition (default: all).
+    pub partition: Option<i32>,
     /// `key=value` strings.
     pub configs: Vec<String>,
+    /// Keys to return to their defaults (alter).
+    pub delete_configs: Vec<String>,
 }
 
 fn parse_configs(raw: &[String]) -> Result<Vec<(String, String)>, String> {
@@ -31,6 +45,10 @@ fn parse_configs(raw: &[String]) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
+fn io(e: std::io::Error) -> String {
+    e.to_string()
+}
+
 pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
     let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
     let need_topic = || {
@@ -38,7 +56,7 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
             .clone()
             .ok_or_else(|| "--topic is required for this action".to_string())
     };
-    let io = |e: std::io::Error| e.to_string();
+    let failed = |e: crate::client::ClientError| e.to_string();
     match args.action {
         TopicsAction::Create => {
             let topic = need_topic()?;
@@ -46,53 +64,112 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
             client
                 .create_topic(&topic, args.partitions, configs)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(failed)?;
             writeln!(out, "Created topic {topic}.").map_err(io)?;
         }
         TopicsAction::Delete => {
             let topic = need_topic()?;
-            client
-                .delete_topic(&topic)
-                .await
-                .map_err(|e| e.to_string())?;
+            client.delete_topic(&topic).await.map_err(failed)?;
             writeln!(out, "Deleted topic {topic}.").map_err(io)?;
         }
         TopicsAction::List => {
-            let md = client.metadata(None).await.map_err(|e| e.to_string())?;
+            let md = client.metadata(None).await.map_err(failed)?;
             for t in md.topics {
                 writeln!(out, "{}", t.name).map_err(io)?;
             }
         }
-        TopicsAction::Describe => {
-            let md = client
-                .metadata(args.topic.clone().map(|t| vec![t]))
-                .await
-                .map_err(|e| e.to_string())?;
-            for t in &md.topics {
-                if t.error_code != crate::protocol::ErrorCode::None {
-                    return Err(format!("topic {:?} does not exist", t.name));
-                }
-                let configs: Vec<String> =
-                    t.configs.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                writeln!(
-                    out,
-                    "Topic: {}\tPartitionCount: {}\tConfigs: {}",
-                    t.name,
-                    t.partitions.len(),
-                    configs.join(",")
-                )
-                .map_err(io)?;
-                for p in &t.partitions {
-                    let port = md.shard_port(p.owner_shard).unwrap_or(-1);
-                    writeln!(
-                        out,
-                        "\tTopic: {}\tPartition: {}\tOwnerShard: {}\tShardPort: {port}",
-                        t.name, p.partition, p.owner_shard
-                    )
-                    .map_err(io)?;
-                }
+        TopicsAction::Describe => describe(&mut client, args.topic.clone(), out).await?,
+        TopicsAction::Alter => {
+            let topic = need_topic()?;
+            let set = parse_configs(&args.configs)?;
+            if set.is_empty() && args.delete_configs.is_empty() {
+                return Err("alter needs --config k=v or --delete-config k".into());
             }
+            client
+                .alter_configs(&topic, set, args.delete_configs.clone())
+                .await
+                .map_err(failed)?;
+            writeln!(out, "Completed updating config for topic {topic}.").map_err(io)?;
+        }
+        TopicsAction::Roll => {
+            let topic = need_topic()?;
+            let partition = args.partition.unwrap_or(-1);
+            client
+                .roll_segments(&topic, partition)
+                .await
+                .map_err(failed)?;
+            writeln!(out, "Rolled {topic} (partition {partition}; -1 = all).").map_err(io)?;
+        }
+        TopicsAction::Maintain => {
+            let topic = need_topic()?;
+            let (segments, bytes, records) =
+                client.run_log_maintenance(&topic).await.map_err(failed)?;
+            writeln!(
+                out,
+                "Topic {topic}: retention deleted {segments} segments ({bytes} bytes); cleaning removed {records} records."
+            )
+            .map_err(io)?;
         }
     }
     Ok(())
+}
+
+/// kafka-topics --describe plus kafka-configs' view: overrides apart from defaults, and per
+/// partition its log start and end offsets, size, segments and owner shard.
+async fn describe(
+    client: &mut Client,
+    topic: Option<String>,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    let names = topic.map(|t| vec![t]);
+    let md = client
+        .metadata(names.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    let logs = client
+        .describe_logs(names)
+        .await
+        .map_err(|e| e.to_string())?;
+    for (t, log) in md.topics.iter().zip(&logs) {
+        if t.error_code != ErrorCode::None || log.error_code != ErrorCode::None {
+            return Err(format!("topic {:?} does not exist", t.name));
+        }
+        describe_topic(t, log, out).map_err(io)?;
+        for p in &log.partitions {
+            let port = md.shard_port(p.owner_shard).unwrap_or(-1);
+            writeln!(
+                out,
+                "\tTopic: {}\tPartition: {}\tOwnerShard: {}\tShardPort: {port}\tLogStartOffset: {}\tLogEndOffset: {}\tSize: {}\tSegments: {}",
+                t.name, p.partition, p.owner_shard, p.log_start_offset, p.log_end_offset, p.size_bytes, p.segments
+            )
+            .map_err(io)?;
+        }
+    }
+    Ok(())
+}
+
+fn describe_topic(
+    t: &TopicMetadata,
+    log: &TopicLogInfo,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let (overrides, defaults): (Vec<_>, Vec<_>) = t
+        .configs
+        .iter()
+        .partition(|(k, _)| log.overrides.contains(k));
+    let join = |pairs: Vec<&(String, String)>| {
+        pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    writeln!(
+        out,
+        "Topic: {}\tPartitionCount: {}\tConfigs: {}",
+        t.name,
+        t.partitions.len(),
+        join(overrides)
+    )?;
+    writeln!(out, "\tDefaults: {}", join(defaults))
 }

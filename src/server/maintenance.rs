@@ -1,0 +1,138 @@
+//! Background log maintenance on each shard (Kafka's log manager and log cleaner): retention
+//! on every partition each `log.retention.check.interval.ms`, `.deleted` files removed once
+//! their `file.delete.delay.ms` passed, and one log at a time cleaned when due (checked each
+//! `log.cleaner.backoff.ms`). It runs in a low-priority task queue; the cleaner's reading
+//! and writing runs outside the partition's task, which only plans and swaps, so produces
+//! and fetches of the partition keep being served while its log is cleaned.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use glommio::{Latency, Shares};
+
+use super::messages::MaintenanceSummary;
+use super::partition_actor::{Job, PartitionHandle};
+use super::shard::Shard;
+use crate::io::deadline::before;
+use crate::log::CleanerLimits;
+
+/// CPU shares of the maintenance queue against the default queue's 1000: under contention
+/// it gets about 5% of the shard.
+const MAINTENANCE_SHARES: usize = 50;
+
+/// Starts the shard's maintenance loop in its own low-priority task queue.
+pub fn spawn(shard: Rc<Shard>) {
+    let queue = glommio::executor().create_task_queue(
+        Shares::Static(MAINTENANCE_SHARES),
+        Latency::NotImportant,
+        "maintenance",
+    );
+    match glommio::spawn_local_into(run(shard), queue) {
+        Ok(task) => {
+            task.detach();
+        }
+        Err(e) => tracing::error!(error = %e, "could not start log maintenance"),
+    };
+}
+
+fn limits(shard: &Shard) -> CleanerLimits {
+    CleanerLimits {
+        dedupe_buffer_bytes: shard.config.log_cleaner_dedupe_buffer_size,
+        io_bytes_per_second: shard.config.log_cleaner_io_max_bytes_per_second,
+    }
+}
+
+async fn run(shard: Rc<Shard>) {
+    let retention_every = Duration::from_millis(shard.config.log_retention_check_interval_ms);
+    let clean_every = Duration::from_millis(shard.config.log_cleaner_backoff_ms);
+    let tick = retention_every
+        .min(clean_every)
+        .min(Duration::from_secs(1));
+    let shutdown = shard.shutdown_listener();
+    let (mut last_retention, mut last_clean) = (Instant::now(), Instant::now());
+    while before(tick, shutdown.recv()).await.is_none() {
+        let retention_due = last_retention.elapsed() >= retention_every;
+        let clean_due = last_clean.elapsed() >= clean_every;
+        for handle in shard.partition_handles() {
+            if shard.shutting_down.get() {
+                return;
+            }
+            let now = crate::time::now_ms();
+            if retention_due {
+                retention(&handle, now).await;
+            } else {
+                handle.job(|reply| Job::RemoveDueFiles { now_ms: now, reply }).await;
+            }
+            if clean_due {
+                clean(&shard, &handle, now, false).await;
+            }
+        }
+        if retention_due {
+            last_retention = Instant::now();
+        }
+        if clean_due {
+            last_clean = Instant::now();
+        }
+    }
+}
+
+async fn retention(handle: &PartitionHandle, now_ms: i64) -> MaintenanceSummary {
+    match handle.job(|reply| Job::Retention { now_ms, reply }).await {
+        Some(Ok(out)) => MaintenanceSummary {
+            segments_deleted: out.segments_deleted as u64,
+            bytes_deleted: out.bytes_deleted,
+            records_removed: 0,
+        },
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "retention failed; retrying at the next check");
+            MaintenanceSummary::default()
+        }
+        None => MaintenanceSummary::default(),
+    }
+}
+
+/// One cleaning of a partition if it is due (or `force`d): plan on its task, map and
+/// rewrite here, swap on its task. Returns the records removed.
+async fn clean(shard: &Shard, handle: &PartitionHandle, now_ms: i64, force: bool) -> u64 {
+    let plan = match handle
+        .job(|reply| Job::PlanCleaning {
+            now_ms,
+            force,
+            reply,
+        })
+        .await
+    {
+        Some(Ok(Some(plan))) => plan,
+        Some(Ok(None)) | None => return 0,
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "planning a cleaning failed");
+            return 0;
+        }
+    };
+    let cleaned = match plan.run(limits(shard)).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "cleaning failed; the log is unchanged");
+            return 0;
+        }
+    };
+    match handle
+        .job(|reply| Job::CommitCleaning { cleaned, reply })
+        .await
+    {
+        Some(Ok(stats)) => stats.records_removed,
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "swapping cleaned segments failed");
+            0
+        }
+        None => 0,
+    }
+}
+
+/// Retention and a forced cleaning pass on one partition now (RunLogMaintenance).
+pub async fn maintain_now(shard: &Shard, handle: &PartitionHandle) -> MaintenanceSummary {
+    let now = crate::time::now_ms();
+    let mut summary = retention(handle, now).await;
+    summary.records_removed = clean(shard, handle, now, true).await;
+    summary
+}
