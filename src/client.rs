@@ -10,9 +10,8 @@ use glommio::net::{Preallocated, TcpStream};
 
 use crate::io::deadline::within;
 use crate::protocol::{
-    ApiKey, ErrorCode, MetadataResponse, Request, Response, ResponseBody, StatsResponse, TopicLogInfo,
-    ACKS_NONE,
-    DEFAULT_MAX_FRAME_BYTES,
+    ApiKey, ErrorCode, MetadataResponse, Request, Response, ResponseBody, StatsResponse,
+    TopicLogInfo, ACKS_NONE, DEFAULT_MAX_FRAME_BYTES,
 };
 
 #[derive(Debug, thiserror::Error)]

@@ -69,7 +69,11 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         partition: i32,
         /// New log start offset (-1: the log end).
-        #[arg(long, allow_hyphen_values = true, required_unless_present = "offset_json_file")]
+        #[arg(
+            long,
+            allow_hyphen_values = true,
+            required_unless_present = "offset_json_file"
+        )]
         offset: Option<i64>,
         /// Kafka's JSON: {"partitions":[{"topic":"t","partition":0,"offset":3}],"version":1}.
         #[arg(long, conflicts_with_all = ["topic", "offset"])]
@@ -318,8 +322,13 @@ fn main() -> ExitCode {
             bootstrap,
             topic_list,
         } => run_tool(async move {
-            tools::log_dirs::run(&bootstrap, timeout_ms, topic_list, &mut std::io::stdout().lock())
-                .await
+            tools::log_dirs::run(
+                &bootstrap,
+                timeout_ms,
+                topic_list,
+                &mut std::io::stdout().lock(),
+            )
+            .await
         }),
         Command::Produce {
             bootstrap,

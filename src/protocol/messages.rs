@@ -274,7 +274,10 @@ fn get_strings(
 ) -> Result<Option<Vec<String>>, WireError> {
     match r.count(what, 2)? {
         None => Ok(None),
-        Some(n) => (0..n).map(|_| r.string(what)).collect::<Result<_, _>>().map(Some),
+        Some(n) => (0..n)
+            .map(|_| r.string(what))
+            .collect::<Result<_, _>>()
+            .map(Some),
     }
 }
 

@@ -159,9 +159,7 @@ impl ServerConfig {
                 self.log_retention_check_interval_ms = num(key, v)?
             }
             "log.cleaner.backoff.ms" => self.log_cleaner_backoff_ms = num(key, v)?,
-            "log.cleaner.dedupe.buffer.size" => {
-                self.log_cleaner_dedupe_buffer_size = num(key, v)?
-            }
+            "log.cleaner.dedupe.buffer.size" => self.log_cleaner_dedupe_buffer_size = num(key, v)?,
             "log.cleaner.io.max.bytes.per.second" => {
                 self.log_cleaner_io_max_bytes_per_second = num(key, v)?
             }
@@ -236,7 +234,10 @@ impl ServerConfig {
             }
         }
         if self.log_cleaner_dedupe_buffer_size < 1 << 10 {
-            return Err(bad("log.cleaner.dedupe.buffer.size", "must be at least 1 KiB"));
+            return Err(bad(
+                "log.cleaner.dedupe.buffer.size",
+                "must be at least 1 KiB",
+            ));
         }
         for (key, v) in [
             ("connections.max.idle.ms", self.connections_max_idle_ms),

@@ -43,7 +43,11 @@ pub async fn dispatch(shard: &Rc<Shard>, request: Request) -> Option<Reply> {
 }
 
 /// The partitions a request names: one, or every partition of the topic for -1.
-fn partitions_of(shard: &Shard, topic: &str, partition: i32) -> Result<Vec<i32>, (ErrorCode, String)> {
+fn partitions_of(
+    shard: &Shard,
+    topic: &str,
+    partition: i32,
+) -> Result<Vec<i32>, (ErrorCode, String)> {
     let meta = shard
         .topic(topic)
         .ok_or_else(|| (ErrorCode::UnknownTopic, format!("unknown topic {topic:?}")))?;

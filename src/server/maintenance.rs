@@ -45,9 +45,7 @@ fn limits(shard: &Shard) -> CleanerLimits {
 async fn run(shard: Rc<Shard>) {
     let retention_every = Duration::from_millis(shard.config.log_retention_check_interval_ms);
     let clean_every = Duration::from_millis(shard.config.log_cleaner_backoff_ms);
-    let tick = retention_every
-        .min(clean_every)
-        .min(Duration::from_secs(1));
+    let tick = retention_every.min(clean_every).min(Duration::from_secs(1));
     let shutdown = shard.shutdown_listener();
     let (mut last_retention, mut last_clean) = (Instant::now(), Instant::now());
     while before(tick, shutdown.recv()).await.is_none() {
@@ -61,7 +59,9 @@ async fn run(shard: Rc<Shard>) {
             if retention_due {
                 retention(&handle, now).await;
             } else {
-                handle.job(|reply| Job::RemoveDueFiles { now_ms: now, reply }).await;
+                handle
+                    .job(|reply| Job::RemoveDueFiles { now_ms: now, reply })
+                    .await;
             }
             if clean_due {
                 clean(&shard, &handle, now, false).await;
@@ -117,7 +117,10 @@ async fn clean(shard: &Shard, handle: &PartitionHandle, now_ms: i64, force: bool
         }
     };
     match handle
-        .job(|reply| Job::CommitCleaning { cleaned, reply })
+        .job(|reply| Job::CommitCleaning {
+            cleaned: Box::new(cleaned),
+            reply,
+        })
         .await
     {
         Some(Ok(stats)) => stats.records_removed,

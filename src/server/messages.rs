@@ -10,12 +10,22 @@ use crate::protocol::ErrorCode;
 /// An operation on one partition, executed by its owner shard.
 #[derive(Debug, Clone)]
 pub enum PartitionOp {
-    Produce { acks: i16, records: Bytes },
-    Fetch { offset: i64, max_bytes: usize },
-    ListOffsets { timestamp: i64 },
+    Produce {
+        acks: i16,
+        records: Bytes,
+    },
+    Fetch {
+        offset: i64,
+        max_bytes: usize,
+    },
+    ListOffsets {
+        timestamp: i64,
+    },
     DropOsCaches,
     /// DeleteRecords: move the log start offset to `offset` (-1: the log end).
-    DeleteRecords { offset: i64 },
+    DeleteRecords {
+        offset: i64,
+    },
     /// Roll the active segment if it holds anything.
     Roll,
     /// Offsets, size and segments of the partition.

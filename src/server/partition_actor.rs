@@ -7,10 +7,10 @@ use bytes::Bytes;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 
 use super::messages::{OpOk, OpResult, PartitionOp, PartitionSummary};
-use crate::log::cleaner::CleanedLog;
-use crate::log::{CleanStats, CleaningPlan, RetentionOutcome};
 use crate::io::deadline::before;
+use crate::log::cleaner::CleanedLog;
 use crate::log::PartitionLog;
+use crate::log::{CleanStats, CleaningPlan, RetentionOutcome};
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
 
 pub enum Command {
@@ -44,7 +44,7 @@ pub enum Job {
         reply: LocalSender<crate::Result<Option<CleaningPlan>>>,
     },
     CommitCleaning {
-        cleaned: CleanedLog,
+        cleaned: Box<CleanedLog>,
         reply: LocalSender<crate::Result<CleanStats>>,
     },
 }
@@ -144,7 +144,7 @@ async fn run_job(log: &mut PartitionLog, job: Job) {
             let _ = reply.try_send(log.cleaning_plan(now_ms, force).await);
         }
         Job::CommitCleaning { cleaned, reply } => {
-            let _ = reply.try_send(log.commit_cleaning(cleaned).await);
+            let _ = reply.try_send(log.commit_cleaning(*cleaned).await);
         }
     }
 }
@@ -220,33 +220,31 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
             match cmd {
                 Command::Close { reply, discard } => close = Some((reply, discard)),
                 Command::Job(job) => run_job(&mut log, job).await,
-                Command::Op { op, reply } => {
-                    match op {
-                        PartitionOp::Produce { acks, records } => {
-                            let r = log.append(&records).await;
-                            wrote |= r.is_ok();
-                            let result = r.map(|info| OpOk::Produced {
-                                base_offset: info.base_offset,
-                                last_offset: info.last_offset,
-                                log_append_time: info.log_append_time.unwrap_or(-1),
-                            });
-                            match (&result, acks) {
-                                (Ok(_), ACKS_NONE) => {}
-                                (Ok(_), _) => {
-                                    need_sync |= acks == ACKS_ALL;
-                                    waiting.push((reply, result.map_err(engine_err)));
-                                    continue;
-                                }
-                                (Err(_), _) => {}
+                Command::Op { op, reply } => match op {
+                    PartitionOp::Produce { acks, records } => {
+                        let r = log.append(&records).await;
+                        wrote |= r.is_ok();
+                        let result = r.map(|info| OpOk::Produced {
+                            base_offset: info.base_offset,
+                            last_offset: info.last_offset,
+                            log_append_time: info.log_append_time.unwrap_or(-1),
+                        });
+                        match (&result, acks) {
+                            (Ok(_), ACKS_NONE) => {}
+                            (Ok(_), _) => {
+                                need_sync |= acks == ACKS_ALL;
+                                waiting.push((reply, result.map_err(engine_err)));
+                                continue;
                             }
-                            let _ = reply.try_send(result.map_err(engine_err));
+                            (Err(_), _) => {}
                         }
-                        other => {
-                            let r = run_op(&mut log, other).await;
-                            let _ = reply.try_send(r);
-                        }
+                        let _ = reply.try_send(result.map_err(engine_err));
                     }
-                }
+                    other => {
+                        let r = run_op(&mut log, other).await;
+                        let _ = reply.try_send(r);
+                    }
+                },
             }
         }
         if wrote {

@@ -28,7 +28,10 @@ fn parse_targets(text: &str) -> Result<Vec<(String, i32, i64)>, String> {
     parts
         .iter()
         .map(|p| {
-            let topic = p.get("topic").and_then(|t| t.as_str()).ok_or("entry without \"topic\"")?;
+            let topic = p
+                .get("topic")
+                .and_then(|t| t.as_str())
+                .ok_or("entry without \"topic\"")?;
             let partition = p
                 .get("partition")
                 .and_then(|v| v.as_i64())

@@ -1,8 +1,8 @@
 //! Command-line tools: `dump-log` works on files offline; the others talk to a server.
 
 pub mod consume;
-pub mod delete_records;
 pub mod crash_check;
+pub mod delete_records;
 pub mod dump_log;
 pub mod file_window;
 pub mod get_offsets;

@@ -97,8 +97,8 @@ where
         .expect("client panicked")
 }
 
-/// Every record of a partition read back through Fetch: (offset, value as text), in offset
-/// order.
+/// Every record of a partition from its log start, read back through Fetch: (offset, value
+/// as text; a null value reads as ""), in offset order.
 pub async fn read_records(
     c: &mut shardlog::client::Client,
     topic: &str,
@@ -106,7 +106,8 @@ pub async fn read_records(
 ) -> Vec<(i64, String)> {
     use shardlog::format::batch::{decode_records, split_batches};
     let mut out = Vec::new();
-    let mut next = 0;
+    let earliest = c.list_offsets(topic, p, -2).await.unwrap();
+    let mut next = earliest.map_or(0, |(o, _)| o);
     loop {
         let f = c.fetch(topic, p, next, 1 << 20).await.unwrap();
         if f.records.is_empty() {

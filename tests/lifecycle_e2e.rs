@@ -1,0 +1,306 @@
+//! Retention, DeleteRecords, compaction and live config through the real `shardlog serve`
+//! binary on loopback, as the issue's new user tried them: nothing restarts, the background
+//! maintenance of each shard does the work.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::server_proc::ServerProc;
+use common::{client, read_records};
+use shardlog::client::Client;
+use shardlog::format::{BatchBuilder, RecordSpec};
+use shardlog::protocol::{ErrorCode, ACKS_ALL};
+
+const HOUR: i64 = 3_600_000;
+
+fn fast_maintenance() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("log.retention.check.interval.ms", "100"),
+        ("log.cleaner.backoff.ms", "100"),
+        ("log.roll.min.interval.ms", "0"),
+    ]
+}
+
+fn record(key: Option<&str>, value: Option<&str>, ts: i64) -> Bytes {
+    Bytes::from(
+        BatchBuilder::new(256)
+            .record(RecordSpec::new(key.map(str::as_bytes), value.map(str::as_bytes)).timestamp(ts))
+            .build(),
+    )
+}
+
+fn pairs(kv: &[(&str, &str)]) -> Vec<(String, String)> {
+    kv.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Polls `check` every 50 ms for at most `limit`.
+async fn eventually(limit: Duration, mut check: impl AsyncFnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check().await {
+            return true;
+        }
+        glommio::timer::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+async fn start_end(c: &mut Client, topic: &str) -> (i64, i64) {
+    let logs = c.describe_logs(Some(vec![topic.into()])).await.unwrap();
+    let p = logs[0].partitions[0];
+    (p.log_start_offset, p.log_end_offset)
+}
+
+#[test]
+fn retention_by_time_and_size_run_in_the_background_without_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let server = ServerProc::start(&data, 2, &fast_maintenance());
+    let addr = server.addr();
+    client(move || async move {
+        let mut c = Client::connect(&addr).await.unwrap();
+        let now = shardlog::time::now_ms();
+        let config = pairs(&[
+            ("retention.ms", "60000"),
+            ("segment.bytes", "4096"),
+            ("file.delete.delay.ms", "0"),
+        ]);
+        c.create_topic("old", 1, config).await.unwrap();
+        for i in 0..100 {
+            c.produce(
+                "old",
+                0,
+                ACKS_ALL,
+                record(None, Some("x"), now - 48 * HOUR + i),
+            )
+            .await
+            .unwrap();
+        }
+        // 48-hour-old records under retention.ms=60000: all gone, the partition empty.
+        let gone = eventually(Duration::from_secs(20), async || {
+            start_end(&mut c, "old").await == (100, 100)
+        })
+        .await;
+        assert!(gone, "{:?}", start_end(&mut c, "old").await);
+        assert!(read_records(&mut c, "old", 0).await.is_empty());
+        let f = c.fetch("old", 0, 10, 1000).await.unwrap_err();
+        assert_eq!(f.code(), Some(ErrorCode::OffsetOutOfRange));
+        // Size: 192 KB under retention.bytes=32768, set live.
+        c.create_topic("big", 1, pairs(&[("segment.bytes", "8192")]))
+            .await
+            .unwrap();
+        let value = "v".repeat(1000);
+        for _ in 0..192 {
+            c.produce("big", 0, ACKS_ALL, record(None, Some(&value), now))
+                .await
+                .unwrap();
+        }
+        c.alter_configs("big", pairs(&[("retention.bytes", "32768")]), vec![])
+            .await
+            .unwrap();
+        let shrunk = eventually(Duration::from_secs(20), async || {
+            let logs = c.describe_logs(Some(vec!["big".into()])).await.unwrap();
+            logs[0].partitions[0].size_bytes <= 32768 + 8192
+        })
+        .await;
+        assert!(shrunk);
+        let logs = c.describe_logs(Some(vec!["big".into()])).await.unwrap();
+        let p = logs[0].partitions[0];
+        assert!(p.size_bytes >= 32768, "{p:?}");
+        assert_eq!(logs[0].overrides, vec!["retention.bytes", "segment.bytes"]);
+        let left = read_records(&mut c, "big", 0).await;
+        assert_eq!(left.first().unwrap().0, p.log_start_offset);
+        assert_eq!(left.last().unwrap().0, 191);
+    });
+    // The .deleted files went (file.delete.delay.ms=0) and the start offset is durable.
+    let deleted = std::fs::read_dir(data.join("old-0"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".deleted")
+        })
+        .count();
+    assert_eq!(deleted, 0);
+    let mut server = server;
+    server.restart_after_kill();
+    let addr = server.addr();
+    client(move || async move {
+        let mut c = Client::connect(&addr).await.unwrap();
+        assert_eq!(start_end(&mut c, "old").await, (100, 100));
+        // The live change persisted.
+        let logs = c.describe_logs(Some(vec!["big".into()])).await.unwrap();
+        assert!(logs[0].overrides.contains(&"retention.bytes".to_string()));
+    });
+}
+
+#[test]
+fn a_compacted_topic_keeps_the_latest_value_per_key_and_drops_tombstones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 2, &fast_maintenance());
+    let addr = server.addr();
+    client(move || async move {
+        let mut c = Client::connect(&addr).await.unwrap();
+        let config = pairs(&[
+            ("cleanup.policy", "compact"),
+            ("segment.bytes", "2048"),
+            ("delete.retention.ms", "500"),
+            ("file.delete.delay.ms", "0"),
+        ]);
+        c.create_topic("state", 1, config).await.unwrap();
+        let e = c
+            .produce("state", 0, ACKS_ALL, record(None, Some("no key"), 1))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::CompactedTopicNullKey));
+        assert!(e
+            .to_string()
+            .contains("Compacted topic cannot accept message without key"));
+        let now = shardlog::time::now_ms();
+        // 20 keys x 20 updates, then tombstones for 5 of them.
+        for round in 0..20 {
+            for k in 0..20 {
+                let v = format!("k{k}-r{round}");
+                c.produce(
+                    "state",
+                    0,
+                    ACKS_ALL,
+                    record(Some(&format!("k{k}")), Some(&v), now),
+                )
+                .await
+                .unwrap();
+            }
+        }
+        for k in 0..5 {
+            c.produce(
+                "state",
+                0,
+                ACKS_ALL,
+                record(Some(&format!("k{k}")), None, now),
+            )
+            .await
+            .unwrap();
+        }
+        c.roll_segments("state", 0).await.unwrap();
+        // The cleaner runs by itself: the dirty ratio is far above 0.5.
+        let expect: Vec<String> = (5..20).map(|k| format!("k{k}-r19")).collect();
+        let compacted = eventually(Duration::from_secs(30), async || {
+            let values: Vec<String> = read_records(&mut c, "state", 0)
+                .await
+                .into_iter()
+                .map(|(_, v)| v)
+                .filter(|v| !v.is_empty())
+                .collect();
+            values == expect
+        })
+        .await;
+        assert!(compacted, "{:?}", read_records(&mut c, "state", 0).await);
+        // The tombstones survive delete.retention.ms after the cleaning that saw them, then
+        // a later cleaning drops them (RunLogMaintenance forces a pass).
+        glommio::timer::sleep(Duration::from_millis(600)).await;
+        c.run_log_maintenance("state").await.unwrap();
+        let left = read_records(&mut c, "state", 0).await;
+        assert_eq!(left.len(), 15, "{left:?}");
+        assert_eq!(
+            start_end(&mut c, "state").await.1,
+            405,
+            "the log end never moves"
+        );
+    });
+}
+
+#[test]
+fn delete_records_and_log_dirs_from_the_command_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 1, &fast_maintenance());
+    let addr = server.addr();
+    let a = addr.clone();
+    client(move || async move {
+        let mut c = Client::connect(&a).await.unwrap();
+        c.create_topic("t", 1, pairs(&[("segment.bytes", "1024")]))
+            .await
+            .unwrap();
+        let now = shardlog::time::now_ms();
+        for i in 0..50 {
+            c.produce("t", 0, ACKS_ALL, record(None, Some("x"), now + i))
+                .await
+                .unwrap();
+        }
+    });
+    let json = tmp.path().join("offsets.json");
+    std::fs::write(
+        &json,
+        r#"{"partitions":[{"topic":"t","partition":0,"offset":30}],"version":1}"#,
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+            .args(args)
+            .args(["--bootstrap", &addr])
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = run(&[
+        "delete-records",
+        "--offset-json-file",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("partition: t-0\tlow_watermark: 30"), "{out}");
+    let (ok, out, err) = run(&[
+        "delete-records",
+        "--topic",
+        "t",
+        "--partition",
+        "0",
+        "--offset",
+        "99",
+    ]);
+    assert!(!ok && out.contains("OffsetOutOfRange"), "{out} {err}");
+    let (ok, out, _) = run(&["log-dirs", "--topic-list", "t"]);
+    assert!(ok);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let p = &doc["brokers"][0]["logDirs"][0]["partitions"][0];
+    assert_eq!(p["partition"], "t-0");
+    assert_eq!(p["logStartOffset"], 30);
+    assert_eq!(p["logEndOffset"], 50);
+    let (ok, out, _) = run(&["topics", "describe", "--topic", "t"]);
+    assert!(ok);
+    assert!(out.contains("Configs: segment.bytes=1024\n"), "{out}");
+    assert!(
+        out.contains("LogStartOffset: 30\tLogEndOffset: 50"),
+        "{out}"
+    );
+    let (ok, _, err) = run(&[
+        "topics",
+        "alter",
+        "--topic",
+        "t",
+        "--config",
+        "retention.ms=-7",
+    ]);
+    assert!(!ok && err.contains("retention.ms"), "{err}");
+    let (ok, _, err) = run(&[
+        "topics",
+        "alter",
+        "--topic",
+        "t",
+        "--delete-config",
+        "segment.bytes",
+    ]);
+    assert!(ok, "{err}");
+    let (_, out, _) = run(&["topics", "describe", "--topic", "t"]);
+    assert!(out.contains("Configs: \n"), "{out}");
+}
