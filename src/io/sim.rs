@@ -10,7 +10,8 @@
 //!   bytes, optionally with a torn tail (part of the lost writes plus garbage).
 //!
 //! Directory operations (create, rename, remove) are durable at once: the engine fsyncs the
-//! directory after each one that matters, and modelling lost renames is left out.
+//! directory after each one that matters, and modelling lost renames is left out. A crash
+//! can be armed at the N-th rename or remove (the steps of deletions, cleanings and swaps).
 //! Handles opened before a crash fail every later I/O, like a dead process's descriptors.
 
 use std::cell::RefCell;
@@ -46,6 +47,9 @@ struct State {
     syncs: u64,
     crash_at_write: Option<u64>,
     crash_at_sync: Option<u64>,
+    /// Renames and removes so far, and the one that crashes.
+    dir_ops: u64,
+    crash_at_dir_op: Option<u64>,
     fail_write: Option<(u64, i32)>,
     fail_sync: Option<(u64, i32)>,
     disk_full: bool,
@@ -69,6 +73,19 @@ impl State {
         }
         if self.disk_full {
             return Err(os_err(libc::ENOSPC));
+        }
+        Ok(())
+    }
+
+    /// Counts a rename or remove; fails it (and everything after) once crashed.
+    fn begin_dir_op(&mut self) -> std::io::Result<()> {
+        if self.crashed {
+            return Err(crashed_err());
+        }
+        self.dir_ops += 1;
+        if self.crash_at_dir_op == Some(self.dir_ops) {
+            self.crashed = true;
+            return Err(crashed_err());
         }
         Ok(())
     }
@@ -142,6 +159,30 @@ impl SimStorage {
         s.crash_at_sync = Some(s.syncs + n);
     }
 
+    /// The N-th rename or remove from now crashes the process before it happens.
+    pub fn crash_at_dir_op(&self, n: u64) {
+        let mut s = self.state.borrow_mut();
+        s.crash_at_dir_op = Some(s.dir_ops + n);
+    }
+
+    /// An independent copy of the disk as it is now (fault plans included), to run one
+    /// history per crash point from the same start.
+    pub fn fork(&self) -> SimStorage {
+        let s = self.state.borrow();
+        let copy = State {
+            files: s.files.clone(),
+            dirs: s.dirs.clone(),
+            generation: s.generation,
+            writes: s.writes,
+            syncs: s.syncs,
+            dir_ops: s.dir_ops,
+            ..State::default()
+        };
+        SimStorage {
+            state: Rc::new(RefCell::new(copy)),
+        }
+    }
+
     /// The N-th write from now fails with `errno`, leaving every byte as it was.
     pub fn fail_write(&self, n: u64, errno: i32) {
         let mut s = self.state.borrow_mut();
@@ -163,6 +204,7 @@ impl SimStorage {
         let mut s = self.state.borrow_mut();
         s.crash_at_write = None;
         s.crash_at_sync = None;
+        s.crash_at_dir_op = None;
         s.fail_write = None;
         s.fail_sync = None;
         s.disk_full = false;
@@ -209,6 +251,7 @@ impl SimStorage {
         s.crashed = false;
         s.crash_at_write = None;
         s.crash_at_sync = None;
+        s.crash_at_dir_op = None;
         s.fail_write = None;
         s.fail_sync = None;
         s.disk_full = false;
@@ -411,9 +454,9 @@ impl Storage for SimStorage {
     }
 
     fn remove(&self, path: &Path) -> std::io::Result<()> {
-        self.state
-            .borrow_mut()
-            .files
+        let mut s = self.state.borrow_mut();
+        s.begin_dir_op()?;
+        s.files
             .remove(path)
             .map(|_| ())
             .ok_or_else(|| not_found(path))
@@ -421,6 +464,7 @@ impl Storage for SimStorage {
 
     fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
         let mut s = self.state.borrow_mut();
+        s.begin_dir_op()?;
         let f = s.files.remove(from).ok_or_else(|| not_found(from))?;
         s.files.insert(to.to_path_buf(), f);
         Ok(())
