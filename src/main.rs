@@ -107,6 +107,9 @@ enum Command {
         /// Records per batch (a batch also ends at 1 MiB).
         #[arg(long, default_value_t = 1000)]
         batch_records: usize,
+        /// kcat's -Z: send an empty value as null (a tombstone) and an empty key as no key.
+        #[arg(short = 'Z', long)]
+        null_empty: bool,
     },
     /// Print records (kcat format tokens), optionally only a time window.
     Consume {
@@ -133,6 +136,9 @@ enum Command {
         /// Keep waiting for new records instead of exiting at the end of the log.
         #[arg(long)]
         follow: bool,
+        /// kcat's -Z: print a null key or value as NULL (default: nothing).
+        #[arg(short = 'Z', long)]
+        print_null: bool,
     },
     /// Offsets by time per partition, as Kafka's GetOffsetShell.
     GetOffsets {
@@ -338,6 +344,7 @@ fn main() -> ExitCode {
             key_separator,
             timestamp_separator,
             batch_records,
+            null_empty,
         } => {
             let args = tools::produce::ProduceArgs {
                 bootstrap,
@@ -346,6 +353,7 @@ fn main() -> ExitCode {
                 partition,
                 acks,
                 key_separator,
+                null_empty,
                 timestamp_separator,
                 batch_records,
             };
@@ -365,6 +373,7 @@ fn main() -> ExitCode {
             max_records,
             format,
             follow,
+            print_null,
         } => {
             let args = tools::consume::ConsumeArgs {
                 bootstrap,
@@ -377,6 +386,7 @@ fn main() -> ExitCode {
                 max_records,
                 format,
                 follow,
+                print_null,
             };
             run_tool(async move {
                 let stdout = std::io::stdout();

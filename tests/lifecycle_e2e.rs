@@ -304,3 +304,63 @@ fn delete_records_and_log_dirs_from_the_command_line() {
     let (_, out, _) = run(&["topics", "describe", "--topic", "t"]);
     assert!(out.contains("Configs: \n"), "{out}");
 }
+
+#[test]
+fn tombstones_from_the_tools_follow_kcats_minus_z() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 1, &fast_maintenance());
+    let addr = server.addr();
+    let cli = |args: &[&str], stdin: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+            .args(args)
+            .args(["--bootstrap", &addr])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    cli(
+        &[
+            "topics",
+            "create",
+            "--topic",
+            "c",
+            "--config",
+            "cleanup.policy=compact",
+        ],
+        "",
+    );
+    let produce = [
+        "produce",
+        "--topic",
+        "c",
+        "--partition",
+        "0",
+        "--key-separator",
+        "|",
+    ];
+    cli(&produce, "a|1\nb|\n");
+    cli(&[&produce[..], &["-Z"]].concat(), "a|\n");
+    let consume = ["consume", "--topic", "c", "--format", "%o %k=%s\\n"];
+    assert_eq!(cli(&consume, ""), "0 a=1\n1 b=\n2 a=\n");
+    assert_eq!(
+        cli(&[&consume[..], &["-Z"]].concat(), ""),
+        "0 a=1\n1 b=\n2 a=NULL\n",
+        "an empty value is not null; a tombstone is"
+    );
+}

@@ -142,6 +142,7 @@ fn get_offsets_and_time_windows_match_brute_force() {
                     max_records: None,
                     format: "%p %o %T %s\\n".into(),
                     follow: false,
+                    print_null: false,
                 },
                 &mut out,
             )

@@ -24,13 +24,22 @@ pub struct ConsumeArgs {
     pub max_records: Option<u64>,
     pub format: String,
     pub follow: bool,
+    /// kcat's -Z: print a null key or value as `NULL` (otherwise as nothing).
+    pub print_null: bool,
 }
 
 const FETCH_BYTES: i32 = 1 << 20;
 
 /// kcat-style format: `%t` topic, `%p` partition, `%o` offset, `%T` timestamp, `%k` key,
-/// `%s` value, `%%` a percent sign, `\n` newline, `\t` tab.
-pub fn format_record(fmt: &str, topic: &str, partition: i32, r: &Record<'_>) -> Vec<u8> {
+/// `%s` value, `%%` a percent sign, `\n` newline, `\t` tab. A null key or value prints as
+/// `null` (kcat prints nothing, or `NULL` with -Z).
+pub fn format_record(
+    fmt: &str,
+    topic: &str,
+    partition: i32,
+    r: &Record<'_>,
+    null: &[u8],
+) -> Vec<u8> {
     let mut out = Vec::new();
     let mut chars = fmt.chars().peekable();
     while let Some(c) = chars.next() {
@@ -42,8 +51,8 @@ pub fn format_record(fmt: &str, topic: &str, partition: i32, r: &Record<'_>) -> 
                     'p' => out.extend_from_slice(partition.to_string().as_bytes()),
                     'o' => out.extend_from_slice(r.offset.to_string().as_bytes()),
                     'T' => out.extend_from_slice(r.timestamp.to_string().as_bytes()),
-                    'k' => out.extend_from_slice(r.key.unwrap_or_default()),
-                    's' => out.extend_from_slice(r.value.unwrap_or_default()),
+                    'k' => out.extend_from_slice(r.key.unwrap_or(null)),
+                    's' => out.extend_from_slice(r.value.unwrap_or(null)),
                     '%' => out.push(b'%'),
                     other => {
                         out.push(b'%');
@@ -169,7 +178,8 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<u64, String> 
                         c.done = true;
                         break 'batches;
                     }
-                    out.write_all(&format_record(&args.format, topic, c.partition, r))
+                    let null: &[u8] = if args.print_null { b"NULL" } else { b"" };
+                    out.write_all(&format_record(&args.format, topic, c.partition, r, null))
                         .map_err(|e| e.to_string())?;
                     printed += 1;
                     if printed >= limit {

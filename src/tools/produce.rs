@@ -19,6 +19,8 @@ pub struct ProduceArgs {
     pub partition: Option<i32>,
     pub acks: String,
     pub key_separator: Option<String>,
+    /// kcat's -Z: an empty value is sent as null (a tombstone), an empty key as no key.
+    pub null_empty: bool,
     pub timestamp_separator: Option<String>,
     /// Records per batch (at most; a batch also stops at 1 MiB).
     pub batch_records: usize,
@@ -38,7 +40,8 @@ pub fn parse_acks(s: &str) -> Result<i16, String> {
 struct Line {
     timestamp: i64,
     key: Option<Vec<u8>>,
-    value: Vec<u8>,
+    /// None: a null value (a tombstone).
+    value: Option<Vec<u8>>,
 }
 
 fn parse_line(n: usize, line: &str, args: &ProduceArgs) -> Result<Line, String> {
@@ -65,14 +68,14 @@ fn parse_line(n: usize, line: &str, args: &ProduceArgs) -> Result<Line, String> 
                 .split_once(sep.as_str())
                 .ok_or_else(|| format!("line {n}: no key separator {sep:?} in {line:?}"))?;
             rest = r;
-            Some(k.as_bytes().to_vec())
+            (!(args.null_empty && k.is_empty())).then(|| k.as_bytes().to_vec())
         }
         None => None,
     };
     Ok(Line {
         timestamp,
         key,
-        value: rest.as_bytes().to_vec(),
+        value: (!(args.null_empty && rest.is_empty())).then(|| rest.as_bytes().to_vec()),
     })
 }
 
@@ -88,7 +91,7 @@ async fn send(
     }
     let mut b = BatchBuilder::new(MAX_BATCH_BYTES);
     for l in lines.iter() {
-        b.push(RecordSpec::new(l.key.as_deref(), Some(&l.value)).timestamp(l.timestamp));
+        b.push(RecordSpec::new(l.key.as_deref(), l.value.as_deref()).timestamp(l.timestamp));
     }
     let batch = b.build();
     lines.clear();
@@ -140,7 +143,9 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
                 p
             }
         } as usize;
-        pending_bytes[p] += line.value.len() + line.key.as_ref().map_or(0, |k| k.len()) + 16;
+        pending_bytes[p] += line.value.as_ref().map_or(0, |v| v.len())
+            + line.key.as_ref().map_or(0, |k| k.len())
+            + 16;
         pending[p].push(line);
         produced += 1;
         if pending[p].len() >= args.batch_records.max(1) || pending_bytes[p] >= MAX_BATCH_BYTES {
