@@ -78,7 +78,15 @@ pub struct PartitionLog {
     /// Earliest delete horizon of a tombstone the last cleaning kept: once it passes, the
     /// log is cleanable again so the tombstone goes.
     pub(super) tombstone_horizon: Option<i64>,
+    /// The active segment's index files on disk: (segment base, entries written), and when.
+    active_indexes_written: Option<(IndexFilesState, std::time::Instant)>,
 }
+
+/// Which index files are on disk: the segment's base offset and entries (offset, time).
+type IndexFilesState = (i64, (usize, usize));
+
+/// The active segment's index files are rewritten at most this often while it changes.
+const ACTIVE_INDEX_WRITE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 
 struct PreparedBatch {
     start: usize,
@@ -135,6 +143,7 @@ impl PartitionLog {
             truncations: loaded.truncations,
             pending_removals: Vec::new(),
             tombstone_horizon: None,
+            active_indexes_written: None,
         })
     }
 
@@ -502,6 +511,40 @@ impl PartitionLog {
         self.recovery_point = self.log_end_offset();
         self.visible_end = self.log_end_offset();
         Ok(())
+    }
+
+    /// Whether the active segment's index files on disk lag its in-memory indexes.
+    pub fn active_indexes_stale(&self) -> bool {
+        let now = (self.active().base_offset(), self.active().index_entries());
+        match self.active_indexes_written {
+            Some((written, _)) => written != now,
+            // Nothing to write for an empty index (a freshly opened partition costs no I/O).
+            None => now.1 != (0, 0),
+        }
+    }
+
+    /// Writes the active segment's `.index` and `.timeindex` so they exist on disk while the
+    /// partition runs (dump-log works on a live partition), when they changed and the last
+    /// write is `ACTIVE_INDEX_WRITE_INTERVAL` old (or `now`). Every entry must point at
+    /// durable data, so this runs only right after a sync. A failure is logged, not fatal:
+    /// the files are rebuilt from the `.log` whenever they disagree with it.
+    pub async fn write_active_indexes(&mut self, now: bool) {
+        if self.is_poisoned() || self.needs_reopen.is_some() || !self.active_indexes_stale() {
+            return;
+        }
+        let due = self
+            .active_indexes_written
+            .is_none_or(|(_, at)| at.elapsed() >= ACTIVE_INDEX_WRITE_INTERVAL);
+        if !(due || now) || self.recovery_point < self.log_end_offset() {
+            return;
+        }
+        let state = (self.active().base_offset(), self.active().index_entries());
+        match self.active().write_indexes().await {
+            Ok(()) => self.active_indexes_written = Some((state, std::time::Instant::now())),
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "writing the active segment's index files")
+            }
+        }
     }
 
     /// Closes cleanly: the active segment is flushed, synced and trimmed, and its index

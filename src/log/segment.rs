@@ -512,7 +512,13 @@ impl Segment {
         Ok(())
     }
 
-    async fn write_indexes(&self) -> Result<()> {
+    /// Entries in the in-memory indexes (the active segment's), to tell when they changed.
+    pub fn index_entries(&self) -> (usize, usize) {
+        (self.idx.offset_index.len(), self.idx.time_index.len())
+    }
+
+    /// Writes both index files from the in-memory entries (atomically, each).
+    pub(super) async fn write_indexes(&self) -> Result<()> {
         let base = self.idx.base_offset;
         let index_path = segment_path(&self.dir, base, INDEX_SUFFIX);
         self.io

@@ -117,13 +117,40 @@ fn engine_err(e: crate::Error) -> (ErrorCode, String) {
 }
 
 /// The next command; while none comes for `IDLE_RELEASE`, the log's staging memory is
-/// given back first.
+/// given back and its index files catch up. Background jobs run as they come but are not
+/// activity: a partition only the maintenance task talks to is idle.
 async fn next_command(log: &mut PartitionLog, rx: &LocalReceiver<Command>) -> Option<Command> {
-    match before(IDLE_RELEASE, rx.recv()).await {
-        Some(cmd) => cmd,
-        None => {
-            log.release_idle_memory();
+    let idle_since = std::time::Instant::now();
+    let mut idle_done = false;
+    loop {
+        let cmd = if idle_done {
             rx.recv().await
+        } else {
+            let left = IDLE_RELEASE.saturating_sub(idle_since.elapsed());
+            match before(left, rx.recv()).await {
+                Some(cmd) => cmd,
+                None => {
+                    on_idle(log).await;
+                    idle_done = true;
+                    continue;
+                }
+            }
+        };
+        match cmd {
+            Some(Command::Job(job)) => run_job(log, job).await,
+            other => return other,
+        }
+    }
+}
+
+async fn on_idle(log: &mut PartitionLog) {
+    log.release_idle_memory();
+    // The index files catch up with what the partition holds, after a sync so they never
+    // point past durable data.
+    if log.active_indexes_stale() {
+        match log.sync().await {
+            Ok(()) => log.write_active_indexes(true).await,
+            Err(e) => tracing::warn!(error = %e, "sync of an idle partition failed"),
         }
     }
 }
@@ -263,6 +290,10 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
         }
         for (reply, result) in waiting {
             let _ = reply.try_send(result);
+        }
+        if wrote && need_sync {
+            // After the replies: the index files are for tools, not on a produce's path.
+            log.write_active_indexes(false).await;
         }
         if let Some((reply, discard)) = close {
             let result = if discard {

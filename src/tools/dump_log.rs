@@ -83,7 +83,12 @@ pub fn run(opts: &DumpOptions, out: &mut dyn Write, err: &mut dyn Write) -> std:
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
-        let result = if !file.is_file() {
+        let result = if !file.exists() {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such file",
+            ))
+        } else if !file.is_file() {
             Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 "not a regular file (a FIFO, device or directory cannot be dumped)",
@@ -263,13 +268,30 @@ fn dump_log(
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
-        writeln!(
-            out,
-            "Found {} invalid bytes at the end of {name}",
-            len - pos
-        )?;
+        if is_live_padding(data.bytes(pos as u64, len - pos)?, len) {
+            writeln!(
+                out,
+                "Found {} bytes of zero padding at the end of {name}: the rest of the last 4 KiB \
+                 block of a live active segment (direct I/O writes whole blocks; trimmed when the \
+                 segment is sealed)",
+                len - pos
+            )?;
+        } else {
+            writeln!(
+                out,
+                "Found {} invalid bytes at the end of {name}",
+                len - pos
+            )?;
+        }
     }
     Ok(())
+}
+
+/// Zeros after the last batch, up to the end of a file whose size is a whole number of 4 KiB
+/// blocks: what an open active segment looks like on disk, not corruption.
+fn is_live_padding(tail: &[u8], file_len: usize) -> bool {
+    const BLOCK: usize = 4096;
+    file_len.is_multiple_of(BLOCK) && tail.len() < BLOCK && tail.iter().all(|&b| b == 0)
 }
 
 /// The bytes of the segment file next to `path` with another suffix (empty if unreadable).
