@@ -99,8 +99,8 @@ fn time_retention_empties_an_idle_partition_the_kafka_way() {
         }
         // Renamed, waiting for file.delete.delay.ms.
         assert_eq!(files_ending(&pdir, ".log.deleted"), segments);
-        assert_eq!(log.remove_due_files(now + 59_000), 0);
-        assert!(log.remove_due_files(now + 60_000) >= segments);
+        assert_eq!(log.remove_due_files(now + 59_000).await, 0);
+        assert!(log.remove_due_files(now + 60_000).await >= segments);
         assert_eq!(files_ending(&pdir, ".deleted"), 0);
         log.close().await.unwrap();
         let mut log = PartitionLog::open(&pdir, config).await.unwrap();
@@ -354,4 +354,37 @@ fn random_compaction_matches_the_model_with_a_tiny_key_map() {
             log.close().await.unwrap();
         });
     }
+}
+
+#[test]
+fn the_cleaner_keeps_to_its_byte_rate() {
+    run(|dir| async move {
+        let now = shardlog::time::now_ms();
+        let config = LogConfig {
+            segment_bytes: 256 << 10,
+            ..small_segments(CleanupPolicy::Compact)
+        };
+        let mut log = PartitionLog::open(&dir.join("t-0"), config).await.unwrap();
+        let value = "v".repeat(1000);
+        for i in 0..2000 {
+            log.append(&keyed(&format!("k{}", i % 100), Some(&value), now))
+                .await
+                .unwrap();
+        }
+        log.roll_now().await.unwrap();
+        let limits = CleanerLimits {
+            dedupe_buffer_bytes: 1 << 20,
+            io_bytes_per_second: 4 << 20,
+        };
+        let start = std::time::Instant::now();
+        let stats = log.clean_now(now, limits).await.unwrap().unwrap();
+        let took = start.elapsed().as_secs_f64();
+        let moved = (stats.bytes_read + stats.bytes_written) as f64;
+        // Never faster than the rate (it may be slower on a loaded machine).
+        assert!(
+            moved / took <= (4 << 20) as f64 * 1.1,
+            "{moved} bytes in {took} s"
+        );
+        log.close().await.unwrap();
+    });
 }

@@ -52,6 +52,8 @@ pub struct LogFile {
     /// Staging bytes granted from the shard's budget (the page cache's) for `staging`.
     granted: usize,
     in_flight: VecDeque<InFlight>,
+    /// Background writes allowed in flight (`MAX_IN_FLIGHT`; 1 for background work).
+    max_in_flight: usize,
     written: u64,
     durable: u64,
     poisoned: Option<String>,
@@ -85,6 +87,7 @@ impl LogFile {
             staging,
             granted: 0,
             in_flight: VecDeque::new(),
+            max_in_flight: MAX_IN_FLIGHT,
             written: size,
             durable: size,
             poisoned: None,
@@ -103,6 +106,16 @@ impl LogFile {
             .map_err(|e| Error::io("create", path, e))?;
         let mut log = Self::assemble(path, file, 0, 0, None, cache);
         log.staging = Some(log.granted_buffer());
+        Ok(log)
+    }
+
+    /// Creates a new log file for background work (the cleaner): small chunks, one write in
+    /// flight, so a foreground write or read on the same device never queues behind more
+    /// than one 64 KiB write of it.
+    pub async fn create_background(storage: &dyn Storage, path: &Path) -> Result<Self> {
+        let mut log = Self::create(storage, path, None).await?;
+        log.staging = Some(log.file.alloc_buffer(MIN_CHUNK));
+        log.max_in_flight = 1;
         Ok(log)
     }
 
@@ -275,7 +288,7 @@ impl LogFile {
                 }
                 self.staging_pos += chunk as u64;
                 self.submit(full, pos);
-                while self.in_flight.len() > MAX_IN_FLIGHT {
+                while self.in_flight.len() > self.max_in_flight {
                     self.complete_oldest().await?;
                 }
             }
@@ -373,19 +386,21 @@ impl LogFile {
         Ok(())
     }
 
-    /// Makes the file read-only: flush, fdatasync, trim the zero padding so the file ends at
-    /// its last byte, and release the staging buffer.
+    /// Makes the file read-only: flush, trim the zero padding so the file ends at its last
+    /// byte, fdatasync, and release the staging buffer.
     pub async fn seal(&mut self) -> Result<()> {
         if self.staging.is_none() {
             return Ok(());
         }
-        self.sync().await?;
+        self.flush().await?;
         if let Err(e) = self.file.truncate(self.size).await {
             return Err(self.poison("truncate", e));
         }
+        // One fdatasync covers the data and the new size (needed to read the data back).
         if let Err(e) = self.file.fdatasync().await {
             return Err(self.poison("fdatasync", e));
         }
+        self.durable = self.size;
         self.drop_staging();
         self.staging_pos = self.size;
         Ok(())

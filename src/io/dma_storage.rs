@@ -227,7 +227,16 @@ impl Storage for DmaStorage {
 
     fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()> {
         let dir = dir.to_path_buf();
-        Box::pin(async move { std::fs::File::open(&dir)?.sync_all() })
+        // Through io_uring: a blocking fsync of a directory waits for a journal commit and
+        // would stall every request of the shard meanwhile.
+        Box::pin(async move {
+            // glommio opens relative to no directory (dirfd -1): the path must be absolute.
+            let dir = std::path::absolute(&dir)?;
+            let d = glommio::io::Directory::open(&dir).await.map_err(gerr)?;
+            let synced = d.sync().await.map_err(gerr);
+            d.close().await.map_err(gerr)?;
+            synced
+        })
     }
 
     fn device_reads(&self) -> u64 {

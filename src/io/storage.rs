@@ -96,6 +96,31 @@ pub trait Storage {
     }
 }
 
+/// Writes a new file and fdatasyncs it, without the temp file, rename and directory fsync
+/// of `write_file_atomic`: for files that are themselves temporary names (a cleaner's
+/// `.cleaned` output), made visible later by a rename the caller makes durable.
+pub async fn write_new_file_synced(
+    storage: &dyn Storage,
+    path: &Path,
+    data: &[u8],
+) -> std::io::Result<()> {
+    let file = storage.open(path, OpenMode::CreateNew).await?;
+    let written = async {
+        for (i, piece) in data.chunks(super::MAX_IO).enumerate() {
+            let padded = super::align_up(piece.len() as u64) as usize;
+            let mut buf = file.alloc_buffer(padded);
+            buf.as_bytes_mut()[..piece.len()].copy_from_slice(piece);
+            buf.as_bytes_mut()[piece.len()..].fill(0);
+            file.write_at(buf, (i * super::MAX_IO) as u64).await?;
+        }
+        file.truncate(data.len() as u64).await?;
+        file.fdatasync().await
+    }
+    .await;
+    let closed = file.close().await;
+    written.and(closed)
+}
+
 /// `path` with `suffix` appended to its file name.
 pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();

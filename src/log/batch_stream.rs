@@ -12,23 +12,42 @@ use crate::error::{Error, Result};
 use crate::format::batch::{LOG_OVERHEAD, MIN_BATCH_LENGTH};
 use crate::io::StorageFile;
 
-const READ_CHUNK: usize = 1 << 20;
-const READ_AHEAD: usize = 4;
+/// How a stream reads: the size of each read and how many are in flight.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadPace {
+    pub chunk: usize,
+    pub ahead: usize,
+}
 
-/// Reads a file front to back with `READ_AHEAD` reads in flight.
+/// Recovery: as fast as the device goes.
+pub const FULL_SPEED: ReadPace = ReadPace {
+    chunk: 1 << 20,
+    ahead: 4,
+};
+
+/// Background work (the cleaner): one 128 KiB read at a time, so foreground I/O on the
+/// same device never queues behind much of it.
+pub const BACKGROUND: ReadPace = ReadPace {
+    chunk: 128 << 10,
+    ahead: 1,
+};
+
+/// Reads a file front to back with `pace.ahead` reads in flight.
 struct SequentialReader {
     file: Rc<dyn StorageFile>,
     next_pos: u64,
     end: u64,
+    pace: ReadPace,
     in_flight: VecDeque<Task<std::io::Result<Vec<u8>>>>,
 }
 
 impl SequentialReader {
-    fn new(file: Rc<dyn StorageFile>, end: u64) -> Self {
+    fn new(file: Rc<dyn StorageFile>, end: u64, pace: ReadPace) -> Self {
         let mut r = SequentialReader {
             file,
             next_pos: 0,
             end,
+            pace,
             in_flight: VecDeque::new(),
         };
         r.fill();
@@ -36,9 +55,9 @@ impl SequentialReader {
     }
 
     fn fill(&mut self) {
-        while self.in_flight.len() < READ_AHEAD && self.next_pos < self.end {
+        while self.in_flight.len() < self.pace.ahead && self.next_pos < self.end {
             let pos = self.next_pos;
-            let len = ((self.end - pos) as usize).min(READ_CHUNK);
+            let len = ((self.end - pos) as usize).min(self.pace.chunk);
             let file = self.file.clone();
             self.in_flight.push_back(glommio::spawn_local(
                 async move { file.read_at(pos, len).await },
@@ -79,13 +98,13 @@ pub struct BatchStream {
 }
 
 impl BatchStream {
-    /// Streams `[0, end)` of `file` (`path` names it in errors).
-    pub fn new(file: Rc<dyn StorageFile>, path: &Path, end: u64) -> Self {
+    /// Streams `[0, end)` of `file` (`path` names it in errors) at `pace`.
+    pub fn new(file: Rc<dyn StorageFile>, path: &Path, end: u64, pace: ReadPace) -> Self {
         BatchStream {
             path: path.to_path_buf(),
-            reader: SequentialReader::new(file, end),
+            reader: SequentialReader::new(file, end, pace),
             file_size: end,
-            buf: Vec::with_capacity(2 * READ_CHUNK),
+            buf: Vec::with_capacity(2 * pace.chunk),
             buf_pos: 0,
             cursor: 0,
             eof: false,
@@ -103,7 +122,7 @@ impl BatchStream {
             match self.reader.next().await {
                 Some(chunk) => {
                     let chunk = chunk.map_err(|e| Error::io("read", &self.path, e))?;
-                    if self.cursor > READ_CHUNK {
+                    if self.cursor > self.reader.pace.chunk {
                         self.buf.drain(..self.cursor);
                         self.buf_pos += self.cursor as u64;
                         self.cursor = 0;

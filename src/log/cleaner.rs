@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::batch_stream::{BatchStream, Next};
+use super::batch_stream::{BatchStream, Next, BACKGROUND};
 use super::checkpoint::CLEANER_OFFSET;
 use super::index_state::IndexState;
 use super::partition::PartitionLog;
@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::format::batch::{check_framing_and_crc, records};
 use crate::format::retain::{retain_records, Retained};
 use crate::format::BatchHeader;
-use crate::io::storage::with_suffix;
+use crate::io::storage::{with_suffix, write_new_file_synced};
 use crate::io::{LogFile, OpenMode, Storage, StorageFile};
 
 /// Bytes a key costs in the map besides its own length (hash table slot, offset, Vec).
@@ -116,11 +116,18 @@ impl KeyMap {
     }
 }
 
-/// Paces reads and writes to a byte rate by sleeping when ahead of it.
+/// CPU the cleaner uses before it lets the shard's other task queues run. Its reads are
+/// usually ready ahead of it, so without this it would keep the executor for whole segments
+/// and requests arriving meanwhile would wait.
+const CPU_SLICE: Duration = Duration::from_micros(50);
+
+/// Paces the cleaner: reads and writes to a byte rate (sleeping when ahead of it), and CPU
+/// in short slices (yielding its task queue after each).
 struct Throttle {
     rate: u64,
     started: Instant,
     bytes: u64,
+    slice_started: Instant,
 }
 
 impl Throttle {
@@ -129,11 +136,19 @@ impl Throttle {
             rate,
             started: Instant::now(),
             bytes: 0,
+            slice_started: Instant::now(),
         }
     }
 
     async fn account(&mut self, bytes: usize) {
         self.bytes += bytes as u64;
+        if self.slice_started.elapsed() >= CPU_SLICE {
+            // A timer, not a mere yield: with this task pending, the executor polls the
+            // reactor, so requests that arrived meanwhile are seen and run first (a yielded
+            // queue would be picked again before any new event is noticed).
+            glommio::timer::sleep(Duration::from_micros(1)).await;
+            self.slice_started = Instant::now();
+        }
         if self.rate == 0 {
             return;
         }
@@ -213,8 +228,12 @@ impl PartitionLog {
                 remove_cleaned_files(self.io.storage.as_ref(), &self.dir, c.original.base);
             }
         }
-        let r = result.and(Ok(()));
-        self.note_failure(r)?;
+        // One directory fsync for every swap of the pass (each swap is safe at any point on
+        // its own; this makes them durable before the checkpoint says they happened).
+        if swapped > 0 && result.is_ok() {
+            result = self.sync_dir().await;
+        }
+        self.note_failure(result)?;
         if swapped == done.cleaned.len() {
             let end = done.map_end.max(self.log_start_offset);
             CLEANER_OFFSET
@@ -351,7 +370,7 @@ impl SealedBatches {
             .await
             .map_err(|e| Error::io("open", &path, e))?;
         Ok(SealedBatches {
-            stream: BatchStream::new(file.clone(), &path, seg.size),
+            stream: BatchStream::new(file.clone(), &path, seg.size, BACKGROUND),
             file,
             path,
         })
@@ -442,7 +461,7 @@ impl CleaningPlan {
         for seg in dirty {
             let mut batches = SealedBatches::open(self.storage.as_ref(), &self.dir, seg).await?;
             let full = self
-                .map_segment(&mut batches, &mut map, limits, stats)
+                .map_segment(&mut batches, &mut map, limits, throttle, stats)
                 .await;
             batches.close().await;
             throttle.account(seg.size as usize).await;
@@ -464,11 +483,13 @@ impl CleaningPlan {
         batches: &mut SealedBatches,
         map: &mut KeyMap,
         limits: CleanerLimits,
+        throttle: &mut Throttle,
         stats: &mut CleanStats,
     ) -> Result<Option<i64>> {
         let path = batches.path.clone();
         while let Some((position, bytes, h)) = batches.next().await? {
             stats.bytes_read += bytes.len() as u64;
+            throttle.account(bytes.len()).await;
             if h.last_offset() < self.first_dirty {
                 continue;
             }
@@ -510,7 +531,7 @@ impl CleaningPlan {
         if self.storage.exists(&log_path) {
             remove_cleaned_files(self.storage.as_ref(), &self.dir, seg.base);
         }
-        let mut out = LogFile::create(self.storage.as_ref(), &log_path, None).await?;
+        let mut out = LogFile::create_background(self.storage.as_ref(), &log_path).await?;
         let mut batches = SealedBatches::open(self.storage.as_ref(), &self.dir, seg).await?;
         let copied = self
             .copy_latest(seg.base, &mut batches, &mut out, map, throttle, stats)
@@ -531,8 +552,7 @@ impl CleaningPlan {
             (TIME_INDEX_SUFFIX, idx.time_index.encode()),
         ] {
             let p = with_suffix(&segment_path(&self.dir, seg.base, suffix), CLEANED_SUFFIX);
-            self.storage
-                .write_file_atomic(&p, bytes)
+            write_new_file_synced(self.storage.as_ref(), &p, &bytes)
                 .await
                 .map_err(|e| Error::io("write", &p, e))?;
         }
@@ -555,6 +575,7 @@ impl CleaningPlan {
         let path = batches.path.clone();
         while let Some((position, bytes, h)) = batches.next().await? {
             stats.bytes_read += bytes.len() as u64;
+            throttle.account(bytes.len()).await;
             let expired = h.delete_horizon_ms().is_some_and(|t| self.now_ms >= t);
             let (mut kept, mut removed) = (0u64, 0u64);
             let retained = retain_records(bytes, &h, new_horizon, |r| {
@@ -584,7 +605,6 @@ impl CleaningPlan {
             idx.add_batch(&h2, out.size(), &self.config);
             out.append(out_bytes).await?;
             stats.bytes_written += out_bytes.len() as u64;
-            throttle.account(out_bytes.len()).await;
         }
         idx.add_final_time_entry();
         Ok((idx, kept_horizon))

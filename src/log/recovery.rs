@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::rc::Rc;
 
-use super::batch_stream::{BatchStream, Next};
+use super::batch_stream::{BatchStream, Next, FULL_SPEED};
 use super::index_state::IndexState;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
@@ -35,7 +35,7 @@ pub async fn scan_segment(
     config: &LogConfig,
 ) -> Result<ScanOutcome> {
     let file_size = file.size().await.map_err(|e| Error::io("stat", path, e))?;
-    let mut stream = BatchStream::new(file, path, file_size);
+    let mut stream = BatchStream::new(file, path, file_size, FULL_SPEED);
     let mut state = IndexState::new(base_offset, config);
     let mut expected_next = min_next_offset.max(base_offset);
     // End of the last valid batch.

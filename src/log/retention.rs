@@ -13,6 +13,25 @@ use super::{DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::error::{Error, Result};
 use crate::io::storage::with_suffix;
 
+/// Bounds how long a loop of synchronous file-system calls keeps the shard: after each
+/// slice it yields, so requests of other tasks run in between.
+struct Slice(std::time::Instant);
+
+impl Slice {
+    const LENGTH: std::time::Duration = std::time::Duration::from_micros(500);
+
+    fn start() -> Self {
+        Slice(std::time::Instant::now())
+    }
+
+    async fn yield_if_spent(&mut self) {
+        if self.0.elapsed() >= Self::LENGTH {
+            futures_lite::future::yield_now().await;
+            self.0 = std::time::Instant::now();
+        }
+    }
+}
+
 /// What one retention pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RetentionOutcome {
@@ -74,7 +93,7 @@ impl PartitionLog {
                 out.add(self.delete_by(Rule::Time { now_ms }, now_ms).await?);
             }
         }
-        out.files_removed = self.remove_due_files(now_ms);
+        out.files_removed = self.remove_due_files(now_ms).await;
         Ok(out)
     }
 
@@ -118,10 +137,12 @@ impl PartitionLog {
         let gone: Vec<Segment> = self.segments.drain(..n).collect();
         let bytes: u64 = gone.iter().map(|s| s.size()).sum();
         let mut renamed = Vec::new();
+        let mut slice = Slice::start();
         for seg in gone {
             let base = seg.base_offset();
             seg.abandon().await;
             renamed.extend(self.rename_segment_files_deleted(base)?);
+            slice.yield_if_spent().await;
         }
         self.sync_dir().await?;
         let start = self.segments[0].base_offset();
@@ -202,24 +223,28 @@ impl PartitionLog {
     }
 
     /// Removes `.deleted` files whose delay has passed; a file that cannot be removed now is
-    /// tried again at the next pass (and by the loader at the next open in any case).
-    pub fn remove_due_files(&mut self, now_ms: i64) -> usize {
+    /// tried again at the next pass (and by the loader at the next open in any case). Unlinks
+    /// are synchronous system calls: other tasks of the shard run between them.
+    pub async fn remove_due_files(&mut self, now_ms: i64) -> usize {
         let storage = self.io.storage.clone();
-        let before = self.pending_removals.len();
-        self.pending_removals.retain(|(due, path)| {
-            if *due > now_ms {
-                return true;
-            }
-            match storage.remove(path) {
-                Ok(()) => false,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_removals)
+            .into_iter()
+            .partition(|(at, _)| *at <= now_ms);
+        self.pending_removals = later;
+        let mut removed = 0;
+        let mut slice = Slice::start();
+        for (at, path) in due {
+            match storage.remove(&path) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
                     tracing::warn!(file = %path.display(), error = %e, "could not remove a deleted segment file; retrying later");
-                    true
+                    self.pending_removals.push((at, path));
                 }
             }
-        });
-        before - self.pending_removals.len()
+            slice.yield_if_spent().await;
+        }
+        removed
     }
 
     /// Files waiting for their `file.delete.delay.ms` to pass.

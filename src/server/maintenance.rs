@@ -8,7 +8,7 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use glommio::{Latency, Shares};
+use glommio::{Latency, Shares, TaskQueueHandle};
 
 use super::messages::MaintenanceSummary;
 use super::partition_actor::{Job, PartitionHandle};
@@ -20,14 +20,29 @@ use crate::log::CleanerLimits;
 /// it gets about 5% of the shard.
 const MAINTENANCE_SHARES: usize = 50;
 
+thread_local! {
+    /// This executor's maintenance task queue (one executor per thread: nothing shared).
+    static QUEUE: std::cell::Cell<Option<TaskQueueHandle>> = const { std::cell::Cell::new(None) };
+}
+
+/// The low-priority task queue of this shard's maintenance, created on first use.
+fn queue() -> TaskQueueHandle {
+    QUEUE.with(|q| {
+        *q.get().get_or_insert_with(|| {
+            let tq = glommio::executor().create_task_queue(
+                Shares::Static(MAINTENANCE_SHARES),
+                Latency::NotImportant,
+                "maintenance",
+            );
+            q.set(Some(tq));
+            tq
+        })
+    })
+}
+
 /// Starts the shard's maintenance loop in its own low-priority task queue.
 pub fn spawn(shard: Rc<Shard>) {
-    let queue = glommio::executor().create_task_queue(
-        Shares::Static(MAINTENANCE_SHARES),
-        Latency::NotImportant,
-        "maintenance",
-    );
-    match glommio::spawn_local_into(run(shard), queue) {
+    match glommio::spawn_local_into(run(shard), queue()) {
         Ok(task) => {
             task.detach();
         }
@@ -64,7 +79,7 @@ async fn run(shard: Rc<Shard>) {
                     .await;
             }
             if clean_due {
-                clean(&shard, &handle, now, false).await;
+                clean(limits(&shard), &handle, now, false).await;
             }
         }
         if retention_due {
@@ -93,7 +108,7 @@ async fn retention(handle: &PartitionHandle, now_ms: i64) -> MaintenanceSummary 
 
 /// One cleaning of a partition if it is due (or `force`d): plan on its task, map and
 /// rewrite here, swap on its task. Returns the records removed.
-async fn clean(shard: &Shard, handle: &PartitionHandle, now_ms: i64, force: bool) -> u64 {
+async fn clean(limits: CleanerLimits, handle: &PartitionHandle, now_ms: i64, force: bool) -> u64 {
     let plan = match handle
         .job(|reply| Job::PlanCleaning {
             now_ms,
@@ -109,7 +124,7 @@ async fn clean(shard: &Shard, handle: &PartitionHandle, now_ms: i64, force: bool
             return 0;
         }
     };
-    let cleaned = match plan.run(limits(shard)).await {
+    let cleaned = match plan.run(limits).await {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!(error = %e, "cleaning failed; the log is unchanged");
@@ -132,10 +147,22 @@ async fn clean(shard: &Shard, handle: &PartitionHandle, now_ms: i64, force: bool
     }
 }
 
-/// Retention and a forced cleaning pass on one partition now (RunLogMaintenance).
+/// Retention and a forced cleaning pass on one partition now (RunLogMaintenance), in the
+/// maintenance task queue like the background work.
 pub async fn maintain_now(shard: &Shard, handle: &PartitionHandle) -> MaintenanceSummary {
-    let now = crate::time::now_ms();
-    let mut summary = retention(handle, now).await;
-    summary.records_removed = clean(shard, handle, now, true).await;
-    summary
+    let limits = limits(shard);
+    let handle = handle.clone();
+    let work = async move {
+        let now = crate::time::now_ms();
+        let mut summary = retention(&handle, now).await;
+        summary.records_removed = clean(limits, &handle, now, true).await;
+        summary
+    };
+    match glommio::spawn_local_into(work, queue()) {
+        Ok(task) => task.await,
+        Err(e) => {
+            tracing::error!(error = %e, "could not run log maintenance");
+            MaintenanceSummary::default()
+        }
+    }
 }

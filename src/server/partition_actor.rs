@@ -161,7 +161,7 @@ async fn run_job(log: &mut PartitionLog, job: Job) {
             let _ = reply.try_send(log.apply_retention(now_ms).await);
         }
         Job::RemoveDueFiles { now_ms, reply } => {
-            let _ = reply.try_send(log.remove_due_files(now_ms));
+            let _ = reply.try_send(log.remove_due_files(now_ms).await);
         }
         Job::PlanCleaning {
             now_ms,
