@@ -146,6 +146,7 @@ fn a_compacted_topic_keeps_the_latest_value_per_key_and_drops_tombstones() {
     let tmp = tempfile::tempdir().unwrap();
     let server = ServerProc::start(&tmp.path().join("data"), 2, &fast_maintenance());
     let addr = server.addr();
+    let log = server.log_path();
     client(move || async move {
         let mut c = Client::connect(&addr).await.unwrap();
         let config = pairs(&[
@@ -201,7 +202,12 @@ fn a_compacted_topic_keeps_the_latest_value_per_key_and_drops_tombstones() {
             values == expect
         })
         .await;
-        assert!(compacted, "{:?}", read_records(&mut c, "state", 0).await);
+        assert!(
+            compacted,
+            "{:?}\n{}",
+            read_records(&mut c, "state", 0).await,
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
         // The tombstones survive delete.retention.ms after the cleaning that saw them, then
         // a later cleaning drops them (RunLogMaintenance forces a pass).
         glommio::timer::sleep(Duration::from_millis(600)).await;

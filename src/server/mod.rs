@@ -47,6 +47,8 @@ pub struct ServerHandle {
     pub previous_shutdown_was_clean: bool,
     /// The data directory is ours while this is held (released when the handle goes).
     _lock: data_dir::DataDirLock,
+    /// Keeps the mesh builder's shared state alive for the server's life (see `start`).
+    _mesh: MeshBuilder<MeshMsg, Full>,
 }
 
 impl ServerHandle {
@@ -103,6 +105,13 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     let shutdown = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, String>>();
     let mesh: MeshBuilder<MeshMsg, Full> = MeshBuilder::full(config.shards, MESH_CAPACITY);
+    // glommio's MeshBuilder keeps its peer list in an `Rc`: cloning it on the executor
+    // threads (at once) races on the count and freed it under a joining shard (SIGSEGV in
+    // about one start in fifteen). Every clone is made here, on this thread, one per shard;
+    // each shard takes its own, and the original lives as long as the server.
+    let meshes = Arc::new(std::sync::Mutex::new(
+        (0..config.shards).map(|_| mesh.clone()).collect::<Vec<_>>(),
+    ));
     let config = Arc::new(config);
     let data_dir = config.data_dir.clone();
     let n = config.shards;
@@ -115,7 +124,11 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
             .name("shardlog-shard")
             .on_all_shards(move || {
                 let config = config.clone();
-                let mesh = mesh.clone();
+                let mesh = meshes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .pop()
+                    .expect("one mesh builder per shard");
                 let shutdown = shutdown.clone();
                 let ready = ready_tx.clone();
                 async move {
@@ -130,6 +143,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
         data_dir,
         previous_shutdown_was_clean,
         _lock: lock,
+        _mesh: mesh,
     };
     for _ in 0..n {
         match ready_rx.recv() {

@@ -152,6 +152,10 @@ impl ServerProc {
         }
     }
 
+    pub fn log_path(&self) -> std::path::PathBuf {
+        self.log.clone()
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
