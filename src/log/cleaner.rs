@@ -202,6 +202,7 @@ impl PartitionLog {
             || (dirty_bytes > 0 && ratio > self.config.min_cleanable_dirty_ratio)
             || overdue
             || tombstones_expired;
+        tracing::debug!(dir = %self.dir.display(), first_dirty, dirty_bytes, clean_bytes, ratio, overdue, tombstones_expired, force, cleanable = cleanable.len(), "cleaning check");
         if !due || cleanable.is_empty() {
             return Ok(None);
         }
