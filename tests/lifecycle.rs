@@ -288,7 +288,7 @@ fn model_after_cleaning(all: &[Row], clean_end: i64, tombstones_expired: bool) -
 }
 
 #[test]
-fn random_compaction_matches_the_model_with_a_tiny_key_map() {
+fn random_compaction_and_delete_records_match_the_model_with_a_tiny_key_map() {
     for seed in 0..4u64 {
         run(move |dir| async move {
             let mut rng = fastrand::Rng::with_seed(seed);
@@ -306,6 +306,21 @@ fn random_compaction_matches_the_model_with_a_tiny_key_map() {
                 log.append(&keyed(&key, value.as_deref(), now - HOUR + i))
                     .await
                     .unwrap();
+                if rng.u8(..) % 80 == 0 {
+                    // DeleteRecords then a retention pass: the model loses everything below.
+                    log.flush().await.unwrap();
+                    let before = all_records(&mut log).await;
+                    let start = rng.i64(log.log_start_offset()..=log.log_end_offset());
+                    log.delete_records_before(start).await.unwrap();
+                    log.apply_retention(now).await.unwrap();
+                    let model: Vec<Row> = before.into_iter().filter(|r| r.0 >= start).collect();
+                    assert_eq!(
+                        all_records(&mut log).await,
+                        model,
+                        "seed {seed}: start {start}"
+                    );
+                    assert!(log.segments()[0].base_offset() <= start);
+                }
                 if rng.u8(..) % 50 == 0 {
                     log.flush().await.unwrap();
                     let limits = CleanerLimits {
