@@ -241,7 +241,10 @@ fn latency_with_and_without_cleaner(dir: PathBuf, dirty: u64, cleaner_rate: u64)
             let done = Rc::new(std::cell::Cell::new(false));
             let flag = done.clone();
             let cleaner = glommio::spawn_local(async move {
-                let mut admin = Client::connect(&addr).await.unwrap();
+                // RunLogMaintenance replies when the cleaning is done: paced, that takes a while.
+                let mut admin = Client::connect_with_timeout(&addr, Duration::from_secs(600))
+                    .await
+                    .unwrap();
                 let t = Instant::now();
                 let r = admin.run_log_maintenance("state").await.unwrap();
                 flag.set(true);

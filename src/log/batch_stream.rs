@@ -25,10 +25,10 @@ pub const FULL_SPEED: ReadPace = ReadPace {
     ahead: 4,
 };
 
-/// Background work (the cleaner): one 128 KiB read at a time, so foreground I/O on the
+/// Background work (the cleaner): one 64 KiB read at a time, so foreground I/O on the
 /// same device never queues behind much of it.
 pub const BACKGROUND: ReadPace = ReadPace {
-    chunk: 128 << 10,
+    chunk: 64 << 10,
     ahead: 1,
 };
 
