@@ -139,6 +139,17 @@ enum Command {
         /// kcat's -Z: print a null key or value as NULL (default: nothing).
         #[arg(short = 'Z', long)]
         print_null: bool,
+        /// End each partition's window at its first record with timestamp >= --to-time
+        /// (kcat's rule; late records after it are missed).
+        #[arg(long)]
+        stop_at_first: bool,
+        /// Exact windows: wait for records up to this much later than --to-time.
+        #[arg(long, default_value_t = 3_600_000)]
+        max_lateness_ms: i64,
+        /// Exact windows: a partition ends after this many records in a row at or past
+        /// --to-time + --max-lateness-ms (an isolated future-dated record does not end it).
+        #[arg(long, default_value_t = 1000)]
+        settle_records: u64,
     },
     /// Offsets by time per partition, as Kafka's GetOffsetShell.
     GetOffsets {
@@ -374,6 +385,9 @@ fn main() -> ExitCode {
             format,
             follow,
             print_null,
+            stop_at_first,
+            max_lateness_ms,
+            settle_records,
         } => {
             let args = tools::consume::ConsumeArgs {
                 bootstrap,
@@ -387,11 +401,17 @@ fn main() -> ExitCode {
                 format,
                 follow,
                 print_null,
+                stop_at_first,
+                max_lateness_ms,
+                settle_records,
             };
             run_tool(async move {
                 let stdout = std::io::stdout();
                 let mut out = std::io::BufWriter::new(stdout.lock());
-                tools::consume::run(args, &mut out).await.map(|_| ())
+                let summary = tools::consume::run(args, &mut out).await?;
+                drop(out);
+                eprint!("{summary}");
+                Ok(())
             })
         }
         Command::GetOffsets {

@@ -143,6 +143,9 @@ fn get_offsets_and_time_windows_match_brute_force() {
                     format: "%p %o %T %s\\n".into(),
                     follow: false,
                     print_null: false,
+                    stop_at_first: true,
+                    max_lateness_ms: 0,
+                    settle_records: 1,
                 },
                 &mut out,
             )
@@ -259,12 +262,12 @@ fn get_offsets_and_time_windows_match_brute_force() {
         "--format",
         "%o:%s\\n",
     ]);
-    let want: String = brute_window(&sent[&1], t, BASE + 60 * 60_000)
+    // The binary's default window is exact: every record with t <= timestamp < to, late
+    // ones included (the kcat rule above is `--stop-at-first`).
+    let want: String = sent[&1]
         .iter()
-        .map(|l| {
-            let parts: Vec<&str> = l.split(' ').collect();
-            format!("{}:{}\n", parts[0], parts[2])
-        })
+        .filter(|r| (t..BASE + 60 * 60_000).contains(&r.ts))
+        .map(|r| format!("{}:{}\n", r.offset, r.value))
         .collect();
     assert_eq!(one, want);
     let limited = run(&[

@@ -1,12 +1,14 @@
 //! `shardlog consume`: prints records with kcat's format tokens. With `--from-time` /
-//! `--to-time` it prints a time window without scanning the topic: each partition starts at
-//! its first record with timestamp >= from (ListOffsets) and stops before the first record
-//! (in offset order, after the start) with timestamp >= to.
+//! `--to-time` it prints exactly the records with from <= timestamp < to: each partition
+//! starts at its first record with timestamp >= from (ListOffsets, no scan) and reads on
+//! while window records can still follow (`time_window.rs`); `--stop-at-first` keeps kcat's
+//! rule. A summary goes to stderr.
 
 use std::io::Write;
 use std::time::Duration;
 
 use super::time_arg::parse_time;
+use super::time_window::{ConsumeSummary, PartitionWindow, Verdict, WindowRule};
 use crate::format::batch::{decode_records, split_batches};
 use crate::format::Record;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
@@ -26,6 +28,12 @@ pub struct ConsumeArgs {
     pub follow: bool,
     /// kcat's -Z: print a null key or value as `NULL` (otherwise as nothing).
     pub print_null: bool,
+    /// kcat's end of a window: the first record with timestamp >= to-time.
+    pub stop_at_first: bool,
+    /// Window end: how late a record may be and still be waited for.
+    pub max_lateness_ms: i64,
+    /// Window end: consecutive records past to-time + max-lateness that end it.
+    pub settle_records: u64,
 }
 
 const FETCH_BYTES: i32 = 1 << 20;
@@ -80,9 +88,11 @@ struct Cursor {
     /// Stop before this offset (log end at start), unless following.
     end: i64,
     done: bool,
+    window: PartitionWindow,
 }
 
-pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<u64, String> {
+/// Prints the records; returns the summary for stderr.
+pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummary, String> {
     let from = args.from_time.as_deref().map(parse_time).transpose()?;
     let to = args.to_time.as_deref().map(parse_time).transpose()?;
     if let (Some(f), Some(t)) = (from, to) {
@@ -112,6 +122,17 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<u64, String> 
         None => meta.partitions.iter().map(|p| p.partition).collect(),
     };
     let topic = args.topic.as_str();
+    if args.settle_records == 0 || args.max_lateness_ms < 0 {
+        return Err("--settle-records must be at least 1 and --max-lateness-ms at least 0".into());
+    }
+    let rule = WindowRule {
+        from,
+        to,
+        stop_at_first: args.stop_at_first,
+        max_lateness_ms: args.max_lateness_ms,
+        settle: args.settle_records,
+    };
+    let mut summary = ConsumeSummary::default();
     let mut cursors = Vec::new();
     for p in partitions {
         let end = client
@@ -127,7 +148,10 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<u64, String> 
             {
                 Some((o, _)) => o,
                 None if args.follow => end,
-                None => continue, // nothing at or after `from` in this partition
+                None => {
+                    summary.empty.push(p);
+                    continue;
+                }
             }
         } else {
             match start_offset {
@@ -145,16 +169,23 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<u64, String> 
             next,
             end,
             done: false,
+            window: PartitionWindow::new(p),
         });
     }
 
-    let mut printed = 0u64;
     let limit = args.max_records.unwrap_or(u64::MAX);
+    let mut printed = 0u64;
+    let finish = |cursors: Vec<Cursor>, mut summary: ConsumeSummary| {
+        summary.partitions = cursors.into_iter().map(|c| c.window).collect();
+        summary.printed = summary.partitions.iter().map(|p| p.printed).sum();
+        summary
+    };
     loop {
         let mut progressed = false;
         for c in cursors.iter_mut().filter(|c| !c.done) {
             if !args.follow && c.next >= c.end {
                 c.done = true;
+                c.window.ended(c.next, "end of the log");
                 continue;
             }
             let f = client
@@ -172,11 +203,16 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<u64, String> 
                 for r in records.iter().filter(|r| r.offset >= c.next) {
                     if !args.follow && r.offset >= c.end {
                         c.done = true;
+                        c.window.ended(r.offset, "end of the log");
                         break 'batches;
                     }
-                    if to.is_some_and(|t| r.timestamp >= t) {
-                        c.done = true;
-                        break 'batches;
+                    match c.window.judge(&rule, r.offset, r.timestamp) {
+                        Verdict::Skip => continue,
+                        Verdict::Stop => {
+                            c.done = true;
+                            break 'batches;
+                        }
+                        Verdict::Print => {}
                     }
                     let null: &[u8] = if args.print_null { b"NULL" } else { b"" };
                     out.write_all(&format_record(&args.format, topic, c.partition, r, null))
@@ -184,7 +220,7 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<u64, String> 
                     printed += 1;
                     if printed >= limit {
                         out.flush().map_err(|e| e.to_string())?;
-                        return Ok(printed);
+                        return Ok(finish(cursors, summary));
                     }
                 }
                 c.next = c.next.max(h.last_offset() + 1);
@@ -202,5 +238,5 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<u64, String> 
         }
     }
     out.flush().map_err(|e| e.to_string())?;
-    Ok(printed)
+    Ok(finish(cursors, summary))
 }

@@ -10,6 +10,7 @@ pub mod log_dirs;
 pub mod partitioner;
 pub mod produce;
 pub mod time_arg;
+pub mod time_window;
 pub mod topics;
 
 use crate::client::{Client, ClientError};
