@@ -44,7 +44,13 @@ enum Command {
     /// Create, list, describe, delete or alter topics; roll segments; run maintenance.
     Topics {
         action: tools::topics::TopicsAction,
-        #[arg(long, default_value = "127.0.0.1:7411")]
+        /// Server address (Kafka's --bootstrap-server, kcat's -b).
+        #[arg(
+            long,
+            short = 'b',
+            visible_alias = "bootstrap-server",
+            default_value = "127.0.0.1:7411"
+        )]
         bootstrap: String,
         #[arg(long)]
         topic: Option<String>,
@@ -62,7 +68,13 @@ enum Command {
     },
     /// Kafka's kafka-delete-records: records below an offset are no longer served.
     DeleteRecords {
-        #[arg(long, default_value = "127.0.0.1:7411")]
+        /// Server address (Kafka's --bootstrap-server, kcat's -b).
+        #[arg(
+            long,
+            short = 'b',
+            visible_alias = "bootstrap-server",
+            default_value = "127.0.0.1:7411"
+        )]
         bootstrap: String,
         #[arg(long, required_unless_present = "offset_json_file")]
         topic: Option<String>,
@@ -81,7 +93,13 @@ enum Command {
     },
     /// Sizes and offsets of every partition as JSON, like kafka-log-dirs --describe.
     LogDirs {
-        #[arg(long, default_value = "127.0.0.1:7411")]
+        /// Server address (Kafka's --bootstrap-server, kcat's -b).
+        #[arg(
+            long,
+            short = 'b',
+            visible_alias = "bootstrap-server",
+            default_value = "127.0.0.1:7411"
+        )]
         bootstrap: String,
         /// Comma-separated topics [default: all].
         #[arg(long, value_delimiter = ',')]
@@ -89,7 +107,13 @@ enum Command {
     },
     /// Produce one record per stdin line.
     Produce {
-        #[arg(long, default_value = "127.0.0.1:7411")]
+        /// Server address (Kafka's --bootstrap-server, kcat's -b).
+        #[arg(
+            long,
+            short = 'b',
+            visible_alias = "bootstrap-server",
+            default_value = "127.0.0.1:7411"
+        )]
         bootstrap: String,
         #[arg(long)]
         topic: String,
@@ -113,7 +137,13 @@ enum Command {
     },
     /// Print records (kcat format tokens), optionally only a time window.
     Consume {
-        #[arg(long, default_value = "127.0.0.1:7411")]
+        /// Server address (Kafka's --bootstrap-server, kcat's -b).
+        #[arg(
+            long,
+            short = 'b',
+            visible_alias = "bootstrap-server",
+            default_value = "127.0.0.1:7411"
+        )]
         bootstrap: String,
         #[arg(long)]
         topic: String,
@@ -153,7 +183,13 @@ enum Command {
     },
     /// Offsets by time per partition, as Kafka's GetOffsetShell.
     GetOffsets {
-        #[arg(long, default_value = "127.0.0.1:7411")]
+        /// Server address (Kafka's --bootstrap-server, kcat's -b).
+        #[arg(
+            long,
+            short = 'b',
+            visible_alias = "bootstrap-server",
+            default_value = "127.0.0.1:7411"
+        )]
         bootstrap: String,
         #[arg(long)]
         topic: String,
@@ -194,7 +230,13 @@ enum Command {
 enum CrashCheckAction {
     /// Produce with acks=all, appending `partition offset crc32c` per acknowledged record.
     Produce {
-        #[arg(long, default_value = "127.0.0.1:7411")]
+        /// Server address (Kafka's --bootstrap-server, kcat's -b).
+        #[arg(
+            long,
+            short = 'b',
+            visible_alias = "bootstrap-server",
+            default_value = "127.0.0.1:7411"
+        )]
         bootstrap: String,
         #[arg(long)]
         topic: String,
@@ -209,7 +251,13 @@ enum CrashCheckAction {
     },
     /// Check every acknowledged record against the log.
     Verify {
-        #[arg(long, default_value = "127.0.0.1:7411")]
+        /// Server address (Kafka's --bootstrap-server, kcat's -b).
+        #[arg(
+            long,
+            short = 'b',
+            visible_alias = "bootstrap-server",
+            default_value = "127.0.0.1:7411"
+        )]
         bootstrap: String,
         #[arg(long)]
         topic: String,
@@ -219,12 +267,17 @@ enum CrashCheckAction {
 }
 
 /// Runs a tool's future on a small unpinned glommio executor.
-fn run_tool<T>(f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
-    glommio::LocalExecutorBuilder::default()
+fn run_tool(f: impl std::future::Future<Output = Result<(), String>>) -> Result<(), String> {
+    let result = glommio::LocalExecutorBuilder::default()
         .io_memory(1 << 20)
         .make()
         .map_err(|e| format!("starting executor: {e}"))?
-        .run(f)
+        .run(f);
+    match result {
+        // The reader went away (`| head`): end quietly, as Unix tools do.
+        Err(e) if e.to_lowercase().contains("broken pipe") => Ok(()),
+        other => other,
+    }
 }
 
 fn serve(

@@ -141,4 +141,24 @@ fn windows_are_exact_under_late_and_future_dated_records() {
     let (none, err) = consume(&addr, BASE - 10 * DAY, BASE - 9 * DAY, &[]);
     assert!(none.is_empty());
     assert!(err.contains("Processed a total of 0 messages"), "{err}");
+    // A reader that goes away (`| head`) ends the tool quietly with status 0; -b and
+    // --bootstrap-server are accepted as Kafka's tools and kcat spell them.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["consume", "-b", &addr, "--topic", "orders"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["topics", "list", "--bootstrap-server", &addr])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&listed.stdout), "orders\n");
 }
