@@ -85,6 +85,11 @@ pub struct LogConfig {
     /// file.delete.delay.ms: time between renaming a deleted segment to `.deleted` and
     /// removing its files.
     pub file_delete_delay_ms: i64,
+    /// message.timestamp.before.max.ms: how far in the past (server clock) a CreateTime
+    /// record's timestamp may be.
+    pub timestamp_before_max_ms: i64,
+    /// message.timestamp.after.max.ms: how far in the future a CreateTime timestamp may be.
+    pub timestamp_after_max_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -104,6 +109,8 @@ impl Default for LogConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             file_delete_delay_ms: 60_000,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: i64::MAX,
         }
     }
 }
@@ -168,7 +175,24 @@ pub const TOPIC_KEYS: &[TopicKey] = &[
     numeric_key!("min.compaction.lag.ms", min_compaction_lag_ms),
     numeric_key!("max.compaction.lag.ms", max_compaction_lag_ms),
     numeric_key!("file.delete.delay.ms", file_delete_delay_ms),
+    numeric_key!("message.timestamp.before.max.ms", timestamp_before_max_ms),
+    numeric_key!("message.timestamp.after.max.ms", timestamp_after_max_ms),
 ];
+
+/// Kafka's older name, before 3.6: one bound for both directions.
+pub const TIMESTAMP_DIFFERENCE_ALIAS: &str = "message.timestamp.difference.max.ms";
+
+/// The keys a topic-level name stands for: itself, or both bounds for the older alias.
+pub fn canonical_keys(name: &str) -> Vec<&str> {
+    if name == TIMESTAMP_DIFFERENCE_ALIAS {
+        vec![
+            "message.timestamp.before.max.ms",
+            "message.timestamp.after.max.ms",
+        ]
+    } else {
+        vec![name]
+    }
+}
 
 fn invalid(key: &str, reason: impl Into<String>) -> Error {
     Error::InvalidConfig {
@@ -198,6 +222,26 @@ impl LogConfig {
             .iter()
             .map(|k| (k.name.to_string(), (k.get)(self)))
             .collect()
+    }
+
+    /// Refuses a CreateTime batch whose records' timestamps (smallest and largest) lie
+    /// outside [now - before.max, now + after.max], with Kafka's message.
+    pub fn check_timestamps(&self, min_ts: i64, max_ts: i64, now: i64) -> Result<()> {
+        if self.timestamp_type != TimestampType::CreateTime || max_ts < 0 {
+            return Ok(());
+        }
+        let earliest = now.saturating_sub(self.timestamp_before_max_ms);
+        let latest = now.saturating_add(self.timestamp_after_max_ms);
+        for ts in [min_ts, max_ts] {
+            if ts < earliest || ts > latest {
+                return Err(Error::TimestampOutOfRange {
+                    timestamp: ts,
+                    earliest,
+                    latest,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Checks every bound. Positions in the index are 32-bit, so a segment cannot exceed
@@ -234,6 +278,14 @@ impl LogConfig {
             }
         }
         for (key, v) in [
+            (
+                "message.timestamp.before.max.ms",
+                self.timestamp_before_max_ms,
+            ),
+            (
+                "message.timestamp.after.max.ms",
+                self.timestamp_after_max_ms,
+            ),
             ("delete.retention.ms", self.delete_retention_ms),
             ("min.compaction.lag.ms", self.min_compaction_lag_ms),
             ("max.compaction.lag.ms", self.max_compaction_lag_ms),

@@ -48,6 +48,12 @@ pub enum Error {
     InvalidTimestamp(i64),
     #[error("Compacted topic cannot accept message without key (record {record} of the batch at byte {at} of the request)")]
     CompactedTopicNullKey { at: usize, record: usize },
+    #[error("Timestamp {timestamp} of message is out of range. The timestamp should be within [{earliest}, {latest}] (message.timestamp.before.max.ms / message.timestamp.after.max.ms)")]
+    TimestampOutOfRange {
+        timestamp: i64,
+        earliest: i64,
+        latest: i64,
+    },
     #[error("batch base offset {base_offset} is below the log end offset {log_end}")]
     NonMonotonicOffset { base_offset: i64, log_end: i64 },
 }

@@ -162,3 +162,61 @@ fn windows_are_exact_under_late_and_future_dated_records() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&listed.stdout), "orders\n");
 }
+
+/// Kafka's guard rails against producers with wrong clocks: records too far in the past or
+/// future of the server's clock are refused with Kafka's message, nothing written; the
+/// older `message.timestamp.difference.max.ms` sets both bounds.
+#[test]
+fn timestamps_too_far_from_the_server_clock_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 1, &[]);
+    let addr = server.addr();
+    client(move || async move {
+        let mut c = Client::connect(&addr).await.unwrap();
+        let hour = 60 * MIN;
+        let config = vec![(
+            "message.timestamp.difference.max.ms".to_string(),
+            hour.to_string(),
+        )];
+        c.create_topic("guarded", 1, config).await.unwrap();
+        let record = |ts: i64| {
+            Bytes::from(
+                BatchBuilder::new(128)
+                    .record(RecordSpec::new(Some(b"k"), Some(b"v")).timestamp(ts))
+                    .build(),
+            )
+        };
+        let now = shardlog::time::now_ms();
+        for bad in [now - 2 * hour, now + DAY] {
+            let e = c
+                .produce("guarded", 0, ACKS_ALL, record(bad))
+                .await
+                .unwrap_err();
+            assert_eq!(
+                e.code(),
+                Some(shardlog::protocol::ErrorCode::InvalidTimestamp),
+                "{e}"
+            );
+            assert!(
+                e.to_string()
+                    .contains(&format!("Timestamp {bad} of message is out of range")),
+                "{e}"
+            );
+        }
+        c.produce("guarded", 0, ACKS_ALL, record(now))
+            .await
+            .unwrap();
+        assert_eq!(
+            c.list_offsets("guarded", 0, -1).await.unwrap().unwrap().0,
+            1
+        );
+        let logs = c.describe_logs(Some(vec!["guarded".into()])).await.unwrap();
+        assert_eq!(
+            logs[0].overrides,
+            vec![
+                "message.timestamp.after.max.ms",
+                "message.timestamp.before.max.ms"
+            ]
+        );
+    });
+}

@@ -216,6 +216,8 @@ pub fn check_framing_and_crc(batch: &[u8]) -> Result<BatchHeader, BatchError> {
 pub struct RecordsSummary {
     /// Largest record timestamp (-1 when there are no records).
     pub max_record_timestamp: i64,
+    /// Smallest record timestamp (i64::MAX when there are no records).
+    pub min_record_timestamp: i64,
     /// Largest offsetDelta seen (-1 when there are no records).
     pub max_offset_delta: i64,
     /// First record whose offsetDelta is not its index (deltas must be 0, 1, 2, ...).
@@ -236,6 +238,7 @@ pub fn validate(batch: &[u8]) -> Result<(BatchHeader, RecordsSummary), BatchErro
     }
     let mut summary = RecordsSummary {
         max_record_timestamp: -1,
+        min_record_timestamp: i64::MAX,
         max_offset_delta: -1,
         first_gap: None,
         first_null_key: None,
@@ -245,6 +248,7 @@ pub fn validate(batch: &[u8]) -> Result<(BatchHeader, RecordsSummary), BatchErro
         let r = record?;
         let delta = r.offset - h.base_offset;
         summary.max_record_timestamp = summary.max_record_timestamp.max(r.timestamp);
+        summary.min_record_timestamp = summary.min_record_timestamp.min(r.timestamp);
         summary.max_offset_delta = summary.max_offset_delta.max(delta);
         if r.key.is_none() && summary.first_null_key.is_none() {
             summary.first_null_key = Some(found);

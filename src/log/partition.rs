@@ -303,6 +303,11 @@ impl PartitionLog {
             ) {
                 return Err(Error::CompactedTopicNullKey { at: start, record });
             }
+            self.config.check_timestamps(
+                summary.min_record_timestamp,
+                summary.max_record_timestamp,
+                crate::time::now_ms(),
+            )?;
             out.push(PreparedBatch {
                 start,
                 header,

@@ -100,7 +100,9 @@ impl ErrorCode {
             Error::InvalidConfig { .. } => ErrorCode::InvalidConfig,
             Error::Poisoned { .. } => ErrorCode::PartitionPoisoned,
             Error::NonMonotonicOffset { .. } => ErrorCode::InvalidBatch,
-            Error::InvalidTimestamp(_) => ErrorCode::InvalidTimestamp,
+            Error::InvalidTimestamp(_) | Error::TimestampOutOfRange { .. } => {
+                ErrorCode::InvalidTimestamp
+            }
             Error::CompactedTopicNullKey { .. } => ErrorCode::CompactedTopicNullKey,
         }
     }

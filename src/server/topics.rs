@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::config::LogConfig;
+use crate::config::{canonical_keys, LogConfig};
 use crate::protocol::ErrorCode;
 
 pub const META_DIR: &str = "__shardlog_meta";
@@ -94,12 +94,16 @@ impl TopicConfig {
     pub fn altered(&self, set: &[(String, String)], delete: &[String]) -> Result<Self, AdminError> {
         let mut overrides = self.overrides.clone();
         for k in delete {
-            LogConfig::key(k).map_err(invalid_config)?;
-            overrides.remove(k);
+            for k in canonical_keys(k) {
+                LogConfig::key(k).map_err(invalid_config)?;
+                overrides.remove(k);
+            }
         }
         for (k, v) in set {
-            LogConfig::key(k).map_err(invalid_config)?;
-            overrides.insert(k.clone(), v.trim().to_string());
+            for k in canonical_keys(k) {
+                LogConfig::key(k).map_err(invalid_config)?;
+                overrides.insert(k.to_string(), v.trim().to_string());
+            }
         }
         let mut log = LogConfig::default();
         for (k, v) in &overrides {
