@@ -91,6 +91,32 @@ enum Command {
         #[arg(long, conflicts_with_all = ["topic", "offset"])]
         offset_json_file: Option<PathBuf>,
     },
+    /// Per partition: timestamp type, first/last/min/max, out-of-order, future and pre-2000
+    /// timestamps. Example: shardlog timestamps --topic orders --deep --from-time 2024-03-09T02:00:00Z
+    Timestamps {
+        /// Server address (Kafka's --bootstrap-server, kcat's -b).
+        #[arg(
+            long,
+            short = 'b',
+            visible_alias = "bootstrap-server",
+            default_value = "127.0.0.1:7411"
+        )]
+        bootstrap: String,
+        #[arg(long)]
+        topic: String,
+        /// Only timestamps >= this (ms or ISO-8601; no zone means UTC).
+        #[arg(long)]
+        from_time: Option<String>,
+        /// Only timestamps < this (ms or ISO-8601; no zone means UTC).
+        #[arg(long)]
+        to_time: Option<String>,
+        /// Decode every record (default: one maxTimestamp per batch, from its header).
+        #[arg(long)]
+        deep: bool,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Sizes and offsets of every partition as JSON, like kafka-log-dirs --describe.
     LogDirs {
         /// Server address (Kafka's --bootstrap-server, kcat's -b).
@@ -387,6 +413,27 @@ fn main() -> ExitCode {
                 };
                 tools::delete_records::run(args, &mut std::io::stdout().lock()).await
             })
+        }
+        Command::Timestamps {
+            bootstrap,
+            topic,
+            from_time,
+            to_time,
+            deep,
+            json,
+        } => {
+            let args = tools::timestamps::TimestampsArgs {
+                bootstrap,
+                timeout_ms,
+                topic,
+                from_time,
+                to_time,
+                deep,
+                json,
+            };
+            run_tool(
+                async move { tools::timestamps::run(args, &mut std::io::stdout().lock()).await },
+            )
         }
         Command::LogDirs {
             bootstrap,

@@ -141,6 +141,55 @@ fn windows_are_exact_under_late_and_future_dated_records() {
     let (none, err) = consume(&addr, BASE - 10 * DAY, BASE - 9 * DAY, &[]);
     assert!(none.is_empty());
     assert!(err.contains("Processed a total of 0 messages"), "{err}");
+    // The timestamp checklist (--deep: every record) against brute force.
+    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args([
+            "timestamps",
+            "-b",
+            &addr,
+            "--topic",
+            "orders",
+            "--deep",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["timestampType"], "CreateTime");
+    for (p, recs) in &sent {
+        let ts: Vec<i64> = recs.iter().map(|(_, t)| *t).collect();
+        let (mut running, mut late, mut worst) = (i64::MIN, 0, 0);
+        for &t in &ts {
+            if t < running {
+                late += 1;
+                worst = worst.max(running - t);
+            }
+            running = running.max(t);
+        }
+        let row = &doc["partitions"][*p as usize];
+        assert_eq!(row["records"], ts.len(), "partition {p}");
+        assert_eq!(row["first"], ts[0]);
+        assert_eq!(row["last"], *ts.last().unwrap());
+        assert_eq!(row["min"], *ts.iter().min().unwrap());
+        assert_eq!(row["max"], *ts.iter().max().unwrap());
+        assert_eq!(row["outOfOrder"], late);
+        assert_eq!(row["maxLatenessMs"], worst);
+        assert_eq!(row["before2000"], 0);
+    }
+    let table = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["timestamps", "-b", &addr, "--topic", "orders"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        table.contains("OUT-OF-ORDER") && table.contains("one timestamp per batch"),
+        "{table}"
+    );
     // A reader that goes away (`| head`) ends the tool quietly with status 0; -b and
     // --bootstrap-server are accepted as Kafka's tools and kcat spell them.
     let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))

@@ -11,6 +11,7 @@ pub mod partitioner;
 pub mod produce;
 pub mod time_arg;
 pub mod time_window;
+pub mod timestamps;
 pub mod topics;
 
 use crate::client::{Client, ClientError};

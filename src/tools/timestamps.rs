@@ -1,0 +1,265 @@
+//! `shardlog timestamps`: the troubleshooting checklist for a topic's timestamps, per
+//! partition: timestamp type, first/last/min/max, timestamps out of order (below the running
+//! maximum) and the largest such gap, timestamps in the future of this machine's clock and
+//! by how much, and timestamps before 2000 (seconds written as milliseconds). By default it
+//! reads batch headers only (one maxTimestamp per batch: cheap); `--deep` decodes every
+//! record. `--from-time`/`--to-time` limit it to a window.
+
+use std::io::Write;
+
+use serde_json::json;
+
+use super::time_arg::parse_time;
+use crate::format::batch::{decode_records, split_batches};
+use crate::format::BatchHeader;
+use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+
+/// 2000-01-01T00:00:00Z: a timestamp before it is most likely seconds, not milliseconds.
+const YEAR_2000_MS: i64 = 946_684_800_000;
+const FETCH_BYTES: i32 = 1 << 20;
+
+pub struct TimestampsArgs {
+    pub bootstrap: String,
+    pub timeout_ms: u64,
+    pub topic: String,
+    pub from_time: Option<String>,
+    pub to_time: Option<String>,
+    pub deep: bool,
+    pub json: bool,
+}
+
+/// What one partition's timestamps look like.
+#[derive(Debug, Clone, Default)]
+pub struct TimestampStats {
+    /// Timestamps observed: records (deep) or batches (their maxTimestamp).
+    pub observed: u64,
+    pub records: u64,
+    pub first: Option<i64>,
+    pub last: Option<i64>,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    pub out_of_order: u64,
+    /// Largest (running maximum - timestamp) among those out of order.
+    pub max_lateness_ms: i64,
+    pub future: u64,
+    pub max_ahead_ms: i64,
+    pub before_2000: u64,
+}
+
+impl TimestampStats {
+    pub fn observe(&mut self, ts: i64, now: i64) {
+        self.observed += 1;
+        self.first.get_or_insert(ts);
+        self.last = Some(ts);
+        if let Some(max) = self.max.filter(|&m| ts < m) {
+            self.out_of_order += 1;
+            self.max_lateness_ms = self.max_lateness_ms.max(max - ts);
+        }
+        self.min = Some(self.min.map_or(ts, |m| m.min(ts)));
+        self.max = Some(self.max.map_or(ts, |m| m.max(ts)));
+        if ts > now {
+            self.future += 1;
+            self.max_ahead_ms = self.max_ahead_ms.max(ts - now);
+        }
+        if ts < YEAR_2000_MS {
+            self.before_2000 += 1;
+        }
+    }
+}
+
+fn in_window(ts: i64, from: Option<i64>, to: Option<i64>) -> bool {
+    from.is_none_or(|f| ts >= f) && to.is_none_or(|t| ts < t)
+}
+
+/// Adds one fetched batch to the stats.
+fn observe_batch(
+    stats: &mut TimestampStats,
+    bytes: &[u8],
+    h: &BatchHeader,
+    deep: bool,
+    window: (Option<i64>, Option<i64>),
+    now: i64,
+) -> Result<(), String> {
+    if !deep {
+        if in_window(h.max_timestamp, window.0, window.1) {
+            stats.records += h.records_count.max(0) as u64;
+            stats.observe(h.max_timestamp, now);
+        }
+        return Ok(());
+    }
+    for r in decode_records(bytes, h).map_err(|e| format!("bad record: {e}"))? {
+        if in_window(r.timestamp, window.0, window.1) {
+            stats.records += 1;
+            stats.observe(r.timestamp, now);
+        }
+    }
+    Ok(())
+}
+
+pub async fn run(args: TimestampsArgs, out: &mut dyn Write) -> Result<(), String> {
+    let from = args.from_time.as_deref().map(parse_time).transpose()?;
+    let to = args.to_time.as_deref().map(parse_time).transpose()?;
+    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
+    let meta = super::topic_metadata(&mut client, &args.topic).await?;
+    let ts_type = meta
+        .configs
+        .iter()
+        .find(|(k, _)| k == "message.timestamp.type")
+        .map_or("CreateTime".to_string(), |(_, v)| v.clone());
+    let now = crate::time::now_ms();
+    let topic = args.topic.as_str();
+    let err = |e: crate::client::ClientError| e.to_string();
+    let mut rows = Vec::new();
+    for p in meta.partitions.iter().map(|p| p.partition) {
+        let end = client
+            .list_offsets(topic, p, LATEST_TIMESTAMP)
+            .await
+            .map_err(err)?
+            .map_or(0, |x| x.0);
+        let start = match from {
+            Some(f) => client.list_offsets(topic, p, f).await.map_err(err)?,
+            None => client
+                .list_offsets(topic, p, EARLIEST_TIMESTAMP)
+                .await
+                .map_err(err)?,
+        }
+        .map_or(end, |x| x.0);
+        let mut stats = TimestampStats::default();
+        let mut next = start;
+        while next < end {
+            let f = client
+                .fetch(topic, p, next, FETCH_BYTES)
+                .await
+                .map_err(err)?;
+            if f.records.is_empty() {
+                break;
+            }
+            for (at, h) in split_batches(&f.records).map_err(|e| e.to_string())? {
+                if h.last_offset() >= next && h.base_offset < end {
+                    let bytes = &f.records[at..at + h.size()];
+                    observe_batch(&mut stats, bytes, &h, args.deep, (from, to), now)?;
+                }
+                next = next.max(h.last_offset() + 1);
+            }
+        }
+        rows.push((p, stats));
+    }
+    if args.json {
+        print_json(out, topic, &ts_type, args.deep, &rows, now)
+    } else {
+        print_table(out, &ts_type, args.deep, &rows)
+    }
+    .map_err(|e| e.to_string())
+}
+
+fn opt(v: Option<i64>) -> String {
+    v.map_or("-".into(), |v| v.to_string())
+}
+
+fn print_table(
+    out: &mut dyn Write,
+    ts_type: &str,
+    deep: bool,
+    rows: &[(i32, TimestampStats)],
+) -> std::io::Result<()> {
+    let unit = if deep {
+        "record"
+    } else {
+        "batch (maxTimestamp)"
+    };
+    writeln!(out, "timestamp type: {ts_type}; one timestamp per {unit}")?;
+    if ts_type == "LogAppendTime" {
+        writeln!(
+            out,
+            "LogAppendTime: the server stamped every record on append; the producers' own \
+             times are not stored, so their spread against append time is not available"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "CreateTime: the producers' clocks; the time each batch was appended is not \
+             recorded, so their skew against it is not available (future = ahead of this \
+             machine's clock)"
+        )?;
+    }
+    writeln!(
+        out,
+        "{:<9} {:>8} {:>14} {:>14} {:>14} {:>14} {:>12} {:>14} {:>8} {:>14} {:>9}",
+        "PARTITION",
+        "RECORDS",
+        "FIRST",
+        "LAST",
+        "MIN",
+        "MAX",
+        "OUT-OF-ORDER",
+        "MAX-LATE-MS",
+        "FUTURE",
+        "MAX-AHEAD-MS",
+        "PRE-2000"
+    )?;
+    for (p, s) in rows {
+        writeln!(
+            out,
+            "{p:<9} {:>8} {:>14} {:>14} {:>14} {:>14} {:>12} {:>14} {:>8} {:>14} {:>9}",
+            s.records,
+            opt(s.first),
+            opt(s.last),
+            opt(s.min),
+            opt(s.max),
+            s.out_of_order,
+            s.max_lateness_ms,
+            s.future,
+            s.max_ahead_ms,
+            s.before_2000
+        )?;
+    }
+    Ok(())
+}
+
+fn print_json(
+    out: &mut dyn Write,
+    topic: &str,
+    ts_type: &str,
+    deep: bool,
+    rows: &[(i32, TimestampStats)],
+    now: i64,
+) -> std::io::Result<()> {
+    let partitions: Vec<_> = rows
+        .iter()
+        .map(|(p, s)| {
+            json!({
+                "partition": p, "records": s.records, "observed": s.observed,
+                "first": s.first, "last": s.last, "min": s.min, "max": s.max,
+                "outOfOrder": s.out_of_order, "maxLatenessMs": s.max_lateness_ms,
+                "future": s.future, "maxAheadMs": s.max_ahead_ms, "before2000": s.before_2000,
+            })
+        })
+        .collect();
+    let doc = json!({
+        "topic": topic, "timestampType": ts_type,
+        "unit": if deep { "record" } else { "batch" },
+        "clockMs": now, "partitions": partitions,
+    });
+    writeln!(out, "{doc}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checklist_counts_what_brute_force_counts() {
+        let now = 2_000_000_000_000;
+        let mut s = TimestampStats::default();
+        for ts in [100_000, now - 10, now - 50, now + 5_000, now - 20, 5] {
+            s.observe(ts, now);
+        }
+        assert_eq!((s.first, s.last), (Some(100_000), Some(5)));
+        assert_eq!((s.min, s.max), (Some(5), Some(now + 5_000)));
+        // now-50 (below now-10), now-20 and 5 (below now+5000).
+        assert_eq!(s.out_of_order, 3);
+        assert_eq!(s.max_lateness_ms, now + 5_000 - 5);
+        assert_eq!((s.future, s.max_ahead_ms), (1, 5_000));
+        assert_eq!(s.before_2000, 2);
+    }
+}
