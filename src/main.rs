@@ -178,15 +178,16 @@ enum Command {
         /// N, earliest or latest.
         #[arg(long, default_value = "earliest")]
         offset: String,
-        /// Start at each partition's first record with timestamp >= this (ms or ISO-8601).
+        /// Start at each partition's first record with timestamp >= this (ms or ISO-8601;
+        /// no zone means UTC).
         #[arg(long)]
         from_time: Option<String>,
-        /// Stop before the first record with timestamp >= this (ms or ISO-8601).
+        /// Print only records with timestamp < this (ms or ISO-8601; no zone means UTC).
         #[arg(long)]
         to_time: Option<String>,
         #[arg(long)]
         max_records: Option<u64>,
-        /// kcat tokens: %t %p %o %T %k %s \n \t.
+        /// kcat tokens: %t %p %o %T %k %s %K %S (lengths, -1 null) %R \n \t.
         #[arg(long, default_value = "%s\\n")]
         format: String,
         /// Keep waiting for new records instead of exiting at the end of the log.
@@ -222,7 +223,7 @@ enum Command {
         /// Comma-separated partitions [default: all].
         #[arg(long, value_delimiter = ',')]
         partitions: Option<Vec<i32>>,
-        /// ms, ISO-8601, earliest/-2, latest/-1 or max-timestamp/-3.
+        /// ms, ISO-8601 (no zone means UTC), earliest/-2, latest/-1 or max-timestamp/-3.
         #[arg(long, default_value = "latest", allow_hyphen_values = true)]
         time: String,
         /// Append the found record's timestamp.

@@ -190,6 +190,40 @@ fn windows_are_exact_under_late_and_future_dated_records() {
         table.contains("OUT-OF-ORDER") && table.contains("one timestamp per batch"),
         "{table}"
     );
+    // A time given in seconds is flagged; --max-records 0 prints nothing; kcat's lengths.
+    let (got, err) = consume(&addr, BASE / 1000, BASE + 5 * MIN, &[]);
+    assert!(
+        err.contains("looks like seconds, not milliseconds"),
+        "{err}"
+    );
+    assert!(!got.is_empty());
+    let none = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args([
+            "consume",
+            "-b",
+            &addr,
+            "--topic",
+            "orders",
+            "--max-records",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert!(none.status.success() && none.stdout.is_empty());
+    let lens = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args([
+            "consume",
+            "-b",
+            &addr,
+            "--topic",
+            "orders",
+            "--partition",
+            "0",
+        ])
+        .args(["--max-records", "1", "--format", "%K %S\\n"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&lens.stdout), "1 5\n");
     // A reader that goes away (`| head`) ends the tool quietly with status 0; -b and
     // --bootstrap-server are accepted as Kafka's tools and kcat spell them.
     let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))

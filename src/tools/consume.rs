@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use super::time_arg::parse_time;
+use super::time_arg::parse_time_flag;
 use super::time_window::{ConsumeSummary, PartitionWindow, Verdict, WindowRule};
 use crate::format::batch::{decode_records, split_batches};
 use crate::format::Record;
@@ -39,7 +39,8 @@ pub struct ConsumeArgs {
 const FETCH_BYTES: i32 = 1 << 20;
 
 /// kcat-style format: `%t` topic, `%p` partition, `%o` offset, `%T` timestamp, `%k` key,
-/// `%s` value, `%%` a percent sign, `\n` newline, `\t` tab. A null key or value prints as
+/// `%s` value, `%K` / `%S` key / value length (-1: null), `%R` value length as a big-endian
+/// 32-bit integer (binary), `%%` a percent sign, `\n` newline, `\t` tab. A null key or value prints as
 /// `null` (kcat prints nothing, or `NULL` with -Z).
 pub fn format_record(
     fmt: &str,
@@ -61,6 +62,9 @@ pub fn format_record(
                     'T' => out.extend_from_slice(r.timestamp.to_string().as_bytes()),
                     'k' => out.extend_from_slice(r.key.unwrap_or(null)),
                     's' => out.extend_from_slice(r.value.unwrap_or(null)),
+                    'K' => out.extend_from_slice(nullable_len(r.key).to_string().as_bytes()),
+                    'S' => out.extend_from_slice(nullable_len(r.value).to_string().as_bytes()),
+                    'R' => out.extend_from_slice(&(nullable_len(r.value) as i32).to_be_bytes()),
                     '%' => out.push(b'%'),
                     other => {
                         out.push(b'%');
@@ -82,6 +86,11 @@ pub fn format_record(
     out
 }
 
+/// Length of a key or value, -1 for null (kcat's %K and %S).
+fn nullable_len(field: Option<&[u8]>) -> i64 {
+    field.map_or(-1, |f| f.len() as i64)
+}
+
 struct Cursor {
     partition: i32,
     next: i64,
@@ -93,8 +102,16 @@ struct Cursor {
 
 /// Prints the records; returns the summary for stderr.
 pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummary, String> {
-    let from = args.from_time.as_deref().map(parse_time).transpose()?;
-    let to = args.to_time.as_deref().map(parse_time).transpose()?;
+    let from = args
+        .from_time
+        .as_deref()
+        .map(|t| parse_time_flag("--from-time", t))
+        .transpose()?;
+    let to = args
+        .to_time
+        .as_deref()
+        .map(|t| parse_time_flag("--to-time", t))
+        .transpose()?;
     if let (Some(f), Some(t)) = (from, to) {
         if t <= f {
             return Err(format!("--to-time ({t}) must be after --from-time ({f})"));
@@ -174,6 +191,9 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
     }
 
     let limit = args.max_records.unwrap_or(u64::MAX);
+    if limit == 0 {
+        return Ok(summary);
+    }
     let mut printed = 0u64;
     let finish = |cursors: Vec<Cursor>, mut summary: ConsumeSummary| {
         summary.partitions = cursors.into_iter().map(|c| c.window).collect();

@@ -68,13 +68,56 @@ pub fn parse_offset_target(s: &str) -> Result<i64, String> {
         "earliest" | "-2" => Ok(EARLIEST_TIMESTAMP),
         "latest" | "-1" => Ok(LATEST_TIMESTAMP),
         "max-timestamp" | "-3" => Ok(MAX_TIMESTAMP),
-        other => parse_time(other),
+        other => parse_time_flag("--time", other),
     }
+}
+
+/// 2000-01-01T00:00:00Z in milliseconds, and 2100 in seconds.
+const YEAR_2000_MS: i64 = 946_684_800_000;
+const YEAR_2100_SECS: i64 = 4_102_444_800;
+const DAY_MS: i64 = 86_400_000;
+
+/// Why a time argument is probably not what the user meant: seconds given as
+/// milliseconds, a date before 2000, or more than a day in the future.
+pub fn suspicious(ts: i64, now_ms: i64) -> Option<String> {
+    if (YEAR_2000_MS / 1000..YEAR_2100_SECS).contains(&ts) {
+        return Some(format!(
+            "looks like seconds, not milliseconds (as milliseconds: {ts}000)"
+        ));
+    }
+    if ts < YEAR_2000_MS {
+        return Some("is before the year 2000".into());
+    }
+    if ts > now_ms.saturating_add(DAY_MS) {
+        return Some("is more than a day in the future".into());
+    }
+    None
+}
+
+/// Parses a time flag and warns on stderr when the value looks wrong (the tools are for
+/// people, who mistype seconds for milliseconds).
+pub fn parse_time_flag(flag: &str, raw: &str) -> Result<i64, String> {
+    let ts = parse_time(raw)?;
+    if let Some(why) = suspicious(ts, crate::time::now_ms()) {
+        eprintln!("warning: {flag} {raw} ({ts} ms since the epoch, UTC) {why}");
+    }
+    Ok(ts)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_old_dates_and_far_futures_are_flagged() {
+        let now = 1_764_460_800_000; // 2025-11-30
+        assert!(suspicious(1_709_992_800, now).unwrap().contains("seconds"));
+        assert!(suspicious(86_400_000, now).unwrap().contains("2000"));
+        assert!(suspicious(now + 2 * DAY_MS, now)
+            .unwrap()
+            .contains("future"));
+        assert_eq!(suspicious(now - 3_600_000, now), None);
+    }
 
     #[test]
     fn iso_times_with_every_zone_form() {
