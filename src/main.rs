@@ -175,9 +175,16 @@ enum Command {
         topic: String,
         #[arg(long)]
         partition: Option<i32>,
-        /// N, earliest or latest.
-        #[arg(long, default_value = "earliest")]
-        offset: String,
+        /// kcat's -o: N, -N (N before the end of each partition), s@TIME, beginning or
+        /// earliest, end or latest; e@TIME (given as a second -o) ends at the first record
+        /// with timestamp >= TIME, as --to-time TIME --stop-at-first.
+        #[arg(
+            long,
+            short = 'o',
+            default_value = "earliest",
+            allow_hyphen_values = true
+        )]
+        offset: Vec<String>,
         /// Start at each partition's first record with timestamp >= this (ms or ISO-8601;
         /// no zone means UTC).
         #[arg(long)]
@@ -294,6 +301,28 @@ enum CrashCheckAction {
 }
 
 /// Runs a tool's future on a small unpinned glommio executor.
+/// kcat's `-o` values: one start (N, -N, s@TIME, beginning, end) and at most one e@TIME,
+/// which is `--to-time TIME --stop-at-first`. Returns (start, to-time, stop-at-first).
+fn kcat_offsets(
+    offsets: Vec<String>,
+    to_time: Option<String>,
+    stop_at_first: bool,
+) -> Result<(String, Option<String>, bool), String> {
+    let (ends, starts): (Vec<String>, Vec<String>) =
+        offsets.into_iter().partition(|o| o.starts_with("e@"));
+    let to_time = match (ends.as_slice(), to_time) {
+        ([], t) => t,
+        ([e], None) => Some(e[2..].to_string()),
+        _ => return Err("give at most one e@TIME, and not together with --to-time".into()),
+    };
+    let start = match starts.as_slice() {
+        [] => "earliest".to_string(),
+        [s] => s.clone(),
+        _ => return Err("give one start --offset (and at most one e@TIME)".into()),
+    };
+    Ok((start, to_time, stop_at_first || !ends.is_empty()))
+}
+
 fn run_tool(f: impl std::future::Future<Output = Result<(), String>>) -> Result<(), String> {
     let result = glommio::LocalExecutorBuilder::default()
         .io_memory(1 << 20)
@@ -490,6 +519,14 @@ fn main() -> ExitCode {
             max_lateness_ms,
             settle_records,
         } => {
+            let (offset, to_time, stop_at_first) =
+                match kcat_offsets(offset, to_time, stop_at_first) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        eprintln!("shardlog: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                };
             let args = tools::consume::ConsumeArgs {
                 bootstrap,
                 timeout_ms,

@@ -224,6 +224,51 @@ fn windows_are_exact_under_late_and_future_dated_records() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&lens.stdout), "1 5\n");
+    // kcat's -o forms.
+    let kcat_o = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+            .args([
+                "consume",
+                "-b",
+                &addr,
+                "--topic",
+                "orders",
+                "--partition",
+                "0",
+            ])
+            .args(["--format", "%o\\n"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let offsets: Vec<i64> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        (offsets, String::from_utf8(out.stderr).unwrap())
+    };
+    let n = sent[&0].len() as i64;
+    assert_eq!(kcat_o(&["-o", "-3"]).0, vec![n - 3, n - 2, n - 1]);
+    assert_eq!(
+        kcat_o(&["-o", "beginning", "--max-records", "2"]).0,
+        vec![0, 1]
+    );
+    let (beyond, err) = kcat_o(&["-o", "99999"]);
+    assert!(beyond.is_empty() && err.contains("outside"), "{err}");
+    let (s_at, e_at) = (BASE + 10 * MIN, BASE + 20 * MIN);
+    let (kcat_window, _) = kcat_o(&["-o", &format!("s@{s_at}"), "-o", &format!("e@{e_at}")]);
+    let start = sent[&0].iter().position(|(_, t)| *t >= s_at).unwrap();
+    let want: Vec<i64> = sent[&0][start..]
+        .iter()
+        .take_while(|(_, t)| *t < e_at)
+        .map(|(o, _)| *o)
+        .collect();
+    assert_eq!(kcat_window, want);
     // A reader that goes away (`| head`) ends the tool quietly with status 0; -b and
     // --bootstrap-server are accepted as Kafka's tools and kcat spell them.
     let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))

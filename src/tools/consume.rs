@@ -19,7 +19,8 @@ pub struct ConsumeArgs {
     pub timeout_ms: u64,
     pub topic: String,
     pub partition: Option<i32>,
-    /// A number, `earliest` or `latest`.
+    /// kcat's `-o`: N, -N (N before the end), `s@TIME`, `beginning`/`earliest`,
+    /// `end`/`latest`.
     pub offset: String,
     pub from_time: Option<String>,
     pub to_time: Option<String>,
@@ -86,6 +87,47 @@ pub fn format_record(
     out
 }
 
+/// Where each partition starts (kcat's `-o`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StartAt {
+    Earliest,
+    Latest,
+    Offset(i64),
+    /// `-N`: N records before the end of each partition.
+    FromEnd(i64),
+    /// `s@T`: the first record with timestamp >= T.
+    Time(i64),
+}
+
+fn parse_start(raw: &str) -> Result<StartAt, String> {
+    Ok(match raw.trim() {
+        "earliest" | "beginning" => StartAt::Earliest,
+        "latest" | "end" => StartAt::Latest,
+        s if s.starts_with("s@") => StartAt::Time(parse_time_flag("--offset s@", &s[2..])?),
+        s => match s.parse::<i64>() {
+            Ok(n) if n < 0 => StartAt::FromEnd(-n),
+            Ok(n) => StartAt::Offset(n),
+            Err(_) => {
+                return Err(format!(
+                    "--offset {s:?}: use N, -N (N before the end), s@TIME, beginning/earliest or \
+                     end/latest (e@TIME is --to-time TIME --stop-at-first)"
+                ))
+            }
+        },
+    })
+}
+
+/// An absolute start offset outside the partition is moved inside it, and the user told.
+fn clamp_offset(partition: i32, n: i64, earliest: i64, end: i64) -> i64 {
+    let clamped = n.clamp(earliest, end);
+    if clamped != n {
+        eprintln!(
+            "partition {partition}: offset {n} is outside [{earliest}, {end}]; starting at {clamped}"
+        );
+    }
+    clamped
+}
+
 /// Length of a key or value, -1 for null (kcat's %K and %S).
 fn nullable_len(field: Option<&[u8]>) -> i64 {
     field.map_or(-1, |f| f.len() as i64)
@@ -117,14 +159,7 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
             return Err(format!("--to-time ({t}) must be after --from-time ({f})"));
         }
     }
-    let start_offset =
-        match args.offset.as_str() {
-            "earliest" => None,
-            "latest" => Some(LATEST_TIMESTAMP),
-            n => Some(n.parse::<i64>().ok().filter(|v| *v >= 0).ok_or_else(|| {
-                format!("--offset must be a number, earliest or latest, got {n:?}")
-            })?),
-        };
+    let start_at = parse_start(&args.offset)?;
     let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
     let meta = super::topic_metadata(&mut client, &args.topic).await?;
     let partitions: Vec<i32> = match args.partition {
@@ -171,14 +206,21 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
                 }
             }
         } else {
-            match start_offset {
-                None => client
-                    .list_offsets(topic, p, EARLIEST_TIMESTAMP)
+            let earliest = client
+                .list_offsets(topic, p, EARLIEST_TIMESTAMP)
+                .await
+                .map_err(|e| e.to_string())?
+                .map_or(0, |x| x.0);
+            match start_at {
+                StartAt::Earliest => earliest,
+                StartAt::Latest => end,
+                StartAt::FromEnd(n) => end.saturating_sub(n).max(earliest),
+                StartAt::Time(t) => client
+                    .list_offsets(topic, p, t)
                     .await
                     .map_err(|e| e.to_string())?
-                    .map_or(0, |x| x.0),
-                Some(LATEST_TIMESTAMP) => end,
-                Some(n) => n,
+                    .map_or(end, |x| x.0),
+                StartAt::Offset(n) => clamp_offset(p, n, earliest, end),
             }
         };
         cursors.push(Cursor {
