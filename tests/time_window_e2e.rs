@@ -348,3 +348,58 @@ fn timestamps_too_far_from_the_server_clock_are_refused() {
         );
     });
 }
+
+/// produce takes ISO times in its timestamp column, and a failure says what was
+/// acknowledged before it, so the operator knows where to resume.
+#[test]
+fn produce_reports_how_far_it_got() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 1, &[]);
+    let addr = server.addr();
+    let produce = |input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+            .args(["produce", "-b", &addr, "--topic", "t", "--partition", "0"])
+            .args([
+                "--timestamp-separator",
+                "|",
+                "--batch-records",
+                "1",
+                "--acks",
+                "all",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status.success(), String::from_utf8(out.stderr).unwrap())
+    };
+    let created = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["topics", "create", "-b", &addr, "--topic", "t"])
+        .output()
+        .unwrap();
+    assert!(created.status.success());
+    let (ok, err) = produce("2024-03-09T14:00:00Z|a\n1709992860000|b\nyesterday|c\n");
+    assert!(!ok);
+    assert!(
+        err.contains("2 records were acknowledged (partition 0 up to offset 1)"),
+        "{err}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args([
+            "consume", "-b", &addr, "--topic", "t", "--format", "%T %s\\n",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{BASE} a\n{} b\n", BASE + MIN)
+    );
+}

@@ -52,13 +52,9 @@ fn parse_line(n: usize, line: &str, args: &ProduceArgs) -> Result<Line, String> 
                 .split_once(sep.as_str())
                 .ok_or_else(|| format!("line {n}: no timestamp separator {sep:?} in {line:?}"))?;
             rest = r;
-            ts.trim()
-                .parse::<i64>()
-                .ok()
-                .filter(|t| *t >= 0)
-                .ok_or_else(|| {
-                    format!("line {n}: {ts:?} is not a timestamp in epoch milliseconds")
-                })?
+            super::time_arg::parse_time(ts).map_err(|e| {
+                format!("line {n}: {e} (the timestamp column takes epoch ms or ISO-8601)")
+            })?
         }
         None => crate::time::now_ms(),
     };
@@ -79,26 +75,58 @@ fn parse_line(n: usize, line: &str, args: &ProduceArgs) -> Result<Line, String> 
     })
 }
 
+/// What the server acknowledged so far: a failed run says it, so a resume is safe.
+#[derive(Default)]
+struct Acknowledged {
+    records: u64,
+    last_offsets: std::collections::BTreeMap<i32, i64>,
+}
+
+impl Acknowledged {
+    fn explain(&self, error: String) -> String {
+        let last: Vec<String> = self
+            .last_offsets
+            .iter()
+            .map(|(p, o)| format!("partition {p} up to offset {o}"))
+            .collect();
+        format!(
+            "{error}; {} records were acknowledged ({}); no other line of this run was",
+            self.records,
+            if last.is_empty() {
+                "none".to_string()
+            } else {
+                last.join(", ")
+            }
+        )
+    }
+}
+
 async fn send(
     client: &mut Client,
     topic: &str,
     partition: i32,
     acks: i16,
     lines: &mut Vec<Line>,
+    acked: &mut Acknowledged,
 ) -> Result<(), String> {
     if lines.is_empty() {
         return Ok(());
     }
+    let count = lines.len() as u64;
     let mut b = BatchBuilder::new(MAX_BATCH_BYTES);
     for l in lines.iter() {
         b.push(RecordSpec::new(l.key.as_deref(), l.value.as_deref()).timestamp(l.timestamp));
     }
     let batch = b.build();
     lines.clear();
-    client
+    let reply = client
         .produce(topic, partition, acks, Bytes::from(batch))
         .await
-        .map_err(|e| format!("producing to {topic}-{partition}: {e}"))?;
+        .map_err(|e| acked.explain(format!("producing to {topic}-{partition}: {e}")))?;
+    if let Some((_, last, _)) = reply {
+        acked.records += count;
+        acked.last_offsets.insert(partition, last);
+    }
     Ok(())
 }
 
@@ -120,6 +148,7 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
     let mut pending_bytes = vec![0usize; partitions as usize];
     let mut next_rr = 0u32;
     let mut produced = 0u64;
+    let mut acked = Acknowledged::default();
     let mut buf = String::new();
     let mut n = 0usize;
     loop {
@@ -133,7 +162,7 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
         n += 1;
         let text = buf.strip_suffix('\n').unwrap_or(&buf);
         let text = text.strip_suffix('\r').unwrap_or(text);
-        let line = parse_line(n, text, &args)?;
+        let line = parse_line(n, text, &args).map_err(|e| acked.explain(e))?;
         let p = match (args.partition, &line.key) {
             (Some(p), _) => p as u32,
             (None, Some(k)) => partition_for_key(k, partitions),
@@ -149,12 +178,20 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
         pending[p].push(line);
         produced += 1;
         if pending[p].len() >= args.batch_records.max(1) || pending_bytes[p] >= MAX_BATCH_BYTES {
-            send(&mut client, &args.topic, p as i32, acks, &mut pending[p]).await?;
+            send(
+                &mut client,
+                &args.topic,
+                p as i32,
+                acks,
+                &mut pending[p],
+                &mut acked,
+            )
+            .await?;
             pending_bytes[p] = 0;
         }
     }
     for (p, lines) in pending.iter_mut().enumerate() {
-        send(&mut client, &args.topic, p as i32, acks, lines).await?;
+        send(&mut client, &args.topic, p as i32, acks, lines, &mut acked).await?;
     }
     if acks == ACKS_NONE {
         // acks=0 has no replies; a metadata round trip makes sure the requests were read.
