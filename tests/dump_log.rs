@@ -172,3 +172,28 @@ fn dump_log_refuses_a_fifo_instead_of_hanging() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not a regular file"), "{err}");
 }
+
+#[test]
+fn a_failed_index_sanity_check_exits_non_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    known_partition(tmp.path());
+    let index = tmp
+        .path()
+        .join("orders-0")
+        .join("00000000000000000000.index");
+    // Offsets going backwards: entry (3, 164) then (2, 73).
+    let mut bytes = Vec::new();
+    for (rel, pos) in [(3i32, 164i32), (2, 73)] {
+        bytes.extend_from_slice(&rel.to_be_bytes());
+        bytes.extend_from_slice(&pos.to_be_bytes());
+    }
+    std::fs::write(&index, &bytes).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["dump-log", "--index-sanity-check", "--files"])
+        .arg(&index)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("failed sanity check"), "{err}");
+}

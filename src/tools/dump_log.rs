@@ -35,6 +35,8 @@ struct Findings {
     out_of_order: BTreeMap<String, Vec<(i64, i64)>>,
     shallow_not_found: BTreeMap<String, Vec<(i64, i64)>>,
     non_consecutive: BTreeMap<String, Vec<(i64, i64)>>,
+    /// Index files that failed `--index-sanity-check` (the tool then exits non-zero).
+    failed_sanity: Vec<String>,
 }
 
 fn absolute(p: &Path) -> String {
@@ -73,6 +75,8 @@ fn sibling_log(path: &Path) -> Option<FileWindow> {
 
 /// Runs the tool, writing the dump to `out` and reports to `err`. Returns false when a file
 /// could not be read at all.
+/// Dumps every file; `false` when a file could not be dumped or failed the sanity check
+/// (the tool then exits non-zero, as Kafka's does).
 pub fn run(opts: &DumpOptions, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<bool> {
     let mut findings = Findings::default();
     let mut ok = true;
@@ -109,7 +113,7 @@ pub fn run(opts: &DumpOptions, out: &mut dyn Write, err: &mut dyn Write) -> std:
         }
     }
     print_findings(&findings, err)?;
-    Ok(ok)
+    Ok(ok && findings.failed_sanity.is_empty())
 }
 
 fn print_findings(f: &Findings, err: &mut dyn Write) -> std::io::Result<()> {
@@ -305,12 +309,16 @@ fn read_sibling(path: &Path, suffix: &str) -> Vec<u8> {
 fn report_sanity(
     path: &Path,
     verdict: Result<(), String>,
+    findings: &mut Findings,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> std::io::Result<()> {
     match verdict {
         Ok(()) => writeln!(out, "{} passed sanity check.", path.display()),
-        Err(why) => writeln!(err, "{} failed sanity check: {why}", path.display()),
+        Err(why) => {
+            findings.failed_sanity.push(absolute(path));
+            writeln!(err, "{} failed sanity check: {why}", path.display())
+        }
     }
 }
 
@@ -341,7 +349,7 @@ fn dump_index(
     }
     if sanity_only {
         let verdict = OffsetIndex::decode(base, &bytes, usize::MAX).map(|_| ());
-        return report_sanity(path, verdict, out, err);
+        return report_sanity(path, verdict, findings, out, err);
     }
     let mut log = sibling_log(path);
     for (i, &(offset, position)) in entries.iter().enumerate() {
@@ -376,7 +384,7 @@ fn dump_time_index(
     let base = base_offset_of(path).unwrap_or(0);
     if sanity_only {
         let verdict = TimeIndex::decode(base, &bytes, usize::MAX).map(|_| ());
-        return report_sanity(path, verdict, out, err);
+        return report_sanity(path, verdict, findings, out, err);
     }
     let mut log = sibling_log(path);
     let offsets = raw_offset_entries(&read_sibling(path, INDEX_SUFFIX), base);
