@@ -160,6 +160,9 @@ enum Command {
         /// kcat's -Z: send an empty value as null (a tombstone) and an empty key as no key.
         #[arg(short = 'Z', long)]
         null_empty: bool,
+        /// kcat's -H name=value: a header on every record (repeatable).
+        #[arg(short = 'H', long = "header")]
+        headers: Vec<String>,
     },
     /// Print records (kcat format tokens), optionally only a time window.
     Consume {
@@ -194,7 +197,7 @@ enum Command {
         to_time: Option<String>,
         #[arg(long)]
         max_records: Option<u64>,
-        /// kcat tokens: %t %p %o %T %k %s %K %S (lengths, -1 null) %R \n \t.
+        /// kcat tokens: %t %p %o %T %k %s %h %K %S (lengths, -1 null) %R \n \t.
         #[arg(long, default_value = "%s\\n")]
         format: String,
         /// Keep waiting for new records instead of exiting at the end of the log.
@@ -486,7 +489,19 @@ fn main() -> ExitCode {
             timestamp_separator,
             batch_records,
             null_empty,
+            headers,
         } => {
+            let headers: Result<Vec<_>, String> = headers
+                .iter()
+                .map(|h| tools::produce::parse_header(h))
+                .collect();
+            let headers = match headers {
+                Ok(h) => h,
+                Err(e) => {
+                    eprintln!("shardlog: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             let args = tools::produce::ProduceArgs {
                 bootstrap,
                 timeout_ms,
@@ -495,6 +510,7 @@ fn main() -> ExitCode {
                 acks,
                 key_separator,
                 null_empty,
+                headers,
                 timestamp_separator,
                 batch_records,
             };

@@ -402,4 +402,27 @@ fn produce_reports_how_far_it_got() {
         String::from_utf8_lossy(&out.stdout),
         format!("{BASE} a\n{} b\n", BASE + MIN)
     );
+    // kcat's -H on produce and %h on consume.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["produce", "-b", &addr, "--topic", "t", "--partition", "0"])
+        .args(["-H", "trace=abc", "-H", "env=prod"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"with headers\n")
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["consume", "-b", &addr, "--topic", "t", "-o", "-1"])
+        .args(["--format", "%h|%s\\n"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "trace=abc,env=prod|with headers\n"
+    );
 }

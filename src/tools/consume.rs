@@ -40,7 +40,7 @@ pub struct ConsumeArgs {
 const FETCH_BYTES: i32 = 1 << 20;
 
 /// kcat-style format: `%t` topic, `%p` partition, `%o` offset, `%T` timestamp, `%k` key,
-/// `%s` value, `%K` / `%S` key / value length (-1: null), `%R` value length as a big-endian
+/// `%s` value, `%h` headers (name=value,...), `%K` / `%S` key / value length (-1: null), `%R` value length as a big-endian
 /// 32-bit integer (binary), `%%` a percent sign, `\n` newline, `\t` tab. A null key or value prints as
 /// `null` (kcat prints nothing, or `NULL` with -Z).
 pub fn format_record(
@@ -63,6 +63,7 @@ pub fn format_record(
                     'T' => out.extend_from_slice(r.timestamp.to_string().as_bytes()),
                     'k' => out.extend_from_slice(r.key.unwrap_or(null)),
                     's' => out.extend_from_slice(r.value.unwrap_or(null)),
+                    'h' => out.extend_from_slice(headers_csv(r).as_bytes()),
                     'K' => out.extend_from_slice(nullable_len(r.key).to_string().as_bytes()),
                     'S' => out.extend_from_slice(nullable_len(r.value).to_string().as_bytes()),
                     'R' => out.extend_from_slice(&(nullable_len(r.value) as i32).to_be_bytes()),
@@ -126,6 +127,22 @@ fn clamp_offset(partition: i32, n: i64, earliest: i64, end: i64) -> i64 {
         );
     }
     clamped
+}
+
+/// kcat's %h: the headers as `name=value` separated by commas (a null value prints as the
+/// name alone).
+fn headers_csv(r: &Record<'_>) -> String {
+    r.headers
+        .iter()
+        .map(|h| {
+            let name = String::from_utf8_lossy(h.key);
+            match h.value {
+                Some(v) => format!("{name}={}", String::from_utf8_lossy(v)),
+                None => name.into_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Length of a key or value, -1 for null (kcat's %K and %S).

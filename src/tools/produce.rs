@@ -21,12 +21,22 @@ pub struct ProduceArgs {
     pub key_separator: Option<String>,
     /// kcat's -Z: an empty value is sent as null (a tombstone), an empty key as no key.
     pub null_empty: bool,
+    /// kcat's -H name=value: headers every record gets.
+    pub headers: Vec<(String, String)>,
     pub timestamp_separator: Option<String>,
     /// Records per batch (at most; a batch also stops at 1 MiB).
     pub batch_records: usize,
 }
 
 const MAX_BATCH_BYTES: usize = 1 << 20;
+
+/// Parses kcat's `-H name=value`.
+pub fn parse_header(raw: &str) -> Result<(String, String), String> {
+    raw.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| format!("-H {raw:?} must be name=value"))
+}
 
 pub fn parse_acks(s: &str) -> Result<i16, String> {
     match s {
@@ -107,6 +117,7 @@ async fn send(
     partition: i32,
     acks: i16,
     lines: &mut Vec<Line>,
+    headers: &[(String, String)],
     acked: &mut Acknowledged,
 ) -> Result<(), String> {
     if lines.is_empty() {
@@ -115,7 +126,11 @@ async fn send(
     let count = lines.len() as u64;
     let mut b = BatchBuilder::new(MAX_BATCH_BYTES);
     for l in lines.iter() {
-        b.push(RecordSpec::new(l.key.as_deref(), l.value.as_deref()).timestamp(l.timestamp));
+        let mut r = RecordSpec::new(l.key.as_deref(), l.value.as_deref()).timestamp(l.timestamp);
+        for (k, v) in headers {
+            r = r.header(k, Some(v.as_bytes()));
+        }
+        b.push(r);
     }
     let batch = b.build();
     lines.clear();
@@ -178,12 +193,14 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
         pending[p].push(line);
         produced += 1;
         if pending[p].len() >= args.batch_records.max(1) || pending_bytes[p] >= MAX_BATCH_BYTES {
+            let topic = &args.topic;
             send(
                 &mut client,
-                &args.topic,
+                topic,
                 p as i32,
                 acks,
                 &mut pending[p],
+                &args.headers,
                 &mut acked,
             )
             .await?;
@@ -191,7 +208,16 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
         }
     }
     for (p, lines) in pending.iter_mut().enumerate() {
-        send(&mut client, &args.topic, p as i32, acks, lines, &mut acked).await?;
+        send(
+            &mut client,
+            &args.topic,
+            p as i32,
+            acks,
+            lines,
+            &args.headers,
+            &mut acked,
+        )
+        .await?;
     }
     if acks == ACKS_NONE {
         // acks=0 has no replies; a metadata round trip makes sure the requests were read.
