@@ -228,11 +228,15 @@ enum Command {
             default_value = "127.0.0.1:7411"
         )]
         bootstrap: String,
+        /// A topic name or regular expression [default: every topic].
         #[arg(long)]
-        topic: String,
+        topic: Option<String>,
         /// Comma-separated partitions [default: all].
         #[arg(long, value_delimiter = ',')]
         partitions: Option<Vec<i32>>,
+        /// Kafka's list of topic[:N | N-M | N- | -M], e.g. orders:0-3,logs.*
+        #[arg(long)]
+        topic_partitions: Option<String>,
         /// ms, ISO-8601 (no zone means UTC), earliest/-2, latest/-1 or max-timestamp/-3.
         #[arg(long, default_value = "latest", allow_hyphen_values = true)]
         time: String,
@@ -572,6 +576,7 @@ fn main() -> ExitCode {
             bootstrap,
             topic,
             partitions,
+            topic_partitions,
             time,
             show_timestamp,
         } => {
@@ -580,6 +585,7 @@ fn main() -> ExitCode {
                 timeout_ms,
                 topic,
                 partitions,
+                topic_partitions,
                 time,
                 show_timestamp,
             };

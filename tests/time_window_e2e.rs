@@ -224,6 +224,35 @@ fn windows_are_exact_under_late_and_future_dated_records() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&lens.stdout), "1 5\n");
+    // kafka-get-offsets' topic selection: every topic, a regex, --topic-partitions.
+    let get_offsets = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+            .args(["get-offsets", "-b", &addr, "--time", "-2"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(get_offsets(&[]), "orders:0:0\norders:1:0\n");
+    assert_eq!(
+        get_offsets(&["--topic", "ord.*"]),
+        "orders:0:0\norders:1:0\n"
+    );
+    let none = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["get-offsets", "-b", &addr, "--topic", "ord"])
+        .output()
+        .unwrap();
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("topic \"ord\" does not exist"));
+    assert_eq!(
+        get_offsets(&["--topic-partitions", "orders:1-"]),
+        "orders:1:0\n"
+    );
     // kcat's -o forms.
     let kcat_o = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))

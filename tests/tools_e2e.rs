@@ -112,8 +112,9 @@ fn get_offsets_and_time_windows_match_brute_force() {
                 get_offsets::GetOffsetsArgs {
                     timeout_ms: 30_000,
                     bootstrap: b,
-                    topic: "events".into(),
+                    topic: Some("events".into()),
                     partitions: None,
+                    topic_partitions: None,
                     time: t.to_string(),
                     show_timestamp: true,
                 },
