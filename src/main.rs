@@ -197,7 +197,8 @@ enum Command {
         to_time: Option<String>,
         #[arg(long)]
         max_records: Option<u64>,
-        /// kcat tokens: %t %p %o %T %k %s %h %K %S (lengths, -1 null) %R \n \t.
+        /// kcat tokens: %t %p %o %T (epoch ms) %I (ISO-8601 in --time-zone) %k %s %h %K %S
+        /// (lengths, -1 null) %R \n \t.
         #[arg(long, default_value = "%s\\n")]
         format: String,
         /// Keep waiting for new records instead of exiting at the end of the log.
@@ -217,6 +218,9 @@ enum Command {
         /// --to-time + --max-lateness-ms (an isolated future-dated record does not end it).
         #[arg(long, default_value_t = 1000)]
         settle_records: u64,
+        /// Zone for %I: UTC, Z, +08, +0800 or +08:00.
+        #[arg(long, default_value = "UTC", allow_hyphen_values = true)]
+        time_zone: String,
     },
     /// Offsets by time per partition, as Kafka's GetOffsetShell.
     GetOffsets {
@@ -538,6 +542,7 @@ fn main() -> ExitCode {
             stop_at_first,
             max_lateness_ms,
             settle_records,
+            time_zone,
         } => {
             let (offset, to_time, stop_at_first) =
                 match kcat_offsets(offset, to_time, stop_at_first) {
@@ -562,6 +567,7 @@ fn main() -> ExitCode {
                 stop_at_first,
                 max_lateness_ms,
                 settle_records,
+                time_zone,
             };
             run_tool(async move {
                 let stdout = std::io::stdout();

@@ -224,6 +224,32 @@ fn windows_are_exact_under_late_and_future_dated_records() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&lens.stdout), "1 5\n");
+    // %T stays epoch ms (kcat); %I is ISO-8601 in --time-zone.
+    let iso = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args([
+            "consume",
+            "-b",
+            &addr,
+            "--topic",
+            "orders",
+            "--partition",
+            "0",
+        ])
+        .args([
+            "--max-records",
+            "1",
+            "--time-zone",
+            "+08:00",
+            "--format",
+            "%T %I\\n",
+        ])
+        .output()
+        .unwrap();
+    let line = String::from_utf8(iso.stdout).unwrap();
+    let (ms, text) = line.trim_end().split_once(' ').unwrap();
+    let ms: i64 = ms.parse().unwrap();
+    assert_eq!(shardlog::tools::time_arg::parse_time(text).unwrap(), ms);
+    assert!(text.ends_with("+08:00"), "{text}");
     // kafka-get-offsets' topic selection: every topic, a regex, --topic-partitions.
     let get_offsets = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))

@@ -147,6 +147,7 @@ fn get_offsets_and_time_windows_match_brute_force() {
                     stop_at_first: true,
                     max_lateness_ms: 0,
                     settle_records: 1,
+                    time_zone: "UTC".into(),
                 },
                 &mut out,
             )

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use super::time_arg::parse_time_flag;
+use super::time_arg::{format_time, parse_time_flag, parse_zone};
 use super::time_window::{ConsumeSummary, PartitionWindow, Verdict, WindowRule};
 use crate::format::batch::{decode_records, split_batches};
 use crate::format::Record;
@@ -35,11 +35,20 @@ pub struct ConsumeArgs {
     pub max_lateness_ms: i64,
     /// Window end: consecutive records past to-time + max-lateness that end it.
     pub settle_records: u64,
+    /// Zone of `%I`: UTC, Z, +08, +0800, +08:00.
+    pub time_zone: String,
 }
 
 const FETCH_BYTES: i32 = 1 << 20;
 
-/// kcat-style format: `%t` topic, `%p` partition, `%o` offset, `%T` timestamp, `%k` key,
+/// How values print: null keys and values (kcat's -Z), and the zone of `%I`.
+pub struct PrintStyle {
+    pub null: &'static [u8],
+    pub zone: chrono::FixedOffset,
+}
+
+/// kcat-style format: `%t` topic, `%p` partition, `%o` offset, `%T` timestamp (epoch ms),
+/// `%I` timestamp as ISO-8601 in `--time-zone`, `%k` key,
 /// `%s` value, `%h` headers (name=value,...), `%K` / `%S` key / value length (-1: null), `%R` value length as a big-endian
 /// 32-bit integer (binary), `%%` a percent sign, `\n` newline, `\t` tab. A null key or value prints as
 /// `null` (kcat prints nothing, or `NULL` with -Z).
@@ -48,8 +57,9 @@ pub fn format_record(
     topic: &str,
     partition: i32,
     r: &Record<'_>,
-    null: &[u8],
+    style: &PrintStyle,
 ) -> Vec<u8> {
+    let null = style.null;
     let mut out = Vec::new();
     let mut chars = fmt.chars().peekable();
     while let Some(c) = chars.next() {
@@ -61,6 +71,7 @@ pub fn format_record(
                     'p' => out.extend_from_slice(partition.to_string().as_bytes()),
                     'o' => out.extend_from_slice(r.offset.to_string().as_bytes()),
                     'T' => out.extend_from_slice(r.timestamp.to_string().as_bytes()),
+                    'I' => out.extend_from_slice(format_time(r.timestamp, style.zone).as_bytes()),
                     'k' => out.extend_from_slice(r.key.unwrap_or(null)),
                     's' => out.extend_from_slice(r.value.unwrap_or(null)),
                     'h' => out.extend_from_slice(headers_csv(r).as_bytes()),
@@ -177,6 +188,10 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
         }
     }
     let start_at = parse_start(&args.offset)?;
+    let style = PrintStyle {
+        null: if args.print_null { b"NULL" } else { b"" },
+        zone: parse_zone(&args.time_zone)?,
+    };
     let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
     let meta = super::topic_metadata(&mut client, &args.topic).await?;
     let partitions: Vec<i32> = match args.partition {
@@ -293,8 +308,7 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
                         }
                         Verdict::Print => {}
                     }
-                    let null: &[u8] = if args.print_null { b"NULL" } else { b"" };
-                    out.write_all(&format_record(&args.format, topic, c.partition, r, null))
+                    out.write_all(&format_record(&args.format, topic, c.partition, r, &style))
                         .map_err(|e| e.to_string())?;
                     printed += 1;
                     if printed >= limit {

@@ -72,6 +72,30 @@ pub fn parse_offset_target(s: &str) -> Result<i64, String> {
     }
 }
 
+/// Parses a zone for printing times: `UTC`, `Z`, `+08`, `+0800`, `+08:00` or `-` forms.
+pub fn parse_zone(s: &str) -> Result<FixedOffset, String> {
+    let s = s.trim();
+    if s.eq_ignore_ascii_case("utc") || s == "Z" {
+        return Ok(FixedOffset::east_opt(0).expect("zero offset"));
+    }
+    if !s.starts_with(['+', '-']) {
+        return Err(format!(
+            "--time-zone {s:?}: use UTC, Z, +HH, +HHMM or +HH:MM (or - forms)"
+        ));
+    }
+    // The same zone forms a time argument may end with.
+    let (_, secs) = split_zone(&format!("2000-01-01T00:00:00{s}"))?;
+    FixedOffset::east_opt(secs).ok_or_else(|| format!("zone {s:?} is out of range"))
+}
+
+/// Epoch milliseconds as ISO-8601 with milliseconds and the zone's offset.
+pub fn format_time(ms: i64, zone: FixedOffset) -> String {
+    match zone.timestamp_millis_opt(ms).single() {
+        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string(),
+        None => ms.to_string(),
+    }
+}
+
 /// 2000-01-01T00:00:00Z in milliseconds, and 2100 in seconds.
 const YEAR_2000_MS: i64 = 946_684_800_000;
 const YEAR_2100_SECS: i64 = 4_102_444_800;
@@ -107,6 +131,20 @@ pub fn parse_time_flag(flag: &str, raw: &str) -> Result<i64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_print_in_the_zone_asked() {
+        let utc = 1_709_992_800_000; // 2024-03-09T14:00:00Z
+        assert_eq!(
+            format_time(utc, parse_zone("+08:00").unwrap()),
+            "2024-03-09T22:00:00.000+08:00"
+        );
+        assert_eq!(
+            format_time(utc, parse_zone("UTC").unwrap()),
+            "2024-03-09T14:00:00.000+00:00"
+        );
+        assert!(parse_zone("Mars").is_err());
+    }
 
     #[test]
     fn seconds_old_dates_and_far_futures_are_flagged() {
