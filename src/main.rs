@@ -265,9 +265,18 @@ enum Command {
         /// Print record keys and payloads (implies --deep-iteration).
         #[arg(long)]
         print_data_log: bool,
-        /// Only check that index files pass the sanity check.
+        /// Only check that index files pass the sanity check (exit 1 if one fails).
         #[arg(long)]
         index_sanity_check: bool,
+        /// Check index files against their .log without printing the entries.
+        #[arg(long)]
+        verify_index_only: bool,
+        /// Print records' keys and payloads only, without offsets, times and sizes.
+        #[arg(long)]
+        skip_record_metadata: bool,
+        /// Largest batch to read; a larger one is reported (exit 1).
+        #[arg(long, default_value_t = tools::dump_log::DEFAULT_MAX_MESSAGE_SIZE)]
+        max_message_size: usize,
     },
 }
 
@@ -638,12 +647,18 @@ fn main() -> ExitCode {
             deep_iteration,
             print_data_log,
             index_sanity_check,
+            verify_index_only,
+            skip_record_metadata,
+            max_message_size,
         } => {
             let opts = tools::dump_log::DumpOptions {
                 files,
-                deep_iteration,
+                deep_iteration: deep_iteration || skip_record_metadata,
                 print_data_log,
                 index_sanity_check,
+                verify_index_only,
+                skip_record_metadata,
+                max_message_size,
             };
             let stdout = std::io::stdout();
             let stderr = std::io::stderr();

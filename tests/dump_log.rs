@@ -94,6 +94,25 @@ baseOffset: 3 lastOffset: 3 count: 1 baseSequence: -1 lastSequence: -1 producerI
     let (out, _) = dump(&["--files", &log]);
     assert_eq!(out.lines().count(), 2 + 3);
 
+    // Records without their metadata; and a batch over --max-message-size is reported.
+    let (out, _) = dump(&["--files", &log, "--skip-record-metadata"]);
+    let records: Vec<&str> = out.lines().filter(|l| l.starts_with('|')).collect();
+    assert_eq!(
+        records,
+        vec![
+            "| payload: hello",
+            "| key: k1 payload: v1",
+            "| key: k2",
+            "| payload: bye"
+        ]
+    );
+    let big = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["dump-log", "--files", &log, "--max-message-size", "80"])
+        .output()
+        .unwrap();
+    assert!(!big.status.success());
+    assert!(String::from_utf8_lossy(&big.stderr).contains("larger than --max-message-size 80"));
+
     // Indexes (index.interval.bytes = 1: entries for the 2nd and 3rd batches).
     let index = path_str(pdir.join("00000000000000000000.index"));
     let time = path_str(pdir.join("00000000000000000000.timeindex"));
@@ -111,6 +130,9 @@ baseOffset: 3 lastOffset: 3 count: 1 baseSequence: -1 lastSequence: -1 producerI
         out,
         format!("Dumping {index}\n{index} passed sanity check.\n")
     );
+    let (out, err) = dump(&["--files", &format!("{index},{time}"), "--verify-index-only"]);
+    assert_eq!(out, format!("Dumping {index}\nDumping {time}\n"));
+    assert_eq!(err, "");
 }
 
 #[test]

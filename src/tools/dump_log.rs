@@ -16,7 +16,7 @@ use crate::log::{INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 /// Bytes Kafka needs to see before it trusts a batch's framing (offset, length, epoch, magic).
 const HEADER_SIZE_UP_TO_MAGIC: usize = 17;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DumpOptions {
     pub files: Vec<PathBuf>,
     /// Print every record, not only batch headers (implied by `print_data_log`).
@@ -25,6 +25,30 @@ pub struct DumpOptions {
     pub print_data_log: bool,
     /// Only run the index sanity check.
     pub index_sanity_check: bool,
+    /// Check index files against the log without printing their entries.
+    pub verify_index_only: bool,
+    /// Print records' keys and payloads without their metadata.
+    pub skip_record_metadata: bool,
+    /// Largest batch read (Kafka's --max-message-size); a larger one is reported and ends
+    /// the file's dump.
+    pub max_message_size: usize,
+}
+
+/// Kafka's default --max-message-size.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 5 * 1024 * 1024;
+
+impl Default for DumpOptions {
+    fn default() -> Self {
+        DumpOptions {
+            files: Vec::new(),
+            deep_iteration: false,
+            print_data_log: false,
+            index_sanity_check: false,
+            verify_index_only: false,
+            skip_record_metadata: false,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+        }
+    }
 }
 
 /// Problems found while dumping, reported on stderr after all files (as Kafka does).
@@ -98,11 +122,11 @@ pub fn run(opts: &DumpOptions, out: &mut dyn Write, err: &mut dyn Write) -> std:
                 "not a regular file (a FIFO, device or directory cannot be dumped)",
             ))
         } else if name.ends_with(LOG_SUFFIX) {
-            dump_log(file, deep, opts.print_data_log, &mut findings, out, err)
+            dump_log(file, deep, opts, &mut findings, out, err)
         } else if name.ends_with(TIME_INDEX_SUFFIX) {
-            dump_time_index(file, opts.index_sanity_check, &mut findings, out, err)
+            dump_time_index(file, opts, &mut findings, out, err)
         } else if name.ends_with(INDEX_SUFFIX) {
-            dump_index(file, opts.index_sanity_check, &mut findings, out, err)
+            dump_index(file, opts, &mut findings, out, err)
         } else {
             writeln!(err, "Ignoring unknown file {}", file.display())?;
             Ok(())
@@ -163,7 +187,7 @@ fn lossy(b: &[u8]) -> String {
 fn dump_log(
     path: &Path,
     deep: bool,
-    print_data: bool,
+    opts: &DumpOptions,
     findings: &mut Findings,
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -188,6 +212,15 @@ fn dump_log(
             break;
         }
         let size = LOG_OVERHEAD + declared as usize;
+        if size > opts.max_message_size {
+            writeln!(
+                err,
+                "Found a batch of {size} bytes at position {pos}, larger than --max-message-size {}",
+                opts.max_message_size
+            )?;
+            findings.failed_sanity.push(absolute(path));
+            break;
+        }
         let rest = data.bytes(pos as u64, size.max(HEADER_SIZE))?;
         let h = match BatchHeader::parse(rest) {
             Ok(h) => h,
@@ -243,7 +276,10 @@ fn dump_log(
                 }
                 last_offset = r.offset;
                 let header_keys: Vec<String> = r.headers.iter().map(|x| lossy(x.key)).collect();
-                write!(
+                if opts.skip_record_metadata {
+                    write!(out, "|")?;
+                } else {
+                    write!(
                     out,
                     "| offset: {} {}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [{}]",
                     r.offset,
@@ -254,7 +290,8 @@ fn dump_log(
                     r.sequence,
                     header_keys.join(", ")
                 )?;
-                if print_data && !h.is_control() {
+                }
+                if (opts.print_data_log || opts.skip_record_metadata) && !h.is_control() {
                     if let Some(k) = r.key {
                         write!(out, " key: {}", lossy(k))?;
                     }
@@ -335,7 +372,7 @@ fn raw_offset_entries(bytes: &[u8], base: i64) -> Vec<(i64, i64)> {
 
 fn dump_index(
     path: &Path,
-    sanity_only: bool,
+    opts: &DumpOptions,
     findings: &mut Findings,
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -347,7 +384,7 @@ fn dump_index(
         writeln!(out, "{} is empty.", path.display())?;
         return Ok(());
     }
-    if sanity_only {
+    if opts.index_sanity_check {
         let verdict = OffsetIndex::decode(base, &bytes, usize::MAX).map(|_| ());
         return report_sanity(path, verdict, findings, out, err);
     }
@@ -368,21 +405,23 @@ fn dump_index(
                 .or_default()
                 .push((offset, log_offset));
         }
-        writeln!(out, "offset: {offset} position: {position}")?;
+        if !opts.verify_index_only {
+            writeln!(out, "offset: {offset} position: {position}")?;
+        }
     }
     Ok(())
 }
 
 fn dump_time_index(
     path: &Path,
-    sanity_only: bool,
+    opts: &DumpOptions,
     findings: &mut Findings,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> std::io::Result<()> {
     let bytes = std::fs::read(path)?;
     let base = base_offset_of(path).unwrap_or(0);
-    if sanity_only {
+    if opts.index_sanity_check {
         let verdict = TimeIndex::decode(base, &bytes, usize::MAX).map(|_| ());
         return report_sanity(path, verdict, findings, out, err);
     }
@@ -446,7 +485,9 @@ fn dump_time_index(
                 }
             }
         }
-        writeln!(out, "timestamp: {ts} offset: {offset}")?;
+        if !opts.verify_index_only {
+            writeln!(out, "timestamp: {ts} offset: {offset}")?;
+        }
         prev_ts = ts;
     }
     Ok(())
