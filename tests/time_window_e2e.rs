@@ -481,3 +481,48 @@ fn produce_reports_how_far_it_got() {
         "trace=abc,env=prod|with headers\n"
     );
 }
+
+/// `consume --follow` waits out a server restart and goes on where it was.
+#[test]
+fn a_follower_survives_a_server_restart() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = ServerProc::start(&tmp.path().join("data"), 1, &[]);
+    let addr = server.addr();
+    let produce_one = |value: &'static str| {
+        let a = addr.clone();
+        client(move || async move {
+            let mut c = Client::connect(&a).await.unwrap();
+            if c.metadata(Some(vec!["f".into()])).await.unwrap().topics[0].error_code
+                != shardlog::protocol::ErrorCode::None
+            {
+                c.create_topic("f", 1, vec![]).await.unwrap();
+            }
+            let b = BatchBuilder::new(64)
+                .record(RecordSpec::new(None, Some(value.as_bytes())).timestamp(BASE))
+                .build();
+            c.produce("f", 0, ACKS_ALL, Bytes::from(b)).await.unwrap();
+        })
+    };
+    produce_one("before");
+    let mut follower = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["consume", "-b", &addr, "--topic", "f", "--follow"])
+        .args(["--timeout-ms", "2000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(follower.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "before");
+    server.restart_after_kill();
+    produce_one("after");
+    // Bounded: the follower reconnects within seconds or the read below fails the test.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(lines.next().map(|l| l.unwrap()));
+    });
+    let next = rx.recv_timeout(std::time::Duration::from_secs(30));
+    let _ = follower.kill();
+    let _ = follower.wait();
+    assert_eq!(next.unwrap().as_deref(), Some("after"));
+}

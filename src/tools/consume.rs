@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use super::time_arg::{format_time, parse_time_flag, parse_zone};
 use super::time_window::{ConsumeSummary, PartitionWindow, Verdict, WindowRule};
+use crate::client::ClientError;
 use crate::format::batch::{decode_records, split_batches};
 use crate::format::Record;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+use crate::protocol::ErrorCode;
 
 pub struct ConsumeArgs {
     pub bootstrap: String,
@@ -97,6 +99,32 @@ pub fn format_record(
         }
     }
     out
+}
+
+/// A failure a follower waits out: the connection (a server restart) or a retriable answer.
+fn is_transient(e: &ClientError) -> bool {
+    match e {
+        ClientError::Io { .. } | ClientError::Connect { .. } | ClientError::Timeout { .. } => true,
+        ClientError::Server { code, .. } => {
+            matches!(code, ErrorCode::NotReady | ErrorCode::ShuttingDown)
+        }
+        ClientError::Protocol(_) => false,
+    }
+}
+
+/// Connects again, every second until the server is back (a follower runs until stopped).
+async fn reconnect(args: &ConsumeArgs, cause: &ClientError) -> crate::client::Client {
+    eprintln!(
+        "lost the server ({cause}); reconnecting to {}",
+        args.bootstrap
+    );
+    loop {
+        glommio::timer::sleep(Duration::from_secs(1)).await;
+        if let Ok(c) = super::connect(&args.bootstrap, args.timeout_ms).await {
+            eprintln!("reconnected to {}", args.bootstrap);
+            return c;
+        }
+    }
 }
 
 /// Where each partition starts (kcat's `-o`).
@@ -282,10 +310,21 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
                 c.window.ended(c.next, "end of the log");
                 continue;
             }
-            let f = client
-                .fetch(topic, c.partition, c.next, FETCH_BYTES)
-                .await
-                .map_err(|e| format!("fetching {topic}-{} at {}: {e}", c.partition, c.next))?;
+            let f = match client.fetch(topic, c.partition, c.next, FETCH_BYTES).await {
+                Ok(f) => f,
+                // Following: a server restart (or NotReady while it opens its partitions)
+                // is waited out, and reading resumes where it was.
+                Err(e) if args.follow && is_transient(&e) => {
+                    client = reconnect(&args, &e).await;
+                    break;
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "fetching {topic}-{} at {}: {e}",
+                        c.partition, c.next
+                    ))
+                }
+            };
             if f.records.is_empty() {
                 continue;
             }
