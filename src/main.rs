@@ -27,6 +27,9 @@ struct Cli {
 enum Command {
     /// Run the server: one pinned shard per CPU, listening on --listen (all shards) and on
     /// port+1+i (shard i).
+    #[command(
+        after_help = "Example: shardlog serve --data-dir /var/lib/shardlog --listen 0.0.0.0:7411 --config server.properties"
+    )]
     Serve {
         /// Data directory [default: ./data].
         #[arg(long)]
@@ -42,6 +45,10 @@ enum Command {
         config: Option<PathBuf>,
     },
     /// Create, list, describe, delete or alter topics; roll segments; run maintenance.
+    #[command(after_help = "Examples:
+  shardlog topics create --topic orders --partitions 8 --config retention.ms=86400000
+  shardlog topics describe --topic orders
+  shardlog topics alter --topic orders --config cleanup.policy=compact --delete-config retention.ms")]
     Topics {
         action: tools::topics::TopicsAction,
         /// Server address (Kafka's --bootstrap-server, kcat's -b).
@@ -52,8 +59,10 @@ enum Command {
             default_value = "127.0.0.1:7411"
         )]
         bootstrap: String,
+        /// Topic name.
         #[arg(long)]
         topic: Option<String>,
+        /// Number of partitions (create).
         #[arg(long, default_value_t = 1)]
         partitions: i32,
         /// roll: only this partition [default: all].
@@ -67,6 +76,9 @@ enum Command {
         delete_configs: Vec<String>,
     },
     /// Kafka's kafka-delete-records: records below an offset are no longer served.
+    #[command(
+        after_help = "Example: shardlog delete-records --topic orders --partition 0 --offset 1200"
+    )]
     DeleteRecords {
         /// Server address (Kafka's --bootstrap-server, kcat's -b).
         #[arg(
@@ -76,8 +88,10 @@ enum Command {
             default_value = "127.0.0.1:7411"
         )]
         bootstrap: String,
+        /// Topic name.
         #[arg(long, required_unless_present = "offset_json_file")]
         topic: Option<String>,
+        /// Partition [default: all; produce: by key (murmur2), round-robin without one].
         #[arg(long, default_value_t = 0)]
         partition: i32,
         /// New log start offset (-1: the log end).
@@ -93,6 +107,9 @@ enum Command {
     },
     /// Per partition: timestamp type, first/last/min/max, out-of-order, future and pre-2000
     /// timestamps. Example: shardlog timestamps --topic orders --deep --from-time 2024-03-09T02:00:00Z
+    #[command(
+        after_help = "Example: shardlog timestamps --topic orders --deep --from-time 2024-03-09T02:00:00Z --to-time 2024-03-09T02:30:00Z"
+    )]
     Timestamps {
         /// Server address (Kafka's --bootstrap-server, kcat's -b).
         #[arg(
@@ -102,6 +119,7 @@ enum Command {
             default_value = "127.0.0.1:7411"
         )]
         bootstrap: String,
+        /// Topic name.
         #[arg(long)]
         topic: String,
         /// Only timestamps >= this (ms or ISO-8601; no zone means UTC).
@@ -118,6 +136,7 @@ enum Command {
         json: bool,
     },
     /// Sizes and offsets of every partition as JSON, like kafka-log-dirs --describe.
+    #[command(after_help = "Example: shardlog log-dirs --topic-list orders,payments")]
     LogDirs {
         /// Server address (Kafka's --bootstrap-server, kcat's -b).
         #[arg(
@@ -132,6 +151,9 @@ enum Command {
         topic_list: Option<Vec<String>>,
     },
     /// Produce one record per stdin line.
+    #[command(
+        after_help = "Example: printf '1709992800000|alice|paid\\n' | shardlog produce --topic orders --timestamp-separator '|' --key-separator '|' --acks all"
+    )]
     Produce {
         /// Server address (Kafka's --bootstrap-server, kcat's -b).
         #[arg(
@@ -141,8 +163,10 @@ enum Command {
             default_value = "127.0.0.1:7411"
         )]
         bootstrap: String,
+        /// Topic name.
         #[arg(long)]
         topic: String,
+        /// Partition [default: all; produce: by key (murmur2), round-robin without one].
         #[arg(long)]
         partition: Option<i32>,
         /// 0, 1 or all.
@@ -151,7 +175,8 @@ enum Command {
         /// Split each line into key and value at this separator.
         #[arg(long)]
         key_separator: Option<String>,
-        /// Each line starts with the record's CreateTime (epoch ms) and this separator.
+        /// Each line starts with the record's CreateTime (epoch ms or ISO-8601) and this
+        /// separator.
         #[arg(long)]
         timestamp_separator: Option<String>,
         /// Records per batch (a batch also ends at 1 MiB).
@@ -165,6 +190,9 @@ enum Command {
         headers: Vec<String>,
     },
     /// Print records (kcat format tokens), optionally only a time window.
+    #[command(
+        after_help = "Example: shardlog consume --topic orders --from-time 2024-03-09T02:00:00+08:00 --to-time 2024-03-09T02:30:00+08:00 --format '%p/%o %I %k=%s\\n'"
+    )]
     Consume {
         /// Server address (Kafka's --bootstrap-server, kcat's -b).
         #[arg(
@@ -174,8 +202,10 @@ enum Command {
             default_value = "127.0.0.1:7411"
         )]
         bootstrap: String,
+        /// Topic name.
         #[arg(long)]
         topic: String,
+        /// Partition [default: all; produce: by key (murmur2), round-robin without one].
         #[arg(long)]
         partition: Option<i32>,
         /// kcat's -o: N, -N (N before the end of each partition), s@TIME, beginning or
@@ -195,6 +225,7 @@ enum Command {
         /// Print only records with timestamp < this (ms or ISO-8601; no zone means UTC).
         #[arg(long)]
         to_time: Option<String>,
+        /// Stop after printing this many records (0 prints none).
         #[arg(long)]
         max_records: Option<u64>,
         /// kcat tokens: %t %p %o %T (epoch ms) %I (ISO-8601 in --time-zone) %k %s %h %K %S
@@ -223,6 +254,9 @@ enum Command {
         time_zone: String,
     },
     /// Offsets by time per partition, as Kafka's GetOffsetShell.
+    #[command(
+        after_help = "Example: shardlog get-offsets --topic orders --time 2024-03-09T14:05:00Z --show-timestamp"
+    )]
     GetOffsets {
         /// Server address (Kafka's --bootstrap-server, kcat's -b).
         #[arg(
@@ -255,6 +289,9 @@ enum Command {
         action: CrashCheckAction,
     },
     /// Print .log, .index and .timeindex files as kafka-dump-log does (offline).
+    #[command(
+        after_help = "Example: shardlog dump-log --files data/orders-0/00000000000000000000.log --print-data-log"
+    )]
     DumpLog {
         /// Comma-separated list of files to dump.
         #[arg(long, value_delimiter = ',', required = true)]
@@ -292,14 +329,19 @@ enum CrashCheckAction {
             default_value = "127.0.0.1:7411"
         )]
         bootstrap: String,
+        /// Topic name.
         #[arg(long)]
         topic: String,
+        /// File of acknowledged records, one `partition offset crc32c` per line.
         #[arg(long)]
         acks_file: PathBuf,
+        /// Producer connections.
         #[arg(long, default_value_t = 4)]
         connections: usize,
+        /// Stop producing after this many ms.
         #[arg(long, default_value_t = 600_000)]
         duration_ms: u64,
+        /// Seed of the record contents.
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
@@ -313,8 +355,10 @@ enum CrashCheckAction {
             default_value = "127.0.0.1:7411"
         )]
         bootstrap: String,
+        /// Topic name.
         #[arg(long)]
         topic: String,
+        /// File of acknowledged records, one `partition offset crc32c` per line.
         #[arg(long)]
         acks_file: PathBuf,
     },

@@ -212,7 +212,11 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
         .transpose()?;
     if let (Some(f), Some(t)) = (from, to) {
         if t <= f {
-            return Err(format!("--to-time ({t}) must be after --from-time ({f})"));
+            return Err(format!(
+                "--to-time {} must be after --from-time {}",
+                args.to_time.as_deref().unwrap_or_default(),
+                args.from_time.as_deref().unwrap_or_default()
+            ));
         }
     }
     let start_at = parse_start(&args.offset)?;

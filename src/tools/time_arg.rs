@@ -15,8 +15,11 @@ pub fn parse_time(s: &str) -> Result<i64, String> {
             .map_err(|_| format!("{s:?} is too large for milliseconds"));
     }
     let (datetime, offset_secs) = split_zone(s)?;
-    let naive = NaiveDateTime::parse_from_str(datetime, "%Y-%m-%dT%H:%M:%S%.f").map_err(|e| {
-        format!("{s:?} is not epoch milliseconds or yyyy-MM-ddTHH:mm:ss[.SSS][zone]: {e}")
+    let naive = NaiveDateTime::parse_from_str(datetime, "%Y-%m-%dT%H:%M:%S%.f").map_err(|_| {
+        format!(
+            "{s:?} is not a time: use epoch milliseconds or yyyy-MM-ddTHH:mm:ss[.SSS] with an \
+             optional zone Z, +08, +0800 or +08:00 (no zone means UTC)"
+        )
     })?;
     let zone = FixedOffset::east_opt(offset_secs)
         .ok_or_else(|| format!("{s:?}: zone offset out of range"))?;
