@@ -393,6 +393,21 @@ fn timestamps_too_far_from_the_server_clock_are_refused() {
             c.list_offsets("guarded", 0, -1).await.unwrap().unwrap().0,
             1
         );
+        // Without the rails, a record two hours ahead is stored, and `timestamps` flags it
+        // against the server's clock.
+        c.create_topic("ahead", 1, vec![]).await.unwrap();
+        c.produce("ahead", 0, ACKS_ALL, record(now + 2 * hour))
+            .await
+            .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+            .args(["timestamps", "-b", &addr, "--topic", "ahead", "--json"])
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let row = &doc["partitions"][0];
+        assert_eq!(row["future"], 1);
+        let ahead = row["maxAheadMs"].as_i64().unwrap();
+        assert!((2 * hour - MIN..=2 * hour).contains(&ahead), "{ahead}");
         let logs = c.describe_logs(Some(vec!["guarded".into()])).await.unwrap();
         assert_eq!(
             logs[0].overrides,

@@ -347,6 +347,8 @@ pub struct StatsResponse {
     pub cache_bytes: i64,
     pub cache_budget_bytes: i64,
     pub rss_bytes: i64,
+    /// The server's wall clock when it answered (epoch ms).
+    pub clock_ms: i64,
 }
 
 /// One partition's log as DescribeLogs reports it.
@@ -537,7 +539,8 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) {
                 .i64(s.cache_misses)
                 .i64(s.cache_bytes)
                 .i64(s.cache_budget_bytes)
-                .i64(s.rss_bytes);
+                .i64(s.rss_bytes)
+                .i64(s.clock_ms);
         }
     }
 }
@@ -623,6 +626,7 @@ fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, Wire
             cache_bytes: r.i64("cache_bytes")?,
             cache_budget_bytes: r.i64("cache_budget_bytes")?,
             rss_bytes: r.i64("rss_bytes")?,
+            clock_ms: r.i64("clock_ms")?,
         }),
     })
 }

@@ -286,6 +286,7 @@ fn stats_body(shard: &Shard, s: super::messages::ShardStats) -> StatsResponse {
         cache_bytes: s.cache_bytes as i64,
         cache_budget_bytes: s.cache_budget_bytes as i64,
         rss_bytes: rss_bytes(),
+        clock_ms: crate::time::now_ms(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! `shardlog timestamps`: the troubleshooting checklist for a topic's timestamps, per
 //! partition: timestamp type, first/last/min/max, timestamps out of order (below the running
-//! maximum) and the largest such gap, timestamps in the future of this machine's clock and
-//! by how much, and timestamps before 2000 (seconds written as milliseconds). By default it
+//! maximum) and the largest such gap, timestamps in the future of the server's clock and by
+//! how much, and timestamps before 2000 (seconds written as milliseconds). By default it
 //! reads batch headers only (one maxTimestamp per batch: cheap); `--deep` decodes every
 //! record. `--from-time`/`--to-time` limit it to a window.
 
@@ -114,7 +114,8 @@ pub async fn run(args: TimestampsArgs, out: &mut dyn Write) -> Result<(), String
         .iter()
         .find(|(k, _)| k == "message.timestamp.type")
         .map_or("CreateTime".to_string(), |(_, v)| v.clone());
-    let now = crate::time::now_ms();
+    // "Future" is judged by the server's clock, as the guard rails are.
+    let now = client.stats().await.map_err(|e| e.to_string())?.clock_ms;
     let topic = args.topic.as_str();
     let err = |e: crate::client::ClientError| e.to_string();
     let mut rows = Vec::new();
@@ -186,8 +187,8 @@ fn print_table(
         writeln!(
             out,
             "CreateTime: the producers' clocks; the time each batch was appended is not \
-             recorded, so their skew against it is not available (future = ahead of this \
-             machine's clock)"
+             recorded, so their skew against it is not available (future = ahead of the \
+             server's clock)"
         )?;
     }
     writeln!(
