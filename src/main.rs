@@ -708,9 +708,7 @@ fn main() -> ExitCode {
             let stderr = std::io::stderr();
             match tools::dump_log::run(&opts, &mut stdout.lock(), &mut stderr.lock()) {
                 Ok(true) => Ok(()),
-                Ok(false) => {
-                    Err("some files could not be dumped or failed the sanity check".into())
-                }
+                Ok(false) => Err("some files could not be dumped or failed a check".into()),
                 Err(e) => Err(e.to_string()),
             }
         }

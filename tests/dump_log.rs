@@ -164,6 +164,15 @@ fn dump_log_reports_garbage_and_mismatches() {
             abs.display()
         )
     );
+    let verify = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["dump-log", "--verify-index-only", "--files"])
+        .arg(&abs)
+        .output()
+        .unwrap();
+    assert!(
+        !verify.status.success(),
+        "an index that disagrees with its log fails"
+    );
     let time = pdir.join("00000000000000000000.timeindex");
     let mut ti = std::fs::read(&time).unwrap();
     ti[7] ^= 1;

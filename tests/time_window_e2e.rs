@@ -472,6 +472,10 @@ fn produce_reports_how_far_it_got() {
         String::from_utf8_lossy(&out.stdout),
         format!("{BASE} a\n{} b\n", BASE + MIN)
     );
+    // A timestamp column in seconds is flagged (once).
+    let (ok, err) = produce("1709992800|s\n1709992801|s\n");
+    assert!(ok, "{err}");
+    assert_eq!(err.matches("looks like seconds").count(), 1, "{err}");
     // kcat's -H on produce and %h on consume.
     let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
         .args(["produce", "-b", &addr, "--topic", "t", "--partition", "0"])

@@ -137,7 +137,17 @@ pub fn run(opts: &DumpOptions, out: &mut dyn Write, err: &mut dyn Write) -> std:
         }
     }
     print_findings(&findings, err)?;
-    Ok(ok && findings.failed_sanity.is_empty())
+    // Verifying an index fails on any entry that disagrees with its log.
+    let index_disagrees = opts.verify_index_only
+        && [
+            &findings.index_mismatches,
+            &findings.time_mismatches,
+            &findings.out_of_order,
+            &findings.shallow_not_found,
+        ]
+        .iter()
+        .any(|m| !m.is_empty());
+    Ok(ok && findings.failed_sanity.is_empty() && !index_disagrees)
 }
 
 fn print_findings(f: &Findings, err: &mut dyn Write) -> std::io::Result<()> {

@@ -164,6 +164,7 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
     let mut next_rr = 0u32;
     let mut produced = 0u64;
     let mut acked = Acknowledged::default();
+    let mut warned = false;
     let mut buf = String::new();
     let mut n = 0usize;
     loop {
@@ -178,6 +179,15 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
         let text = buf.strip_suffix('\n').unwrap_or(&buf);
         let text = text.strip_suffix('\r').unwrap_or(text);
         let line = parse_line(n, text, &args).map_err(|e| acked.explain(e))?;
+        if args.timestamp_separator.is_some() && !warned {
+            if let Some(why) = super::time_arg::suspicious(line.timestamp, crate::time::now_ms()) {
+                eprintln!(
+                    "warning: line {n}: timestamp {} {why} (only the first such line is reported)",
+                    line.timestamp
+                );
+                warned = true;
+            }
+        }
         let p = match (args.partition, &line.key) {
             (Some(p), _) => p as u32,
             (None, Some(k)) => partition_for_key(k, partitions),
