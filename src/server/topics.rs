@@ -207,6 +207,14 @@ impl TopicMeta {
             .get("partitions")
             .and_then(|v| v.parse().ok())
             .ok_or("missing or bad partitions")?;
+        // The file is trusted for nothing it could make us allocate: a corrupt count must not
+        // ask for gigabytes at start-up.
+        if partitions == 0 || partitions > MAX_PARTITION_INDEX + 1 {
+            return Err(format!(
+                "partitions={partitions} is outside 1..={}",
+                MAX_PARTITION_INDEX + 1
+            ));
+        }
         let recorded: u32 = kv
             .get("shards")
             .and_then(|v| v.parse().ok())
@@ -411,6 +419,18 @@ mod tests {
             let e = TopicConfig::from_pairs(&[(k.into(), v.into())]).unwrap_err();
             assert_eq!(e.0, ErrorCode::InvalidConfig, "{k}={v}");
         }
+    }
+
+    #[test]
+    fn a_corrupt_partition_count_is_refused_not_allocated() {
+        let meta = TopicMeta::new("orders".into(), 2, TopicConfig::default(), 2);
+        let text = meta
+            .encode(2)
+            .replace("partitions=2", "partitions=4294967295");
+        let e = TopicMeta::decode(&text, 2).unwrap_err();
+        assert!(e.contains("outside 1..=100000"), "{e}");
+        let zero = meta.encode(2).replace("partitions=2", "partitions=0");
+        assert!(TopicMeta::decode(&zero, 2).is_err());
     }
 
     #[test]
