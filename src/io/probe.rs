@@ -36,9 +36,18 @@ pub async fn ensure_iopoll_probe_workaround(dir: &Path) -> Result<()> {
         .map(|m| m.len() >= super::BLOCK)
         .unwrap_or(false);
     if !is_big_enough {
-        // Buffered write on purpose: this must not be the first DMA open.
-        std::fs::write(&path, vec![0u8; super::BLOCK as usize])
-            .map_err(|e| Error::io("write", &path, e))?;
+        // Buffered write on purpose: this must not be the first DMA open. Written aside and
+        // renamed over, never truncated in place: every shard probes at start, and a shard
+        // opening the file while another rewrote it in place could see it empty, which is
+        // the very bug this avoids (reads then failed with EOPNOTSUPP).
+        let tmp = dir.join(format!(
+            "{PROBE_FILE}.{}.{:?}.tmp",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::write(&tmp, vec![0u8; super::BLOCK as usize])
+            .map_err(|e| Error::io("write", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io("rename", &tmp, e))?;
     }
     let f = DmaFile::open(&path)
         .await
