@@ -108,7 +108,8 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     // glommio's MeshBuilder keeps its peer list in an `Rc`: cloning it on the executor
     // threads (at once) races on the count and freed it under a joining shard (SIGSEGV in
     // about one start in fifteen). Every clone is made here, on this thread, one per shard;
-    // each shard takes its own, and the original lives as long as the server.
+    // each shard takes its own, and the original lives as long as the server. The Mutex is
+    // taken once per shard at start-up, never on a request path (ARCHITECTURE.md).
     let meshes = Arc::new(std::sync::Mutex::new(
         (0..config.shards).map(|_| mesh.clone()).collect::<Vec<_>>(),
     ));

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use super::time_arg::{format_time, parse_time_flag, parse_zone};
+use super::time_arg::{format_time, parse_time_flag, parse_window, parse_zone};
 use super::time_window::{ConsumeSummary, PartitionWindow, Verdict, WindowRule};
 use crate::client::ClientError;
 use crate::format::batch::{decode_records, split_batches};
@@ -200,25 +200,7 @@ struct Cursor {
 
 /// Prints the records; returns the summary for stderr.
 pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummary, String> {
-    let from = args
-        .from_time
-        .as_deref()
-        .map(|t| parse_time_flag("--from-time", t))
-        .transpose()?;
-    let to = args
-        .to_time
-        .as_deref()
-        .map(|t| parse_time_flag("--to-time", t))
-        .transpose()?;
-    if let (Some(f), Some(t)) = (from, to) {
-        if t <= f {
-            return Err(format!(
-                "--to-time {} must be after --from-time {}",
-                args.to_time.as_deref().unwrap_or_default(),
-                args.from_time.as_deref().unwrap_or_default()
-            ));
-        }
-    }
+    let (from, to) = parse_window(args.from_time.as_deref(), args.to_time.as_deref())?;
     let start_at = parse_start(&args.offset)?;
     let style = PrintStyle {
         null: if args.print_null { b"NULL" } else { b"" },

@@ -131,6 +131,27 @@ pub fn parse_time_flag(flag: &str, raw: &str) -> Result<i64, String> {
     Ok(ts)
 }
 
+/// The `--from-time` / `--to-time` pair of a tool, parsed (with warnings) and checked.
+pub fn parse_window(
+    from: Option<&str>,
+    to: Option<&str>,
+) -> Result<(Option<i64>, Option<i64>), String> {
+    let from_ms = from
+        .map(|t| parse_time_flag("--from-time", t))
+        .transpose()?;
+    let to_ms = to.map(|t| parse_time_flag("--to-time", t)).transpose()?;
+    if let (Some(f), Some(t)) = (from_ms, to_ms) {
+        if t <= f {
+            return Err(format!(
+                "--to-time {} must be after --from-time {}",
+                to.unwrap_or_default(),
+                from.unwrap_or_default()
+            ));
+        }
+    }
+    Ok((from_ms, to_ms))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

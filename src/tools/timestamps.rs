@@ -9,7 +9,7 @@ use std::io::Write;
 
 use serde_json::json;
 
-use super::time_arg::parse_time_flag;
+use super::time_arg::parse_window;
 use crate::format::batch::{decode_records, split_batches};
 use crate::format::BatchHeader;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
@@ -97,16 +97,7 @@ fn observe_batch(
 }
 
 pub async fn run(args: TimestampsArgs, out: &mut dyn Write) -> Result<(), String> {
-    let from = args
-        .from_time
-        .as_deref()
-        .map(|t| parse_time_flag("--from-time", t))
-        .transpose()?;
-    let to = args
-        .to_time
-        .as_deref()
-        .map(|t| parse_time_flag("--to-time", t))
-        .transpose()?;
+    let (from, to) = parse_window(args.from_time.as_deref(), args.to_time.as_deref())?;
     let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
     let meta = super::topic_metadata(&mut client, &args.topic).await?;
     let ts_type = meta
