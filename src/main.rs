@@ -23,6 +23,19 @@ struct Cli {
     timeout_ms: u64,
 }
 
+/// The server a tool talks to.
+#[derive(clap::Args)]
+struct ServerAddr {
+    /// Server address (Kafka's --bootstrap-server, kcat's -b).
+    #[arg(
+        long,
+        short = 'b',
+        visible_alias = "bootstrap-server",
+        default_value = "127.0.0.1:7411"
+    )]
+    bootstrap: String,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the server: one pinned shard per CPU, listening on --listen (all shards) and on
@@ -51,14 +64,8 @@ enum Command {
   shardlog topics alter --topic orders --config cleanup.policy=compact --delete-config retention.ms")]
     Topics {
         action: tools::topics::TopicsAction,
-        /// Server address (Kafka's --bootstrap-server, kcat's -b).
-        #[arg(
-            long,
-            short = 'b',
-            visible_alias = "bootstrap-server",
-            default_value = "127.0.0.1:7411"
-        )]
-        bootstrap: String,
+        #[command(flatten)]
+        server: ServerAddr,
         /// Topic name.
         #[arg(long)]
         topic: Option<String>,
@@ -80,14 +87,8 @@ enum Command {
         after_help = "Example: shardlog delete-records --topic orders --partition 0 --offset 1200"
     )]
     DeleteRecords {
-        /// Server address (Kafka's --bootstrap-server, kcat's -b).
-        #[arg(
-            long,
-            short = 'b',
-            visible_alias = "bootstrap-server",
-            default_value = "127.0.0.1:7411"
-        )]
-        bootstrap: String,
+        #[command(flatten)]
+        server: ServerAddr,
         /// Topic name.
         #[arg(long, required_unless_present = "offset_json_file")]
         topic: Option<String>,
@@ -111,14 +112,8 @@ enum Command {
         after_help = "Example: shardlog timestamps --topic orders --deep --from-time 2024-03-09T02:00:00Z --to-time 2024-03-09T02:30:00Z"
     )]
     Timestamps {
-        /// Server address (Kafka's --bootstrap-server, kcat's -b).
-        #[arg(
-            long,
-            short = 'b',
-            visible_alias = "bootstrap-server",
-            default_value = "127.0.0.1:7411"
-        )]
-        bootstrap: String,
+        #[command(flatten)]
+        server: ServerAddr,
         /// Topic name.
         #[arg(long)]
         topic: String,
@@ -138,14 +133,8 @@ enum Command {
     /// Sizes and offsets of every partition as JSON, like kafka-log-dirs --describe.
     #[command(after_help = "Example: shardlog log-dirs --topic-list orders,payments")]
     LogDirs {
-        /// Server address (Kafka's --bootstrap-server, kcat's -b).
-        #[arg(
-            long,
-            short = 'b',
-            visible_alias = "bootstrap-server",
-            default_value = "127.0.0.1:7411"
-        )]
-        bootstrap: String,
+        #[command(flatten)]
+        server: ServerAddr,
         /// Comma-separated topics [default: all].
         #[arg(long, value_delimiter = ',')]
         topic_list: Option<Vec<String>>,
@@ -155,14 +144,8 @@ enum Command {
         after_help = "Example: printf '1709992800000|alice|paid\\n' | shardlog produce --topic orders --timestamp-separator '|' --key-separator '|' --acks all"
     )]
     Produce {
-        /// Server address (Kafka's --bootstrap-server, kcat's -b).
-        #[arg(
-            long,
-            short = 'b',
-            visible_alias = "bootstrap-server",
-            default_value = "127.0.0.1:7411"
-        )]
-        bootstrap: String,
+        #[command(flatten)]
+        server: ServerAddr,
         /// Topic name.
         #[arg(long)]
         topic: String,
@@ -194,14 +177,8 @@ enum Command {
         after_help = "Example: shardlog consume --topic orders --from-time 2024-03-09T02:00:00+08:00 --to-time 2024-03-09T02:30:00+08:00 --format '%p/%o %I %k=%s\\n'"
     )]
     Consume {
-        /// Server address (Kafka's --bootstrap-server, kcat's -b).
-        #[arg(
-            long,
-            short = 'b',
-            visible_alias = "bootstrap-server",
-            default_value = "127.0.0.1:7411"
-        )]
-        bootstrap: String,
+        #[command(flatten)]
+        server: ServerAddr,
         /// Topic name.
         #[arg(long)]
         topic: String,
@@ -258,14 +235,8 @@ enum Command {
         after_help = "Example: shardlog get-offsets --topic orders --time 2024-03-09T14:05:00Z --show-timestamp"
     )]
     GetOffsets {
-        /// Server address (Kafka's --bootstrap-server, kcat's -b).
-        #[arg(
-            long,
-            short = 'b',
-            visible_alias = "bootstrap-server",
-            default_value = "127.0.0.1:7411"
-        )]
-        bootstrap: String,
+        #[command(flatten)]
+        server: ServerAddr,
         /// A topic name or regular expression [default: every topic].
         #[arg(long)]
         topic: Option<String>,
@@ -321,14 +292,8 @@ enum Command {
 enum CrashCheckAction {
     /// Produce with acks=all, appending `partition offset crc32c` per acknowledged record.
     Produce {
-        /// Server address (Kafka's --bootstrap-server, kcat's -b).
-        #[arg(
-            long,
-            short = 'b',
-            visible_alias = "bootstrap-server",
-            default_value = "127.0.0.1:7411"
-        )]
-        bootstrap: String,
+        #[command(flatten)]
+        server: ServerAddr,
         /// Topic name.
         #[arg(long)]
         topic: String,
@@ -347,14 +312,8 @@ enum CrashCheckAction {
     },
     /// Check every acknowledged record against the log.
     Verify {
-        /// Server address (Kafka's --bootstrap-server, kcat's -b).
-        #[arg(
-            long,
-            short = 'b',
-            visible_alias = "bootstrap-server",
-            default_value = "127.0.0.1:7411"
-        )]
-        bootstrap: String,
+        #[command(flatten)]
+        server: ServerAddr,
         /// Topic name.
         #[arg(long)]
         topic: String,
@@ -468,7 +427,7 @@ fn main() -> ExitCode {
         } => serve(data_dir, listen, shards, config),
         Command::Topics {
             action,
-            bootstrap,
+            server: ServerAddr { bootstrap },
             topic,
             partitions,
             partition,
@@ -488,7 +447,7 @@ fn main() -> ExitCode {
             run_tool(async move { tools::topics::run(args, &mut std::io::stdout().lock()).await })
         }
         Command::DeleteRecords {
-            bootstrap,
+            server: ServerAddr { bootstrap },
             topic,
             partition,
             offset,
@@ -509,7 +468,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Timestamps {
-            bootstrap,
+            server: ServerAddr { bootstrap },
             topic,
             from_time,
             to_time,
@@ -530,7 +489,7 @@ fn main() -> ExitCode {
             )
         }
         Command::LogDirs {
-            bootstrap,
+            server: ServerAddr { bootstrap },
             topic_list,
         } => run_tool(async move {
             tools::log_dirs::run(
@@ -542,7 +501,7 @@ fn main() -> ExitCode {
             .await
         }),
         Command::Produce {
-            bootstrap,
+            server: ServerAddr { bootstrap },
             topic,
             partition,
             acks,
@@ -582,7 +541,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Consume {
-            bootstrap,
+            server: ServerAddr { bootstrap },
             topic,
             partition,
             offset,
@@ -632,7 +591,7 @@ fn main() -> ExitCode {
             })
         }
         Command::GetOffsets {
-            bootstrap,
+            server: ServerAddr { bootstrap },
             topic,
             partitions,
             topic_partitions,
@@ -654,7 +613,7 @@ fn main() -> ExitCode {
         }
         Command::CrashCheck { action } => match action {
             CrashCheckAction::Produce {
-                bootstrap,
+                server: ServerAddr { bootstrap },
                 topic,
                 acks_file,
                 connections,
@@ -674,7 +633,7 @@ fn main() -> ExitCode {
                 Ok(())
             }),
             CrashCheckAction::Verify {
-                bootstrap,
+                server: ServerAddr { bootstrap },
                 topic,
                 acks_file,
             } => run_tool(async move {
