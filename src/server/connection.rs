@@ -50,17 +50,23 @@ fn peer_of(stream: &TcpStream) -> Peer {
     }
 }
 
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
-    let _ = stream.set_nodelay(true);
-    let peer = peer_of(&stream);
-    let request_timeout = Duration::from_millis(shard.config.request_timeout_ms);
+/// A second descriptor for the same socket, so replies are written while the next request
+/// is read. Made in the accept loop: failing here (EMFILE) is descriptor exhaustion, and the
+/// loop backs off instead of accepting and dropping every queued connection.
+pub fn writer_half(stream: &TcpStream) -> std::io::Result<TcpStream> {
     // SAFETY: dup returns a new descriptor we own; the TcpStream takes ownership of it.
     let write_fd = unsafe { libc::dup(stream.as_raw_fd()) };
     if write_fd < 0 {
-        tracing::warn!(error = %std::io::Error::last_os_error(), "dup failed; dropping connection");
-        return;
+        return Err(std::io::Error::last_os_error());
     }
-    let writer = unsafe { TcpStream::from_raw_fd(write_fd) };
+    Ok(unsafe { TcpStream::from_raw_fd(write_fd) })
+}
+
+/// Serves one connection: `writer` is `stream`'s [`writer_half`].
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let peer = peer_of(&stream);
+    let request_timeout = Duration::from_millis(shard.config.request_timeout_ms);
     let budget = Budget::new(
         shard.config.max_inflight_bytes_per_connection,
         shard.inflight.clone(),

@@ -315,7 +315,6 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
         match accepted {
             None => break,
             Some(Ok(stream)) => {
-                backoff.reset();
                 let limit = shard.config.max_connections_per_shard;
                 if shard.connections.get() >= limit {
                     tracing::warn!(
@@ -326,10 +325,19 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
                     glommio::spawn_local(connection::refuse_connection(stream, limit)).detach();
                     continue;
                 }
+                let writer = match connection::writer_half(&stream) {
+                    Ok(writer) => writer,
+                    Err(e) => {
+                        drop(stream);
+                        glommio::timer::sleep(backoff.failed(shard.id, &e)).await;
+                        continue;
+                    }
+                };
+                backoff.reset();
                 shard.connections.set(shard.connections.get() + 1);
                 let shard = shard.clone();
                 glommio::spawn_local(async move {
-                    connection::serve(shard.clone(), stream).await;
+                    connection::serve(shard.clone(), stream, writer).await;
                     shard.connections.set(shard.connections.get() - 1);
                 })
                 .detach();
