@@ -207,6 +207,7 @@ fn latency_with_and_without_cleaner(dir: PathBuf, dirty: u64, cleaner_rate: u64)
     let server = server::start(ServerConfig {
         data_dir: dir.join(format!("server-{cleaner_rate}")),
         listen: format!("127.0.0.1:{port}").parse().unwrap(),
+        kafka_listen: None,
         shards: 1,
         // The background cleaner stays out of the way; the forced pass is what is measured.
         log_cleaner_backoff_ms: 86_400_000,

@@ -31,6 +31,7 @@ fn main() {
     let server = server::start(ServerConfig {
         data_dir: dir.clone(),
         listen: format!("127.0.0.1:{port}").parse().unwrap(),
+        kafka_listen: None,
         shards,
         ..Default::default()
     })

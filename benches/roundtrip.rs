@@ -50,6 +50,7 @@ fn main() {
     let server = server::start(ServerConfig {
         data_dir: dir.clone(),
         listen: format!("127.0.0.1:{port}").parse().unwrap(),
+        kafka_listen: None,
         shards,
         spin_before_park_us: spin_us,
         ..Default::default()

@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod format;
 pub mod io;
+pub mod kafka;
 pub mod log;
 pub mod time;
 pub mod tools;

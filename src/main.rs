@@ -36,6 +36,25 @@ struct ServerAddr {
     bootstrap: String,
 }
 
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Data directory [default: ./data].
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Address every shard listens on [default: 127.0.0.1:7411].
+    #[arg(long)]
+    listen: Option<String>,
+    /// Address of the Kafka-protocol listener, or `off` [default: 127.0.0.1:9092].
+    #[arg(long)]
+    kafka_listen: Option<String>,
+    /// Number of shards [default: one per available CPU].
+    #[arg(long)]
+    shards: Option<usize>,
+    /// key=value file with server settings (flags override it).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the server: one pinned shard per CPU, listening on --listen (all shards) and on
@@ -43,20 +62,7 @@ enum Command {
     #[command(
         after_help = "Example: shardlog serve --data-dir /var/lib/shardlog --listen 0.0.0.0:7411 --config server.properties"
     )]
-    Serve {
-        /// Data directory [default: ./data].
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
-        /// Address every shard listens on [default: 127.0.0.1:7411].
-        #[arg(long)]
-        listen: Option<String>,
-        /// Number of shards [default: one per available CPU].
-        #[arg(long)]
-        shards: Option<usize>,
-        /// key=value file with server settings (flags override it).
-        #[arg(long)]
-        config: Option<PathBuf>,
-    },
+    Serve(ServeArgs),
     /// Create, list, describe, delete or alter topics; roll segments; run maintenance.
     #[command(after_help = "Examples:
   shardlog topics create --topic orders --partitions 8 --config retention.ms=86400000
@@ -359,23 +365,21 @@ fn run_tool(f: impl std::future::Future<Output = Result<(), String>>) -> Result<
     }
 }
 
-fn serve(
-    data_dir: Option<PathBuf>,
-    listen: Option<String>,
-    shards: Option<usize>,
-    config_file: Option<PathBuf>,
-) -> Result<(), String> {
+fn serve(args: ServeArgs) -> Result<(), String> {
     let mut config = ServerConfig::default();
-    if let Some(f) = config_file {
+    if let Some(f) = args.config {
         config.apply_file(&f)?;
     }
-    if let Some(d) = data_dir {
+    if let Some(d) = args.data_dir {
         config.data_dir = d;
     }
-    if let Some(l) = listen {
+    if let Some(l) = args.listen {
         config.listen = server::config::parse_listen(&l)?;
     }
-    if let Some(n) = shards {
+    if let Some(l) = args.kafka_listen {
+        config.kafka_listen = server::config::parse_optional_listen(&l)?;
+    }
+    if let Some(n) = args.shards {
         config.shards = n;
     }
     exit_on_panic();
@@ -419,12 +423,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let timeout_ms = cli.timeout_ms;
     let result: Result<(), String> = match cli.command {
-        Command::Serve {
-            data_dir,
-            listen,
-            shards,
-            config,
-        } => serve(data_dir, listen, shards, config),
+        Command::Serve(args) => serve(args),
         Command::Topics {
             action,
             server: ServerAddr { bootstrap },

@@ -44,6 +44,7 @@ fn start_server(dir: &Path) -> Result<(server::ServerHandle, String, ServerConfi
         let config = ServerConfig {
             data_dir: dir.to_path_buf(),
             listen: format!("127.0.0.1:{port}").parse().unwrap(),
+            kafka_listen: None,
             ..ServerConfig::default()
         };
         match server::start(config.clone()) {

@@ -21,6 +21,7 @@ fn start_server(dir: &std::path::Path) -> (shardlog::server::ServerHandle, Strin
         let config = shardlog::server::ServerConfig {
             data_dir: dir.to_path_buf(),
             listen: format!("127.0.0.1:{port}").parse().unwrap(),
+            kafka_listen: None,
             shards: 2.min(std::thread::available_parallelism().unwrap().get()),
             io_memory_bytes: 2 << 20,
             cache_bytes: 16 << 20,

@@ -45,20 +45,39 @@ const VERSION: &str = "0";
 impl Checkpoint {
     /// Reads the checkpoint; a missing or unreadable one gives `self.missing`.
     pub async fn read(self, storage: &dyn Storage, dir: &Path) -> i64 {
+        match self.read_strict(storage, dir).await {
+            Ok(Some(v)) => v,
+            Ok(None) => self.missing,
+            Err(e) => {
+                tracing::warn!(error = %e, "unreadable checkpoint; using {}", self.missing);
+                self.missing
+            }
+        }
+    }
+
+    /// Reads the checkpoint: `None` if there is none, an error if it exists but cannot be
+    /// read (for values that must never fall back, such as the producer-id block).
+    pub async fn read_strict(self, storage: &dyn Storage, dir: &Path) -> Result<Option<i64>> {
         let path = dir.join(self.file);
         if !storage.exists(&path) {
-            return self.missing;
+            return Ok(None);
         }
-        let parsed = storage.read_file(&path).await.ok().and_then(|bytes| {
-            let text = String::from_utf8(bytes).ok()?;
+        let bytes = storage
+            .read_file(&path)
+            .await
+            .map_err(|e| Error::io("read", &path, e))?;
+        let parsed = String::from_utf8(bytes).ok().and_then(|text| {
             let mut lines = text.lines();
             (lines.next()? == VERSION).then_some(())?;
             lines.next()?.trim().parse::<i64>().ok().filter(|o| *o >= 0)
         });
-        if parsed.is_none() {
-            tracing::warn!(file = %path.display(), "unreadable checkpoint; using {}", self.missing);
-        }
-        parsed.unwrap_or(self.missing)
+        parsed.map(Some).ok_or_else(|| {
+            Error::corruption(
+                &path,
+                0,
+                "not a version-0 checkpoint of one non-negative value",
+            )
+        })
     }
 
     pub async fn write(self, storage: &dyn Storage, dir: &Path, offset: i64) -> Result<()> {

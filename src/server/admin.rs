@@ -23,7 +23,7 @@ fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, AdminError> {
     Err((code, msg.into()))
 }
 
-fn check_create(
+pub fn check_create(
     shard: &Shard,
     name: &str,
     partitions: i32,

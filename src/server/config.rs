@@ -60,6 +60,13 @@ pub struct ServerConfig {
     /// within ~1.5x while it cleans (benches/lifecycle.rs), as the fdatasyncs of cleaned
     /// segments otherwise stall the device for the shard's other I/O.
     pub log_cleaner_io_max_bytes_per_second: u64,
+    /// Address of the Kafka-protocol listener (every shard accepts on it); `None`: off.
+    /// On at 127.0.0.1:9092 by default; embedded servers (tests, benches) turn it off so
+    /// that several can run at once.
+    pub kafka_listen: Option<SocketAddr>,
+    /// Producer ids InitProducerId reserves per persisted block (Kafka hands them out in
+    /// blocks of 1000 too): one file write per block, never a reuse after a restart.
+    pub producer_id_block_size: i64,
 }
 
 impl Default for ServerConfig {
@@ -67,6 +74,8 @@ impl Default for ServerConfig {
         ServerConfig {
             data_dir: PathBuf::from("./data"),
             listen: "127.0.0.1:7411".parse().unwrap(),
+            kafka_listen: Some("127.0.0.1:9092".parse().unwrap()),
+            producer_id_block_size: 1000,
             shards: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
@@ -114,7 +123,8 @@ impl ServerConfig {
     /// max.open.sealed.files.per.shard, connections.max.idle.ms, request.timeout.ms,
     /// advertised.host, allow.drop.kernel.cache, log.roll.min.interval.ms,
     /// log.retention.check.interval.ms, log.cleaner.backoff.ms,
-    /// log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second.
+    /// log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second, kafka.listen
+    /// (`off` turns the Kafka listener off), producer.id.block.size.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
@@ -139,6 +149,8 @@ impl ServerConfig {
         match key {
             "data.dir" => self.data_dir = PathBuf::from(v),
             "listen" => self.listen = parse_listen(v)?,
+            "kafka.listen" => self.kafka_listen = parse_optional_listen(v)?,
+            "producer.id.block.size" => self.producer_id_block_size = num(key, v)?,
             "shards" => self.shards = num(key, v)?,
             "max.frame.bytes" => self.max_frame_bytes = num(key, v)?,
             "max.inflight.bytes.per.connection" => {
@@ -250,6 +262,23 @@ impl ServerConfig {
                 return Err(bad(key, "must be between 100 ms and 1 day"));
             }
         }
+        if !(1..=1_000_000).contains(&self.producer_id_block_size) {
+            return Err(bad(
+                "producer.id.block.size",
+                "must be between 1 and 1000000",
+            ));
+        }
+        if let Some(k) = self.kafka_listen {
+            if self.listen_addrs()[..=self.shards]
+                .iter()
+                .any(|a| a.port() == k.port())
+            {
+                return Err(bad(
+                    "kafka.listen",
+                    format!("port {} is one of the native listener's ports", k.port()),
+                ));
+            }
+        }
         let last_port = self.listen.port() as usize + self.shards;
         if self.listen.port() == 0 || last_port > u16::MAX as usize {
             return Err(bad(
@@ -260,16 +289,26 @@ impl ServerConfig {
         Ok(())
     }
 
-    /// Every address the server listens on: the shared one, then each shard's own.
+    /// Every address the server listens on: the shared one, then each shard's own, then
+    /// the Kafka listener's.
     pub fn listen_addrs(&self) -> Vec<SocketAddr> {
         std::iter::once(self.listen)
             .chain((0..self.shards).map(|i| SocketAddr::new(self.listen.ip(), self.shard_port(i))))
+            .chain(self.kafka_listen)
             .collect()
     }
 
     /// The per-shard port of shard `i`.
     pub fn shard_port(&self, i: usize) -> u16 {
         self.listen.port() + 1 + i as u16
+    }
+}
+
+/// Parses HOST:PORT, or `off` (also `none` or empty) for a listener that is turned off.
+pub fn parse_optional_listen(v: &str) -> Result<Option<SocketAddr>, String> {
+    match v {
+        "" | "off" | "none" => Ok(None),
+        _ => parse_listen(v).map(Some),
     }
 }
 

@@ -62,8 +62,18 @@ pub fn writer_half(stream: &TcpStream) -> std::io::Result<TcpStream> {
     Ok(unsafe { TcpStream::from_raw_fd(write_fd) })
 }
 
+/// The protocol a listener speaks. Both share this file's framing (int32 size prefix, an
+/// 8-byte minimum header), pipelining, budgets and timeouts; they differ in how a frame is
+/// handled and in what a bad frame gets (the native protocol answers with an error frame,
+/// Kafka closes the connection, as a Kafka broker does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    Native,
+    Kafka,
+}
+
 /// Serves one connection: `writer` is `stream`'s [`writer_half`].
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream) {
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire: Wire) {
     let _ = stream.set_nodelay(true);
     let peer = peer_of(&stream);
     let request_timeout = Duration::from_millis(shard.config.request_timeout_ms);
@@ -78,7 +88,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream) {
     let shutdown = shard.shutdown_listener();
     loop {
         let next = futures_lite::future::or(
-            async { read_frame(&shard, &mut reader, &budget).await },
+            async { read_frame(&shard, &mut reader, &budget, wire).await },
             async {
                 shutdown.recv().await;
                 Next::Stop("shutting down".into())
@@ -87,8 +97,20 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream) {
         .await;
         match next {
             Next::Frame(body, reservation) => {
-                let task =
-                    glommio::spawn_local(handle_frame(shard.clone(), body, peer, budget.clone()));
+                let task = match wire {
+                    Wire::Native => glommio::spawn_local(handle_frame(
+                        shard.clone(),
+                        body,
+                        peer,
+                        budget.clone(),
+                    )),
+                    Wire::Kafka => glommio::spawn_local(crate::kafka::handle_frame(
+                        shard.clone(),
+                        body,
+                        peer,
+                        budget.clone(),
+                    )),
+                };
                 if tx.send((task, reservation)).await.is_err() {
                     break;
                 }
@@ -115,6 +137,7 @@ async fn write_replies(mut writer: TcpStream, rx: LocalReceiver<Queued>, limit: 
         let Reply {
             frame,
             reservation: reply_budget,
+            close,
         } = task.await;
         if let Some(frame) = frame {
             if let Err(e) = within(limit, writer.write_all(&frame)).await {
@@ -122,6 +145,11 @@ async fn write_replies(mut writer: TcpStream, rx: LocalReceiver<Queued>, limit: 
                 let _ = writer.shutdown(std::net::Shutdown::Both).await;
                 break;
             }
+        }
+        if close {
+            // The request could not be parsed: the stream cannot be trusted any further.
+            let _ = writer.shutdown(std::net::Shutdown::Both).await;
+            break;
         }
         // The bytes are on their way: release them.
         drop((request_budget, reply_budget));
@@ -142,6 +170,7 @@ async fn read_frame(
     shard: &Shard,
     reader: &mut TcpStream<glommio::net::Preallocated>,
     budget: &Budget,
+    wire: Wire,
 ) -> Next {
     let cfg = &shard.config;
     let idle = Duration::from_millis(cfg.connections_max_idle_ms);
@@ -155,6 +184,12 @@ async fn read_frame(
     }
     let size = i32::from_be_bytes(size_buf);
     if size < REQUEST_HEADER as i32 || size as usize > cfg.max_frame_bytes {
+        if wire == Wire::Kafka {
+            return Next::Stop(format!(
+                "Kafka frame of {size} bytes (limit {})",
+                cfg.max_frame_bytes
+            ));
+        }
         return Next::Refuse(refusal(reader, size, cfg.max_frame_bytes).await);
     }
     let size = size as usize;

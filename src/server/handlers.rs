@@ -39,6 +39,8 @@ pub struct Peer {
 pub struct Reply {
     pub frame: Option<Vec<u8>>,
     pub reservation: Reservation,
+    /// Close the connection after this reply (a Kafka request that cannot be parsed).
+    pub close: bool,
 }
 
 impl Reply {
@@ -46,6 +48,7 @@ impl Reply {
         Reply {
             frame: Some(frame),
             reservation: Reservation::default(),
+            close: false,
         }
     }
 }
@@ -54,7 +57,11 @@ impl Reply {
 pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Budget) -> Reply {
     let mut reservation = Reservation::default();
     let frame = decode_and_run(&shard, frame, peer, &budget, &mut reservation).await;
-    Reply { frame, reservation }
+    Reply {
+        frame,
+        reservation,
+        close: false,
+    }
 }
 
 async fn decode_and_run(
@@ -136,6 +143,7 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, (ErrorCode, String)
                 base_offset,
                 last_offset,
                 log_append_time,
+                ..
             },
         ) => ResponseBody::Produce {
             base_offset,

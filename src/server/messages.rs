@@ -22,6 +22,11 @@ pub enum PartitionOp {
         timestamp: i64,
     },
     DropOsCaches,
+    /// Long poll: completes when the log end passes `after`, or after `timeout_ms`.
+    WaitForAppend {
+        after: i64,
+        timeout_ms: u64,
+    },
     /// DeleteRecords: move the log start offset to `offset` (-1: the log end).
     DeleteRecords {
         offset: i64,
@@ -43,6 +48,7 @@ pub enum OpOk {
         base_offset: i64,
         last_offset: i64,
         log_append_time: i64,
+        log_start_offset: i64,
     },
     Fetched {
         log_start_offset: i64,
@@ -58,6 +64,7 @@ pub enum OpOk {
     LowWatermark(i64),
     Partition(PartitionSummary),
     Maintained(MaintenanceSummary),
+    ProducerId(i64),
     Done,
 }
 
@@ -145,6 +152,8 @@ pub enum ShardOp {
     /// "I have no connections left": sent by each shard at shutdown, so partitions close only
     /// after no shard can forward to them any more.
     Drained,
+    /// Hand out a new producer id (runs on the controller).
+    AllocateProducerId,
 }
 
 #[derive(Debug)]

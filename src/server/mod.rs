@@ -2,12 +2,12 @@
 //! listening on the shared port (SO_REUSEPORT) and on its own port, and forwarding requests
 //! for partitions it does not own to their owner over the channel mesh.
 
-mod admin;
-mod budget;
+pub(crate) mod admin;
+pub(crate) mod budget;
 pub mod config;
-mod connection;
+pub(crate) mod connection;
 pub mod data_dir;
-mod handlers;
+pub(crate) mod handlers;
 pub mod limits;
 mod log_admin;
 mod maintenance;
@@ -30,6 +30,7 @@ use glommio::{LocalExecutorPoolBuilder, PoolPlacement, PoolThreadHandles};
 
 use crate::io::deadline::before;
 pub use config::ServerConfig;
+use connection::Wire;
 use messages::{MeshMsg, ShardOp};
 use shard::Shard;
 
@@ -163,6 +164,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     }
     tracing::info!(
         listen = %config.listen,
+        kafka_listen = ?config.kafka_listen,
         shards = n,
         data_dir = %config.data_dir.display(),
         "shardlog serving"
@@ -193,7 +195,8 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
     TcpListener::bind(addr).map_err(|e| format!("binding {addr}: {e}"))
 }
 
-async fn start_shard(shard: &Rc<Shard>) -> Result<(TcpListener, TcpListener), String> {
+/// The shard's listeners: the shared native port, its own port, and the Kafka port.
+async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<(TcpListener, Wire)>, String> {
     let cfg = &shard.config;
     crate::io::ensure_iopoll_probe_workaround(&cfg.data_dir)
         .await
@@ -202,7 +205,11 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<(TcpListener, TcpListener), St
     maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;
     let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id))).await?;
-    Ok((shared, own))
+    let mut listeners = vec![(shared, Wire::Native), (own, Wire::Native)];
+    if let Some(kafka) = cfg.kafka_listen {
+        listeners.push((bind(kafka).await?, Wire::Kafka));
+    }
+    Ok(listeners)
 }
 
 async fn run_shard(
@@ -235,10 +242,10 @@ async fn run_shard(
     }
 
     match start_shard(&shard).await {
-        Ok((shared, own)) => {
+        Ok(listeners) => {
             let _ = ready.send(Ok(id));
-            for listener in [shared, own] {
-                glommio::spawn_local(accept_loop(shard.clone(), listener)).detach();
+            for (listener, wire) in listeners {
+                glommio::spawn_local(accept_loop(shard.clone(), listener, wire)).detach();
             }
         }
         Err(e) => {
@@ -303,7 +310,7 @@ async fn until<T>(deadline: Instant, fut: impl std::future::Future<Output = T>) 
     before(deadline.saturating_duration_since(Instant::now()), fut).await
 }
 
-async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
+async fn accept_loop(shard: Rc<Shard>, listener: TcpListener, wire: Wire) {
     let stop = shard.shutdown_listener();
     let mut backoff = AcceptBackoff::default();
     loop {
@@ -337,7 +344,7 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
                 shard.connections.set(shard.connections.get() + 1);
                 let shard = shard.clone();
                 glommio::spawn_local(async move {
-                    connection::serve(shard.clone(), stream, writer).await;
+                    connection::serve(shard.clone(), stream, writer, wire).await;
                     shard.connections.set(shard.connections.get() - 1);
                 })
                 .detach();

@@ -53,6 +53,27 @@ pub enum Job {
 #[derive(Clone)]
 pub struct PartitionHandle {
     tx: std::rc::Rc<LocalSender<Command>>,
+    appends: std::rc::Rc<AppendWatch>,
+}
+
+/// The partition's visible log end, and the fetches long-polling for it to move (Kafka's
+/// Fetch max_wait_ms / min_bytes): woken by the actor after a group of appends, never by
+/// polling. Lives on the owner shard only.
+#[derive(Default)]
+pub struct AppendWatch {
+    end: std::cell::Cell<i64>,
+    waiters: std::cell::RefCell<Vec<LocalSender<()>>>,
+}
+
+impl AppendWatch {
+    fn advanced_to(&self, end: i64) {
+        if end == self.end.replace(end) {
+            return;
+        }
+        for w in self.waiters.borrow_mut().drain(..) {
+            let _ = w.try_send(());
+        }
+    }
 }
 
 /// Most commands one group takes, so a flood of produces still gets replies regularly.
@@ -63,10 +84,23 @@ const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_millis(500);
 impl PartitionHandle {
     pub fn spawn(log: PartitionLog) -> Self {
         let (tx, rx) = local_channel::new_unbounded();
-        glommio::spawn_local(run(log, rx)).detach();
+        let appends = std::rc::Rc::new(AppendWatch::default());
+        appends.end.set(log.visible_end_offset());
+        glommio::spawn_local(run(log, rx, appends.clone())).detach();
         PartitionHandle {
             tx: std::rc::Rc::new(tx),
+            appends,
         }
+    }
+
+    /// Waits until the log end passes `after`, at most `timeout`; true if it did.
+    pub async fn wait_for_append(&self, after: i64, timeout: std::time::Duration) -> bool {
+        if self.appends.end.get() > after {
+            return true;
+        }
+        let (tx, rx) = local_channel::new_bounded(1);
+        self.appends.waiters.borrow_mut().push(tx);
+        before(timeout, rx.recv()).await.is_some() || self.appends.end.get() > after
     }
 
     /// Runs an operation on the partition and waits for its result.
@@ -219,17 +253,17 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             segments: log.segments().len() as u32,
         })),
         PartitionOp::SetConfig(config) => log.set_config(config).map(|_| OpOk::Done),
-        PartitionOp::Maintain => {
+        PartitionOp::Maintain | PartitionOp::WaitForAppend { .. } => {
             return Err((
                 ErrorCode::Internal,
-                "maintenance runs through the shard, not the partition task".into(),
+                "maintenance and long polls run through the shard, not the partition task".into(),
             ))
         }
     };
     r.map_err(engine_err)
 }
 
-async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
+async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>, appends: std::rc::Rc<AppendWatch>) {
     while let Some(first) = next_command(&mut log, &rx).await {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -255,6 +289,7 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
                             base_offset: info.base_offset,
                             last_offset: info.last_offset,
                             log_append_time: info.log_append_time.unwrap_or(-1),
+                            log_start_offset: log.log_start_offset(),
                         });
                         match (&result, acks) {
                             (Ok(_), ACKS_NONE) => {}
@@ -291,6 +326,7 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>) {
         for (reply, result) in waiting {
             let _ = reply.try_send(result);
         }
+        appends.advanced_to(log.visible_end_offset());
         if wrote && need_sync {
             // After the replies: the index files are for tools, not on a produce's path.
             log.write_active_indexes(false).await;

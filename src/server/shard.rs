@@ -29,7 +29,7 @@ pub struct Shard {
     pub id: usize,
     pub n: usize,
     pub config: Rc<ServerConfig>,
-    storage: Rc<dyn Storage>,
+    pub(crate) storage: Rc<dyn Storage>,
     /// This shard's read cache of `.log` and index pages.
     pub cache: SharedPageCache,
     /// Whether the previous run shut down cleanly: partitions opened at start-up skip the
@@ -209,7 +209,15 @@ impl Shard {
             Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
                 super::maintenance::maintain_now(self, &h).await,
             )),
-            Some(h) => h.call(op).await,
+            // Waits outside the partition's task: a waiting fetch must not hold it up.
+            Some(h) => match op {
+                PartitionOp::WaitForAppend { after, timeout_ms } => {
+                    let wait = std::time::Duration::from_millis(timeout_ms);
+                    h.wait_for_append(after, wait).await;
+                    Ok(OpOk::Done)
+                }
+                op => h.call(op).await,
+            },
             None if !self.ready.get() => err(
                 ErrorCode::NotReady,
                 format!(
@@ -334,6 +342,16 @@ impl Shard {
                 self.drained_peers.set(self.drained_peers.get() + 1);
                 Ok(OpOk::Done)
             }
+            ShardOp::AllocateProducerId => crate::kafka::producer_ids::allocate(self).await,
+        }
+    }
+
+    /// A producer id never handed out before, from the controller's persisted blocks.
+    pub async fn allocate_producer_id(self: &Rc<Self>) -> OpResult {
+        if self.id == CONTROLLER {
+            crate::kafka::producer_ids::allocate(self).await
+        } else {
+            self.remote(CONTROLLER, ShardOp::AllocateProducerId).await
         }
     }
 

@@ -69,6 +69,7 @@ pub fn start_server(
         let mut config = shardlog::server::ServerConfig {
             data_dir: data_dir.to_path_buf(),
             listen: format!("127.0.0.1:{port}").parse().unwrap(),
+            kafka_listen: None,
             shards,
             io_memory_bytes: 2 << 20,
             ..Default::default()

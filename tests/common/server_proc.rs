@@ -31,8 +31,14 @@ fn spawn(
     let text: String = config.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
     std::fs::write(&conf, text).unwrap();
     let bin = env!("CARGO_BIN_EXE_shardlog");
+    // The Kafka listener is off unless a test asks for it (`with_kafka`): tests run at once.
+    let kafka = if config.iter().any(|(k, _)| k == "kafka.listen") {
+        String::new()
+    } else {
+        " --kafka-listen off".to_string()
+    };
     let args = format!(
-        "{bin} serve --data-dir {} --listen 127.0.0.1:{port} --config {}",
+        "{bin} serve --data-dir {} --listen 127.0.0.1:{port} --config {}{kafka}",
         data.display(),
         conf.display()
     );
@@ -73,8 +79,17 @@ impl ServerProc {
         config.push(("shards".into(), shards.to_string()));
         config.push(("io.memory.bytes".into(), (2 << 20).to_string()));
         let log = data.with_extension(format!("{}.log", fastrand::u32(..)));
+        let base_config = config;
         for _ in 0..10 {
             let port = free_port();
+            // `kafka.listen=auto`: a free port of its own for the Kafka listener.
+            let config: Vec<(String, String)> = base_config
+                .iter()
+                .map(|(k, v)| match (k.as_str(), v.as_str()) {
+                    ("kafka.listen", "auto") => (k.clone(), format!("127.0.0.1:{}", free_port())),
+                    _ => (k.clone(), v.clone()),
+                })
+                .collect();
             let child = spawn(data, port, &config, &log, wrapper);
             let mut s = ServerProc {
                 child,
@@ -98,6 +113,16 @@ impl ServerProc {
 
     pub fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The Kafka listener's address (started with `kafka.listen=auto`).
+    #[allow(dead_code)]
+    pub fn kafka_addr(&self) -> String {
+        self.config
+            .iter()
+            .find(|(k, _)| k == "kafka.listen")
+            .map(|(_, v)| v.clone())
+            .expect("started with kafka.listen")
     }
 
     /// Waits until the port accepts, or the process exits (false).

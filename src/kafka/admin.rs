@@ -1,0 +1,218 @@
+//! CreateTopics v2-7, DeleteTopics v1-6, DescribeConfigs v1-4: the native topic admin
+//! (run one at a time on the controller shard) with Kafka's error codes and fields.
+
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    DescribeConfigsRequest, DescribeConfigsResponse, TopicName,
+};
+
+use super::errors::{self, kafka_code};
+use super::{str_bytes, Context};
+use crate::protocol::ErrorCode;
+use crate::server::topics::{TopicConfig, TopicMeta};
+
+/// Kafka's num.partitions default, used when a client sends -1.
+const DEFAULT_PARTITIONS: i32 = 1;
+/// DescribeConfigs resource types.
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+/// Config sources (DescribeConfigs v1+, CreateTopics v5+).
+const SOURCE_TOPIC: i8 = 1;
+const SOURCE_DEFAULT: i8 = 5;
+
+type Outcome = Result<(), (i16, String)>;
+
+pub async fn create(ctx: &Context<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
+    let mut results = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let partitions = match topic.num_partitions {
+            -1 => DEFAULT_PARTITIONS,
+            n => n,
+        };
+        let outcome = create_one(ctx, &topic, partitions, request.validate_only).await;
+        results.push(created(ctx, topic.name, partitions, outcome));
+    }
+    CreateTopicsResponse::default().with_topics(results)
+}
+
+async fn create_one(
+    ctx: &Context<'_>,
+    topic: &CreatableTopic,
+    partitions: i32,
+    validate_only: bool,
+) -> Outcome {
+    if !matches!(topic.replication_factor, -1 | 1) {
+        return Err((
+            errors::INVALID_REPLICATION_FACTOR,
+            format!(
+                "replication factor {} is impossible: shardlog is a single node (use 1 or -1)",
+                topic.replication_factor
+            ),
+        ));
+    }
+    if !topic.assignments.is_empty() {
+        return Err((
+            errors::INVALID_REPLICA_ASSIGNMENT,
+            "manual replica assignments are not supported: partitions are placed on shards".into(),
+        ));
+    }
+    let name = topic.name.0.to_string();
+    // A null value means "the default": leave the key out.
+    let configs: Vec<(String, String)> = topic
+        .configs
+        .iter()
+        .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+        .collect();
+    let result = if validate_only {
+        crate::server::admin::check_create(ctx.shard, &name, partitions, &configs).map(|_| ())
+    } else {
+        ctx.shard
+            .create_topic(name, partitions, configs)
+            .await
+            .map(|_| ())
+    };
+    result.map_err(|(code, msg)| (create_code(code), msg))
+}
+
+fn create_code(code: ErrorCode) -> i16 {
+    match code {
+        // The only request error of a create is its partition count.
+        ErrorCode::InvalidRequest => errors::INVALID_PARTITIONS,
+        other => kafka_code(other, true),
+    }
+}
+
+fn created(
+    ctx: &Context<'_>,
+    name: TopicName,
+    partitions: i32,
+    outcome: Outcome,
+) -> CreatableTopicResult {
+    let r = CreatableTopicResult::default().with_name(name.clone());
+    match outcome {
+        Err((code, msg)) => r
+            .with_error_code(code)
+            .with_error_message(Some(str_bytes(msg))),
+        Ok(()) if ctx.version >= 5 => {
+            let configs = ctx
+                .shard
+                .topic(&name.0)
+                .map(|meta| creatable_configs(&meta.config))
+                .unwrap_or_default();
+            r.with_num_partitions(partitions)
+                .with_replication_factor(1)
+                .with_configs(Some(configs))
+        }
+        Ok(()) => r,
+    }
+}
+
+fn creatable_configs(config: &TopicConfig) -> Vec<CreatableTopicConfigs> {
+    described(config, None)
+        .into_iter()
+        .map(|(name, value, source)| {
+            CreatableTopicConfigs::default()
+                .with_name(str_bytes(name))
+                .with_value(Some(str_bytes(value)))
+                .with_config_source(source)
+        })
+        .collect()
+}
+
+/// Every topic key with its value and source, optionally only `keys`.
+fn described(config: &TopicConfig, keys: Option<&[String]>) -> Vec<(String, String, i8)> {
+    config
+        .log
+        .to_pairs()
+        .into_iter()
+        .filter(|(k, _)| keys.is_none_or(|keys| keys.contains(k)))
+        .map(|(k, v)| {
+            let source = if config.overrides.contains_key(&k) {
+                SOURCE_TOPIC
+            } else {
+                SOURCE_DEFAULT
+            };
+            (k, v, source)
+        })
+        .collect()
+}
+
+pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
+    // v6 names topics in `topics`, earlier versions in `topic_names`.
+    let names: Vec<TopicName> = if ctx.version >= 6 {
+        request.topics.into_iter().filter_map(|t| t.name).collect()
+    } else {
+        request.topic_names
+    };
+    let mut results = Vec::with_capacity(names.len());
+    for name in names {
+        let r = DeletableTopicResult::default().with_name(Some(name.clone()));
+        results.push(match ctx.shard.delete_topic(name.0.to_string()).await {
+            Ok(_) => r,
+            Err((code, msg)) => {
+                let r = r.with_error_code(kafka_code(code, true));
+                if ctx.version >= 5 {
+                    r.with_error_message(Some(str_bytes(msg)))
+                } else {
+                    r
+                }
+            }
+        });
+    }
+    DeleteTopicsResponse::default().with_responses(results)
+}
+
+pub fn describe_configs(
+    ctx: &Context<'_>,
+    request: DescribeConfigsRequest,
+) -> DescribeConfigsResponse {
+    let results = request
+        .resources
+        .into_iter()
+        .map(|res| {
+            let name = res.resource_name.to_string();
+            let keys: Option<Vec<String>> = res
+                .configuration_keys
+                .map(|ks| ks.iter().map(|k| k.to_string()).collect());
+            let r = DescribeConfigsResult::default()
+                .with_resource_type(res.resource_type)
+                .with_resource_name(res.resource_name);
+            match res.resource_type {
+                RESOURCE_TOPIC => match ctx.shard.topic(&name) {
+                    Some(meta) => r.with_configs(topic_configs(&meta, keys.as_deref())),
+                    None => r
+                        .with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION)
+                        .with_error_message(Some(str_bytes(format!("unknown topic {name:?}")))),
+                },
+                // Broker settings live in shardlog's own config file; none are reported.
+                RESOURCE_BROKER => r,
+                other => r
+                    .with_error_code(errors::INVALID_REQUEST)
+                    .with_error_message(Some(str_bytes(format!(
+                        "resource type {other} is not supported"
+                    )))),
+            }
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+fn topic_configs(meta: &TopicMeta, keys: Option<&[String]>) -> Vec<DescribeConfigsResourceResult> {
+    described(&meta.config, keys)
+        .into_iter()
+        .map(|(name, value, source)| {
+            DescribeConfigsResourceResult::default()
+                .with_name(str_bytes(name))
+                .with_value(Some(str_bytes(value)))
+                .with_config_source(source)
+        })
+        .collect()
+}

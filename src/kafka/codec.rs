@@ -1,0 +1,159 @@
+//! Frames in, frames out: the request header and body are decoded with the kafka-protocol
+//! crate, the request runs, and the response is encoded for the version it came in.
+//! Kafka's rules for what cannot be served: an ApiVersions of a newer version gets the v0
+//! error reply; any other key or version we do not advertise, or a body that does not
+//! decode, closes the connection (what a Kafka broker does; clients only send what the
+//! ApiVersions table offers).
+
+use std::rc::Rc;
+
+use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Decodable, Encodable};
+
+use super::api_versions;
+use crate::server::budget::{Budget, Reservation};
+use crate::server::handlers::{Peer, Reply};
+use crate::server::shard::Shard;
+
+/// A decoded request, or why it cannot be served.
+enum Decoded {
+    Request {
+        key: ApiKey,
+        version: i16,
+        correlation_id: i32,
+        request: Box<RequestKind>,
+    },
+    /// ApiVersions of a version above ours: answered in the v0 layout.
+    NewerApiVersions {
+        correlation_id: i32,
+    },
+    Unparseable(String),
+}
+
+/// Handles one Kafka request frame (size prefix removed).
+pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Budget) -> Reply {
+    let (key, version, correlation_id, request) = match decode(frame) {
+        Decoded::Request {
+            key,
+            version,
+            correlation_id,
+            request,
+        } => (key, version, correlation_id, request),
+        Decoded::NewerApiVersions { correlation_id } => {
+            return Reply::frame(api_versions::unsupported_version_frame(correlation_id))
+        }
+        Decoded::Unparseable(why) => return close(why),
+    };
+    let mut reservation = Reservation::default();
+    let ctx = super::Context {
+        shard: &shard,
+        version,
+        peer,
+        budget: &budget,
+    };
+    let Some(response) = super::dispatch(&ctx, *request, &mut reservation).await else {
+        // Produce with acks=0: no reply by design.
+        return Reply {
+            frame: None,
+            reservation,
+            close: false,
+        };
+    };
+    match encode(key, version, correlation_id, &response) {
+        Ok(frame) => Reply {
+            frame: Some(frame),
+            reservation,
+            close: false,
+        },
+        Err(e) => {
+            tracing::error!(?key, version, error = %e, "encoding a Kafka response failed");
+            close(format!("encoding {key:?} v{version}: {e}"))
+        }
+    }
+}
+
+fn close(why: String) -> Reply {
+    tracing::debug!(%why, "closing a Kafka connection");
+    Reply {
+        frame: None,
+        reservation: Reservation::default(),
+        close: true,
+    }
+}
+
+fn decode(mut frame: Bytes) -> Decoded {
+    // The connection guarantees the 8 bytes of api key, version and correlation id.
+    let raw_key = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let Ok(key) = ApiKey::try_from(raw_key) else {
+        return Decoded::Unparseable(format!("unknown api key {raw_key}"));
+    };
+    if key == ApiKey::ApiVersions && version > max_version(key) {
+        return Decoded::NewerApiVersions { correlation_id };
+    }
+    if !api_versions::is_advertised(key, version) {
+        return Decoded::Unparseable(format!("{key:?} v{version} is not served"));
+    }
+    let header_version = key.request_header_version(version);
+    if let Err(e) = RequestHeader::decode(&mut frame, header_version) {
+        return Decoded::Unparseable(format!("{key:?} v{version} header: {e}"));
+    }
+    match RequestKind::decode(key, &mut frame, version) {
+        Ok(request) => Decoded::Request {
+            key,
+            version,
+            correlation_id,
+            request: Box::new(request),
+        },
+        Err(e) => Decoded::Unparseable(format!("{key:?} v{version} body: {e}")),
+    }
+}
+
+fn max_version(key: ApiKey) -> i16 {
+    api_versions::ADVERTISED
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map_or(-1, |&(_, _, max)| max)
+}
+
+/// Size prefix, response header (v0 for ApiVersions whatever its version), body.
+pub fn encode(
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    response: &ResponseKind,
+) -> anyhow::Result<Vec<u8>> {
+    let mut buf = BytesMut::with_capacity(256);
+    buf.extend_from_slice(&[0; 4]);
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(&mut buf, key.response_header_version(version))?;
+    response.encode(&mut buf, version)?;
+    let size = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.to_vec())
+}
+
+/// Decodes a response frame (size prefix included): for tests and tools that speak Kafka.
+pub fn decode_response(
+    key: ApiKey,
+    version: i16,
+    mut frame: Bytes,
+) -> anyhow::Result<(i32, ResponseKind)> {
+    let size = frame.get_i32();
+    anyhow::ensure!(
+        size as usize == frame.len(),
+        "frame size {size} vs {}",
+        frame.len()
+    );
+    let header = ResponseHeader::decode(&mut frame, key.response_header_version(version))?;
+    let body = ResponseKind::decode(key, &mut frame, version)?;
+    anyhow::ensure!(
+        !frame.has_remaining(),
+        "{} bytes after the body",
+        frame.len()
+    );
+    Ok((header.correlation_id, body))
+}

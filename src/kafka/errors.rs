@@ -1,0 +1,58 @@
+//! shardlog's error codes as Kafka clients expect them (kafka-wire.md §5).
+
+use crate::protocol::ErrorCode;
+
+pub const NONE: i16 = 0;
+pub const OFFSET_OUT_OF_RANGE: i16 = 1;
+pub const CORRUPT_MESSAGE: i16 = 2;
+pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+pub const LEADER_NOT_AVAILABLE: i16 = 5;
+pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+pub const MESSAGE_TOO_LARGE: i16 = 10;
+pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
+pub const INVALID_REQUIRED_ACKS: i16 = 21;
+pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+pub const INVALID_TIMESTAMP: i16 = 32;
+pub const UNSUPPORTED_VERSION: i16 = 35;
+pub const TOPIC_ALREADY_EXISTS: i16 = 36;
+pub const INVALID_PARTITIONS: i16 = 37;
+pub const INVALID_REPLICATION_FACTOR: i16 = 38;
+pub const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+pub const INVALID_CONFIG: i16 = 40;
+pub const INVALID_REQUEST: i16 = 42;
+pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+pub const KAFKA_STORAGE_ERROR: i16 = 56;
+pub const INVALID_RECORD: i16 = 87;
+pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+
+/// The Kafka code for a shardlog error. `record_errors` says whether the request version
+/// knows INVALID_RECORD (Produce v8+); older ones get CORRUPT_MESSAGE.
+pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
+    use ErrorCode as E;
+    let invalid_record = if record_errors {
+        INVALID_RECORD
+    } else {
+        CORRUPT_MESSAGE
+    };
+    match code {
+        E::None => NONE,
+        E::UnknownTopic | E::UnknownPartition => UNKNOWN_TOPIC_OR_PARTITION,
+        E::CorruptBatch => CORRUPT_MESSAGE,
+        E::InvalidMagic | E::InvalidBatch | E::CompactedTopicNullKey => invalid_record,
+        E::OffsetOutOfRange => OFFSET_OUT_OF_RANGE,
+        E::BatchTooLarge | E::FrameTooLarge => MESSAGE_TOO_LARGE,
+        E::TopicAlreadyExists => TOPIC_ALREADY_EXISTS,
+        E::InvalidTopicName => INVALID_TOPIC_EXCEPTION,
+        E::InvalidConfig => INVALID_CONFIG,
+        E::StorageError | E::CorruptStorage | E::PartitionPoisoned => KAFKA_STORAGE_ERROR,
+        E::InvalidAcks => INVALID_REQUIRED_ACKS,
+        E::InvalidTimestamp => INVALID_TIMESTAMP,
+        // Retriable: the client refreshes metadata and tries again.
+        E::NotReady => LEADER_NOT_AVAILABLE,
+        E::ShuttingDown => NOT_LEADER_OR_FOLLOWER,
+        E::MalformedRequest | E::InvalidRequest => INVALID_REQUEST,
+        E::UnsupportedApiKey | E::UnsupportedVersion => UNSUPPORTED_VERSION,
+        E::AdminNotAllowed => CLUSTER_AUTHORIZATION_FAILED,
+        E::Internal | E::TooManyConnections => UNKNOWN_SERVER_ERROR,
+    }
+}

@@ -1,0 +1,225 @@
+//! Fetch v4-12: whole batches from the one holding each fetch offset, at most the
+//! request's max_bytes in all (but at least one batch, as Kafka does), and a long poll:
+//! when less than min_bytes is ready, the request waits up to max_wait_ms for an append
+//! to any of its partitions (woken by the append, never by polling), then reads again.
+//! Fetch sessions are not kept: session id 0, every response lists every requested
+//! partition.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_request::FetchPartition;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse};
+
+use super::errors::{self, kafka_code};
+use super::Context;
+use crate::io::deadline::before;
+use crate::server::budget::Reservation;
+use crate::server::messages::{OpOk, PartitionOp};
+
+/// Space a response needs besides records: per partition about 60 bytes.
+const RESPONSE_OVERHEAD: usize = 64;
+const PARTITION_OVERHEAD: usize = 64;
+
+/// One requested partition, in request order.
+struct Wanted {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    max_bytes: usize,
+}
+
+pub async fn handle(
+    ctx: &Context<'_>,
+    request: FetchRequest,
+    reservation: &mut Reservation,
+) -> FetchResponse {
+    let wanted = wanted(&request);
+    let cap = fetch_cap(ctx, &request, wanted.len());
+    // The reply's bytes count against the budgets before anything is read; under memory
+    // pressure it gets smaller (always at least one batch).
+    let Some((reply, granted)) = ctx.budget.reserve_reply(cap).await else {
+        return response(ctx, &request, &wanted, Vec::new());
+    };
+    reservation.merge(reply);
+    let limit = granted.saturating_sub(overhead(wanted.len())).max(1);
+    let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    let min_bytes = request.min_bytes.max(0) as usize;
+    loop {
+        let results = read_all(ctx, &wanted, limit).await;
+        let ready: usize = results.iter().map(Fetched::bytes).sum();
+        let any_error = results.iter().any(|r| r.error != errors::NONE);
+        if ready >= min_bytes.max(1) || any_error || Instant::now() >= deadline {
+            return response(ctx, &request, &wanted, results);
+        }
+        wait_for_append(ctx, &wanted, &results, deadline).await;
+        if Instant::now() >= deadline {
+            let results = read_all(ctx, &wanted, limit).await;
+            return response(ctx, &request, &wanted, results);
+        }
+    }
+}
+
+fn overhead(partitions: usize) -> usize {
+    RESPONSE_OVERHEAD + PARTITION_OVERHEAD * partitions
+}
+
+/// Bytes the reply may take: the request's max_bytes (Kafka's default 50 MiB), bounded so
+/// the response fits a frame.
+fn fetch_cap(ctx: &Context<'_>, request: &FetchRequest, partitions: usize) -> usize {
+    let frame_cap = ctx.shard.config.max_frame_bytes;
+    let asked = (request.max_bytes.max(1) as usize).saturating_add(overhead(partitions));
+    asked.min(frame_cap)
+}
+
+fn wanted(request: &FetchRequest) -> Vec<Wanted> {
+    let mut out = Vec::new();
+    for t in &request.topics {
+        for FetchPartition {
+            partition,
+            fetch_offset,
+            partition_max_bytes,
+            ..
+        } in &t.partitions
+        {
+            out.push(Wanted {
+                topic: t.topic.0.to_string(),
+                partition: *partition,
+                offset: *fetch_offset,
+                max_bytes: (*partition_max_bytes).max(1) as usize,
+            });
+        }
+    }
+    out
+}
+
+struct Fetched {
+    error: i16,
+    log_start_offset: i64,
+    high_watermark: i64,
+    records: Bytes,
+}
+
+impl Fetched {
+    fn bytes(&self) -> usize {
+        self.records.len()
+    }
+}
+
+/// Reads every partition in request order, each up to its own max_bytes and what the
+/// request has left. After the first partition with data, one whose batch does not fit
+/// gets no records (the client asks again); the first gets at least one batch.
+async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fetched> {
+    let mut left = limit;
+    let mut out = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        let max_bytes = w.max_bytes.min(left.max(1));
+        let op = PartitionOp::Fetch {
+            offset: w.offset,
+            max_bytes,
+        };
+        let mut f = match ctx.shard.partition_op(&w.topic, w.partition, op).await {
+            Ok(OpOk::Fetched {
+                log_start_offset,
+                log_end_offset,
+                records,
+            }) => Fetched {
+                error: errors::NONE,
+                log_start_offset,
+                high_watermark: log_end_offset,
+                records,
+            },
+            Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
+            Err((code, _)) => failed(kafka_code(code, true)),
+        };
+        if f.records.len() > left && left < limit {
+            f.records = Bytes::new();
+        }
+        left = left.saturating_sub(f.records.len());
+        out.push(f);
+    }
+    out
+}
+
+fn failed(error: i16) -> Fetched {
+    Fetched {
+        error,
+        log_start_offset: -1,
+        high_watermark: -1,
+        records: Bytes::new(),
+    }
+}
+
+/// Waits until any requested partition grows past what was read, or the deadline.
+async fn wait_for_append(
+    ctx: &Context<'_>,
+    wanted: &[Wanted],
+    results: &[Fetched],
+    deadline: Instant,
+) {
+    let timeout_ms = deadline
+        .saturating_duration_since(Instant::now())
+        .as_millis() as u64;
+    let (tx, rx) = glommio::channels::local_channel::new_bounded(wanted.len().max(1));
+    let tx = std::rc::Rc::new(tx);
+    let waits = wanted.iter().zip(results).map(|(w, r)| {
+        let shard = ctx.shard.clone();
+        let (topic, partition) = (w.topic.clone(), w.partition);
+        let after = r.high_watermark.max(w.offset) - 1;
+        let tx = tx.clone();
+        async move {
+            let op = PartitionOp::WaitForAppend { after, timeout_ms };
+            let _ = shard.partition_op(&topic, partition, op).await;
+            let _ = tx.try_send(());
+        }
+    });
+    // Dropping the tasks when the first wakes us cancels the local waits; a wait on
+    // another shard ends there at its own timeout.
+    let tasks: Vec<_> = waits.map(glommio::spawn_local).collect();
+    let left = deadline.saturating_duration_since(Instant::now());
+    let _ = before(left, rx.recv()).await;
+    drop(tasks);
+}
+
+fn response(
+    ctx: &Context<'_>,
+    request: &FetchRequest,
+    wanted: &[Wanted],
+    results: Vec<Fetched>,
+) -> FetchResponse {
+    let mut results = results.into_iter();
+    let mut topics: Vec<FetchableTopicResponse> = Vec::new();
+    let mut i = 0;
+    for t in &request.topics {
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for _ in &t.partitions {
+            let f = results
+                .next()
+                .unwrap_or_else(|| failed(errors::UNKNOWN_SERVER_ERROR));
+            partitions.push(partition_data(ctx.version, wanted[i].partition, f));
+            i += 1;
+        }
+        topics.push(
+            FetchableTopicResponse::default()
+                .with_topic(t.topic.clone())
+                .with_partitions(partitions),
+        );
+    }
+    FetchResponse::default().with_responses(topics)
+}
+
+fn partition_data(version: i16, partition: i32, f: Fetched) -> PartitionData {
+    let d = PartitionData::default()
+        .with_partition_index(partition)
+        .with_error_code(f.error)
+        .with_high_watermark(f.high_watermark)
+        // No transactions: everything below the high watermark is stable.
+        .with_last_stable_offset(f.high_watermark)
+        .with_records(Some(f.records));
+    if version >= 5 {
+        d.with_log_start_offset(f.log_start_offset)
+    } else {
+        d
+    }
+}

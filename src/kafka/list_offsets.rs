@@ -1,0 +1,44 @@
+//! ListOffsets v1-7: earliest (-2), latest (-1), max timestamp (-3), and a timestamp
+//! T >= 0 with offsetsForTimes semantics (the first offset in offset order whose record
+//! timestamp is >= T, with that timestamp; none: offset -1). The same shard operation as
+//! the native ListOffsets.
+
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+
+use super::errors::{self, kafka_code};
+use super::{join_all, Context};
+use crate::server::messages::{OpOk, PartitionOp};
+
+pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffsetsResponse {
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for t in request.topics {
+        let name = t.name.0.to_string();
+        let ops = t.partitions.into_iter().map(|p| {
+            let shard = ctx.shard.clone();
+            let name = name.clone();
+            async move {
+                let op = PartitionOp::ListOffsets {
+                    timestamp: p.timestamp,
+                };
+                let r =
+                    ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+                match shard.partition_op(&name, p.partition_index, op).await {
+                    Ok(OpOk::Offset { offset, timestamp }) => {
+                        r.with_offset(offset).with_timestamp(timestamp)
+                    }
+                    Ok(_) => r.with_error_code(errors::UNKNOWN_SERVER_ERROR),
+                    Err((code, _)) => r.with_error_code(kafka_code(code, true)),
+                }
+            }
+        });
+        topics.push(
+            ListOffsetsTopicResponse::default()
+                .with_name(t.name)
+                .with_partitions(join_all(ops).await),
+        );
+    }
+    ListOffsetsResponse::default().with_topics(topics)
+}

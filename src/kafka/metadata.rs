@@ -1,0 +1,85 @@
+//! Metadata v0-12: one broker (this server's Kafka listener), which leads every partition
+//! and is the controller. Leader epochs are reported as -1 (unknown), so clients never
+//! validate positions with OffsetForLeaderEpoch, which shardlog does not serve.
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
+
+use super::errors;
+use super::{str_bytes, topic_name, Context, CLUSTER_ID, NODE_ID};
+use crate::server::connection::advertised_host;
+use crate::server::topics::validate_topic_name;
+
+pub fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResponse {
+    let cfg = &ctx.shard.config;
+    let listen = cfg
+        .kafka_listen
+        .expect("a Kafka request came through the Kafka listener");
+    let host = advertised_host(&cfg.advertised_host, listen, ctx.peer.local);
+    let broker = MetadataResponseBroker::default()
+        .with_node_id(BrokerId(NODE_ID))
+        .with_host(str_bytes(host))
+        .with_port(listen.port() as i32);
+    let response = MetadataResponse::default()
+        .with_brokers(vec![broker])
+        .with_controller_id(BrokerId(if ctx.version >= 1 { NODE_ID } else { -1 }))
+        .with_topics(topics(ctx, &request));
+    if ctx.version >= 2 {
+        response.with_cluster_id(Some(str_bytes(CLUSTER_ID)))
+    } else {
+        response
+    }
+}
+
+/// Null (or, in v0, empty) asks for every topic.
+fn requested(ctx: &Context<'_>, request: &MetadataRequest) -> Option<Vec<String>> {
+    let names: Vec<String> = request
+        .topics
+        .as_ref()?
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+        .collect();
+    (ctx.version > 0 || !names.is_empty()).then_some(names)
+}
+
+fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseTopic> {
+    let names = requested(ctx, request);
+    ctx.shard
+        .topics_snapshot(names.as_deref())
+        .into_iter()
+        .map(|t| match t {
+            Ok(meta) => MetadataResponseTopic::default()
+                .with_name(Some(topic_name(meta.name.clone())))
+                .with_partitions(
+                    (0..meta.owners.len() as i32)
+                        .map(|p| partition(ctx.version, p))
+                        .collect(),
+                ),
+            Err(name) => {
+                let code = if validate_topic_name(&name).is_err() {
+                    errors::INVALID_TOPIC_EXCEPTION
+                } else {
+                    errors::UNKNOWN_TOPIC_OR_PARTITION
+                };
+                MetadataResponseTopic::default()
+                    .with_name(Some(topic_name(name)))
+                    .with_error_code(code)
+            }
+        })
+        .collect()
+}
+
+fn partition(version: i16, index: i32) -> MetadataResponsePartition {
+    let p = MetadataResponsePartition::default()
+        .with_partition_index(index)
+        .with_leader_id(BrokerId(NODE_ID))
+        .with_replica_nodes(vec![BrokerId(NODE_ID)])
+        .with_isr_nodes(vec![BrokerId(NODE_ID)]);
+    if version >= 7 {
+        p.with_leader_epoch(-1)
+    } else {
+        p
+    }
+}

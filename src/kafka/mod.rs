@@ -1,0 +1,89 @@
+//! Kafka's wire protocol on a second listener, so unmodified Kafka clients (librdkafka,
+//! kcat, kafka-python, aiokafka, Java) produce, consume and look up offsets by time.
+//!
+//! This is a codec and a translation, not a second engine: requests are decoded with the
+//! `kafka-protocol` crate, each partition's work runs as the same shard operation the native
+//! protocol uses (routed to the owner shard over the mesh), and record batches pass through
+//! as raw bytes to shardlog's own validator. Connection handling (framing, pipelining,
+//! budgets, timeouts) is `server/connection.rs`, shared with the native listener.
+
+mod admin;
+mod api_versions;
+mod codec;
+mod errors;
+mod fetch;
+mod list_offsets;
+mod metadata;
+mod produce;
+pub mod producer_ids;
+
+pub use api_versions::ADVERTISED;
+pub use codec::{decode_response, encode, handle_frame};
+
+/// The one broker a shardlog server is, as Metadata and FindCoordinator name it.
+pub const NODE_ID: i32 = 0;
+/// Reported as the cluster id (Metadata v2+).
+pub const CLUSTER_ID: &str = "shardlog";
+
+use kafka_protocol::messages::{RequestKind, ResponseKind};
+
+use crate::server::budget::{Budget, Reservation};
+use crate::server::handlers::Peer;
+use crate::server::shard::Shard;
+
+/// What every request handler needs besides its request.
+pub struct Context<'a> {
+    pub shard: &'a std::rc::Rc<Shard>,
+    /// The request's API version: responses carry only that version's fields.
+    pub version: i16,
+    pub peer: Peer,
+    pub budget: &'a Budget,
+}
+
+/// Runs one decoded request; `None` for a Produce with acks=0 (no reply).
+async fn dispatch(
+    ctx: &Context<'_>,
+    request: RequestKind,
+    reservation: &mut Reservation,
+) -> Option<ResponseKind> {
+    Some(match request {
+        RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(api_versions::response()),
+        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(ctx, r)),
+        RequestKind::Produce(r) => ResponseKind::Produce(produce::handle(ctx, r).await?),
+        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(ctx, r, reservation).await),
+        RequestKind::ListOffsets(r) => {
+            ResponseKind::ListOffsets(list_offsets::handle(ctx, r).await)
+        }
+        RequestKind::CreateTopics(r) => ResponseKind::CreateTopics(admin::create(ctx, r).await),
+        RequestKind::DeleteTopics(r) => ResponseKind::DeleteTopics(admin::delete(ctx, r).await),
+        RequestKind::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(admin::describe_configs(ctx, r))
+        }
+        RequestKind::InitProducerId(r) => {
+            ResponseKind::InitProducerId(producer_ids::init_producer_id(ctx, r).await)
+        }
+        // The codec lets through only what api_versions::ADVERTISED lists.
+        other => unreachable!("{other:?} is not advertised"),
+    })
+}
+
+/// Runs `ops` concurrently (each partition of a request may live on another shard) and
+/// returns their results in order.
+async fn join_all<T: 'static>(
+    ops: impl IntoIterator<Item = impl std::future::Future<Output = T> + 'static>,
+) -> Vec<T> {
+    let tasks: Vec<_> = ops.into_iter().map(glommio::spawn_local).collect();
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        out.push(t.await);
+    }
+    out
+}
+
+fn str_bytes(s: impl Into<String>) -> kafka_protocol::protocol::StrBytes {
+    kafka_protocol::protocol::StrBytes::from_string(s.into())
+}
+
+fn topic_name(s: impl Into<String>) -> kafka_protocol::messages::TopicName {
+    kafka_protocol::messages::TopicName(str_bytes(s))
+}

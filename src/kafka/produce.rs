@@ -1,0 +1,122 @@
+//! Produce v3-10: each partition's batches go to the same shard operation as a native
+//! Produce (validation, offsets, the acks rules and group commit are the engine's); the
+//! reply carries Kafka's fields for the request's version.
+
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+
+use super::errors::{self, kafka_code};
+use super::{join_all, str_bytes, Context};
+use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_LEADER, ACKS_NONE};
+use crate::server::messages::{OpOk, PartitionOp};
+
+/// The reply, or `None` for acks=0.
+pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<ProduceResponse> {
+    let acks = request.acks;
+    let refusal = refusal(&request);
+    let mut topics = Vec::with_capacity(request.topic_data.len());
+    for topic in request.topic_data {
+        topics.push(produce_topic(ctx, topic, acks, refusal.clone()).await);
+    }
+    (acks != ACKS_NONE).then(|| ProduceResponse::default().with_responses(topics))
+}
+
+/// An error that applies to the whole request.
+fn refusal(request: &ProduceRequest) -> Option<(i16, String)> {
+    if request.transactional_id.is_some() {
+        return Some((
+            errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "shardlog does not support transactions".into(),
+        ));
+    }
+    if ![ACKS_NONE, ACKS_LEADER, ACKS_ALL].contains(&request.acks) {
+        return Some((
+            errors::INVALID_REQUIRED_ACKS,
+            format!("acks must be 0, 1 or -1 (all), got {}", request.acks),
+        ));
+    }
+    None
+}
+
+async fn produce_topic(
+    ctx: &Context<'_>,
+    topic: TopicProduceData,
+    acks: i16,
+    refusal: Option<(i16, String)>,
+) -> TopicProduceResponse {
+    let name = topic.name.0.to_string();
+    let version = ctx.version;
+    let ops = topic.partition_data.into_iter().map(|p| {
+        let shard = ctx.shard.clone();
+        let name = name.clone();
+        let refusal = refusal.clone();
+        async move {
+            let index = p.index;
+            let outcome = match refusal {
+                Some(e) => Err(e),
+                None => produce_partition(&shard, &name, p, acks, version).await,
+            };
+            partition_response(index, outcome, version)
+        }
+    });
+    TopicProduceResponse::default()
+        .with_name(topic.name)
+        .with_partition_responses(join_all(ops).await)
+}
+
+/// (base offset, log append time, log start offset), or (Kafka code, message).
+type Produced = Result<(i64, i64, i64), (i16, String)>;
+
+async fn produce_partition(
+    shard: &std::rc::Rc<crate::server::shard::Shard>,
+    topic: &str,
+    p: PartitionProduceData,
+    acks: i16,
+    version: i16,
+) -> Produced {
+    let Some(records) = p.records.filter(|r| !r.is_empty()) else {
+        return Err((
+            kafka_code(ErrorCode::InvalidBatch, version >= 8),
+            "the partition's records are empty".into(),
+        ));
+    };
+    let op = PartitionOp::Produce { acks, records };
+    match shard.partition_op(topic, p.index, op).await {
+        Ok(OpOk::Produced {
+            base_offset,
+            log_append_time,
+            log_start_offset,
+            ..
+        }) => Ok((base_offset, log_append_time, log_start_offset)),
+        Ok(other) => Err((
+            errors::UNKNOWN_SERVER_ERROR,
+            format!("unexpected produce result {other:?}"),
+        )),
+        Err((code, msg)) => Err((kafka_code(code, version >= 8), msg)),
+    }
+}
+
+fn partition_response(index: i32, outcome: Produced, version: i16) -> PartitionProduceResponse {
+    let r = PartitionProduceResponse::default().with_index(index);
+    match outcome {
+        Ok((base_offset, log_append_time, log_start_offset)) => {
+            let r = r
+                .with_base_offset(base_offset)
+                .with_log_append_time_ms(log_append_time);
+            if version >= 5 {
+                r.with_log_start_offset(log_start_offset)
+            } else {
+                r
+            }
+        }
+        Err((code, message)) => {
+            let r = r.with_error_code(code).with_base_offset(-1);
+            if version >= 8 {
+                r.with_error_message(Some(str_bytes(message)))
+            } else {
+                r
+            }
+        }
+    }
+}
