@@ -327,6 +327,15 @@ pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
     batch[BASE_OFFSET_AT..BASE_OFFSET_AT + 8].copy_from_slice(&base_offset.to_be_bytes());
 }
 
+/// What partitionLeaderEpoch holds in every stored batch: shardlog is one node with no
+/// leader elections (Kafka's NO_PARTITION_LEADER_EPOCH). Clients write 0 or -1.
+pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
+
+/// Rewrites partitionLeaderEpoch in place (Kafka stamps it on append). Outside the CRC.
+pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+    batch[LEADER_EPOCH_AT..LEADER_EPOCH_AT + 4].copy_from_slice(&epoch.to_be_bytes());
+}
+
 /// Rewrites maxTimestamp and the timestamp-type bit, then recomputes the CRC, as Kafka's
 /// `DefaultRecordBatch.setMaxTimestamp` does.
 pub fn set_max_timestamp(batch: &mut [u8], kind: TimestampType, max_timestamp: i64) {

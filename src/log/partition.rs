@@ -14,7 +14,8 @@ use super::{LogIo, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::format::batch::{
-    self, set_base_offset, set_header_max_timestamp, split_batches_located,
+    self, set_base_offset, set_header_max_timestamp, set_partition_leader_epoch,
+    split_batches_located, NO_PARTITION_LEADER_EPOCH,
 };
 use crate::format::HEADER_SIZE;
 use crate::format::{BatchError, BatchHeader, TimestampType};
@@ -332,6 +333,7 @@ impl PartitionLog {
         for p in &mut prepared {
             let body = &input[p.start + HEADER_SIZE..p.start + p.header.size()];
             set_base_offset(&mut p.head, next);
+            set_partition_leader_epoch(&mut p.head, NO_PARTITION_LEADER_EPOCH);
             match log_append_time {
                 Some(t) => {
                     set_header_max_timestamp(&mut p.head, body, TimestampType::LogAppendTime, t)

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what the tests need beyond Rust, idempotently (CI runs it on a fresh machine):
+# - e2fsprogs and mount: the full-disk test formats and loop-mounts an ext4 image;
+# - kcat, and a Python virtual environment with confluent-kafka, kafka-python and aiokafka
+#   (at target/kafka-venv): the real Kafka clients tests/kafka_clients_e2e.rs drives.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+command -v mount >/dev/null || need+=(mount)
+command -v kcat >/dev/null || need+=(kcat)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+if ((${#need[@]})); then
+  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "${need[@]}"
+fi
+
+venv=target/kafka-venv
+if ! "$venv/bin/python" -c 'import confluent_kafka, kafka, aiokafka' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/kafka_clients/requirements.txt
+fi
