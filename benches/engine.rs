@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use glommio::LocalExecutorBuilder;
-use shardlog::format::batch::{compute_crc, decode_records, validate};
+use shardlog::format::batch::{compute_crc, validate, RecordsSection};
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::log::offset_index::OffsetIndex;
 use shardlog::log::time_index::TimeIndex;
@@ -60,7 +60,12 @@ fn codec(quick: bool) {
     let (h, _) = validate(&batch).unwrap();
     let t = Instant::now();
     for _ in 0..rounds {
-        black_box(decode_records(black_box(&batch), &h).unwrap());
+        black_box(
+            RecordsSection::of(black_box(&batch), &h)
+                .unwrap()
+                .decode()
+                .unwrap(),
+        );
     }
     println!(
         "decode records             {:>10.0} MB/s",

@@ -16,7 +16,7 @@ if ((${#need[@]})); then
 fi
 
 venv=target/kafka-venv
-if ! "$venv/bin/python" -c 'import confluent_kafka, kafka, aiokafka' 2>/dev/null; then
+if ! "$venv/bin/python" -c 'import confluent_kafka, kafka, aiokafka, snappy, lz4, zstandard, cramjam' 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/kafka_clients/requirements.txt
 fi

@@ -177,6 +177,9 @@ enum Command {
         /// kcat's -H name=value: a header on every record (repeatable).
         #[arg(short = 'H', long = "header")]
         headers: Vec<String>,
+        /// Compress batches: none, gzip, snappy, lz4 or zstd.
+        #[arg(long, default_value = "none", value_parser = parse_codec)]
+        compression_codec: shardlog::format::compression::Codec,
     },
     /// Print records (kcat format tokens), optionally only a time window.
     #[command(
@@ -365,6 +368,11 @@ fn run_tool(f: impl std::future::Future<Output = Result<(), String>>) -> Result<
     }
 }
 
+fn parse_codec(name: &str) -> Result<shardlog::format::compression::Codec, String> {
+    shardlog::format::compression::Codec::from_name(name)
+        .ok_or_else(|| format!("{name:?} is not one of none, gzip, snappy, lz4, zstd"))
+}
+
 fn serve(args: ServeArgs) -> Result<(), String> {
     let mut config = ServerConfig::default();
     if let Some(f) = args.config {
@@ -509,6 +517,7 @@ fn main() -> ExitCode {
             batch_records,
             null_empty,
             headers,
+            compression_codec,
         } => {
             let headers: Result<Vec<_>, String> = headers
                 .iter()
@@ -532,6 +541,7 @@ fn main() -> ExitCode {
                 headers,
                 timestamp_separator,
                 batch_records,
+                compression: compression_codec,
             };
             run_tool(async move {
                 let n = tools::produce::run(args, &mut std::io::stdin().lock()).await?;

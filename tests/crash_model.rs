@@ -7,7 +7,7 @@
 mod common;
 
 use common::run;
-use shardlog::format::batch::{decode_records, split_batches};
+use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::io::sim::{CrashKind, SimStorage};
 use shardlog::log::{OpenOptions, PartitionLog};
@@ -19,7 +19,11 @@ async fn read_values(log: &mut PartitionLog) -> Vec<String> {
     while next < log.log_end_offset() {
         let data = log.read(next, 64 * 1024).await.unwrap();
         for (start, h) in split_batches(&data).unwrap() {
-            for r in decode_records(&data[start..start + h.size()], &h).unwrap() {
+            for r in RecordsSection::of(&data[start..start + h.size()], &h)
+                .unwrap()
+                .decode()
+                .unwrap()
+            {
                 if r.offset >= next {
                     assert_eq!(r.offset as usize, out.len(), "offsets are contiguous");
                     out.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());

@@ -6,7 +6,7 @@
 mod common;
 
 use common::run;
-use shardlog::format::batch::{decode_records, split_batches};
+use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::io::sim::{CrashKind, SimStorage};
 use shardlog::log::{OpenOptions, PartitionLog};
@@ -25,7 +25,11 @@ async fn values(log: &mut PartitionLog) -> Vec<String> {
     while next < log.log_end_offset() {
         let data = log.read(next, 1 << 16).await.unwrap();
         for (s, h) in split_batches(&data).unwrap() {
-            for r in decode_records(&data[s..s + h.size()], &h).unwrap() {
+            for r in RecordsSection::of(&data[s..s + h.size()], &h)
+                .unwrap()
+                .decode()
+                .unwrap()
+            {
                 if r.offset >= next {
                     out.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());
                 }

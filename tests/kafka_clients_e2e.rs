@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::server_proc::ServerProc;
 
-const CODECS: &str = "none";
+const CODECS: &str = "none,gzip,snappy,lz4,zstd";
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use shardlog::config::CleanupPolicy;
 use shardlog::error::Error;
-use shardlog::format::batch::{decode_records, split_batches};
+use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::log::{CleanerLimits, PartitionLog};
 use shardlog::LogConfig;
@@ -26,7 +26,7 @@ async fn all_records(log: &mut PartitionLog) -> Vec<Row> {
         }
         for (start, h) in split_batches(&data).unwrap() {
             let bytes = &data[start..start + h.size()];
-            for r in decode_records(bytes, &h).unwrap() {
+            for r in RecordsSection::of(bytes, &h).unwrap().decode().unwrap() {
                 if r.offset >= next {
                     out.push((
                         r.offset,

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use common::run;
 use shardlog::config::CleanupPolicy;
-use shardlog::format::batch::{decode_records, split_batches};
+use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::io::sim::{CrashKind, SimStorage};
 use shardlog::log::{CleanerLimits, OpenOptions, PartitionLog};
@@ -41,7 +41,11 @@ async fn records(log: &mut PartitionLog) -> Records {
             break;
         }
         for (start, h) in split_batches(&data).unwrap() {
-            for r in decode_records(&data[start..start + h.size()], &h).unwrap() {
+            for r in RecordsSection::of(&data[start..start + h.size()], &h)
+                .unwrap()
+                .decode()
+                .unwrap()
+            {
                 if r.offset >= next {
                     let key = String::from_utf8(r.key.unwrap().to_vec()).unwrap();
                     let value = r.value.map(|v| String::from_utf8(v.to_vec()).unwrap());

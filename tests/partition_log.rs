@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use shardlog::error::Error;
-use shardlog::format::batch::{check_framing_and_crc, decode_records, split_batches};
+use shardlog::format::batch::{check_framing_and_crc, split_batches, RecordsSection};
 use shardlog::format::{BatchHeader, TimestampType};
 use shardlog::log::{
     OpenOptions, PartitionLog, TimestampOffset, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
@@ -343,7 +343,9 @@ fn log_append_time_rewrites_timestamps_and_crc() {
         let h = check_framing_and_crc(&data).unwrap();
         assert_eq!(h.timestamp_type(), TimestampType::LogAppendTime);
         assert_eq!(h.max_timestamp, stamped);
-        assert!(decode_records(&data, &h)
+        assert!(RecordsSection::of(&data, &h)
+            .unwrap()
+            .decode()
             .unwrap()
             .iter()
             .all(|r| r.timestamp == stamped));

@@ -7,7 +7,7 @@
 mod common;
 
 use common::run;
-use shardlog::format::batch::{decode_records, split_batches};
+use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::io::{DmaStorage, PageCache};
 use shardlog::log::{OpenOptions, PartitionLog, MAX_TIMESTAMP};
@@ -112,7 +112,8 @@ fn one_case(seed: u64) {
                 h.base_offset,
                 h.last_offset()
             );
-            let recs = decode_records(&data[..h.size()], &h).unwrap();
+            let section = RecordsSection::of(&data[..h.size()], &h).unwrap();
+            let recs = section.decode().unwrap();
             let found = recs.iter().find(|x| x.offset == r.offset).unwrap();
             assert_eq!(found.timestamp, r.timestamp, "seed {seed}");
         }

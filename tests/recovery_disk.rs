@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use shardlog::error::Error;
-use shardlog::format::batch::{decode_records, split_batches};
+use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::log::PartitionLog;
 use shardlog::LogConfig;
@@ -55,7 +55,8 @@ async fn check_all(log: &mut PartitionLog, n: i64) {
         let parts = split_batches(&data).unwrap();
         let (s, h) = parts[0];
         assert_eq!(h.base_offset, i);
-        let r = &decode_records(&data[s..s + h.size()], &h).unwrap()[0];
+        let section = RecordsSection::of(&data[s..s + h.size()], &h).unwrap();
+        let r = &section.decode().unwrap()[0];
         assert!(r.value.unwrap().starts_with(format!("{i}:").as_bytes()));
         let found = log
             .find_offset_by_timestamp(1_000 + i * 10)

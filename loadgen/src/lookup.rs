@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use indicatif::ProgressBar;
 use shardlog::client::Client;
-use shardlog::format::batch::{decode_records, split_batches};
+use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 
 use crate::cluster::routes;
@@ -81,7 +81,10 @@ async fn spans(
             .map_or(0, |x| x.1);
         let first = c.fetch(topic, p, start, 1).await.map_err(e)?;
         let (s, h) = split_batches(&first.records).map_err(|e| e.to_string())?[0];
-        let min_ts = decode_records(&first.records[s..s + h.size()], &h)
+        let section =
+            RecordsSection::of(&first.records[s..s + h.size()], &h).map_err(|e| e.to_string())?;
+        let min_ts = section
+            .decode()
             .map_err(|e| e.to_string())?
             .iter()
             .map(|r| r.timestamp)

@@ -8,6 +8,7 @@
 //! The CRC covers bytes 21..end (attributes to the end), so baseOffset and
 //! partitionLeaderEpoch can be rewritten without recomputing it.
 
+use super::compression::Codec;
 use super::record::{Record, RecordIter};
 use super::BatchError;
 
@@ -150,14 +151,14 @@ impl BatchHeader {
 
     /// Compression codec name as Kafka prints it.
     pub fn compression(&self) -> &'static str {
-        match self.attributes & COMPRESSION_MASK {
-            0 => "none",
-            1 => "gzip",
-            2 => "snappy",
-            3 => "lz4",
-            4 => "zstd",
-            _ => "unknown",
-        }
+        Codec::from_attributes(self.attributes).map_or("unknown", Codec::name)
+    }
+
+    /// The compression codec; the reserved values 5-7 are an error.
+    pub fn codec(&self) -> Result<Codec, BatchError> {
+        Codec::from_attributes(self.attributes).ok_or(BatchError::UnsupportedCompression(
+            self.attributes & COMPRESSION_MASK,
+        ))
     }
 
     pub fn is_transactional(&self) -> bool {
@@ -226,13 +227,10 @@ pub struct RecordsSummary {
     pub first_null_key: Option<usize>,
 }
 
-/// Full validation: framing, CRC, then every record (lengths, varints, count). Compressed
-/// batches are rejected because their records cannot be checked or searched by time.
+/// Full validation: framing, CRC, then every record (lengths, varints, count), after
+/// decompressing them when the batch is compressed.
 pub fn validate(batch: &[u8]) -> Result<(BatchHeader, RecordsSummary), BatchError> {
     let h = check_framing_and_crc(batch)?;
-    if h.attributes & COMPRESSION_MASK != 0 {
-        return Err(BatchError::UnsupportedCompression(h.compression()));
-    }
     if h.records_count < 0 {
         return Err(BatchError::NegativeRecordCount(h.records_count));
     }
@@ -244,7 +242,7 @@ pub fn validate(batch: &[u8]) -> Result<(BatchHeader, RecordsSummary), BatchErro
         first_null_key: None,
     };
     let mut found = 0usize;
-    for record in records(batch, &h) {
+    for record in RecordsSection::of(batch, &h)?.iter() {
         let r = record?;
         let delta = r.offset - h.base_offset;
         summary.max_record_timestamp = summary.max_record_timestamp.max(r.timestamp);
@@ -307,19 +305,41 @@ pub fn check_produce_rules(
     Ok(())
 }
 
-/// Iterates the records of an uncompressed, framing-checked batch. Each item is a record or
-/// the error that stops the iteration; iteration also stops after `recordsCount` records and
-/// reports trailing bytes as an error.
-pub fn records<'a>(batch: &'a [u8], header: &BatchHeader) -> RecordIter<'a> {
-    RecordIter::new(batch, *header)
+/// The records of a framing-checked batch: borrowed from the batch when it is
+/// uncompressed, decompressed (once) when it is not.
+pub struct RecordsSection<'a> {
+    bytes: std::borrow::Cow<'a, [u8]>,
+    start: usize,
+    header: BatchHeader,
 }
 
-/// Decodes all records of a batch into a vector (for tools and timestamp search).
-pub fn decode_records<'a>(
-    batch: &'a [u8],
-    header: &BatchHeader,
-) -> Result<Vec<Record<'a>>, BatchError> {
-    records(batch, header).collect()
+impl<'a> RecordsSection<'a> {
+    pub fn of(batch: &'a [u8], header: &BatchHeader) -> Result<Self, BatchError> {
+        let codec = header.codec()?;
+        let (bytes, start) = match codec {
+            Codec::None => (std::borrow::Cow::Borrowed(batch), HEADER_SIZE),
+            _ => (
+                std::borrow::Cow::Owned(codec.decompress(&batch[HEADER_SIZE..])?),
+                0,
+            ),
+        };
+        Ok(RecordsSection {
+            bytes,
+            start,
+            header: *header,
+        })
+    }
+
+    /// Each item is a record or the error that stops the iteration; iteration also stops
+    /// after `recordsCount` records and reports trailing bytes as an error.
+    pub fn iter(&self) -> RecordIter<'_> {
+        RecordIter::new(&self.bytes, self.start, self.header)
+    }
+
+    /// Every record, or the first error.
+    pub fn decode(&self) -> Result<Vec<Record<'_>>, BatchError> {
+        self.iter().collect()
+    }
 }
 
 /// Rewrites baseOffset in place. The CRC does not cover it, so it stays valid.
@@ -440,7 +460,8 @@ mod tests {
         assert_eq!(h.max_timestamp, 1_005);
         assert_eq!(summary.max_record_timestamp, 1_005);
         assert_eq!(h.size(), batch.len());
-        let recs = decode_records(&batch, &h).unwrap();
+        let section = RecordsSection::of(&batch, &h).unwrap();
+        let recs = section.decode().unwrap();
         assert_eq!(recs[0].key, Some(&b"k1"[..]));
         assert_eq!(recs[1].key, None);
         assert_eq!(recs[1].value, None, "tombstone");
@@ -456,7 +477,10 @@ mod tests {
         set_base_offset(&mut batch, 12_345);
         let (h, _) = validate(&batch).unwrap();
         assert_eq!(h.base_offset, 12_345);
-        assert_eq!(decode_records(&batch, &h).unwrap()[2].offset, 12_347);
+        assert_eq!(
+            RecordsSection::of(&batch, &h).unwrap().decode().unwrap()[2].offset,
+            12_347
+        );
     }
 
     #[test]
@@ -466,7 +490,9 @@ mod tests {
         let (h, _) = validate(&batch).unwrap();
         assert_eq!(h.timestamp_type(), TimestampType::LogAppendTime);
         // Every record reads the batch's LogAppendTime.
-        assert!(decode_records(&batch, &h)
+        assert!(RecordsSection::of(&batch, &h)
+            .unwrap()
+            .decode()
             .unwrap()
             .iter()
             .all(|r| r.timestamp == 77));
@@ -552,13 +578,23 @@ mod tests {
         count[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
         assert!(validate(&count).is_err());
 
+        // Flagged gzip, but the records are not gzip: a decompression error.
         let mut compressed = batch.clone();
         compressed[ATTRIBUTES_AT + 1] |= 1;
         let crc = compute_crc(&compressed);
         compressed[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
-        assert_eq!(
+        assert!(matches!(
             validate(&compressed),
-            Err(BatchError::UnsupportedCompression("gzip"))
+            Err(BatchError::Decompression { codec: "gzip", .. })
+        ));
+        // Codec values 5-7 are reserved.
+        let mut reserved = batch.clone();
+        reserved[ATTRIBUTES_AT + 1] |= 6;
+        let crc = compute_crc(&reserved);
+        reserved[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(
+            validate(&reserved),
+            Err(BatchError::UnsupportedCompression(6))
         );
     }
 

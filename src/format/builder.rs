@@ -1,6 +1,7 @@
 //! Encoder for v2 batches: used by clients, tools, tests and benchmarks.
 
 use super::batch::*;
+use super::compression::Codec;
 use super::varint::{put_varint, put_varlong};
 
 /// One record to encode.
@@ -38,6 +39,7 @@ impl<'a> RecordSpec<'a> {
 pub struct BatchBuilder<'a> {
     records: Vec<RecordSpec<'a>>,
     capacity_hint: usize,
+    codec: Option<Codec>,
 }
 
 fn put_nullable(out: &mut Vec<u8>, field: Option<&[u8]>) {
@@ -80,7 +82,14 @@ impl<'a> BatchBuilder<'a> {
         BatchBuilder {
             records: Vec::new(),
             capacity_hint,
+            codec: None,
         }
+    }
+
+    /// Compresses the records section with `codec` (Kafka's compression.type).
+    pub fn compression(mut self, codec: Codec) -> Self {
+        self.codec = Some(codec);
+        self
     }
 
     pub fn record(mut self, r: RecordSpec<'a>) -> Self {
@@ -118,6 +127,12 @@ impl<'a> BatchBuilder<'a> {
                 (r.key, r.value),
                 headers,
             );
+        }
+        if let Some(codec) = self.codec.filter(|c| *c != Codec::None) {
+            let compressed = codec.compress(&out[HEADER_SIZE..]);
+            out.truncate(HEADER_SIZE);
+            out.extend_from_slice(&compressed);
+            out[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&(codec as i16).to_be_bytes());
         }
         let n = self.records.len() as i32;
         let batch_length = (out.len() - LOG_OVERHEAD) as i32;

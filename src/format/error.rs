@@ -35,8 +35,12 @@ pub enum BatchError {
         expected: i64,
         found: i64,
     },
-    #[error("compressed batches ({0}) are not supported; send uncompressed batches")]
-    UnsupportedCompression(&'static str),
+    #[error(
+        "compression codec {0} (attributes bits 0-2) is not one of none, gzip, snappy, lz4, zstd"
+    )]
+    UnsupportedCompression(i16),
+    #[error("{codec} records do not decompress: {reason}")]
+    Decompression { codec: &'static str, reason: String },
     #[error("varint at byte {pos} is malformed or too long")]
     BadVarint { pos: usize },
     #[error("batch has no records")]

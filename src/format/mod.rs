@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod builder;
+pub mod compression;
 mod doc_check;
 pub mod error;
 pub mod record;

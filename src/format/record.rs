@@ -4,7 +4,7 @@
 //!  headerCount varint | (headerKeyLength varint | key | headerValueLength varint | value)*`.
 //! The bytes after `length` must be exactly `length` long.
 
-use super::batch::{BatchHeader, HEADER_SIZE};
+use super::batch::BatchHeader;
 use super::varint::{get_varint, get_varlong};
 use super::BatchError;
 
@@ -40,11 +40,12 @@ pub struct RecordIter<'a> {
 }
 
 impl<'a> RecordIter<'a> {
-    pub(crate) fn new(batch: &'a [u8], header: BatchHeader) -> Self {
+    /// Records of `header`'s batch, encoded in `buf` from `start` to its end.
+    pub(crate) fn new(buf: &'a [u8], start: usize, header: BatchHeader) -> Self {
         RecordIter {
-            batch,
+            batch: buf,
             header,
-            pos: HEADER_SIZE,
+            pos: start,
             index: 0,
             done: false,
         }

@@ -3,7 +3,8 @@
 //! the log end never moves back and producer sequences stay valid), its producer fields and
 //! leader epoch; maxTimestamp is recomputed from the kept records (CreateTime); and when the
 //! batch keeps a tombstone, its delete horizon (attributes bit 6, with baseTimestamp holding
-//! the horizon, KIP-534) is set so a later cleaning knows when the tombstone may go.
+//! the horizon, KIP-534) is set so a later cleaning knows when the tombstone may go. A
+//! compressed batch is rewritten compressed with its own codec, as Kafka's cleaner does.
 
 use super::batch::*;
 use super::builder::put_record;
@@ -21,7 +22,7 @@ pub enum Retained {
     Some(Vec<u8>),
 }
 
-/// Filters the records of a validated, uncompressed `batch`. `delete_horizon` is stamped on
+/// Filters the records of a validated `batch`. `delete_horizon` is stamped on
 /// the batch when it has none yet and keeps a tombstone.
 pub fn retain_records(
     batch: &[u8],
@@ -29,7 +30,8 @@ pub fn retain_records(
     delete_horizon: i64,
     mut keep: impl FnMut(&Record<'_>) -> bool,
 ) -> Result<Retained, BatchError> {
-    let all = records(batch, h).collect::<Result<Vec<_>, _>>()?;
+    let section = RecordsSection::of(batch, h)?;
+    let all = section.decode()?;
     let kept: Vec<&Record<'_>> = all.iter().filter(|r| keep(r)).collect();
     let keeps_tombstone = kept.iter().any(|r| r.value.is_none());
     let horizon = match h.delete_horizon_ms() {
@@ -43,18 +45,22 @@ pub fn retain_records(
     if kept.len() == all.len() && horizon == h.delete_horizon_ms() {
         return Ok(Retained::All);
     }
-    Ok(Retained::Some(encode(batch, h, &kept, horizon)))
+    Ok(Retained::Some(encode(batch, h, &kept, horizon)?))
 }
 
-fn encode(batch: &[u8], h: &BatchHeader, kept: &[&Record<'_>], horizon: Option<i64>) -> Vec<u8> {
+fn encode(
+    batch: &[u8],
+    h: &BatchHeader,
+    kept: &[&Record<'_>],
+    horizon: Option<i64>,
+) -> Result<Vec<u8>, BatchError> {
     let base_ts = horizon.unwrap_or(h.base_timestamp);
-    let mut out = Vec::with_capacity(batch.len());
-    out.extend_from_slice(&batch[..HEADER_SIZE]);
+    let mut records = Vec::with_capacity(batch.len());
     let mut scratch = Vec::new();
     for r in kept {
         let headers = r.headers.iter().map(|x| (x.key, x.value));
         put_record(
-            &mut out,
+            &mut records,
             &mut scratch,
             r.timestamp.wrapping_sub(base_ts),
             (r.offset - h.base_offset) as i32,
@@ -62,6 +68,9 @@ fn encode(batch: &[u8], h: &BatchHeader, kept: &[&Record<'_>], horizon: Option<i
             headers,
         );
     }
+    let mut out = Vec::with_capacity(HEADER_SIZE + records.len());
+    out.extend_from_slice(&batch[..HEADER_SIZE]);
+    out.extend_from_slice(&h.codec()?.compress(&records));
     let max_ts = match h.timestamp_type() {
         TimestampType::LogAppendTime => h.max_timestamp,
         TimestampType::CreateTime => kept.iter().map(|r| r.timestamp).max().unwrap_or(-1),
@@ -78,7 +87,7 @@ fn encode(batch: &[u8], h: &BatchHeader, kept: &[&Record<'_>], horizon: Option<i
     out[RECORDS_COUNT_AT..RECORDS_COUNT_AT + 4].copy_from_slice(&(kept.len() as i32).to_be_bytes());
     let crc = compute_crc(&out);
     out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -108,7 +117,9 @@ mod tests {
         assert_eq!((h2.base_offset, h2.last_offset()), (40, 42));
         assert_eq!(h2.delete_horizon_ms(), Some(5000));
         assert_eq!(h2.max_timestamp, 130);
-        let got: Vec<(i64, i64, bool)> = decode_records(&out, &h2)
+        let got: Vec<(i64, i64, bool)> = RecordsSection::of(&out, &h2)
+            .unwrap()
+            .decode()
             .unwrap()
             .iter()
             .map(|r| (r.offset, r.timestamp, r.value.is_none()))

@@ -22,6 +22,7 @@ pub const INVALID_CONFIG: i16 = 40;
 pub const INVALID_REQUEST: i16 = 42;
 pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 pub const KAFKA_STORAGE_ERROR: i16 = 56;
+pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
 pub const INVALID_RECORD: i16 = 87;
 pub const UNKNOWN_SERVER_ERROR: i16 = -1;
 
@@ -39,6 +40,7 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::UnknownTopic | E::UnknownPartition => UNKNOWN_TOPIC_OR_PARTITION,
         E::CorruptBatch => CORRUPT_MESSAGE,
         E::InvalidMagic | E::InvalidBatch | E::CompactedTopicNullKey => invalid_record,
+        E::UnsupportedCompression => UNSUPPORTED_COMPRESSION_TYPE,
         E::OffsetOutOfRange => OFFSET_OUT_OF_RANGE,
         E::BatchTooLarge | E::FrameTooLarge => MESSAGE_TOO_LARGE,
         E::TopicAlreadyExists => TOPIC_ALREADY_EXISTS,

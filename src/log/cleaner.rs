@@ -27,8 +27,9 @@ use super::segment::{segment_path, Segment};
 use super::{CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::format::batch::{check_framing_and_crc, records};
+use crate::format::batch::{check_framing_and_crc, RecordsSection};
 use crate::format::retain::{retain_records, Retained};
+use crate::format::BatchError;
 use crate::format::BatchHeader;
 use crate::io::storage::{with_suffix, write_new_file_synced};
 use crate::io::{LogFile, OpenMode, Storage, StorageFile};
@@ -499,8 +500,9 @@ impl CleaningPlan {
             if !map.latest.is_empty() && map.bytes + worst > limits.dedupe_buffer_bytes {
                 return Ok(Some(h.base_offset));
             }
-            for r in records(bytes, &h) {
-                let r = r.map_err(|e| Error::corruption(&path, position, e.to_string()))?;
+            let corrupt = |e: BatchError| Error::corruption(&path, position, e.to_string());
+            for r in RecordsSection::of(bytes, &h).map_err(corrupt)?.iter() {
+                let r = r.map_err(corrupt)?;
                 let (Some(key), true) = (r.key, r.offset >= self.first_dirty) else {
                     continue;
                 };

@@ -16,8 +16,8 @@ use super::time_index::{TimeIndex, TimestampOffset};
 use super::{segment_file_name, LogIo, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::format::batch::{check_framing_and_crc, decode_records};
-use crate::format::BatchHeader;
+use crate::format::batch::{check_framing_and_crc, RecordsSection};
+use crate::format::{BatchError, BatchHeader};
 use crate::io::{LogFile, OpenMode};
 
 /// Bytes a lookup reads from the index position in one go: enough to cover the
@@ -643,9 +643,11 @@ impl Segment {
                 }
                 let batch = &data[..found.header.size()];
                 self.verify_batches(found.position, batch)?;
-                let records = decode_records(batch, &found.header).map_err(|e| {
+                let corrupt = |e: BatchError| {
                     Error::corruption(self.log.path(), found.position, e.to_string())
-                })?;
+                };
+                let section = RecordsSection::of(batch, &found.header).map_err(corrupt)?;
+                let records = section.decode().map_err(corrupt)?;
                 if let Some(r) = records
                     .iter()
                     .find(|r| r.timestamp >= target && r.offset >= start_offset)

@@ -48,10 +48,12 @@ pub enum ErrorCode {
     TooManyConnections = 25,
     /// A record without a key was produced to a compacted topic (nothing was written).
     CompactedTopicNullKey = 26,
+    /// A batch names a compression codec other than none, gzip, snappy, lz4 or zstd.
+    UnsupportedCompression = 27,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 27] = [
+    pub const ALL: [ErrorCode; 28] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -79,6 +81,7 @@ impl ErrorCode {
         ErrorCode::NotReady,
         ErrorCode::TooManyConnections,
         ErrorCode::CompactedTopicNullKey,
+        ErrorCode::UnsupportedCompression,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {
@@ -91,7 +94,10 @@ impl ErrorCode {
             Error::Io { .. } => ErrorCode::StorageError,
             Error::Corruption { .. } => ErrorCode::CorruptStorage,
             Error::InvalidBatch { source, .. } => match source {
-                BatchError::CrcMismatch { .. } => ErrorCode::CorruptBatch,
+                BatchError::CrcMismatch { .. } | BatchError::Decompression { .. } => {
+                    ErrorCode::CorruptBatch
+                }
+                BatchError::UnsupportedCompression(_) => ErrorCode::UnsupportedCompression,
                 BatchError::BadMagic(_) => ErrorCode::InvalidMagic,
                 _ => ErrorCode::InvalidBatch,
             },

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::time_arg::{format_time, parse_time_flag, parse_window, parse_zone};
 use super::time_window::{ConsumeSummary, PartitionWindow, Verdict, WindowRule};
 use crate::client::ClientError;
-use crate::format::batch::{decode_records, split_batches};
+use crate::format::batch::{split_batches, RecordsSection};
 use crate::format::Record;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 use crate::protocol::ErrorCode;
@@ -318,7 +318,9 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
             let batches = split_batches(&f.records).map_err(|e| format!("bad fetch data: {e}"))?;
             'batches: for (start, h) in batches {
                 let bytes = &f.records[start..start + h.size()];
-                let records = decode_records(bytes, &h).map_err(|e| format!("bad record: {e}"))?;
+                let section =
+                    RecordsSection::of(bytes, &h).map_err(|e| format!("bad batch: {e}"))?;
+                let records = section.decode().map_err(|e| format!("bad record: {e}"))?;
                 for r in records.iter().filter(|r| r.offset >= c.next) {
                     if !args.follow && r.offset >= c.end {
                         c.done = true;

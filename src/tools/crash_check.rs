@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::client::Client;
-use crate::format::batch::{check_framing_and_crc, decode_records, split_batches};
+use crate::format::batch::{check_framing_and_crc, split_batches, RecordsSection};
 use crate::format::{BatchBuilder, RecordSpec};
 use crate::protocol::ACKS_ALL;
 
@@ -162,7 +162,8 @@ pub async fn verify(
                 let bytes = &f.records[s..s + h.size()];
                 check_framing_and_crc(bytes)
                     .map_err(|e| format!("partition {p} batch {}: {e}", h.base_offset))?;
-                for r in decode_records(bytes, &h).map_err(|e| e.to_string())? {
+                let section = RecordsSection::of(bytes, &h).map_err(|e| e.to_string())?;
+                for r in section.decode().map_err(|e| e.to_string())? {
                     if r.offset < next {
                         continue;
                     }

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::file_window::FileWindow;
-use crate::format::batch::{check_framing_and_crc, records, LOG_OVERHEAD};
+use crate::format::batch::{check_framing_and_crc, RecordsSection, LOG_OVERHEAD};
 use crate::format::{BatchHeader, HEADER_SIZE};
 use crate::log::offset_index::{self, OffsetIndex};
 use crate::log::time_index::{self, TimeIndex};
@@ -268,8 +268,19 @@ fn dump_log(
             h.compression(),
             h.crc,
         )?;
-        if deep && h.compression() == "none" {
-            for r in records(bytes, &h) {
+        let section = if deep {
+            match RecordsSection::of(bytes, &h) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    writeln!(err, "Invalid records in batch at position {pos}: {e}")?;
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(section) = &section {
+            for r in section.iter() {
                 let r = match r {
                     Ok(r) => r,
                     Err(e) => {
@@ -474,7 +485,11 @@ fn dump_time_index(
                 let Some(Ok(batch)) = log.as_mut().map(|l| l.bytes(p as u64, h.size())) else {
                     continue;
                 };
-                let max = records(batch, &h)
+                let Ok(section) = RecordsSection::of(batch, &h) else {
+                    continue;
+                };
+                let max = section
+                    .iter()
                     .filter_map(|r| r.ok())
                     .map(|r| r.timestamp)
                     .max()

@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::partitioner::partition_for_key;
 use crate::client::Client;
+use crate::format::compression::Codec;
 use crate::format::{BatchBuilder, RecordSpec};
 use crate::protocol::{ACKS_ALL, ACKS_LEADER, ACKS_NONE};
 
@@ -26,6 +27,8 @@ pub struct ProduceArgs {
     pub timestamp_separator: Option<String>,
     /// Records per batch (at most; a batch also stops at 1 MiB).
     pub batch_records: usize,
+    /// Codec of every batch (Kafka's console producer --compression-codec).
+    pub compression: Codec,
 }
 
 const MAX_BATCH_BYTES: usize = 1 << 20;
@@ -113,18 +116,18 @@ impl Acknowledged {
 
 async fn send(
     client: &mut Client,
-    topic: &str,
+    args: &ProduceArgs,
     partition: i32,
     acks: i16,
     lines: &mut Vec<Line>,
-    headers: &[(String, String)],
     acked: &mut Acknowledged,
 ) -> Result<(), String> {
+    let (topic, headers) = (&args.topic, &args.headers);
     if lines.is_empty() {
         return Ok(());
     }
     let count = lines.len() as u64;
-    let mut b = BatchBuilder::new(MAX_BATCH_BYTES);
+    let mut b = BatchBuilder::new(MAX_BATCH_BYTES).compression(args.compression);
     for l in lines.iter() {
         let mut r = RecordSpec::new(l.key.as_deref(), l.value.as_deref()).timestamp(l.timestamp);
         for (k, v) in headers {
@@ -203,14 +206,12 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
         pending[p].push(line);
         produced += 1;
         if pending[p].len() >= args.batch_records.max(1) || pending_bytes[p] >= MAX_BATCH_BYTES {
-            let topic = &args.topic;
             send(
                 &mut client,
-                topic,
+                &args,
                 p as i32,
                 acks,
                 &mut pending[p],
-                &args.headers,
                 &mut acked,
             )
             .await?;
@@ -218,16 +219,7 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
         }
     }
     for (p, lines) in pending.iter_mut().enumerate() {
-        send(
-            &mut client,
-            &args.topic,
-            p as i32,
-            acks,
-            lines,
-            &args.headers,
-            &mut acked,
-        )
-        .await?;
+        send(&mut client, &args, p as i32, acks, lines, &mut acked).await?;
     }
     if acks == ACKS_NONE {
         // acks=0 has no replies; a metadata round trip makes sure the requests were read.

@@ -10,7 +10,7 @@ use std::io::Write;
 use serde_json::json;
 
 use super::time_arg::parse_window;
-use crate::format::batch::{decode_records, split_batches};
+use crate::format::batch::{split_batches, RecordsSection};
 use crate::format::BatchHeader;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 
@@ -87,7 +87,8 @@ fn observe_batch(
         }
         return Ok(());
     }
-    for r in decode_records(bytes, h).map_err(|e| format!("bad record: {e}"))? {
+    let section = RecordsSection::of(bytes, h).map_err(|e| format!("bad batch: {e}"))?;
+    for r in section.decode().map_err(|e| format!("bad record: {e}"))? {
         if in_window(r.timestamp, window.0, window.1) {
             stats.records += 1;
             stats.observe(r.timestamp, now);

@@ -105,7 +105,7 @@ pub async fn read_records(
     topic: &str,
     p: i32,
 ) -> Vec<(i64, String)> {
-    use shardlog::format::batch::{decode_records, split_batches};
+    use shardlog::format::batch::{split_batches, RecordsSection};
     let mut out = Vec::new();
     let earliest = c.list_offsets(topic, p, -2).await.unwrap();
     let mut next = earliest.map_or(0, |(o, _)| o);
@@ -116,7 +116,7 @@ pub async fn read_records(
         }
         for (start, h) in split_batches(&f.records).unwrap() {
             let bytes = &f.records[start..start + h.size()];
-            for r in decode_records(bytes, &h).unwrap() {
+            for r in RecordsSection::of(bytes, &h).unwrap().decode().unwrap() {
                 if r.offset >= next {
                     let value = r.value.map(|v| String::from_utf8_lossy(v).into_owned());
                     out.push((r.offset, value.unwrap_or_default()));
