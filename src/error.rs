@@ -23,6 +23,21 @@ pub enum Error {
         pos: u64,
         what: String,
     },
+    #[error(
+        "producer {producer_id} epoch {epoch} is fenced: the partition has seen epoch {current}"
+    )]
+    InvalidProducerEpoch {
+        producer_id: i64,
+        epoch: i16,
+        current: i16,
+    },
+    #[error("producer {producer_id} epoch {epoch}: sequence {found} is out of order, expected {expected}")]
+    OutOfOrderSequence {
+        producer_id: i64,
+        epoch: i16,
+        expected: i32,
+        found: i32,
+    },
     #[error("invalid record batch at byte {at} of the request: {source}")]
     InvalidBatch {
         at: usize,

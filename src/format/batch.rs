@@ -347,6 +347,16 @@ pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
     batch[BASE_OFFSET_AT..BASE_OFFSET_AT + 8].copy_from_slice(&base_offset.to_be_bytes());
 }
 
+/// Sets the idempotent producer fields (producerId, producerEpoch, baseSequence) and
+/// recomputes the CRC, which covers them.
+pub fn set_producer(batch: &mut [u8], producer_id: i64, epoch: i16, base_sequence: i32) {
+    batch[PRODUCER_ID_AT..PRODUCER_ID_AT + 8].copy_from_slice(&producer_id.to_be_bytes());
+    batch[PRODUCER_EPOCH_AT..PRODUCER_EPOCH_AT + 2].copy_from_slice(&epoch.to_be_bytes());
+    batch[BASE_SEQUENCE_AT..BASE_SEQUENCE_AT + 4].copy_from_slice(&base_sequence.to_be_bytes());
+    let crc = compute_crc(batch);
+    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
 /// What partitionLeaderEpoch holds in every stored batch: shardlog is one node with no
 /// leader elections (Kafka's NO_PARTITION_LEADER_EPOCH). Clients write 0 or -1.
 pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;

@@ -20,6 +20,8 @@ pub const INVALID_REPLICATION_FACTOR: i16 = 38;
 pub const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 pub const INVALID_CONFIG: i16 = 40;
 pub const INVALID_REQUEST: i16 = 42;
+pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+pub const INVALID_PRODUCER_EPOCH: i16 = 47;
 pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 pub const KAFKA_STORAGE_ERROR: i16 = 56;
 pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
@@ -42,6 +44,8 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::InvalidMagic | E::InvalidBatch | E::CompactedTopicNullKey => invalid_record,
         E::UnsupportedCompression => UNSUPPORTED_COMPRESSION_TYPE,
         E::OffsetOutOfRange => OFFSET_OUT_OF_RANGE,
+        E::OutOfOrderSequence => OUT_OF_ORDER_SEQUENCE_NUMBER,
+        E::InvalidProducerEpoch => INVALID_PRODUCER_EPOCH,
         E::BatchTooLarge | E::FrameTooLarge => MESSAGE_TOO_LARGE,
         E::TopicAlreadyExists => TOPIC_ALREADY_EXISTS,
         E::InvalidTopicName => INVALID_TOPIC_EXCEPTION,

@@ -9,6 +9,7 @@ pub mod loader;
 pub mod offset_index;
 pub mod paged_index;
 pub mod partition;
+pub mod producer_state;
 pub mod recovery;
 pub mod retention;
 pub mod scan;

@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use super::checkpoint::{LOG_START_OFFSET, RECOVERY_POINT};
 use super::loader::{load, OpenOptions};
+use super::producer_state::{self, ProducerState};
 use super::segment::{Segment, Truncation};
 use super::{LogIo, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use crate::config::LogConfig;
@@ -81,6 +82,8 @@ pub struct PartitionLog {
     pub(super) tombstone_horizon: Option<i64>,
     /// The active segment's index files on disk: (segment base, entries written), and when.
     active_indexes_written: Option<(IndexFilesState, std::time::Instant)>,
+    /// Idempotent producers' epochs and last batches (retries are not stored twice).
+    pub(super) producers: ProducerState,
 }
 
 /// Which index files are on disk: the segment's base offset and entries (offset, time).
@@ -121,6 +124,8 @@ impl PartitionLog {
         let loaded = load(storage.clone(), dir, &config, opts).await?;
         let visible_end = loaded.segments.last().map_or(0, |s| s.next_offset());
         let checkpointed = LOG_START_OFFSET.read(storage.as_ref(), dir).await;
+        let producers =
+            producer_state::rebuild(storage.as_ref(), dir, &loaded.segments, visible_end).await?;
         let log_start_offset = checkpointed
             .max(loaded.segments[0].base_offset())
             .min(visible_end);
@@ -145,6 +150,7 @@ impl PartitionLog {
             pending_removals: Vec::new(),
             tombstone_horizon: None,
             active_indexes_written: None,
+            producers,
         })
     }
 
@@ -324,10 +330,22 @@ impl PartitionLog {
     pub async fn append(&mut self, input: &[u8]) -> Result<AppendInfo> {
         self.check_healthy().await?;
         let mut prepared = self.prepare(input)?;
-        let mut next = self.log_end_offset();
         let now = crate::time::now_ms();
         let log_append_time =
             (self.config.timestamp_type == TimestampType::LogAppendTime).then_some(now);
+        if let Some(original) = self
+            .producers
+            .check_all(prepared.iter().map(|p| &p.header))?
+        {
+            return Ok(AppendInfo {
+                base_offset: original.first_offset,
+                last_offset: original.last_offset,
+                log_append_time: log_append_time.map(|_| original.timestamp),
+                batches: 0,
+                bytes: 0,
+            });
+        }
+        let mut next = self.log_end_offset();
         // Only the 61-byte headers are rewritten (a copy of each); record bytes go from the
         // request straight to the appender.
         for p in &mut prepared {
@@ -436,6 +454,8 @@ impl PartitionLog {
             self.active_mut()
                 .append(&[&p.head, body], &header, &config)
                 .await?;
+            // Per batch: a roll before the next one snapshots the state with this one in it.
+            self.producers.record(&header, now);
         }
         Ok(())
     }
@@ -461,7 +481,17 @@ impl PartitionLog {
             .map_err(|e| Error::io("fsync directory", &self.dir, e))?;
         RECOVERY_POINT
             .write(self.io.storage.as_ref(), &self.dir, self.recovery_point)
-            .await
+            .await?;
+        let now = crate::time::now_ms();
+        let storage = self.io.storage.clone();
+        producer_state::write_snapshot(
+            storage.as_ref(),
+            &self.dir,
+            base_offset,
+            &mut self.producers,
+            now,
+        )
+        .await
     }
 
     /// Rolls the active segment now if it holds anything (`topics roll`, and before a
@@ -578,6 +608,16 @@ impl PartitionLog {
             if let Err(e) = RECOVERY_POINT
                 .write(self.io.storage.as_ref(), &self.dir, log_end)
                 .await
+            {
+                first_err = Some(e);
+            }
+        }
+        if first_err.is_none() {
+            let (storage, now) = (self.io.storage.as_ref(), crate::time::now_ms());
+            let mut producers = self.producers;
+            if let Err(e) =
+                producer_state::write_snapshot(storage, &self.dir, log_end, &mut producers, now)
+                    .await
             {
                 first_err = Some(e);
             }

@@ -50,10 +50,14 @@ pub enum ErrorCode {
     CompactedTopicNullKey = 26,
     /// A batch names a compression codec other than none, gzip, snappy, lz4 or zstd.
     UnsupportedCompression = 27,
+    /// An idempotent producer's batch does not follow its last sequence (nothing written).
+    OutOfOrderSequence = 28,
+    /// An idempotent producer's epoch is older than one the partition has seen.
+    InvalidProducerEpoch = 29,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 28] = [
+    pub const ALL: [ErrorCode; 30] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -82,6 +86,8 @@ impl ErrorCode {
         ErrorCode::TooManyConnections,
         ErrorCode::CompactedTopicNullKey,
         ErrorCode::UnsupportedCompression,
+        ErrorCode::OutOfOrderSequence,
+        ErrorCode::InvalidProducerEpoch,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {
@@ -110,6 +116,8 @@ impl ErrorCode {
                 ErrorCode::InvalidTimestamp
             }
             Error::CompactedTopicNullKey { .. } => ErrorCode::CompactedTopicNullKey,
+            Error::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequence,
+            Error::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
         }
     }
 }

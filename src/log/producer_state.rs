@@ -1,0 +1,463 @@
+//! Idempotent producers, as Kafka's `ProducerStateManager` keeps them: per producer id, its
+//! epoch and the last 5 batches it wrote (sequence range, offsets). An append checks each
+//! batch that carries a producer id against it:
+//! - an older epoch than the producer's is refused (INVALID_PRODUCER_EPOCH);
+//! - a batch identical in epoch and sequence range to one of the last 5 is a retry of a
+//!   batch already stored: nothing is written and the original offsets are answered;
+//! - otherwise the first sequence must follow the producer's last one (or be 0 with a new
+//!   epoch), else OUT_OF_ORDER_SEQUENCE_NUMBER. A producer this partition has never seen
+//!   may start anywhere (its earlier batches may have gone with retention), as in Kafka.
+//!
+//! The state survives restarts: a snapshot (`<offset>.snapshot`, FORMAT.md) is written when
+//! a segment rolls and at a clean close, and at open the newest snapshot at or below the log
+//! end is loaded and the batches after it are replayed from the log. Producers that have not
+//! appended for `PRODUCER_ID_EXPIRATION_MS` (wall clock, not record timestamps: a producer
+//! backfilling old data must not lose its state) are dropped when a snapshot is written.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::format::BatchHeader;
+use crate::io::{OpenMode, Storage};
+
+use super::batch_stream::{BatchStream, Next, BACKGROUND};
+use super::segment::{segment_path, Segment};
+use super::LOG_SUFFIX;
+
+/// Batches remembered per producer (Kafka's NUM_BATCHES_TO_RETAIN).
+pub const BATCHES_PER_PRODUCER: usize = 5;
+/// Kafka's producer.id.expiration.ms default: one day.
+pub const PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
+pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
+/// Snapshots kept besides the newest (older ones are removed when a new one is written).
+const OLDER_SNAPSHOTS_KEPT: usize = 1;
+const SNAPSHOT_VERSION: &str = "0";
+
+/// One batch a producer wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerBatch {
+    pub first_seq: i32,
+    pub last_seq: i32,
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// The batch's max timestamp (for expiration, and answered again for a retry).
+    pub timestamp: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Producer {
+    epoch: i16,
+    batches: VecDeque<ProducerBatch>,
+    /// Wall-clock ms of its last append (replayed batches count as appended at the replay).
+    last_append_ms: i64,
+}
+
+/// What an append of one batch means for its producer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SequenceCheck {
+    /// No producer id: nothing to check or remember.
+    NotIdempotent,
+    /// New data, to be remembered once written.
+    Append,
+    /// A retry of a batch already stored at these offsets.
+    Duplicate(ProducerBatch),
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ProducerState {
+    producers: BTreeMap<i64, Producer>,
+}
+
+/// Whether `next` follows `last` (sequences wrap from i32::MAX to 0).
+fn in_sequence(last: i32, next: i32) -> bool {
+    next as i64 == last as i64 + 1 || (last == i32::MAX && next == 0)
+}
+
+impl ProducerState {
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
+    }
+
+    /// Checks a batch (base offset not yet assigned) against its producer's state.
+    pub fn check(&self, h: &BatchHeader) -> Result<SequenceCheck> {
+        if h.producer_id < 0 {
+            return Ok(SequenceCheck::NotIdempotent);
+        }
+        let Some(p) = self.producers.get(&h.producer_id) else {
+            return Ok(SequenceCheck::Append);
+        };
+        let (epoch, first_seq) = (h.producer_epoch, h.base_sequence);
+        if epoch < p.epoch {
+            return Err(Error::InvalidProducerEpoch {
+                producer_id: h.producer_id,
+                epoch,
+                current: p.epoch,
+            });
+        }
+        if epoch == p.epoch {
+            if let Some(d) = p
+                .batches
+                .iter()
+                .find(|b| b.first_seq == first_seq && b.last_seq == h.last_sequence())
+            {
+                return Ok(SequenceCheck::Duplicate(*d));
+            }
+        }
+        let last_seq = p.batches.back().map_or(-1, |b| b.last_seq);
+        let fits = if epoch > p.epoch {
+            first_seq == 0
+        } else {
+            p.batches.is_empty() || in_sequence(last_seq, first_seq)
+        };
+        if !fits {
+            return Err(Error::OutOfOrderSequence {
+                producer_id: h.producer_id,
+                epoch,
+                expected: if epoch > p.epoch {
+                    0
+                } else {
+                    last_seq.wrapping_add(1)
+                },
+                found: first_seq,
+            });
+        }
+        Ok(SequenceCheck::Append)
+    }
+
+    /// Checks every batch of one append in order, as if the earlier ones were written: the
+    /// first retry found (Kafka answers a retry with the original batch's offsets and
+    /// writes nothing), or an error for the first batch out of order.
+    pub fn check_all<'h>(
+        &self,
+        headers: impl IntoIterator<Item = &'h BatchHeader>,
+    ) -> Result<Option<ProducerBatch>> {
+        let mut scratch = ProducerState::default();
+        for h in headers {
+            let state = match scratch.producers.contains_key(&h.producer_id) {
+                true => &scratch,
+                false => self,
+            };
+            match state.check(h)? {
+                SequenceCheck::Duplicate(original) => return Ok(Some(original)),
+                SequenceCheck::NotIdempotent => {}
+                SequenceCheck::Append => {
+                    if let Some(p) = self.producers.get(&h.producer_id) {
+                        scratch
+                            .producers
+                            .entry(h.producer_id)
+                            .or_insert_with(|| p.clone());
+                    }
+                    scratch.record(h, 0);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Remembers a written batch (`h` with its assigned offsets and max timestamp).
+    pub fn record(&mut self, h: &BatchHeader, now_ms: i64) {
+        if h.producer_id < 0 {
+            return;
+        }
+        let p = self.producers.entry(h.producer_id).or_insert(Producer {
+            epoch: h.producer_epoch,
+            batches: VecDeque::new(),
+            last_append_ms: now_ms,
+        });
+        p.last_append_ms = p.last_append_ms.max(now_ms);
+        if h.producer_epoch != p.epoch {
+            p.epoch = h.producer_epoch;
+            p.batches.clear();
+        }
+        if p.batches.len() == BATCHES_PER_PRODUCER {
+            p.batches.pop_front();
+        }
+        p.batches.push_back(ProducerBatch {
+            first_seq: h.base_sequence,
+            last_seq: h.last_sequence(),
+            first_offset: h.base_offset,
+            last_offset: h.last_offset(),
+            timestamp: h.max_timestamp,
+        });
+        debug_assert!(p.batches.len() <= BATCHES_PER_PRODUCER);
+    }
+
+    /// Forgets producers that have not appended within the expiration.
+    pub fn expire(&mut self, now_ms: i64) {
+        self.producers
+            .retain(|_, p| now_ms - p.last_append_ms < PRODUCER_ID_EXPIRATION_MS);
+    }
+
+    fn encode(&self) -> String {
+        let mut out = format!("{SNAPSHOT_VERSION}\n");
+        for (id, p) in &self.producers {
+            for b in &p.batches {
+                out.push_str(&format!(
+                    "{id} {} {} {} {} {} {} {}\n",
+                    p.epoch,
+                    b.first_seq,
+                    b.last_seq,
+                    b.first_offset,
+                    b.last_offset,
+                    b.timestamp,
+                    p.last_append_ms
+                ));
+            }
+        }
+        out
+    }
+
+    fn decode(text: &str) -> Option<Self> {
+        let mut lines = text.lines();
+        (lines.next()? == SNAPSHOT_VERSION).then_some(())?;
+        let mut state = ProducerState::default();
+        for line in lines {
+            let f: Vec<i64> = line
+                .split(' ')
+                .map(|x| x.parse().ok())
+                .collect::<Option<_>>()?;
+            let [id, epoch, first_seq, last_seq, first_offset, last_offset, timestamp, appended] =
+                f[..]
+            else {
+                return None;
+            };
+            let p = state.producers.entry(id).or_insert(Producer {
+                epoch: i16::try_from(epoch).ok()?,
+                batches: VecDeque::new(),
+                last_append_ms: appended,
+            });
+            if p.batches.len() == BATCHES_PER_PRODUCER || first_offset > last_offset {
+                return None;
+            }
+            p.batches.push_back(ProducerBatch {
+                first_seq: i32::try_from(first_seq).ok()?,
+                last_seq: i32::try_from(last_seq).ok()?,
+                first_offset,
+                last_offset,
+                timestamp,
+            });
+        }
+        Some(state)
+    }
+}
+
+fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
+    dir.join(format!("{offset:020}{SNAPSHOT_SUFFIX}"))
+}
+
+/// Snapshot offsets in the directory, ascending.
+fn snapshot_offsets(storage: &dyn Storage, dir: &Path) -> Result<Vec<i64>> {
+    let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
+    let mut offsets: Vec<i64> = names
+        .iter()
+        .filter_map(|n| n.strip_suffix(SNAPSHOT_SUFFIX)?.parse().ok())
+        .collect();
+    offsets.sort_unstable();
+    Ok(offsets)
+}
+
+/// Writes the state as of `offset` (everything below it is in it), then removes older
+/// snapshots but the newest `OLDER_SNAPSHOTS_KEPT`.
+pub async fn write_snapshot(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: i64,
+    state: &mut ProducerState,
+    now_ms: i64,
+) -> Result<()> {
+    state.expire(now_ms);
+    let path = snapshot_path(dir, offset);
+    storage
+        .write_file_atomic(&path, state.encode().into_bytes())
+        .await
+        .map_err(|e| Error::io("write", &path, e))?;
+    let offsets = snapshot_offsets(storage, dir)?;
+    let older: Vec<i64> = offsets.into_iter().filter(|&o| o < offset).collect();
+    for &o in &older[..older.len().saturating_sub(OLDER_SNAPSHOTS_KEPT)] {
+        let old = snapshot_path(dir, o);
+        if let Err(e) = storage.remove(&old) {
+            tracing::warn!(file = %old.display(), error = %e, "removing an old producer snapshot");
+        }
+    }
+    Ok(())
+}
+
+/// The state at the log end: the newest readable snapshot at or below it, then every batch
+/// after the snapshot replayed from the segments. Without any snapshot (a data directory
+/// from before snapshots, or all unreadable) only the last two segments are replayed, as
+/// Kafka does, so an upgrade does not read the whole log at start.
+pub async fn rebuild(
+    storage: &dyn Storage,
+    dir: &Path,
+    segments: &[Segment],
+    log_end: i64,
+) -> Result<ProducerState> {
+    let (mut state, from) = match newest_snapshot(storage, dir, log_end).await? {
+        Some(found) => found,
+        None => {
+            let last_two = segments.len().saturating_sub(2);
+            (
+                ProducerState::default(),
+                segments[last_two..].first().map_or(0, |s| s.base_offset()),
+            )
+        }
+    };
+    let mut replayed = 0usize;
+    let now = crate::time::now_ms();
+    for seg in segments.iter().filter(|s| s.next_offset() > from) {
+        replayed += replay_segment(storage, dir, seg, from, now, &mut state).await?;
+    }
+    tracing::debug!(dir = %dir.display(), from, replayed, producers = state.len(), "producer state rebuilt");
+    Ok(state)
+}
+
+async fn newest_snapshot(
+    storage: &dyn Storage,
+    dir: &Path,
+    log_end: i64,
+) -> Result<Option<(ProducerState, i64)>> {
+    for offset in snapshot_offsets(storage, dir)?.into_iter().rev() {
+        let path = snapshot_path(dir, offset);
+        if offset > log_end {
+            // Written before a crash cut the log shorter: describes offsets that are gone.
+            let _ = storage.remove(&path);
+            continue;
+        }
+        let text = storage.read_file(&path).await.ok();
+        match text.and_then(|t| ProducerState::decode(&String::from_utf8(t).ok()?)) {
+            Some(state) => return Ok(Some((state, offset))),
+            None => {
+                tracing::warn!(file = %path.display(), "unreadable producer snapshot; using an older one")
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Replays the batch headers of one segment at or above `from`; returns how many.
+async fn replay_segment(
+    storage: &dyn Storage,
+    dir: &Path,
+    seg: &Segment,
+    from: i64,
+    now_ms: i64,
+    state: &mut ProducerState,
+) -> Result<usize> {
+    let path = segment_path(dir, seg.base_offset(), LOG_SUFFIX);
+    let file = storage
+        .open(&path, OpenMode::ReadOnly)
+        .await
+        .map_err(|e| Error::io("open", &path, e))?;
+    let mut stream = BatchStream::new(file, &path, seg.size(), BACKGROUND);
+    let mut n = 0;
+    while let Next::Batch { position, bytes } = stream.next().await? {
+        let h = BatchHeader::parse(bytes).map_err(|e| {
+            Error::corruption(&path, position, format!("producer state replay: {e}"))
+        })?;
+        if h.base_offset >= from {
+            state.record(&h, now_ms);
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{BatchBuilder, RecordSpec};
+
+    fn batch(pid: i64, epoch: i16, seq: i32, records: usize, base: i64) -> BatchHeader {
+        let mut b = BatchBuilder::new(256);
+        for _ in 0..records {
+            b.push(RecordSpec::new(None, Some(b"v")).timestamp(1_000));
+        }
+        let mut bytes = b.build();
+        crate::format::batch::set_producer(&mut bytes, pid, epoch, seq);
+        crate::format::batch::set_base_offset(&mut bytes, base);
+        BatchHeader::parse(&bytes).unwrap()
+    }
+
+    #[test]
+    fn retries_are_duplicates_and_gaps_are_out_of_order() {
+        let mut s = ProducerState::default();
+        let first = batch(7, 0, 0, 3, 0);
+        assert_eq!(s.check(&first).unwrap(), SequenceCheck::Append);
+        s.record(&first, 1_000);
+        let dup = s.check(&batch(7, 0, 0, 3, 99)).unwrap();
+        assert!(
+            matches!(dup, SequenceCheck::Duplicate(b) if b.first_offset == 0 && b.last_offset == 2)
+        );
+        assert_eq!(
+            s.check(&batch(7, 0, 3, 1, 3)).unwrap(),
+            SequenceCheck::Append
+        );
+        let gap = s.check(&batch(7, 0, 5, 1, 3)).unwrap_err();
+        assert!(
+            matches!(
+                gap,
+                Error::OutOfOrderSequence {
+                    expected: 3,
+                    found: 5,
+                    ..
+                }
+            ),
+            "{gap}"
+        );
+        // A new epoch starts at 0; an older one is fenced.
+        assert!(s.check(&batch(7, 1, 4, 1, 3)).is_err());
+        assert_eq!(
+            s.check(&batch(7, 1, 0, 1, 3)).unwrap(),
+            SequenceCheck::Append
+        );
+        s.record(&batch(7, 1, 0, 1, 3), 1_000);
+        assert!(matches!(
+            s.check(&batch(7, 0, 3, 1, 4)).unwrap_err(),
+            Error::InvalidProducerEpoch { current: 1, .. }
+        ));
+        // Not idempotent, or unknown: accepted as is.
+        assert_eq!(
+            s.check(&batch(-1, -1, -1, 1, 4)).unwrap(),
+            SequenceCheck::NotIdempotent
+        );
+        assert_eq!(
+            s.check(&batch(8, 0, 42, 1, 4)).unwrap(),
+            SequenceCheck::Append
+        );
+    }
+
+    #[test]
+    fn only_the_last_five_batches_are_remembered_and_snapshots_round_trip() {
+        let mut s = ProducerState::default();
+        for i in 0..8 {
+            s.record(&batch(1, 0, i, 1, i as i64), 1_000);
+        }
+        assert!(matches!(
+            s.check(&batch(1, 0, 2, 1, 9)),
+            Err(Error::OutOfOrderSequence { .. })
+        ));
+        assert!(matches!(
+            s.check(&batch(1, 0, 3, 1, 9)),
+            Ok(SequenceCheck::Duplicate(_))
+        ));
+        assert_eq!(ProducerState::decode(&s.encode()), Some(s.clone()));
+        assert_eq!(ProducerState::decode("0\n1 2 3\n"), None);
+        s.expire(1_000 + PRODUCER_ID_EXPIRATION_MS - 1);
+        assert_eq!(s.len(), 1);
+        assert_eq!(ProducerState::decode("7\n"), None);
+        s.expire(1_000 + PRODUCER_ID_EXPIRATION_MS);
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn sequences_wrap_at_i32_max() {
+        assert!(in_sequence(i32::MAX, 0));
+        assert!(in_sequence(4, 5));
+        assert!(!in_sequence(4, 6));
+    }
+}
