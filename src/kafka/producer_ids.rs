@@ -65,8 +65,11 @@ pub async fn init_producer_id(
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let r = InitProducerIdResponse::default();
-    if request.transactional_id.is_some() {
-        return r.with_error_code(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+    match request.transactional_id.as_deref().map(|t| t.is_empty()) {
+        None => {}
+        // Kafka's coordinator answers an empty transactional id so.
+        Some(true) => return r.with_error_code(errors::INVALID_REQUEST),
+        Some(false) => return r.with_error_code(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
     }
     // v3+: a producer that knows its id asks for the next epoch (KIP-360).
     let current = request.producer_id.0;

@@ -1,0 +1,549 @@
+//! The Kafka listener byte for byte, through a real server on loopback: every advertised
+//! version of every API encoded with the kafka-protocol crate and its response decoded
+//! with it; the ApiVersions v0 error reply; closed connections for what cannot be parsed;
+//! idempotent retries; the long poll; and records produced through Kafka read back
+//! byte-identical through the native protocol and dump-log.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Encodable, StrBytes};
+use shardlog::format::batch::set_producer;
+use shardlog::format::compression::Codec;
+use shardlog::format::{BatchBuilder, RecordSpec};
+use shardlog::kafka::ADVERTISED;
+
+/// The Kafka port of a test server: away from its native ports, inside the test range.
+fn kafka_port(native: u16) -> u16 {
+    if native > 20_000 {
+        native - 5_000
+    } else {
+        native + 5_000
+    }
+}
+
+/// A server with its Kafka listener on a port of its own; returns it and both addresses.
+fn server(dir: &std::path::Path) -> (shardlog::server::ServerHandle, String, String) {
+    let (handle, port) = common::start_server(dir, 2, |c| {
+        c.kafka_listen = Some(SocketAddr::new(c.listen.ip(), kafka_port(c.listen.port())));
+    });
+    let kafka = format!("127.0.0.1:{}", kafka_port(port));
+    (handle, format!("127.0.0.1:{port}"), kafka)
+}
+
+struct Conn {
+    stream: TcpStream,
+    next_cid: i32,
+}
+
+impl Conn {
+    fn open(addr: &str) -> Conn {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        Conn {
+            stream,
+            next_cid: 1,
+        }
+    }
+
+    fn send_raw(&mut self, key: ApiKey, version: i16, body: &[u8]) -> i32 {
+        let cid = self.next_cid;
+        self.next_cid += 1;
+        let mut buf = BytesMut::new();
+        RequestHeader::default()
+            .with_request_api_key(key as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(cid)
+            .with_client_id(Some(StrBytes::from_static_str("wire-test")))
+            .encode(&mut buf, key.request_header_version(version))
+            .unwrap();
+        buf.extend_from_slice(body);
+        let mut frame = (buf.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&buf);
+        self.stream.write_all(&frame).unwrap();
+        cid
+    }
+
+    fn read_frame(&mut self) -> Option<Bytes> {
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).ok()?;
+        let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+        self.stream.read_exact(&mut body).ok()?;
+        let mut frame = size.to_vec();
+        frame.extend(body);
+        Some(Bytes::from(frame))
+    }
+
+    fn call(&mut self, version: i16, request: RequestKind) -> ResponseKind {
+        let key = api_key(&request);
+        let mut body = BytesMut::new();
+        request.encode(&mut body, version).unwrap();
+        let cid = self.send_raw(key, version, &body);
+        let frame = self.read_frame().expect("a response");
+        let (got, response) = shardlog::kafka::decode_response(key, version, frame)
+            .unwrap_or_else(|e| panic!("{key:?} v{version}: {e}"));
+        assert_eq!(got, cid, "{key:?} v{version}");
+        response
+    }
+}
+
+fn api_key(r: &RequestKind) -> ApiKey {
+    match r {
+        RequestKind::ApiVersions(_) => ApiKey::ApiVersions,
+        RequestKind::Metadata(_) => ApiKey::Metadata,
+        RequestKind::Produce(_) => ApiKey::Produce,
+        RequestKind::Fetch(_) => ApiKey::Fetch,
+        RequestKind::ListOffsets(_) => ApiKey::ListOffsets,
+        RequestKind::CreateTopics(_) => ApiKey::CreateTopics,
+        RequestKind::DeleteTopics(_) => ApiKey::DeleteTopics,
+        RequestKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+        RequestKind::InitProducerId(_) => ApiKey::InitProducerId,
+        other => panic!("not used here: {other:?}"),
+    }
+}
+
+fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+fn versions(key: ApiKey) -> std::ops::RangeInclusive<i16> {
+    let &(_, min, max) = ADVERTISED.iter().find(|(k, _, _)| *k == key).unwrap();
+    min..=max
+}
+
+fn create(topic: &str, partitions: i32) -> RequestKind {
+    RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
+        create_topics_request::CreatableTopic::default()
+            .with_name(name(topic))
+            .with_num_partitions(partitions)
+            .with_replication_factor(1)
+            .with_configs(vec![create_topics_request::CreatableTopicConfig::default()
+                .with_name(StrBytes::from_static_str("retention.ms"))
+                .with_value(Some(StrBytes::from_static_str("3600000")))]),
+    ]))
+}
+
+fn produce(topic: &str, partition: i32, records: Vec<u8>) -> RequestKind {
+    RequestKind::Produce(
+        ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(5_000)
+            .with_topic_data(vec![produce_request::TopicProduceData::default()
+                .with_name(name(topic))
+                .with_partition_data(vec![
+                    produce_request::PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(Bytes::from(records))),
+                ])]),
+    )
+}
+
+fn fetch(topic: &str, partitions: &[(i32, i64)], max_wait_ms: i32) -> RequestKind {
+    RequestKind::Fetch(
+        FetchRequest::default()
+            .with_max_wait_ms(max_wait_ms)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![fetch_request::FetchTopic::default()
+                .with_topic(name(topic))
+                .with_partitions(
+                    partitions
+                        .iter()
+                        .map(|&(p, offset)| {
+                            fetch_request::FetchPartition::default()
+                                .with_partition(p)
+                                .with_fetch_offset(offset)
+                                .with_partition_max_bytes(1 << 20)
+                        })
+                        .collect(),
+                )]),
+    )
+}
+
+fn list_offsets(topic: &str, timestamp: i64) -> RequestKind {
+    RequestKind::ListOffsets(ListOffsetsRequest::default().with_topics(vec![
+        list_offsets_request::ListOffsetsTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![list_offsets_request::ListOffsetsPartition::default()
+                .with_partition_index(0)
+                .with_timestamp(timestamp)]),
+    ]))
+}
+
+fn records(values: &[&str], ts: i64, codec: Codec) -> Vec<u8> {
+    let mut b = BatchBuilder::new(256).compression(codec);
+    for (i, v) in values.iter().enumerate() {
+        b.push(
+            RecordSpec::new(Some(b"key"), Some(v.as_bytes()))
+                .timestamp(ts + i as i64)
+                .header("h", Some(b"1")),
+        );
+    }
+    b.build()
+}
+
+#[test]
+fn every_advertised_version_of_every_api_round_trips_through_the_crate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, _native, kafka) = server(tmp.path());
+    let mut c = Conn::open(&kafka);
+    let ts = shardlog::time::now_ms();
+    for v in versions(ApiKey::ApiVersions) {
+        let ResponseKind::ApiVersions(r) = c.call(v, RequestKind::ApiVersions(Default::default()))
+        else {
+            panic!()
+        };
+        assert_eq!(r.error_code, 0);
+        let table: Vec<_> = r
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, k.min_version, k.max_version))
+            .collect();
+        let want: Vec<_> = ADVERTISED
+            .iter()
+            .map(|&(k, a, b)| (k as i16, a, b))
+            .collect();
+        assert_eq!(table, want, "ApiVersions v{v}");
+    }
+    for v in versions(ApiKey::CreateTopics) {
+        let ResponseKind::CreateTopics(r) = c.call(v, create(&format!("t{v}"), 2)) else {
+            panic!()
+        };
+        assert_eq!(r.topics[0].error_code, 0, "CreateTopics v{v}: {r:?}");
+        let ResponseKind::CreateTopics(again) = c.call(v, create(&format!("t{v}"), 2)) else {
+            panic!()
+        };
+        assert_eq!(again.topics[0].error_code, 36, "CreateTopics v{v}");
+    }
+    assert!(
+        matches!(c.call(7, create("wire", 1)), ResponseKind::CreateTopics(r) if r.topics[0].error_code == 0)
+    );
+    for v in versions(ApiKey::Metadata) {
+        let topics = if v == 0 { Some(vec![]) } else { None };
+        let ResponseKind::Metadata(r) = c.call(
+            v,
+            RequestKind::Metadata(MetadataRequest::default().with_topics(topics)),
+        ) else {
+            panic!()
+        };
+        assert_eq!(r.brokers.len(), 1);
+        assert_eq!(
+            format!("{}:{}", r.brokers[0].host, r.brokers[0].port),
+            kafka
+        );
+        let wire = r
+            .topics
+            .iter()
+            .find(|t| t.name == Some(name("wire")))
+            .unwrap();
+        assert_eq!(
+            (wire.error_code, wire.partitions.len()),
+            (0, 1),
+            "Metadata v{v}"
+        );
+        assert_eq!(wire.partitions[0].leader_epoch, -1);
+        if v >= 1 {
+            assert_eq!(r.controller_id, r.brokers[0].node_id, "Metadata v{v}");
+        }
+    }
+    let mut produced = 0i64;
+    for v in versions(ApiKey::Produce) {
+        let batch = records(&["a", "b"], ts, Codec::None);
+        let ResponseKind::Produce(r) = c.call(v, produce("wire", 0, batch)) else {
+            panic!()
+        };
+        let p = &r.responses[0].partition_responses[0];
+        assert_eq!(
+            (p.error_code, p.base_offset),
+            (0, produced),
+            "Produce v{v}: {p:?}"
+        );
+        assert_eq!(p.log_append_time_ms, -1, "CreateTime: no log append time");
+        produced += 2;
+    }
+    for v in versions(ApiKey::Fetch) {
+        let ResponseKind::Fetch(r) = c.call(v, fetch("wire", &[(0, 2)], 0)) else {
+            panic!()
+        };
+        let p = &r.responses[0].partitions[0];
+        assert_eq!(
+            (p.error_code, p.high_watermark),
+            (0, produced),
+            "Fetch v{v}"
+        );
+        let data = p.records.clone().unwrap();
+        let batches = shardlog::format::batch::split_batches(&data).unwrap();
+        assert_eq!(batches[0].1.base_offset, 2, "the batch holding offset 2");
+        assert_eq!(batches[0].1.partition_leader_epoch, -1, "stamped on append");
+    }
+    for v in versions(ApiKey::ListOffsets) {
+        for (t, want) in [(-2, 0), (-1, produced), (ts + 1, 1), (ts + 10, -1)] {
+            let ResponseKind::ListOffsets(r) = c.call(v, list_offsets("wire", t)) else {
+                panic!()
+            };
+            let p = &r.topics[0].partitions[0];
+            assert_eq!(
+                (p.error_code, p.offset),
+                (0, want),
+                "ListOffsets v{v} t={t}"
+            );
+        }
+    }
+    for v in versions(ApiKey::DescribeConfigs) {
+        let ResponseKind::DescribeConfigs(r) = c.call(
+            v,
+            RequestKind::DescribeConfigs(DescribeConfigsRequest::default().with_resources(vec![
+                describe_configs_request::DescribeConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(StrBytes::from_static_str("wire"))
+                    .with_configuration_keys(None),
+            ])),
+        ) else {
+            panic!()
+        };
+        let retention = r.results[0]
+            .configs
+            .iter()
+            .find(|c| c.name.as_str() == "retention.ms")
+            .unwrap_or_else(|| panic!("DescribeConfigs v{v}: {r:?}"));
+        assert_eq!(
+            retention.value.as_deref(),
+            Some("3600000"),
+            "DescribeConfigs v{v}"
+        );
+        assert_eq!(retention.config_source, 1, "a topic override");
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for v in versions(ApiKey::InitProducerId) {
+        let ResponseKind::InitProducerId(r) = c.call(
+            v,
+            RequestKind::InitProducerId(
+                InitProducerIdRequest::default().with_transactional_id(None),
+            ),
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            (r.error_code, r.producer_epoch),
+            (0, 0),
+            "InitProducerId v{v}"
+        );
+        assert!(ids.insert(r.producer_id.0), "producer ids are never reused");
+    }
+    for v in versions(ApiKey::DeleteTopics) {
+        let request = DeleteTopicsRequest::default();
+        let request = if v >= 6 {
+            request.with_topics(vec![delete_topics_request::DeleteTopicState::default()
+                .with_name(Some(name(&format!("t{}", v + 1))))])
+        } else {
+            request.with_topic_names(vec![name(&format!("t{}", v + 1))])
+        };
+        let ResponseKind::DeleteTopics(r) = c.call(v, RequestKind::DeleteTopics(request)) else {
+            panic!()
+        };
+        assert_eq!(r.responses[0].error_code, 0, "DeleteTopics v{v}: {r:?}");
+    }
+}
+
+#[test]
+fn what_cannot_be_served_gets_kafkas_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, _native, kafka) = server(tmp.path());
+    // ApiVersions newer than ours: the v0 error layout, body unread.
+    let mut c = Conn::open(&kafka);
+    let cid = c.send_raw(ApiKey::ApiVersions, 9, b"\x01\x02 whatever a v9 body holds");
+    let frame = c.read_frame().unwrap();
+    let (got, ResponseKind::ApiVersions(r)) =
+        shardlog::kafka::decode_response(ApiKey::ApiVersions, 0, frame).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!((got, r.error_code), (cid, 35));
+    assert!(r
+        .api_keys
+        .iter()
+        .any(|k| k.api_key == 18 && k.max_version == 4));
+    // The connection still serves.
+    assert!(matches!(
+        c.call(3, RequestKind::ApiVersions(Default::default())),
+        ResponseKind::ApiVersions(r) if r.error_code == 0
+    ));
+    // A version we do not advertise, an API we do not serve, a body that does not decode:
+    // the connection is closed (as a Kafka broker does), the server serves everyone else.
+    for (key, version, body) in [
+        (ApiKey::Fetch, 13, &b""[..]),
+        (ApiKey::OffsetForLeaderEpoch, 4, &b""[..]),
+        (ApiKey::Metadata, 4, &b"\xff\xff\xff\x7f"[..]),
+    ] {
+        let mut c = Conn::open(&kafka);
+        c.send_raw(key, version, body);
+        assert!(c.read_frame().is_none(), "{key:?} v{version}");
+    }
+    // Unknown topics and partitions: per-partition errors, every requested one listed.
+    let mut c = Conn::open(&kafka);
+    let ResponseKind::Fetch(r) = c.call(12, fetch("nope", &[(0, 0), (7, 0)], 0)) else {
+        panic!()
+    };
+    let codes: Vec<i16> = r.responses[0]
+        .partitions
+        .iter()
+        .map(|p| p.error_code)
+        .collect();
+    assert_eq!(codes, vec![3, 3]);
+    let ResponseKind::CreateTopics(r) = c.call(
+        7,
+        RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
+            create_topics_request::CreatableTopic::default()
+                .with_name(name("rf3"))
+                .with_num_partitions(1)
+                .with_replication_factor(3),
+        ])),
+    ) else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].error_code, 38, "INVALID_REPLICATION_FACTOR");
+    // A produce of garbage records: CORRUPT_MESSAGE / INVALID_RECORD, nothing written.
+    c.call(7, create("g", 1));
+    let ResponseKind::Produce(r) = c.call(9, produce("g", 0, vec![0u8; 70])) else {
+        panic!()
+    };
+    assert_ne!(r.responses[0].partition_responses[0].error_code, 0);
+    // Transactions are refused with a Kafka error, not a dropped connection.
+    let ResponseKind::InitProducerId(r) = c.call(
+        4,
+        RequestKind::InitProducerId(
+            InitProducerIdRequest::default()
+                .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx")))),
+        ),
+    ) else {
+        panic!()
+    };
+    assert_eq!(r.error_code, 53);
+}
+
+#[test]
+fn idempotent_retries_through_kafka_get_the_original_offsets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, _native, kafka) = server(tmp.path());
+    let mut c = Conn::open(&kafka);
+    c.call(7, create("idem", 1));
+    let ResponseKind::InitProducerId(id) = c.call(
+        4,
+        RequestKind::InitProducerId(InitProducerIdRequest::default().with_transactional_id(None)),
+    ) else {
+        panic!()
+    };
+    assert_eq!(id.error_code, 0, "{id:?}");
+    let ts = shardlog::time::now_ms();
+    let batch = |seq: i32| {
+        let mut b = records(&["x", "y", "z"], ts, Codec::Lz4);
+        set_producer(&mut b, id.producer_id.0, 0, seq);
+        b
+    };
+    let send = |c: &mut Conn, b: Vec<u8>| {
+        let ResponseKind::Produce(r) = c.call(10, produce("idem", 0, b)) else {
+            panic!()
+        };
+        let p = r.responses[0].partition_responses[0].clone();
+        (p.error_code, p.base_offset)
+    };
+    assert_eq!(send(&mut c, batch(0)), (0, 0));
+    assert_eq!(
+        send(&mut c, batch(0)),
+        (0, 0),
+        "a retry is not stored twice"
+    );
+    assert_eq!(send(&mut c, batch(3)), (0, 3));
+    assert_eq!(send(&mut c, batch(9)).0, 45, "OUT_OF_ORDER_SEQUENCE_NUMBER");
+    let ResponseKind::ListOffsets(r) = c.call(7, list_offsets("idem", -1)) else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].partitions[0].offset, 6);
+}
+
+#[test]
+fn a_fetch_at_the_end_waits_for_an_append_and_returns_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, _native, kafka) = server(tmp.path());
+    let mut c = Conn::open(&kafka);
+    c.call(7, create("poll", 1));
+    let producer_addr = kafka.clone();
+    let ts = shardlog::time::now_ms();
+    let appender = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let mut p = Conn::open(&producer_addr);
+        p.call(9, produce("poll", 0, records(&["late"], ts, Codec::Snappy)));
+    });
+    let started = Instant::now();
+    // Waits up to 20 s; the append 300 ms in must end it, with the record in the reply.
+    let ResponseKind::Fetch(r) = c.call(12, fetch("poll", &[(0, 0)], 20_000)) else {
+        panic!()
+    };
+    let waited = started.elapsed();
+    appender.join().unwrap();
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(p.high_watermark, 1);
+    assert!(
+        !p.records.as_ref().unwrap().is_empty(),
+        "woken by the append"
+    );
+    assert!(waited < Duration::from_secs(20), "{waited:?}");
+    // Nothing to wait for: max_wait 0 answers at once, with no records.
+    let ResponseKind::Fetch(r) = c.call(12, fetch("poll", &[(0, 1)], 0)) else {
+        panic!()
+    };
+    assert!(r.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn records_produced_through_kafka_read_back_byte_identical_natively_and_in_dump_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, native, kafka) = server(tmp.path());
+    let mut c = Conn::open(&kafka);
+    c.call(7, create("x", 1));
+    let ts = shardlog::time::now_ms();
+    let sent: Vec<Vec<u8>> = Codec::ALL
+        .iter()
+        .map(|&codec| records(&["one", "two", "three"], ts, codec))
+        .collect();
+    for b in &sent {
+        c.call(10, produce("x", 0, b.clone()));
+    }
+    let fetched = common::client(move || async move {
+        let mut n = shardlog::client::Client::connect(&native).await.unwrap();
+        n.fetch("x", 0, 0, 1 << 20).await.unwrap().records
+    });
+    let batches = shardlog::format::batch::split_batches(&fetched).unwrap();
+    assert_eq!(batches.len(), sent.len());
+    for ((start, h), original) in batches.iter().zip(&sent) {
+        let stored = &fetched[*start..start + h.size()];
+        // Only baseOffset and partitionLeaderEpoch (outside the CRC) are the log's.
+        assert_eq!(&stored[12..16], &(-1i32).to_be_bytes());
+        assert_eq!(&stored[16..], &original[16..], "codec {}", h.compression());
+    }
+    let dump = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["dump-log", "--print-data-log", "--files"])
+        .arg(tmp.path().join("x-0").join("00000000000000000000.log"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&dump.stdout);
+    assert!(dump.status.success(), "{text}");
+    for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
+        assert!(
+            text.contains(&format!("compresscodec: {codec}")),
+            "{codec}: {text}"
+        );
+    }
+    assert_eq!(text.matches("payload: three").count(), 5, "{text}");
+}
