@@ -6,16 +6,16 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use shardlog::format::batch::set_producer;
 use shardlog::format::compression::Codec;
 use shardlog::format::{BatchBuilder, RecordSpec};
+use shardlog::kafka::blocking_client::BlockingClient;
 use shardlog::kafka::ADVERTISED;
 
 /// The Kafka port of a test server: away from its native ports, inside the test range.
@@ -36,61 +36,27 @@ fn server(dir: &std::path::Path) -> (shardlog::server::ServerHandle, String, Str
     (handle, format!("127.0.0.1:{port}"), kafka)
 }
 
-struct Conn {
-    stream: TcpStream,
-    next_cid: i32,
-}
+/// The library's blocking Kafka client, with the API key taken from the request.
+struct Conn(BlockingClient);
 
 impl Conn {
     fn open(addr: &str) -> Conn {
-        let stream = TcpStream::connect(addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        Conn {
-            stream,
-            next_cid: 1,
-        }
+        Conn(BlockingClient::connect(addr).unwrap())
     }
 
     fn send_raw(&mut self, key: ApiKey, version: i16, body: &[u8]) -> i32 {
-        let cid = self.next_cid;
-        self.next_cid += 1;
-        let mut buf = BytesMut::new();
-        RequestHeader::default()
-            .with_request_api_key(key as i16)
-            .with_request_api_version(version)
-            .with_correlation_id(cid)
-            .with_client_id(Some(StrBytes::from_static_str("wire-test")))
-            .encode(&mut buf, key.request_header_version(version))
-            .unwrap();
-        buf.extend_from_slice(body);
-        let mut frame = (buf.len() as i32).to_be_bytes().to_vec();
-        frame.extend_from_slice(&buf);
-        self.stream.write_all(&frame).unwrap();
-        cid
+        self.0.send_raw(key, version, body).unwrap()
     }
 
     fn read_frame(&mut self) -> Option<Bytes> {
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).ok()?;
-        let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
-        self.stream.read_exact(&mut body).ok()?;
-        let mut frame = size.to_vec();
-        frame.extend(body);
-        Some(Bytes::from(frame))
+        self.0.read_frame()
     }
 
     fn call(&mut self, version: i16, request: RequestKind) -> ResponseKind {
         let key = api_key(&request);
-        let mut body = BytesMut::new();
-        request.encode(&mut body, version).unwrap();
-        let cid = self.send_raw(key, version, &body);
-        let frame = self.read_frame().expect("a response");
-        let (got, response) = shardlog::kafka::decode_response(key, version, frame)
-            .unwrap_or_else(|e| panic!("{key:?} v{version}: {e}"));
-        assert_eq!(got, cid, "{key:?} v{version}");
-        response
+        self.0
+            .call(key, version, &request)
+            .unwrap_or_else(|e| panic!("{key:?} v{version}: {e}"))
     }
 }
 

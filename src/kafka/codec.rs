@@ -133,7 +133,7 @@ pub fn encode(
     response.encode(&mut buf, version)?;
     let size = (buf.len() - 4) as i32;
     buf[..4].copy_from_slice(&size.to_be_bytes());
-    Ok(buf.to_vec())
+    Ok(Vec::from(buf))
 }
 
 /// Decodes a response frame (size prefix included): for tests and tools that speak Kafka.

@@ -9,6 +9,7 @@
 
 mod admin;
 mod api_versions;
+pub mod blocking_client;
 mod codec;
 mod errors;
 mod fetch;

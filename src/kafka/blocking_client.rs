@@ -1,0 +1,76 @@
+//! A minimal blocking Kafka client over std's TcpStream: one request at a time, encoded and
+//! decoded with the kafka-protocol crate. For tests and benchmarks that speak to the Kafka
+//! listener byte for byte; real applications use a Kafka client library.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+
+pub struct BlockingClient {
+    stream: TcpStream,
+    next_correlation_id: i32,
+}
+
+impl BlockingClient {
+    pub fn connect(addr: &str) -> std::io::Result<Self> {
+        let stream = TcpStream::connect(addr)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        stream.set_nodelay(true)?;
+        Ok(BlockingClient {
+            stream,
+            next_correlation_id: 1,
+        })
+    }
+
+    /// Sends a request with a raw body (which may be anything); returns its correlation id.
+    pub fn send_raw(&mut self, key: ApiKey, version: i16, body: &[u8]) -> std::io::Result<i32> {
+        let cid = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        let mut buf = BytesMut::from(&[0u8; 4][..]);
+        RequestHeader::default()
+            .with_request_api_key(key as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(cid)
+            .with_client_id(Some(StrBytes::from_static_str("shardlog-blocking-client")))
+            .encode(&mut buf, key.request_header_version(version))
+            .map_err(std::io::Error::other)?;
+        buf.extend_from_slice(body);
+        let size = (buf.len() - 4) as i32;
+        buf[..4].copy_from_slice(&size.to_be_bytes());
+        self.stream.write_all(&buf)?;
+        Ok(cid)
+    }
+
+    /// The next response frame, size prefix included; `None` once the server closed.
+    pub fn read_frame(&mut self) -> Option<Bytes> {
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).ok()?;
+        let len = usize::try_from(i32::from_be_bytes(size)).ok()?;
+        let mut frame = vec![0u8; 4 + len];
+        frame[..4].copy_from_slice(&size);
+        self.stream.read_exact(&mut frame[4..]).ok()?;
+        Some(Bytes::from(frame))
+    }
+
+    /// Sends a request and decodes its response.
+    pub fn call(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        request: &RequestKind,
+    ) -> anyhow::Result<ResponseKind> {
+        let mut body = BytesMut::new();
+        request.encode(&mut body, version)?;
+        let cid = self.send_raw(key, version, &body)?;
+        let frame = self
+            .read_frame()
+            .ok_or_else(|| anyhow::anyhow!("{key:?} v{version}: the connection was closed"))?;
+        let (got, response) = super::decode_response(key, version, frame)?;
+        anyhow::ensure!(got == cid, "correlation id {got}, expected {cid}");
+        Ok(response)
+    }
+}
