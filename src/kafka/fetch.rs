@@ -44,7 +44,9 @@ pub async fn handle(
     };
     reservation.merge(reply);
     let limit = granted.saturating_sub(overhead(wanted.len())).max(1);
-    let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    // A client's wait is bounded by the server's request timeout.
+    let max_wait = (request.max_wait_ms.max(0) as u64).min(ctx.shard.config.request_timeout_ms);
+    let deadline = Instant::now() + Duration::from_millis(max_wait);
     let min_bytes = request.min_bytes.max(0) as usize;
     loop {
         let results = read_all(ctx, &wanted, limit).await;
@@ -114,10 +116,14 @@ async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fet
     let mut left = limit;
     let mut out = Vec::with_capacity(wanted.len());
     for w in wanted {
-        let max_bytes = w.max_bytes.min(left.max(1));
+        if left == 0 {
+            // The reply is full: only the partition's offsets, no read.
+            out.push(offsets_only(ctx, w).await);
+            continue;
+        }
         let op = PartitionOp::Fetch {
             offset: w.offset,
-            max_bytes,
+            max_bytes: w.max_bytes.min(left),
         };
         let mut f = match ctx.shard.partition_op(&w.topic, w.partition, op).await {
             Ok(OpOk::Fetched {
@@ -142,6 +148,23 @@ async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fet
     out
 }
 
+async fn offsets_only(ctx: &Context<'_>, w: &Wanted) -> Fetched {
+    match ctx
+        .shard
+        .partition_op(&w.topic, w.partition, PartitionOp::Describe)
+        .await
+    {
+        Ok(OpOk::Partition(p)) => Fetched {
+            error: errors::NONE,
+            log_start_offset: p.log_start_offset,
+            high_watermark: p.log_end_offset,
+            records: Bytes::new(),
+        },
+        Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
+        Err((code, _)) => failed(kafka_code(code, true)),
+    }
+}
+
 fn failed(error: i16) -> Fetched {
     Fetched {
         error,
@@ -163,7 +186,13 @@ async fn wait_for_append(
         .as_millis() as u64;
     let (tx, rx) = glommio::channels::local_channel::new_bounded(wanted.len().max(1));
     let tx = std::rc::Rc::new(tx);
-    let waits = wanted.iter().zip(results).map(|(w, r)| {
+    // One wait per distinct partition, however often the request names it.
+    let mut seen = std::collections::HashSet::new();
+    let distinct = wanted
+        .iter()
+        .zip(results)
+        .filter(|(w, _)| seen.insert((w.topic.as_str(), w.partition)));
+    let waits = distinct.map(|(w, r)| {
         let shard = ctx.shard.clone();
         let (topic, partition) = (w.topic.clone(), w.partition);
         let after = r.high_watermark.max(w.offset) - 1;
