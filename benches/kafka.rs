@@ -50,8 +50,21 @@ fn main() {
     })
     .expect("server");
     let batch = Bytes::from(one_batch());
-    let mut rows = native_rows(&native, batch.clone(), batches);
-    rows.extend(kafka_rows(&kafka, batch, batches));
+    let native_produce =
+        on_client_executor(&native, move |c| native_produce(c, batch.clone(), batches));
+    let batch = Bytes::from(one_batch());
+    let mut k = BlockingClient::connect(&kafka).unwrap();
+    let kafka_produce = kafka_produce(&mut k, batch, batches);
+    // Both fetches start cold: shardlog's page cache is dropped before each.
+    let native_fetch = on_client_executor(&native, |mut c| async move {
+        c.drop_caches(false).await.unwrap();
+        native_fetch(c).await
+    });
+    on_client_executor(&native, |mut c| async move {
+        c.drop_caches(false).await.unwrap();
+    });
+    let kafka_fetch = kafka_fetch(&mut k);
+    let mut rows = vec![native_produce, kafka_produce, native_fetch, kafka_fetch];
     rows.extend(librdkafka_rows(&kafka, total));
     rows.extend(kcat_row(&kafka, total));
     println!("\n| path | MB/s | p50 ms | p99 ms |\n|---|---|---|---|");
@@ -91,50 +104,59 @@ fn produce_row(what: &'static str, bytes: usize, secs: f64, h: &Histogram<u64>) 
     }
 }
 
-fn native_rows(addr: &str, batch: Bytes, batches: usize) -> Vec<Row> {
+/// Runs `f` with a native client on a glommio executor of its own.
+fn on_client_executor<T, F, Fut>(addr: &str, f: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T>,
+{
     let addr = addr.to_string();
     glommio::LocalExecutorBuilder::default()
-        .spawn(move || async move {
-            let mut c = Client::connect(&addr).await.unwrap();
-            c.create_topic("native", 1, vec![]).await.unwrap();
-            c.create_topic("kafka", 1, vec![]).await.unwrap();
-            c.create_topic("librdkafka", 1, vec![]).await.unwrap();
-            let mut h = histogram();
-            let start = Instant::now();
-            for _ in 0..batches {
-                let t = Instant::now();
-                c.produce("native", 0, ACKS_ALL, batch.clone())
-                    .await
-                    .unwrap();
-                h.record(t.elapsed().as_micros().max(1) as u64).unwrap();
-            }
-            let produce = produce_row(
-                "native produce (Rust, 1 request at a time)",
-                batches * batch.len(),
-                start.elapsed().as_secs_f64(),
-                &h,
-            );
-            let (mut next, mut read) = (0i64, 0usize);
-            let start = Instant::now();
-            loop {
-                let f = c.fetch("native", 0, next, FETCH_BYTES).await.unwrap();
-                if f.records.is_empty() {
-                    break;
-                }
-                read += f.records.len();
-                next = last_offset(&f.records) + 1;
-            }
-            let fetch = Row {
-                what: "native fetch (Rust, 1 MiB per request)",
-                mb_s: read as f64 / start.elapsed().as_secs_f64() / 1e6,
-                p50_ms: None,
-                p99_ms: None,
-            };
-            vec![produce, fetch]
-        })
+        .spawn(move || async move { f(Client::connect(&addr).await.unwrap()).await })
         .unwrap()
         .join()
         .unwrap()
+}
+
+async fn native_produce(mut c: Client, batch: Bytes, batches: usize) -> Row {
+    for t in ["native", "kafka", "librdkafka"] {
+        c.create_topic(t, 1, vec![]).await.unwrap();
+    }
+    let mut h = histogram();
+    let start = Instant::now();
+    for _ in 0..batches {
+        let t = Instant::now();
+        c.produce("native", 0, ACKS_ALL, batch.clone())
+            .await
+            .unwrap();
+        h.record(t.elapsed().as_micros().max(1) as u64).unwrap();
+    }
+    produce_row(
+        "native produce (Rust, 1 request at a time)",
+        batches * batch.len(),
+        start.elapsed().as_secs_f64(),
+        &h,
+    )
+}
+
+async fn native_fetch(mut c: Client) -> Row {
+    let (mut next, mut read) = (0i64, 0usize);
+    let start = Instant::now();
+    loop {
+        let f = c.fetch("native", 0, next, FETCH_BYTES).await.unwrap();
+        if f.records.is_empty() {
+            break;
+        }
+        read += f.records.len();
+        next = last_offset(&f.records) + 1;
+    }
+    Row {
+        what: "native fetch (Rust, 1 MiB per request, cold)",
+        mb_s: read as f64 / start.elapsed().as_secs_f64() / 1e6,
+        p50_ms: None,
+        p99_ms: None,
+    }
 }
 
 fn last_offset(records: &[u8]) -> i64 {
@@ -146,8 +168,7 @@ fn topic(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_string()))
 }
 
-fn kafka_rows(addr: &str, batch: Bytes, batches: usize) -> Vec<Row> {
-    let mut c = BlockingClient::connect(addr).unwrap();
+fn kafka_produce(c: &mut BlockingClient, batch: Bytes, batches: usize) -> Row {
     let mut h = histogram();
     let start = Instant::now();
     for _ in 0..batches {
@@ -169,12 +190,15 @@ fn kafka_rows(addr: &str, batch: Bytes, batches: usize) -> Vec<Row> {
         h.record(t.elapsed().as_micros().max(1) as u64).unwrap();
         assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
     }
-    let produce = produce_row(
+    produce_row(
         "Kafka produce v9 (Rust, 1 request at a time)",
         batches * batch.len(),
         start.elapsed().as_secs_f64(),
         &h,
-    );
+    )
+}
+
+fn kafka_fetch(c: &mut BlockingClient) -> Row {
     let (mut next, mut read) = (0i64, 0usize);
     let start = Instant::now();
     loop {
@@ -200,13 +224,12 @@ fn kafka_rows(addr: &str, batch: Bytes, batches: usize) -> Vec<Row> {
         read += records.len();
         next = last_offset(&records) + 1;
     }
-    let fetch = Row {
-        what: "Kafka fetch v12 (Rust, 1 MiB per request)",
+    Row {
+        what: "Kafka fetch v12 (Rust, 1 MiB per request, cold)",
         mb_s: read as f64 / start.elapsed().as_secs_f64() / 1e6,
         p50_ms: None,
         p99_ms: None,
-    };
-    vec![produce, fetch]
+    }
 }
 
 /// kcat (librdkafka in C) reading the librdkafka topic back, printing nothing per record:
