@@ -403,3 +403,63 @@ fn the_cleaner_keeps_to_its_byte_rate() {
         log.close().await.unwrap();
     });
 }
+
+/// Compressed batches are compacted like any other: the kept records are written back in a
+/// batch compressed with the batch's own codec.
+#[test]
+fn compaction_rewrites_compressed_batches_with_their_codec() {
+    use shardlog::format::compression::Codec;
+    run(|dir| async move {
+        let now = shardlog::time::now_ms();
+        let config = LogConfig {
+            segment_bytes: 1 << 20,
+            ..small_segments(CleanupPolicy::Compact)
+        };
+        let mut log = PartitionLog::open(&dir.join("t-0"), config).await.unwrap();
+        for (i, codec) in [Codec::Gzip, Codec::Snappy, Codec::Lz4, Codec::Zstd]
+            .into_iter()
+            .enumerate()
+        {
+            // Each batch: key "a" (overwritten by the next batch) and a key of its own.
+            let (va, vb) = (format!("a{i}"), format!("own{i}"));
+            let own = format!("k{i}");
+            let batch = BatchBuilder::new(256)
+                .compression(codec)
+                .record(RecordSpec::new(Some(b"a"), Some(va.as_bytes())).timestamp(now))
+                .record(RecordSpec::new(Some(own.as_bytes()), Some(vb.as_bytes())).timestamp(now))
+                .build();
+            log.append(&batch).await.unwrap();
+        }
+        log.roll_now().await.unwrap();
+        let stats = log
+            .clean_now(now, CleanerLimits::default())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((stats.records_kept, stats.records_removed), (5, 3));
+        let kept: Vec<(i64, Vec<u8>)> = all_records(&mut log)
+            .await
+            .into_iter()
+            .map(|r| (r.0, r.2.unwrap()))
+            .collect();
+        let want: Vec<(i64, Vec<u8>)> = [
+            (1, "own0"),
+            (3, "own1"),
+            (5, "own2"),
+            (6, "a3"),
+            (7, "own3"),
+        ]
+        .iter()
+        .map(|(o, v)| (*o, v.as_bytes().to_vec()))
+        .collect();
+        assert_eq!(kept, want);
+        let data = log.read(0, 1 << 20).await.unwrap();
+        let codecs: Vec<&str> = split_batches(&data)
+            .unwrap()
+            .iter()
+            .map(|(_, h)| h.compression())
+            .collect();
+        assert_eq!(codecs, vec!["gzip", "snappy", "lz4", "zstd"]);
+        log.close().await.unwrap();
+    });
+}
