@@ -10,6 +10,7 @@
 pub mod config;
 pub mod error;
 pub mod format;
+pub mod groups;
 pub mod io;
 pub mod kafka;
 pub mod log;

@@ -22,6 +22,7 @@ enum Decoded {
         key: ApiKey,
         version: i16,
         correlation_id: i32,
+        client_id: String,
         request: Box<RequestKind>,
     },
     /// ApiVersions of a version above ours: answered in the v0 layout.
@@ -33,13 +34,14 @@ enum Decoded {
 
 /// Handles one Kafka request frame (size prefix removed).
 pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Budget) -> Reply {
-    let (key, version, correlation_id, request) = match decode(frame) {
+    let (key, version, correlation_id, client_id, request) = match decode(frame) {
         Decoded::Request {
             key,
             version,
             correlation_id,
+            client_id,
             request,
-        } => (key, version, correlation_id, request),
+        } => (key, version, correlation_id, client_id, request),
         Decoded::NewerApiVersions { correlation_id } => {
             return Reply::frame(api_versions::unsupported_version_frame(correlation_id))
         }
@@ -51,6 +53,7 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
         version,
         peer,
         budget: &budget,
+        client_id,
     };
     let Some(response) = super::dispatch(&ctx, *request, &mut reservation).await else {
         // Produce with acks=0: no reply by design.
@@ -97,14 +100,16 @@ fn decode(mut frame: Bytes) -> Decoded {
         return Decoded::Unparseable(format!("{key:?} v{version} is not served"));
     }
     let header_version = key.request_header_version(version);
-    if let Err(e) = RequestHeader::decode(&mut frame, header_version) {
-        return Decoded::Unparseable(format!("{key:?} v{version} header: {e}"));
-    }
+    let header = match RequestHeader::decode(&mut frame, header_version) {
+        Ok(h) => h,
+        Err(e) => return Decoded::Unparseable(format!("{key:?} v{version} header: {e}")),
+    };
     match RequestKind::decode(key, &mut frame, version) {
         Ok(request) => Decoded::Request {
             key,
             version,
             correlation_id,
+            client_id: header.client_id.map(|c| c.to_string()).unwrap_or_default(),
             request: Box::new(request),
         },
         Err(e) => Decoded::Unparseable(format!("{key:?} v{version} body: {e}")),

@@ -11,8 +11,9 @@ mod admin;
 mod api_versions;
 pub mod blocking_client;
 mod codec;
-mod errors;
+pub mod errors;
 mod fetch;
+mod groups;
 mod list_offsets;
 mod metadata;
 mod produce;
@@ -39,6 +40,8 @@ pub struct Context<'a> {
     pub version: i16,
     pub peer: Peer,
     pub budget: &'a Budget,
+    /// The request header's client id (consumer groups report it per member).
+    pub client_id: String,
 }
 
 /// Runs one decoded request; `None` for a Produce with acks=0 (no reply).
@@ -62,6 +65,26 @@ async fn dispatch(
         }
         RequestKind::InitProducerId(r) => {
             ResponseKind::InitProducerId(producer_ids::init_producer_id(ctx, r).await)
+        }
+        RequestKind::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(groups::find_coordinator(ctx, r))
+        }
+        RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(groups::join(ctx, r).await),
+        RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(groups::sync(ctx, r).await),
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(groups::heartbeat(ctx, r).await),
+        RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(groups::leave(ctx, r).await),
+        RequestKind::OffsetCommit(r) => {
+            ResponseKind::OffsetCommit(groups::offset_commit(ctx, r).await)
+        }
+        RequestKind::OffsetFetch(r) => {
+            ResponseKind::OffsetFetch(groups::offset_fetch(ctx, r).await)
+        }
+        RequestKind::ListGroups(r) => ResponseKind::ListGroups(groups::list_groups(ctx, r).await),
+        RequestKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(groups::describe_groups(ctx, r).await)
+        }
+        RequestKind::DeleteGroups(r) => {
+            ResponseKind::DeleteGroups(groups::delete_groups(ctx, r).await)
         }
         // The codec lets through only what api_versions::ADVERTISED lists.
         other => unreachable!("{other:?} is not advertised"),

@@ -67,6 +67,15 @@ pub struct ServerConfig {
     /// Producer ids InitProducerId reserves per persisted block (Kafka hands them out in
     /// blocks of 1000 too): one file write per block, never a reuse after a restart.
     pub producer_id_block_size: i64,
+    /// Partitions of `__consumer_offsets`, fixed when it is created on first group use
+    /// (Kafka's offsets.topic.num.partitions).
+    pub offsets_topic_num_partitions: i32,
+    /// How long a group's first join phase waits for more members (Kafka's
+    /// group.initial.rebalance.delay.ms).
+    pub group_initial_rebalance_delay_ms: u64,
+    /// Session timeouts members may ask for (Kafka's group.min/max.session.timeout.ms).
+    pub group_min_session_timeout_ms: i32,
+    pub group_max_session_timeout_ms: i32,
 }
 
 impl Default for ServerConfig {
@@ -76,6 +85,10 @@ impl Default for ServerConfig {
             listen: "127.0.0.1:7411".parse().unwrap(),
             kafka_listen: Some("127.0.0.1:9092".parse().unwrap()),
             producer_id_block_size: 1000,
+            offsets_topic_num_partitions: 50,
+            group_initial_rebalance_delay_ms: 3000,
+            group_min_session_timeout_ms: 6000,
+            group_max_session_timeout_ms: 1_800_000,
             shards: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
@@ -124,7 +137,9 @@ impl ServerConfig {
     /// advertised.host, allow.drop.kernel.cache, log.roll.min.interval.ms,
     /// log.retention.check.interval.ms, log.cleaner.backoff.ms,
     /// log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second, kafka.listen
-    /// (`off` turns the Kafka listener off), producer.id.block.size.
+    /// (`off` turns the Kafka listener off), producer.id.block.size,
+    /// offsets.topic.num.partitions, group.initial.rebalance.delay.ms,
+    /// group.min.session.timeout.ms, group.max.session.timeout.ms.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
@@ -151,6 +166,12 @@ impl ServerConfig {
             "listen" => self.listen = parse_listen(v)?,
             "kafka.listen" => self.kafka_listen = parse_optional_listen(v)?,
             "producer.id.block.size" => self.producer_id_block_size = num(key, v)?,
+            "offsets.topic.num.partitions" => self.offsets_topic_num_partitions = num(key, v)?,
+            "group.initial.rebalance.delay.ms" => {
+                self.group_initial_rebalance_delay_ms = num(key, v)?
+            }
+            "group.min.session.timeout.ms" => self.group_min_session_timeout_ms = num(key, v)?,
+            "group.max.session.timeout.ms" => self.group_max_session_timeout_ms = num(key, v)?,
             "shards" => self.shards = num(key, v)?,
             "max.frame.bytes" => self.max_frame_bytes = num(key, v)?,
             "max.inflight.bytes.per.connection" => {
@@ -261,6 +282,26 @@ impl ServerConfig {
             if !(100..=86_400_000).contains(&v) {
                 return Err(bad(key, "must be between 100 ms and 1 day"));
             }
+        }
+        if !(1..=1000).contains(&self.offsets_topic_num_partitions) {
+            return Err(bad(
+                "offsets.topic.num.partitions",
+                "must be between 1 and 1000",
+            ));
+        }
+        if self.group_min_session_timeout_ms < 1
+            || self.group_max_session_timeout_ms < self.group_min_session_timeout_ms
+        {
+            return Err(bad(
+                "group.max.session.timeout.ms",
+                "must be at least group.min.session.timeout.ms, which must be positive",
+            ));
+        }
+        if self.group_initial_rebalance_delay_ms > 300_000 {
+            return Err(bad(
+                "group.initial.rebalance.delay.ms",
+                "must be at most 5 minutes",
+            ));
         }
         if !(1..=1_000_000).contains(&self.producer_id_block_size) {
             return Err(bad(

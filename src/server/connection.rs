@@ -44,9 +44,11 @@ pub fn is_loopback(ip: IpAddr) -> bool {
 }
 
 fn peer_of(stream: &TcpStream) -> Peer {
+    let remote = stream.peer_addr().ok();
     Peer {
-        is_loopback: stream.peer_addr().is_ok_and(|a| is_loopback(a.ip())),
+        is_loopback: remote.is_some_and(|a| is_loopback(a.ip())),
         local: stream.local_addr().ok(),
+        remote,
     }
 }
 

@@ -32,6 +32,8 @@ pub struct Peer {
     pub is_loopback: bool,
     /// The address the client connected to (what Metadata advertises on a wildcard listen).
     pub local: Option<std::net::SocketAddr>,
+    /// The client's address (consumer groups report members' hosts).
+    pub remote: Option<std::net::SocketAddr>,
 }
 
 /// A reply frame (`None`: send nothing, acks=0 produce) and the budget its bytes hold until

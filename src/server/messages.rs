@@ -65,6 +65,7 @@ pub enum OpOk {
     Partition(PartitionSummary),
     Maintained(MaintenanceSummary),
     ProducerId(i64),
+    Group(crate::groups::ops::GroupReply),
     Done,
 }
 
@@ -154,6 +155,13 @@ pub enum ShardOp {
     Drained,
     /// Hand out a new producer id (runs on the controller).
     AllocateProducerId,
+    /// A consumer-group request, run by the group's coordinator shard.
+    Group {
+        group: String,
+        op: crate::groups::ops::GroupOp,
+    },
+    /// The groups this shard coordinates.
+    ListGroups,
 }
 
 #[derive(Debug)]

@@ -343,6 +343,12 @@ impl Shard {
                 Ok(OpOk::Done)
             }
             ShardOp::AllocateProducerId => crate::kafka::producer_ids::allocate(self).await,
+            ShardOp::Group { group, op } => Ok(OpOk::Group(
+                crate::groups::coordinator::handle(self, group, op).await,
+            )),
+            ShardOp::ListGroups => Ok(OpOk::Group(crate::groups::ops::GroupReply::Listed(
+                crate::groups::coordinator::list(self).await,
+            ))),
         }
     }
 

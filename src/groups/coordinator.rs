@@ -1,0 +1,376 @@
+//! The group coordinator of one shard: the groups whose offsets partition this shard owns
+//! (thread-local, reached only through this shard's tasks), loaded from the offsets log on
+//! first use, and the requests that read or write committed offsets. Membership is in
+//! `membership.rs`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::group::{Group, State};
+use super::ops::{GroupDescription, GroupOp, GroupReply, ListedGroup, OffsetToCommit};
+use super::records::{batch, Committed, OffsetRecord};
+use super::{membership, partition_for, OFFSETS_TOPIC};
+use crate::format::batch::{split_batches, RecordsSection};
+use crate::kafka::errors::{self as e, kafka_code};
+use crate::protocol::ACKS_ALL;
+use crate::server::messages::{OpOk, PartitionOp};
+use crate::server::shard::Shard;
+
+#[derive(Default)]
+struct Coordinator {
+    groups: HashMap<String, Group>,
+    loaded: bool,
+}
+
+thread_local! {
+    static COORDINATOR: RefCell<Coordinator> = RefCell::new(Coordinator::default());
+    /// One load of the offsets log at a time.
+    static LOAD_TURN: Rc<glommio::sync::Semaphore> = Rc::new(glommio::sync::Semaphore::new(1));
+}
+
+/// Runs `f` on the group (created Empty if unknown); a group left with nothing in it
+/// (no members, offsets or pending work) is forgotten again.
+pub fn with_group<T>(name: &str, f: impl FnOnce(&mut Group) -> T) -> T {
+    COORDINATOR.with_borrow_mut(|c| {
+        let g = c.groups.entry(name.to_string()).or_default();
+        let out = f(g);
+        let vacant = g.state == State::Empty
+            && g.members.is_empty()
+            && g.pending.is_empty()
+            && g.offsets.is_empty()
+            && g.nudge.is_none()
+            && !g.expiry_running;
+        if vacant {
+            c.groups.remove(name);
+        }
+        out
+    })
+}
+
+fn exists(name: &str) -> bool {
+    COORDINATOR.with_borrow(|c| c.groups.contains_key(name))
+}
+
+pub async fn handle(shard: &Rc<Shard>, group: String, op: GroupOp) -> GroupReply {
+    if let Err(msg) = ensure_loaded(shard).await {
+        tracing::warn!(%msg, "loading the offsets log failed");
+        return GroupReply::Code(e::COORDINATOR_NOT_AVAILABLE);
+    }
+    match op {
+        GroupOp::Join(r) => GroupReply::Join(membership::join(shard, &group, r).await),
+        GroupOp::Sync(r) => GroupReply::Sync(membership::sync(&group, r).await),
+        GroupOp::Heartbeat {
+            member_id,
+            generation,
+        } => GroupReply::Code(membership::heartbeat(&group, &member_id, generation)),
+        GroupOp::Leave { member_ids } => {
+            GroupReply::Code(membership::leave(shard, &group, &member_ids))
+        }
+        GroupOp::Commit {
+            member_id,
+            generation,
+            offsets,
+        } => {
+            GroupReply::PartitionCodes(commit(shard, &group, &member_id, generation, offsets).await)
+        }
+        GroupOp::FetchOffsets { partitions } => {
+            GroupReply::Offsets(fetch_offsets(&group, partitions))
+        }
+        GroupOp::Describe => GroupReply::Described(describe(&group)),
+        GroupOp::Delete => GroupReply::Code(delete(shard, &group).await),
+        GroupOp::DeleteOffsets { partitions } => {
+            GroupReply::PartitionCodes(delete_offsets(shard, &group, partitions).await)
+        }
+    }
+}
+
+/// Every group this shard coordinates.
+pub async fn list(shard: &Rc<Shard>) -> Vec<ListedGroup> {
+    if ensure_loaded(shard).await.is_err() {
+        return Vec::new();
+    }
+    COORDINATOR.with_borrow(|c| {
+        c.groups
+            .iter()
+            .map(|(name, g)| {
+                let protocol_type = g.protocol_type.clone().unwrap_or_else(|| "consumer".into());
+                (name.clone(), protocol_type, g.state.name().to_string())
+            })
+            .collect()
+    })
+}
+
+/// Reads this shard's partitions of the offsets log into the groups' committed offsets,
+/// once per process.
+async fn ensure_loaded(shard: &Rc<Shard>) -> Result<(), String> {
+    if COORDINATOR.with_borrow(|c| c.loaded) {
+        return Ok(());
+    }
+    let turn = LOAD_TURN.with(Rc::clone);
+    let _turn = turn
+        .acquire_static_permit(1)
+        .await
+        .map_err(|e| e.to_string())?;
+    if COORDINATOR.with_borrow(|c| c.loaded) {
+        return Ok(());
+    }
+    let started = std::time::Instant::now();
+    let owned: Vec<i32> = shard.topic(OFFSETS_TOPIC).map_or(Vec::new(), |meta| {
+        (0..meta.owners.len() as i32)
+            .filter(|&p| meta.owners[p as usize] as usize == shard.id)
+            .collect()
+    });
+    let mut records = 0usize;
+    for &p in &owned {
+        records += load_partition(shard, p).await?;
+    }
+    let groups = COORDINATOR.with_borrow_mut(|c| {
+        c.loaded = true;
+        c.groups.len()
+    });
+    tracing::info!(
+        shard = shard.id,
+        partitions = owned.len(),
+        records,
+        groups,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "offsets log loaded"
+    );
+    Ok(())
+}
+
+async fn load_partition(shard: &Rc<Shard>, p: i32) -> Result<usize, String> {
+    let mut next = 0i64;
+    let mut applied = 0;
+    loop {
+        let op = PartitionOp::Fetch {
+            offset: next,
+            max_bytes: 1 << 20,
+        };
+        let data = match shard.partition_op(OFFSETS_TOPIC, p, op).await {
+            Ok(OpOk::Fetched { records, .. }) => records,
+            // Below the log start (compaction or retention moved it): start there.
+            Err((code, _)) if code == crate::protocol::ErrorCode::OffsetOutOfRange && next == 0 => {
+                match shard
+                    .partition_op(OFFSETS_TOPIC, p, PartitionOp::Describe)
+                    .await
+                {
+                    Ok(OpOk::Partition(s)) if s.log_start_offset > 0 => {
+                        next = s.log_start_offset;
+                        continue;
+                    }
+                    other => return Err(format!("offsets partition {p}: {other:?}")),
+                }
+            }
+            other => return Err(format!("offsets partition {p}: {other:?}")),
+        };
+        if data.is_empty() {
+            return Ok(applied);
+        }
+        for (start, h) in split_batches(&data).map_err(|e| e.to_string())? {
+            let section = RecordsSection::of(&data[start..start + h.size()], &h)
+                .map_err(|e| e.to_string())?;
+            for r in section.iter() {
+                let r = r.map_err(|e| e.to_string())?;
+                if r.offset < next {
+                    continue;
+                }
+                if let Some(rec) = r.key.and_then(|k| OffsetRecord::decode(k, r.value)) {
+                    apply(rec);
+                    applied += 1;
+                }
+            }
+            next = h.last_offset() + 1;
+        }
+    }
+}
+
+fn apply(rec: OffsetRecord) {
+    let key = (rec.topic, rec.partition);
+    with_group(&rec.group, |g| match rec.value {
+        Some(c) => {
+            g.offsets.insert(key, c);
+        }
+        None => {
+            g.offsets.remove(&key);
+        }
+    });
+}
+
+/// Kafka's rules for who may commit: a member of the current generation (not while the
+/// group waits for the leader's assignments), or anyone (generation -1, no member id)
+/// while the group has no members.
+fn commit_allowed(g: &mut Group, member_id: &str, generation: i32) -> i16 {
+    if generation < 0 && member_id.is_empty() {
+        return if g.members.is_empty() {
+            e::NONE
+        } else {
+            e::UNKNOWN_MEMBER_ID
+        };
+    }
+    let Some(m) = g.members.get_mut(member_id) else {
+        return e::UNKNOWN_MEMBER_ID;
+    };
+    m.touch();
+    if generation != g.generation {
+        e::ILLEGAL_GENERATION
+    } else if g.state == State::CompletingRebalance {
+        e::REBALANCE_IN_PROGRESS
+    } else {
+        e::NONE
+    }
+}
+
+async fn commit(
+    shard: &Rc<Shard>,
+    group: &str,
+    member_id: &str,
+    generation: i32,
+    offsets: Vec<OffsetToCommit>,
+) -> Vec<(String, i32, i16)> {
+    let allowed = with_group(group, |g| commit_allowed(g, member_id, generation));
+    let now = crate::time::now_ms();
+    let mut codes = Vec::with_capacity(offsets.len());
+    let mut records = Vec::new();
+    for (topic, partition, offset, leader_epoch, metadata) in offsets {
+        let known = shard
+            .topic(&topic)
+            .is_some_and(|t| (0..t.owners.len() as i32).contains(&partition));
+        let code = match (allowed, known) {
+            (e::NONE, false) => e::UNKNOWN_TOPIC_OR_PARTITION,
+            (code, _) => code,
+        };
+        if code == e::NONE {
+            records.push(OffsetRecord {
+                group: group.to_string(),
+                topic: topic.clone(),
+                partition,
+                value: Some(Committed {
+                    offset,
+                    leader_epoch,
+                    metadata,
+                    commit_timestamp: now,
+                }),
+            });
+        }
+        codes.push((topic, partition, code));
+    }
+    let written = write(shard, group, &records, now).await;
+    for c in codes.iter_mut().filter(|c| c.2 == e::NONE) {
+        c.2 = written;
+    }
+    if written == e::NONE {
+        records.into_iter().for_each(apply);
+    }
+    codes
+}
+
+/// Appends `records` to the group's offsets partition with acks=all; Kafka's code.
+async fn write(shard: &Rc<Shard>, group: &str, records: &[OffsetRecord], now: i64) -> i16 {
+    if records.is_empty() {
+        return e::NONE;
+    }
+    let Some(meta) = shard.topic(OFFSETS_TOPIC) else {
+        return e::COORDINATOR_NOT_AVAILABLE;
+    };
+    let p = partition_for(group, meta.owners.len());
+    let op = PartitionOp::Produce {
+        acks: ACKS_ALL,
+        records: batch(records, now).into(),
+    };
+    match shard.partition_op(OFFSETS_TOPIC, p as i32, op).await {
+        Ok(_) => e::NONE,
+        Err((code, msg)) => {
+            tracing::warn!(group, %msg, "writing to the offsets log failed");
+            kafka_code(code, true)
+        }
+    }
+}
+
+fn fetch_offsets(
+    group: &str,
+    partitions: Option<Vec<(String, i32)>>,
+) -> Vec<(String, i32, Option<Committed>)> {
+    COORDINATOR.with_borrow(|c| {
+        let g = c.groups.get(group);
+        match partitions {
+            Some(ps) => ps
+                .into_iter()
+                .map(|(t, p)| {
+                    let found = g.and_then(|g| g.offsets.get(&(t.clone(), p)).cloned());
+                    (t, p, found)
+                })
+                .collect(),
+            None => g.map_or(Vec::new(), |g| {
+                g.offsets
+                    .iter()
+                    .map(|((t, p), c)| (t.clone(), *p, Some(c.clone())))
+                    .collect()
+            }),
+        }
+    })
+}
+
+fn describe(group: &str) -> GroupDescription {
+    if !exists(group) {
+        // What Kafka answers for a group it does not know.
+        return GroupDescription {
+            state: State::Dead.name().into(),
+            ..Default::default()
+        };
+    }
+    with_group(group, |g| GroupDescription {
+        state: g.state.name().into(),
+        protocol_type: g.protocol_type.clone().unwrap_or_default(),
+        protocol: g.protocol.clone().unwrap_or_default(),
+        members: g.describe_members(),
+    })
+}
+
+/// Tombstones of every committed offset of the group (or of `only`).
+fn tombstones(group: &str, g: &Group, only: Option<&[(String, i32)]>) -> Vec<OffsetRecord> {
+    g.offsets
+        .keys()
+        .filter(|k| only.is_none_or(|o| o.contains(k)))
+        .map(|(t, p)| OffsetRecord {
+            group: group.to_string(),
+            topic: t.clone(),
+            partition: *p,
+            value: None,
+        })
+        .collect()
+}
+
+async fn delete(shard: &Rc<Shard>, group: &str) -> i16 {
+    if !exists(group) {
+        return e::GROUP_ID_NOT_FOUND;
+    }
+    let doomed = with_group(group, |g| {
+        (g.members.is_empty() && g.pending.is_empty()).then(|| tombstones(group, g, None))
+    });
+    let Some(records) = doomed else {
+        return e::NON_EMPTY_GROUP;
+    };
+    let written = write(shard, group, &records, crate::time::now_ms()).await;
+    if written == e::NONE {
+        records.into_iter().for_each(apply);
+    }
+    written
+}
+
+async fn delete_offsets(
+    shard: &Rc<Shard>,
+    group: &str,
+    partitions: Vec<(String, i32)>,
+) -> Vec<(String, i32, i16)> {
+    let records = with_group(group, |g| tombstones(group, g, Some(&partitions)));
+    let written = write(shard, group, &records, crate::time::now_ms()).await;
+    if written == e::NONE {
+        records.into_iter().for_each(apply);
+    }
+    partitions
+        .into_iter()
+        .map(|(t, p)| (t, p, written))
+        .collect()
+}

@@ -1,0 +1,385 @@
+//! JoinGroup, SyncGroup, Heartbeat and LeaveGroup on the coordinator shard, with Kafka's
+//! classic rebalance: a join moves the group to PreparingRebalance and parks the request;
+//! the join phase ends when every member has rejoined or the rebalance timeout passes
+//! (from Empty, after `group.initial.rebalance.delay.ms` first); then the generation goes
+//! up, a protocol is chosen by vote, the leader gets every member's metadata, and the
+//! group waits in CompletingRebalance for the leader's SyncGroup, whose assignments answer
+//! the parked SyncGroups. Members that stop heartbeating are removed after their session
+//! timeout. Waiting is on local channels and timers, never by polling.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use glommio::channels::local_channel;
+
+use super::coordinator::with_group;
+use super::group::{Group, Member, State};
+use super::ops::{JoinRequest, JoinResponse, SyncRequest, SyncResponse};
+use crate::io::deadline::before;
+use crate::kafka::errors as e;
+use crate::server::shard::Shard;
+
+fn join_error(error: i16, member_id: &str) -> JoinResponse {
+    JoinResponse {
+        error,
+        member_id: member_id.to_string(),
+        generation: -1,
+        ..Default::default()
+    }
+}
+
+fn new_member_id(client_id: &str) -> String {
+    format!(
+        "{client_id}-{:016x}{:016x}",
+        fastrand::u64(..),
+        fastrand::u64(..)
+    )
+}
+
+pub async fn join(shard: &Rc<Shard>, group: &str, req: JoinRequest) -> JoinResponse {
+    let cfg = &shard.config;
+    if !(cfg.group_min_session_timeout_ms..=cfg.group_max_session_timeout_ms)
+        .contains(&req.session_timeout_ms)
+    {
+        return join_error(e::INVALID_SESSION_TIMEOUT, &req.member_id);
+    }
+    let (tx, rx) = local_channel::new_bounded(1);
+    if let Some(answer) = with_group(group, |g| admit(shard, group, g, &req, tx)) {
+        return answer;
+    }
+    rx.recv()
+        .await
+        .unwrap_or_else(|| join_error(e::UNKNOWN_MEMBER_ID, &req.member_id))
+}
+
+/// Adds or updates the member and parks its join (`None`), or answers at once.
+fn admit(
+    shard: &Rc<Shard>,
+    name: &str,
+    g: &mut Group,
+    req: &JoinRequest,
+    waiter: local_channel::LocalSender<JoinResponse>,
+) -> Option<JoinResponse> {
+    if !g.supports(&req.protocol_type, &req.protocols) {
+        return Some(join_error(e::INCONSISTENT_GROUP_PROTOCOL, &req.member_id));
+    }
+    let member_id = if req.member_id.is_empty() {
+        let id = new_member_id(&req.client_id);
+        if req.require_known_member_id {
+            let expiry = Duration::from_millis(req.session_timeout_ms as u64);
+            g.pending.insert(id.clone(), Instant::now() + expiry);
+            return Some(join_error(e::MEMBER_ID_REQUIRED, &id));
+        }
+        id
+    } else {
+        req.member_id.clone()
+    };
+    let known = g.members.contains_key(&member_id) || g.pending.remove(&member_id).is_some();
+    if !known {
+        return Some(join_error(e::UNKNOWN_MEMBER_ID, &member_id));
+    }
+    if g.members.is_empty() {
+        g.protocol_type = Some(req.protocol_type.clone());
+    }
+    let m = g.members.entry(member_id).or_insert_with(|| Member {
+        group_instance_id: req.group_instance_id.clone(),
+        client_id: req.client_id.clone(),
+        client_host: req.client_host.clone(),
+        session_timeout_ms: req.session_timeout_ms,
+        rebalance_timeout_ms: req.rebalance_timeout_ms,
+        protocols: Vec::new(),
+        assignment: Default::default(),
+        join_waiter: None,
+        sync_waiter: None,
+        deadline: Instant::now(),
+    });
+    m.protocols = req.protocols.clone();
+    m.session_timeout_ms = req.session_timeout_ms;
+    m.rebalance_timeout_ms = req.rebalance_timeout_ms;
+    m.join_waiter = Some(waiter);
+    m.touch();
+    prepare_rebalance(shard, name, g);
+    watch_sessions(shard, name, g);
+    None
+}
+
+/// Moves the group to PreparingRebalance (starting its join phase) or wakes the running one.
+pub fn prepare_rebalance(shard: &Rc<Shard>, name: &str, g: &mut Group) {
+    if g.state == State::PreparingRebalance {
+        if let Some(n) = &g.nudge {
+            let _ = n.try_send(());
+        }
+        return;
+    }
+    let from_empty = g.state == State::Empty;
+    g.fail_parked_syncs(e::REBALANCE_IN_PROGRESS);
+    g.state = State::PreparingRebalance;
+    let (tx, rx) = local_channel::new_bounded(64);
+    g.nudge = Some(tx);
+    let timeout = g
+        .members
+        .values()
+        .map(|m| m.rebalance_timeout_ms.max(0) as u64)
+        .max()
+        .unwrap_or(0);
+    let initial = if from_empty {
+        shard.config.group_initial_rebalance_delay_ms
+    } else {
+        0
+    };
+    let name = name.to_string();
+    glommio::spawn_local(async move {
+        // glommio runs a spawned task at once, inside the caller's borrow of the group:
+        // step out first.
+        futures_lite::future::yield_now().await;
+        glommio::timer::sleep(Duration::from_millis(initial)).await;
+        let deadline = Instant::now() + Duration::from_millis(timeout);
+        loop {
+            if with_group(&name, |g| g.all_joined()) {
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || before(left, rx.recv()).await.is_none() {
+                break;
+            }
+        }
+        with_group(&name, complete_join);
+    })
+    .detach();
+}
+
+/// Ends the join phase: members that did not rejoin leave; a new generation starts.
+fn complete_join(g: &mut Group) {
+    g.nudge = None;
+    g.members.retain(|_, m| m.join_waiter.is_some());
+    g.generation += 1;
+    if g.members.is_empty() {
+        g.state = State::Empty;
+        g.protocol = None;
+        g.leader = None;
+        return;
+    }
+    g.protocol = g.select_protocol();
+    if g.leader.as_ref().is_none_or(|l| !g.members.contains_key(l)) {
+        g.leader = g.members.keys().next().cloned();
+    }
+    g.state = State::CompletingRebalance;
+    let protocol = g.protocol.clone().unwrap_or_default();
+    let leader = g.leader.clone().unwrap_or_default();
+    let everyone: Vec<_> = g
+        .members
+        .iter()
+        .map(|(id, m)| {
+            (
+                id.clone(),
+                m.group_instance_id.clone(),
+                m.metadata_for(&protocol),
+            )
+        })
+        .collect();
+    for (id, m) in g.members.iter_mut() {
+        m.touch();
+        let Some(w) = m.join_waiter.take() else {
+            continue;
+        };
+        let _ = w.try_send(JoinResponse {
+            error: e::NONE,
+            generation: g.generation,
+            protocol_type: g.protocol_type.clone(),
+            protocol_name: Some(protocol.clone()),
+            leader: leader.clone(),
+            member_id: id.clone(),
+            members: if *id == leader {
+                everyone.clone()
+            } else {
+                Vec::new()
+            },
+        });
+    }
+}
+
+fn sync_error(error: i16) -> SyncResponse {
+    SyncResponse {
+        error,
+        ..Default::default()
+    }
+}
+
+pub async fn sync(group: &str, req: SyncRequest) -> SyncResponse {
+    let (tx, rx) = local_channel::new_bounded(1);
+    let immediate = with_group(group, |g| park_sync(g, &req, tx));
+    if let Some(response) = immediate {
+        return response;
+    }
+    rx.recv()
+        .await
+        .unwrap_or_else(|| sync_error(e::REBALANCE_IN_PROGRESS))
+}
+
+/// Checks a SyncGroup; parks it (None) or answers it at once.
+fn park_sync(
+    g: &mut Group,
+    req: &SyncRequest,
+    waiter: local_channel::LocalSender<SyncResponse>,
+) -> Option<SyncResponse> {
+    let Some(m) = g.members.get_mut(&req.member_id) else {
+        return Some(sync_error(e::UNKNOWN_MEMBER_ID));
+    };
+    m.touch();
+    if req.generation != g.generation {
+        return Some(sync_error(e::ILLEGAL_GENERATION));
+    }
+    let mismatch = |mine: &Option<String>, theirs: &Option<String>| {
+        theirs.is_some() && mine.is_some() && mine != theirs
+    };
+    if mismatch(&g.protocol_type, &req.protocol_type) || mismatch(&g.protocol, &req.protocol_name) {
+        return Some(sync_error(e::INCONSISTENT_GROUP_PROTOCOL));
+    }
+    match g.state {
+        State::Empty | State::Dead => Some(sync_error(e::UNKNOWN_MEMBER_ID)),
+        State::PreparingRebalance => Some(sync_error(e::REBALANCE_IN_PROGRESS)),
+        State::Stable => Some(assignment_of(g, &req.member_id)),
+        State::CompletingRebalance => {
+            m.sync_waiter = Some(waiter);
+            if g.leader.as_deref() == Some(req.member_id.as_str()) {
+                for (id, assignment) in &req.assignments {
+                    if let Some(member) = g.members.get_mut(id) {
+                        member.assignment = assignment.clone();
+                    }
+                }
+                g.state = State::Stable;
+                let ids: Vec<String> = g.members.keys().cloned().collect();
+                for id in ids {
+                    let reply = assignment_of(g, &id);
+                    if let Some(w) = g.members.get_mut(&id).and_then(|m| m.sync_waiter.take()) {
+                        let _ = w.try_send(reply);
+                    }
+                }
+            }
+            None
+        }
+    }
+}
+
+fn assignment_of(g: &Group, member_id: &str) -> SyncResponse {
+    SyncResponse {
+        error: e::NONE,
+        protocol_type: g.protocol_type.clone(),
+        protocol_name: g.protocol.clone(),
+        assignment: g
+            .members
+            .get(member_id)
+            .map(|m| m.assignment.clone())
+            .unwrap_or_default(),
+    }
+}
+
+pub fn heartbeat(group: &str, member_id: &str, generation: i32) -> i16 {
+    with_group(group, |g| {
+        let Some(m) = g.members.get_mut(member_id) else {
+            return e::UNKNOWN_MEMBER_ID;
+        };
+        m.touch();
+        if generation != g.generation {
+            return e::ILLEGAL_GENERATION;
+        }
+        match g.state {
+            State::PreparingRebalance => e::REBALANCE_IN_PROGRESS,
+            State::Empty | State::Dead => e::UNKNOWN_MEMBER_ID,
+            State::CompletingRebalance | State::Stable => e::NONE,
+        }
+    })
+}
+
+/// Removes members; the rest rebalance. UNKNOWN_MEMBER_ID if none of them was a member.
+pub fn leave(shard: &Rc<Shard>, group: &str, member_ids: &[String]) -> i16 {
+    with_group(group, |g| {
+        let before = g.members.len();
+        for id in member_ids {
+            if let Some(m) = g.members.remove(id) {
+                drop((m.join_waiter, m.sync_waiter));
+            }
+            g.pending.remove(id);
+        }
+        if g.members.len() == before {
+            return e::UNKNOWN_MEMBER_ID;
+        }
+        members_changed(shard, group, g);
+        e::NONE
+    })
+}
+
+/// After members were removed: the survivors rebalance; an emptied group becomes Empty.
+fn members_changed(shard: &Rc<Shard>, name: &str, g: &mut Group) {
+    if g.members.is_empty() && g.state != State::PreparingRebalance {
+        g.fail_parked_syncs(e::REBALANCE_IN_PROGRESS);
+        g.state = State::Empty;
+        g.generation += 1;
+        g.protocol = None;
+        g.leader = None;
+        return;
+    }
+    prepare_rebalance(shard, name, g);
+}
+
+/// Starts the group's session watcher if it has none: it sleeps until the earliest
+/// member deadline, removes members past theirs (not those parked in a join), and stops
+/// when the group has no members left.
+fn watch_sessions(shard: &Rc<Shard>, name: &str, g: &mut Group) {
+    if g.expiry_running {
+        return;
+    }
+    g.expiry_running = true;
+    let (shard, name) = (shard.clone(), name.to_string());
+    glommio::spawn_local(async move {
+        // Run after the caller's borrow of the group ends (spawned tasks start at once).
+        futures_lite::future::yield_now().await;
+        loop {
+            let next = with_group(&name, |g| expire(&shard, &name, g));
+            match next {
+                Some(at) => {
+                    let wait = at.saturating_duration_since(Instant::now());
+                    glommio::timer::sleep(wait.max(Duration::from_millis(1))).await;
+                }
+                None => break,
+            }
+        }
+    })
+    .detach();
+}
+
+/// Expires what is due; returns when to look again, or `None` (and stops watching) when
+/// nothing is left to watch.
+fn expire(shard: &Rc<Shard>, name: &str, g: &mut Group) -> Option<Instant> {
+    let now = Instant::now();
+    g.pending.retain(|_, due| *due > now);
+    let expired: Vec<String> = g
+        .members
+        .iter()
+        .filter(|(_, m)| m.join_waiter.is_none() && m.deadline <= now)
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in &expired {
+        tracing::info!(group = name, member = %id, "member session expired");
+        g.members.remove(id);
+    }
+    if !expired.is_empty() {
+        members_changed(shard, name, g);
+    }
+    let next = g
+        .members
+        .values()
+        .filter(|m| m.join_waiter.is_none())
+        .map(|m| m.deadline)
+        .chain(g.pending.values().copied())
+        .min();
+    match next {
+        Some(at) => Some(at),
+        // Only members parked in a join: their deadlines start when it ends.
+        None if !g.members.is_empty() => Some(now + Duration::from_secs(1)),
+        None => {
+            g.expiry_running = false;
+            None
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! What a group request asks its coordinator shard and what it answers. Everything here
+//! crosses shards by value over the mesh (`Send`); errors are Kafka's codes, which the
+//! coordinator speaks natively.
+
+use bytes::Bytes;
+
+use super::records::Committed;
+
+#[derive(Debug, Clone)]
+pub struct JoinRequest {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub session_timeout_ms: i32,
+    pub rebalance_timeout_ms: i32,
+    pub protocol_type: String,
+    /// (protocol name, opaque metadata) in the member's order of preference.
+    pub protocols: Vec<(String, Bytes)>,
+    /// JoinGroup v4+: a new member first gets an id with MEMBER_ID_REQUIRED.
+    pub require_known_member_id: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct JoinResponse {
+    pub error: i16,
+    pub generation: i32,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub leader: String,
+    pub member_id: String,
+    /// For the leader only: (member id, group instance id, metadata of the chosen protocol).
+    pub members: Vec<(String, Option<String>, Bytes)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SyncRequest {
+    pub member_id: String,
+    pub generation: i32,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    /// From the leader: every member's assignment.
+    pub assignments: Vec<(String, Bytes)>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SyncResponse {
+    pub error: i16,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub assignment: Bytes,
+}
+
+/// One partition's commit: (topic, partition, offset, leader epoch, metadata).
+pub type OffsetToCommit = (String, i32, i64, i32, String);
+
+#[derive(Debug, Clone)]
+pub enum GroupOp {
+    Join(JoinRequest),
+    Sync(SyncRequest),
+    Heartbeat {
+        member_id: String,
+        generation: i32,
+    },
+    Leave {
+        member_ids: Vec<String>,
+    },
+    Commit {
+        member_id: String,
+        generation: i32,
+        offsets: Vec<OffsetToCommit>,
+    },
+    /// `None`: every partition the group committed.
+    FetchOffsets {
+        partitions: Option<Vec<(String, i32)>>,
+    },
+    Describe,
+    Delete,
+    /// Remove the commits of these partitions (kafka-consumer-groups --delete-offsets).
+    DeleteOffsets {
+        partitions: Vec<(String, i32)>,
+    },
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct MemberDescription {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub metadata: Bytes,
+    pub assignment: Bytes,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct GroupDescription {
+    pub state: String,
+    pub protocol_type: String,
+    pub protocol: String,
+    pub members: Vec<MemberDescription>,
+}
+
+/// (group, protocol type, state name)
+pub type ListedGroup = (String, String, String);
+
+#[derive(Debug, Clone)]
+pub enum GroupReply {
+    Join(JoinResponse),
+    Sync(SyncResponse),
+    /// Heartbeat, LeaveGroup, DeleteGroups: just an error code (0: done).
+    Code(i16),
+    /// Per partition of a commit or an offsets deletion: (topic, partition, error code).
+    PartitionCodes(Vec<(String, i32, i16)>),
+    Offsets(Vec<(String, i32, Option<Committed>)>),
+    Described(GroupDescription),
+    Listed(Vec<ListedGroup>),
+}

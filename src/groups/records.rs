@@ -1,0 +1,162 @@
+//! Records of the offsets log (`__consumer_offsets`), in Kafka's own schema so the topic
+//! reads as Kafka's does (FORMAT.md):
+//! - key, version 1 (an offset commit): int16 1, string group, string topic, int32
+//!   partition; value, version 3: int16 3, int64 offset, int32 leader epoch, string
+//!   metadata, int64 commit timestamp. A null value (tombstone) deletes the commit.
+//!
+//! Strings are int16 length + UTF-8. The topic is compacted, so the latest commit per
+//! (group, topic, partition) is what survives.
+
+use bytes::{Buf, BufMut};
+
+use crate::format::{BatchBuilder, RecordSpec};
+
+const KEY_OFFSET_COMMIT: i16 = 1;
+const VALUE_VERSION: i16 = 3;
+
+/// One committed position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+    pub commit_timestamp: i64,
+}
+
+/// A commit (`Some`) or its deletion (`None`) for (group, topic, partition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetRecord {
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub value: Option<Committed>,
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    let len = s.len().min(i16::MAX as usize);
+    out.put_i16(len as i16);
+    out.extend_from_slice(&s.as_bytes()[..len]);
+}
+
+fn get_str(buf: &mut &[u8]) -> Option<String> {
+    if buf.remaining() < 2 {
+        return None;
+    }
+    let len = usize::try_from(buf.get_i16()).ok()?;
+    if buf.remaining() < len {
+        return None;
+    }
+    let s = String::from_utf8(buf[..len].to_vec()).ok()?;
+    buf.advance(len);
+    Some(s)
+}
+
+impl OffsetRecord {
+    pub fn key(&self) -> Vec<u8> {
+        let mut k = Vec::with_capacity(12 + self.group.len() + self.topic.len());
+        k.put_i16(KEY_OFFSET_COMMIT);
+        put_str(&mut k, &self.group);
+        put_str(&mut k, &self.topic);
+        k.put_i32(self.partition);
+        k
+    }
+
+    pub fn value(&self) -> Option<Vec<u8>> {
+        let c = self.value.as_ref()?;
+        let mut v = Vec::with_capacity(26 + c.metadata.len());
+        v.put_i16(VALUE_VERSION);
+        v.put_i64(c.offset);
+        v.put_i32(c.leader_epoch);
+        put_str(&mut v, &c.metadata);
+        v.put_i64(c.commit_timestamp);
+        Some(v)
+    }
+
+    /// Decodes a record of the offsets log; `None` for keys of other kinds (group
+    /// metadata, which shardlog does not write) or bytes that are not a commit.
+    pub fn decode(key: &[u8], value: Option<&[u8]>) -> Option<OffsetRecord> {
+        let mut k = key;
+        if k.remaining() < 2 || k.get_i16() != KEY_OFFSET_COMMIT {
+            return None;
+        }
+        let group = get_str(&mut k)?;
+        let topic = get_str(&mut k)?;
+        if k.remaining() != 4 {
+            return None;
+        }
+        let partition = k.get_i32();
+        let value = match value {
+            None => None,
+            Some(mut v) => {
+                if v.remaining() < 2 || v.get_i16() != VALUE_VERSION || v.remaining() < 12 {
+                    return None;
+                }
+                let offset = v.get_i64();
+                let leader_epoch = v.get_i32();
+                let metadata = get_str(&mut v)?;
+                if v.remaining() != 8 {
+                    return None;
+                }
+                Some(Committed {
+                    offset,
+                    leader_epoch,
+                    metadata,
+                    commit_timestamp: v.get_i64(),
+                })
+            }
+        };
+        Some(OffsetRecord {
+            group,
+            topic,
+            partition,
+            value,
+        })
+    }
+}
+
+/// One batch holding `records` (a commit of several partitions is one atomic append).
+pub fn batch(records: &[OffsetRecord], now_ms: i64) -> Vec<u8> {
+    let encoded: Vec<(Vec<u8>, Option<Vec<u8>>)> =
+        records.iter().map(|r| (r.key(), r.value())).collect();
+    let mut b = BatchBuilder::new(64 * records.len() + 128);
+    for (k, v) in &encoded {
+        b.push(RecordSpec::new(Some(k), v.as_deref()).timestamp(now_ms));
+    }
+    b.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commits_and_tombstones_round_trip_in_kafkas_schema() {
+        let commit = OffsetRecord {
+            group: "g".into(),
+            topic: "orders".into(),
+            partition: 3,
+            value: Some(Committed {
+                offset: 42,
+                leader_epoch: -1,
+                metadata: "m".into(),
+                commit_timestamp: 1_700_000_000_000,
+            }),
+        };
+        let key = commit.key();
+        // int16 1, "g", "orders", int32 3.
+        assert_eq!(key, b"\x00\x01\x00\x01g\x00\x06orders\x00\x00\x00\x03");
+        let value = commit.value().unwrap();
+        assert_eq!(
+            OffsetRecord::decode(&key, Some(&value)),
+            Some(commit.clone())
+        );
+        let tombstone = OffsetRecord {
+            value: None,
+            ..commit
+        };
+        assert_eq!(OffsetRecord::decode(&key, None), Some(tombstone));
+        assert_eq!(OffsetRecord::decode(b"\x00\x02\x00\x01g", None), None);
+        assert_eq!(OffsetRecord::decode(&key[..5], None), None);
+        assert_eq!(OffsetRecord::decode(&key, Some(&value[..9])), None);
+    }
+}

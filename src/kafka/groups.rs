@@ -1,0 +1,483 @@
+//! The consumer-group APIs on the Kafka listener: FindCoordinator answers this node (the
+//! one broker); the others become `GroupOp`s run by the group's coordinator shard
+//! (`groups/`), and their answers are put in each request version's fields.
+
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+use super::errors::{self as e, kafka_code};
+use super::{str_bytes, Context, NODE_ID};
+use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, SyncRequest};
+use crate::groups::{list_all, route};
+
+fn text(s: &StrBytes) -> String {
+    s.to_string()
+}
+
+fn opt(s: Option<String>) -> Option<StrBytes> {
+    s.map(str_bytes)
+}
+
+/// Runs `op` for `group`; a routing failure becomes a Kafka code.
+async fn run(ctx: &Context<'_>, group: &GroupId, op: GroupOp) -> Result<GroupReply, i16> {
+    if group.0.is_empty() {
+        return Err(e::INVALID_GROUP_ID);
+    }
+    route(ctx.shard, text(&group.0), op)
+        .await
+        .map_err(|(code, _)| match code {
+            crate::protocol::ErrorCode::NotReady => e::COORDINATOR_NOT_AVAILABLE,
+            other => kafka_code(other, true),
+        })
+}
+
+pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoordinatorResponse {
+    let cfg = &ctx.shard.config;
+    let listen = cfg
+        .kafka_listen
+        .expect("a Kafka request came through the Kafka listener");
+    let host =
+        crate::server::connection::advertised_host(&cfg.advertised_host, listen, ctx.peer.local);
+    let port = listen.port() as i32;
+    let response = FindCoordinatorResponse::default();
+    if ctx.version >= 4 {
+        let coordinators = r
+            .coordinator_keys
+            .into_iter()
+            .map(|key| {
+                find_coordinator_response::Coordinator::default()
+                    .with_key(key)
+                    .with_node_id(BrokerId(NODE_ID))
+                    .with_host(str_bytes(host.clone()))
+                    .with_port(port)
+            })
+            .collect();
+        return response.with_coordinators(coordinators);
+    }
+    response
+        .with_node_id(BrokerId(NODE_ID))
+        .with_host(str_bytes(host))
+        .with_port(port)
+}
+
+pub async fn join(ctx: &Context<'_>, r: JoinGroupRequest) -> JoinGroupResponse {
+    let req = JoinRequest {
+        member_id: text(&r.member_id),
+        group_instance_id: r.group_instance_id.as_ref().map(text),
+        client_id: ctx.client_id.clone(),
+        client_host: ctx
+            .peer
+            .remote
+            .map_or("/unknown".into(), |a| format!("/{}", a.ip())),
+        session_timeout_ms: r.session_timeout_ms,
+        // v0 has no rebalance timeout: the session timeout stands in.
+        rebalance_timeout_ms: if ctx.version >= 1 {
+            r.rebalance_timeout_ms
+        } else {
+            r.session_timeout_ms
+        },
+        protocol_type: text(&r.protocol_type),
+        protocols: r
+            .protocols
+            .iter()
+            .map(|p| (text(&p.name), p.metadata.clone()))
+            .collect(),
+        require_known_member_id: ctx.version >= 4,
+    };
+    let out = match run(ctx, &r.group_id, GroupOp::Join(req)).await {
+        Ok(GroupReply::Join(j)) => j,
+        Ok(GroupReply::Code(code)) | Err(code) => crate::groups::ops::JoinResponse {
+            error: code,
+            generation: -1,
+            member_id: text(&r.member_id),
+            ..Default::default()
+        },
+        Ok(other) => unexpected(other),
+    };
+    let members = out
+        .members
+        .into_iter()
+        .map(|(id, instance, metadata)| {
+            join_group_response::JoinGroupResponseMember::default()
+                .with_member_id(str_bytes(id))
+                .with_group_instance_id(if ctx.version >= 5 {
+                    opt(instance)
+                } else {
+                    None
+                })
+                .with_metadata(metadata)
+        })
+        .collect();
+    let response = JoinGroupResponse::default()
+        .with_error_code(out.error)
+        .with_generation_id(out.generation)
+        .with_protocol_name(Some(str_bytes(out.protocol_name.unwrap_or_default())))
+        .with_leader(str_bytes(out.leader))
+        .with_member_id(str_bytes(out.member_id))
+        .with_members(members);
+    if ctx.version >= 7 {
+        response.with_protocol_type(opt(out.protocol_type))
+    } else {
+        response
+    }
+}
+
+fn unexpected<T: Default>(reply: GroupReply) -> T {
+    tracing::error!(?reply, "unexpected coordinator reply");
+    T::default()
+}
+
+pub async fn sync(ctx: &Context<'_>, r: SyncGroupRequest) -> SyncGroupResponse {
+    let req = SyncRequest {
+        member_id: text(&r.member_id),
+        generation: r.generation_id,
+        protocol_type: r.protocol_type.as_ref().map(text),
+        protocol_name: r.protocol_name.as_ref().map(text),
+        assignments: r
+            .assignments
+            .iter()
+            .map(|a| (text(&a.member_id), a.assignment.clone()))
+            .collect(),
+    };
+    let out = match run(ctx, &r.group_id, GroupOp::Sync(req)).await {
+        Ok(GroupReply::Sync(s)) => s,
+        Ok(GroupReply::Code(code)) | Err(code) => crate::groups::ops::SyncResponse {
+            error: code,
+            ..Default::default()
+        },
+        Ok(other) => unexpected(other),
+    };
+    let response = SyncGroupResponse::default()
+        .with_error_code(out.error)
+        .with_assignment(out.assignment);
+    if ctx.version >= 5 {
+        response
+            .with_protocol_type(opt(out.protocol_type))
+            .with_protocol_name(opt(out.protocol_name))
+    } else {
+        response
+    }
+}
+
+async fn code_of(ctx: &Context<'_>, group: &GroupId, op: GroupOp) -> i16 {
+    match run(ctx, group, op).await {
+        Ok(GroupReply::Code(code)) | Err(code) => code,
+        Ok(other) => {
+            tracing::error!(?other, "unexpected coordinator reply");
+            e::UNKNOWN_SERVER_ERROR
+        }
+    }
+}
+
+pub async fn heartbeat(ctx: &Context<'_>, r: HeartbeatRequest) -> HeartbeatResponse {
+    let op = GroupOp::Heartbeat {
+        member_id: text(&r.member_id),
+        generation: r.generation_id,
+    };
+    HeartbeatResponse::default().with_error_code(code_of(ctx, &r.group_id, op).await)
+}
+
+pub async fn leave(ctx: &Context<'_>, r: LeaveGroupRequest) -> LeaveGroupResponse {
+    // v3+ names several members; earlier versions one.
+    let ids: Vec<String> = if ctx.version >= 3 {
+        r.members.iter().map(|m| text(&m.member_id)).collect()
+    } else {
+        vec![text(&r.member_id)]
+    };
+    let mut members = Vec::new();
+    let mut overall = e::NONE;
+    for (id, m) in ids
+        .iter()
+        .zip(r.members.iter().map(Some).chain(std::iter::repeat(None)))
+    {
+        let op = GroupOp::Leave {
+            member_ids: vec![id.clone()],
+        };
+        let code = code_of(ctx, &r.group_id, op).await;
+        if ctx.version >= 3 {
+            members.push(
+                leave_group_response::MemberResponse::default()
+                    .with_member_id(str_bytes(id.clone()))
+                    .with_group_instance_id(m.and_then(|m| m.group_instance_id.clone()))
+                    .with_error_code(code),
+            );
+        } else {
+            overall = code;
+        }
+    }
+    let response = LeaveGroupResponse::default().with_error_code(overall);
+    if ctx.version >= 3 {
+        response.with_members(members)
+    } else {
+        response
+    }
+}
+
+pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetCommitResponse {
+    let offsets = r
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                (
+                    text(&t.name.0),
+                    p.partition_index,
+                    p.committed_offset,
+                    if ctx.version >= 6 {
+                        p.committed_leader_epoch
+                    } else {
+                        -1
+                    },
+                    p.committed_metadata.as_ref().map(text).unwrap_or_default(),
+                )
+            })
+        })
+        .collect();
+    let op = GroupOp::Commit {
+        member_id: text(&r.member_id),
+        generation: r.generation_id_or_member_epoch,
+        offsets,
+    };
+    let codes: Vec<(String, i32, i16)> = match run(ctx, &r.group_id, op).await {
+        Ok(GroupReply::PartitionCodes(c)) => c,
+        Ok(GroupReply::Code(code)) | Err(code) => r
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(move |p| (text(&t.name.0), p.partition_index, code))
+            })
+            .collect(),
+        Ok(other) => unexpected(other),
+    };
+    let topics = r
+        .topics
+        .iter()
+        .map(|t| {
+            let name = text(&t.name.0);
+            let partitions = codes
+                .iter()
+                .filter(|(n, _, _)| *n == name)
+                .map(|(_, p, code)| {
+                    offset_commit_response::OffsetCommitResponsePartition::default()
+                        .with_partition_index(*p)
+                        .with_error_code(*code)
+                })
+                .collect();
+            offset_commit_response::OffsetCommitResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// (topic, partition, offset, leader epoch, metadata, error) of one group's fetch.
+type FetchedOffset = (String, i32, i64, i32, String, i16);
+
+async fn fetch_group(
+    ctx: &Context<'_>,
+    group: &GroupId,
+    partitions: Option<Vec<(String, i32)>>,
+) -> (Vec<FetchedOffset>, i16) {
+    let asked = partitions.clone();
+    match run(ctx, group, GroupOp::FetchOffsets { partitions }).await {
+        Ok(GroupReply::Offsets(found)) => (
+            found
+                .into_iter()
+                .map(|(t, p, c)| match c {
+                    Some(c) => (t, p, c.offset, c.leader_epoch, c.metadata, e::NONE),
+                    None => (t, p, -1, -1, String::new(), e::NONE),
+                })
+                .collect(),
+            e::NONE,
+        ),
+        Ok(GroupReply::Code(code)) | Err(code) => (
+            asked
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(t, p)| (t, p, -1, -1, String::new(), code))
+                .collect(),
+            code,
+        ),
+        Ok(other) => {
+            tracing::error!(?other, "unexpected coordinator reply");
+            (Vec::new(), e::UNKNOWN_SERVER_ERROR)
+        }
+    }
+}
+
+/// Groups `(topic, ...)` rows by topic, keeping first-seen order.
+fn by_topic<T>(
+    rows: Vec<FetchedOffset>,
+    make: impl Fn(&FetchedOffset) -> T,
+) -> Vec<(String, Vec<T>)> {
+    let mut out: Vec<(String, Vec<T>)> = Vec::new();
+    for row in &rows {
+        match out.iter_mut().find(|(t, _)| *t == row.0) {
+            Some((_, v)) => v.push(make(row)),
+            None => out.push((row.0.clone(), vec![make(row)])),
+        }
+    }
+    out
+}
+
+pub async fn offset_fetch(ctx: &Context<'_>, r: OffsetFetchRequest) -> OffsetFetchResponse {
+    if ctx.version >= 8 {
+        let mut groups = Vec::new();
+        for g in &r.groups {
+            let partitions = g.topics.as_ref().map(|ts| {
+                ts.iter()
+                    .flat_map(|t| {
+                        t.partition_indexes
+                            .iter()
+                            .map(move |p| (text(&t.name.0), *p))
+                    })
+                    .collect()
+            });
+            let (rows, code) = fetch_group(ctx, &g.group_id, partitions).await;
+            let topics = by_topic(rows, |row| {
+                offset_fetch_response::OffsetFetchResponsePartitions::default()
+                    .with_partition_index(row.1)
+                    .with_committed_offset(row.2)
+                    .with_committed_leader_epoch(row.3)
+                    .with_metadata(Some(str_bytes(row.4.clone())))
+                    .with_error_code(row.5)
+            })
+            .into_iter()
+            .map(|(t, ps)| {
+                offset_fetch_response::OffsetFetchResponseTopics::default()
+                    .with_name(super::topic_name(t))
+                    .with_partitions(ps)
+            })
+            .collect();
+            groups.push(
+                offset_fetch_response::OffsetFetchResponseGroup::default()
+                    .with_group_id(g.group_id.clone())
+                    .with_topics(topics)
+                    .with_error_code(code),
+            );
+        }
+        return OffsetFetchResponse::default().with_groups(groups);
+    }
+    let partitions = r.topics.as_ref().map(|ts| {
+        ts.iter()
+            .flat_map(|t| {
+                t.partition_indexes
+                    .iter()
+                    .map(move |p| (text(&t.name.0), *p))
+            })
+            .collect()
+    });
+    let (rows, code) = fetch_group(ctx, &r.group_id, partitions).await;
+    let version = ctx.version;
+    let topics = by_topic(rows, |row| {
+        let p = offset_fetch_response::OffsetFetchResponsePartition::default()
+            .with_partition_index(row.1)
+            .with_committed_offset(row.2)
+            .with_metadata(Some(str_bytes(row.4.clone())))
+            .with_error_code(row.5);
+        if version >= 5 {
+            p.with_committed_leader_epoch(row.3)
+        } else {
+            p
+        }
+    })
+    .into_iter()
+    .map(|(t, ps)| {
+        offset_fetch_response::OffsetFetchResponseTopic::default()
+            .with_name(super::topic_name(t))
+            .with_partitions(ps)
+    })
+    .collect();
+    let response = OffsetFetchResponse::default().with_topics(topics);
+    if version >= 2 {
+        response.with_error_code(code)
+    } else {
+        response
+    }
+}
+
+pub async fn list_groups(ctx: &Context<'_>, r: ListGroupsRequest) -> ListGroupsResponse {
+    let groups = match list_all(ctx.shard).await {
+        Ok(g) => g,
+        Err((code, _)) => {
+            return ListGroupsResponse::default().with_error_code(kafka_code(code, true))
+        }
+    };
+    let states: Vec<String> = r.states_filter.iter().map(text).collect();
+    let listed = groups
+        .into_iter()
+        .filter(|(_, _, state)| {
+            states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(state))
+        })
+        .map(|(name, protocol_type, state)| {
+            let g = list_groups_response::ListedGroup::default()
+                .with_group_id(GroupId(str_bytes(name)))
+                .with_protocol_type(str_bytes(protocol_type));
+            let g = if ctx.version >= 4 {
+                g.with_group_state(str_bytes(state))
+            } else {
+                g
+            };
+            if ctx.version >= 5 {
+                g.with_group_type(StrBytes::from_static_str("classic"))
+            } else {
+                g
+            }
+        })
+        .collect();
+    ListGroupsResponse::default().with_groups(listed)
+}
+
+pub async fn describe_groups(
+    ctx: &Context<'_>,
+    r: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
+    let mut groups = Vec::new();
+    for id in r.groups {
+        let d = describe_groups_response::DescribedGroup::default().with_group_id(id.clone());
+        groups.push(match run(ctx, &id, GroupOp::Describe).await {
+            Ok(GroupReply::Described(g)) => {
+                let members = g
+                    .members
+                    .into_iter()
+                    .map(|m| {
+                        describe_groups_response::DescribedGroupMember::default()
+                            .with_member_id(str_bytes(m.member_id))
+                            .with_group_instance_id(if ctx.version >= 4 {
+                                opt(m.group_instance_id)
+                            } else {
+                                None
+                            })
+                            .with_client_id(str_bytes(m.client_id))
+                            .with_client_host(str_bytes(m.client_host))
+                            .with_member_metadata(m.metadata)
+                            .with_member_assignment(m.assignment)
+                    })
+                    .collect();
+                d.with_group_state(str_bytes(g.state))
+                    .with_protocol_type(str_bytes(g.protocol_type))
+                    .with_protocol_data(str_bytes(g.protocol))
+                    .with_members(members)
+            }
+            Ok(GroupReply::Code(code)) | Err(code) => d.with_error_code(code),
+            Ok(other) => unexpected(other),
+        });
+    }
+    DescribeGroupsResponse::default().with_groups(groups)
+}
+
+pub async fn delete_groups(ctx: &Context<'_>, r: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    let mut results = Vec::new();
+    for id in r.groups_names {
+        let code = code_of(ctx, &id, GroupOp::Delete).await;
+        results.push(
+            delete_groups_response::DeletableGroupResult::default()
+                .with_group_id(id)
+                .with_error_code(code),
+        );
+    }
+    DeleteGroupsResponse::default().with_results(results)
+}
