@@ -81,6 +81,9 @@ fn admit(
     if g.members.is_empty() {
         g.protocol_type = Some(req.protocol_type.clone());
     }
+    if let Some(current) = unchanged_follower(g, &member_id, req) {
+        return Some(current);
+    }
     let m = g.members.entry(member_id).or_insert_with(|| Member {
         group_instance_id: req.group_instance_id.clone(),
         client_id: req.client_id.clone(),
@@ -101,6 +104,28 @@ fn admit(
     prepare_rebalance(shard, name, g);
     watch_sessions(shard, name, g);
     None
+}
+
+/// Kafka's shortcut: a follower of a Stable group rejoining with the same protocols gets
+/// the current generation back without a rebalance.
+fn unchanged_follower(g: &mut Group, member_id: &str, req: &JoinRequest) -> Option<JoinResponse> {
+    if g.state != State::Stable || g.leader.as_deref() == Some(member_id) {
+        return None;
+    }
+    let m = g.members.get_mut(member_id)?;
+    if m.protocols != req.protocols {
+        return None;
+    }
+    m.touch();
+    Some(JoinResponse {
+        error: e::NONE,
+        generation: g.generation,
+        protocol_type: g.protocol_type.clone(),
+        protocol_name: g.protocol.clone(),
+        leader: g.leader.clone().unwrap_or_default(),
+        member_id: member_id.to_string(),
+        members: Vec::new(),
+    })
 }
 
 /// Moves the group to PreparingRebalance (starting its join phase) or wakes the running one.
