@@ -55,6 +55,111 @@ struct ServeArgs {
     config: Option<PathBuf>,
 }
 
+#[derive(clap::Args)]
+struct ConsumerGroupsArgs {
+    /// The Kafka listener to talk to.
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap_server: String,
+    #[arg(long)]
+    list: bool,
+    #[arg(long)]
+    describe: bool,
+    #[arg(long)]
+    delete: bool,
+    #[arg(long)]
+    reset_offsets: bool,
+    #[arg(long)]
+    group: Option<String>,
+    /// With --describe: the members and how many partitions each has.
+    #[arg(long)]
+    members: bool,
+    /// With --describe: the group's state, strategy and member count.
+    #[arg(long)]
+    state: bool,
+    /// Reset scope: TOPIC or TOPIC:0,2 (repeatable).
+    #[arg(long)]
+    topic: Vec<String>,
+    /// Reset scope: every topic the group has committed offsets for.
+    #[arg(long)]
+    all_topics: bool,
+    #[arg(long)]
+    to_datetime: Option<String>,
+    /// An ISO-8601 duration before now, such as PT1H30M.
+    #[arg(long)]
+    by_duration: Option<String>,
+    #[arg(long)]
+    to_earliest: bool,
+    #[arg(long)]
+    to_latest: bool,
+    #[arg(long)]
+    to_offset: Option<i64>,
+    #[arg(long, allow_hyphen_values = true)]
+    shift_by: Option<i64>,
+    /// A CSV of topic,partition,offset (what --export writes).
+    #[arg(long)]
+    from_file: Option<PathBuf>,
+    /// Print the plan only (the default).
+    #[arg(long)]
+    dry_run: bool,
+    /// Commit the plan (the group must be inactive).
+    #[arg(long)]
+    execute: bool,
+    /// Print the plan as CSV for --from-file.
+    #[arg(long)]
+    export: bool,
+}
+
+fn consumer_groups(a: ConsumerGroupsArgs) -> Result<(), String> {
+    use shardlog::tools::consumer_groups::{run, Action, ResetArgs, Target};
+    let chosen = [a.list, a.describe, a.delete, a.reset_offsets];
+    if chosen.iter().filter(|x| **x).count() != 1 {
+        return Err(
+            "exactly one of --list, --describe, --delete, --reset-offsets is needed".into(),
+        );
+    }
+    if a.execute && a.dry_run {
+        return Err("--execute and --dry-run exclude each other".into());
+    }
+    let action = if a.list {
+        Action::List
+    } else if a.describe {
+        Action::Describe {
+            members: a.members,
+            state: a.state,
+        }
+    } else if a.delete {
+        Action::Delete
+    } else {
+        let targets = [
+            a.to_datetime.clone().map(Target::Datetime),
+            a.by_duration.clone().map(Target::Duration),
+            a.to_earliest.then_some(Target::Earliest),
+            a.to_latest.then_some(Target::Latest),
+            a.to_offset.map(Target::Offset),
+            a.shift_by.map(Target::ShiftBy),
+            a.from_file.clone().map(Target::FromFile),
+        ];
+        let mut targets = targets.into_iter().flatten();
+        let target = targets.next().ok_or("--reset-offsets needs one of --to-datetime, --by-duration, --to-earliest, --to-latest, --to-offset, --shift-by, --from-file")?;
+        if targets.next().is_some() {
+            return Err("give only one reset target".into());
+        }
+        Action::Reset(ResetArgs {
+            topics: a.topic,
+            all_topics: a.all_topics,
+            target,
+            execute: a.execute,
+            export: a.export,
+        })
+    };
+    run(
+        &a.bootstrap_server,
+        a.group,
+        action,
+        &mut std::io::stdout().lock(),
+    )
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the server: one pinned shard per CPU, listening on --listen (all shards) and on
@@ -181,6 +286,17 @@ enum Command {
         #[arg(long, default_value = "none", value_parser = parse_codec)]
         compression_codec: shardlog::format::compression::Codec,
     },
+    /// Kafka's kafka-consumer-groups: list, describe (lag), delete, reset offsets (to a
+    /// datetime, by a duration, earliest, latest, an offset, a shift, a file). Speaks to the
+    /// Kafka listener, as Kafka's tool does.
+    #[command(after_help = "Examples:
+  shardlog consumer-groups --list
+  shardlog consumer-groups --describe --group billing
+  shardlog consumer-groups --reset-offsets --group billing --topic orders --to-datetime 2026-11-29T14:00:00.000 --dry-run
+  shardlog consumer-groups --reset-offsets --group billing --topic orders:0,2 --by-duration PT1H30M --execute
+--to-datetime takes yyyy-MM-ddTHH:mm:ss[.SSS] with an optional zone (Z, +08, +0800, +08:00);
+no zone means UTC. --dry-run is the default: the plan is printed and nothing changes.")]
+    ConsumerGroups(Box<ConsumerGroupsArgs>),
     /// Print records (kcat format tokens), optionally only a time window.
     #[command(
         after_help = "Example: shardlog consume --topic orders --from-time 2024-03-09T02:00:00+08:00 --to-time 2024-03-09T02:30:00+08:00 --format '%p/%o %I %k=%s\\n'"
@@ -432,6 +548,7 @@ fn main() -> ExitCode {
     let timeout_ms = cli.timeout_ms;
     let result: Result<(), String> = match cli.command {
         Command::Serve(args) => serve(args),
+        Command::ConsumerGroups(args) => consumer_groups(*args),
         Command::Topics {
             action,
             server: ServerAddr { bootstrap },

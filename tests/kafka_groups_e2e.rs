@@ -131,3 +131,243 @@ fn a_member_killed_without_leaving_is_expired_and_its_partitions_move() {
     assert!(out.contains("OK takeover"), "{out}");
     assert!(server.log_text().contains("member session expired"));
 }
+
+/// `shardlog consumer-groups` against the server: returns (stdout, stderr, success).
+fn tool(server: &ServerProc, args: &[&str]) -> (String, String, bool) {
+    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .arg("consumer-groups")
+        .args(["--bootstrap-server", &server.kafka_addr()])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
+}
+
+/// CURRENT-OFFSET per partition from `--describe`.
+fn current_offsets(server: &ServerProc, group: &str) -> Vec<i64> {
+    let (out, err, ok) = tool(server, &["--describe", "--group", group]);
+    assert!(ok, "{err}");
+    out.lines()
+        .filter(|l| l.starts_with(group))
+        .map(|l| l.split_whitespace().nth(3).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// Produces 3 partitions x 120 records, one a minute from 10 hours ago, every 7th late by
+/// 30 minutes; returns each partition's timestamps in offset order.
+fn produce_timeline(server: &ServerProc) -> Vec<Vec<i64>> {
+    use shardlog::format::{BatchBuilder, RecordSpec};
+    let base = shardlog::time::now_ms() - 10 * 3_600_000;
+    let timeline: Vec<Vec<i64>> = (0..3)
+        .map(|p| {
+            (0..120)
+                .map(|i| base + i * 60_000 + p * 1_000 - if i % 7 == 6 { 1_800_000 } else { 0 })
+                .collect()
+        })
+        .collect();
+    let addr = server.addr();
+    let batches = timeline.clone();
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        c.create_topic("orders", 3, vec![]).await.unwrap();
+        for (p, ts) in batches.iter().enumerate() {
+            let mut b = BatchBuilder::new(8192);
+            for &t in ts {
+                b.push(RecordSpec::new(Some(b"k"), Some(b"v")).timestamp(t));
+            }
+            c.produce("orders", p as i32, -1, b.build().into())
+                .await
+                .unwrap();
+        }
+    });
+    timeline
+}
+
+/// offsetsForTimes by brute force; none: the log end.
+fn first_at_or_after(ts: &[i64], target: i64) -> i64 {
+    ts.iter()
+        .position(|&t| t >= target)
+        .map_or(ts.len() as i64, |o| o as i64)
+}
+
+#[test]
+fn consumer_groups_resets_to_a_datetime_with_a_dry_run_first_and_only_when_inactive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = group_server(&tmp);
+    let timeline = produce_timeline(&server);
+    let g = "billing";
+    // A group with commits at the end (created by the reset itself: it has no members).
+    let (_, err, ok) = tool(
+        &server,
+        &[
+            "--reset-offsets",
+            "--group",
+            g,
+            "--topic",
+            "orders",
+            "--to-latest",
+            "--execute",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(current_offsets(&server, g), vec![120, 120, 120]);
+    let (list, _, _) = tool(&server, &["--list"]);
+    assert_eq!(list.trim(), g);
+    // The operator's story: re-read since a time, dry run first.
+    let target = timeline[0][40] + 500;
+    let at = chrono::DateTime::from_timestamp_millis(target).unwrap();
+    let when = at.format("%Y-%m-%dT%H:%M:%S%.3f").to_string();
+    let (plan, err, ok) = tool(
+        &server,
+        &[
+            "--reset-offsets",
+            "--group",
+            g,
+            "--topic",
+            "orders",
+            "--to-datetime",
+            &when,
+        ],
+    );
+    assert!(ok, "{err}");
+    let want: Vec<i64> = timeline
+        .iter()
+        .map(|ts| first_at_or_after(ts, target))
+        .collect();
+    for (p, o) in want.iter().enumerate() {
+        assert!(
+            plan.contains(&format!("orders               {p:<10} {o:<12} record at")),
+            "{plan}"
+        );
+    }
+    assert_eq!(
+        current_offsets(&server, g),
+        vec![120, 120, 120],
+        "a dry run changes nothing"
+    );
+    let (_, err, ok) = tool(
+        &server,
+        &[
+            "--reset-offsets",
+            "--group",
+            g,
+            "--topic",
+            "orders",
+            "--to-datetime",
+            &when,
+            "--execute",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(
+        current_offsets(&server, g),
+        want,
+        "every partition at the first record >= the time"
+    );
+    let (describe, _, _) = tool(&server, &["--describe", "--group", g]);
+    assert!(
+        describe.contains(&format!("{} ", 120 - want[0])),
+        "lag shown: {describe}"
+    );
+    // --by-duration (11 hours ago: before everything) and --shift-by, clamped.
+    tool(
+        &server,
+        &[
+            "--reset-offsets",
+            "--group",
+            g,
+            "--all-topics",
+            "--by-duration",
+            "PT11H",
+            "--execute",
+        ],
+    );
+    assert_eq!(current_offsets(&server, g), vec![0, 0, 0]);
+    tool(
+        &server,
+        &[
+            "--reset-offsets",
+            "--group",
+            g,
+            "--topic",
+            "orders:1",
+            "--shift-by",
+            "-5",
+            "--execute",
+        ],
+    );
+    tool(
+        &server,
+        &[
+            "--reset-offsets",
+            "--group",
+            g,
+            "--topic",
+            "orders:2",
+            "--shift-by",
+            "500",
+            "--execute",
+        ],
+    );
+    assert_eq!(current_offsets(&server, g), vec![0, 0, 120]);
+    // Export, then reset from the file.
+    let (csv, _, _) = tool(
+        &server,
+        &[
+            "--reset-offsets",
+            "--group",
+            g,
+            "--topic",
+            "orders",
+            "--to-offset",
+            "77",
+            "--export",
+        ],
+    );
+    assert_eq!(csv, "orders,0,77\norders,1,77\norders,2,77\n");
+    let file = tmp.path().join("plan.csv");
+    std::fs::write(&file, csv).unwrap();
+    tool(
+        &server,
+        &[
+            "--reset-offsets",
+            "--group",
+            g,
+            "--from-file",
+            file.to_str().unwrap(),
+            "--execute",
+        ],
+    );
+    assert_eq!(current_offsets(&server, g), vec![77, 77, 77]);
+    // While a member is in the group, a reset is refused and changes nothing.
+    let mut holder = script(&server, "confluent", "hold", "orders", g)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(holder.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let (_, err, ok) = tool(
+        &server,
+        &[
+            "--reset-offsets",
+            "--group",
+            g,
+            "--topic",
+            "orders",
+            "--to-earliest",
+            "--execute",
+        ],
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(!ok);
+    assert!(err.contains("Assignments can only be reset if the group 'billing' is inactive, but the current state is Stable"), "{err}");
+    assert_eq!(current_offsets(&server, g), vec![77, 77, 77]);
+}

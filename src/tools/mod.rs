@@ -1,6 +1,7 @@
 //! Command-line tools: `dump-log` works on files offline; the others talk to a server.
 
 pub mod consume;
+pub mod consumer_groups;
 pub mod crash_check;
 pub mod delete_records;
 pub mod dump_log;

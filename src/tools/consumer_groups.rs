@@ -1,0 +1,569 @@
+//! `shardlog consumer-groups`: Kafka's kafka-consumer-groups, with its flags and output.
+//! Like Kafka's tool it speaks Kafka's protocol (to the Kafka listener): ListGroups,
+//! DescribeGroups, OffsetFetch, ListOffsets, OffsetCommit (generation -1, no member: only
+//! while the group is inactive) and DeleteGroups.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, StrBytes};
+
+use super::time_arg::{format_time, parse_time_flag};
+use crate::kafka::blocking_client::BlockingClient;
+
+type Out<'a> = &'a mut dyn Write;
+type Result<T> = std::result::Result<T, String>;
+
+pub enum Action {
+    List,
+    Describe { members: bool, state: bool },
+    Delete,
+    Reset(ResetArgs),
+}
+
+pub struct ResetArgs {
+    /// `T` or `T:0,2`; empty with `all_topics`: every topic the group committed.
+    pub topics: Vec<String>,
+    pub all_topics: bool,
+    pub target: Target,
+    pub execute: bool,
+    pub export: bool,
+}
+
+pub enum Target {
+    Datetime(String),
+    Duration(String),
+    Earliest,
+    Latest,
+    Offset(i64),
+    ShiftBy(i64),
+    FromFile(std::path::PathBuf),
+}
+
+struct Tool {
+    client: BlockingClient,
+}
+
+fn name(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+pub fn run(bootstrap: &str, group: Option<String>, action: Action, out: Out) -> Result<()> {
+    let client = BlockingClient::connect(bootstrap)
+        .map_err(|e| format!("connecting to the Kafka listener at {bootstrap}: {e}"))?;
+    let mut tool = Tool { client };
+    let need_group = || group.clone().ok_or("--group is required".to_string());
+    match action {
+        Action::List => tool.list(out),
+        Action::Describe { members, state } => tool.describe(&need_group()?, members, state, out),
+        Action::Delete => tool.delete(&need_group()?, out),
+        Action::Reset(args) => tool.reset(&need_group()?, args, out),
+    }
+}
+
+impl Tool {
+    fn call(&mut self, key: ApiKey, version: i16, r: RequestKind) -> Result<ResponseKind> {
+        self.client
+            .call(key, version, &r)
+            .map_err(|e| format!("{key:?}: {e}"))
+    }
+
+    fn list(&mut self, out: Out) -> Result<()> {
+        let ResponseKind::ListGroups(r) = self.call(
+            ApiKey::ListGroups,
+            4,
+            RequestKind::ListGroups(Default::default()),
+        )?
+        else {
+            return Err("unexpected ListGroups reply".into());
+        };
+        for g in r.groups {
+            writeln!(out, "{}", g.group_id.0).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn describe_group(&mut self, group: &str) -> Result<describe_groups_response::DescribedGroup> {
+        let req = DescribeGroupsRequest::default().with_groups(vec![GroupId(name(group))]);
+        let ResponseKind::DescribeGroups(mut r) =
+            self.call(ApiKey::DescribeGroups, 5, RequestKind::DescribeGroups(req))?
+        else {
+            return Err("unexpected DescribeGroups reply".into());
+        };
+        r.groups.pop().ok_or("empty DescribeGroups reply".into())
+    }
+
+    /// The group's committed offsets: (topic, partition) -> offset.
+    fn committed(&mut self, group: &str) -> Result<BTreeMap<(String, i32), i64>> {
+        let req = OffsetFetchRequest::default()
+            .with_group_id(GroupId(name(group)))
+            .with_topics(None);
+        let ResponseKind::OffsetFetch(r) =
+            self.call(ApiKey::OffsetFetch, 7, RequestKind::OffsetFetch(req))?
+        else {
+            return Err("unexpected OffsetFetch reply".into());
+        };
+        let mut out = BTreeMap::new();
+        for t in r.topics {
+            for p in t.partitions.iter().filter(|p| p.committed_offset >= 0) {
+                out.insert(
+                    (t.name.0.to_string(), p.partition_index),
+                    p.committed_offset,
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// ListOffsets for one partition: (offset, timestamp); offset -1 when none.
+    fn list_offset(&mut self, topic: &str, partition: i32, ts: i64) -> Result<(i64, i64)> {
+        let req = ListOffsetsRequest::default().with_topics(vec![
+            list_offsets_request::ListOffsetsTopic::default()
+                .with_name(TopicName(name(topic)))
+                .with_partitions(vec![list_offsets_request::ListOffsetsPartition::default()
+                    .with_partition_index(partition)
+                    .with_timestamp(ts)]),
+        ]);
+        let ResponseKind::ListOffsets(r) =
+            self.call(ApiKey::ListOffsets, 7, RequestKind::ListOffsets(req))?
+        else {
+            return Err("unexpected ListOffsets reply".into());
+        };
+        let p = &r.topics[0].partitions[0];
+        if p.error_code != 0 {
+            return Err(format!("{topic}-{partition}: Kafka error {}", p.error_code));
+        }
+        Ok((p.offset, p.timestamp))
+    }
+
+    fn partitions_of(&mut self, topic: &str) -> Result<Vec<i32>> {
+        let req = MetadataRequest::default()
+            .with_topics(Some(vec![metadata_request::MetadataRequestTopic::default(
+            )
+            .with_name(Some(TopicName(name(topic))))]));
+        let ResponseKind::Metadata(r) =
+            self.call(ApiKey::Metadata, 9, RequestKind::Metadata(req))?
+        else {
+            return Err("unexpected Metadata reply".into());
+        };
+        let t = &r.topics[0];
+        if t.error_code != 0 {
+            return Err(format!("topic {topic:?}: Kafka error {}", t.error_code));
+        }
+        Ok(t.partitions.iter().map(|p| p.partition_index).collect())
+    }
+
+    fn describe(&mut self, group: &str, members: bool, state: bool, out: Out) -> Result<()> {
+        let g = self.describe_group(group)?;
+        let w = |out: Out, line: String| writeln!(out, "{line}").map_err(|e| e.to_string());
+        if state {
+            w(
+                out,
+                format!(
+                    "{:<20} {:<25} {:<20} {:<20} {}",
+                    "GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"
+                ),
+            )?;
+            return w(
+                out,
+                format!(
+                    "{:<20} {:<25} {:<20} {:<20} {}",
+                    group,
+                    "shardlog (0)",
+                    g.protocol_data,
+                    g.group_state,
+                    g.members.len()
+                ),
+            );
+        }
+        let owners = assignments(&g);
+        if members {
+            w(
+                out,
+                format!(
+                    "{:<20} {:<45} {:<16} {:<25} {}",
+                    "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"
+                ),
+            )?;
+            for m in &g.members {
+                let n = owners
+                    .values()
+                    .filter(|o| o.0 == m.member_id.as_str())
+                    .count();
+                w(
+                    out,
+                    format!(
+                        "{:<20} {:<45} {:<16} {:<25} {}",
+                        group, m.member_id, m.client_host, m.client_id, n
+                    ),
+                )?;
+            }
+            return Ok(());
+        }
+        if g.members.is_empty() {
+            w(
+                out,
+                format!("\nConsumer group '{group}' has no active members.\n"),
+            )?;
+        }
+        let committed = self.committed(group)?;
+        let mut rows: Vec<(String, i32)> = committed.keys().cloned().collect();
+        rows.extend(owners.keys().cloned());
+        rows.sort();
+        rows.dedup();
+        w(
+            out,
+            format!(
+                "{:<20} {:<20} {:<10} {:<15} {:<15} {:<6} {:<45} {:<16} {}",
+                "GROUP",
+                "TOPIC",
+                "PARTITION",
+                "CURRENT-OFFSET",
+                "LOG-END-OFFSET",
+                "LAG",
+                "CONSUMER-ID",
+                "HOST",
+                "CLIENT-ID"
+            ),
+        )?;
+        for (topic, p) in rows {
+            let end = self.list_offset(&topic, p, -1)?.0;
+            let current = committed.get(&(topic.clone(), p));
+            let lag = current.map_or("-".to_string(), |c| (end - c).max(0).to_string());
+            let current = current.map_or("-".to_string(), |c| c.to_string());
+            let (id, host, client) = owners
+                .get(&(topic.clone(), p))
+                .map_or(("-", "-", "-"), |o| (o.0, o.1, o.2));
+            w(out, format!("{group:<20} {topic:<20} {p:<10} {current:<15} {end:<15} {lag:<6} {id:<45} {host:<16} {client}"))?;
+        }
+        Ok(())
+    }
+
+    fn delete(&mut self, group: &str, out: Out) -> Result<()> {
+        let req = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(name(group))]);
+        let ResponseKind::DeleteGroups(r) =
+            self.call(ApiKey::DeleteGroups, 2, RequestKind::DeleteGroups(req))?
+        else {
+            return Err("unexpected DeleteGroups reply".into());
+        };
+        match r.results[0].error_code {
+            0 => writeln!(out, "Deletion of requested consumer groups ('{group}') was successful.")
+                .map_err(|e| e.to_string()),
+            68 => Err(format!("Deletion of group '{group}' failed: the group is not empty (it has active members).")),
+            69 => Err(format!("Deletion of group '{group}' failed: the group does not exist.")),
+            code => Err(format!("Deletion of group '{group}' failed: Kafka error {code}")),
+        }
+    }
+}
+
+/// (topic, partition) -> (member id, host, client id), from the members' assignments.
+fn assignments(
+    g: &describe_groups_response::DescribedGroup,
+) -> BTreeMap<(String, i32), (&str, &str, &str)> {
+    let mut out = BTreeMap::new();
+    for m in &g.members {
+        let mut bytes = m.member_assignment.clone();
+        if bytes.len() < 2 {
+            continue;
+        }
+        let version = i16::from_be_bytes([bytes[0], bytes[1]]);
+        let _ = bytes::Buf::get_i16(&mut bytes);
+        let Ok(a) = ConsumerProtocolAssignment::decode(&mut bytes, version) else {
+            continue;
+        };
+        for tp in a.assigned_partitions {
+            for p in tp.partitions {
+                let owner = (
+                    m.member_id.as_str(),
+                    m.client_host.as_str(),
+                    m.client_id.as_str(),
+                );
+                out.insert((tp.topic.0.to_string(), p), owner);
+            }
+        }
+    }
+    out
+}
+
+/// One partition of a reset plan.
+struct Planned {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    /// For time targets: the found record's timestamp, or why there is none.
+    note: String,
+}
+
+impl Tool {
+    fn reset(&mut self, group: &str, args: ResetArgs, out: Out) -> Result<()> {
+        let state = self.describe_group(group)?.group_state.to_string();
+        if args.execute && !matches!(state.as_str(), "Empty" | "Dead") {
+            return Err(format!(
+                "Assignments can only be reset if the group '{group}' is inactive, but the current state is {state}."
+            ));
+        }
+        let partitions = self.scope(group, &args)?;
+        let plan = self.plan(group, &partitions, &args.target)?;
+        if args.export {
+            for p in &plan {
+                writeln!(out, "{},{},{}", p.topic, p.partition, p.offset)
+                    .map_err(|e| e.to_string())?;
+            }
+        } else {
+            print_plan(group, &plan, out)?;
+        }
+        if args.execute {
+            self.commit(group, &plan)?;
+        }
+        Ok(())
+    }
+
+    /// The partitions a reset covers: `--topic T[:0,2]`, or every committed topic.
+    fn scope(&mut self, group: &str, args: &ResetArgs) -> Result<Vec<(String, i32)>> {
+        if let Target::FromFile(path) = &args.target {
+            return Ok(read_plan_file(path)?
+                .into_iter()
+                .map(|(t, p, _)| (t, p))
+                .collect());
+        }
+        if args.all_topics {
+            let committed = self.committed(group)?;
+            return Ok(committed.keys().cloned().collect());
+        }
+        if args.topics.is_empty() {
+            return Err("one of --topic, --all-topics or --from-file is required".into());
+        }
+        let mut out = Vec::new();
+        for spec in &args.topics {
+            match spec.split_once(':') {
+                Some((t, ps)) => {
+                    for p in ps.split(',') {
+                        let p = p
+                            .trim()
+                            .parse()
+                            .map_err(|_| format!("--topic {spec:?}: bad partition {p:?}"))?;
+                        out.push((t.to_string(), p));
+                    }
+                }
+                None => {
+                    for p in self.partitions_of(spec)? {
+                        out.push((spec.clone(), p));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn plan(
+        &mut self,
+        group: &str,
+        partitions: &[(String, i32)],
+        target: &Target,
+    ) -> Result<Vec<Planned>> {
+        let time = match target {
+            Target::Datetime(raw) => Some(parse_time_flag("--to-datetime", raw)?),
+            Target::Duration(raw) => Some(crate::time::now_ms() - parse_duration(raw)?),
+            _ => None,
+        };
+        let committed = self.committed(group)?;
+        let from_file: BTreeMap<(String, i32), i64> = match target {
+            Target::FromFile(path) => read_plan_file(path)?
+                .into_iter()
+                .map(|(t, p, o)| ((t, p), o))
+                .collect(),
+            _ => BTreeMap::new(),
+        };
+        let mut plan = Vec::new();
+        for (topic, p) in partitions {
+            let earliest = self.list_offset(topic, *p, -2)?.0;
+            let latest = self.list_offset(topic, *p, -1)?.0;
+            let clamp = |o: i64| o.clamp(earliest, latest);
+            let (offset, note) = match (target, time) {
+                (_, Some(t)) => self.offset_for_time(topic, *p, t, latest)?,
+                (Target::Earliest, _) => (earliest, String::new()),
+                (Target::Latest, _) => (latest, String::new()),
+                (Target::Offset(o), _) => (clamp(*o), String::new()),
+                (Target::ShiftBy(n), _) => {
+                    let current = committed
+                        .get(&(topic.clone(), *p))
+                        .copied()
+                        .unwrap_or(latest);
+                    (clamp(current.saturating_add(*n)), String::new())
+                }
+                (Target::FromFile(_), _) => (clamp(from_file[&(topic.clone(), *p)]), String::new()),
+                (Target::Datetime(_) | Target::Duration(_), None) => {
+                    unreachable!("time parsed above")
+                }
+            };
+            plan.push(Planned {
+                topic: topic.clone(),
+                partition: *p,
+                offset,
+                note,
+            });
+        }
+        Ok(plan)
+    }
+
+    /// offsetsForTimes; a partition with no record at or after `t` goes to its log end.
+    fn offset_for_time(
+        &mut self,
+        topic: &str,
+        p: i32,
+        t: i64,
+        latest: i64,
+    ) -> Result<(i64, String)> {
+        let (offset, ts) = self.list_offset(topic, p, t)?;
+        if offset < 0 {
+            return Ok((latest, "no record at or after the time: log end".into()));
+        }
+        let utc = chrono::FixedOffset::east_opt(0).expect("zero offset");
+        Ok((
+            offset,
+            format!("record at {} ({})", format_time(ts, utc), gap(ts - t)),
+        ))
+    }
+
+    fn commit(&mut self, group: &str, plan: &[Planned]) -> Result<()> {
+        let mut topics: BTreeMap<&str, Vec<&Planned>> = BTreeMap::new();
+        for p in plan {
+            topics.entry(&p.topic).or_default().push(p);
+        }
+        let req = OffsetCommitRequest::default()
+            .with_group_id(GroupId(name(group)))
+            .with_generation_id_or_member_epoch(-1)
+            .with_member_id(StrBytes::default())
+            .with_topics(
+                topics
+                    .into_iter()
+                    .map(|(t, ps)| {
+                        offset_commit_request::OffsetCommitRequestTopic::default()
+                    .with_name(TopicName(name(t)))
+                    .with_partitions(ps.iter().map(|p| {
+                        offset_commit_request::OffsetCommitRequestPartition::default()
+                            .with_partition_index(p.partition)
+                            .with_committed_offset(p.offset)
+                    }).collect())
+                    })
+                    .collect(),
+            );
+        let ResponseKind::OffsetCommit(r) =
+            self.call(ApiKey::OffsetCommit, 8, RequestKind::OffsetCommit(req))?
+        else {
+            return Err("unexpected OffsetCommit reply".into());
+        };
+        for t in r.topics {
+            if let Some(p) = t.partitions.iter().find(|p| p.error_code != 0) {
+                return Err(format!(
+                    "committing {}-{}: Kafka error {}",
+                    t.name.0, p.partition_index, p.error_code
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How far a found record is from the target, readable at a glance.
+fn gap(ms: i64) -> String {
+    let s = ms / 1000;
+    let exact = match s {
+        0 => format!("{ms} ms"),
+        1..60 => format!("{:.3} s", ms as f64 / 1000.0),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        3600..86400 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        _ => format!("{} d {} h", s / 86400, s % 86400 / 3600),
+    };
+    format!("{exact} after the target")
+}
+
+fn print_plan(group: &str, plan: &[Planned], out: Out) -> Result<()> {
+    let mut w = |line: String| writeln!(out, "{line}").map_err(|e| e.to_string());
+    w(format!(
+        "{:<20} {:<20} {:<10} {:<12} {}",
+        "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET", "NOTE"
+    ))?;
+    for p in plan {
+        w(format!(
+            "{group:<20} {:<20} {:<10} {:<12} {}",
+            p.topic, p.partition, p.offset, p.note
+        ))?;
+    }
+    Ok(())
+}
+
+/// Kafka's `--export` CSV: `topic,partition,offset` per line.
+fn read_plan_file(path: &std::path::Path) -> Result<Vec<(String, i32, i64)>> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').map(str::trim).collect();
+            match f[..] {
+                [t, p, o] => Ok((
+                    t.to_string(),
+                    p.parse().map_err(|_| format!("bad partition in {l:?}"))?,
+                    o.parse().map_err(|_| format!("bad offset in {l:?}"))?,
+                )),
+                _ => Err(format!(
+                    "{}: {l:?} is not topic,partition,offset",
+                    path.display()
+                )),
+            }
+        })
+        .collect()
+}
+
+/// An ISO-8601 duration such as PT1H30M, P1DT2H or PT45.5S, in milliseconds.
+pub fn parse_duration(raw: &str) -> Result<i64> {
+    let bad =
+        || format!("--by-duration {raw:?} is not an ISO-8601 duration such as PT1H30M or P1DT2H");
+    let s = raw.trim().strip_prefix('P').ok_or_else(bad)?;
+    let (days, time) = match s.split_once('T') {
+        Some((d, t)) => (d, t),
+        None => (s, ""),
+    };
+    let mut ms = 0f64;
+    let mut take = |part: &str, units: &[(char, f64)]| -> Result<()> {
+        let mut num = String::new();
+        for c in part.chars() {
+            match units.iter().find(|(u, _)| *u == c) {
+                Some((_, scale)) if !num.is_empty() => {
+                    ms += num.parse::<f64>().map_err(|_| bad())? * scale;
+                    num.clear();
+                }
+                _ if c.is_ascii_digit() || c == '.' => num.push(c),
+                _ => return Err(bad()),
+            }
+        }
+        if num.is_empty() {
+            Ok(())
+        } else {
+            Err(bad())
+        }
+    };
+    take(days, &[('D', 86_400_000.0)])?;
+    take(time, &[('H', 3_600_000.0), ('M', 60_000.0), ('S', 1_000.0)])?;
+    if s.is_empty() || s == "T" {
+        return Err(bad());
+    }
+    Ok(ms as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_durations_as_kafka_takes_them() {
+        assert_eq!(parse_duration("PT1H30M"), Ok(5_400_000));
+        assert_eq!(parse_duration("P1DT2H"), Ok(93_600_000));
+        assert_eq!(parse_duration("PT45.5S"), Ok(45_500));
+        assert_eq!(parse_duration("P2D"), Ok(172_800_000));
+        for bad in ["", "P", "PT", "1H", "PT1X", "PTH"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}
