@@ -363,6 +363,71 @@ impl Client {
         }
     }
 
+    /// Commits offsets for `group` from outside it (refused with GroupNotEmpty while the
+    /// group has members); per partition its outcome.
+    pub async fn offset_commit(
+        &mut self,
+        group: &str,
+        offsets: Vec<crate::protocol::groups::OffsetCommitEntry>,
+    ) -> ClientResult<Vec<(String, i32, crate::protocol::ErrorCode)>> {
+        let req = Request::OffsetCommit {
+            group: group.to_string(),
+            offsets,
+        };
+        match self.call(&req).await? {
+            ResponseBody::OffsetCommit(codes) => Ok(codes),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// The group's committed (topic, partition, offset, metadata), for `topics` or all.
+    pub async fn offset_fetch(
+        &mut self,
+        group: &str,
+        topics: Option<Vec<String>>,
+    ) -> ClientResult<Vec<crate::protocol::groups::OffsetCommitEntry>> {
+        let req = Request::OffsetFetch {
+            group: group.to_string(),
+            topics,
+        };
+        match self.call(&req).await? {
+            ResponseBody::OffsetFetch(offsets) => Ok(offsets),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// Every group: (group, protocol type, state).
+    pub async fn list_groups(&mut self) -> ClientResult<Vec<(String, String, String)>> {
+        match self.call(&Request::ListGroups).await? {
+            ResponseBody::ListGroups(groups) => Ok(groups),
+            other => Self::unexpected(other),
+        }
+    }
+
+    pub async fn describe_group(
+        &mut self,
+        group: &str,
+    ) -> ClientResult<crate::protocol::groups::GroupInfo> {
+        let req = Request::DescribeGroup {
+            group: group.to_string(),
+        };
+        match self.call(&req).await? {
+            ResponseBody::DescribeGroup(g) => Ok(g),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// Deletes an inactive group and its committed offsets.
+    pub async fn delete_group(&mut self, group: &str) -> ClientResult<()> {
+        let req = Request::DeleteGroup {
+            group: group.to_string(),
+        };
+        match self.call(&req).await? {
+            ResponseBody::Empty => Ok(()),
+            other => Self::unexpected(other),
+        }
+    }
+
     /// Sets `set` and returns `delete` to their defaults, without a restart.
     pub async fn alter_configs(
         &mut self,

@@ -354,6 +354,14 @@ no zone means UTC. --dry-run is the default: the plan is printed and nothing cha
         /// Zone for %I: UTC, Z, +08, +0800 or +08:00.
         #[arg(long, default_value = "UTC", allow_hyphen_values = true)]
         time_zone: String,
+        /// Kafka's console consumer --group: resume from the group's committed offsets and
+        /// commit the position as records print and on exit (the group must have no
+        /// members; Kafka clients join groups through the Kafka listener).
+        #[arg(long)]
+        group: Option<String>,
+        /// How often the position is committed while following.
+        #[arg(long, default_value_t = 5000)]
+        commit_interval_ms: u64,
     },
     /// Offsets by time per partition, as Kafka's GetOffsetShell.
     #[command(
@@ -681,6 +689,8 @@ fn main() -> ExitCode {
             max_lateness_ms,
             settle_records,
             time_zone,
+            group,
+            commit_interval_ms,
         } => {
             let (offset, to_time, stop_at_first) =
                 match kcat_offsets(offset, to_time, stop_at_first) {
@@ -706,6 +716,8 @@ fn main() -> ExitCode {
                 max_lateness_ms,
                 settle_records,
                 time_zone,
+                group,
+                commit_interval_ms,
             };
             run_tool(async move {
                 let stdout = std::io::stdout();

@@ -371,3 +371,118 @@ fn consumer_groups_resets_to_a_datetime_with_a_dry_run_first_and_only_when_inact
     assert!(err.contains("Assignments can only be reset if the group 'billing' is inactive, but the current state is Stable"), "{err}");
     assert_eq!(current_offsets(&server, g), vec![77, 77, 77]);
 }
+
+/// The native protocol's groups: `shardlog consume --group` resumes from the group's
+/// commits and commits as it prints; ListGroups, DescribeGroup and DeleteGroup; commits
+/// and deletion are refused while Kafka members are in the group.
+#[test]
+fn native_clients_use_groups_without_the_kafka_listener() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = group_server(&tmp);
+    let shardlog = env!("CARGO_BIN_EXE_shardlog");
+    let b = server.addr();
+    let ok = |args: &[&str], input: Option<&str>| {
+        let mut cmd = Command::new(shardlog);
+        cmd.args(args).args(["-b", &b]);
+        let out = match input {
+            Some(text) => {
+                let mut child = cmd
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                use std::io::Write;
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(text.as_bytes())
+                    .unwrap();
+                child.wait_with_output().unwrap()
+            }
+            None => cmd.output().unwrap(),
+        };
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    ok(
+        &["topics", "create", "--topic", "cg", "--partitions", "2"],
+        None,
+    );
+    let input: String = (0..10).map(|i| format!("v{i}\n")).collect();
+    ok(&["produce", "--topic", "cg"], Some(&input));
+    let read = |max: Option<&str>| {
+        let mut args = vec![
+            "consume", "--topic", "cg", "--group", "cli", "--format", "%s\n",
+        ];
+        if let Some(m) = max {
+            args.extend(["--max-records", m]);
+        }
+        let out = ok(&args, None);
+        out.lines().map(str::to_string).collect::<Vec<_>>()
+    };
+    let first = read(Some("4"));
+    let rest = read(None);
+    let again = read(None);
+    assert_eq!(first.len(), 4);
+    assert_eq!(rest.len(), 6, "resumed from the commits");
+    assert!(again.is_empty(), "nothing twice: {again:?}");
+    let mut all: Vec<String> = first.into_iter().chain(rest).collect();
+    all.sort();
+    let mut want: Vec<String> = (0..10).map(|i| format!("v{i}")).collect();
+    want.sort();
+    assert_eq!(all, want, "every record exactly once");
+    let addr = server.addr();
+    let (listed, described) = common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        let listed = c.list_groups().await.unwrap();
+        let described = c.describe_group("cli").await.unwrap();
+        (listed, described)
+    });
+    assert_eq!(
+        listed,
+        vec![(
+            "cli".to_string(),
+            "consumer".to_string(),
+            "Empty".to_string()
+        )]
+    );
+    assert_eq!(
+        (described.state.as_str(), described.members.len()),
+        ("Empty", 0)
+    );
+    // A Kafka member in the group: commits from outside and deletion are refused.
+    let mut holder = script(&server, "confluent", "hold", "cg", "cli")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(holder.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = server.addr();
+    let (commit, delete, described) = common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        let commit = c
+            .offset_commit("cli", vec![("cg".into(), 0, 0, String::new())])
+            .await
+            .unwrap();
+        let delete = c.delete_group("cli").await.unwrap_err();
+        (commit, delete, c.describe_group("cli").await.unwrap())
+    });
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(commit[0].2, shardlog::protocol::ErrorCode::GroupNotEmpty);
+    assert_eq!(
+        delete.code(),
+        Some(shardlog::protocol::ErrorCode::GroupNotEmpty),
+        "{delete}"
+    );
+    assert_eq!(described.members.len(), 1, "{described:?}");
+}

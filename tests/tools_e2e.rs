@@ -148,6 +148,8 @@ fn get_offsets_and_time_windows_match_brute_force() {
                     max_lateness_ms: 0,
                     settle_records: 1,
                     time_zone: "UTC".into(),
+                    group: None,
+                    commit_interval_ms: 5000,
                 },
                 &mut out,
             )

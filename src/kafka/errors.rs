@@ -56,6 +56,8 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::OffsetOutOfRange => OFFSET_OUT_OF_RANGE,
         E::OutOfOrderSequence => OUT_OF_ORDER_SEQUENCE_NUMBER,
         E::InvalidProducerEpoch => INVALID_PRODUCER_EPOCH,
+        E::GroupNotEmpty => NON_EMPTY_GROUP,
+        E::GroupNotFound => GROUP_ID_NOT_FOUND,
         E::BatchTooLarge | E::FrameTooLarge => MESSAGE_TOO_LARGE,
         E::TopicAlreadyExists => TOPIC_ALREADY_EXISTS,
         E::InvalidTopicName => INVALID_TOPIC_EXCEPTION,
@@ -70,5 +72,22 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::UnsupportedApiKey | E::UnsupportedVersion => UNSUPPORTED_VERSION,
         E::AdminNotAllowed => CLUSTER_AUTHORIZATION_FAILED,
         E::Internal | E::TooManyConnections => UNKNOWN_SERVER_ERROR,
+    }
+}
+
+/// The native code for a Kafka code a group coordinator answered (native clients commit
+/// from outside any group, so a group's membership codes mean "it is active").
+pub fn native_code(kafka: i16) -> ErrorCode {
+    match kafka {
+        NONE => ErrorCode::None,
+        UNKNOWN_TOPIC_OR_PARTITION => ErrorCode::UnknownTopic,
+        UNKNOWN_MEMBER_ID | ILLEGAL_GENERATION | REBALANCE_IN_PROGRESS | NON_EMPTY_GROUP => {
+            ErrorCode::GroupNotEmpty
+        }
+        GROUP_ID_NOT_FOUND => ErrorCode::GroupNotFound,
+        INVALID_GROUP_ID => ErrorCode::InvalidRequest,
+        COORDINATOR_NOT_AVAILABLE | LEADER_NOT_AVAILABLE => ErrorCode::NotReady,
+        KAFKA_STORAGE_ERROR => ErrorCode::StorageError,
+        _ => ErrorCode::Internal,
     }
 }

@@ -54,10 +54,15 @@ pub enum ErrorCode {
     OutOfOrderSequence = 28,
     /// An idempotent producer's epoch is older than one the partition has seen.
     InvalidProducerEpoch = 29,
+    /// A group with active members refuses what only an inactive group allows (commits
+    /// from outside it, deletion).
+    GroupNotEmpty = 30,
+    /// No such consumer group.
+    GroupNotFound = 31,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 30] = [
+    pub const ALL: [ErrorCode; 32] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -88,6 +93,8 @@ impl ErrorCode {
         ErrorCode::UnsupportedCompression,
         ErrorCode::OutOfOrderSequence,
         ErrorCode::InvalidProducerEpoch,
+        ErrorCode::GroupNotEmpty,
+        ErrorCode::GroupNotFound,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

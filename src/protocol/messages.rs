@@ -72,6 +72,23 @@ pub enum Request {
     RunLogMaintenance {
         topic: String,
     },
+    /// Commit offsets for a group from outside it (only while it has no members).
+    OffsetCommit {
+        group: String,
+        offsets: Vec<super::groups::OffsetCommitEntry>,
+    },
+    /// A group's committed offsets for `topics` (null: all).
+    OffsetFetch {
+        group: String,
+        topics: Option<Vec<String>>,
+    },
+    ListGroups,
+    DescribeGroup {
+        group: String,
+    },
+    DeleteGroup {
+        group: String,
+    },
 }
 
 /// Request header fields.
@@ -99,6 +116,11 @@ impl Request {
             Request::DescribeLogs { .. } => ApiKey::DescribeLogs,
             Request::RollSegments { .. } => ApiKey::RollSegments,
             Request::RunLogMaintenance { .. } => ApiKey::RunLogMaintenance,
+            Request::OffsetCommit { .. } => ApiKey::OffsetCommit,
+            Request::OffsetFetch { .. } => ApiKey::OffsetFetch,
+            Request::ListGroups => ApiKey::ListGroups,
+            Request::DescribeGroup { .. } => ApiKey::DescribeGroup,
+            Request::DeleteGroup { .. } => ApiKey::DeleteGroup,
         }
     }
 
@@ -173,6 +195,18 @@ impl Request {
             Request::RunLogMaintenance { topic } => {
                 w.string(topic);
             }
+            Request::OffsetCommit { group, offsets } => {
+                w.string(group);
+                super::groups::put_commits(&mut w, offsets);
+            }
+            Request::OffsetFetch { group, topics } => {
+                w.string(group);
+                put_strings(&mut w, topics.as_deref());
+            }
+            Request::ListGroups => {}
+            Request::DescribeGroup { group } | Request::DeleteGroup { group } => {
+                w.string(group);
+            }
         }
         w.finish_frame()
     }
@@ -212,6 +246,21 @@ impl Request {
             },
             ApiKey::RunLogMaintenance => Request::RunLogMaintenance {
                 topic: r.string("topic name")?,
+            },
+            ApiKey::OffsetCommit => Request::OffsetCommit {
+                group: r.string("group")?,
+                offsets: super::groups::get_commits(r)?,
+            },
+            ApiKey::OffsetFetch => Request::OffsetFetch {
+                group: r.string("group")?,
+                topics: get_strings(r, "topic")?,
+            },
+            ApiKey::ListGroups => Request::ListGroups,
+            ApiKey::DescribeGroup => Request::DescribeGroup {
+                group: r.string("group")?,
+            },
+            ApiKey::DeleteGroup => Request::DeleteGroup {
+                group: r.string("group")?,
             },
             ApiKey::CreateTopic => {
                 let name = r.string("topic name")?;
@@ -406,7 +455,14 @@ pub enum ResponseBody {
         bytes_deleted: i64,
         records_removed: i64,
     },
-    /// AlterConfigs and RollSegments.
+    /// Per partition of an OffsetCommit: its outcome.
+    OffsetCommit(Vec<(String, i32, ErrorCode)>),
+    /// Committed (topic, partition, offset, metadata).
+    OffsetFetch(Vec<super::groups::OffsetCommitEntry>),
+    /// (group, protocol type, state)
+    ListGroups(Vec<(String, String, String)>),
+    DescribeGroup(super::groups::GroupInfo),
+    /// AlterConfigs, RollSegments and DeleteGroup.
     Empty,
 }
 
@@ -490,6 +546,10 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) {
         ResponseBody::DeleteRecords { low_watermark } => {
             w.i64(*low_watermark);
         }
+        ResponseBody::OffsetCommit(codes) => super::groups::put_codes(w, codes),
+        ResponseBody::OffsetFetch(offsets) => super::groups::put_commits(w, offsets),
+        ResponseBody::ListGroups(groups) => super::groups::put_triples(w, groups),
+        ResponseBody::DescribeGroup(g) => super::groups::put_group(w, g),
         ResponseBody::LogMaintenance {
             segments_deleted,
             bytes_deleted,
@@ -593,7 +653,11 @@ fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, Wire
             ResponseBody::Metadata(MetadataResponse { shards, topics })
         }
         ApiKey::CreateTopic => ResponseBody::CreateTopic,
-        ApiKey::AlterConfigs | ApiKey::RollSegments => ResponseBody::Empty,
+        ApiKey::AlterConfigs | ApiKey::RollSegments | ApiKey::DeleteGroup => ResponseBody::Empty,
+        ApiKey::OffsetCommit => ResponseBody::OffsetCommit(super::groups::get_codes(r)?),
+        ApiKey::OffsetFetch => ResponseBody::OffsetFetch(super::groups::get_commits(r)?),
+        ApiKey::ListGroups => ResponseBody::ListGroups(super::groups::get_triples(r)?),
+        ApiKey::DescribeGroup => ResponseBody::DescribeGroup(super::groups::get_group(r)?),
         ApiKey::DeleteRecords => ResponseBody::DeleteRecords {
             low_watermark: r.i64("low_watermark")?,
         },

@@ -4,6 +4,7 @@
 
 mod doc_check;
 pub mod error_code;
+pub mod groups;
 pub mod messages;
 pub mod wire;
 
@@ -36,10 +37,15 @@ pub enum ApiKey {
     DescribeLogs = 11,
     RollSegments = 12,
     RunLogMaintenance = 13,
+    OffsetCommit = 14,
+    OffsetFetch = 15,
+    ListGroups = 16,
+    DescribeGroup = 17,
+    DeleteGroup = 18,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 14] = [
+    pub const ALL: [ApiKey; 19] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -54,6 +60,11 @@ impl ApiKey {
         ApiKey::DescribeLogs,
         ApiKey::RollSegments,
         ApiKey::RunLogMaintenance,
+        ApiKey::OffsetCommit,
+        ApiKey::OffsetFetch,
+        ApiKey::ListGroups,
+        ApiKey::DescribeGroup,
+        ApiKey::DeleteGroup,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

@@ -281,6 +281,13 @@ async fn dispatch(
             let stats = shard.cluster_stats(false).await?;
             Ok(ResponseBody::Stats(stats_body(shard, stats)))
         }
+        Request::OffsetCommit { .. }
+        | Request::OffsetFetch { .. }
+        | Request::ListGroups
+        | Request::DescribeGroup { .. }
+        | Request::DeleteGroup { .. } => super::group_admin::dispatch(shard, request)
+            .await
+            .unwrap_or_else(|| Err((ErrorCode::Internal, format!("{key:?} has no handler")))),
         other => super::log_admin::dispatch(shard, other)
             .await
             .unwrap_or_else(|| Err((ErrorCode::Internal, format!("{key:?} has no handler")))),

@@ -7,6 +7,7 @@ pub(crate) mod budget;
 pub mod config;
 pub(crate) mod connection;
 pub mod data_dir;
+mod group_admin;
 pub(crate) mod handlers;
 pub mod limits;
 mod log_admin;

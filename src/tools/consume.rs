@@ -39,6 +39,11 @@ pub struct ConsumeArgs {
     pub settle_records: u64,
     /// Zone of `%I`: UTC, Z, +08, +0800, +08:00.
     pub time_zone: String,
+    /// Kafka's console consumer --group: start from the group's committed offsets (where it
+    /// has them) and commit the position as it goes and on exit.
+    pub group: Option<String>,
+    /// How often the position is committed while following.
+    pub commit_interval_ms: u64,
 }
 
 const FETCH_BYTES: i32 = 1 << 20;
@@ -232,13 +237,21 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
     };
     let mut summary = ConsumeSummary::default();
     let mut cursors = Vec::new();
+    let committed = committed_offsets(&mut client, &args, topic).await?;
     for p in partitions {
         let end = client
             .list_offsets(topic, p, LATEST_TIMESTAMP)
             .await
             .map_err(|e| e.to_string())?
             .map_or(0, |x| x.0);
-        let next = if let Some(f) = from {
+        let next = if let (Some(&o), None) = (committed.get(&p), from) {
+            let earliest = client
+                .list_offsets(topic, p, EARLIEST_TIMESTAMP)
+                .await
+                .map_err(|e| e.to_string())?
+                .map_or(0, |x| x.0);
+            clamp_offset(p, o, earliest, end)
+        } else if let Some(f) = from {
             match client
                 .list_offsets(topic, p, f)
                 .await
@@ -288,7 +301,8 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
         summary.printed = summary.partitions.iter().map(|p| p.printed).sum();
         summary
     };
-    loop {
+    let mut last_commit = std::time::Instant::now();
+    'rounds: loop {
         let mut progressed = false;
         for c in cursors.iter_mut().filter(|c| !c.done) {
             if !args.follow && c.next >= c.end {
@@ -321,7 +335,8 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
                 let section =
                     RecordsSection::of(bytes, &h).map_err(|e| format!("bad batch: {e}"))?;
                 let records = section.decode().map_err(|e| format!("bad record: {e}"))?;
-                for r in records.iter().filter(|r| r.offset >= c.next) {
+                let first_new = c.next;
+                for r in records.iter().filter(|r| r.offset >= first_new) {
                     if !args.follow && r.offset >= c.end {
                         c.done = true;
                         c.window.ended(r.offset, "end of the log");
@@ -338,9 +353,10 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
                     out.write_all(&format_record(&args.format, topic, c.partition, r, &style))
                         .map_err(|e| e.to_string())?;
                     printed += 1;
+                    // The group's position: the record after the last one printed.
+                    c.next = r.offset + 1;
                     if printed >= limit {
-                        out.flush().map_err(|e| e.to_string())?;
-                        return Ok(finish(cursors, summary));
+                        break 'rounds;
                     }
                 }
                 c.next = c.next.max(h.last_offset() + 1);
@@ -348,6 +364,10 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
         }
         if cursors.iter().all(|c| c.done) {
             break;
+        }
+        if last_commit.elapsed() >= Duration::from_millis(args.commit_interval_ms) {
+            commit_position(&mut client, &args, topic, &cursors).await?;
+            last_commit = std::time::Instant::now();
         }
         if !progressed {
             if !args.follow {
@@ -358,5 +378,46 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
         }
     }
     out.flush().map_err(|e| e.to_string())?;
+    commit_position(&mut client, &args, topic, &cursors).await?;
     Ok(finish(cursors, summary))
+}
+
+/// The group's committed offsets of `topic`'s partitions (none without --group).
+async fn committed_offsets(
+    client: &mut crate::client::Client,
+    args: &ConsumeArgs,
+    topic: &str,
+) -> Result<std::collections::HashMap<i32, i64>, String> {
+    let Some(group) = &args.group else {
+        return Ok(Default::default());
+    };
+    let found = client
+        .offset_fetch(group, Some(vec![topic.to_string()]))
+        .await
+        .map_err(|e| format!("committed offsets of group {group:?}: {e}"))?;
+    Ok(found.into_iter().map(|(_, p, o, _)| (p, o)).collect())
+}
+
+/// Commits each partition's position for --group (a commit from outside the group).
+async fn commit_position(
+    client: &mut crate::client::Client,
+    args: &ConsumeArgs,
+    topic: &str,
+    cursors: &[Cursor],
+) -> Result<(), String> {
+    let Some(group) = &args.group else {
+        return Ok(());
+    };
+    let offsets = cursors
+        .iter()
+        .map(|c| (topic.to_string(), c.partition, c.next, String::new()))
+        .collect();
+    let codes = client
+        .offset_commit(group, offsets)
+        .await
+        .map_err(|e| format!("committing for group {group:?}: {e}"))?;
+    match codes.iter().find(|(_, _, code)| *code != ErrorCode::None) {
+        Some((t, p, code)) => Err(format!("committing {t}-{p} for group {group:?}: {code}")),
+        None => Ok(()),
+    }
 }

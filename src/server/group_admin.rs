@@ -1,0 +1,115 @@
+//! The native protocol's consumer-group requests (PROTOCOL.md, keys 14-18), run by the
+//! group's coordinator shard like the Kafka listener's, with native error codes.
+
+use std::rc::Rc;
+
+use crate::groups::ops::{GroupOp, GroupReply};
+use crate::groups::{list_all, route};
+use crate::kafka::errors::native_code;
+use crate::protocol::groups::GroupInfo;
+use crate::protocol::{ErrorCode, Request, ResponseBody};
+
+use super::shard::Shard;
+
+type Answer = Result<ResponseBody, (ErrorCode, String)>;
+
+fn unexpected(what: &str, reply: GroupReply) -> (ErrorCode, String) {
+    (
+        ErrorCode::Internal,
+        format!("{what}: unexpected reply {reply:?}"),
+    )
+}
+
+fn group_id(group: &str) -> Result<String, (ErrorCode, String)> {
+    if group.is_empty() || group.len() > 255 {
+        return Err((
+            ErrorCode::InvalidRequest,
+            "a group id is 1 to 255 bytes".into(),
+        ));
+    }
+    Ok(group.to_string())
+}
+
+/// Runs a native group request; `None` if `request` is not one.
+pub async fn dispatch(shard: &Rc<Shard>, request: Request) -> Option<Answer> {
+    Some(match request {
+        Request::OffsetCommit { group, offsets } => commit(shard, group, offsets).await,
+        Request::OffsetFetch { group, topics } => fetch(shard, group, topics).await,
+        Request::ListGroups => list_all(shard).await.map(ResponseBody::ListGroups),
+        Request::DescribeGroup { group } => describe(shard, group).await,
+        Request::DeleteGroup { group } => delete(shard, group).await,
+        _ => return None,
+    })
+}
+
+async fn commit(
+    shard: &Rc<Shard>,
+    group: String,
+    offsets: Vec<crate::protocol::groups::OffsetCommitEntry>,
+) -> Answer {
+    let op = GroupOp::Commit {
+        member_id: String::new(),
+        generation: -1,
+        offsets: offsets
+            .into_iter()
+            .map(|(t, p, o, m)| (t, p, o, -1, m))
+            .collect(),
+    };
+    match route(shard, group_id(&group)?, op).await? {
+        GroupReply::PartitionCodes(codes) => Ok(ResponseBody::OffsetCommit(
+            codes
+                .into_iter()
+                .map(|(t, p, c)| (t, p, native_code(c)))
+                .collect(),
+        )),
+        GroupReply::Code(c) => Err((native_code(c), format!("committing for group {group:?}"))),
+        other => Err(unexpected("OffsetCommit", other)),
+    }
+}
+
+async fn fetch(shard: &Rc<Shard>, group: String, topics: Option<Vec<String>>) -> Answer {
+    let op = GroupOp::FetchOffsets { partitions: None };
+    match route(shard, group_id(&group)?, op).await? {
+        GroupReply::Offsets(found) => Ok(ResponseBody::OffsetFetch(
+            found
+                .into_iter()
+                .filter(|(t, _, _)| topics.as_ref().is_none_or(|ts| ts.contains(t)))
+                .filter_map(|(t, p, c)| c.map(|c| (t, p, c.offset, c.metadata)))
+                .collect(),
+        )),
+        GroupReply::Code(c) => Err((native_code(c), format!("offsets of group {group:?}"))),
+        other => Err(unexpected("OffsetFetch", other)),
+    }
+}
+
+async fn describe(shard: &Rc<Shard>, group: String) -> Answer {
+    match route(shard, group_id(&group)?, GroupOp::Describe).await? {
+        GroupReply::Described(g) => Ok(ResponseBody::DescribeGroup(GroupInfo {
+            state: g.state,
+            protocol_type: g.protocol_type,
+            protocol: g.protocol,
+            members: g
+                .members
+                .into_iter()
+                .map(|m| (m.member_id, m.client_id, m.client_host, m.assignment))
+                .collect(),
+        })),
+        GroupReply::Code(c) => Err((native_code(c), format!("describing group {group:?}"))),
+        other => Err(unexpected("DescribeGroup", other)),
+    }
+}
+
+async fn delete(shard: &Rc<Shard>, group: String) -> Answer {
+    match route(shard, group_id(&group)?, GroupOp::Delete).await? {
+        GroupReply::Code(0) => Ok(ResponseBody::Empty),
+        GroupReply::Code(c) => Err((
+            native_code(c),
+            match native_code(c) {
+                ErrorCode::GroupNotEmpty => format!("group {group:?} has active members"),
+                ErrorCode::GroupNotFound => format!("no group {group:?}"),
+                _ => format!("deleting group {group:?}"),
+            },
+        )),
+        other => Err(unexpected("DeleteGroup", other)),
+    }
+}
