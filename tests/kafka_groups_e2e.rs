@@ -486,3 +486,45 @@ fn native_clients_use_groups_without_the_kafka_listener() {
     );
     assert_eq!(described.members.len(), 1, "{described:?}");
 }
+
+/// Offsets of a deleted topic expire at the next check (Kafka removes them too).
+#[test]
+fn offsets_of_deleted_topics_expire() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(
+        &tmp.path().join("data"),
+        2,
+        &[
+            ("offsets.retention.check.interval.ms", "200"),
+            ("offsets.topic.num.partitions", "4"),
+        ],
+    );
+    let addr = server.addr();
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        c.create_topic("gone", 1, vec![]).await.unwrap();
+        c.create_topic("kept", 1, vec![]).await.unwrap();
+        let offsets = vec![
+            ("gone".to_string(), 0, 0, String::new()),
+            ("kept".to_string(), 0, 0, String::new()),
+        ];
+        let codes = c.offset_commit("g", offsets).await.unwrap();
+        assert!(
+            codes
+                .iter()
+                .all(|x| x.2 == shardlog::protocol::ErrorCode::None),
+            "{codes:?}"
+        );
+        c.delete_topic("gone").await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = c.offset_fetch("g", None).await.unwrap();
+            let topics: Vec<&str> = left.iter().map(|x| x.0.as_str()).collect();
+            if topics == ["kept"] {
+                break;
+            }
+            assert!(Instant::now() < deadline, "still committed: {left:?}");
+            glommio::timer::sleep(Duration::from_millis(100)).await;
+        }
+    });
+}

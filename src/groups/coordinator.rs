@@ -129,6 +129,7 @@ async fn ensure_loaded(shard: &Rc<Shard>) -> Result<(), String> {
         c.loaded = true;
         c.groups.len()
     });
+    spawn_offset_expiry(shard.clone());
     tracing::info!(
         shard = shard.id,
         partitions = owned.len(),
@@ -196,6 +197,59 @@ fn apply(rec: OffsetRecord) {
             g.offsets.remove(&key);
         }
     });
+}
+
+/// Every `offsets.retention.check.interval.ms`: commits of groups without members that are
+/// older than `offsets.retention.minutes`, and commits for topics that no longer exist, are
+/// deleted (tombstones in the offsets log), as Kafka's offset expiration does.
+fn spawn_offset_expiry(shard: Rc<Shard>) {
+    glommio::spawn_local(async move {
+        let every =
+            std::time::Duration::from_millis(shard.config.offsets_retention_check_interval_ms);
+        loop {
+            glommio::timer::sleep(every).await;
+            if shard.shutting_down.get() {
+                return;
+            }
+            expire_offsets(&shard).await;
+        }
+    })
+    .detach();
+}
+
+async fn expire_offsets(shard: &Rc<Shard>) {
+    let now = crate::time::now_ms();
+    let retention = shard.config.offsets_retention_minutes as i64 * 60_000;
+    let doomed: Vec<(String, Vec<OffsetRecord>)> = COORDINATOR.with_borrow(|c| {
+        c.groups
+            .iter()
+            .map(|(name, g)| {
+                let records = g
+                    .offsets
+                    .iter()
+                    .filter(|((topic, _), committed)| {
+                        shard.topic(topic).is_none()
+                            || (g.members.is_empty()
+                                && committed.commit_timestamp.saturating_add(retention) < now)
+                    })
+                    .map(|((topic, p), _)| OffsetRecord {
+                        group: name.clone(),
+                        topic: topic.clone(),
+                        partition: *p,
+                        value: None,
+                    })
+                    .collect::<Vec<_>>();
+                (name.clone(), records)
+            })
+            .filter(|(_, r)| !r.is_empty())
+            .collect()
+    });
+    for (group, records) in doomed {
+        if write(shard, &group, &records, now).await == e::NONE {
+            tracing::info!(group, expired = records.len(), "committed offsets expired");
+            records.into_iter().for_each(apply);
+        }
+    }
 }
 
 /// Kafka's rules for who may commit: a member of the current generation (not while the

@@ -76,6 +76,11 @@ pub struct ServerConfig {
     /// Session timeouts members may ask for (Kafka's group.min/max.session.timeout.ms).
     pub group_min_session_timeout_ms: i32,
     pub group_max_session_timeout_ms: i32,
+    /// Committed offsets of a group without members expire this long after their commit
+    /// (Kafka's offsets.retention.minutes, 7 days); offsets of deleted topics go at once.
+    pub offsets_retention_minutes: u64,
+    /// How often each coordinator shard looks for expired offsets.
+    pub offsets_retention_check_interval_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -89,6 +94,8 @@ impl Default for ServerConfig {
             group_initial_rebalance_delay_ms: 3000,
             group_min_session_timeout_ms: 6000,
             group_max_session_timeout_ms: 1_800_000,
+            offsets_retention_minutes: 10_080,
+            offsets_retention_check_interval_ms: 600_000,
             shards: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
@@ -139,7 +146,8 @@ impl ServerConfig {
     /// log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second, kafka.listen
     /// (`off` turns the Kafka listener off), producer.id.block.size,
     /// offsets.topic.num.partitions, group.initial.rebalance.delay.ms,
-    /// group.min.session.timeout.ms, group.max.session.timeout.ms.
+    /// group.min.session.timeout.ms, group.max.session.timeout.ms, offsets.retention.minutes,
+    /// offsets.retention.check.interval.ms.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
@@ -172,6 +180,10 @@ impl ServerConfig {
             }
             "group.min.session.timeout.ms" => self.group_min_session_timeout_ms = num(key, v)?,
             "group.max.session.timeout.ms" => self.group_max_session_timeout_ms = num(key, v)?,
+            "offsets.retention.minutes" => self.offsets_retention_minutes = num(key, v)?,
+            "offsets.retention.check.interval.ms" => {
+                self.offsets_retention_check_interval_ms = num(key, v)?
+            }
             "shards" => self.shards = num(key, v)?,
             "max.frame.bytes" => self.max_frame_bytes = num(key, v)?,
             "max.inflight.bytes.per.connection" => {
@@ -296,6 +308,15 @@ impl ServerConfig {
                 "group.max.session.timeout.ms",
                 "must be at least group.min.session.timeout.ms, which must be positive",
             ));
+        }
+        if !(1..=86_400_000).contains(&self.offsets_retention_check_interval_ms) {
+            return Err(bad(
+                "offsets.retention.check.interval.ms",
+                "must be between 1 ms and 1 day",
+            ));
+        }
+        if self.offsets_retention_minutes == 0 || self.offsets_retention_minutes > 1 << 30 {
+            return Err(bad("offsets.retention.minutes", "must be positive"));
         }
         if self.group_initial_rebalance_delay_ms > 300_000 {
             return Err(bad(
