@@ -70,14 +70,16 @@ fn admit(
             g.pending.insert(id.clone(), Instant::now() + expiry);
             return Some(join_error(e::MEMBER_ID_REQUIRED, &id));
         }
+        // JoinGroup v0-3: the member joins under a new id at once.
         id
     } else {
+        let known =
+            g.members.contains_key(&req.member_id) || g.pending.remove(&req.member_id).is_some();
+        if !known {
+            return Some(join_error(e::UNKNOWN_MEMBER_ID, &req.member_id));
+        }
         req.member_id.clone()
     };
-    let known = g.members.contains_key(&member_id) || g.pending.remove(&member_id).is_some();
-    if !known {
-        return Some(join_error(e::UNKNOWN_MEMBER_ID, &member_id));
-    }
     if g.members.is_empty() {
         g.protocol_type = Some(req.protocol_type.clone());
     }

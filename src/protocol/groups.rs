@@ -28,7 +28,7 @@ pub fn put_commits(w: &mut WireWriter, offsets: &[OffsetCommitEntry]) {
 }
 
 pub fn get_commits(r: &mut WireReader<'_>) -> Result<Vec<OffsetCommitEntry>, WireError> {
-    let n = r.count("offset count", 18)?.unwrap_or(0);
+    let n = r.count("offset count", 16)?.unwrap_or(0);
     (0..n)
         .map(|_| {
             Ok((
@@ -113,4 +113,23 @@ pub fn get_group(r: &mut WireReader<'_>) -> Result<GroupInfo, WireError> {
         protocol,
         members,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commits_with_the_shortest_fields_round_trip() {
+        let offsets = vec![
+            ("t".to_string(), 0, 7, String::new()),
+            (String::new(), 1, 8, "m".into()),
+        ];
+        let mut w = WireWriter::frame(64);
+        put_commits(&mut w, &offsets);
+        let frame = w.finish_frame();
+        let body = Bytes::copy_from_slice(&frame[4..]);
+        let mut r = WireReader::from_bytes(&body);
+        assert_eq!(get_commits(&mut r).unwrap(), offsets);
+    }
 }
