@@ -31,6 +31,8 @@ fn kafka_port(native: u16) -> u16 {
 fn server(dir: &std::path::Path) -> (shardlog::server::ServerHandle, String, String) {
     let (handle, port) = common::start_server(dir, 2, |c| {
         c.kafka_listen = Some(SocketAddr::new(c.listen.ip(), kafka_port(c.listen.port())));
+        c.group_initial_rebalance_delay_ms = 50;
+        c.offsets_topic_num_partitions = 4;
     });
     let kafka = format!("127.0.0.1:{}", kafka_port(port));
     (handle, format!("127.0.0.1:{port}"), kafka)
@@ -71,6 +73,16 @@ fn api_key(r: &RequestKind) -> ApiKey {
         RequestKind::DeleteTopics(_) => ApiKey::DeleteTopics,
         RequestKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
         RequestKind::InitProducerId(_) => ApiKey::InitProducerId,
+        RequestKind::FindCoordinator(_) => ApiKey::FindCoordinator,
+        RequestKind::JoinGroup(_) => ApiKey::JoinGroup,
+        RequestKind::SyncGroup(_) => ApiKey::SyncGroup,
+        RequestKind::Heartbeat(_) => ApiKey::Heartbeat,
+        RequestKind::LeaveGroup(_) => ApiKey::LeaveGroup,
+        RequestKind::OffsetCommit(_) => ApiKey::OffsetCommit,
+        RequestKind::OffsetFetch(_) => ApiKey::OffsetFetch,
+        RequestKind::DescribeGroups(_) => ApiKey::DescribeGroups,
+        RequestKind::ListGroups(_) => ApiKey::ListGroups,
+        RequestKind::DeleteGroups(_) => ApiKey::DeleteGroups,
         other => panic!("not used here: {other:?}"),
     }
 }
@@ -512,4 +524,198 @@ fn records_produced_through_kafka_read_back_byte_identical_natively_and_in_dump_
         );
     }
     assert_eq!(text.matches("payload: three").count(), 5, "{text}");
+}
+
+fn gid(g: &str) -> GroupId {
+    GroupId(StrBytes::from_string(g.to_string()))
+}
+
+/// A one-member group through JoinGroup `v` (and SyncGroup `sv`): (member id, generation).
+fn form_group(c: &mut Conn, v: i16, sv: i16, group: &str) -> (StrBytes, i32) {
+    let mut member = StrBytes::default();
+    loop {
+        let join = JoinGroupRequest::default()
+            .with_group_id(gid(group))
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(10_000)
+            .with_member_id(member.clone())
+            .with_protocol_type(StrBytes::from_static_str("consumer"))
+            .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default(
+            )
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(Bytes::from_static(b"meta"))]);
+        let ResponseKind::JoinGroup(j) = c.call(v, RequestKind::JoinGroup(join)) else {
+            panic!()
+        };
+        if j.error_code == 79 {
+            assert!(v >= 4, "MEMBER_ID_REQUIRED only from v4");
+            member = j.member_id;
+            continue;
+        }
+        assert_eq!(j.error_code, 0, "JoinGroup v{v}: {j:?}");
+        assert_eq!(j.leader, j.member_id, "the only member leads");
+        assert_eq!(j.members.len(), 1);
+        assert_eq!(j.members[0].metadata, Bytes::from_static(b"meta"));
+        let sync = SyncGroupRequest::default()
+            .with_group_id(gid(group))
+            .with_generation_id(j.generation_id)
+            .with_member_id(j.member_id.clone())
+            .with_assignments(vec![
+                sync_group_request::SyncGroupRequestAssignment::default()
+                    .with_member_id(j.member_id.clone())
+                    .with_assignment(Bytes::from_static(b"assigned")),
+            ]);
+        let ResponseKind::SyncGroup(r) = c.call(sv, RequestKind::SyncGroup(sync)) else {
+            panic!()
+        };
+        assert_eq!(
+            (r.error_code, r.assignment.as_ref()),
+            (0, &b"assigned"[..]),
+            "SyncGroup v{sv}"
+        );
+        return (j.member_id, j.generation_id);
+    }
+}
+
+#[test]
+fn every_advertised_version_of_the_group_apis_round_trips_through_the_crate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, _native, kafka) = server(tmp.path());
+    let mut c = Conn::open(&kafka);
+    c.call(7, create("gt", 2));
+    for v in versions(ApiKey::FindCoordinator) {
+        let r = if v >= 4 {
+            FindCoordinatorRequest::default()
+                .with_coordinator_keys(vec![StrBytes::from_static_str("g")])
+        } else {
+            FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("g"))
+        };
+        let ResponseKind::FindCoordinator(r) = c.call(v, RequestKind::FindCoordinator(r)) else {
+            panic!()
+        };
+        let port = if v >= 4 {
+            r.coordinators[0].port
+        } else {
+            r.port
+        };
+        assert_eq!(format!("127.0.0.1:{port}"), kafka, "FindCoordinator v{v}");
+    }
+    for v in versions(ApiKey::JoinGroup) {
+        let sv = v.min(5);
+        let group = format!("g{v}");
+        let (member, generation) = form_group(&mut c, v, sv, &group);
+        for hv in versions(ApiKey::Heartbeat) {
+            let hb = HeartbeatRequest::default()
+                .with_group_id(gid(&group))
+                .with_generation_id(generation)
+                .with_member_id(member.clone());
+            let ResponseKind::Heartbeat(r) = c.call(hv, RequestKind::Heartbeat(hb)) else {
+                panic!()
+            };
+            assert_eq!(r.error_code, 0, "Heartbeat v{hv}");
+        }
+        let cv = (v + 2).clamp(2, 8);
+        let commit = OffsetCommitRequest::default()
+            .with_group_id(gid(&group))
+            .with_generation_id_or_member_epoch(generation)
+            .with_member_id(member.clone())
+            .with_topics(vec![
+                offset_commit_request::OffsetCommitRequestTopic::default()
+                    .with_name(name("gt"))
+                    .with_partitions(vec![
+                        offset_commit_request::OffsetCommitRequestPartition::default()
+                            .with_partition_index(1)
+                            .with_committed_offset(42),
+                    ]),
+            ]);
+        let ResponseKind::OffsetCommit(r) = c.call(cv, RequestKind::OffsetCommit(commit)) else {
+            panic!()
+        };
+        assert_eq!(
+            r.topics[0].partitions[0].error_code, 0,
+            "OffsetCommit v{cv}"
+        );
+        let lv = v.min(5);
+        let leave = if lv >= 3 {
+            LeaveGroupRequest::default()
+                .with_group_id(gid(&group))
+                .with_members(vec![
+                    leave_group_request::MemberIdentity::default().with_member_id(member.clone())
+                ])
+        } else {
+            LeaveGroupRequest::default()
+                .with_group_id(gid(&group))
+                .with_member_id(member.clone())
+        };
+        let ResponseKind::LeaveGroup(r) = c.call(lv, RequestKind::LeaveGroup(leave)) else {
+            panic!()
+        };
+        let code = if lv >= 3 {
+            r.members[0].error_code
+        } else {
+            r.error_code
+        };
+        assert_eq!(code, 0, "LeaveGroup v{lv}");
+    }
+    for v in versions(ApiKey::OffsetFetch) {
+        let r = if v >= 8 {
+            OffsetFetchRequest::default().with_groups(vec![
+                offset_fetch_request::OffsetFetchRequestGroup::default()
+                    .with_group_id(gid("g3"))
+                    .with_topics(None),
+            ])
+        } else {
+            OffsetFetchRequest::default()
+                .with_group_id(gid("g3"))
+                .with_topics(Some(vec![
+                    offset_fetch_request::OffsetFetchRequestTopic::default()
+                        .with_name(name("gt"))
+                        .with_partition_indexes(vec![0, 1]),
+                ]))
+        };
+        let ResponseKind::OffsetFetch(r) = c.call(v, RequestKind::OffsetFetch(r)) else {
+            panic!()
+        };
+        let offsets: Vec<(i32, i64)> = if v >= 8 {
+            r.groups[0].topics[0]
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, p.committed_offset))
+                .collect()
+        } else {
+            r.topics[0]
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, p.committed_offset))
+                .collect()
+        };
+        let want = if v >= 8 {
+            vec![(1, 42)]
+        } else {
+            vec![(0, -1), (1, 42)]
+        };
+        assert_eq!(offsets, want, "OffsetFetch v{v}");
+    }
+    for v in versions(ApiKey::ListGroups) {
+        let ResponseKind::ListGroups(r) = c.call(v, RequestKind::ListGroups(Default::default()))
+        else {
+            panic!()
+        };
+        assert_eq!(r.groups.len(), 8, "ListGroups v{v}: {r:?}");
+    }
+    for v in versions(ApiKey::DescribeGroups) {
+        let r = DescribeGroupsRequest::default().with_groups(vec![gid("g7"), gid("none")]);
+        let ResponseKind::DescribeGroups(r) = c.call(v, RequestKind::DescribeGroups(r)) else {
+            panic!()
+        };
+        let states: Vec<&str> = r.groups.iter().map(|g| g.group_state.as_str()).collect();
+        assert_eq!(states, ["Empty", "Dead"], "DescribeGroups v{v}");
+    }
+    for v in versions(ApiKey::DeleteGroups) {
+        let r = DeleteGroupsRequest::default().with_groups_names(vec![gid(&format!("g{v}"))]);
+        let ResponseKind::DeleteGroups(r) = c.call(v, RequestKind::DeleteGroups(r)) else {
+            panic!()
+        };
+        assert_eq!(r.results[0].error_code, 0, "DeleteGroups v{v}");
+    }
 }
