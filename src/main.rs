@@ -68,6 +68,9 @@ struct ConsumerGroupsArgs {
     delete: bool,
     #[arg(long)]
     reset_offsets: bool,
+    /// Delete the committed offsets of --topic T[:0,2] (the group must be inactive).
+    #[arg(long)]
+    delete_offsets: bool,
     #[arg(long)]
     group: Option<String>,
     /// With --describe: the members and how many partitions each has.
@@ -111,10 +114,17 @@ struct ConsumerGroupsArgs {
 
 fn consumer_groups(a: ConsumerGroupsArgs) -> Result<(), String> {
     use shardlog::tools::consumer_groups::{run, Action, ResetArgs, Target};
-    let chosen = [a.list, a.describe, a.delete, a.reset_offsets];
+    let chosen = [
+        a.list,
+        a.describe,
+        a.delete,
+        a.reset_offsets,
+        a.delete_offsets,
+    ];
     if chosen.iter().filter(|x| **x).count() != 1 {
         return Err(
-            "exactly one of --list, --describe, --delete, --reset-offsets is needed".into(),
+            "exactly one of --list, --describe, --delete, --reset-offsets, --delete-offsets is needed"
+                .into(),
         );
     }
     if a.execute && a.dry_run {
@@ -129,6 +139,8 @@ fn consumer_groups(a: ConsumerGroupsArgs) -> Result<(), String> {
         }
     } else if a.delete {
         Action::Delete
+    } else if a.delete_offsets {
+        Action::DeleteOffsets { topics: a.topic }
     } else {
         let targets = [
             a.to_datetime.clone().map(Target::Datetime),

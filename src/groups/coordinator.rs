@@ -418,7 +418,25 @@ async fn delete_offsets(
     group: &str,
     partitions: Vec<(String, i32)>,
 ) -> Vec<(String, i32, i16)> {
-    let records = with_group(group, |g| tombstones(group, g, Some(&partitions)));
+    if !exists(group) {
+        return partitions
+            .into_iter()
+            .map(|(t, p)| (t, p, e::GROUP_ID_NOT_FOUND))
+            .collect();
+    }
+    // Kafka refuses only partitions of topics the members subscribe to; members'
+    // subscriptions are opaque here, so any member refuses them all.
+    let records = with_group(group, |g| {
+        g.members
+            .is_empty()
+            .then(|| tombstones(group, g, Some(&partitions)))
+    });
+    let Some(records) = records else {
+        return partitions
+            .into_iter()
+            .map(|(t, p)| (t, p, e::GROUP_SUBSCRIBED_TO_TOPIC))
+            .collect();
+    };
     let written = write(shard, group, &records, crate::time::now_ms()).await;
     if written == e::NONE {
         records.into_iter().for_each(apply);

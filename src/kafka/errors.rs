@@ -34,6 +34,7 @@ pub const KAFKA_STORAGE_ERROR: i16 = 56;
 pub const NON_EMPTY_GROUP: i16 = 68;
 pub const GROUP_ID_NOT_FOUND: i16 = 69;
 pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 pub const MEMBER_ID_REQUIRED: i16 = 79;
 pub const INVALID_RECORD: i16 = 87;
 pub const UNKNOWN_SERVER_ERROR: i16 = -1;
@@ -81,9 +82,11 @@ pub fn native_code(kafka: i16) -> ErrorCode {
     match kafka {
         NONE => ErrorCode::None,
         UNKNOWN_TOPIC_OR_PARTITION => ErrorCode::UnknownTopic,
-        UNKNOWN_MEMBER_ID | ILLEGAL_GENERATION | REBALANCE_IN_PROGRESS | NON_EMPTY_GROUP => {
-            ErrorCode::GroupNotEmpty
-        }
+        UNKNOWN_MEMBER_ID
+        | ILLEGAL_GENERATION
+        | REBALANCE_IN_PROGRESS
+        | NON_EMPTY_GROUP
+        | GROUP_SUBSCRIBED_TO_TOPIC => ErrorCode::GroupNotEmpty,
         GROUP_ID_NOT_FOUND => ErrorCode::GroupNotFound,
         INVALID_GROUP_ID => ErrorCode::InvalidRequest,
         COORDINATOR_NOT_AVAILABLE | LEADER_NOT_AVAILABLE => ErrorCode::NotReady,

@@ -481,3 +481,46 @@ pub async fn delete_groups(ctx: &Context<'_>, r: DeleteGroupsRequest) -> DeleteG
     }
     DeleteGroupsResponse::default().with_results(results)
 }
+
+pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let partitions: Vec<(String, i32)> = r
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| (text(&t.name.0), p.partition_index))
+        })
+        .collect();
+    let codes = match run(ctx, &r.group_id, GroupOp::DeleteOffsets { partitions }).await {
+        Ok(GroupReply::PartitionCodes(c)) => c,
+        Ok(GroupReply::Code(code)) | Err(code) => {
+            return OffsetDeleteResponse::default().with_error_code(code)
+        }
+        Ok(other) => unexpected(other),
+    };
+    if codes.iter().all(|c| c.2 == e::GROUP_ID_NOT_FOUND) && !codes.is_empty() {
+        return OffsetDeleteResponse::default().with_error_code(e::GROUP_ID_NOT_FOUND);
+    }
+    let topics = r
+        .topics
+        .iter()
+        .map(|t| {
+            let name = text(&t.name.0);
+            offset_delete_response::OffsetDeleteResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(
+                    codes
+                        .iter()
+                        .filter(|c| c.0 == name)
+                        .map(|c| {
+                            offset_delete_response::OffsetDeleteResponsePartition::default()
+                                .with_partition_index(c.1)
+                                .with_error_code(c.2)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    OffsetDeleteResponse::default().with_topics(topics)
+}

@@ -86,6 +86,9 @@ async fn dispatch(
         RequestKind::DeleteGroups(r) => {
             ResponseKind::DeleteGroups(groups::delete_groups(ctx, r).await)
         }
+        RequestKind::OffsetDelete(r) => {
+            ResponseKind::OffsetDelete(groups::offset_delete(ctx, r).await)
+        }
         // The codec lets through only what api_versions::ADVERTISED lists.
         other => unreachable!("{other:?} is not advertised"),
     })

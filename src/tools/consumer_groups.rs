@@ -17,8 +17,15 @@ type Result<T> = std::result::Result<T, String>;
 
 pub enum Action {
     List,
-    Describe { members: bool, state: bool },
+    Describe {
+        members: bool,
+        state: bool,
+    },
     Delete,
+    /// Kafka's --delete-offsets: `--topic T` or `T:0,2`.
+    DeleteOffsets {
+        topics: Vec<String>,
+    },
     Reset(ResetArgs),
 }
 
@@ -58,6 +65,7 @@ pub fn run(bootstrap: &str, group: Option<String>, action: Action, out: Out) -> 
         Action::List => tool.list(out),
         Action::Describe { members, state } => tool.describe(&need_group()?, members, state, out),
         Action::Delete => tool.delete(&need_group()?, out),
+        Action::DeleteOffsets { topics } => tool.delete_offsets(&need_group()?, &topics, out),
         Action::Reset(args) => tool.reset(&need_group()?, args, out),
     }
 }
@@ -254,6 +262,75 @@ impl Tool {
             69 => Err(format!("Deletion of group '{group}' failed: the group does not exist.")),
             code => Err(format!("Deletion of group '{group}' failed: Kafka error {code}")),
         }
+    }
+}
+
+impl Tool {
+    fn delete_offsets(&mut self, group: &str, topics: &[String], out: Out) -> Result<()> {
+        let args = ResetArgs {
+            topics: topics.to_vec(),
+            all_topics: false,
+            target: Target::Earliest,
+            execute: false,
+            export: false,
+        };
+        let partitions = self.scope(group, &args)?;
+        let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+        for (t, p) in &partitions {
+            by_topic.entry(t).or_default().push(*p);
+        }
+        let req = OffsetDeleteRequest::default()
+            .with_group_id(GroupId(name(group)))
+            .with_topics(
+                by_topic
+                    .iter()
+                    .map(|(t, ps)| {
+                        offset_delete_request::OffsetDeleteRequestTopic::default()
+                            .with_name(TopicName(name(t)))
+                            .with_partitions(
+                                ps.iter()
+                                    .map(|p| {
+                                        offset_delete_request::OffsetDeleteRequestPartition::default()
+                                            .with_partition_index(*p)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            );
+        let ResponseKind::OffsetDelete(r) =
+            self.call(ApiKey::OffsetDelete, 0, RequestKind::OffsetDelete(req))?
+        else {
+            return Err("unexpected OffsetDelete reply".into());
+        };
+        match r.error_code {
+            0 => {}
+            69 => return Err(format!("Group '{group}' does not exist.")),
+            code => {
+                return Err(format!(
+                    "Deleting offsets of group '{group}' failed: Kafka error {code}"
+                ))
+            }
+        }
+        writeln!(out, "{:<20} {:<10} {}", "TOPIC", "PARTITION", "STATUS")
+            .map_err(|e| e.to_string())?;
+        let mut failed = false;
+        for t in &r.topics {
+            for p in &t.partitions {
+                let status = match p.error_code {
+                    0 => "Successful".to_string(),
+                    86 => "Error: the group is active (it has members)".to_string(),
+                    code => format!("Error: Kafka error {code}"),
+                };
+                failed |= p.error_code != 0;
+                writeln!(out, "{:<20} {:<10} {status}", t.name.0, p.partition_index)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        if failed {
+            return Err("some offsets were not deleted".into());
+        }
+        Ok(())
     }
 }
 
