@@ -312,8 +312,7 @@ impl Tool {
                 ))
             }
         }
-        writeln!(out, "{:<20} {:<10} {}", "TOPIC", "PARTITION", "STATUS")
-            .map_err(|e| e.to_string())?;
+        writeln!(out, "{:<20} {:<10} STATUS", "TOPIC", "PARTITION").map_err(|e| e.to_string())?;
         let mut failed = false;
         for t in &r.topics {
             for p in &t.partitions {
