@@ -535,3 +535,58 @@ fn offsets_of_deleted_topics_expire() {
         }
     });
 }
+
+/// The offsets log is compacted like any compacted topic (the latest commit per key stays),
+/// and the groups reload from it after kill -9.
+#[test]
+fn the_offsets_log_is_compacted_and_reloads_after_kill_9() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = ServerProc::start(
+        &tmp.path().join("data"),
+        1,
+        &[
+            ("offsets.topic.num.partitions", "1"),
+            ("log.cleaner.backoff.ms", "86400000"),
+        ],
+    );
+    let addr = server.addr();
+    let records_in_offsets_log = |addr: String| {
+        common::client(move || async move {
+            let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+            common::read_records(&mut c, "__consumer_offsets", 0)
+                .await
+                .len()
+        })
+    };
+    let a = addr.clone();
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&a).await.unwrap();
+        c.create_topic("t", 2, vec![]).await.unwrap();
+        for n in 0..200 {
+            let offsets = vec![("t".to_string(), n % 2, n as i64, String::new())];
+            c.offset_commit("g", offsets).await.unwrap();
+        }
+        c.roll_segments("__consumer_offsets", -1).await.unwrap();
+        c.run_log_maintenance("__consumer_offsets").await.unwrap();
+    });
+    assert_eq!(
+        records_in_offsets_log(addr.clone()),
+        2,
+        "one record per (group, topic, partition)"
+    );
+    server.restart_after_kill();
+    let addr = server.addr();
+    let committed = common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        let mut got = c.offset_fetch("g", None).await.unwrap();
+        got.sort();
+        got
+    });
+    assert_eq!(
+        committed,
+        vec![
+            ("t".to_string(), 0, 198, String::new()),
+            ("t".to_string(), 1, 199, String::new())
+        ]
+    );
+}
