@@ -113,10 +113,12 @@ pub fn suspicious(ts: i64, now_ms: i64) -> Option<String> {
         ));
     }
     if ts < YEAR_2000_MS {
-        return Some("is before the year 2000".into());
+        return Some("is before the year 2000 (a typo in the year?)".into());
     }
     if ts > now_ms.saturating_add(DAY_MS) {
-        return Some("is more than a day in the future".into());
+        return Some(
+            "is more than a day in the future (a wrong zone, or a typo in the date?)".into(),
+        );
     }
     None
 }
