@@ -7,7 +7,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::errors::{self as e, kafka_code};
 use super::{str_bytes, Context, NODE_ID};
-use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, SyncRequest};
+use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, OffsetToCommit, SyncRequest};
 use crate::groups::{list_all, route};
 
 fn text(s: &StrBytes) -> String {
@@ -60,8 +60,8 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
         .with_port(port)
 }
 
-pub async fn join(ctx: &Context<'_>, r: JoinGroupRequest) -> JoinGroupResponse {
-    let req = JoinRequest {
+fn join_request(ctx: &Context<'_>, r: &JoinGroupRequest) -> JoinRequest {
+    JoinRequest {
         member_id: text(&r.member_id),
         group_instance_id: r.group_instance_id.as_ref().map(text),
         client_id: ctx.client_id.clone(),
@@ -83,7 +83,11 @@ pub async fn join(ctx: &Context<'_>, r: JoinGroupRequest) -> JoinGroupResponse {
             .map(|p| (text(&p.name), p.metadata.clone()))
             .collect(),
         require_known_member_id: ctx.version >= 4,
-    };
+    }
+}
+
+pub async fn join(ctx: &Context<'_>, r: JoinGroupRequest) -> JoinGroupResponse {
+    let req = join_request(ctx, &r);
     let out = match run(ctx, &r.group_id, GroupOp::Join(req)).await {
         Ok(GroupReply::Join(j)) => j,
         Ok(GroupReply::Code(code)) | Err(code) => crate::groups::ops::JoinResponse {
@@ -213,9 +217,8 @@ pub async fn leave(ctx: &Context<'_>, r: LeaveGroupRequest) -> LeaveGroupRespons
     }
 }
 
-pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetCommitResponse {
-    let offsets = r
-        .topics
+fn offsets_to_commit(ctx: &Context<'_>, r: &OffsetCommitRequest) -> Vec<OffsetToCommit> {
+    r.topics
         .iter()
         .flat_map(|t| {
             t.partitions.iter().map(|p| {
@@ -232,7 +235,11 @@ pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetC
                 )
             })
         })
-        .collect();
+        .collect()
+}
+
+pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetCommitResponse {
+    let offsets = offsets_to_commit(ctx, &r);
     let op = GroupOp::Commit {
         member_id: text(&r.member_id),
         generation: r.generation_id_or_member_epoch,
@@ -251,8 +258,14 @@ pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetC
             .collect(),
         Ok(other) => unexpected(other),
     };
-    let topics = r
-        .topics
+    OffsetCommitResponse::default().with_topics(commit_results(&r, &codes))
+}
+
+fn commit_results(
+    r: &OffsetCommitRequest,
+    codes: &[(String, i32, i16)],
+) -> Vec<offset_commit_response::OffsetCommitResponseTopic> {
+    r.topics
         .iter()
         .map(|t| {
             let name = text(&t.name.0);
@@ -269,8 +282,7 @@ pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetC
                 .with_name(t.name.clone())
                 .with_partitions(partitions)
         })
-        .collect();
-    OffsetCommitResponse::default().with_topics(topics)
+        .collect()
 }
 
 /// (topic, partition, offset, leader epoch, metadata, error) of one group's fetch.

@@ -164,77 +164,44 @@ impl Tool {
 
     fn describe(&mut self, group: &str, members: bool, state: bool, out: Out) -> Result<()> {
         let g = self.describe_group(group)?;
-        let w = |out: Out, line: String| writeln!(out, "{line}").map_err(|e| e.to_string());
         if state {
-            w(
-                out,
-                format!(
-                    "{:<20} {:<25} {:<20} {:<20} {}",
-                    "GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"
-                ),
-            )?;
-            return w(
-                out,
-                format!(
-                    "{:<20} {:<25} {:<20} {:<20} {}",
-                    group,
-                    "shardlog (0)",
-                    g.protocol_data,
-                    g.group_state,
-                    g.members.len()
-                ),
+            line(out, STATE_HEADER)?;
+            let row = format!(
+                "{group:<20} {:<25} {:<20} {:<20} {}",
+                "shardlog (0)",
+                g.protocol_data,
+                g.group_state,
+                g.members.len()
             );
+            return line(out, &row);
         }
-        let owners = assignments(&g);
         if members {
-            w(
-                out,
-                format!(
-                    "{:<20} {:<45} {:<16} {:<25} {}",
-                    "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"
-                ),
-            )?;
-            for m in &g.members {
-                let n = owners
-                    .values()
-                    .filter(|o| o.0 == m.member_id.as_str())
-                    .count();
-                w(
-                    out,
-                    format!(
-                        "{:<20} {:<45} {:<16} {:<25} {}",
-                        group, m.member_id, m.client_host, m.client_id, n
-                    ),
-                )?;
-            }
-            return Ok(());
+            return describe_members(group, &g, out);
         }
+        self.describe_offsets(group, &g, out)
+    }
+
+    /// Kafka's default --describe: per partition, the commit, the log end, the lag and the
+    /// member that owns it.
+    fn describe_offsets(
+        &mut self,
+        group: &str,
+        g: &describe_groups_response::DescribedGroup,
+        out: Out,
+    ) -> Result<()> {
         if g.members.is_empty() {
-            w(
+            line(
                 out,
-                format!("\nConsumer group '{group}' has no active members.\n"),
+                &format!("\nConsumer group '{group}' has no active members.\n"),
             )?;
         }
+        let owners = assignments(g);
         let committed = self.committed(group)?;
         let mut rows: Vec<(String, i32)> = committed.keys().cloned().collect();
         rows.extend(owners.keys().cloned());
         rows.sort();
         rows.dedup();
-        w(
-            out,
-            format!(
-                "{:<20} {:<20} {:<10} {:<15} {:<15} {:<6} {:<45} {:<16} {}",
-                "GROUP",
-                "TOPIC",
-                "PARTITION",
-                "CURRENT-OFFSET",
-                "LOG-END-OFFSET",
-                "LAG",
-                "CONSUMER-ID",
-                "HOST",
-                "CLIENT-ID"
-            ),
-        )?;
+        line(out, OFFSETS_HEADER)?;
         for (topic, p) in rows {
             let end = self.list_offset(&topic, p, -1)?.0;
             let current = committed.get(&(topic.clone(), p));
@@ -243,7 +210,8 @@ impl Tool {
             let (id, host, client) = owners
                 .get(&(topic.clone(), p))
                 .map_or(("-", "-", "-"), |o| (o.0, o.1, o.2));
-            w(out, format!("{group:<20} {topic:<20} {p:<10} {current:<15} {end:<15} {lag:<6} {id:<45} {host:<16} {client}"))?;
+            let row = format!("{group:<20} {topic:<20} {p:<10} {current:<15} {end:<15} {lag:<6} {id:<45} {host:<16} {client}");
+            line(out, &row)?;
         }
         Ok(())
     }
@@ -275,29 +243,7 @@ impl Tool {
             export: false,
         };
         let partitions = self.scope(group, &args)?;
-        let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-        for (t, p) in &partitions {
-            by_topic.entry(t).or_default().push(*p);
-        }
-        let req = OffsetDeleteRequest::default()
-            .with_group_id(GroupId(name(group)))
-            .with_topics(
-                by_topic
-                    .iter()
-                    .map(|(t, ps)| {
-                        offset_delete_request::OffsetDeleteRequestTopic::default()
-                            .with_name(TopicName(name(t)))
-                            .with_partitions(
-                                ps.iter()
-                                    .map(|p| {
-                                        offset_delete_request::OffsetDeleteRequestPartition::default()
-                                            .with_partition_index(*p)
-                                    })
-                                    .collect(),
-                            )
-                    })
-                    .collect(),
-            );
+        let req = offset_delete_request(group, &partitions);
         let ResponseKind::OffsetDelete(r) =
             self.call(ApiKey::OffsetDelete, 0, RequestKind::OffsetDelete(req))?
         else {
@@ -312,25 +258,87 @@ impl Tool {
                 ))
             }
         }
-        writeln!(out, "{:<20} {:<10} STATUS", "TOPIC", "PARTITION").map_err(|e| e.to_string())?;
-        let mut failed = false;
-        for t in &r.topics {
-            for p in &t.partitions {
-                let status = match p.error_code {
-                    0 => "Successful".to_string(),
-                    86 => "Error: the group is active (it has members)".to_string(),
-                    code => format!("Error: Kafka error {code}"),
-                };
-                failed |= p.error_code != 0;
-                writeln!(out, "{:<20} {:<10} {status}", t.name.0, p.partition_index)
-                    .map_err(|e| e.to_string())?;
-            }
-        }
-        if failed {
-            return Err("some offsets were not deleted".into());
-        }
-        Ok(())
+        print_delete_statuses(&r, out)
     }
+}
+
+fn offset_delete_request(group: &str, partitions: &[(String, i32)]) -> OffsetDeleteRequest {
+    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for (t, p) in partitions {
+        by_topic.entry(t).or_default().push(*p);
+    }
+    let topics = by_topic
+        .into_iter()
+        .map(|(t, ps)| {
+            let partitions = ps
+                .into_iter()
+                .map(|p| {
+                    offset_delete_request::OffsetDeleteRequestPartition::default()
+                        .with_partition_index(p)
+                })
+                .collect();
+            offset_delete_request::OffsetDeleteRequestTopic::default()
+                .with_name(TopicName(name(t)))
+                .with_partitions(partitions)
+        })
+        .collect();
+    OffsetDeleteRequest::default()
+        .with_group_id(GroupId(name(group)))
+        .with_topics(topics)
+}
+
+/// Kafka's --delete-offsets table; an error if any partition failed.
+fn print_delete_statuses(r: &OffsetDeleteResponse, out: Out) -> Result<()> {
+    line(out, &format!("{:<20} {:<10} STATUS", "TOPIC", "PARTITION"))?;
+    let mut failed = false;
+    for t in &r.topics {
+        for p in &t.partitions {
+            let status = match p.error_code {
+                0 => "Successful".to_string(),
+                86 => "Error: the group is active (it has members)".to_string(),
+                code => format!("Error: Kafka error {code}"),
+            };
+            failed |= p.error_code != 0;
+            line(
+                out,
+                &format!("{:<20} {:<10} {status}", t.name.0, p.partition_index),
+            )?;
+        }
+    }
+    if failed {
+        return Err("some offsets were not deleted".into());
+    }
+    Ok(())
+}
+
+const STATE_HEADER: &str = "GROUP                COORDINATOR (ID)          ASSIGNMENT-STRATEGY  STATE                #MEMBERS";
+const MEMBERS_HEADER: &str = "GROUP                CONSUMER-ID                                   HOST             CLIENT-ID                 #PARTITIONS";
+const OFFSETS_HEADER: &str = "GROUP                TOPIC                PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG    CONSUMER-ID                                   HOST             CLIENT-ID";
+
+fn line(out: Out, text: &str) -> Result<()> {
+    writeln!(out, "{text}").map_err(|e| e.to_string())
+}
+
+/// --describe --members: each member and how many partitions it has.
+fn describe_members(
+    group: &str,
+    g: &describe_groups_response::DescribedGroup,
+    out: Out,
+) -> Result<()> {
+    let owners = assignments(g);
+    line(out, MEMBERS_HEADER)?;
+    for m in &g.members {
+        let n = owners
+            .values()
+            .filter(|o| o.0 == m.member_id.as_str())
+            .count();
+        let row = format!(
+            "{group:<20} {:<45} {:<16} {:<25} {n}",
+            m.member_id, m.client_host, m.client_id
+        );
+        line(out, &row)?;
+    }
+    Ok(())
 }
 
 /// (topic, partition) -> (member id, host, client id), from the members' assignments.
