@@ -7,6 +7,7 @@
 //! - [`log`]: segments, indexes and the partition log (append, roll, read, find by time);
 //! - [`tools`]: offline tools such as `dump-log`.
 
+mod alloc_guard;
 pub mod config;
 pub mod error;
 pub mod format;
@@ -22,3 +23,6 @@ pub use error::{Error, Result};
 pub mod client;
 pub mod protocol;
 pub mod server;
+
+#[global_allocator]
+static ALLOCATOR: alloc_guard::ReservingAllocator = alloc_guard::ReservingAllocator;

@@ -364,6 +364,46 @@ fn what_cannot_be_served_gets_kafkas_answer() {
         c.send_raw(key, version, body);
         assert!(c.read_frame().is_none(), "{key:?} v{version}");
     }
+    // Arrays declaring 2^31 elements in a few bytes (the crate allocates by the count before
+    // reading): the connection is closed, the process lives on.
+    let huge = 0x7fff_fff0i32.to_be_bytes();
+    let produce_v3 = [
+        &(-1i16).to_be_bytes()[..],
+        &(-1i16).to_be_bytes(),
+        &1000i32.to_be_bytes(),
+        &huge,
+    ]
+    .concat();
+    let fetch_v4 = [
+        &(-1i32).to_be_bytes()[..],
+        &0i32.to_be_bytes(),
+        &1i32.to_be_bytes(),
+        &1i32.to_be_bytes(),
+        &[0u8],
+        &huge,
+    ]
+    .concat();
+    let metadata_v9 = [0xffu8, 0xff, 0xff, 0xff, 0x07];
+    for (key, version, body) in [
+        (ApiKey::Metadata, 1, &huge[..]),
+        (ApiKey::Produce, 3, &produce_v3[..]),
+        (ApiKey::Fetch, 4, &fetch_v4[..]),
+        (ApiKey::Metadata, 9, &metadata_v9[..]),
+    ] {
+        let mut c = Conn::open(&kafka);
+        c.send_raw(key, version, body);
+        assert!(
+            c.read_frame().is_none(),
+            "{key:?} v{version} with a huge array count"
+        );
+    }
+    assert!(
+        matches!(
+            Conn::open(&kafka).call(3, RequestKind::ApiVersions(Default::default())),
+            ResponseKind::ApiVersions(r) if r.error_code == 0
+        ),
+        "the server lives on"
+    );
     // Unknown topics and partitions: per-partition errors, every requested one listed.
     let mut c = Conn::open(&kafka);
     let ResponseKind::Fetch(r) = c.call(12, fetch("nope", &[(0, 0), (7, 0)], 0)) else {
