@@ -212,7 +212,8 @@ impl ProducerState {
         out
     }
 
-    fn decode(text: &str) -> Option<Self> {
+    /// Parses a snapshot file's text; `None` if it is not one (fuzzed in fuzz/).
+    pub fn decode(text: &str) -> Option<Self> {
         let mut lines = text.lines();
         (lines.next()? == SNAPSHOT_VERSION).then_some(())?;
         let mut state = ProducerState::default();

@@ -188,6 +188,12 @@ impl TopicMeta {
         s
     }
 
+    /// Parses a metadata file's text (for tools and the fuzzers; `decode` is what start-up
+    /// uses).
+    pub fn decode_file(text: &str, shards: u32) -> Result<Self, String> {
+        Self::decode(text, shards).map(|(meta, _)| meta)
+    }
+
     /// Parses a metadata file. With a different shard count than recorded, owners are
     /// recomputed (same N: every partition stays where it was).
     fn decode(text: &str, shards: u32) -> Result<(Self, bool), String> {
