@@ -8,62 +8,27 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
+use common::kafka_clients::{run_bounded, script};
 use common::server_proc::ServerProc;
 
 const CODECS: &str = "none,gzip,snappy,lz4,zstd";
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn python() -> PathBuf {
-    let p = repo().join("target/kafka-venv/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/install-test-deps.sh (scripts/test.sh does)",
-        p.display()
-    );
-    p
-}
-
-/// Runs a command to completion, killing it after `limit`.
-fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {cmd:?}: {e}"));
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
 
 fn kafka_server(tmp: &tempfile::TempDir) -> ServerProc {
     ServerProc::start(&tmp.path().join("data"), 2, &[("kafka.listen", "auto")])
 }
 
-fn run_client_script(server: &ServerProc, script: &str) -> String {
+fn run_client_script(server: &ServerProc, name: &str) -> String {
     let out = run_bounded(
-        Command::new(python())
-            .arg(repo().join("tests/kafka_clients").join(script))
-            .arg(server.kafka_addr())
-            .arg(CODECS),
+        &mut script(name, &[&server.kafka_addr(), CODECS]),
         Duration::from_secs(240),
     );
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
-        "{script} failed ({}):\n{stdout}\n{}\nserver log:\n{}",
+        "{name} failed ({}):\n{stdout}\n{}\nserver log:\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr),
         server.log_text()

@@ -8,53 +8,25 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::kafka_clients;
 use common::server_proc::ServerProc;
 
 const CLIENTS: [&str; 3] = ["confluent", "kafka-python", "aiokafka"];
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn python() -> PathBuf {
-    let p = repo().join("target/kafka-venv/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/install-test-deps.sh (scripts/test.sh does)",
-        p.display()
-    );
-    p
-}
-
 fn script(server: &ServerProc, client: &str, mode: &str, topic: &str, group: &str) -> Command {
-    let mut cmd = Command::new(python());
-    cmd.arg(repo().join("tests/kafka_clients/groups.py")).args([
-        client,
-        &server.kafka_addr(),
-        mode,
-        topic,
-        group,
-    ]);
-    cmd
+    kafka_clients::script(
+        "groups.py",
+        &[client, &server.kafka_addr(), mode, topic, group],
+    )
 }
 
 /// Runs a script to completion (killed after 120 s); its stdout.
 fn run(server: &ServerProc, client: &str, mode: &str, topic: &str, group: &str) -> String {
-    let mut child = script(server, client, mode, topic, group)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
+    let mut cmd = script(server, client, mode, topic, group);
+    let out = kafka_clients::run_bounded(&mut cmd, Duration::from_secs(120));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -64,6 +36,33 @@ fn run(server: &ServerProc, client: &str, mode: &str, topic: &str, group: &str) 
         server.log_text()
     );
     stdout
+}
+
+/// A confluent-kafka member of `group` that has its partitions; killed with SIGKILL (it
+/// never leaves the group) when dropped.
+struct Holder(Child);
+
+impl Holder {
+    fn join(server: &ServerProc, topic: &str, group: &str) -> Holder {
+        let mut child = script(server, "confluent", "hold", topic, group)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "JOINED");
+        Holder(child)
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 fn create_topic(server: &ServerProc, topic: &str) {
@@ -114,18 +113,8 @@ fn a_member_killed_without_leaving_is_expired_and_its_partitions_move() {
     let tmp = tempfile::tempdir().unwrap();
     let server = group_server(&tmp);
     create_topic(&server, "expiry");
-    let mut holder = script(&server, "confluent", "hold", "expiry", "g")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(holder.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "JOINED");
-    holder.kill().unwrap();
-    holder.wait().unwrap();
+    let holder = Holder::join(&server, "expiry", "g");
+    drop(holder);
     let out = run(&server, "confluent", "takeover", "expiry", "g");
     eprint!("{out}");
     assert!(out.contains("OK takeover"), "{out}");
@@ -351,15 +340,7 @@ fn consumer_groups_resets_to_a_datetime_with_a_dry_run_first_and_only_when_inact
     assert!(ok && out.contains("Successful"), "{out}{err}");
     assert_eq!(current_offsets(&server, g), vec![77, 77]);
     // While a member is in the group, a reset is refused and changes nothing.
-    let mut holder = script(&server, "confluent", "hold", "orders", g)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(holder.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let holder = Holder::join(&server, "orders", g);
     let (_, err, ok) = tool(
         &server,
         &[
@@ -372,8 +353,7 @@ fn consumer_groups_resets_to_a_datetime_with_a_dry_run_first_and_only_when_inact
             "--execute",
         ],
     );
-    holder.kill().unwrap();
-    holder.wait().unwrap();
+    drop(holder);
     assert!(!ok);
     assert!(err.contains("Assignments can only be reset if the group 'billing' is inactive, but the current state is Stable"), "{err}");
     assert_eq!(current_offsets(&server, g)[..2], [77, 77]);
@@ -464,15 +444,7 @@ fn native_clients_use_groups_without_the_kafka_listener() {
         ("Empty", 0)
     );
     // A Kafka member in the group: commits from outside and deletion are refused.
-    let mut holder = script(&server, "confluent", "hold", "cg", "cli")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(holder.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let holder = Holder::join(&server, "cg", "cli");
     let addr = server.addr();
     let (commit, delete, described) = common::client(move || async move {
         let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
@@ -483,8 +455,7 @@ fn native_clients_use_groups_without_the_kafka_listener() {
         let delete = c.delete_group("cli").await.unwrap_err();
         (commit, delete, c.describe_group("cli").await.unwrap())
     });
-    holder.kill().unwrap();
-    holder.wait().unwrap();
+    drop(holder);
     assert_eq!(commit[0].2, shardlog::protocol::ErrorCode::GroupNotEmpty);
     assert_eq!(
         delete.code(),
