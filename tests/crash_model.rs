@@ -9,7 +9,7 @@ mod common;
 use common::run;
 use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::format::{BatchBuilder, RecordSpec};
-use shardlog::io::sim::{CrashKind, SimStorage};
+use shardlog::io::sim::{CrashKind, FaultPoint, SimStorage};
 use shardlog::log::{OpenOptions, PartitionLog};
 use shardlog::LogConfig;
 
@@ -77,9 +77,9 @@ fn one_case(seed: u64) {
             // Arm a crash some I/Os ahead, now and then.
             if rng.u8(0..25) == 0 {
                 if rng.bool() {
-                    sim.crash_at_write(rng.u64(1..6));
+                    sim.crash_at(FaultPoint::Write, rng.u64(1..6));
                 } else {
-                    sim.crash_at_sync(rng.u64(1..3));
+                    sim.crash_at(FaultPoint::Sync, rng.u64(1..3));
                 }
             }
             let l = log.as_mut().unwrap();

@@ -8,7 +8,7 @@ mod common;
 use common::run;
 use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::format::{BatchBuilder, RecordSpec};
-use shardlog::io::sim::{CrashKind, SimStorage};
+use shardlog::io::sim::{CrashKind, FaultPoint, SimStorage};
 use shardlog::log::{OpenOptions, PartitionLog};
 use shardlog::{Error, LogConfig};
 
@@ -109,11 +109,11 @@ fn eio_on_write_or_fdatasync_poisons_until_reopened() {
             log.sync().await.unwrap();
             log.append(&batch("b")).await.unwrap();
             if on_sync {
-                sim.fail_sync(1, libc::EIO);
+                sim.fail_at(FaultPoint::Sync, 1, libc::EIO);
                 let err = log.sync().await.unwrap_err();
                 assert!(is_errno(&err, libc::EIO), "{err}");
             } else {
-                sim.fail_write(1, libc::EIO);
+                sim.fail_at(FaultPoint::Write, 1, libc::EIO);
                 let err = log.flush().await.unwrap_err();
                 assert!(is_errno(&err, libc::EIO), "{err}");
             }
@@ -173,11 +173,15 @@ fn faults_during_a_roll_lose_nothing_acknowledged() {
                     log.flush().await.unwrap();
                     acked_flushed(&mut acked);
                 }
-                let writes_before = if on_sync { sim.syncs() } else { sim.writes() };
-                if on_sync {
-                    sim.fail_sync(nth, errno);
+                let writes_before = if on_sync {
+                    sim.count(FaultPoint::Sync)
                 } else {
-                    sim.fail_write(nth, errno);
+                    sim.count(FaultPoint::Write)
+                };
+                if on_sync {
+                    sim.fail_at(FaultPoint::Sync, nth, errno);
+                } else {
+                    sim.fail_at(FaultPoint::Write, nth, errno);
                 }
                 // This append rolls (the segment is full) and the flush writes the new tail.
                 let r = async {
@@ -185,7 +189,11 @@ fn faults_during_a_roll_lose_nothing_acknowledged() {
                     log.flush().await
                 }
                 .await;
-                let writes_used = if on_sync { sim.syncs() } else { sim.writes() } - writes_before;
+                let writes_used = if on_sync {
+                    sim.count(FaultPoint::Sync)
+                } else {
+                    sim.count(FaultPoint::Write)
+                } - writes_before;
                 sim.clear_faults();
                 let rolled_ok = r.is_ok();
                 if nth > writes_used {

@@ -12,7 +12,7 @@ use common::run;
 use shardlog::config::CleanupPolicy;
 use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::format::{BatchBuilder, RecordSpec};
-use shardlog::io::sim::{CrashKind, SimStorage};
+use shardlog::io::sim::{CrashKind, FaultPoint, SimStorage};
 use shardlog::log::{CleanerLimits, OpenOptions, PartitionLog};
 use shardlog::LogConfig;
 
@@ -139,9 +139,9 @@ async fn check_every_crash_point(
     for kind in [CrashKind::ProcessKill, CrashKind::PowerLoss] {
         type Arm = fn(&SimStorage, u64);
         let arms: [Arm; 3] = [
-            |s, n| s.crash_at_write(n),
-            |s, n| s.crash_at_sync(n),
-            |s, n| s.crash_at_dir_op(n),
+            |s, n| s.crash_at(FaultPoint::Write, n),
+            |s, n| s.crash_at(FaultPoint::Sync, n),
+            |s, n| s.crash_at(FaultPoint::Meta, n),
         ];
         for arm in arms {
             for n in 1.. {

@@ -8,8 +8,8 @@ use std::rc::Rc;
 use glommio::io::{DmaFile, OpenOptions};
 
 use super::probe::ensure_iopoll_probe_workaround;
-use super::storage::{with_suffix, IoBuf, IoFuture, OpenMode, Storage, StorageFile};
-use super::{align_up, MAX_IO};
+use super::storage::{IoBuf, IoFuture, OpenMode, Storage, StorageFile};
+use super::MAX_IO;
 
 /// Direct-I/O storage. `probe_dir` is where the IOPOLL work-around file lives (the data
 /// directory); it is primed before the first open on each thread.
@@ -159,47 +159,6 @@ impl Storage for DmaStorage {
             let data = f.read_at(0, size as usize).await?;
             f.close().await?;
             Ok(data)
-        })
-    }
-
-    fn write_file_atomic(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()> {
-        let path = path.to_path_buf();
-        Box::pin(async move {
-            self.probe().await?;
-            check_parent_exists(&path)?;
-            let tmp = with_suffix(&path, ".tmp");
-            let _ = std::fs::remove_file(&tmp);
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .dma_open(&tmp)
-                .await
-                .map_err(gerr)?;
-            let mut pos = 0usize;
-            while pos < data.len() {
-                let n = (data.len() - pos).min(MAX_IO);
-                let padded = align_up(n as u64) as usize;
-                let mut buf = file.alloc_dma_buffer(padded);
-                buf.as_bytes_mut()[..n].copy_from_slice(&data[pos..pos + n]);
-                buf.as_bytes_mut()[n..].fill(0);
-                let w = file.write_at(buf, pos as u64).await.map_err(gerr)?;
-                if w < padded {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::WriteZero,
-                        format!("short write to {}", tmp.display()),
-                    ));
-                }
-                pos += n;
-            }
-            file.truncate(data.len() as u64).await.map_err(gerr)?;
-            file.fdatasync().await.map_err(gerr)?;
-            file.close().await.map_err(gerr)?;
-            std::fs::rename(&tmp, &path)?;
-            if let Some(dir) = path.parent() {
-                self.sync_dir(dir).await?;
-            }
-            Ok(())
         })
     }
 

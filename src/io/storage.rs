@@ -76,9 +76,24 @@ pub trait Storage {
     fn open(&self, path: &Path, mode: OpenMode) -> IoFuture<'_, Rc<dyn StorageFile>>;
     /// Reads a whole (small) file.
     fn read_file(&self, path: &Path) -> IoFuture<'_, Vec<u8>>;
-    /// Replaces a file's contents durably: write to a temp file, fsync, rename over the
-    /// target, fsync the directory.
-    fn write_file_atomic(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()>;
+    /// Replaces a file's contents durably: write `<path>.tmp` and fdatasync it, rename it
+    /// over the target, fsync the directory. Composed of the other operations, so every
+    /// step is a fault point of the simulated disk.
+    fn write_file_atomic(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()> {
+        let path = path.to_path_buf();
+        Box::pin(async move {
+            let tmp = with_suffix(&path, ".tmp");
+            if self.exists(&tmp) {
+                self.remove(&tmp)?;
+            }
+            write_new_file_synced(self, &tmp, &data).await?;
+            self.rename(&tmp, &path)?;
+            match path.parent() {
+                Some(dir) => self.sync_dir(dir).await,
+                None => Ok(()),
+            }
+        })
+    }
     /// Names of the entries of a directory.
     fn list(&self, dir: &Path) -> std::io::Result<Vec<String>>;
     fn exists(&self, path: &Path) -> bool;
@@ -99,8 +114,8 @@ pub trait Storage {
 /// Writes a new file and fdatasyncs it, without the temp file, rename and directory fsync
 /// of `write_file_atomic`: for files that are themselves temporary names (a cleaner's
 /// `.cleaned` output), made visible later by a rename the caller makes durable.
-pub async fn write_new_file_synced(
-    storage: &dyn Storage,
+pub async fn write_new_file_synced<S: Storage + ?Sized>(
+    storage: &S,
     path: &Path,
     data: &[u8],
 ) -> std::io::Result<()> {
