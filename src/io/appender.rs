@@ -30,6 +30,12 @@ const MIN_CHUNK: usize = 64 << 10;
 /// Background chunk writes allowed in flight before `append` waits for the oldest.
 const MAX_IN_FLIGHT: usize = 4;
 
+// Chunks are whole blocks and each is one I/O; the page cache stores written chunks page by
+// page, so pages tile blocks.
+const _: () = assert!(CHUNK % BLOCK as usize == 0 && MIN_CHUNK % BLOCK as usize == 0);
+const _: () = assert!(CHUNK <= super::MAX_IO && MIN_CHUNK <= CHUNK);
+const _: () = assert!(BLOCK % super::cache::PAGE == 0);
+
 struct InFlight {
     end: u64,
     task: Task<std::io::Result<usize>>,
@@ -150,6 +156,7 @@ impl LogFile {
             staging.as_bytes_mut()[..tail_len].copy_from_slice(&tail[..tail_len]);
         }
         log.staging = Some(staging);
+        log.assert_invariants();
         Ok(log)
     }
 
@@ -178,6 +185,42 @@ impl LogFile {
 
     pub fn is_sealed(&self) -> bool {
         self.staging.is_none()
+    }
+
+    /// The invariants of the module doc, checked after every change of the watermarks:
+    /// `size >= written >= durable`; staging starts on a block and holds `[staging_pos,
+    /// size)`; writes in flight are whole chunks below `staging_pos`, in order, disjoint.
+    fn assert_invariants(&self) {
+        let path = self.path.display();
+        assert!(
+            self.size >= self.written && self.written >= self.durable,
+            "{path}: watermarks broken: size {} written {} durable {}",
+            self.size,
+            self.written,
+            self.durable
+        );
+        if let Some(staging) = &self.staging {
+            assert!(
+                self.staging_pos % BLOCK == 0
+                    && self.staging_pos <= self.size
+                    && self.size - self.staging_pos <= staging.len() as u64,
+                "{path}: staging [{}, {}) does not fit its {}-byte buffer on a block",
+                self.staging_pos,
+                self.size,
+                staging.len()
+            );
+        }
+        let mut prev_end = 0;
+        for w in &self.in_flight {
+            let start = w.end - w.expected as u64;
+            assert!(
+                start >= prev_end && start % BLOCK == 0 && w.end <= self.staging_pos,
+                "{path}: write in flight [{start}, {}) overlaps, is unaligned or passes staging at {}",
+                w.end,
+                self.staging_pos
+            );
+            prev_end = w.end;
+        }
     }
 
     fn check_writable(&self) -> Result<()> {
@@ -293,6 +336,7 @@ impl LogFile {
                 }
             }
         }
+        self.assert_invariants();
         Ok(())
     }
 
@@ -370,6 +414,7 @@ impl LogFile {
             }
         }
         self.written = self.size;
+        self.assert_invariants();
         Ok(())
     }
 
@@ -383,6 +428,7 @@ impl LogFile {
             return Err(self.poison("fdatasync", e));
         }
         self.durable = self.size;
+        self.assert_invariants();
         Ok(())
     }
 
@@ -403,6 +449,7 @@ impl LogFile {
         self.durable = self.size;
         self.drop_staging();
         self.staging_pos = self.size;
+        self.assert_invariants();
         Ok(())
     }
 

@@ -199,6 +199,11 @@ impl SimStorage {
         s.bad_reads.clear();
     }
 
+    /// Writes submitted and not yet completed (all files).
+    pub fn writes_in_flight(&self) -> usize {
+        self.state.borrow().in_flight.len()
+    }
+
     pub fn has_crashed(&self) -> bool {
         self.state.borrow().crashed
     }
