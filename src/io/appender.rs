@@ -496,6 +496,14 @@ impl LogFile {
         let _ = self.file.clone().close().await;
     }
 
+    /// Forgets cached pages of `[pos, pos + len)` (found damaged): the next read of them
+    /// goes to the device.
+    pub fn forget_cached(&self, pos: u64, len: usize) {
+        if let Some(cache) = &self.cache {
+            cache.borrow_mut().forget(self.id, pos, len);
+        }
+    }
+
     /// Reads up to `len` bytes at `pos` (fewer at the end of the data). Bytes still staged in
     /// memory are served from memory; bytes of writes in flight are read after they land.
     pub async fn read_at(&mut self, pos: u64, len: usize) -> Result<Vec<u8>> {

@@ -137,6 +137,16 @@ impl PageCache {
         }
     }
 
+    /// Drops the pages of `file` covering `[pos, pos + len)`: bytes found damaged must be
+    /// read from the device again, not served from memory.
+    pub fn forget(&mut self, file: u64, pos: u64, len: usize) {
+        let first = pos / PAGE;
+        let end = (pos + len as u64).div_ceil(PAGE);
+        for page in first..end {
+            self.pages.pop(&(file, page));
+        }
+    }
+
     pub fn clear(&mut self) {
         self.pages.clear();
     }

@@ -13,6 +13,36 @@ pub struct OffsetPosition {
 
 pub const ENTRY_SIZE: usize = 8;
 
+/// One stored entry as the file holds it: (relative offset, position). The one codec of
+/// `.index` entries: the in-memory index, the paged reader and dump-log use it.
+pub fn decode_entry(e: &[u8]) -> (i32, i32) {
+    let field = |r: std::ops::Range<usize>| i32::from_be_bytes(e[r].try_into().expect("4 bytes"));
+    (field(0..4), field(4..8))
+}
+
+fn encode_entry(rel: u32, position: u32, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(rel as i32).to_be_bytes());
+    out.extend_from_slice(&(position as i32).to_be_bytes());
+}
+
+/// Kafka's sanity rules for entry `i` after `prev`: no negative field, both fields strictly
+/// increasing. Returns the entry as stored in memory.
+pub fn check_entry(
+    i: usize,
+    (rel, pos): (i32, i32),
+    prev: Option<(u32, u32)>,
+) -> Result<(u32, u32), String> {
+    if rel < 0 || pos < 0 {
+        return Err(format!("entry {i} has a negative offset or position"));
+    }
+    if let Some((prev_rel, prev_pos)) = prev {
+        if rel as u32 <= prev_rel || pos as u32 <= prev_pos {
+            return Err(format!("entry {i} does not increase"));
+        }
+    }
+    Ok((rel as u32, pos as u32))
+}
+
 /// A lookup's floor entry and the (up to) two entries after it: when batches are larger
 /// than the index interval every batch has an entry, so the next entry is the very next
 /// batch and the spacing of entries predicts its size.
@@ -49,19 +79,10 @@ impl OffsetIndex {
                 bytes.len()
             ));
         }
-        let mut entries = Vec::with_capacity(bytes.len() / ENTRY_SIZE);
+        let mut entries: Vec<(u32, u32)> = Vec::with_capacity(bytes.len() / ENTRY_SIZE);
         for (i, e) in bytes.chunks_exact(ENTRY_SIZE).enumerate() {
-            let rel = i32::from_be_bytes(e[..4].try_into().unwrap());
-            let pos = i32::from_be_bytes(e[4..].try_into().unwrap());
-            if rel < 0 || pos < 0 {
-                return Err(format!("entry {i} has a negative offset or position"));
-            }
-            if let Some(&(prev_rel, prev_pos)) = entries.last() {
-                if rel as u32 <= prev_rel || pos as u32 <= prev_pos {
-                    return Err(format!("entry {i} does not increase"));
-                }
-            }
-            entries.push((rel as u32, pos as u32));
+            let entry = check_entry(i, decode_entry(e), entries.last().copied())?;
+            entries.push(entry);
         }
         if entries.len() > max_entries {
             return Err(format!(
@@ -79,8 +100,7 @@ impl OffsetIndex {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.entries.len() * ENTRY_SIZE);
         for &(rel, pos) in &self.entries {
-            out.extend_from_slice(&(rel as i32).to_be_bytes());
-            out.extend_from_slice(&(pos as i32).to_be_bytes());
+            encode_entry(rel, pos, &mut out);
         }
         out
     }

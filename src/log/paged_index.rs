@@ -6,8 +6,11 @@
 
 use std::rc::Rc;
 
-use super::offset_index::{IndexHit, OffsetIndex, OffsetPosition, ENTRY_SIZE as OFFSET_ENTRY};
-use super::time_index::{TimeIndex, TimestampOffset, ENTRY_SIZE as TIME_ENTRY};
+use super::offset_index::{
+    self, IndexHit, OffsetIndex, OffsetPosition, ENTRY_SIZE as OFFSET_ENTRY,
+};
+use super::time_index::{self, TimeIndex, TimestampOffset, ENTRY_SIZE as TIME_ENTRY};
+use crate::error::{Error, Result};
 use crate::io::cache::{next_file_id, read_through, SharedPageCache, PAGE};
 use crate::io::StorageFile;
 
@@ -107,31 +110,85 @@ impl PagedIndexes {
         self.times.entries
     }
 
-    async fn read(&self, f: &PagedFile, pos: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    async fn read(&self, f: &PagedFile, pos: u64, len: usize) -> Result<Vec<u8>> {
+        let path = f.file.path();
         let data = match &self.cache {
-            Some(c) => read_through(c, f.file.as_ref(), f.id, pos, len).await?,
-            None => f.file.read_at(pos, len).await?,
-        };
+            Some(c) => read_through(c, f.file.as_ref(), f.id, pos, len).await,
+            None => f.file.read_at(pos, len).await,
+        }
+        .map_err(|e| Error::io("read index", path, e))?;
         if data.len() < len {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!(
-                    "index file {} is shorter than its {} entries",
-                    f.file.path().display(),
-                    f.entries
-                ),
-            ));
+            let what = format!("the file is shorter than its {} entries", f.entries);
+            return Err(Error::corruption(path, pos + data.len() as u64, what));
         }
         Ok(data)
     }
 
+    /// Drops cached pages found damaged, so the next lookup reads the device again.
+    fn forget(&self, f: &PagedFile, pos: u64, len: usize) {
+        if let Some(cache) = &self.cache {
+            cache.borrow_mut().forget(f.id, pos, len);
+        }
+    }
+
+    /// The entries of an offset-index page read back, checked like a loaded index: the
+    /// page must start with the entry its summary recorded and increase from there.
+    fn offset_page(&self, page: usize, first: usize, bytes: &[u8]) -> Result<Vec<OffsetPosition>> {
+        let path = self.offsets.file.path();
+        let mut prev = None;
+        let mut out = Vec::with_capacity(bytes.len() / OFFSET_ENTRY);
+        for (i, e) in bytes.chunks_exact(OFFSET_ENTRY).enumerate() {
+            let at = ((first + i) * OFFSET_ENTRY) as u64;
+            let entry = offset_index::check_entry(first + i, offset_index::decode_entry(e), prev)
+                .map_err(|what| Error::corruption(path, at, what))?;
+            if i == 0 && entry.0 != self.offset_summary[page] {
+                let what = format!(
+                    "page starts at +{}, its summary says +{}",
+                    entry.0, self.offset_summary[page]
+                );
+                return Err(Error::corruption(path, at, what));
+            }
+            prev = Some(entry);
+            out.push(OffsetPosition {
+                offset: self.base_offset + entry.0 as i64,
+                position: entry.1,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The entries of a time-index page read back, checked as `offset_page` does.
+    fn time_page(&self, page: &TimePage, bytes: &[u8]) -> Result<Vec<TimestampOffset>> {
+        let path = self.times.file.path();
+        let mut prev = None;
+        let mut out = Vec::with_capacity(page.count);
+        for (i, e) in bytes.chunks_exact(TIME_ENTRY).enumerate() {
+            let at = ((page.first + i) * TIME_ENTRY) as u64;
+            let entry = time_index::check_entry(page.first + i, time_index::decode_entry(e), prev)
+                .map_err(|what| Error::corruption(path, at, what))?;
+            if i == 0 && entry.0 != page.first_ts {
+                let what = format!(
+                    "page starts at {}, its summary says {}",
+                    entry.0, page.first_ts
+                );
+                return Err(Error::corruption(path, at, what));
+            }
+            prev = Some(entry);
+            out.push(TimestampOffset {
+                timestamp: entry.0,
+                offset: self.base_offset + entry.1 as i64,
+            });
+        }
+        Ok(out)
+    }
+
     /// Largest offset entry <= target, or (base, 0).
-    pub async fn offset_lookup(&self, target: i64) -> std::io::Result<OffsetPosition> {
+    pub async fn offset_lookup(&self, target: i64) -> Result<OffsetPosition> {
         Ok(self.offset_lookup_hit(target).await?.floor)
     }
 
     /// The floor entry and the (up to) two entries after it that sit in the same page.
-    pub async fn offset_lookup_hit(&self, target: i64) -> std::io::Result<IndexHit> {
+    pub async fn offset_lookup_hit(&self, target: i64) -> Result<IndexHit> {
         let none = OffsetPosition {
             offset: self.base_offset,
             position: 0,
@@ -159,13 +216,9 @@ impl PagedIndexes {
                 n * OFFSET_ENTRY,
             )
             .await?;
-        let entries: Vec<OffsetPosition> = bytes
-            .chunks_exact(OFFSET_ENTRY)
-            .map(|e| OffsetPosition {
-                offset: self.base_offset + u32::from_be_bytes(e[..4].try_into().unwrap()) as i64,
-                position: u32::from_be_bytes(e[4..].try_into().unwrap()),
-            })
-            .collect();
+        let entries = self.offset_page(page - 1, first, &bytes).inspect_err(|_| {
+            self.forget(&self.offsets, (first * OFFSET_ENTRY) as u64, bytes.len())
+        })?;
         let n = entries.partition_point(|e| e.offset - self.base_offset <= rel as i64);
         Ok(IndexHit {
             floor: if n == 0 { none } else { entries[n - 1] },
@@ -175,7 +228,7 @@ impl PagedIndexes {
     }
 
     /// Largest time entry with timestamp <= target, or (-1, base).
-    pub async fn time_lookup(&self, target: i64) -> std::io::Result<TimestampOffset> {
+    pub async fn time_lookup(&self, target: i64) -> Result<TimestampOffset> {
         let none = TimestampOffset {
             timestamp: -1,
             offset: self.base_offset,
@@ -202,18 +255,14 @@ impl PagedIndexes {
                 page.count * TIME_ENTRY,
             )
             .await?;
-        let mut best = none;
-        for e in bytes.chunks_exact(TIME_ENTRY) {
-            let ts = i64::from_be_bytes(e[..8].try_into().unwrap());
-            if ts > target {
-                break;
-            }
-            best = TimestampOffset {
-                timestamp: ts,
-                offset: self.base_offset + i32::from_be_bytes(e[8..].try_into().unwrap()) as i64,
-            };
-        }
-        Ok(best)
+        let entries = self.time_page(&page, &bytes).inspect_err(|_| {
+            self.forget(&self.times, (page.first * TIME_ENTRY) as u64, bytes.len())
+        })?;
+        Ok(entries
+            .into_iter()
+            .take_while(|e| e.timestamp <= target)
+            .last()
+            .unwrap_or(none))
     }
 
     /// Every entry, read back (tools and tests).
@@ -221,17 +270,18 @@ impl PagedIndexes {
         &self,
         max_offset: usize,
         max_time: usize,
-    ) -> std::io::Result<(OffsetIndex, TimeIndex)> {
+    ) -> Result<(OffsetIndex, TimeIndex)> {
         let ob = self
             .read(&self.offsets, 0, self.offsets.entries * OFFSET_ENTRY)
             .await?;
         let tb = self
             .read(&self.times, 0, self.times.entries * TIME_ENTRY)
             .await?;
+        let corrupt = |f: &PagedFile, what| Error::corruption(f.file.path(), 0, what);
         let oi = OffsetIndex::decode(self.base_offset, &ob, max_offset)
-            .map_err(std::io::Error::other)?;
-        let ti =
-            TimeIndex::decode(self.base_offset, &tb, max_time).map_err(std::io::Error::other)?;
+            .map_err(|what| corrupt(&self.offsets, what))?;
+        let ti = TimeIndex::decode(self.base_offset, &tb, max_time)
+            .map_err(|what| corrupt(&self.times, what))?;
         Ok((oi, ti))
     }
 

@@ -89,13 +89,7 @@ impl Segment {
 
     async fn offset_lookup_hit(&self, target: i64) -> Result<IndexHit> {
         match &self.paged {
-            Some(p) => p.offset_lookup_hit(target).await.map_err(|e| {
-                Error::io(
-                    "read index",
-                    segment_path(&self.dir, self.idx.base_offset, INDEX_SUFFIX),
-                    e,
-                )
-            }),
+            Some(p) => p.offset_lookup_hit(target).await,
             None => Ok(self.idx.offset_index.lookup_hit(target)),
         }
     }
@@ -156,13 +150,7 @@ impl Segment {
 
     async fn time_lookup(&self, target: i64) -> Result<TimestampOffset> {
         match &self.paged {
-            Some(p) => p.time_lookup(target).await.map_err(|e| {
-                Error::io(
-                    "read index",
-                    segment_path(&self.dir, self.idx.base_offset, TIME_INDEX_SUFFIX),
-                    e,
-                )
-            }),
+            Some(p) => p.time_lookup(target).await,
             None => Ok(self.idx.time_index.lookup(target)),
         }
     }
@@ -170,13 +158,13 @@ impl Segment {
     /// Both indexes with every entry (read back from the files for a sealed segment).
     pub async fn indexes(&self, config: &LogConfig) -> Result<(OffsetIndex, TimeIndex)> {
         match &self.paged {
-            Some(p) => p
-                .load(
+            Some(p) => {
+                p.load(
                     config.max_offset_index_entries(),
                     config.max_time_index_entries(),
                 )
                 .await
-                .map_err(|e| Error::io("read index", &self.dir, e)),
+            }
             None => Ok((self.idx.offset_index.clone(), self.idx.time_index.clone())),
         }
     }
@@ -592,6 +580,8 @@ impl Segment {
                 Ok(h) => at += h.size(),
                 Err(what) if at == 0 => {
                     tracing::error!(file = %self.log.path().display(), position = pos, %what, "corrupt batch in the log");
+                    // A flip on the way from the device must not stay in memory.
+                    self.log.forget_cached(position, data.len());
                     return Err(Error::corruption(self.log.path(), pos, what));
                 }
                 Err(_) => break,

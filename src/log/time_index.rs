@@ -7,6 +7,38 @@
 
 pub const ENTRY_SIZE: usize = 12;
 
+/// One stored entry as the file holds it: (timestamp, relative offset). The one codec of
+/// `.timeindex` entries: the in-memory index, the paged reader and dump-log use it.
+pub fn decode_entry(e: &[u8]) -> (i64, i32) {
+    (
+        i64::from_be_bytes(e[..8].try_into().expect("8 bytes")),
+        i32::from_be_bytes(e[8..12].try_into().expect("4 bytes")),
+    )
+}
+
+fn encode_entry(timestamp: i64, rel: u32, out: &mut Vec<u8>) {
+    out.extend_from_slice(&timestamp.to_be_bytes());
+    out.extend_from_slice(&(rel as i32).to_be_bytes());
+}
+
+/// Kafka's sanity rules for entry `i` after `prev`: a non-negative relative offset,
+/// timestamps strictly increasing, offsets not decreasing. Returns the entry as stored.
+pub fn check_entry(
+    i: usize,
+    (ts, rel): (i64, i32),
+    prev: Option<(i64, u32)>,
+) -> Result<(i64, u32), String> {
+    if rel < 0 {
+        return Err(format!("entry {i} has a negative relative offset"));
+    }
+    if let Some((prev_ts, prev_rel)) = prev {
+        if ts <= prev_ts || (rel as u32) < prev_rel {
+            return Err(format!("entry {i} ({ts}, +{rel}) is out of order"));
+        }
+    }
+    Ok((ts, rel as u32))
+}
+
 /// One decoded entry with the absolute offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimestampOffset {
@@ -42,17 +74,8 @@ impl TimeIndex {
         }
         let mut entries: Vec<(i64, u32)> = Vec::with_capacity(bytes.len() / ENTRY_SIZE);
         for (i, e) in bytes.chunks_exact(ENTRY_SIZE).enumerate() {
-            let ts = i64::from_be_bytes(e[..8].try_into().unwrap());
-            let rel = i32::from_be_bytes(e[8..].try_into().unwrap());
-            if rel < 0 {
-                return Err(format!("entry {i} has a negative relative offset"));
-            }
-            if let Some(&(prev_ts, prev_rel)) = entries.last() {
-                if ts <= prev_ts || (rel as u32) < prev_rel {
-                    return Err(format!("entry {i} ({ts}, +{rel}) is out of order"));
-                }
-            }
-            entries.push((ts, rel as u32));
+            let entry = check_entry(i, decode_entry(e), entries.last().copied())?;
+            entries.push(entry);
         }
         if entries.len() > max_entries {
             return Err(format!(
@@ -70,8 +93,7 @@ impl TimeIndex {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.entries.len() * ENTRY_SIZE);
         for &(ts, rel) in &self.entries {
-            out.extend_from_slice(&ts.to_be_bytes());
-            out.extend_from_slice(&(rel as i32).to_be_bytes());
+            encode_entry(ts, rel, &mut out);
         }
         out
     }

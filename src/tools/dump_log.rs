@@ -384,8 +384,7 @@ fn raw_offset_entries(bytes: &[u8], base: i64) -> Vec<(i64, i64)> {
     bytes
         .chunks_exact(offset_index::ENTRY_SIZE)
         .map(|e| {
-            let rel = i32::from_be_bytes(e[..4].try_into().unwrap());
-            let pos = i32::from_be_bytes(e[4..].try_into().unwrap());
+            let (rel, pos) = offset_index::decode_entry(e);
             (base + rel as i64, pos as i64)
         })
         .collect()
@@ -451,8 +450,8 @@ fn dump_time_index(
     let key = absolute(path);
     let mut prev_ts = -1i64;
     for (i, e) in bytes.chunks_exact(time_index::ENTRY_SIZE).enumerate() {
-        let ts = i64::from_be_bytes(e[..8].try_into().unwrap());
-        let offset = base + i32::from_be_bytes(e[8..].try_into().unwrap()) as i64;
+        let (ts, rel) = time_index::decode_entry(e);
+        let offset = base + rel as i64;
         if offset == base && i > 0 {
             break;
         }
