@@ -109,6 +109,18 @@ impl BatchHeader {
         if h.magic != MAGIC_V2 {
             return Err(BatchError::BadMagic(h.magic));
         }
+        // Offsets of a batch must exist: last_offset() never overflows.
+        if h.last_offset_delta < 0
+            || h.base_offset < 0
+            || h.base_offset
+                .checked_add(h.last_offset_delta as i64)
+                .is_none()
+        {
+            return Err(BatchError::BadOffsetRange {
+                base_offset: h.base_offset,
+                last_offset_delta: h.last_offset_delta,
+            });
+        }
         if h.batch_length < MIN_BATCH_LENGTH {
             return Err(BatchError::SizeMismatch {
                 declared: h.batch_length,
@@ -518,19 +530,27 @@ mod tests {
         assert_eq!(check_produce_rules(&h, &summary), Ok(()));
         // Second record: length, attributes, timestampDelta (0), offsetDelta (1 = 0x02).
         let second = HEADER_SIZE + 1 + batch[HEADER_SIZE] as usize / 2;
-        let mut gap = batch.clone();
-        assert_eq!(gap[second + 3], 0x02);
-        gap[second + 3] = 0x04; // offsetDelta 2
-        let crc = compute_crc(&gap);
-        gap[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
-        let (h, summary) = validate(&gap).unwrap();
+        let with_delta = |delta: u8| {
+            let mut b = batch.clone();
+            assert_eq!(b[second + 3], 0x02);
+            b[second + 3] = delta;
+            let crc = compute_crc(&b);
+            b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+            b
+        };
+        let (h, summary) = validate(&with_delta(0x00)).unwrap(); // offsetDelta 0 again
         assert!(matches!(
             check_produce_rules(&h, &summary),
             Err(BatchError::NonContiguousOffsetDelta {
                 index: 1,
                 expected: 1,
-                found: 2
+                found: 0
             }) | Err(BatchError::LastOffsetDeltaMismatch { .. })
+        ));
+        // offsetDelta 2 is past lastOffsetDelta 1: no offset of the batch.
+        assert!(matches!(
+            validate(&with_delta(0x04)),
+            Err(BatchError::InvalidRecord { index: 1, .. })
         ));
     }
 

@@ -17,6 +17,11 @@ pub enum BatchError {
     CrcMismatch { stored: u32, computed: u32 },
     #[error("recordsCount is {declared} but the batch holds {found} records")]
     RecordCountMismatch { declared: i32, found: usize },
+    #[error("baseOffset {base_offset} with lastOffsetDelta {last_offset_delta} is not a valid offset range")]
+    BadOffsetRange {
+        base_offset: i64,
+        last_offset_delta: i32,
+    },
     #[error("negative recordsCount {0}")]
     NegativeRecordCount(i32),
     #[error("record {index} at byte {pos}: {what}")]

@@ -128,6 +128,12 @@ impl<'a> Iterator for RecordIter<'a> {
         let Ok(offset_delta) = get_varint(body, &mut p) else {
             return self.invalid("malformed offsetDelta");
         };
+        if !(0..=self.header.last_offset_delta).contains(&offset_delta) {
+            return self.invalid("offsetDelta outside the batch's offsets");
+        }
+        let Some(offset) = self.header.base_offset.checked_add(offset_delta as i64) else {
+            return self.invalid("offset overflows");
+        };
         let key = match bytes_field(self.batch, &mut p, end) {
             Ok(k) => k,
             Err(what) => return self.invalid(what),
@@ -179,7 +185,7 @@ impl<'a> Iterator for RecordIter<'a> {
             ((h.base_sequence as i64 + offset_delta as i64) % (i32::MAX as i64 + 1)) as i32
         };
         Some(Ok(Record {
-            offset: h.base_offset + offset_delta as i64,
+            offset,
             timestamp,
             key,
             value,

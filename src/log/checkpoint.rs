@@ -66,12 +66,7 @@ impl Checkpoint {
             .read_file(&path)
             .await
             .map_err(|e| Error::io("read", &path, e))?;
-        let parsed = String::from_utf8(bytes).ok().and_then(|text| {
-            let mut lines = text.lines();
-            (lines.next()? == VERSION).then_some(())?;
-            lines.next()?.trim().parse::<i64>().ok().filter(|o| *o >= 0)
-        });
-        parsed.map(Some).ok_or_else(|| {
+        parse(&bytes).map(Some).ok_or_else(|| {
             Error::corruption(
                 &path,
                 0,
@@ -88,4 +83,12 @@ impl Checkpoint {
             .await
             .map_err(|e| Error::io("write", &path, e))
     }
+}
+
+/// The value of a checkpoint file's bytes: version line, then one non-negative value.
+pub fn parse(bytes: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut lines = text.lines();
+    (lines.next()? == VERSION).then_some(())?;
+    lines.next()?.trim().parse::<i64>().ok().filter(|o| *o >= 0)
 }

@@ -151,7 +151,7 @@ impl OffsetIndex {
     /// The floor entry for `target` and the two entries after it.
     pub fn lookup_hit(&self, target: i64) -> IndexHit {
         let floor = self.lookup(target);
-        let rel = (target - self.base_offset).clamp(-1, u32::MAX as i64);
+        let rel = (target.saturating_sub(self.base_offset)).clamp(-1, u32::MAX as i64);
         let n = if rel < 0 {
             0
         } else {
@@ -167,7 +167,7 @@ impl OffsetIndex {
 
     /// Largest entry with offset <= target; (base offset, 0) when there is none.
     pub fn lookup(&self, target: i64) -> OffsetPosition {
-        let rel = target - self.base_offset;
+        let rel = target.saturating_sub(self.base_offset);
         if rel < 0 {
             return OffsetPosition {
                 offset: self.base_offset,

@@ -198,7 +198,7 @@ impl PagedIndexes {
             next: None,
             after_next: None,
         };
-        let rel = target - self.base_offset;
+        let rel = target.saturating_sub(self.base_offset);
         if rel < 0 || self.offset_summary.is_empty() {
             return Ok(miss);
         }

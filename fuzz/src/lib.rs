@@ -1,0 +1,177 @@
+//! What each fuzz target checks, as plain functions over one input. The cargo-fuzz targets
+//! (`fuzz_targets/`) call them; the stable `cargo test` replays every stored input of
+//! `corpus/` and `regressions/` through the same functions (`tests/fuzz_corpora.rs`
+//! includes this file), so a finding stays fixed without nightly.
+//!
+//! A check passes when it returns; a panic (or a sanitizer report) is a finding.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use kafka_protocol::messages::{ApiKey as KafkaApi, RequestHeader, RequestKind};
+use kafka_protocol::protocol::Decodable;
+use shardlog::format::batch::{split_batches, validate, RecordsSection};
+use shardlog::groups::records::OffsetRecord;
+use shardlog::kafka::ADVERTISED;
+use shardlog::log::offset_index::OffsetIndex;
+use shardlog::log::producer_state::ProducerState;
+use shardlog::log::time_index::TimeIndex;
+use shardlog::protocol::{ApiKey, Request, WireReader};
+use shardlog::tools::dump_log::{self, DumpOptions};
+
+/// The targets by name, for the corpus replay.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("native_request", native_request),
+    ("record_batch", record_batch),
+    ("kafka_request", kafka_request),
+    ("stored_state", stored_state),
+    ("index_files", index_files),
+    ("dump_log", dump_log_files),
+];
+
+/// A native request frame body: header, then the body of its API (PROTOCOL.md). What
+/// decodes re-encodes to a frame that decodes to the same request.
+pub fn native_request(data: &[u8]) {
+    let frame = bytes::Bytes::copy_from_slice(data);
+    let mut r = WireReader::from_bytes(&frame);
+    let Ok(header) = Request::decode_header(&mut r) else {
+        return;
+    };
+    let Some(key) = ApiKey::from_i16(header.api_key) else {
+        return;
+    };
+    if let Ok(request) = Request::decode_body(key, &mut r) {
+        let again = request.encode_frame(header.correlation_id);
+        let body = bytes::Bytes::copy_from_slice(&again[4..]);
+        let mut r = WireReader::from_bytes(&body);
+        Request::decode_header(&mut r).expect("a re-encoded header decodes");
+        assert_eq!(
+            Request::decode_body(key, &mut r).expect("re-encoded body"),
+            request
+        );
+    }
+}
+
+/// Record batches as a producer or a segment file gives them: splitting, validation, and
+/// the records (decompressed for compressed batches).
+pub fn record_batch(data: &[u8]) {
+    if let Ok(batches) = split_batches(data) {
+        for (start, h) in batches {
+            let bytes = &data[start..start + h.size()];
+            if let Ok(section) = RecordsSection::of(bytes, &h) {
+                let _ = section.decode();
+            }
+        }
+    }
+    if let Ok((h, summary)) = validate(data) {
+        assert!(summary.max_offset_delta <= i32::MAX as i64);
+        assert_eq!(h.size(), data.len());
+    }
+}
+
+/// A Kafka request for every API and version the Kafka listener advertises (first byte
+/// picks one): the header and body decoders it runs (the kafka-protocol crate's).
+pub fn kafka_request(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let versions: Vec<(KafkaApi, i16)> = ADVERTISED
+        .iter()
+        .flat_map(|&(k, min, max)| (min..=max).map(move |v| (k, v)))
+        .collect();
+    let (key, version) = versions[selector as usize % versions.len()];
+    let mut buf = bytes::Bytes::copy_from_slice(rest);
+    if RequestHeader::decode(&mut buf, key.request_header_version(version)).is_ok() {
+        let _ = RequestKind::decode(key, &mut buf, version);
+    }
+}
+
+/// Files and records shardlog reads back from disk: offsets-log records (first byte splits
+/// key from value), producer snapshots, topic metadata and checkpoints.
+pub fn stored_state(data: &[u8]) {
+    let split = data.first().copied().unwrap_or(0) as usize;
+    let rest = data.get(1..).unwrap_or_default();
+    let (key, value) = rest.split_at(split.min(rest.len()));
+    if let Some(r) = OffsetRecord::decode(key, (!value.is_empty()).then_some(value)) {
+        let again = OffsetRecord::decode(&r.key(), r.value().as_deref());
+        assert_eq!(again, Some(r));
+    }
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = ProducerState::decode(text);
+        let _ = shardlog::server::topics::TopicMeta::decode_file(text, 2);
+    }
+    if let Some(v) = shardlog::log::checkpoint::parse(data) {
+        assert!(v >= 0);
+    }
+}
+
+/// `.index` and `.timeindex` bytes (first byte: which, next 8: the base offset): what
+/// passes the sanity checks re-encodes to the same bytes, and lookups of any target land
+/// on an entry at or below it.
+pub fn index_files(data: &[u8]) {
+    if data.len() < 9 {
+        return;
+    }
+    let base = i64::from_be_bytes(data[1..9].try_into().expect("8 bytes")).rem_euclid(1 << 40);
+    let bytes = &data[9..];
+    let targets = [i64::MIN, -1, 0, base, base + 7, base + (1 << 20), i64::MAX];
+    if data[0] % 2 == 0 {
+        if let Ok(index) = OffsetIndex::decode(base, bytes, usize::MAX) {
+            assert_eq!(index.encode(), bytes);
+            for t in targets {
+                let hit = index.lookup(t);
+                assert!(hit.offset <= t.max(base));
+            }
+        }
+    } else if let Ok(index) = TimeIndex::decode(base, bytes, usize::MAX) {
+        assert_eq!(index.encode(), bytes);
+        for t in targets {
+            let hit = index.lookup(t);
+            assert!(hit.timestamp <= t || hit.timestamp == -1);
+        }
+    }
+}
+
+/// dump-log on arbitrary files: the input is cut into a segment's `.log`, `.index` and
+/// `.timeindex` (the first two bytes give the cut points, in 16-byte units), and every mode
+/// runs over them. Whatever the bytes, it reports; it never panics.
+pub fn dump_log_files(data: &[u8]) {
+    if data.len() < 2 {
+        return;
+    }
+    let rest = &data[2..];
+    let a = (data[0] as usize * 16).min(rest.len());
+    let b = (a + data[1] as usize * 16).min(rest.len());
+    let dir = scratch_dir();
+    let name = |suffix: &str| dir.join(format!("00000000000000000000.{suffix}"));
+    let files = [name("log"), name("index"), name("timeindex")];
+    for (path, bytes) in files.iter().zip([&rest[..a], &rest[a..b], &rest[b..]]) {
+        std::fs::File::create(path)
+            .and_then(|mut f| f.write_all(bytes))
+            .expect("scratch file");
+    }
+    for mode in 0..4 {
+        let opts = DumpOptions {
+            files: files.to_vec(),
+            deep_iteration: mode >= 1,
+            print_data_log: mode == 1,
+            index_sanity_check: mode == 2,
+            verify_index_only: mode == 3,
+            skip_record_metadata: false,
+            max_message_size: 1 << 20,
+        };
+        let _ = dump_log::run(&opts, &mut std::io::sink(), &mut std::io::sink());
+    }
+}
+
+/// One directory per process for `dump_log_files`' files (tmpfs when there is one).
+fn scratch_dir() -> PathBuf {
+    let base = if std::path::Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = base.join(format!("shardlog-fuzz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
