@@ -307,6 +307,7 @@ impl PartitionLog {
             );
             self.segments.insert(at, seg);
         }
+        self.assert_invariants();
         Ok(())
     }
 
@@ -605,7 +606,8 @@ impl CleaningPlan {
             if let Some(t) = h2.delete_horizon_ms() {
                 kept_horizon = Some(kept_horizon.map_or(t, |k| k.min(t)));
             }
-            idx.add_batch(&h2, out.size(), &self.config);
+            idx.add_batch(&h2, out.size(), &self.config)
+                .map_err(|why| Error::corruption(out.path(), out.size(), why))?;
             out.append(out_bytes).await?;
             stats.bytes_written += out_bytes.len() as u64;
         }

@@ -40,16 +40,38 @@ impl IndexState {
         }
     }
 
-    /// Accounts for one batch stored at `position`.
-    pub fn add_batch(&mut self, h: &BatchHeader, position: u64, config: &LogConfig) {
+    /// Whether a batch may follow the ones counted so far (offsets only grow): checked
+    /// before its bytes are written, and again when it is counted.
+    pub fn admits(&self, h: &BatchHeader) -> Result<(), String> {
+        if h.base_offset < self.next_offset {
+            return Err(format!(
+                "batch base offset {} is below the segment's next offset {}",
+                h.base_offset, self.next_offset
+            ));
+        }
+        Ok(())
+    }
+
+    /// Accounts for one batch stored at `position`. An entry that would break an index's
+    /// order is an error (a bug upstream), never silently dropped; a full index just stops
+    /// getting entries, as Kafka's does.
+    pub fn add_batch(
+        &mut self,
+        h: &BatchHeader,
+        position: u64,
+        config: &LogConfig,
+    ) -> Result<(), String> {
+        self.admits(h)?;
         if h.max_timestamp > self.max_timestamp {
             self.max_timestamp = h.max_timestamp;
             self.offset_of_max_timestamp = h.last_offset();
         }
         if self.bytes_since_last_index_entry > config.index_interval_bytes {
-            // Offsets and positions only grow and the roll policy keeps room, so these
-            // appends cannot fail; a full index just stops getting entries.
-            let _ = self.offset_index.append(h.last_offset(), position as u32);
+            if !self.offset_index.is_full() {
+                let position = u32::try_from(position)
+                    .map_err(|_| format!("position {position} does not fit an index entry"))?;
+                self.offset_index.append(h.last_offset(), position)?;
+            }
             self.time_index
                 .maybe_append(self.max_timestamp, self.offset_of_max_timestamp, false);
             self.bytes_since_last_index_entry = 0;
@@ -59,6 +81,7 @@ impl IndexState {
             self.rolling_base_timestamp = Some(h.max_timestamp);
         }
         self.next_offset = h.last_offset() + 1;
+        Ok(())
     }
 
     /// The entry written when the segment stops being active (roll or close).

@@ -5,6 +5,7 @@ pub mod batch_stream;
 pub mod checkpoint;
 pub mod cleaner;
 pub mod index_state;
+mod invariants;
 pub mod loader;
 pub mod offset_index;
 pub mod paged_index;

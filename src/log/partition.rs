@@ -135,7 +135,7 @@ impl PartitionLog {
             log_end = loaded.segments.last().map(|s| s.next_offset()),
             "partition opened"
         );
-        Ok(PartitionLog {
+        let log = PartitionLog {
             io,
             dir: dir.to_path_buf(),
             config,
@@ -151,7 +151,9 @@ impl PartitionLog {
             tombstone_horizon: None,
             active_indexes_written: None,
             producers,
-        })
+        };
+        log.assert_invariants();
+        Ok(log)
     }
 
     /// Truncations the last open's recovery performed (file, position, bytes dropped).
@@ -255,6 +257,7 @@ impl PartitionLog {
         self.needs_reopen = None;
         // What survived on disk is what readers may see now.
         self.visible_end = self.log_end_offset();
+        self.assert_invariants();
         tracing::info!(dir = %self.dir.display(), %cause, log_end = self.log_end_offset(), "partition recovered after running out of space");
         Ok(())
     }
@@ -370,6 +373,7 @@ impl PartitionLog {
         let r = self.write_batches(input, &prepared, now).await;
         self.note_failure(r)?;
         self.note_appended();
+        self.assert_invariants();
         Ok(AppendInfo {
             base_offset,
             last_offset: next - 1,
@@ -423,6 +427,7 @@ impl PartitionLog {
             .await;
         self.note_failure(r)?;
         self.note_appended();
+        self.assert_invariants();
         Ok(AppendInfo {
             base_offset,
             last_offset: next - 1,
@@ -474,6 +479,7 @@ impl PartitionLog {
         let seg = Segment::create(self.io.clone(), &self.dir, base_offset, &self.config).await?;
         tracing::debug!(dir = %self.dir.display(), base_offset, "rolled segment");
         self.segments.push(seg);
+        self.assert_invariants();
         self.io
             .storage
             .sync_dir(&self.dir)

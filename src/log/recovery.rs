@@ -65,7 +65,9 @@ pub async fn scan_segment(
                 h.last_offset()
             ));
         }
-        state.add_batch(&h, pos, config);
+        if let Err(why) = state.add_batch(&h, pos, config) {
+            break Some(why);
+        }
         expected_next = h.last_offset() + 1;
         valid_size = pos + h.size() as u64;
     };

@@ -198,6 +198,7 @@ impl PartitionLog {
             .write(self.io.storage.as_ref(), &self.dir, offset)
             .await?;
         self.log_start_offset = offset;
+        self.assert_invariants();
         Ok(())
     }
 

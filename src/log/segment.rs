@@ -385,12 +385,19 @@ impl Segment {
     pub async fn rebuild_indexes(&mut self, config: &LogConfig) -> Result<()> {
         let mut idx = IndexState::new(self.idx.base_offset, config);
         let mut position = 0u64;
+        let mut refused = None;
         find_batch(&mut self.log, 0, |h| {
-            idx.add_batch(h, position, config);
+            if let Err(why) = idx.add_batch(h, position, config) {
+                refused = Some((position, why));
+                return true;
+            }
             position += h.size() as u64;
             false
         })
         .await?;
+        if let Some((position, why)) = refused {
+            return Err(Error::corruption(self.log.path(), position, why));
+        }
         if self.log.is_sealed() {
             idx.add_final_time_entry();
         }
@@ -413,6 +420,11 @@ impl Segment {
 
     pub fn is_empty(&self) -> bool {
         self.log.size() == 0
+    }
+
+    /// Read-only: every segment but the active one.
+    pub fn is_sealed(&self) -> bool {
+        self.log.is_sealed()
     }
 
     pub fn max_timestamp(&self) -> i64 {
@@ -464,11 +476,18 @@ impl Segment {
         config: &LogConfig,
     ) -> Result<()> {
         let position = self.log.size();
+        if self.idx.admits(h).is_err() {
+            return Err(Error::NonMonotonicOffset {
+                base_offset: h.base_offset,
+                log_end: self.idx.next_offset,
+            });
+        }
         for part in parts {
             self.log.append(part).await?;
         }
-        self.idx.add_batch(h, position, config);
-        Ok(())
+        self.idx
+            .add_batch(h, position, config)
+            .map_err(|why| Error::corruption(self.log.path(), position, why))
     }
 
     /// Gives back the active file's staging memory while idle (see `LogFile`).
