@@ -19,8 +19,11 @@ use shardlog::log::time_index::TimeIndex;
 use shardlog::protocol::{ApiKey, Request, WireReader};
 use shardlog::tools::dump_log::{self, DumpOptions};
 
+/// One target's check over one input.
+pub type Check = fn(&[u8]);
+
 /// The targets by name, for the corpus replay.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Check)] = &[
     ("native_request", native_request),
     ("record_batch", record_batch),
     ("kafka_request", kafka_request),
@@ -115,7 +118,7 @@ pub fn index_files(data: &[u8]) {
     let base = i64::from_be_bytes(data[1..9].try_into().expect("8 bytes")).rem_euclid(1 << 40);
     let bytes = &data[9..];
     let targets = [i64::MIN, -1, 0, base, base + 7, base + (1 << 20), i64::MAX];
-    if data[0] % 2 == 0 {
+    if data[0].is_multiple_of(2) {
         if let Ok(index) = OffsetIndex::decode(base, bytes, usize::MAX) {
             assert_eq!(index.encode(), bytes);
             for t in targets {

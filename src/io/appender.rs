@@ -32,9 +32,9 @@ const MAX_IN_FLIGHT: usize = 4;
 
 // Chunks are whole blocks and each is one I/O; the page cache stores written chunks page by
 // page, so pages tile blocks.
-const _: () = assert!(CHUNK % BLOCK as usize == 0 && MIN_CHUNK % BLOCK as usize == 0);
+const _: () = assert!(CHUNK.is_multiple_of(BLOCK as usize) && MIN_CHUNK.is_multiple_of(BLOCK as usize));
 const _: () = assert!(CHUNK <= super::MAX_IO && MIN_CHUNK <= CHUNK);
-const _: () = assert!(BLOCK % super::cache::PAGE == 0);
+const _: () = assert!(BLOCK.is_multiple_of(super::cache::PAGE));
 
 struct InFlight {
     end: u64,
@@ -201,7 +201,7 @@ impl LogFile {
         );
         if let Some(staging) = &self.staging {
             assert!(
-                self.staging_pos % BLOCK == 0
+                self.staging_pos.is_multiple_of(BLOCK)
                     && self.staging_pos <= self.size
                     && self.size - self.staging_pos <= staging.len() as u64,
                 "{path}: staging [{}, {}) does not fit its {}-byte buffer on a block",
@@ -214,7 +214,7 @@ impl LogFile {
         for w in &self.in_flight {
             let start = w.end - w.expected as u64;
             assert!(
-                start >= prev_end && start % BLOCK == 0 && w.end <= self.staging_pos,
+                start >= prev_end && start.is_multiple_of(BLOCK) && w.end <= self.staging_pos,
                 "{path}: write in flight [{start}, {}) overlaps, is unaligned or passes staging at {}",
                 w.end,
                 self.staging_pos

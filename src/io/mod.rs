@@ -1,6 +1,6 @@
 //! The storage layer: the only code that calls glommio's file APIs (`dma_storage.rs`), the
 //! storage traits the engine is written against (`storage.rs`), the direct-I/O appender
-//! (`appender.rs`), and a simulated disk for fault-injection tests (`sim.rs`).
+//! (`appender.rs`), and a simulated disk for fault-injection tests (`sim/`, built for tests only).
 //!
 //! Direct I/O rules on this hardware (see ARCHITECTURE.md): 4 KiB units, no single I/O
 //! larger than 1 MiB, never O_APPEND.
@@ -11,6 +11,7 @@ pub mod deadline;
 pub(crate) mod dma_storage;
 pub mod fd_pool;
 mod probe;
+#[cfg(any(test, feature = "test-support"))]
 pub mod sim;
 pub mod storage;
 

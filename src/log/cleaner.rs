@@ -21,9 +21,10 @@ use std::time::{Duration, Instant};
 
 use super::batch_stream::{BatchStream, Next, BACKGROUND};
 use super::checkpoint::CLEANER_OFFSET;
+use super::file_names::segment_path;
 use super::index_state::IndexState;
 use super::partition::PartitionLog;
-use super::segment::{segment_path, Segment};
+use super::segment::Segment;
 use super::{CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::rc::Rc;
 
 use super::checkpoint::RECOVERY_POINT;
-use super::segment::{segment_path, Segment, Truncation};
+use super::file_names::{offset_of, segment_path};
+use super::segment::{Segment, Truncation};
 use super::LogIo;
 use super::{
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
@@ -36,13 +37,6 @@ pub struct Loaded {
     pub truncations: Vec<Truncation>,
     /// Recovery point the partition may now claim (its log end, everything being durable).
     pub recovery_point: i64,
-}
-
-fn base_of(name: &str, suffix: &str) -> Option<i64> {
-    let stem = name.strip_suffix(suffix)?;
-    (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| stem.parse().ok())
-        .flatten()
 }
 
 fn remove_logged(storage: &dyn Storage, path: &Path, why: &str) -> Result<()> {
@@ -90,7 +84,7 @@ fn resolve_leftovers(storage: &dyn Storage, dir: &Path) -> Result<bool> {
         storage
             .rename(&from, &to)
             .map_err(|e| Error::io("rename", &from, e))?;
-        if let Some(base) = base_of(target, LOG_SUFFIX) {
+        if let Some(base) = offset_of(target, LOG_SUFFIX) {
             for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
                 let idx = segment_path(dir, base, suffix);
                 let swapped_too = names.contains(&format!(
@@ -114,12 +108,12 @@ fn list_segments(storage: &dyn Storage, dir: &Path) -> Result<(Vec<i64>, bool)> 
     let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
     let mut bases: Vec<i64> = names
         .iter()
-        .filter_map(|n| base_of(n, LOG_SUFFIX))
+        .filter_map(|n| offset_of(n, LOG_SUFFIX))
         .collect();
     bases.sort_unstable();
     let mut changed = false;
     for name in &names {
-        let base = base_of(name, INDEX_SUFFIX).or_else(|| base_of(name, TIME_INDEX_SUFFIX));
+        let base = offset_of(name, INDEX_SUFFIX).or_else(|| offset_of(name, TIME_INDEX_SUFFIX));
         if let Some(b) = base {
             if bases.binary_search(&b).is_err() {
                 remove_logged(

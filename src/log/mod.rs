@@ -4,6 +4,7 @@
 pub mod batch_stream;
 pub mod checkpoint;
 pub mod cleaner;
+pub mod file_names;
 pub mod index_state;
 mod invariants;
 pub mod loader;
@@ -30,18 +31,10 @@ pub const LATEST_TIMESTAMP: i64 = -1;
 /// Target meaning "the first record carrying the largest timestamp" (MAX_TIMESTAMP).
 pub const MAX_TIMESTAMP: i64 = -3;
 
-/// File name of a segment file: base offset padded to 20 digits plus the suffix.
-pub fn segment_file_name(base_offset: i64, suffix: &str) -> String {
-    format!("{base_offset:020}{suffix}")
-}
-
-pub const LOG_SUFFIX: &str = ".log";
-pub const INDEX_SUFFIX: &str = ".index";
-pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
-/// Suffixes Kafka appends to a whole file name during deletion and cleaning.
-pub const DELETED_SUFFIX: &str = ".deleted";
-pub const CLEANED_SUFFIX: &str = ".cleaned";
-pub const SWAP_SUFFIX: &str = ".swap";
+pub use file_names::{
+    segment_file_name, segment_path, CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX,
+    SWAP_SUFFIX, TIME_INDEX_SUFFIX,
+};
 
 /// How the log layer reaches files: the storage, and the shard's page cache (if any).
 #[derive(Clone)]

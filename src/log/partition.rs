@@ -44,12 +44,8 @@ pub struct AppendInfo {
 }
 
 /// Answer to a lookup by timestamp: the offset found and that record's timestamp (-1 for
-/// the earliest/latest targets, which carry no record).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TimestampOffset {
-    pub offset: i64,
-    pub timestamp: i64,
-}
+/// the earliest/latest targets, which carry no record). The time index's entry type.
+pub use super::time_index::TimestampOffset;
 
 pub struct PartitionLog {
     pub(super) io: LogIo,

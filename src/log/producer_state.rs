@@ -22,14 +22,14 @@ use crate::format::BatchHeader;
 use crate::io::{OpenMode, Storage};
 
 use super::batch_stream::{BatchStream, Next, BACKGROUND};
-use super::segment::{segment_path, Segment};
-use super::LOG_SUFFIX;
+use super::file_names::{offset_of, segment_path, LOG_SUFFIX};
+use super::segment::Segment;
 
 /// Batches remembered per producer (Kafka's NUM_BATCHES_TO_RETAIN).
 pub const BATCHES_PER_PRODUCER: usize = 5;
 /// Kafka's producer.id.expiration.ms default: one day.
 pub const PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
-pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
+pub use super::file_names::SNAPSHOT_SUFFIX;
 /// Snapshots kept besides the newest (older ones are removed when a new one is written).
 const OLDER_SNAPSHOTS_KEPT: usize = 1;
 const SNAPSHOT_VERSION: &str = "0";
@@ -248,7 +248,7 @@ impl ProducerState {
 }
 
 fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
-    dir.join(format!("{offset:020}{SNAPSHOT_SUFFIX}"))
+    segment_path(dir, offset, SNAPSHOT_SUFFIX)
 }
 
 /// Snapshot offsets in the directory, ascending.
@@ -256,7 +256,7 @@ fn snapshot_offsets(storage: &dyn Storage, dir: &Path) -> Result<Vec<i64>> {
     let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
     let mut offsets: Vec<i64> = names
         .iter()
-        .filter_map(|n| n.strip_suffix(SNAPSHOT_SUFFIX)?.parse().ok())
+        .filter_map(|n| offset_of(n, SNAPSHOT_SUFFIX))
         .collect();
     offsets.sort_unstable();
     Ok(offsets)

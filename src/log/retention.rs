@@ -7,8 +7,9 @@
 use std::path::PathBuf;
 
 use super::checkpoint::LOG_START_OFFSET;
+use super::file_names::segment_path;
 use super::partition::PartitionLog;
-use super::segment::{segment_path, Segment};
+use super::segment::Segment;
 use super::{DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::error::{Error, Result};
 use crate::io::storage::with_suffix;

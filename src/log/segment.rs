@@ -13,7 +13,7 @@ use super::paged_index::PagedIndexes;
 use super::recovery::scan_segment;
 use super::scan::{find_batch, find_batch_from, whole_batches_len, FoundBatch};
 use super::time_index::{TimeIndex, TimestampOffset};
-use super::{segment_file_name, LogIo, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+use super::{segment_path, LogIo, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::format::batch::{check_framing_and_crc, RecordsSection};
@@ -41,10 +41,6 @@ pub struct Truncation {
     pub position: u64,
     pub bytes_dropped: u64,
     pub reason: String,
-}
-
-pub fn segment_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
-    dir.join(segment_file_name(base_offset, suffix))
 }
 
 impl Segment {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::file_window::FileWindow;
 use crate::format::batch::{check_framing_and_crc, RecordsSection, LOG_OVERHEAD};
 use crate::format::{BatchHeader, HEADER_SIZE};
+use crate::log::file_names::parse_file_name;
 use crate::log::offset_index::{self, OffsetIndex};
 use crate::log::time_index::{self, TimeIndex};
 use crate::log::{INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
@@ -72,7 +73,7 @@ fn absolute(p: &Path) -> String {
 
 fn base_offset_of(path: &Path) -> Option<i64> {
     let name = path.file_name()?.to_str()?;
-    name.split('.').next()?.parse().ok()
+    parse_file_name(name).map(|(offset, _)| offset)
 }
 
 fn sibling(path: &Path, suffix: &str) -> Option<PathBuf> {

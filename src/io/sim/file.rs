@@ -99,7 +99,7 @@ impl SimHandle {
             data: data.to_vec(),
         };
         assert!(
-            pos % BLOCK == 0 && data.len() as u64 % BLOCK == 0,
+            pos.is_multiple_of(BLOCK) && (data.len() as u64).is_multiple_of(BLOCK),
             "direct write to {} not block-aligned: {} bytes at {pos}",
             self.path.display(),
             data.len()
