@@ -32,7 +32,8 @@ const MAX_IN_FLIGHT: usize = 4;
 
 // Chunks are whole blocks and each is one I/O; the page cache stores written chunks page by
 // page, so pages tile blocks.
-const _: () = assert!(CHUNK.is_multiple_of(BLOCK as usize) && MIN_CHUNK.is_multiple_of(BLOCK as usize));
+const _: () =
+    assert!(CHUNK.is_multiple_of(BLOCK as usize) && MIN_CHUNK.is_multiple_of(BLOCK as usize));
 const _: () = assert!(CHUNK <= super::MAX_IO && MIN_CHUNK <= CHUNK);
 const _: () = assert!(BLOCK.is_multiple_of(super::cache::PAGE));
 
