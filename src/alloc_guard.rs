@@ -24,6 +24,9 @@ fn reserved(layout: &Layout) -> bool {
     layout.size() >= RESERVE_FROM && layout.align() <= PAGE
 }
 
+// SAFETY: every method forwards to `System` or to mmap/munmap/mremap with the layout's
+// size, so the pointers returned are valid, aligned (page-aligned reservations only for
+// alignments up to a page) and freed by the method that matches how they were made.
 unsafe impl GlobalAlloc for ReservingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if !reserved(&layout) {

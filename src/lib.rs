@@ -7,6 +7,10 @@
 //! - [`log`]: segments, indexes and the partition log (append, roll, read, find by time);
 //! - [`tools`]: offline tools such as `dump-log`.
 
+// Every unsafe block says why it is sound; library code does not unwrap (tests may).
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
 mod alloc_guard;
 pub mod config;
 pub mod error;

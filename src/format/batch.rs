@@ -60,10 +60,10 @@ pub(crate) fn be_i16(b: &[u8], at: usize) -> i16 {
     i16::from_be_bytes([b[at], b[at + 1]])
 }
 pub(crate) fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+    i32::from_be_bytes(std::array::from_fn(|i| b[at + i]))
 }
 pub(crate) fn be_i64(b: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(b[at..at + 8].try_into().unwrap())
+    i64::from_be_bytes(std::array::from_fn(|i| b[at + i]))
 }
 
 /// The fixed-size header of a v2 batch, decoded.
@@ -96,7 +96,7 @@ impl BatchHeader {
             batch_length: be_i32(buf, LENGTH_AT),
             partition_leader_epoch: be_i32(buf, LEADER_EPOCH_AT),
             magic: buf[MAGIC_AT] as i8,
-            crc: u32::from_be_bytes(buf[CRC_AT..CRC_AT + 4].try_into().unwrap()),
+            crc: be_i32(buf, CRC_AT) as u32,
             attributes: be_i16(buf, ATTRIBUTES_AT),
             last_offset_delta: be_i32(buf, LAST_OFFSET_DELTA_AT),
             base_timestamp: be_i64(buf, BASE_TIMESTAMP_AT),

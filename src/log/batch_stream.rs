@@ -148,7 +148,7 @@ impl BatchStream {
             return stop(format!("{left} trailing bytes are too few for a batch"));
         }
         let at = self.cursor;
-        let len = i32::from_be_bytes(self.buf[at + 8..at + 12].try_into().unwrap());
+        let len = crate::format::batch::be_i32(&self.buf, at + 8);
         if len < MIN_BATCH_LENGTH {
             let zeros = self.buf[self.cursor..].iter().all(|&b| b == 0);
             return stop(if zeros {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 use super::checkpoint::RECOVERY_POINT;
-use super::file_names::{offset_of, segment_path};
+use super::file_names::{offset_of, segment_file_name, segment_path};
 use super::segment::{Segment, Truncation};
 use super::LogIo;
 use super::{
@@ -87,10 +87,8 @@ fn resolve_leftovers(storage: &dyn Storage, dir: &Path) -> Result<bool> {
         if let Some(base) = offset_of(target, LOG_SUFFIX) {
             for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
                 let idx = segment_path(dir, base, suffix);
-                let swapped_too = names.contains(&format!(
-                    "{}{SWAP_SUFFIX}",
-                    idx.file_name().unwrap().to_string_lossy()
-                ));
+                let swapped_too =
+                    names.contains(&format!("{}{SWAP_SUFFIX}", segment_file_name(base, suffix)));
                 if storage.exists(&idx) && !swapped_too {
                     storage
                         .remove(&idx)

@@ -81,7 +81,7 @@ pub async fn find_batch_from(
 pub fn whole_batches_len(buf: &[u8]) -> usize {
     let mut pos = 0usize;
     while buf.len() - pos >= LOG_OVERHEAD {
-        let len = i32::from_be_bytes(buf[pos + 8..pos + 12].try_into().unwrap());
+        let len = crate::format::batch::be_i32(buf, pos + 8);
         if len < 0 {
             break;
         }

@@ -134,13 +134,16 @@ impl<'a> WireReader<'a> {
         Ok(self.take(1, what)?[0] as i8)
     }
     pub fn i16(&mut self, what: &'static str) -> Result<i16, WireError> {
-        Ok(i16::from_be_bytes(self.take(2, what)?.try_into().unwrap()))
+        let bytes = self.take(2, what)?;
+        Ok(i16::from_be_bytes(std::array::from_fn(|i| bytes[i])))
     }
     pub fn i32(&mut self, what: &'static str) -> Result<i32, WireError> {
-        Ok(i32::from_be_bytes(self.take(4, what)?.try_into().unwrap()))
+        let bytes = self.take(4, what)?;
+        Ok(i32::from_be_bytes(std::array::from_fn(|i| bytes[i])))
     }
     pub fn i64(&mut self, what: &'static str) -> Result<i64, WireError> {
-        Ok(i64::from_be_bytes(self.take(8, what)?.try_into().unwrap()))
+        let bytes = self.take(8, what)?;
+        Ok(i64::from_be_bytes(std::array::from_fn(|i| bytes[i])))
     }
 
     pub fn nullable_string(&mut self, what: &'static str) -> Result<Option<String>, WireError> {

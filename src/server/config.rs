@@ -87,8 +87,8 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             data_dir: PathBuf::from("./data"),
-            listen: "127.0.0.1:7411".parse().unwrap(),
-            kafka_listen: Some("127.0.0.1:9092".parse().unwrap()),
+            listen: SocketAddr::from(([127, 0, 0, 1], 7411)),
+            kafka_listen: Some(SocketAddr::from(([127, 0, 0, 1], 9092))),
             producer_id_block_size: 1000,
             offsets_topic_num_partitions: 50,
             group_initial_rebalance_delay_ms: 3000,

@@ -61,6 +61,7 @@ pub fn writer_half(stream: &TcpStream) -> std::io::Result<TcpStream> {
     if write_fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: write_fd is a valid descriptor (checked above) that nothing else owns.
     Ok(unsafe { TcpStream::from_raw_fd(write_fd) })
 }
 

@@ -330,6 +330,7 @@ fn drop_kernel_page_cache_as_root() {
         tracing::debug!("not root: kernel page cache left alone");
         return;
     }
+    // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
     if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", b"1") {
         tracing::warn!(error = %e, "could not drop the kernel page cache");
