@@ -315,6 +315,23 @@ impl LogConfig {
     }
 }
 
+/// The `key=value` lines of a properties text (server config files, topic metadata): blank
+/// lines and `#` comments skipped, both sides trimmed. The one parser of such texts.
+pub fn parse_properties(text: &str) -> std::result::Result<Vec<(&str, &str)>, String> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (k, v) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {}: {line:?} is not key=value", n + 1))?;
+        out.push((k.trim(), v.trim()));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

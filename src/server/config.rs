@@ -4,6 +4,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
+use super::config_keys::{server_key, SERVER_KEYS};
 use crate::protocol::DEFAULT_MAX_FRAME_BYTES;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,133 +124,50 @@ impl Default for ServerConfig {
     }
 }
 
-fn bad(key: &str, why: impl std::fmt::Display) -> String {
+pub(super) fn bad(key: &str, why: impl std::fmt::Display) -> String {
     format!("config {key}: {why}")
 }
 
-fn boolean(key: &str, v: &str) -> Result<bool, String> {
-    match v {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(bad(key, format!("{v:?} is not true or false"))),
-    }
-}
-
 impl ServerConfig {
-    /// Applies a `key=value` file (`#` comments). Keys: data.dir, listen, shards,
-    /// max.frame.bytes, max.inflight.bytes.per.connection, max.connections.per.shard,
-    /// max.partitions.per.topic, io.memory.bytes, cache.bytes, allow.remote.admin,
-    /// shutdown.timeout.ms, spin.before.park.us, max.inflight.bytes.per.shard,
-    /// max.open.sealed.files.per.shard, connections.max.idle.ms, request.timeout.ms,
-    /// advertised.host, allow.drop.kernel.cache, log.roll.min.interval.ms,
-    /// log.retention.check.interval.ms, log.cleaner.backoff.ms,
-    /// log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second, kafka.listen
-    /// (`off` turns the Kafka listener off), producer.id.block.size,
-    /// offsets.topic.num.partitions, group.initial.rebalance.delay.ms,
-    /// group.min.session.timeout.ms, group.max.session.timeout.ms, offsets.retention.minutes,
-    /// offsets.retention.check.interval.ms.
+    /// Applies a `key=value` file (`#` comments); the keys are `SERVER_KEYS`'s.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let (k, v) = line
-                .split_once('=')
-                .ok_or_else(|| format!("{}:{}: expected key=value", path.display(), n + 1))?;
-            self.set(k.trim(), v.trim())?;
+        let pairs = crate::config::parse_properties(&text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        for (k, v) in pairs {
+            self.set(k, v)?;
         }
         Ok(())
     }
 
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
-        fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
-            v.parse()
-                .map_err(|_| bad(key, format!("{v:?} is not a number")))
-        }
-        match key {
-            "data.dir" => self.data_dir = PathBuf::from(v),
-            "listen" => self.listen = parse_listen(v)?,
-            "kafka.listen" => self.kafka_listen = parse_optional_listen(v)?,
-            "producer.id.block.size" => self.producer_id_block_size = num(key, v)?,
-            "offsets.topic.num.partitions" => self.offsets_topic_num_partitions = num(key, v)?,
-            "group.initial.rebalance.delay.ms" => {
-                self.group_initial_rebalance_delay_ms = num(key, v)?
-            }
-            "group.min.session.timeout.ms" => self.group_min_session_timeout_ms = num(key, v)?,
-            "group.max.session.timeout.ms" => self.group_max_session_timeout_ms = num(key, v)?,
-            "offsets.retention.minutes" => self.offsets_retention_minutes = num(key, v)?,
-            "offsets.retention.check.interval.ms" => {
-                self.offsets_retention_check_interval_ms = num(key, v)?
-            }
-            "shards" => self.shards = num(key, v)?,
-            "max.frame.bytes" => self.max_frame_bytes = num(key, v)?,
-            "max.inflight.bytes.per.connection" => {
-                self.max_inflight_bytes_per_connection = num(key, v)?
-            }
-            "max.connections.per.shard" => self.max_connections_per_shard = num(key, v)?,
-            "max.partitions.per.topic" => self.max_partitions_per_topic = num(key, v)?,
-            "io.memory.bytes" => self.io_memory_bytes = num(key, v)?,
-            "cache.bytes" => self.cache_bytes = num(key, v)?,
-            "allow.remote.admin" => self.allow_remote_admin = boolean(key, v)?,
-            "allow.drop.kernel.cache" => self.allow_drop_kernel_cache = boolean(key, v)?,
-            "max.inflight.bytes.per.shard" => self.max_inflight_bytes_per_shard = num(key, v)?,
-            "max.open.sealed.files.per.shard" => {
-                self.max_open_sealed_files_per_shard = num(key, v)?
-            }
-            "connections.max.idle.ms" => self.connections_max_idle_ms = num(key, v)?,
-            "request.timeout.ms" => self.request_timeout_ms = num(key, v)?,
-            "advertised.host" => self.advertised_host = v.to_string(),
-            "log.roll.min.interval.ms" => self.log_roll_min_interval_ms = num(key, v)?,
-            "log.retention.check.interval.ms" => {
-                self.log_retention_check_interval_ms = num(key, v)?
-            }
-            "log.cleaner.backoff.ms" => self.log_cleaner_backoff_ms = num(key, v)?,
-            "log.cleaner.dedupe.buffer.size" => self.log_cleaner_dedupe_buffer_size = num(key, v)?,
-            "log.cleaner.io.max.bytes.per.second" => {
-                self.log_cleaner_io_max_bytes_per_second = num(key, v)?
-            }
-            "shutdown.timeout.ms" => self.shutdown_timeout_ms = num(key, v)?,
-            "spin.before.park.us" => self.spin_before_park_us = num(key, v)?,
-            _ => return Err(format!("unknown server config key {key:?}")),
-        }
-        Ok(())
+        (server_key(key)?.set)(self, v)
     }
 
+    /// Every key's own bounds (`SERVER_KEYS`), then the rules that relate keys.
     pub fn validate(&self) -> Result<(), String> {
+        for key in SERVER_KEYS {
+            (key.check)(self)?;
+        }
+        self.validate_relations()
+    }
+
+    /// Rules that relate keys, and the one bound that depends on the machine.
+    fn validate_relations(&self) -> Result<(), String> {
         let cpus = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
-        if self.shards == 0 || self.shards > cpus {
+        if self.shards > cpus {
             return Err(bad(
                 "shards",
                 format!("{} must be between 1 and the {cpus} available CPUs (one pinned executor per CPU)", self.shards),
             ));
         }
-        if !(1024..=(1 << 30)).contains(&self.max_frame_bytes) {
-            return Err(bad("max.frame.bytes", "must be between 1 KiB and 1 GiB"));
-        }
         if self.max_inflight_bytes_per_connection < self.max_frame_bytes {
             return Err(bad(
                 "max.inflight.bytes.per.connection",
                 "must be at least max.frame.bytes",
-            ));
-        }
-        if self.cache_bytes > 1 << 40 {
-            return Err(bad("cache.bytes", "must be at most 1 TiB per shard"));
-        }
-        if self.spin_before_park_us > 1_000_000 {
-            return Err(bad("spin.before.park.us", "must be at most 1 second"));
-        }
-        if self.max_connections_per_shard == 0 {
-            return Err(bad("max.connections.per.shard", "must be at least 1"));
-        }
-        if self.max_partitions_per_topic == 0 || self.max_partitions_per_topic > 100_000 {
-            return Err(bad(
-                "max.partitions.per.topic",
-                "must be between 1 and 100000",
             ));
         }
         if self.max_inflight_bytes_per_shard < self.max_inflight_bytes_per_connection {
@@ -258,78 +176,18 @@ impl ServerConfig {
                 "must be at least max.inflight.bytes.per.connection",
             ));
         }
-        if self.max_open_sealed_files_per_shard < 3 {
-            return Err(bad(
-                "max.open.sealed.files.per.shard",
-                "must be at least 3 (one segment's files)",
-            ));
-        }
-        if !(0..=86_400_000).contains(&self.log_roll_min_interval_ms) {
-            return Err(bad(
-                "log.roll.min.interval.ms",
-                "must be between 0 and 1 day",
-            ));
-        }
-        for (key, v) in [
-            (
-                "log.retention.check.interval.ms",
-                self.log_retention_check_interval_ms,
-            ),
-            ("log.cleaner.backoff.ms", self.log_cleaner_backoff_ms),
-        ] {
-            if !(10..=86_400_000).contains(&v) {
-                return Err(bad(key, "must be between 10 ms and 1 day"));
-            }
-        }
-        if self.log_cleaner_dedupe_buffer_size < 1 << 10 {
-            return Err(bad(
-                "log.cleaner.dedupe.buffer.size",
-                "must be at least 1 KiB",
-            ));
-        }
-        for (key, v) in [
-            ("connections.max.idle.ms", self.connections_max_idle_ms),
-            ("request.timeout.ms", self.request_timeout_ms),
-        ] {
-            if !(100..=86_400_000).contains(&v) {
-                return Err(bad(key, "must be between 100 ms and 1 day"));
-            }
-        }
-        if !(1..=1000).contains(&self.offsets_topic_num_partitions) {
-            return Err(bad(
-                "offsets.topic.num.partitions",
-                "must be between 1 and 1000",
-            ));
-        }
-        if self.group_min_session_timeout_ms < 1
-            || self.group_max_session_timeout_ms < self.group_min_session_timeout_ms
-        {
+        if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms {
             return Err(bad(
                 "group.max.session.timeout.ms",
-                "must be at least group.min.session.timeout.ms, which must be positive",
+                "must be at least group.min.session.timeout.ms",
             ));
         }
-        if !(1..=86_400_000).contains(&self.offsets_retention_check_interval_ms) {
-            return Err(bad(
-                "offsets.retention.check.interval.ms",
-                "must be between 1 ms and 1 day",
-            ));
-        }
-        if self.offsets_retention_minutes == 0 || self.offsets_retention_minutes > 1 << 30 {
-            return Err(bad("offsets.retention.minutes", "must be positive"));
-        }
-        if self.group_initial_rebalance_delay_ms > 300_000 {
-            return Err(bad(
-                "group.initial.rebalance.delay.ms",
-                "must be at most 5 minutes",
-            ));
-        }
-        if !(1..=1_000_000).contains(&self.producer_id_block_size) {
-            return Err(bad(
-                "producer.id.block.size",
-                "must be between 1 and 1000000",
-            ));
-        }
+        self.validate_ports()
+    }
+
+    /// The Kafka port is none of the native ones, and the per-shard ports fit above
+    /// `listen`'s.
+    fn validate_ports(&self) -> Result<(), String> {
         if let Some(k) = self.kafka_listen {
             if self.listen_addrs()[..=self.shards]
                 .iter()

@@ -5,6 +5,7 @@
 pub(crate) mod admin;
 pub(crate) mod budget;
 pub mod config;
+pub mod config_keys;
 pub(crate) mod connection;
 pub mod data_dir;
 mod group_admin;

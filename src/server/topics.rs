@@ -197,16 +197,10 @@ impl TopicMeta {
     /// Parses a metadata file. With a different shard count than recorded, owners are
     /// recomputed (same N: every partition stays where it was).
     fn decode(text: &str, shards: u32) -> Result<(Self, bool), String> {
-        let mut kv = BTreeMap::new();
-        for line in text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        {
-            let (k, v) = line
-                .split_once('=')
-                .ok_or_else(|| format!("line {line:?} is not key=value"))?;
-            kv.insert(k.to_string(), v.to_string());
-        }
+        let kv: BTreeMap<String, String> = crate::config::parse_properties(text)?
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let name = kv.get("name").ok_or("missing name")?.clone();
         validate_topic_name(&name).map_err(|e| e.1)?;
         let partitions: u32 = kv

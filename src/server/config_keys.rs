@@ -1,0 +1,258 @@
+//! Every server setting is one row of [`SERVER_KEYS`]: its name, how to read it, how to
+//! set it from text, and its own bounds, so a key cannot be parsed in one place and missed
+//! in another. Defaults are `ServerConfig::default()` read through the table; rules that
+//! relate several keys are in `ServerConfig::validate`. A test checks the table against the
+//! README.
+
+use std::fmt::{Debug, Display};
+use std::ops::RangeBounds;
+use std::path::PathBuf;
+
+use super::config::{bad, parse_listen, parse_optional_listen, ServerConfig};
+
+pub struct ServerKey {
+    pub name: &'static str,
+    pub get: fn(&ServerConfig) -> String,
+    pub set: fn(&mut ServerConfig, &str) -> Result<(), String>,
+    /// This key's own bounds.
+    pub check: fn(&ServerConfig) -> Result<(), String>,
+}
+
+fn number<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| bad(key, format!("{v:?} is not a number")))
+}
+
+fn boolean(key: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(bad(key, format!("{v:?} is not true or false"))),
+    }
+}
+
+fn within<T: PartialOrd + Display, R: RangeBounds<T> + Debug>(
+    key: &str,
+    v: T,
+    range: R,
+) -> Result<(), String> {
+    if range.contains(&v) {
+        Ok(())
+    } else {
+        Err(bad(key, format!("{v} is outside {range:?}")))
+    }
+}
+
+fn unbounded(_: &ServerConfig) -> Result<(), String> {
+    Ok(())
+}
+
+macro_rules! number_key {
+    ($name:literal, $field:ident, $range:expr) => {
+        ServerKey {
+            name: $name,
+            get: |c| c.$field.to_string(),
+            set: |c, v| {
+                c.$field = number($name, v)?;
+                Ok(())
+            },
+            check: |c| within($name, c.$field, $range),
+        }
+    };
+}
+
+macro_rules! boolean_key {
+    ($name:literal, $field:ident) => {
+        ServerKey {
+            name: $name,
+            get: |c| c.$field.to_string(),
+            set: |c, v| {
+                c.$field = boolean($name, v)?;
+                Ok(())
+            },
+            check: unbounded,
+        }
+    };
+}
+
+const DAY_MS: u64 = 86_400_000;
+
+pub const SERVER_KEYS: &[ServerKey] = &[
+    ServerKey {
+        name: "data.dir",
+        get: |c| c.data_dir.display().to_string(),
+        set: |c, v| {
+            c.data_dir = PathBuf::from(v);
+            Ok(())
+        },
+        check: unbounded,
+    },
+    ServerKey {
+        name: "listen",
+        get: |c| c.listen.to_string(),
+        set: |c, v| {
+            c.listen = parse_listen(v)?;
+            Ok(())
+        },
+        check: unbounded,
+    },
+    ServerKey {
+        name: "kafka.listen",
+        get: |c| c.kafka_listen.map_or("off".to_string(), |a| a.to_string()),
+        set: |c, v| {
+            c.kafka_listen = parse_optional_listen(v)?;
+            Ok(())
+        },
+        check: unbounded,
+    },
+    ServerKey {
+        name: "advertised.host",
+        get: |c| c.advertised_host.clone(),
+        set: |c, v| {
+            c.advertised_host = v.to_string();
+            Ok(())
+        },
+        check: unbounded,
+    },
+    number_key!("shards", shards, 1..),
+    number_key!("max.frame.bytes", max_frame_bytes, 1024..=(1 << 30)),
+    number_key!(
+        "max.inflight.bytes.per.connection",
+        max_inflight_bytes_per_connection,
+        1..
+    ),
+    number_key!("max.connections.per.shard", max_connections_per_shard, 1..),
+    number_key!(
+        "max.partitions.per.topic",
+        max_partitions_per_topic,
+        1..=100_000
+    ),
+    number_key!("io.memory.bytes", io_memory_bytes, ..),
+    number_key!("cache.bytes", cache_bytes, ..=(1 << 40)),
+    boolean_key!("allow.remote.admin", allow_remote_admin),
+    boolean_key!("allow.drop.kernel.cache", allow_drop_kernel_cache),
+    number_key!("shutdown.timeout.ms", shutdown_timeout_ms, ..),
+    number_key!("spin.before.park.us", spin_before_park_us, ..=1_000_000),
+    number_key!(
+        "max.inflight.bytes.per.shard",
+        max_inflight_bytes_per_shard,
+        1..
+    ),
+    number_key!(
+        "max.open.sealed.files.per.shard",
+        max_open_sealed_files_per_shard,
+        3..
+    ),
+    number_key!(
+        "connections.max.idle.ms",
+        connections_max_idle_ms,
+        100..=DAY_MS
+    ),
+    number_key!("request.timeout.ms", request_timeout_ms, 100..=DAY_MS),
+    number_key!(
+        "log.roll.min.interval.ms",
+        log_roll_min_interval_ms,
+        0..=DAY_MS as i64
+    ),
+    number_key!(
+        "log.retention.check.interval.ms",
+        log_retention_check_interval_ms,
+        10..=DAY_MS
+    ),
+    number_key!(
+        "log.cleaner.backoff.ms",
+        log_cleaner_backoff_ms,
+        10..=DAY_MS
+    ),
+    number_key!(
+        "log.cleaner.dedupe.buffer.size",
+        log_cleaner_dedupe_buffer_size,
+        1024..
+    ),
+    number_key!(
+        "log.cleaner.io.max.bytes.per.second",
+        log_cleaner_io_max_bytes_per_second,
+        ..
+    ),
+    number_key!(
+        "producer.id.block.size",
+        producer_id_block_size,
+        1..=1_000_000
+    ),
+    number_key!(
+        "offsets.topic.num.partitions",
+        offsets_topic_num_partitions,
+        1..=1000
+    ),
+    number_key!(
+        "group.initial.rebalance.delay.ms",
+        group_initial_rebalance_delay_ms,
+        ..=300_000
+    ),
+    number_key!(
+        "group.min.session.timeout.ms",
+        group_min_session_timeout_ms,
+        1..
+    ),
+    number_key!(
+        "group.max.session.timeout.ms",
+        group_max_session_timeout_ms,
+        1..
+    ),
+    number_key!(
+        "offsets.retention.minutes",
+        offsets_retention_minutes,
+        1..=(1 << 30)
+    ),
+    number_key!(
+        "offsets.retention.check.interval.ms",
+        offsets_retention_check_interval_ms,
+        1..=DAY_MS
+    ),
+];
+
+/// The row of a key, or an error listing the known ones.
+pub fn server_key(name: &str) -> Result<&'static ServerKey, String> {
+    SERVER_KEYS.iter().find(|k| k.name == name).ok_or_else(|| {
+        let known: Vec<&str> = SERVER_KEYS.iter().map(|k| k.name).collect();
+        format!(
+            "unknown server config key {name:?}; known: {}",
+            known.join(", ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README documents every server key and topic config, and the server defaults
+    /// pass their own bounds and survive a round trip through text.
+    #[test]
+    fn every_key_is_documented_bounded_and_round_trips() {
+        let readme = include_str!("../../README.md");
+        let defaults = ServerConfig::default();
+        for key in SERVER_KEYS {
+            assert!(
+                readme.contains(&format!("`{}`", key.name)),
+                "README does not document server key {}",
+                key.name
+            );
+            (key.check)(&defaults).unwrap_or_else(|e| panic!("default of {}: {e}", key.name));
+            let mut copy = defaults.clone();
+            (key.set)(&mut copy, &(key.get)(&defaults)).unwrap();
+            assert_eq!(copy, defaults, "{} does not round trip", key.name);
+        }
+        for key in crate::config::TOPIC_KEYS {
+            assert!(
+                readme.contains(&format!("`{}`", key.name)),
+                "README does not document topic config {}",
+                key.name
+            );
+        }
+        let mut names: Vec<&str> = SERVER_KEYS.iter().map(|k| k.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SERVER_KEYS.len(), "a key is listed twice");
+    }
+}
