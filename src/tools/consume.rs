@@ -207,100 +207,137 @@ struct Cursor {
 pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummary, String> {
     let (from, to) = parse_window(args.from_time.as_deref(), args.to_time.as_deref())?;
     let start_at = parse_start(&args.offset)?;
-    let style = PrintStyle {
-        null: if args.print_null { b"NULL" } else { b"" },
-        zone: parse_zone(&args.time_zone)?,
-    };
-    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
-    let meta = super::topic_metadata(&mut client, &args.topic).await?;
-    let partitions: Vec<i32> = match args.partition {
-        Some(p) if p < 0 || p as usize >= meta.partitions.len() => {
-            return Err(format!(
-                "topic {:?} has partitions 0..{}, not {p}",
-                args.topic,
-                meta.partitions.len()
-            ))
-        }
-        Some(p) => vec![p],
-        None => meta.partitions.iter().map(|p| p.partition).collect(),
-    };
-    let topic = args.topic.as_str();
     if args.settle_records == 0 || args.max_lateness_ms < 0 {
         return Err("--settle-records must be at least 1 and --max-lateness-ms at least 0".into());
     }
-    let rule = WindowRule {
-        from,
-        to,
-        stop_at_first: args.stop_at_first,
-        max_lateness_ms: args.max_lateness_ms,
-        settle: args.settle_records,
+    let mut printer = Printer {
+        out,
+        format: &args.format,
+        topic: &args.topic,
+        style: PrintStyle {
+            null: if args.print_null { b"NULL" } else { b"" },
+            zone: parse_zone(&args.time_zone)?,
+        },
+        rule: WindowRule {
+            from,
+            to,
+            stop_at_first: args.stop_at_first,
+            max_lateness_ms: args.max_lateness_ms,
+            settle: args.settle_records,
+        },
+        follow: args.follow,
+        printed: 0,
+        limit: args.max_records.unwrap_or(u64::MAX),
     };
+    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
+    let partitions = select_partitions(&mut client, &args).await?;
+    let committed = committed_offsets(&mut client, &args, &args.topic).await?;
     let mut summary = ConsumeSummary::default();
     let mut cursors = Vec::new();
-    let committed = committed_offsets(&mut client, &args, topic).await?;
     for p in partitions {
-        let end = client
-            .list_offsets(topic, p, LATEST_TIMESTAMP)
-            .await
-            .map_err(|e| e.to_string())?
-            .map_or(0, |x| x.0);
-        let next = if let (Some(&o), None) = (committed.get(&p), from) {
-            let earliest = client
-                .list_offsets(topic, p, EARLIEST_TIMESTAMP)
-                .await
-                .map_err(|e| e.to_string())?
-                .map_or(0, |x| x.0);
+        let first = committed.get(&p).copied();
+        match start_of(&mut client, &args, p, from, start_at, first).await? {
+            Some(cursor) => cursors.push(cursor),
+            None => summary.empty.push(p),
+        }
+    }
+    if printer.limit == 0 {
+        return Ok(summary);
+    }
+    consume_rounds(&mut client, &args, &mut printer, &mut cursors).await?;
+    summary.partitions = cursors.into_iter().map(|c| c.window).collect();
+    summary.printed = summary.partitions.iter().map(|p| p.printed).sum();
+    Ok(summary)
+}
+
+/// `--partition`, checked against the topic, or every partition.
+async fn select_partitions(
+    client: &mut crate::client::Client,
+    args: &ConsumeArgs,
+) -> Result<Vec<i32>, String> {
+    let meta = super::topic_metadata(client, &args.topic).await?;
+    match args.partition {
+        Some(p) if p < 0 || p as usize >= meta.partitions.len() => Err(format!(
+            "topic {:?} has partitions 0..{}, not {p}",
+            args.topic,
+            meta.partitions.len()
+        )),
+        Some(p) => Ok(vec![p]),
+        None => Ok(meta.partitions.iter().map(|p| p.partition).collect()),
+    }
+}
+
+/// An offset by time (or the earliest/latest sentinel) of one partition.
+async fn offset_at(
+    client: &mut crate::client::Client,
+    topic: &str,
+    p: i32,
+    target: i64,
+) -> Result<Option<i64>, String> {
+    Ok(client
+        .list_offsets(topic, p, target)
+        .await
+        .map_err(|e| e.to_string())?
+        .map(|x| x.0))
+}
+
+/// Where a partition starts: the group's committed offset (unless --from-time), the first
+/// record at --from-time, or kcat's `-o`. `None`: nothing at or after --from-time.
+async fn start_of(
+    client: &mut crate::client::Client,
+    args: &ConsumeArgs,
+    p: i32,
+    from: Option<i64>,
+    start_at: StartAt,
+    committed: Option<i64>,
+) -> Result<Option<Cursor>, String> {
+    let topic = args.topic.as_str();
+    let end = offset_at(client, topic, p, LATEST_TIMESTAMP)
+        .await?
+        .unwrap_or(0);
+    let next = match (committed, from) {
+        (Some(o), None) => {
+            let earliest = offset_at(client, topic, p, EARLIEST_TIMESTAMP)
+                .await?
+                .unwrap_or(0);
             clamp_offset(p, o, earliest, end)
-        } else if let Some(f) = from {
-            match client
-                .list_offsets(topic, p, f)
-                .await
-                .map_err(|e| e.to_string())?
-            {
-                Some((o, _)) => o,
-                None if args.follow => end,
-                None => {
-                    summary.empty.push(p);
-                    continue;
-                }
-            }
-        } else {
-            let earliest = client
-                .list_offsets(topic, p, EARLIEST_TIMESTAMP)
-                .await
-                .map_err(|e| e.to_string())?
-                .map_or(0, |x| x.0);
+        }
+        (_, Some(f)) => match offset_at(client, topic, p, f).await? {
+            Some(o) => o,
+            None if args.follow => end,
+            None => return Ok(None),
+        },
+        (None, None) => {
+            let earliest = offset_at(client, topic, p, EARLIEST_TIMESTAMP)
+                .await?
+                .unwrap_or(0);
             match start_at {
                 StartAt::Earliest => earliest,
                 StartAt::Latest => end,
                 StartAt::FromEnd(n) => end.saturating_sub(n).max(earliest),
-                StartAt::Time(t) => client
-                    .list_offsets(topic, p, t)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_or(end, |x| x.0),
+                StartAt::Time(t) => offset_at(client, topic, p, t).await?.unwrap_or(end),
                 StartAt::Offset(n) => clamp_offset(p, n, earliest, end),
             }
-        };
-        cursors.push(Cursor {
-            partition: p,
-            next,
-            end,
-            done: false,
-            window: PartitionWindow::new(p),
-        });
-    }
-
-    let limit = args.max_records.unwrap_or(u64::MAX);
-    if limit == 0 {
-        return Ok(summary);
-    }
-    let mut printed = 0u64;
-    let finish = |cursors: Vec<Cursor>, mut summary: ConsumeSummary| {
-        summary.partitions = cursors.into_iter().map(|c| c.window).collect();
-        summary.printed = summary.partitions.iter().map(|p| p.printed).sum();
-        summary
+        }
     };
+    Ok(Some(Cursor {
+        partition: p,
+        next,
+        end,
+        done: false,
+        window: PartitionWindow::new(p),
+    }))
+}
+
+/// Fetches round-robin over the partitions until each is done (or forever when following),
+/// committing the group's position every --commit-interval-ms and at the end.
+async fn consume_rounds(
+    client: &mut crate::client::Client,
+    args: &ConsumeArgs,
+    printer: &mut Printer<'_>,
+    cursors: &mut [Cursor],
+) -> Result<(), String> {
+    let topic = args.topic.as_str();
     let mut last_commit = std::time::Instant::now();
     'rounds: loop {
         let mut progressed = false;
@@ -315,7 +352,7 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
                 // Following: a server restart (or NotReady while it opens its partitions)
                 // is waited out, and reading resumes where it was.
                 Err(e) if args.follow && is_transient(&e) => {
-                    client = reconnect(&args, &e).await;
+                    *client = reconnect(args, &e).await;
                     break;
                 }
                 Err(e) => {
@@ -329,57 +366,83 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
                 continue;
             }
             progressed = true;
-            let batches = split_batches(&f.records).map_err(|e| format!("bad fetch data: {e}"))?;
-            'batches: for (start, h) in batches {
-                let bytes = &f.records[start..start + h.size()];
-                let section =
-                    RecordsSection::of(bytes, &h).map_err(|e| format!("bad batch: {e}"))?;
-                let records = section.decode().map_err(|e| format!("bad record: {e}"))?;
-                let first_new = c.next;
-                for r in records.iter().filter(|r| r.offset >= first_new) {
-                    if !args.follow && r.offset >= c.end {
-                        c.done = true;
-                        c.window.ended(r.offset, "end of the log");
-                        break 'batches;
-                    }
-                    match c.window.judge(&rule, r.offset, r.timestamp) {
-                        Verdict::Skip => continue,
-                        Verdict::Stop => {
-                            c.done = true;
-                            break 'batches;
-                        }
-                        Verdict::Print => {}
-                    }
-                    out.write_all(&format_record(&args.format, topic, c.partition, r, &style))
-                        .map_err(|e| e.to_string())?;
-                    printed += 1;
-                    // The group's position: the record after the last one printed.
-                    c.next = r.offset + 1;
-                    if printed >= limit {
-                        break 'rounds;
-                    }
-                }
-                c.next = c.next.max(h.last_offset() + 1);
+            if printer.print_fetched(c, &f.records)? == Flow::LimitReached {
+                break 'rounds;
             }
         }
         if cursors.iter().all(|c| c.done) {
             break;
         }
         if last_commit.elapsed() >= Duration::from_millis(args.commit_interval_ms) {
-            commit_position(&mut client, &args, topic, &cursors).await?;
+            commit_position(client, args, topic, cursors).await?;
             last_commit = std::time::Instant::now();
         }
         if !progressed {
             if !args.follow {
                 break;
             }
-            out.flush().map_err(|e| e.to_string())?;
+            printer.out.flush().map_err(|e| e.to_string())?;
             glommio::timer::sleep(Duration::from_millis(200)).await;
         }
     }
-    out.flush().map_err(|e| e.to_string())?;
-    commit_position(&mut client, &args, topic, &cursors).await?;
-    Ok(finish(cursors, summary))
+    printer.out.flush().map_err(|e| e.to_string())?;
+    commit_position(client, args, topic, cursors).await
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    LimitReached,
+}
+
+/// Prints what the window lets through, up to --max-records.
+struct Printer<'a> {
+    out: &'a mut dyn Write,
+    format: &'a str,
+    topic: &'a str,
+    style: PrintStyle,
+    rule: WindowRule,
+    follow: bool,
+    printed: u64,
+    limit: u64,
+}
+
+impl Printer<'_> {
+    /// Prints the records of one fetch reply for partition `c`, moving its position.
+    fn print_fetched(&mut self, c: &mut Cursor, data: &[u8]) -> Result<Flow, String> {
+        let batches = split_batches(data).map_err(|e| format!("bad fetch data: {e}"))?;
+        for (start, h) in batches {
+            let bytes = &data[start..start + h.size()];
+            let section = RecordsSection::of(bytes, &h).map_err(|e| format!("bad batch: {e}"))?;
+            let records = section.decode().map_err(|e| format!("bad record: {e}"))?;
+            let first_new = c.next;
+            for r in records.iter().filter(|r| r.offset >= first_new) {
+                if !self.follow && r.offset >= c.end {
+                    c.done = true;
+                    c.window.ended(r.offset, "end of the log");
+                    return Ok(Flow::Continue);
+                }
+                match c.window.judge(&self.rule, r.offset, r.timestamp) {
+                    Verdict::Skip => continue,
+                    Verdict::Stop => {
+                        c.done = true;
+                        return Ok(Flow::Continue);
+                    }
+                    Verdict::Print => {}
+                }
+                let line = format_record(self.format, self.topic, c.partition, r, &self.style);
+                self.out.write_all(&line).map_err(|e| e.to_string())?;
+                self.printed += 1;
+                // The group's position: the record after the last one printed.
+                c.next = r.offset + 1;
+                if self.printed >= self.limit {
+                    return Ok(Flow::LimitReached);
+                }
+            }
+            c.next = c.next.max(h.last_offset() + 1);
+        }
+        Ok(Flow::Continue)
+    }
 }
 
 /// The group's committed offsets of `topic`'s partitions (none without --group).
