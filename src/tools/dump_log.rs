@@ -207,47 +207,97 @@ fn dump_log(
     let len = data.len() as usize;
     let base = base_offset_of(path).unwrap_or(0);
     writeln!(out, "Log starting offset: {base}")?;
+    let mut dump = LogDump {
+        path,
+        opts,
+        findings,
+        out,
+        err,
+        last_offset: base - 1,
+    };
     let mut pos = 0usize;
-    let mut last_offset = base - 1;
     while len - pos >= HEADER_SIZE_UP_TO_MAGIC {
-        let head = data.bytes(pos as u64, LOG_OVERHEAD)?;
-        let declared = i32::from_be_bytes(head[8..12].try_into().expect("12 bytes"));
-        if declared < 2 || LOG_OVERHEAD + declared as usize > len - pos {
-            if declared < 2 {
-                writeln!(
-                    err,
-                    "Record batch at position {pos} declares size {} (below the minimum 14)",
-                    LOG_OVERHEAD as i64 + declared as i64
-                )?;
-            }
+        let Some(size) = dump.batch_size_at(&mut data, pos, len)? else {
             break;
-        }
-        let size = LOG_OVERHEAD + declared as usize;
-        if size > opts.max_message_size {
-            writeln!(
-                err,
-                "Found a batch of {size} bytes at position {pos}, larger than --max-message-size {}",
-                opts.max_message_size
-            )?;
-            findings.failed_sanity.push(absolute(path));
-            break;
-        }
+        };
         let rest = data.bytes(pos as u64, size.max(HEADER_SIZE))?;
         let h = match BatchHeader::parse(rest) {
             Ok(h) => h,
             Err(e) => {
-                writeln!(err, "Invalid batch at position {pos}: {e}")?;
+                writeln!(dump.err, "Invalid batch at position {pos}: {e}")?;
                 break;
             }
         };
         let bytes = &rest[..h.size()];
-        let valid = check_framing_and_crc(bytes).is_ok();
+        dump.print_batch_header(&h, pos, check_framing_and_crc(bytes).is_ok())?;
+        if deep {
+            dump.print_records(bytes, &h, pos)?;
+        }
+        pos += h.size();
+    }
+    if pos < len {
+        report_tail(&mut data, path, pos, len, out)?;
+    }
+    Ok(())
+}
+
+/// One `.log` file being dumped: where output and findings go, and the last offset seen.
+struct LogDump<'a> {
+    path: &'a Path,
+    opts: &'a DumpOptions,
+    findings: &'a mut Findings,
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+    last_offset: i64,
+}
+
+impl LogDump<'_> {
+    /// The size of the batch at `pos` from its length field; `None` (reported) when it is
+    /// below the minimum, past the end of the file, or above --max-message-size.
+    fn batch_size_at(
+        &mut self,
+        data: &mut FileWindow,
+        pos: usize,
+        len: usize,
+    ) -> std::io::Result<Option<usize>> {
+        let head = data.bytes(pos as u64, LOG_OVERHEAD)?;
+        let declared = crate::format::batch::be_i32(head, 8);
+        if declared < 2 {
+            let size = LOG_OVERHEAD as i64 + declared as i64;
+            writeln!(
+                self.err,
+                "Record batch at position {pos} declares size {size} (below the minimum 14)"
+            )?;
+            return Ok(None);
+        }
+        let size = LOG_OVERHEAD + declared as usize;
+        if size > len - pos {
+            return Ok(None);
+        }
+        if size > self.opts.max_message_size {
+            writeln!(
+                self.err,
+                "Found a batch of {size} bytes at position {pos}, larger than --max-message-size {}",
+                self.opts.max_message_size
+            )?;
+            self.findings.failed_sanity.push(absolute(self.path));
+            return Ok(None);
+        }
+        Ok(Some(size))
+    }
+
+    fn print_batch_header(
+        &mut self,
+        h: &BatchHeader,
+        pos: usize,
+        valid: bool,
+    ) -> std::io::Result<()> {
         let horizon = match h.delete_horizon_ms() {
             Some(v) => format!("OptionalLong[{v}]"),
             None => "OptionalLong.empty".to_string(),
         };
         writeln!(
-            out,
+            self.out,
             "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} \
              producerId: {} producerEpoch: {} partitionLeaderEpoch: {} isTransactional: {} \
              isControl: {} deleteHorizonMs: {horizon} position: {pos} {}: {} size: {} \
@@ -268,86 +318,96 @@ fn dump_log(
             h.magic,
             h.compression(),
             h.crc,
-        )?;
-        let section = if deep {
-            match RecordsSection::of(bytes, &h) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    writeln!(err, "Invalid records in batch at position {pos}: {e}")?;
-                    None
-                }
-            }
-        } else {
-            None
+        )
+    }
+
+    /// Every record of the batch at `pos`, noting offsets that do not follow the last one.
+    fn print_records(&mut self, bytes: &[u8], h: &BatchHeader, pos: usize) -> std::io::Result<()> {
+        let section = match RecordsSection::of(bytes, h) {
+            Ok(s) => s,
+            Err(e) => return writeln!(self.err, "Invalid records in batch at position {pos}: {e}"),
         };
-        if let Some(section) = &section {
-            for r in section.iter() {
-                let r = match r {
-                    Ok(r) => r,
-                    Err(e) => {
-                        writeln!(err, "Invalid record in batch at position {pos}: {e}")?;
-                        break;
-                    }
-                };
-                if r.offset != last_offset + 1 {
-                    findings
-                        .non_consecutive
-                        .entry(absolute(path))
-                        .or_default()
-                        .push((last_offset, r.offset));
+        for r in section.iter() {
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    return writeln!(self.err, "Invalid record in batch at position {pos}: {e}")
                 }
-                last_offset = r.offset;
-                let header_keys: Vec<String> = r.headers.iter().map(|x| lossy(x.key)).collect();
-                if opts.skip_record_metadata {
-                    write!(out, "|")?;
-                } else {
-                    write!(
-                    out,
-                    "| offset: {} {}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [{}]",
-                    r.offset,
-                    h.timestamp_type().name(),
-                    r.timestamp,
-                    r.key.map_or(-1, |k| k.len() as i64),
-                    r.value.map_or(-1, |v| v.len() as i64),
-                    r.sequence,
-                    header_keys.join(", ")
-                )?;
-                }
-                if (opts.print_data_log || opts.skip_record_metadata) && !h.is_control() {
-                    if let Some(k) = r.key {
-                        write!(out, " key: {}", lossy(k))?;
-                    }
-                    if let Some(v) = r.value {
-                        write!(out, " payload: {}", lossy(v))?;
-                    }
-                }
-                writeln!(out)?;
+            };
+            if r.offset != self.last_offset + 1 {
+                self.findings
+                    .non_consecutive
+                    .entry(absolute(self.path))
+                    .or_default()
+                    .push((self.last_offset, r.offset));
+            }
+            self.last_offset = r.offset;
+            self.print_record(&r, h)?;
+        }
+        Ok(())
+    }
+
+    fn print_record(
+        &mut self,
+        r: &crate::format::Record<'_>,
+        h: &BatchHeader,
+    ) -> std::io::Result<()> {
+        let opts = self.opts;
+        if opts.skip_record_metadata {
+            write!(self.out, "|")?;
+        } else {
+            let header_keys: Vec<String> = r.headers.iter().map(|x| lossy(x.key)).collect();
+            write!(
+                self.out,
+                "| offset: {} {}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [{}]",
+                r.offset,
+                h.timestamp_type().name(),
+                r.timestamp,
+                r.key.map_or(-1, |k| k.len() as i64),
+                r.value.map_or(-1, |v| v.len() as i64),
+                r.sequence,
+                header_keys.join(", ")
+            )?;
+        }
+        if (opts.print_data_log || opts.skip_record_metadata) && !h.is_control() {
+            if let Some(k) = r.key {
+                write!(self.out, " key: {}", lossy(k))?;
+            }
+            if let Some(v) = r.value {
+                write!(self.out, " payload: {}", lossy(v))?;
             }
         }
-        pos += h.size();
+        writeln!(self.out)
     }
-    if pos < len {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        if is_live_padding(data.bytes(pos as u64, len - pos)?, len) {
-            writeln!(
-                out,
-                "Found {} bytes of zero padding at the end of {name}: the rest of the last 4 KiB \
-                 block of a live active segment (direct I/O writes whole blocks; trimmed when the \
-                 segment is sealed)",
-                len - pos
-            )?;
-        } else {
-            writeln!(
-                out,
-                "Found {} invalid bytes at the end of {name}",
-                len - pos
-            )?;
-        }
+}
+
+/// What follows the last whole batch: a live segment's zero padding, or invalid bytes.
+fn report_tail(
+    data: &mut FileWindow,
+    path: &Path,
+    pos: usize,
+    len: usize,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if is_live_padding(data.bytes(pos as u64, len - pos)?, len) {
+        writeln!(
+            out,
+            "Found {} bytes of zero padding at the end of {name}: the rest of the last 4 KiB \
+             block of a live active segment (direct I/O writes whole blocks; trimmed when the \
+             segment is sealed)",
+            len - pos
+        )
+    } else {
+        writeln!(
+            out,
+            "Found {} invalid bytes at the end of {name}",
+            len - pos
+        )
     }
-    Ok(())
 }
 
 /// Zeros after the last batch, up to the end of a file whose size is a whole number of 4 KiB
