@@ -30,68 +30,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Sequential-write load: MB/s, records/s and produce latency percentiles.
-    Write {
-        #[arg(long, default_value = "127.0.0.1:7411")]
-        bootstrap: String,
-        #[arg(long)]
-        topic: String,
-        /// Partitions when creating the topic.
-        #[arg(long, default_value_t = 2)]
-        partitions: i32,
-        /// Create the topic first (fails if it exists).
-        #[arg(long)]
-        create: bool,
-        #[arg(long, default_value = "1KiB", value_parser = units::parse_size)]
-        record_size: u64,
-        #[arg(long, default_value_t = 1000)]
-        batch_records: usize,
-        /// Stop after this many bytes (e.g. 4GiB) [default: 1GiB unless --duration].
-        #[arg(long, value_parser = units::parse_size, conflicts_with = "duration")]
-        total_bytes: Option<u64>,
-        /// Stop after this long (e.g. 30s, 2m).
-        #[arg(long, value_parser = units::parse_duration_secs)]
-        duration: Option<f64>,
-        #[arg(long, default_value_t = 2)]
-        connections: usize,
-        /// 0, 1 or all.
-        #[arg(long, default_value = "1")]
-        acks: String,
-        /// Open-loop rate in records/s; latencies measured from each request's due time.
-        #[arg(long)]
-        rate: Option<f64>,
-        /// Requests in flight per connection.
-        #[arg(long, default_value_t = 4)]
-        pipeline: usize,
-        /// Connect to the bootstrap only (requests are forwarded between shards).
-        #[arg(long)]
-        no_shard_aware: bool,
-        /// Client executors (one per core).
-        #[arg(long, default_value_t = 1)]
-        client_cores: usize,
-        #[arg(long)]
-        json: Option<PathBuf>,
-    },
+    Write(WriteArgs),
     /// Random lookups over the existing log, by offset or by timestamp, cold and/or warm.
-    Lookup {
-        #[arg(long, default_value = "127.0.0.1:7411")]
-        bootstrap: String,
-        #[arg(long)]
-        topic: String,
-        #[arg(long, value_enum)]
-        by: lookup::By,
-        #[arg(long, value_enum, default_value = "both")]
-        cache: lookup::CacheMode,
-        #[arg(long, default_value_t = 1000)]
-        count: usize,
-        /// Cold lookups also drop the kernel page cache (needs root, and a server started
-        /// with allow.drop.kernel.cache=true).
-        #[arg(long)]
-        drop_kernel_page_cache: bool,
-        #[arg(long)]
-        no_shard_aware: bool,
-        #[arg(long)]
-        json: Option<PathBuf>,
-    },
+    Lookup(LookupArgs),
     /// Start a server on a temp data dir, write, then look up (offset/timestamp, cold/warm).
     Bench {
         /// Where the temporary data directory goes [default: the system temp dir].
@@ -127,131 +68,75 @@ fn parse_acks(s: &str) -> Result<i16, String> {
     shardlog::tools::produce::parse_acks(s)
 }
 
+#[derive(clap::Args)]
+struct WriteArgs {
+    #[arg(long, default_value = "127.0.0.1:7411")]
+    bootstrap: String,
+    #[arg(long)]
+    topic: String,
+    /// Partitions when creating the topic.
+    #[arg(long, default_value_t = 2)]
+    partitions: i32,
+    /// Create the topic first (fails if it exists).
+    #[arg(long)]
+    create: bool,
+    #[arg(long, default_value = "1KiB", value_parser = units::parse_size)]
+    record_size: u64,
+    #[arg(long, default_value_t = 1000)]
+    batch_records: usize,
+    /// Stop after this many bytes (e.g. 4GiB) [default: 1GiB unless --duration].
+    #[arg(long, value_parser = units::parse_size, conflicts_with = "duration")]
+    total_bytes: Option<u64>,
+    /// Stop after this long (e.g. 30s, 2m).
+    #[arg(long, value_parser = units::parse_duration_secs)]
+    duration: Option<f64>,
+    #[arg(long, default_value_t = 2)]
+    connections: usize,
+    /// 0, 1 or all.
+    #[arg(long, default_value = "1")]
+    acks: String,
+    /// Open-loop rate in records/s; latencies measured from each request's due time.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Requests in flight per connection.
+    #[arg(long, default_value_t = 4)]
+    pipeline: usize,
+    /// Connect to the bootstrap only (requests are forwarded between shards).
+    #[arg(long)]
+    no_shard_aware: bool,
+    /// Client executors (one per core).
+    #[arg(long, default_value_t = 1)]
+    client_cores: usize,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct LookupArgs {
+    #[arg(long, default_value = "127.0.0.1:7411")]
+    bootstrap: String,
+    #[arg(long)]
+    topic: String,
+    #[arg(long, value_enum)]
+    by: lookup::By,
+    #[arg(long, value_enum, default_value = "both")]
+    cache: lookup::CacheMode,
+    #[arg(long, default_value_t = 1000)]
+    count: usize,
+    /// Cold lookups also drop the kernel page cache (needs root, and a server started
+    /// with allow.drop.kernel.cache=true).
+    #[arg(long)]
+    drop_kernel_page_cache: bool,
+    #[arg(long)]
+    no_shard_aware: bool,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Command::Write {
-            bootstrap,
-            topic,
-            partitions,
-            create,
-            record_size,
-            batch_records,
-            total_bytes,
-            duration,
-            connections,
-            acks,
-            rate,
-            pipeline,
-            no_shard_aware,
-            client_cores,
-            json,
-        } => {
-            let acks = parse_acks(&acks)?;
-            if create {
-                let (b, t) = (bootstrap.clone(), topic.clone());
-                glommio::LocalExecutorBuilder::default()
-                    .spawn(move || async move {
-                        let mut c = shardlog::client::Client::connect(&b)
-                            .await
-                            .map_err(|e| e.to_string())?;
-                        c.create_topic(&t, partitions, vec![])
-                            .await
-                            .map_err(|e| e.to_string())
-                    })
-                    .map_err(|e| e.to_string())?
-                    .join()
-                    .map_err(|e| e.to_string())??;
-            }
-            let opts = write::WriteOpts {
-                bootstrap,
-                topic,
-                record_size: record_size as usize,
-                batch_records,
-                total_bytes,
-                duration_secs: duration,
-                connections,
-                acks,
-                rate_records_per_s: rate,
-                pipeline,
-                shard_aware: !no_shard_aware,
-                client_cores,
-            };
-            let pb = match (total_bytes, duration) {
-                (Some(t), _) => progress_bytes(t),
-                (None, None) => progress_bytes(1 << 30),
-                (None, Some(_)) => ProgressBar::new_spinner(),
-            };
-            let r = write::run(opts.clone(), pb)?;
-            report::print_write(&r);
-            if let Some(path) = json {
-                let doc = json!({
-                    "tool": "loadgen write",
-                    "git_revision": report::git_revision(),
-                    "machine": report::Machine::describe(&std::env::current_dir().unwrap_or_default()),
-                    "config": {
-                        "bootstrap": opts.bootstrap, "topic": opts.topic,
-                        "record_size": opts.record_size, "batch_records": opts.batch_records,
-                        "total_bytes": opts.total_bytes, "duration_secs": opts.duration_secs,
-                        "connections": opts.connections, "acks": opts.acks,
-                        "rate_records_per_s": opts.rate_records_per_s, "pipeline": opts.pipeline,
-                        "shard_aware": opts.shard_aware,
-                    },
-                    "write": r,
-                });
-                report::write_json(&path, &doc)?;
-            }
-            Ok(())
-        }
-        Command::Lookup {
-            bootstrap,
-            topic,
-            by,
-            cache,
-            count,
-            drop_kernel_page_cache,
-            no_shard_aware,
-            json,
-        } => {
-            let opts = lookup::LookupOpts {
-                bootstrap,
-                topic,
-                by,
-                cache,
-                count,
-                shard_aware: !no_shard_aware,
-                drop_kernel_page_cache,
-            };
-            let modes = if cache == lookup::CacheMode::Both {
-                2
-            } else {
-                1
-            };
-            let pb = progress_count((count * modes) as u64);
-            let o = opts.clone();
-            let rows = glommio::LocalExecutorBuilder::default()
-                .spawn(move || async move { lookup::run(&o, &pb).await })
-                .map_err(|e| e.to_string())?
-                .join()
-                .map_err(|e| e.to_string())??;
-            let table: Vec<(String, &report::LookupResult)> =
-                rows.iter().map(|(n, r)| (n.clone(), r)).collect();
-            report::print_lookup_table(&table);
-            if let Some(path) = json {
-                let mut m = serde_json::Map::new();
-                for (n, r) in &rows {
-                    m.insert(n.replace(' ', "_"), serde_json::to_value(r).unwrap());
-                }
-                let doc = json!({
-                    "tool": "loadgen lookup",
-                    "git_revision": report::git_revision(),
-                    "machine": report::Machine::describe(&std::env::current_dir().unwrap_or_default()),
-                    "config": { "bootstrap": opts.bootstrap, "topic": opts.topic, "count": opts.count, "shard_aware": opts.shard_aware },
-                    "lookup": m,
-                });
-                report::write_json(&path, &doc)?;
-            }
-            Ok(())
-        }
+        Command::Write(args) => write_command(args),
+        Command::Lookup(args) => lookup_command(args),
         Command::Bench {
             data_dir,
             quick,
@@ -262,6 +147,133 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
         }),
     }
+}
+
+fn write_command(args: WriteArgs) -> Result<(), String> {
+    let WriteArgs {
+        bootstrap,
+        topic,
+        partitions,
+        create,
+        record_size,
+        batch_records,
+        total_bytes,
+        duration,
+        connections,
+        acks,
+        rate,
+        pipeline,
+        no_shard_aware,
+        client_cores,
+        json,
+    } = args;
+    let acks = parse_acks(&acks)?;
+    if create {
+        let (b, t) = (bootstrap.clone(), topic.clone());
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let mut c = shardlog::client::Client::connect(&b)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                c.create_topic(&t, partitions, vec![])
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(|e| e.to_string())?
+            .join()
+            .map_err(|e| e.to_string())??;
+    }
+    let opts = write::WriteOpts {
+        bootstrap,
+        topic,
+        record_size: record_size as usize,
+        batch_records,
+        total_bytes,
+        duration_secs: duration,
+        connections,
+        acks,
+        rate_records_per_s: rate,
+        pipeline,
+        shard_aware: !no_shard_aware,
+        client_cores,
+    };
+    let pb = match (total_bytes, duration) {
+        (Some(t), _) => progress_bytes(t),
+        (None, None) => progress_bytes(1 << 30),
+        (None, Some(_)) => ProgressBar::new_spinner(),
+    };
+    let r = write::run(opts.clone(), pb)?;
+    report::print_write(&r);
+    if let Some(path) = json {
+        let doc = json!({
+            "tool": "loadgen write",
+            "git_revision": report::git_revision(),
+            "machine": report::Machine::describe(&std::env::current_dir().unwrap_or_default()),
+            "config": {
+                "bootstrap": opts.bootstrap, "topic": opts.topic,
+                "record_size": opts.record_size, "batch_records": opts.batch_records,
+                "total_bytes": opts.total_bytes, "duration_secs": opts.duration_secs,
+                "connections": opts.connections, "acks": opts.acks,
+                "rate_records_per_s": opts.rate_records_per_s, "pipeline": opts.pipeline,
+                "shard_aware": opts.shard_aware,
+            },
+            "write": r,
+        });
+        report::write_json(&path, &doc)?;
+    }
+    Ok(())
+}
+
+fn lookup_command(args: LookupArgs) -> Result<(), String> {
+    let LookupArgs {
+        bootstrap,
+        topic,
+        by,
+        cache,
+        count,
+        drop_kernel_page_cache,
+        no_shard_aware,
+        json,
+    } = args;
+    let opts = lookup::LookupOpts {
+        bootstrap,
+        topic,
+        by,
+        cache,
+        count,
+        shard_aware: !no_shard_aware,
+        drop_kernel_page_cache,
+    };
+    let modes = if cache == lookup::CacheMode::Both {
+        2
+    } else {
+        1
+    };
+    let pb = progress_count((count * modes) as u64);
+    let o = opts.clone();
+    let rows = glommio::LocalExecutorBuilder::default()
+        .spawn(move || async move { lookup::run(&o, &pb).await })
+        .map_err(|e| e.to_string())?
+        .join()
+        .map_err(|e| e.to_string())??;
+    let table: Vec<(String, &report::LookupResult)> =
+        rows.iter().map(|(n, r)| (n.clone(), r)).collect();
+    report::print_lookup_table(&table);
+    if let Some(path) = json {
+        let mut m = serde_json::Map::new();
+        for (n, r) in &rows {
+            m.insert(n.replace(' ', "_"), serde_json::to_value(r).unwrap());
+        }
+        let doc = json!({
+            "tool": "loadgen lookup",
+            "git_revision": report::git_revision(),
+            "machine": report::Machine::describe(&std::env::current_dir().unwrap_or_default()),
+            "config": { "bootstrap": opts.bootstrap, "topic": opts.topic, "count": opts.count, "shard_aware": opts.shard_aware },
+            "lookup": m,
+        });
+        report::write_json(&path, &doc)?;
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
