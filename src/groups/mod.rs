@@ -4,10 +4,10 @@
 //! (`abs(java hashCode(group)) % partitions`, Kafka's rule); requests for it are routed
 //! there over the mesh, never shared.
 
-pub mod coordinator;
-pub mod group;
-pub mod membership;
-pub mod ops;
+pub(crate) mod coordinator;
+pub(crate) mod group;
+pub(crate) mod membership;
+pub(crate) mod ops;
 pub mod records;
 
 use std::rc::Rc;

@@ -17,7 +17,7 @@ mod groups;
 mod list_offsets;
 mod metadata;
 mod produce;
-pub mod producer_ids;
+pub(crate) mod producer_ids;
 
 pub use api_versions::ADVERTISED;
 pub use codec::{decode_response, encode, handle_frame};

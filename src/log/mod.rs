@@ -3,19 +3,19 @@
 
 pub mod batch_stream;
 pub mod checkpoint;
-pub mod cleaner;
+pub(crate) mod cleaner;
 pub mod file_names;
-pub mod index_state;
+pub(crate) mod index_state;
 mod invariants;
-pub mod loader;
+pub(crate) mod loader;
 pub mod offset_index;
-pub mod paged_index;
+pub(crate) mod paged_index;
 pub mod partition;
 pub mod producer_state;
-pub mod recovery;
-pub mod retention;
-pub mod scan;
-pub mod segment;
+pub(crate) mod recovery;
+pub(crate) mod retention;
+pub(crate) mod scan;
+pub(crate) mod segment;
 pub mod time_index;
 
 pub use cleaner::{CleanStats, CleanerLimits, CleaningPlan};

@@ -102,14 +102,6 @@ impl PagedIndexes {
         }
     }
 
-    pub fn offset_entries(&self) -> usize {
-        self.offsets.entries
-    }
-
-    pub fn time_entries(&self) -> usize {
-        self.times.entries
-    }
-
     async fn read(&self, f: &PagedFile, pos: u64, len: usize) -> Result<Vec<u8>> {
         let path = f.file.path();
         let data = match &self.cache {
@@ -180,11 +172,6 @@ impl PagedIndexes {
             });
         }
         Ok(out)
-    }
-
-    /// Largest offset entry <= target, or (base, 0).
-    pub async fn offset_lookup(&self, target: i64) -> Result<OffsetPosition> {
-        Ok(self.offset_lookup_hit(target).await?.floor)
     }
 
     /// The floor entry and the (up to) two entries after it that sit in the same page.
@@ -334,7 +321,7 @@ mod tests {
                     }
                     for t in (base - 5..base + 6_010).step_by(7) {
                         assert_eq!(
-                            paged.offset_lookup(t).await.unwrap(),
+                            paged.offset_lookup_hit(t).await.unwrap().floor,
                             oi.lookup(t),
                             "offset {t}"
                         );

@@ -10,12 +10,12 @@ pub(crate) mod connection;
 pub mod data_dir;
 mod group_admin;
 pub(crate) mod handlers;
-pub mod limits;
+pub(crate) mod limits;
 mod log_admin;
 mod maintenance;
-pub mod messages;
+pub(crate) mod messages;
 mod partition_actor;
-pub mod shard;
+pub(crate) mod shard;
 pub mod topics;
 
 use std::net::SocketAddr;
