@@ -105,92 +105,95 @@ impl<'a> Iterator for RecordIter<'a> {
                 found: self.index,
             }));
         }
-        let start = self.pos;
-        let mut p = self.pos;
-        let Ok(length) = get_varint(self.batch, &mut p) else {
-            return self.invalid("malformed record length");
-        };
+        match self.record_at(self.pos) {
+            Ok((record, end)) => {
+                self.pos = end;
+                self.index += 1;
+                Some(Ok(record))
+            }
+            Err(what) => self.invalid(what),
+        }
+    }
+}
+
+impl<'a> RecordIter<'a> {
+    /// The record starting at `start` and where it ends; or what is wrong with it.
+    fn record_at(&self, start: usize) -> Result<(Record<'a>, usize), &'static str> {
+        let mut p = start;
+        let length = get_varint(self.batch, &mut p).map_err(|_| "malformed record length")?;
         if length < 0 {
-            return self.invalid("negative record length");
+            return Err("negative record length");
         }
         let end = p + length as usize;
-        if end > total {
-            return self.invalid("record length extends past the batch");
+        if end > self.batch.len() {
+            return Err("record length extends past the batch");
         }
         let body = &self.batch[..end];
         if p >= end {
-            return self.invalid("record shorter than its attributes byte");
+            return Err("record shorter than its attributes byte");
         }
         p += 1; // attributes: unused in v2
-        let Ok(ts_delta) = get_varlong(body, &mut p) else {
-            return self.invalid("malformed timestampDelta");
-        };
-        let Ok(offset_delta) = get_varint(body, &mut p) else {
-            return self.invalid("malformed offsetDelta");
-        };
+        let ts_delta = get_varlong(body, &mut p).map_err(|_| "malformed timestampDelta")?;
+        let offset_delta = get_varint(body, &mut p).map_err(|_| "malformed offsetDelta")?;
         if !(0..=self.header.last_offset_delta).contains(&offset_delta) {
-            return self.invalid("offsetDelta outside the batch's offsets");
+            return Err("offsetDelta outside the batch's offsets");
         }
-        let Some(offset) = self.header.base_offset.checked_add(offset_delta as i64) else {
-            return self.invalid("offset overflows");
-        };
-        let key = match bytes_field(self.batch, &mut p, end) {
-            Ok(k) => k,
-            Err(what) => return self.invalid(what),
-        };
-        let value = match bytes_field(self.batch, &mut p, end) {
-            Ok(v) => v,
-            Err(what) => return self.invalid(what),
-        };
-        let Ok(header_count) = get_varint(body, &mut p) else {
-            return self.invalid("malformed header count");
-        };
-        if header_count < 0 {
-            return self.invalid("negative header count");
-        }
-        // Each header needs at least two bytes: bound the allocation by what is left.
-        if header_count as usize > (end - p) / 2 {
-            return self.invalid("header count exceeds the record's bytes");
-        }
-        let mut headers = Vec::with_capacity(header_count as usize);
-        for _ in 0..header_count {
-            let hkey = match bytes_field(self.batch, &mut p, end) {
-                Ok(Some(k)) => k,
-                Ok(None) => return self.invalid("null header key"),
-                Err(what) => return self.invalid(what),
-            };
-            let hval = match bytes_field(self.batch, &mut p, end) {
-                Ok(v) => v,
-                Err(what) => return self.invalid(what),
-            };
-            headers.push(RecordHeader {
-                key: hkey,
-                value: hval,
-            });
-        }
+        let offset = (self.header.base_offset)
+            .checked_add(offset_delta as i64)
+            .ok_or("offset overflows")?;
+        let key = bytes_field(self.batch, &mut p, end)?;
+        let value = bytes_field(self.batch, &mut p, end)?;
+        let headers = headers(self.batch, &mut p, end)?;
         if p != end {
-            self.pos = start;
-            return self.invalid("record length does not match its fields");
+            return Err("record length does not match its fields");
         }
-        self.pos = end;
-        self.index += 1;
-        let h = &self.header;
-        let timestamp = match h.timestamp_type() {
-            super::TimestampType::LogAppendTime => h.max_timestamp,
-            super::TimestampType::CreateTime => h.base_timestamp.wrapping_add(ts_delta),
-        };
-        let sequence = if h.base_sequence == -1 {
-            -1
-        } else {
-            ((h.base_sequence as i64 + offset_delta as i64) % (i32::MAX as i64 + 1)) as i32
-        };
-        Some(Ok(Record {
+        let record = Record {
             offset,
-            timestamp,
+            timestamp: self.timestamp_of(ts_delta),
             key,
             value,
             headers,
-            sequence,
-        }))
+            sequence: self.sequence_of(offset_delta),
+        };
+        Ok((record, end))
     }
+
+    fn timestamp_of(&self, ts_delta: i64) -> i64 {
+        let h = &self.header;
+        match h.timestamp_type() {
+            super::TimestampType::LogAppendTime => h.max_timestamp,
+            super::TimestampType::CreateTime => h.base_timestamp.wrapping_add(ts_delta),
+        }
+    }
+
+    fn sequence_of(&self, offset_delta: i32) -> i32 {
+        let base = self.header.base_sequence;
+        if base == -1 {
+            return -1;
+        }
+        ((base as i64 + offset_delta as i64) % (i32::MAX as i64 + 1)) as i32
+    }
+}
+
+/// The header count and headers of a record, inside `[*pos, end)`.
+fn headers<'a>(
+    batch: &'a [u8],
+    pos: &mut usize,
+    end: usize,
+) -> Result<Vec<RecordHeader<'a>>, &'static str> {
+    let count = get_varint(&batch[..end], pos).map_err(|_| "malformed header count")?;
+    if count < 0 {
+        return Err("negative header count");
+    }
+    // Each header needs at least two bytes: bound the allocation by what is left.
+    if count as usize > (end - *pos) / 2 {
+        return Err("header count exceeds the record's bytes");
+    }
+    let mut headers = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let key = bytes_field(batch, pos, end)?.ok_or("null header key")?;
+        let value = bytes_field(batch, pos, end)?;
+        headers.push(RecordHeader { key, value });
+    }
+    Ok(headers)
 }
