@@ -158,57 +158,13 @@ pub async fn load(
     } else {
         RECOVERY_POINT.read(storage.as_ref(), dir).await
     };
-    let mut segments: Vec<Segment> = Vec::with_capacity(bases.len().max(1));
-    let mut truncations = Vec::new();
-    let mut i = 0;
-    while i < bases.len() {
-        let base = bases[i];
-        let last = i + 1 == bases.len();
-        let next_base = bases.get(i + 1).copied();
-        let needs_recovery = !opts.clean_shutdown && next_base.is_none_or(|nb| nb > recovery_point);
-        if !needs_recovery {
-            match Segment::open(io.clone(), dir, base, config, last).await {
-                Ok(seg) => {
-                    segments.push(seg);
-                    i += 1;
-                    continue;
-                }
-                // Said to be clean but is not (an untrimmed tail, garbage): recover it.
-                Err(e @ Error::Corruption { .. }) if last => {
-                    tracing::warn!(dir = %dir.display(), error = %e, "active segment is not clean; recovering it");
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        let min_next = segments.last().map_or(base, |s| s.next_offset());
-        let (seg, truncation) =
-            Segment::recover(io.clone(), dir, base, config, min_next, last).await?;
-        match truncation {
-            None => {
-                segments.push(seg);
-                i += 1;
-            }
-            Some(t) => {
-                truncations.push(t);
-                // Nothing after an invalid batch can be trusted: later segments go.
-                for &later in &bases[i + 1..] {
-                    remove_segment_files(storage.as_ref(), dir, later)?;
-                    dir_changed = true;
-                }
-                let seg = if last {
-                    seg
-                } else {
-                    // It becomes the active segment: reopen it for appending.
-                    seg.abandon().await;
-                    Segment::recover(io.clone(), dir, base, config, min_next, true)
-                        .await?
-                        .0
-                };
-                segments.push(seg);
-                break;
-            }
-        }
-    }
+    let opened = open_segments(&io, dir, &bases, config, &opts, recovery_point).await?;
+    let OpenedSegments {
+        mut segments,
+        truncations,
+        removed_later,
+    } = opened;
+    dir_changed |= removed_later;
     if segments.is_empty() {
         segments.push(Segment::create(io.clone(), dir, 0, config).await?);
         dir_changed = true;
@@ -229,4 +185,83 @@ pub async fn load(
         truncations,
         recovery_point: log_end,
     })
+}
+
+#[derive(Default)]
+struct OpenedSegments {
+    segments: Vec<Segment>,
+    truncations: Vec<Truncation>,
+    /// Segments after a truncation were removed.
+    removed_later: bool,
+}
+
+/// Opens the segments in order: those wholly below the recovery point (all of them after
+/// a clean shutdown) as they are, the others recovered. A truncation ends the log there:
+/// nothing after an invalid batch can be trusted, so later segments go.
+async fn open_segments(
+    io: &LogIo,
+    dir: &Path,
+    bases: &[i64],
+    config: &LogConfig,
+    opts: &OpenOptions,
+    recovery_point: i64,
+) -> Result<OpenedSegments> {
+    let mut out = OpenedSegments {
+        segments: Vec::with_capacity(bases.len().max(1)),
+        ..OpenedSegments::default()
+    };
+    for (i, &base) in bases.iter().enumerate() {
+        let last = i + 1 == bases.len();
+        let trusted =
+            opts.clean_shutdown || bases.get(i + 1).is_some_and(|&next| next <= recovery_point);
+        if trusted {
+            if let Some(seg) = open_trusted(io, dir, base, config, last).await? {
+                out.segments.push(seg);
+                continue;
+            }
+        }
+        let min_next = out.segments.last().map_or(base, |s| s.next_offset());
+        let (seg, truncation) =
+            Segment::recover(io.clone(), dir, base, config, min_next, last).await?;
+        let Some(t) = truncation else {
+            out.segments.push(seg);
+            continue;
+        };
+        out.truncations.push(t);
+        for &later in &bases[i + 1..] {
+            remove_segment_files(io.storage.as_ref(), dir, later)?;
+            out.removed_later = true;
+        }
+        let seg = if last {
+            seg
+        } else {
+            // It becomes the active segment: reopen it for appending.
+            seg.abandon().await;
+            Segment::recover(io.clone(), dir, base, config, min_next, true)
+                .await?
+                .0
+        };
+        out.segments.push(seg);
+        break;
+    }
+    Ok(out)
+}
+
+/// A segment below the recovery point, opened as it is; `None` when the active segment
+/// turns out not to be clean (an untrimmed tail, garbage), so it is recovered instead.
+async fn open_trusted(
+    io: &LogIo,
+    dir: &Path,
+    base: i64,
+    config: &LogConfig,
+    last: bool,
+) -> Result<Option<Segment>> {
+    match Segment::open(io.clone(), dir, base, config, last).await {
+        Ok(seg) => Ok(Some(seg)),
+        Err(e @ Error::Corruption { .. }) if last => {
+            tracing::warn!(dir = %dir.display(), error = %e, "active segment is not clean; recovering it");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
