@@ -272,81 +272,98 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>, appends: std::rc
                 _ => break,
             }
         }
-        // Produces waiting for the group's flush or sync: (reply, result so far).
-        let mut waiting: Vec<(LocalSender<OpResult>, OpResult)> = Vec::new();
-        let mut need_sync = false;
-        let mut wrote = false;
-        let mut close: Option<(LocalSender<Result<(), String>>, bool)> = None;
-        for cmd in group {
-            match cmd {
-                Command::Close { reply, discard } => close = Some((reply, discard)),
-                Command::Job(job) => run_job(&mut log, job).await,
-                Command::Op { op, reply } => match op {
-                    PartitionOp::Produce { acks, records } => {
-                        let r = log.append(&records).await;
-                        wrote |= r.is_ok();
-                        let result = r.map(|info| OpOk::Produced {
-                            base_offset: info.base_offset,
-                            last_offset: info.last_offset,
-                            log_append_time: info.log_append_time.unwrap_or(-1),
-                            log_start_offset: log.log_start_offset(),
-                        });
-                        match (&result, acks) {
-                            (Ok(_), ACKS_NONE) => {}
-                            (Ok(_), _) => {
-                                need_sync |= acks == ACKS_ALL;
-                                waiting.push((reply, result.map_err(engine_err)));
-                                continue;
-                            }
-                            (Err(_), _) => {}
-                        }
-                        let _ = reply.try_send(result.map_err(engine_err));
-                    }
-                    other => {
-                        let r = run_op(&mut log, other).await;
-                        let _ = reply.try_send(r);
-                    }
-                },
-            }
-        }
-        if wrote {
-            // One flush or fdatasync covers every produce of the group (group commit).
-            let durable = if need_sync {
-                log.sync().await
-            } else {
-                log.flush().await
-            };
-            if let Err(e) = durable {
-                let err = engine_err(e);
-                for (reply, _) in waiting.drain(..) {
-                    let _ = reply.try_send(Err(err.clone()));
-                }
-            }
-        }
-        for (reply, result) in waiting {
-            let _ = reply.try_send(result);
-        }
+        let mut done = run_group(&mut log, group).await;
+        commit_group(&mut log, &mut done).await;
         appends.advanced_to(log.visible_end_offset());
-        if wrote && need_sync {
+        if done.wrote && done.need_sync {
             // After the replies: the index files are for tools, not on a produce's path.
             log.write_active_indexes(false).await;
         }
-        if let Some((reply, discard)) = close {
-            let result = if discard {
-                log.discard().await;
-                Ok(())
-            } else {
-                log.close().await.map_err(|e| {
-                    tracing::error!(error = %e, "closing partition failed");
-                    e.to_string()
-                })
-            };
-            let _ = reply.try_send(result);
+        if let Some((reply, discard)) = done.close {
+            let _ = reply.try_send(close_log(log, discard).await);
             return;
         }
     }
     // Channel closed without a Close command: still close the log cleanly.
-    if let Err(e) = log.close().await {
-        tracing::error!(error = %e, "closing partition failed");
+    let _ = close_log(log, false).await;
+}
+
+/// What a group of commands left to do once each has run.
+#[derive(Default)]
+struct GroupDone {
+    /// Produces waiting for the group's flush or sync: (reply, result so far).
+    waiting: Vec<(LocalSender<OpResult>, OpResult)>,
+    need_sync: bool,
+    wrote: bool,
+    close: Option<(LocalSender<Result<(), String>>, bool)>,
+}
+
+/// Runs each command of a group in order; produces that wait for the group's flush or sync
+/// are held back, every other reply is sent at once.
+async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
+    let mut done = GroupDone::default();
+    for cmd in group {
+        match cmd {
+            Command::Close { reply, discard } => done.close = Some((reply, discard)),
+            Command::Job(job) => run_job(log, job).await,
+            Command::Op {
+                op: PartitionOp::Produce { acks, records },
+                reply,
+            } => {
+                let r = log.append(&records).await;
+                done.wrote |= r.is_ok();
+                let result = r
+                    .map(|info| OpOk::Produced {
+                        base_offset: info.base_offset,
+                        last_offset: info.last_offset,
+                        log_append_time: info.log_append_time.unwrap_or(-1),
+                        log_start_offset: log.log_start_offset(),
+                    })
+                    .map_err(engine_err);
+                if result.is_ok() && acks != ACKS_NONE {
+                    done.need_sync |= acks == ACKS_ALL;
+                    done.waiting.push((reply, result));
+                } else {
+                    let _ = reply.try_send(result);
+                }
+            }
+            Command::Op { op, reply } => {
+                let _ = reply.try_send(run_op(log, op).await);
+            }
+        }
     }
+    done
+}
+
+/// One flush or fdatasync covers every produce of the group (group commit); then the
+/// waiting produces hear how it went.
+async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
+    if done.wrote {
+        let durable = if done.need_sync {
+            log.sync().await
+        } else {
+            log.flush().await
+        };
+        if let Err(e) = durable {
+            let err = engine_err(e);
+            for (reply, _) in done.waiting.drain(..) {
+                let _ = reply.try_send(Err(err.clone()));
+            }
+        }
+    }
+    for (reply, result) in done.waiting.drain(..) {
+        let _ = reply.try_send(result);
+    }
+}
+
+/// Closes the log (sealed and synced), or discards it when its partition is being deleted.
+async fn close_log(log: PartitionLog, discard: bool) -> Result<(), String> {
+    if discard {
+        log.discard().await;
+        return Ok(());
+    }
+    log.close().await.map_err(|e| {
+        tracing::error!(error = %e, "closing partition failed");
+        e.to_string()
+    })
 }
