@@ -209,12 +209,7 @@ async fn dispatch(
             acks,
             records,
         } => {
-            if ![ACKS_NONE, ACKS_LEADER, ACKS_ALL].contains(&acks) {
-                return Err((
-                    ErrorCode::InvalidAcks,
-                    format!("acks must be 0, 1 or -1 (all), got {acks}"),
-                ));
-            }
+            check_acks(acks)?;
             let op = PartitionOp::Produce { acks, records };
             to_body(key, shard.partition_op(&topic, partition, op).await)
         }
@@ -224,23 +219,7 @@ async fn dispatch(
             offset,
             max_bytes,
         } => {
-            if max_bytes <= 0 {
-                return Err((
-                    ErrorCode::InvalidRequest,
-                    format!("max_bytes must be positive, got {max_bytes}"),
-                ));
-            }
-            // The reply must fit in a frame the client accepts.
-            let cap = shard.config.max_frame_bytes - FETCH_RESPONSE_OVERHEAD;
-            let max_bytes = (max_bytes as usize).min(cap);
-            // Its bytes count against the budgets before anything is read; under memory
-            // pressure the reply gets smaller (always at least one batch).
-            let (reply, granted) = budget
-                .reserve_reply(max_bytes + FETCH_RESPONSE_OVERHEAD)
-                .await
-                .ok_or((ErrorCode::ShuttingDown, "connection closing".to_string()))?;
-            reservation.merge(reply);
-            let max_bytes = max_bytes.min(granted.saturating_sub(FETCH_RESPONSE_OVERHEAD).max(1));
+            let max_bytes = fetch_bytes(shard, max_bytes, budget, reservation).await?;
             let op = PartitionOp::Fetch { offset, max_bytes };
             to_body(key, shard.partition_op(&topic, partition, op).await)
         }
@@ -255,26 +234,7 @@ async fn dispatch(
         Request::DropCaches {
             drop_kernel_page_cache,
         } => {
-            if !peer.is_loopback && !shard.config.allow_remote_admin {
-                return Err((
-                    ErrorCode::AdminNotAllowed,
-                    "DropCaches is accepted from loopback only (set allow.remote.admin=true)"
-                        .into(),
-                ));
-            }
-            if drop_kernel_page_cache && !shard.config.allow_drop_kernel_cache {
-                return Err((
-                    ErrorCode::AdminNotAllowed,
-                    "dropping the host's kernel page cache affects every process on the machine; \
-                     the server must set allow.drop.kernel.cache=true (shardlog's own caches can \
-                     be dropped without it)"
-                        .into(),
-                ));
-            }
-            let stats = shard.cluster_stats(true).await?;
-            if drop_kernel_page_cache {
-                drop_kernel_page_cache_as_root();
-            }
+            let stats = drop_caches(shard, peer, drop_kernel_page_cache).await?;
             Ok(ResponseBody::Stats(stats_body(shard, stats)))
         }
         Request::Stats => {
@@ -292,6 +252,73 @@ async fn dispatch(
             .await
             .unwrap_or_else(|| Err((ErrorCode::Internal, format!("{key:?} has no handler")))),
     }
+}
+
+fn check_acks(acks: i16) -> Result<(), (ErrorCode, String)> {
+    if [ACKS_NONE, ACKS_LEADER, ACKS_ALL].contains(&acks) {
+        return Ok(());
+    }
+    Err((
+        ErrorCode::InvalidAcks,
+        format!("acks must be 0, 1 or -1 (all), got {acks}"),
+    ))
+}
+
+/// The bytes a Fetch may return: what it asked for, capped by the largest frame and by
+/// what the connection's and shard's budgets grant (reserved before anything is read;
+/// under memory pressure the reply gets smaller, always at least one batch).
+async fn fetch_bytes(
+    shard: &Shard,
+    max_bytes: i32,
+    budget: &Budget,
+    reservation: &mut Reservation,
+) -> Result<usize, (ErrorCode, String)> {
+    if max_bytes <= 0 {
+        return Err((
+            ErrorCode::InvalidRequest,
+            format!("max_bytes must be positive, got {max_bytes}"),
+        ));
+    }
+    // The reply must fit in a frame the client accepts.
+    let cap = shard.config.max_frame_bytes - FETCH_RESPONSE_OVERHEAD;
+    let max_bytes = (max_bytes as usize).min(cap);
+    // Its bytes count against the budgets before anything is read; under memory
+    // pressure the reply gets smaller (always at least one batch).
+    let (reply, granted) = budget
+        .reserve_reply(max_bytes + FETCH_RESPONSE_OVERHEAD)
+        .await
+        .ok_or((ErrorCode::ShuttingDown, "connection closing".to_string()))?;
+    reservation.merge(reply);
+    let max_bytes = max_bytes.min(granted.saturating_sub(FETCH_RESPONSE_OVERHEAD).max(1));
+    Ok(max_bytes)
+}
+
+/// DropCaches: loopback only unless allowed; the host's page cache only when allowed.
+async fn drop_caches(
+    shard: &Rc<Shard>,
+    peer: Peer,
+    drop_kernel_page_cache: bool,
+) -> Result<super::messages::ShardStats, (ErrorCode, String)> {
+    if !peer.is_loopback && !shard.config.allow_remote_admin {
+        return Err((
+            ErrorCode::AdminNotAllowed,
+            "DropCaches is accepted from loopback only (set allow.remote.admin=true)".into(),
+        ));
+    }
+    if drop_kernel_page_cache && !shard.config.allow_drop_kernel_cache {
+        return Err((
+            ErrorCode::AdminNotAllowed,
+            "dropping the host's kernel page cache affects every process on the machine; \
+             the server must set allow.drop.kernel.cache=true (shardlog's own caches can \
+             be dropped without it)"
+                .into(),
+        ));
+    }
+    let stats = shard.cluster_stats(true).await?;
+    if drop_kernel_page_cache {
+        drop_kernel_page_cache_as_root();
+    }
+    Ok(stats)
 }
 
 fn stats_body(shard: &Shard, s: super::messages::ShardStats) -> StatsResponse {
