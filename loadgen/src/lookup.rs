@@ -172,17 +172,17 @@ pub async fn run(
             opts.topic
         ));
     }
-    let addr_of: HashMap<i32, String> = routes
-        .iter()
-        .map(|r| (r.partition, r.addr.clone()))
-        .collect();
-    let mut conns = HashMap::new();
-    for addr in addr_of.values() {
-        if !conns.contains_key(addr) {
-            conns.insert(
-                addr.clone(),
-                Client::connect(addr).await.map_err(|e| e.to_string())?,
-            );
+    let mut peers = Peers {
+        addr_of: routes
+            .iter()
+            .map(|r| (r.partition, r.addr.clone()))
+            .collect(),
+        conns: HashMap::new(),
+    };
+    for addr in peers.addr_of.values() {
+        if !peers.conns.contains_key(addr) {
+            let c = Client::connect(addr).await.map_err(|e| e.to_string())?;
+            peers.conns.insert(addr.clone(), c);
         }
     }
     let targets = targets(&spans, opts.by, opts.count.max(1), 42);
@@ -195,79 +195,97 @@ pub async fn run(
         CacheMode::Warm => &[false],
         CacheMode::Both => &[true, false],
     };
-    let mut out = Vec::new();
-    // Same-run baseline: a round trip that touches no storage (ApiVersions), on the
-    // connection the lookups use, so lookup latencies can be read against the network.
-    {
-        let c = conns.values_mut().next().expect("one connection");
-        let mut hist = histogram();
-        for _ in 0..targets.len().max(100) {
-            let t0 = Instant::now();
-            c.call(&shardlog::protocol::Request::ApiVersions)
-                .await
-                .map_err(|e| e.to_string())?;
-            hist.record(t0.elapsed().as_micros().max(1) as u64)
-                .map_err(|e| e.to_string())?;
-        }
-        out.push((
-            "network round trip".to_string(),
-            LookupResult {
-                lookups: hist.len(),
-                latency_us: LatencyUs::of(&hist),
-                device_reads_per_lookup_mean: 0.0,
-                device_reads_per_lookup_max: 0,
-            },
-        ));
-    }
+    let mut out = vec![network_baseline(&mut peers, targets.len().max(100)).await?];
     for &cold in modes {
-        if !cold {
-            // Warm-up pass: the measured pass repeats exactly these lookups.
-            for t in &targets {
-                lookup(&mut conns, &addr_of, &opts.topic, t).await?;
-            }
-        }
-        let mut hist = histogram();
-        let (mut reads_total, mut reads_max) = (0u64, 0u64);
-        // Warm lookups run back to back, undisturbed: their device reads are counted over the
-        // whole pass (the max is then the pass total, an upper bound). Cold lookups need a
-        // DropCaches before each one anyway, and are counted one by one.
-        let pass_start = admin.stats().await.map_err(|e| e.to_string())?.device_reads;
-        for t in &targets {
-            let before = if cold {
-                admin
-                    .drop_caches(opts.drop_kernel_page_cache)
-                    .await
-                    .map_err(|e| format!("DropCaches: {e}"))?
-                    .device_reads
-            } else {
-                0
-            };
-            let t0 = Instant::now();
-            lookup(&mut conns, &addr_of, &opts.topic, t).await?;
-            hist.record(t0.elapsed().as_micros().max(1) as u64)
-                .map_err(|e| e.to_string())?;
-            if cold {
-                let after = admin.stats().await.map_err(|e| e.to_string())?.device_reads;
-                let reads = (after - before) as u64;
-                reads_total += reads;
-                reads_max = reads_max.max(reads);
-            }
-            progress.inc(1);
-        }
-        if !cold {
-            let pass_end = admin.stats().await.map_err(|e| e.to_string())?.device_reads;
-            reads_total = (pass_end - pass_start) as u64;
-            reads_max = reads_total;
-        }
-        out.push((
-            format!("{by} {}", if cold { "cold" } else { "warm" }),
-            LookupResult {
-                lookups: targets.len() as u64,
-                latency_us: LatencyUs::of(&hist),
-                device_reads_per_lookup_mean: reads_total as f64 / targets.len() as f64,
-                device_reads_per_lookup_max: reads_max,
-            },
-        ));
+        let r = lookup_pass(&mut peers, &mut admin, opts, &targets, cold, progress).await?;
+        out.push((format!("{by} {}", if cold { "cold" } else { "warm" }), r));
     }
     Ok(out)
+}
+
+/// The connections lookups go over: one per shard address, and each partition's address.
+struct Peers {
+    addr_of: HashMap<i32, String>,
+    conns: HashMap<String, Client>,
+}
+
+/// Same-run baseline: a round trip that touches no storage (ApiVersions), on a connection
+/// the lookups use, so lookup latencies can be read against the network.
+async fn network_baseline(
+    peers: &mut Peers,
+    round_trips: usize,
+) -> Result<(String, LookupResult), String> {
+    let c = peers.conns.values_mut().next().expect("one connection");
+    let mut hist = histogram();
+    for _ in 0..round_trips {
+        let t0 = Instant::now();
+        c.call(&shardlog::protocol::Request::ApiVersions)
+            .await
+            .map_err(|e| e.to_string())?;
+        hist.record(t0.elapsed().as_micros().max(1) as u64)
+            .map_err(|e| e.to_string())?;
+    }
+    let result = LookupResult {
+        lookups: hist.len(),
+        latency_us: LatencyUs::of(&hist),
+        device_reads_per_lookup_mean: 0.0,
+        device_reads_per_lookup_max: 0,
+    };
+    Ok(("network round trip".to_string(), result))
+}
+
+/// One pass over the targets, cold (caches dropped before each lookup) or warm (after a
+/// warm-up pass over exactly these lookups).
+async fn lookup_pass(
+    peers: &mut Peers,
+    admin: &mut Client,
+    opts: &LookupOpts,
+    targets: &[Target],
+    cold: bool,
+    progress: &ProgressBar,
+) -> Result<LookupResult, String> {
+    if !cold {
+        for t in targets {
+            lookup(&mut peers.conns, &peers.addr_of, &opts.topic, t).await?;
+        }
+    }
+    let mut hist = histogram();
+    let (mut reads_total, mut reads_max) = (0u64, 0u64);
+    // Warm lookups run back to back, undisturbed: their device reads are counted over the
+    // whole pass (the max is then the pass total, an upper bound). Cold lookups need a
+    // DropCaches before each one anyway, and are counted one by one.
+    let pass_start = admin.stats().await.map_err(|e| e.to_string())?.device_reads;
+    for t in targets {
+        let before = if cold {
+            admin
+                .drop_caches(opts.drop_kernel_page_cache)
+                .await
+                .map_err(|e| format!("DropCaches: {e}"))?
+                .device_reads
+        } else {
+            0
+        };
+        let t0 = Instant::now();
+        lookup(&mut peers.conns, &peers.addr_of, &opts.topic, t).await?;
+        hist.record(t0.elapsed().as_micros().max(1) as u64)
+            .map_err(|e| e.to_string())?;
+        if cold {
+            let after = admin.stats().await.map_err(|e| e.to_string())?.device_reads;
+            let reads = (after - before) as u64;
+            reads_total += reads;
+            reads_max = reads_max.max(reads);
+        }
+        progress.inc(1);
+    }
+    if !cold {
+        let pass_end = admin.stats().await.map_err(|e| e.to_string())?.device_reads;
+        reads_total = (pass_end - pass_start) as u64;
+        reads_max = reads_total;
+    }
+    Ok(LookupResult {
+        lookups: targets.len() as u64,
+        latency_us: LatencyUs::of(&hist),
+        device_reads_per_lookup_mean: reads_total as f64 / targets.len() as f64,
+        device_reads_per_lookup_max: reads_max,
+    })
 }
