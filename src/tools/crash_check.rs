@@ -118,7 +118,28 @@ pub async fn verify(
 ) -> Result<Verified, String> {
     let text = std::fs::read_to_string(acks_file)
         .map_err(|e| format!("reading {}: {e}", acks_file.display()))?;
-    let mut acked: HashMap<(i32, i64), u32> = HashMap::new();
+    let mut acked = parse_acks(&text)?;
+    let mut c = connect_retrying(bootstrap, Duration::from_secs(30)).await?;
+    let partitions = super::topic_metadata(&mut c, topic).await?.partitions.len() as i32;
+    let mut in_log = 0u64;
+    for p in 0..partitions {
+        in_log += verify_partition(&mut c, topic, p, &mut acked).await?;
+    }
+    if let Some(((p, o), _)) = acked.iter().min() {
+        return Err(format!(
+            "{} acknowledged records are missing, first: partition {p} offset {o}",
+            acked.len()
+        ));
+    }
+    Ok(Verified {
+        acknowledged: text.lines().count() as u64,
+        records_in_log: in_log,
+    })
+}
+
+/// The acks file: one `partition offset crc32c` per acknowledged record.
+fn parse_acks(text: &str) -> Result<HashMap<(i32, i64), u32>, String> {
+    let mut acked = HashMap::new();
     for (n, line) in text.lines().enumerate() {
         let parts: Vec<&str> = line.split(' ').collect();
         let parsed = (parts.len() == 3)
@@ -141,62 +162,58 @@ pub async fn verify(
             }
         }
     }
-    let mut c = connect_retrying(bootstrap, Duration::from_secs(30)).await?;
-    let partitions = super::topic_metadata(&mut c, topic).await?.partitions.len() as i32;
-    let mut in_log = 0u64;
-    for p in 0..partitions {
-        let mut next = 0i64;
-        let end = c
-            .list_offsets(topic, p, crate::log::LATEST_TIMESTAMP)
+    Ok(acked)
+}
+
+/// Reads partition `p` from offset 0 to its end: offsets without gaps, every batch's CRC,
+/// and each acknowledged record's checksum (removed from `acked` once seen). Returns the
+/// records in the log.
+async fn verify_partition(
+    c: &mut crate::client::Client,
+    topic: &str,
+    p: i32,
+    acked: &mut HashMap<(i32, i64), u32>,
+) -> Result<u64, String> {
+    let end = c
+        .list_offsets(topic, p, crate::log::LATEST_TIMESTAMP)
+        .await
+        .map_err(|e| e.to_string())?
+        .map_or(0, |x| x.0);
+    let mut next = 0i64;
+    while next < end {
+        let f = c
+            .fetch(topic, p, next, 1 << 20)
             .await
-            .map_err(|e| e.to_string())?
-            .map_or(0, |x| x.0);
-        while next < end {
-            let f = c
-                .fetch(topic, p, next, 1 << 20)
-                .await
-                .map_err(|e| format!("fetching partition {p} at {next}: {e}"))?;
-            let batches =
-                split_batches(&f.records).map_err(|e| format!("partition {p} at {next}: {e}"))?;
-            for (s, h) in batches {
-                let bytes = &f.records[s..s + h.size()];
-                check_framing_and_crc(bytes)
-                    .map_err(|e| format!("partition {p} batch {}: {e}", h.base_offset))?;
-                let section = RecordsSection::of(bytes, &h).map_err(|e| e.to_string())?;
-                for r in section.decode().map_err(|e| e.to_string())? {
-                    if r.offset < next {
-                        continue;
-                    }
-                    if r.offset != next {
+            .map_err(|e| format!("fetching partition {p} at {next}: {e}"))?;
+        let batches =
+            split_batches(&f.records).map_err(|e| format!("partition {p} at {next}: {e}"))?;
+        for (s, h) in batches {
+            let bytes = &f.records[s..s + h.size()];
+            check_framing_and_crc(bytes)
+                .map_err(|e| format!("partition {p} batch {}: {e}", h.base_offset))?;
+            let section = RecordsSection::of(bytes, &h).map_err(|e| e.to_string())?;
+            for r in section.decode().map_err(|e| e.to_string())? {
+                if r.offset < next {
+                    continue;
+                }
+                if r.offset != next {
+                    return Err(format!(
+                        "partition {p}: offset {next} is missing (found {})",
+                        r.offset
+                    ));
+                }
+                if let Some(crc) = acked.remove(&(p, r.offset)) {
+                    let got = crc32c::crc32c(r.value.unwrap_or_default());
+                    if got != crc {
                         return Err(format!(
-                            "partition {p}: offset {next} is missing (found {})",
+                            "partition {p} offset {}: checksum {got} != acknowledged {crc}",
                             r.offset
                         ));
                     }
-                    if let Some(crc) = acked.remove(&(p, r.offset)) {
-                        let got = crc32c::crc32c(r.value.unwrap_or_default());
-                        if got != crc {
-                            return Err(format!(
-                                "partition {p} offset {}: checksum {got} != acknowledged {crc}",
-                                r.offset
-                            ));
-                        }
-                    }
-                    next += 1;
-                    in_log += 1;
                 }
+                next += 1;
             }
         }
     }
-    if let Some(((p, o), _)) = acked.iter().min() {
-        return Err(format!(
-            "{} acknowledged records are missing, first: partition {p} offset {o}",
-            acked.len()
-        ));
-    }
-    let acknowledged = text.lines().count() as u64;
-    Ok(Verified {
-        acknowledged,
-        records_in_log: in_log,
-    })
+    Ok(next as u64)
 }
