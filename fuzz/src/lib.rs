@@ -167,7 +167,7 @@ pub fn dump_log_files(data: &[u8]) {
 }
 
 /// One directory per process for `dump_log_files`' files (tmpfs when there is one).
-fn scratch_dir() -> PathBuf {
+pub fn scratch_dir() -> PathBuf {
     let base = if std::path::Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
     } else {
