@@ -243,18 +243,8 @@ fn one_case(seed: u64, profile: Profile) -> usize {
 }
 
 fn run_cases(profile: Profile, default_cases: u64) {
-    let cases: u64 = std::env::var("SHARDLOG_CRASH_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default_cases);
-    let first: u64 = std::env::var("SHARDLOG_CRASH_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| fastrand::u64(..));
     let mut mid_write = 0;
-    for i in 0..cases {
-        let seed = first.wrapping_add(i);
-        eprintln!("crash model seed {seed}");
+    for seed in common::seeds("SHARDLOG_CRASH", default_cases) {
         mid_write += one_case(seed, profile.clone());
     }
     assert!(

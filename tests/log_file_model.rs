@@ -177,18 +177,9 @@ fn one_case(seed: u64) -> (usize, usize) {
 
 #[test]
 fn log_file_matches_its_model_through_appends_reads_and_crashes() {
-    let cases: u64 = std::env::var("SHARDLOG_LOGFILE_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12);
-    let first: u64 = std::env::var("SHARDLOG_LOGFILE_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| fastrand::u64(..));
-    let (mut crashes, mut mid_write) = (0, 0);
-    for i in 0..cases {
-        let seed = first.wrapping_add(i);
-        eprintln!("log file model seed {seed}");
+    let (mut crashes, mut mid_write, mut cases) = (0, 0, 0);
+    for seed in common::seeds("SHARDLOG_LOGFILE", 12) {
+        cases += 1;
         let (c, m) = one_case(seed);
         crashes += c;
         mid_write += m;

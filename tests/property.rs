@@ -145,17 +145,7 @@ fn one_case(seed: u64) {
 
 #[test]
 fn random_logs_agree_with_brute_force() {
-    let cases: u64 = std::env::var("SHARDLOG_PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
-    let first: u64 = std::env::var("SHARDLOG_PROPTEST_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| fastrand::u64(..));
-    for i in 0..cases {
-        let seed = first.wrapping_add(i);
-        eprintln!("property case seed {seed}");
+    for seed in common::seeds("SHARDLOG_PROPTEST", 40) {
         one_case(seed);
     }
 }

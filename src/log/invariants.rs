@@ -1,5 +1,6 @@
-//! The partition's stated invariants, asserted after every change of its segment list or
-//! offsets (open, append, roll, retention, cleaning, recovery after ENOSPC):
+//! The partition's stated invariants, asserted after every change of its segment list
+//! (open, roll, retention, cleaning, recovery after ENOSPC) and, for the offsets and the
+//! active segment, after every append (O(1): an append changes only the tail):
 //! - at least one segment; base offsets strictly increase, and each segment ends at or
 //!   before the next one starts (gaps are allowed: compaction, assigned offsets);
 //! - only the last segment (the active one) is writable;
@@ -11,10 +12,24 @@
 use super::partition::PartitionLog;
 
 impl PartitionLog {
+    /// Every invariant: after a change of the segment list.
     pub(super) fn assert_invariants(&self) {
+        self.assert_segments(self.segments.windows(2));
+        self.assert_offsets();
+    }
+
+    /// After an append, which changes only the active segment and the offsets: the last
+    /// pair of segments and the offsets.
+    pub(super) fn assert_tail_invariants(&self) {
+        let from = self.segments.len().saturating_sub(2);
+        self.assert_segments(self.segments[from..].windows(2));
+        self.assert_offsets();
+    }
+
+    fn assert_segments<'a>(&self, pairs: impl Iterator<Item = &'a [super::Segment]>) {
         let dir = self.dir.display();
         assert!(!self.segments.is_empty(), "{dir}: no segments");
-        for pair in self.segments.windows(2) {
+        for pair in pairs {
             let (a, b) = (&pair[0], &pair[1]);
             assert!(
                 a.base_offset() < b.base_offset() && a.next_offset() <= b.base_offset(),
@@ -29,6 +44,10 @@ impl PartitionLog {
                 a.base_offset()
             );
         }
+    }
+
+    fn assert_offsets(&self) {
+        let dir = self.dir.display();
         let log_end = self.log_end_offset();
         let first = self.segments[0].base_offset();
         assert!(

@@ -369,7 +369,7 @@ impl PartitionLog {
         let r = self.write_batches(input, &prepared, now).await;
         self.note_failure(r)?;
         self.note_appended();
-        self.assert_invariants();
+        self.assert_tail_invariants();
         Ok(AppendInfo {
             base_offset,
             last_offset: next - 1,
@@ -423,7 +423,7 @@ impl PartitionLog {
             .await;
         self.note_failure(r)?;
         self.note_appended();
-        self.assert_invariants();
+        self.assert_tail_invariants();
         Ok(AppendInfo {
             base_offset,
             last_offset: next - 1,

@@ -127,3 +127,23 @@ pub async fn read_records(
         }
     }
 }
+
+/// The seeds of a seeded randomized test: `<prefix>_CASES` of them (default `cases`),
+/// consecutive from `<prefix>_SEED` (default random), each printed so a failure can be
+/// replayed with `<prefix>_SEED=<seed> <prefix>_CASES=1`.
+#[allow(dead_code)]
+pub fn seeds(prefix: &str, cases: u64) -> impl Iterator<Item = u64> {
+    let env = |name: &str| {
+        std::env::var(format!("{prefix}_{name}"))
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    let cases = env("CASES").unwrap_or(cases);
+    let first = env("SEED").unwrap_or_else(|| fastrand::u64(..));
+    let prefix = prefix.to_string();
+    (0..cases).map(move |i| {
+        let seed = first.wrapping_add(i);
+        eprintln!("{prefix} seed {seed}");
+        seed
+    })
+}
