@@ -3,26 +3,11 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::client;
+use common::server_proc::ServerProc;
 use shardlog::tools::crash_check;
-
-fn start(data: &std::path::Path, port: u16) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args([
-            "serve",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
 
 #[test]
 fn kill_9_loses_no_acknowledged_record() {
@@ -30,20 +15,13 @@ fn kill_9_loses_no_acknowledged_record() {
     let data = tmp.path().join("data");
     let acks = tmp.path().join("acks");
     std::fs::write(&acks, "").unwrap();
-    let port = fastrand::u16(10_000..32_000);
-    let bootstrap = format!("127.0.0.1:{port}");
-    let mut server = start(&data, port);
+    let mut server = ServerProc::start(&data, 2, &[]);
+    let bootstrap = server.addr();
     let b = bootstrap.clone();
     client(move || async move {
-        let mut c = None;
-        for _ in 0..200 {
-            if let Ok(x) = shardlog::client::Client::connect(&b).await {
-                c = Some(x);
-                break;
-            }
-            glommio::timer::sleep(Duration::from_millis(50)).await;
-        }
-        c.expect("server up")
+        shardlog::client::Client::connect(&b)
+            .await
+            .expect("server up")
             .create_topic("crash", 3, vec![("segment.bytes".into(), "262144".into())])
             .await
             .unwrap();
@@ -57,13 +35,14 @@ fn kill_9_loses_no_acknowledged_record() {
             })
         });
         std::thread::sleep(Duration::from_millis(fastrand::u64(150..700)));
-        server.kill().unwrap(); // SIGKILL
-        server.wait().unwrap();
+        // Waits until the killed process's listeners are gone: until then they accept and
+        // reset connections, which the verifier would take for the new server.
+        server.kill9();
         let produced = producer.join().unwrap().unwrap();
-        server = start(&data, port);
+        server.respawn();
         let (b, a) = (bootstrap.clone(), acks.clone());
         let v = client(move || async move { crash_check::verify(&b, "crash", &a).await })
-            .unwrap_or_else(|e| panic!("iteration {i}: {e}"));
+            .unwrap_or_else(|e| panic!("iteration {i}: {e}\nserver log:\n{}", server.log_text()));
         assert!(v.records_in_log >= v.acknowledged);
         assert!(v.acknowledged >= acknowledged + produced);
         acknowledged = v.acknowledged;
@@ -72,6 +51,5 @@ fn kill_9_loses_no_acknowledged_record() {
         acknowledged > 0,
         "the producer never got an acknowledgement"
     );
-    server.kill().unwrap();
-    server.wait().unwrap();
+    server.kill9();
 }
