@@ -19,6 +19,7 @@ pub mod groups;
 pub mod io;
 pub mod kafka;
 pub mod log;
+pub mod metrics;
 pub mod time;
 pub mod tools;
 

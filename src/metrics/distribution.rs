@@ -1,0 +1,129 @@
+//! A distribution of values: an HdrHistogram (2 significant digits) and the exact sum,
+//! which the histogram alone cannot give (Prometheus wants `_sum`).
+
+use std::time::Duration;
+
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+
+/// Latencies are recorded in nanoseconds, up to a minute (longer ones count as a minute).
+const MAX_LATENCY_NS: u64 = 60_000_000_000;
+/// Plain counts (commands per group commit) up to a billion.
+const MAX_COUNT: u64 = 1_000_000_000;
+
+#[derive(Debug, Clone)]
+pub struct Distribution {
+    pub hist: Histogram<u64>,
+    /// Sum of the recorded values (nanoseconds for latencies).
+    pub sum: u64,
+}
+
+impl Distribution {
+    fn with_max(max: u64) -> Self {
+        Distribution {
+            hist: Histogram::new_with_bounds(1, max, 2).expect("valid histogram bounds"),
+            sum: 0,
+        }
+    }
+
+    /// A latency distribution, in nanoseconds.
+    pub fn latency() -> Self {
+        Self::with_max(MAX_LATENCY_NS)
+    }
+
+    /// A distribution of counts.
+    pub fn count() -> Self {
+        Self::with_max(MAX_COUNT)
+    }
+
+    pub fn record(&mut self, v: u64) {
+        self.hist.saturating_record(v.max(1));
+        self.sum = self.sum.saturating_add(v);
+    }
+
+    pub fn record_duration(&mut self, d: Duration) {
+        self.record(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    pub fn count_recorded(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// Adds another distribution of the same kind (merging shards).
+    pub fn add(&mut self, other: &Distribution) {
+        // Same bounds on both sides (both made here): `add` cannot fail on range.
+        let _ = self.hist.add(&other.hist);
+        self.sum = self.sum.saturating_add(other.sum);
+    }
+
+    /// What was recorded since `earlier` (a snapshot of the same distribution).
+    pub fn since(&self, earlier: &Distribution) -> Distribution {
+        let mut d = self.clone();
+        if d.hist.subtract(&earlier.hist).is_err() {
+            // Not an earlier snapshot of this one (the server restarted): all of it is new.
+            return self.clone();
+        }
+        d.sum = self.sum.saturating_sub(earlier.sum);
+        d
+    }
+
+    /// The value at quantile `q` (0..=1).
+    pub fn quantile(&self, q: f64) -> u64 {
+        self.hist.value_at_quantile(q)
+    }
+
+    /// HdrHistogram's V2 encoding (compact: runs of empty buckets are one varint).
+    pub fn encode_histogram(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing to a Vec cannot fail; a histogram V2 cannot encode is a bug.
+        V2Serializer::new()
+            .serialize(&self.hist, &mut out)
+            .expect("V2 serialisation into memory");
+        out
+    }
+
+    /// Decodes [`encode_histogram`]'s bytes, bounded like every other wire input.
+    pub fn decode(hist: &[u8], sum: u64) -> Result<Distribution, String> {
+        if hist.len() > MAX_ENCODED {
+            return Err(format!(
+                "a histogram of {} bytes (limit {MAX_ENCODED})",
+                hist.len()
+            ));
+        }
+        let hist: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut &hist[..])
+            .map_err(|e| format!("bad histogram: {e:?}"))?;
+        Ok(Distribution { hist, sum })
+    }
+}
+
+/// Largest encoded histogram a client accepts (a full one is ~30 KiB).
+const MAX_ENCODED: usize = 1 << 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_subtracts() {
+        let mut a = Distribution::latency();
+        for v in [1_000, 20_000, 300_000, 4_000_000] {
+            a.record(v);
+        }
+        let before = a.clone();
+        a.record(50_000);
+        let back = Distribution::decode(&a.encode_histogram(), a.sum).unwrap();
+        assert_eq!(back.count_recorded(), 5);
+        assert_eq!(back.sum, a.sum);
+        let new = back.since(&before);
+        assert_eq!(new.count_recorded(), 1);
+        assert_eq!(new.sum, 50_000);
+        assert!(new.hist.equivalent(new.quantile(0.5), 50_000));
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert!(Distribution::decode(&[1, 2, 3, 4, 5, 6, 7, 8, 9], 0).is_err());
+        assert!(Distribution::decode(&[], 0).is_err());
+    }
+}

@@ -1,0 +1,190 @@
+//! Per-shard latency histograms and counters, cheap enough to stay on in production.
+//!
+//! Each shard's executor thread records into its own thread-local [`ShardMetrics`] (thread
+//! per core: nothing is shared, no lock, no atomic): an `Instant::now()` pair and one
+//! HdrHistogram increment per stage. A reader takes a [`MetricsSnapshot`] of every shard by
+//! message passing (`ShardOp::Metrics`), then either merges them (the native Metrics API,
+//! which carries whole histograms so a client can subtract two snapshots) or renders them
+//! per shard (the Prometheus endpoint, `prometheus.rs`).
+
+mod distribution;
+pub mod prometheus;
+mod snapshot;
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+pub use distribution::Distribution;
+pub use snapshot::{ApiStats, Gauges, MetricsReport, MetricsSnapshot, NamedDistribution};
+
+/// A step of a request's life that is timed on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stage {
+    /// The rest of a frame after its size prefix arrived (a client sending slowly shows here).
+    FrameRead,
+    /// Request header and body decoding.
+    Decode,
+    /// A request forwarded to the owner shard over the mesh, until its answer is back.
+    MeshRoundTrip,
+    /// Waiting in a partition's command queue until its task takes the command.
+    QueueWait,
+    /// The partition's task running the command (reads, appends, lookups).
+    PartitionOp,
+    /// Finding a batch: the sparse offset or time index lookup, index pages included.
+    IndexLookup,
+    /// One read submitted to the device (at most 1 MiB).
+    DeviceRead,
+    /// Flushing a group of appends to the device (acks=1: the write reached the device).
+    Flush,
+    /// The fdatasync of a group commit (acks=all).
+    Fdatasync,
+    /// Encoding the reply frame.
+    Encode,
+    /// Writing the reply to the socket.
+    SocketWrite,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 11] = [
+        Stage::FrameRead,
+        Stage::Decode,
+        Stage::MeshRoundTrip,
+        Stage::QueueWait,
+        Stage::PartitionOp,
+        Stage::IndexLookup,
+        Stage::DeviceRead,
+        Stage::Flush,
+        Stage::Fdatasync,
+        Stage::Encode,
+        Stage::SocketWrite,
+    ];
+
+    /// The stage's name in the Metrics API and the Prometheus `stage` label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::FrameRead => "frame_read",
+            Stage::Decode => "decode",
+            Stage::MeshRoundTrip => "mesh_round_trip",
+            Stage::QueueWait => "queue_wait",
+            Stage::PartitionOp => "partition_op",
+            Stage::IndexLookup => "index_lookup",
+            Stage::DeviceRead => "device_read",
+            Stage::Flush => "flush",
+            Stage::Fdatasync => "fdatasync",
+            Stage::Encode => "encode",
+            Stage::SocketWrite => "socket_write",
+        }
+    }
+}
+
+/// A shard's live metrics (one per executor thread).
+pub struct ShardMetrics {
+    stages: Vec<Distribution>,
+    apis: Vec<ApiStats>,
+    /// Commands a partition task ran per group (group commit sizes).
+    group_commit: Distribution,
+    recovery_truncations: u64,
+}
+
+impl ShardMetrics {
+    fn new() -> Self {
+        ShardMetrics {
+            stages: Stage::ALL.iter().map(|_| Distribution::latency()).collect(),
+            apis: Vec::new(),
+            group_commit: Distribution::count(),
+            recovery_truncations: 0,
+        }
+    }
+
+    fn api(&mut self, wire: &'static str, api: &'static str) -> &mut ApiStats {
+        let at = match self
+            .apis
+            .iter()
+            .position(|a| a.wire == wire && a.api == api)
+        {
+            Some(at) => at,
+            None => {
+                self.apis.push(ApiStats::new(wire, api));
+                self.apis.len() - 1
+            }
+        };
+        &mut self.apis[at]
+    }
+}
+
+thread_local! {
+    static SHARD: RefCell<ShardMetrics> = RefCell::new(ShardMetrics::new());
+}
+
+/// Records how long `stage` took.
+pub fn record(stage: Stage, took: Duration) {
+    SHARD.with(|m| m.borrow_mut().stages[stage as usize].record_duration(took));
+}
+
+/// Records `stage` as taking from `since` until now.
+pub fn record_since(stage: Stage, since: Instant) {
+    record(stage, since.elapsed());
+}
+
+/// Times a future as `stage`.
+pub async fn timed<T>(stage: Stage, f: impl std::future::Future<Output = T>) -> T {
+    let t0 = Instant::now();
+    let out = f.await;
+    record_since(stage, t0);
+    out
+}
+
+/// One request answered: its API, whether it succeeded, its bytes and its time in the
+/// server (frame read to reply written).
+pub struct RequestDone {
+    pub wire: &'static str,
+    pub api: &'static str,
+    pub ok: bool,
+    pub bytes_in: usize,
+    pub bytes_out: usize,
+    pub took: Duration,
+}
+
+pub fn record_request(r: RequestDone) {
+    SHARD.with(|m| {
+        let mut m = m.borrow_mut();
+        let a = m.api(r.wire, r.api);
+        a.requests += 1;
+        a.errors += u64::from(!r.ok);
+        a.bytes_in += r.bytes_in as u64;
+        a.bytes_out += r.bytes_out as u64;
+        a.latency.record_duration(r.took);
+    });
+}
+
+/// A partition task ran `commands` commands as one group.
+pub fn record_group_commit(commands: usize) {
+    SHARD.with(|m| m.borrow_mut().group_commit.record(commands as u64));
+}
+
+/// Recovery truncated a segment's torn or corrupt tail.
+pub fn record_recovery_truncation() {
+    SHARD.with(|m| m.borrow_mut().recovery_truncations += 1);
+}
+
+/// This thread's metrics now, with the gauges the caller knows.
+pub fn snapshot(shard: usize, gauges: Gauges) -> MetricsSnapshot {
+    SHARD.with(|m| {
+        let m = m.borrow();
+        MetricsSnapshot {
+            shards: 1,
+            shard,
+            stages: Stage::ALL
+                .iter()
+                .map(|s| NamedDistribution {
+                    name: s.name().to_string(),
+                    dist: m.stages[*s as usize].clone(),
+                })
+                .collect(),
+            apis: m.apis.clone(),
+            group_commit: m.group_commit.clone(),
+            recovery_truncations: m.recovery_truncations,
+            gauges,
+        }
+    })
+}

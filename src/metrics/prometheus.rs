@@ -1,0 +1,349 @@
+//! The Prometheus text exposition (format 0.0.4) of every shard's metrics, labelled by
+//! shard, written by the prometheus-client crate's encoder from snapshots taken at scrape
+//! time (a `Collector`: nothing is registered ahead, nothing shared with the shards).
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use super::{Distribution, MetricsSnapshot};
+
+/// Bucket bounds of latency histograms, in seconds: 5 us to 10 s.
+const LATENCY_BUCKETS: [f64; 20] = [
+    5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3,
+    100e-3, 250e-3, 500e-3, 1.0, 2.5, 5.0, 10.0,
+];
+/// Bucket bounds of the commands-per-group-commit histogram.
+const COUNT_BUCKETS: [f64; 9] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
+
+/// Renders the snapshots (one per shard) as Prometheus text.
+pub fn render(snapshots: Vec<MetricsSnapshot>) -> String {
+    let mut registry = Registry::with_prefix("shardlog");
+    registry.register_collector(Box::new(Snapshots(snapshots)));
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode_registry(&mut out, &registry);
+    let _ = prometheus_client::encoding::text::encode_eof(&mut out);
+    out
+}
+
+#[derive(Debug)]
+struct Snapshots(Vec<MetricsSnapshot>);
+
+type Labels = Vec<(&'static str, String)>;
+
+fn shard_label(s: &MetricsSnapshot) -> Labels {
+    vec![("shard", s.shard.to_string())]
+}
+
+/// Per-bucket counts of `d` at `bounds` (scaled by `scale` from recorded units), the last
+/// bucket +Inf; the encoder makes them cumulative.
+fn buckets(d: &Distribution, bounds: &[f64], scale: f64) -> Vec<(f64, u64)> {
+    let mut below = 0u64;
+    let mut out: Vec<(f64, u64)> = bounds
+        .iter()
+        .map(|&le| {
+            let upto = d.hist.count_between(0, (le / scale) as u64).max(below);
+            let n = upto - below;
+            below = upto;
+            (le, n)
+        })
+        .collect();
+    out.push((f64::INFINITY, d.count_recorded().saturating_sub(below)));
+    out
+}
+
+fn histogram(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: &[(Labels, &Distribution)],
+    latency: bool,
+) -> Result<(), std::fmt::Error> {
+    let (bounds, scale): (&[f64], f64) = if latency {
+        (&LATENCY_BUCKETS, 1e-9)
+    } else {
+        (&COUNT_BUCKETS, 1.0)
+    };
+    let mut m = e.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    for (labels, d) in rows {
+        let sum = d.sum as f64 * scale;
+        let b = buckets(d, bounds, scale);
+        m.encode_family(labels)?
+            .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                sum,
+                d.count_recorded(),
+                &b,
+                None,
+            )?;
+    }
+    Ok(())
+}
+
+fn counter(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: &[(Labels, u64)],
+) -> Result<(), std::fmt::Error> {
+    let mut m = e.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (labels, v) in rows {
+        m.encode_family(labels)?
+            .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(v, None)?;
+    }
+    Ok(())
+}
+
+fn gauge<V: prometheus_client::encoding::EncodeGaugeValue>(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: &[(Labels, V)],
+) -> Result<(), std::fmt::Error> {
+    let mut m = e.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, v) in rows {
+        m.encode_family(labels)?.encode_gauge(v)?;
+    }
+    Ok(())
+}
+
+impl Snapshots {
+    fn per_shard<T>(&self, f: impl Fn(&MetricsSnapshot) -> T) -> Vec<(Labels, T)> {
+        self.0.iter().map(|s| (shard_label(s), f(s))).collect()
+    }
+
+    fn encode_requests(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let api_rows = |f: &dyn Fn(&super::ApiStats) -> u64| -> Vec<(Labels, u64)> {
+            self.0
+                .iter()
+                .flat_map(|s| {
+                    s.apis.iter().map(move |a| {
+                        let mut l = shard_label(s);
+                        l.push(("wire", a.wire.to_string()));
+                        l.push(("api", a.api.to_string()));
+                        (l, f(a))
+                    })
+                })
+                .collect()
+        };
+        counter(
+            e,
+            "requests",
+            "Requests answered, by shard, wire protocol and API.",
+            &api_rows(&|a| a.requests),
+        )?;
+        counter(
+            e,
+            "request_errors",
+            "Requests answered with an error.",
+            &api_rows(&|a| a.errors),
+        )?;
+        counter(
+            e,
+            "request_bytes_in",
+            "Request frame bytes read.",
+            &api_rows(&|a| a.bytes_in),
+        )?;
+        counter(
+            e,
+            "request_bytes_out",
+            "Reply frame bytes written.",
+            &api_rows(&|a| a.bytes_out),
+        )?;
+        let latency: Vec<(Labels, &Distribution)> = self
+            .0
+            .iter()
+            .flat_map(|s| {
+                s.apis.iter().map(move |a| {
+                    let mut l = shard_label(s);
+                    l.push(("wire", a.wire.to_string()));
+                    l.push(("api", a.api.to_string()));
+                    (l, &a.latency)
+                })
+            })
+            .collect();
+        histogram(
+            e,
+            "request_duration_seconds",
+            "Time in the server per request: frame read to reply written.",
+            &latency,
+            true,
+        )
+    }
+
+    fn encode_stages(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let rows: Vec<(Labels, &Distribution)> = self
+            .0
+            .iter()
+            .flat_map(|s| {
+                s.stages.iter().map(move |st| {
+                    let mut l = shard_label(s);
+                    l.push(("stage", st.name.clone()));
+                    (l, &st.dist)
+                })
+            })
+            .collect();
+        histogram(
+            e,
+            "stage_duration_seconds",
+            "Time per request stage (PROTOCOL.md, Metrics).",
+            &rows,
+            true,
+        )?;
+        let groups: Vec<(Labels, &Distribution)> = self
+            .0
+            .iter()
+            .map(|s| (shard_label(s), &s.group_commit))
+            .collect();
+        histogram(
+            e,
+            "group_commit_commands",
+            "Commands a partition task ran as one group (one flush or fdatasync).",
+            &groups,
+            false,
+        )
+    }
+
+    fn encode_storage(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        counter(
+            e,
+            "device_reads",
+            "Reads submitted to the device (each at most 1 MiB).",
+            &self.per_shard(|s| s.gauges.device_reads),
+        )?;
+        counter(
+            e,
+            "cache_hits",
+            "Page-cache lookups that hit.",
+            &self.per_shard(|s| s.gauges.cache_hits),
+        )?;
+        counter(
+            e,
+            "cache_misses",
+            "Page-cache lookups that missed.",
+            &self.per_shard(|s| s.gauges.cache_misses),
+        )?;
+        gauge(
+            e,
+            "cache_hit_ratio",
+            "Hits over lookups since start (0 before any lookup).",
+            &self.per_shard(|s| {
+                let g = s.gauges;
+                let all = g.cache_hits + g.cache_misses;
+                if all == 0 {
+                    0.0
+                } else {
+                    g.cache_hits as f64 / all as f64
+                }
+            }),
+        )?;
+        gauge(
+            e,
+            "cache_bytes",
+            "Bytes held by the page cache.",
+            &self.per_shard(|s| s.gauges.cache_bytes),
+        )?;
+        gauge(
+            e,
+            "cache_budget_bytes",
+            "The page cache's budget.",
+            &self.per_shard(|s| s.gauges.cache_budget_bytes),
+        )?;
+        gauge(
+            e,
+            "open_partitions",
+            "Partitions this shard owns and has open.",
+            &self.per_shard(|s| s.gauges.open_partitions),
+        )?;
+        gauge(
+            e,
+            "open_segments",
+            "Segments of the open partitions.",
+            &self.per_shard(|s| s.gauges.open_segments),
+        )?;
+        gauge(
+            e,
+            "open_fds",
+            "File descriptors the process has open.",
+            &self.per_shard(|s| s.gauges.open_fds),
+        )?;
+        gauge(
+            e,
+            "connections",
+            "Client connections served by this shard.",
+            &self.per_shard(|s| s.gauges.connections),
+        )?;
+        gauge(
+            e,
+            "inflight_bytes",
+            "Request and reply bytes held against the shard's budget.",
+            &self.per_shard(|s| s.gauges.inflight_budget_used_bytes),
+        )?;
+        counter(
+            e,
+            "recovery_truncations",
+            "Segment tails truncated by crash recovery at start.",
+            &self.per_shard(|s| s.recovery_truncations),
+        )?;
+        counter(
+            e,
+            "cleaner_runs",
+            "Compaction runs committed.",
+            &self.per_shard(|s| s.gauges.cleaner_runs),
+        )?;
+        counter(
+            e,
+            "cleaner_bytes_removed",
+            "Bytes compaction removed.",
+            &self.per_shard(|s| s.gauges.cleaner_bytes_removed),
+        )
+    }
+}
+
+impl Collector for Snapshots {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        self.encode_requests(&mut e)?;
+        self.encode_stages(&mut e)?;
+        self.encode_storage(&mut e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{snapshot, Gauges, Stage};
+
+    #[test]
+    fn renders_counters_gauges_and_histograms_per_shard() {
+        crate::metrics::record(Stage::DeviceRead, std::time::Duration::from_micros(30));
+        crate::metrics::record(Stage::DeviceRead, std::time::Duration::from_micros(300));
+        crate::metrics::record_request(crate::metrics::RequestDone {
+            wire: "native",
+            api: "Fetch",
+            ok: true,
+            bytes_in: 40,
+            bytes_out: 16_000,
+            took: std::time::Duration::from_micros(120),
+        });
+        let gauges = Gauges {
+            cache_hits: 3,
+            cache_misses: 1,
+            ..Gauges::default()
+        };
+        let text = render(vec![snapshot(0, gauges), snapshot(1, Gauges::default())]);
+        for want in [
+            "shardlog_requests_total{shard=\"0\",wire=\"native\",api=\"Fetch\"} 1",
+            "shardlog_request_bytes_out_total{shard=\"0\",wire=\"native\",api=\"Fetch\"} 16000",
+            "shardlog_stage_duration_seconds_bucket{le=\"0.00005\",shard=\"0\",stage=\"device_read\"} 1",
+            "shardlog_stage_duration_seconds_bucket{le=\"0.0001\",shard=\"0\",stage=\"device_read\"} 1",
+            "shardlog_stage_duration_seconds_bucket{le=\"+Inf\",shard=\"0\",stage=\"device_read\"} 2",
+            "shardlog_stage_duration_seconds_count{shard=\"0\",stage=\"device_read\"} 2",
+            "shardlog_cache_hit_ratio{shard=\"0\"} 0.75",
+            "shardlog_cache_hit_ratio{shard=\"1\"} 0.0",
+            "# TYPE shardlog_group_commit_commands histogram",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in:\n{text}");
+        }
+    }
+}

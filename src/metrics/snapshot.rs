@@ -1,0 +1,189 @@
+//! What a shard's metrics look like when read: [`MetricsSnapshot`] (one shard, structured:
+//! the Prometheus endpoint labels it by shard) and [`MetricsReport`] (flat named values,
+//! merged over shards: the native Metrics API, where a client subtracts two reports).
+
+use super::Distribution;
+
+/// Requests of one API on one wire protocol.
+#[derive(Debug, Clone)]
+pub struct ApiStats {
+    pub wire: &'static str,
+    pub api: &'static str,
+    pub requests: u64,
+    pub errors: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Frame read to reply written, in nanoseconds.
+    pub latency: Distribution,
+}
+
+impl ApiStats {
+    pub fn new(wire: &'static str, api: &'static str) -> Self {
+        ApiStats {
+            wire,
+            api,
+            requests: 0,
+            errors: 0,
+            bytes_in: 0,
+            bytes_out: 0,
+            latency: Distribution::latency(),
+        }
+    }
+}
+
+/// Values of a shard at the moment of the snapshot, known to the shard rather than recorded.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gauges {
+    pub open_partitions: u64,
+    pub open_segments: u64,
+    pub open_fds: u64,
+    pub connections: u64,
+    pub device_reads: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub cache_bytes: u64,
+    pub cache_budget_bytes: u64,
+    pub inflight_budget_used_bytes: u64,
+    pub cleaner_runs: u64,
+    pub cleaner_bytes_removed: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct NamedDistribution {
+    pub name: String,
+    pub dist: Distribution,
+}
+
+/// One shard's metrics.
+#[derive(Debug, Clone)]
+pub struct MetricsSnapshot {
+    pub shards: usize,
+    pub shard: usize,
+    pub stages: Vec<NamedDistribution>,
+    pub apis: Vec<ApiStats>,
+    pub group_commit: Distribution,
+    pub recovery_truncations: u64,
+    pub gauges: Gauges,
+}
+
+/// Metrics as flat named values, summed over shards: `stage.<stage>`,
+/// `api.<wire>.<api>` (latency) and `group_commit.commands` distributions; counters and
+/// gauges by name.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsReport {
+    pub shards: usize,
+    pub distributions: Vec<NamedDistribution>,
+    pub values: Vec<(String, u64)>,
+}
+
+impl MetricsSnapshot {
+    pub fn to_report(&self) -> MetricsReport {
+        let mut distributions: Vec<NamedDistribution> = self
+            .stages
+            .iter()
+            .map(|s| NamedDistribution {
+                name: format!("stage.{}", s.name),
+                dist: s.dist.clone(),
+            })
+            .collect();
+        let mut values = Vec::new();
+        for a in &self.apis {
+            let key = format!("api.{}.{}", a.wire, a.api);
+            distributions.push(NamedDistribution {
+                name: key.clone(),
+                dist: a.latency.clone(),
+            });
+            values.push((format!("{key}.requests"), a.requests));
+            values.push((format!("{key}.errors"), a.errors));
+            values.push((format!("{key}.bytes_in"), a.bytes_in));
+            values.push((format!("{key}.bytes_out"), a.bytes_out));
+        }
+        distributions.push(NamedDistribution {
+            name: "group_commit.commands".into(),
+            dist: self.group_commit.clone(),
+        });
+        values.push(("recovery_truncations".into(), self.recovery_truncations));
+        values.extend(gauge_values(&self.gauges));
+        MetricsReport {
+            shards: self.shards,
+            distributions,
+            values,
+        }
+    }
+}
+
+fn gauge_values(g: &Gauges) -> Vec<(String, u64)> {
+    [
+        ("open_partitions", g.open_partitions),
+        ("open_segments", g.open_segments),
+        ("open_fds", g.open_fds),
+        ("connections", g.connections),
+        ("device_reads", g.device_reads),
+        ("cache_hits", g.cache_hits),
+        ("cache_misses", g.cache_misses),
+        ("cache_bytes", g.cache_bytes),
+        ("cache_budget_bytes", g.cache_budget_bytes),
+        ("inflight_budget_used_bytes", g.inflight_budget_used_bytes),
+        ("cleaner_runs", g.cleaner_runs),
+        ("cleaner_bytes_removed", g.cleaner_bytes_removed),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+impl MetricsReport {
+    /// Adds another shard's report: same names are summed, new names appended.
+    pub fn merge(&mut self, other: &MetricsReport) {
+        self.shards += other.shards;
+        for d in &other.distributions {
+            match self.distributions.iter_mut().find(|x| x.name == d.name) {
+                Some(x) => x.dist.add(&d.dist),
+                None => self.distributions.push(d.clone()),
+            }
+        }
+        for (k, v) in &other.values {
+            match self.values.iter_mut().find(|x| &x.0 == k) {
+                Some(x) => x.1 += v,
+                None => self.values.push((k.clone(), *v)),
+            }
+        }
+    }
+
+    /// What happened between `earlier` and this report (counters and distributions; gauges
+    /// are taken as they are now).
+    pub fn since(&self, earlier: &MetricsReport) -> MetricsReport {
+        let distributions = self
+            .distributions
+            .iter()
+            .map(|d| NamedDistribution {
+                name: d.name.clone(),
+                dist: match earlier.distribution(&d.name) {
+                    Some(e) => d.dist.since(e),
+                    None => d.dist.clone(),
+                },
+            })
+            .collect();
+        let values = self
+            .values
+            .iter()
+            .map(|(k, v)| (k.clone(), v.saturating_sub(earlier.value(k).unwrap_or(0))))
+            .collect();
+        MetricsReport {
+            shards: self.shards,
+            distributions,
+            values,
+        }
+    }
+
+    pub fn distribution(&self, name: &str) -> Option<&Distribution> {
+        self.distributions
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| &d.dist)
+    }
+
+    pub fn value(&self, name: &str) -> Option<u64> {
+        self.values.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+    }
+}
