@@ -322,6 +322,14 @@ impl Client {
         }
     }
 
+    /// Every shard's latency distributions and counters, merged (PROTOCOL.md, Metrics).
+    pub async fn metrics(&mut self) -> ClientResult<crate::metrics::MetricsReport> {
+        match self.call(&Request::Metrics).await? {
+            ResponseBody::Metrics(m) => m.report().map_err(ClientError::Protocol),
+            other => Self::unexpected(other),
+        }
+    }
+
     /// Kafka's ListOffsets for one partition: `Some((offset, timestamp))`, or `None` when no
     /// record has a timestamp >= the target.
     pub async fn list_offsets(

@@ -83,9 +83,8 @@ impl StorageFile for DmaStorageFile {
             while out.len() < len {
                 let want = (len - out.len()).min(MAX_IO);
                 self.reads.set(self.reads.get() + 1);
-                let chunk = self
-                    .file
-                    .read_at(pos + out.len() as u64, want)
+                let read = self.file.read_at(pos + out.len() as u64, want);
+                let chunk = crate::metrics::timed(crate::metrics::Stage::DeviceRead, read)
                     .await
                     .map_err(gerr)?;
                 let got = chunk.len();

@@ -12,6 +12,7 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeade
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use super::api_versions;
+use crate::metrics::{self, Stage};
 use crate::server::budget::{Budget, Reservation};
 use crate::server::handlers::{Peer, Reply};
 use crate::server::shard::Shard;
@@ -34,7 +35,10 @@ enum Decoded {
 
 /// Handles one Kafka request frame (size prefix removed).
 pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Budget) -> Reply {
-    let (key, version, correlation_id, client_id, request) = match decode(frame) {
+    let decode_start = std::time::Instant::now();
+    let decoded = decode(frame);
+    metrics::record_since(Stage::Decode, decode_start);
+    let (key, version, correlation_id, client_id, request) = match decoded {
         Decoded::Request {
             key,
             version,
@@ -61,13 +65,20 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
             frame: None,
             reservation,
             close: false,
+            api: metrics::api_label(key),
+            ok: true,
         };
     };
-    match encode(key, version, correlation_id, &response) {
+    let encode_start = std::time::Instant::now();
+    let encoded = encode(key, version, correlation_id, &response);
+    metrics::record_since(Stage::Encode, encode_start);
+    match encoded {
         Ok(frame) => Reply {
             frame: Some(frame),
             reservation,
             close: false,
+            api: metrics::api_label(key),
+            ok: true,
         },
         Err(e) => {
             tracing::error!(?key, version, error = %e, "encoding a Kafka response failed");
@@ -82,6 +93,8 @@ fn close(why: String) -> Reply {
         frame: None,
         reservation: Reservation::default(),
         close: true,
+        api: "unknown",
+        ok: false,
     }
 }
 

@@ -3,6 +3,7 @@
 //! is sealed or closed. A sealed segment reads its indexes page by page through the shard's
 //! page cache ([`PagedIndexes`]) and keeps only a small summary in memory.
 
+use crate::metrics::{self, Stage};
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -32,6 +33,8 @@ pub struct Segment {
     /// Set once sealed: lookups go through the index files instead of `idx`'s entries.
     paged: Option<PagedIndexes>,
     created_ms: i64,
+    /// Counts this segment in the shard's open-segment gauge while it lives.
+    _open: metrics::OpenSegment,
 }
 
 /// What recovery did to a segment's `.log`.
@@ -52,6 +55,7 @@ impl Segment {
             idx,
             paged: None,
             created_ms: crate::time::now_ms(),
+            _open: metrics::OpenSegment::new(),
         }
     }
 
@@ -84,10 +88,13 @@ impl Segment {
     }
 
     async fn offset_lookup_hit(&self, target: i64) -> Result<IndexHit> {
-        match &self.paged {
-            Some(p) => p.offset_lookup_hit(target).await,
-            None => Ok(self.idx.offset_index.lookup_hit(target)),
-        }
+        let lookup = async {
+            match &self.paged {
+                Some(p) => p.offset_lookup_hit(target).await,
+                None => Ok(self.idx.offset_index.lookup_hit(target)),
+            }
+        };
+        metrics::timed(Stage::IndexLookup, lookup).await
     }
 
     /// Where the batch holding `offset` most likely starts and how much to read there so
@@ -145,10 +152,13 @@ impl Segment {
     }
 
     async fn time_lookup(&self, target: i64) -> Result<TimestampOffset> {
-        match &self.paged {
-            Some(p) => p.time_lookup(target).await,
-            None => Ok(self.idx.time_index.lookup(target)),
-        }
+        let lookup = async {
+            match &self.paged {
+                Some(p) => p.time_lookup(target).await,
+                None => Ok(self.idx.time_index.lookup(target)),
+            }
+        };
+        metrics::timed(Stage::IndexLookup, lookup).await
     }
 
     /// Both indexes with every entry (read back from the files for a sealed segment).
@@ -255,6 +265,7 @@ impl Segment {
         .await?;
         let mut truncation = None;
         if scan.valid_size < scan.file_size {
+            metrics::record_recovery_truncation();
             let t = Truncation {
                 file: log_path.clone(),
                 position: scan.valid_size,

@@ -84,6 +84,9 @@ pub struct ShardMetrics {
     /// Commands a partition task ran per group (group commit sizes).
     group_commit: Distribution,
     recovery_truncations: u64,
+    cleaner_runs: u64,
+    cleaner_bytes_removed: u64,
+    open_segments: u64,
 }
 
 impl ShardMetrics {
@@ -93,6 +96,9 @@ impl ShardMetrics {
             apis: Vec::new(),
             group_commit: Distribution::count(),
             recovery_truncations: 0,
+            cleaner_runs: 0,
+            cleaner_bytes_removed: 0,
+            open_segments: 0,
         }
     }
 
@@ -114,6 +120,24 @@ impl ShardMetrics {
 
 thread_local! {
     static SHARD: RefCell<ShardMetrics> = RefCell::new(ShardMetrics::new());
+    static LABELS: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A `'static` label for an API name, interned once per thread. Only names of APIs that
+/// decoded get here (a few dozen at most), so the interned set stays small.
+pub fn api_label(name: impl std::fmt::Debug) -> &'static str {
+    let name = format!("{name:?}");
+    LABELS.with(|l| {
+        let mut l = l.borrow_mut();
+        match l.iter().find(|x| **x == name) {
+            Some(x) => x,
+            None => {
+                let leaked: &'static str = Box::leak(name.into_boxed_str());
+                l.push(leaked);
+                leaked
+            }
+        }
+    })
 }
 
 /// Records how long `stage` took.
@@ -167,6 +191,42 @@ pub fn record_recovery_truncation() {
     SHARD.with(|m| m.borrow_mut().recovery_truncations += 1);
 }
 
+/// A compaction run committed, removing `bytes`.
+pub fn record_cleaning(bytes: u64) {
+    SHARD.with(|m| {
+        let mut m = m.borrow_mut();
+        m.cleaner_runs += 1;
+        m.cleaner_bytes_removed += bytes;
+    });
+}
+
+/// Held by every open segment: the shard's open-segment gauge counts them.
+#[derive(Debug)]
+pub struct OpenSegment(());
+
+impl OpenSegment {
+    pub fn new() -> Self {
+        SHARD.with(|m| m.borrow_mut().open_segments += 1);
+        OpenSegment(())
+    }
+}
+
+impl Default for OpenSegment {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for OpenSegment {
+    fn drop(&mut self) {
+        // A thread being torn down may have dropped its metrics already.
+        let _ = SHARD.try_with(|m| {
+            let mut m = m.borrow_mut();
+            m.open_segments = m.open_segments.saturating_sub(1);
+        });
+    }
+}
+
 /// This thread's metrics now, with the gauges the caller knows.
 pub fn snapshot(shard: usize, gauges: Gauges) -> MetricsSnapshot {
     SHARD.with(|m| {
@@ -184,6 +244,9 @@ pub fn snapshot(shard: usize, gauges: Gauges) -> MetricsSnapshot {
             apis: m.apis.clone(),
             group_commit: m.group_commit.clone(),
             recovery_truncations: m.recovery_truncations,
+            cleaner_runs: m.cleaner_runs,
+            cleaner_bytes_removed: m.cleaner_bytes_removed,
+            open_segments: m.open_segments,
             gauges,
         }
     })

@@ -260,7 +260,7 @@ impl Snapshots {
             e,
             "open_segments",
             "Segments of the open partitions.",
-            &self.per_shard(|s| s.gauges.open_segments),
+            &self.per_shard(|s| s.open_segments),
         )?;
         gauge(
             e,
@@ -290,13 +290,13 @@ impl Snapshots {
             e,
             "cleaner_runs",
             "Compaction runs committed.",
-            &self.per_shard(|s| s.gauges.cleaner_runs),
+            &self.per_shard(|s| s.cleaner_runs),
         )?;
         counter(
             e,
             "cleaner_bytes_removed",
             "Bytes compaction removed.",
-            &self.per_shard(|s| s.gauges.cleaner_bytes_removed),
+            &self.per_shard(|s| s.cleaner_bytes_removed),
         )
     }
 }

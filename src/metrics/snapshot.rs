@@ -35,7 +35,6 @@ impl ApiStats {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Gauges {
     pub open_partitions: u64,
-    pub open_segments: u64,
     pub open_fds: u64,
     pub connections: u64,
     pub device_reads: u64,
@@ -44,8 +43,6 @@ pub struct Gauges {
     pub cache_bytes: u64,
     pub cache_budget_bytes: u64,
     pub inflight_budget_used_bytes: u64,
-    pub cleaner_runs: u64,
-    pub cleaner_bytes_removed: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -63,6 +60,10 @@ pub struct MetricsSnapshot {
     pub apis: Vec<ApiStats>,
     pub group_commit: Distribution,
     pub recovery_truncations: u64,
+    pub cleaner_runs: u64,
+    pub cleaner_bytes_removed: u64,
+    /// Segments open on the shard now.
+    pub open_segments: u64,
     pub gauges: Gauges,
 }
 
@@ -103,6 +104,9 @@ impl MetricsSnapshot {
             dist: self.group_commit.clone(),
         });
         values.push(("recovery_truncations".into(), self.recovery_truncations));
+        values.push(("cleaner_runs".into(), self.cleaner_runs));
+        values.push(("cleaner_bytes_removed".into(), self.cleaner_bytes_removed));
+        values.push(("open_segments".into(), self.open_segments));
         values.extend(gauge_values(&self.gauges));
         MetricsReport {
             shards: self.shards,
@@ -115,7 +119,6 @@ impl MetricsSnapshot {
 fn gauge_values(g: &Gauges) -> Vec<(String, u64)> {
     [
         ("open_partitions", g.open_partitions),
-        ("open_segments", g.open_segments),
         ("open_fds", g.open_fds),
         ("connections", g.connections),
         ("device_reads", g.device_reads),
@@ -124,8 +127,6 @@ fn gauge_values(g: &Gauges) -> Vec<(String, u64)> {
         ("cache_bytes", g.cache_bytes),
         ("cache_budget_bytes", g.cache_budget_bytes),
         ("inflight_budget_used_bytes", g.inflight_budget_used_bytes),
-        ("cleaner_runs", g.cleaner_runs),
-        ("cleaner_bytes_removed", g.cleaner_bytes_removed),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

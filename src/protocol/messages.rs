@@ -47,6 +47,7 @@ pub enum Request {
         drop_kernel_page_cache: bool,
     },
     Stats,
+    Metrics,
     /// Kafka's DeleteRecords: records below `offset` (-1: the log end) are no longer served.
     DeleteRecords {
         topic: String,
@@ -111,6 +112,7 @@ impl Request {
             Request::ListOffsets { .. } => ApiKey::ListOffsets,
             Request::DropCaches { .. } => ApiKey::DropCaches,
             Request::Stats => ApiKey::Stats,
+            Request::Metrics => ApiKey::Metrics,
             Request::DeleteRecords { .. } => ApiKey::DeleteRecords,
             Request::AlterConfigs { .. } => ApiKey::AlterConfigs,
             Request::DescribeLogs { .. } => ApiKey::DescribeLogs,
@@ -176,7 +178,7 @@ impl Request {
             } => {
                 w.i8(*drop_kernel_page_cache as i8);
             }
-            Request::Stats => {}
+            Request::Stats | Request::Metrics => {}
             Request::DeleteRecords {
                 topic,
                 partition,
@@ -296,6 +298,7 @@ impl Request {
                 drop_kernel_page_cache: r.i8("drop_kernel_page_cache")? != 0,
             },
             ApiKey::Stats => Request::Stats,
+            ApiKey::Metrics => Request::Metrics,
         };
         r.finish()?;
         Ok(req)
@@ -445,6 +448,7 @@ pub enum ResponseBody {
     },
     /// For DropCaches (after dropping) and Stats.
     Stats(StatsResponse),
+    Metrics(super::metrics::MetricsResponse),
     DeleteRecords {
         low_watermark: i64,
     },
@@ -602,6 +606,7 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) {
                 .i64(s.rss_bytes)
                 .i64(s.clock_ms);
         }
+        ResponseBody::Metrics(m) => m.put(w),
     }
 }
 
@@ -692,6 +697,7 @@ fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, Wire
             rss_bytes: r.i64("rss_bytes")?,
             clock_ms: r.i64("clock_ms")?,
         }),
+        ApiKey::Metrics => ResponseBody::Metrics(super::metrics::MetricsResponse::get(r)?),
     })
 }
 
@@ -776,6 +782,7 @@ mod tests {
             drop_kernel_page_cache: true,
         });
         round_trip(Request::Stats);
+        round_trip(Request::Metrics);
         round_trip(Request::DeleteRecords {
             topic: "t".into(),
             partition: 2,
@@ -843,5 +850,35 @@ mod tests {
         };
         let body = Bytes::from(err.encode_frame()[4..].to_vec());
         assert_eq!(Response::decode(ApiKey::Fetch, &body).unwrap(), err);
+    }
+
+    #[test]
+    fn metrics_round_trip_with_whole_histograms() {
+        let mut d = crate::metrics::Distribution::latency();
+        d.record(42_000);
+        let report = crate::metrics::MetricsReport {
+            shards: 2,
+            distributions: vec![crate::metrics::NamedDistribution {
+                name: "stage.device_read".into(),
+                dist: d,
+            }],
+            values: vec![("device_reads".into(), 7)],
+        };
+        let resp = Response {
+            correlation_id: 3,
+            result: Ok(ResponseBody::Metrics(
+                super::super::metrics::MetricsResponse::of(&report),
+            )),
+        };
+        let body = Bytes::from(resp.encode_frame()[4..].to_vec());
+        let back = Response::decode(ApiKey::Metrics, &body).unwrap();
+        assert_eq!(back, resp);
+        let Ok(ResponseBody::Metrics(m)) = back.result else {
+            panic!("not a metrics body")
+        };
+        let r = m.report().unwrap();
+        assert_eq!(r.value("device_reads"), Some(7));
+        let got = r.distribution("stage.device_read").unwrap();
+        assert_eq!((got.count_recorded(), got.sum), (1, 42_000));
     }
 }

@@ -5,6 +5,7 @@
 mod doc_check;
 pub mod error_code;
 pub mod groups;
+pub mod metrics;
 pub mod messages;
 pub mod wire;
 
@@ -42,10 +43,11 @@ pub enum ApiKey {
     ListGroups = 16,
     DescribeGroup = 17,
     DeleteGroup = 18,
+    Metrics = 19,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 19] = [
+    pub const ALL: [ApiKey; 20] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -65,6 +67,7 @@ impl ApiKey {
         ApiKey::ListGroups,
         ApiKey::DescribeGroup,
         ApiKey::DeleteGroup,
+        ApiKey::Metrics,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

@@ -14,7 +14,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
@@ -25,12 +25,20 @@ use super::budget::{Budget, Reservation};
 use super::handlers::{handle_frame, Peer, Reply};
 use super::shard::Shard;
 use crate::io::deadline::within;
+use crate::metrics::{self, Stage};
 use crate::protocol::{ErrorCode, Response, REQUEST_HEADER};
 
 /// Requests queued for the writer before the reader waits.
 const MAX_QUEUED_REQUESTS: usize = 1024;
 
-type Queued = (glommio::Task<Reply>, Reservation);
+/// A request being handled: its reply task, the budget its frame holds, and what the
+/// metrics need (when its frame started arriving, its size).
+struct Queued {
+    task: glommio::Task<Reply>,
+    request_budget: Reservation,
+    started: Instant,
+    bytes_in: usize,
+}
 
 /// Whether an address is loopback, counting IPv4 loopback seen through an IPv6 socket
 /// (`::ffff:127.0.0.1`, what a `[::]` listener reports for an IPv4 peer).
@@ -75,6 +83,16 @@ pub enum Wire {
     Kafka,
 }
 
+impl Wire {
+    /// The `wire` label of request metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            Wire::Native => "native",
+            Wire::Kafka => "kafka",
+        }
+    }
+}
+
 /// Serves one connection: `writer` is `stream`'s [`writer_half`].
 pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire: Wire) {
     let _ = stream.set_nodelay(true);
@@ -85,7 +103,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
         shard.inflight.clone(),
     );
     let (tx, rx) = local_channel::new_bounded(MAX_QUEUED_REQUESTS);
-    let writer_task = glommio::spawn_local(write_replies(writer, rx, request_timeout));
+    let writer_task = glommio::spawn_local(write_replies(writer, rx, request_timeout, wire));
     // Buffered: a small request's size prefix and body usually arrive in one recv.
     let mut reader = stream.buffered();
     let shutdown = shard.shutdown_listener();
@@ -99,7 +117,8 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
         )
         .await;
         match next {
-            Next::Frame(body, reservation) => {
+            Next::Frame(body, reservation, started) => {
+                let bytes_in = body.len() + 4;
                 let task = match wire {
                     Wire::Native => glommio::spawn_local(handle_frame(
                         shard.clone(),
@@ -114,13 +133,24 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
                         budget.clone(),
                     )),
                 };
-                if tx.send((task, reservation)).await.is_err() {
+                let queued = Queued {
+                    task,
+                    request_budget: reservation,
+                    started,
+                    bytes_in,
+                };
+                if tx.send(queued).await.is_err() {
                     break;
                 }
             }
             Next::Refuse(frame) => {
-                let task = glommio::spawn_local(async move { Reply::frame(frame) });
-                let _ = tx.send((task, Reservation::default())).await;
+                let queued = Queued {
+                    task: glommio::spawn_local(async move { Reply::frame(frame) }),
+                    request_budget: Reservation::default(),
+                    started: Instant::now(),
+                    bytes_in: 0,
+                };
+                let _ = tx.send(queued).await;
                 break;
             }
             Next::Stop(why) => {
@@ -135,32 +165,51 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
 
 /// Writes replies in request order. A reply the client does not take within the write
 /// timeout closes the connection (the reader then fails too), releasing its budget.
-async fn write_replies(mut writer: TcpStream, rx: LocalReceiver<Queued>, limit: Duration) {
-    while let Some((task, request_budget)) = rx.recv().await {
+async fn write_replies(
+    mut writer: TcpStream,
+    rx: LocalReceiver<Queued>,
+    limit: Duration,
+    wire: Wire,
+) {
+    while let Some(queued) = rx.recv().await {
         let Reply {
             frame,
             reservation: reply_budget,
             close,
-        } = task.await;
+            api,
+            ok,
+        } = queued.task.await;
+        let bytes_out = frame.as_ref().map_or(0, Vec::len);
         if let Some(frame) = frame {
+            let write_start = Instant::now();
             if let Err(e) = within(limit, writer.write_all(&frame)).await {
                 tracing::debug!(error = %e, "writing a reply failed; closing the connection");
                 let _ = writer.shutdown(std::net::Shutdown::Both).await;
                 break;
             }
+            metrics::record_since(Stage::SocketWrite, write_start);
         }
+        metrics::record_request(metrics::RequestDone {
+            wire: wire.label(),
+            api,
+            ok,
+            bytes_in: queued.bytes_in,
+            bytes_out,
+            took: queued.started.elapsed(),
+        });
         if close {
             // The request could not be parsed: the stream cannot be trusted any further.
             let _ = writer.shutdown(std::net::Shutdown::Both).await;
             break;
         }
         // The bytes are on their way: release them.
-        drop((request_budget, reply_budget));
+        drop((queued.request_budget, reply_budget));
     }
 }
 
 enum Next {
-    Frame(Bytes, Reservation),
+    /// A frame, its budget, and when its size prefix had arrived.
+    Frame(Bytes, Reservation, Instant),
     /// An error frame to send before closing (the stream cannot be resynchronised).
     Refuse(Vec<u8>),
     Stop(String),
@@ -196,15 +245,18 @@ async fn read_frame(
         return Next::Refuse(refusal(reader, size, cfg.max_frame_bytes).await);
     }
     let size = size as usize;
+    let started = Instant::now();
     // Waiting for budget is backpressure, not a stalled client: no timeout while waiting.
     let Some(reservation) = budget.reserve_request(size).await else {
         return Next::Stop("budget closed".into());
     };
     let mut body = vec![0u8; size];
+    let body_start = Instant::now();
     if let Err(e) = within(request, reader.read_exact(&mut body)).await {
         return Next::Stop(format!("reading a {size}-byte frame: {e}"));
     }
-    Next::Frame(Bytes::from(body), reservation)
+    metrics::record_since(Stage::FrameRead, body_start);
+    Next::Frame(Bytes::from(body), reservation, started)
 }
 
 /// The error reply for a frame size that cannot be accepted; only the header is read (to

@@ -2,10 +2,12 @@
 //! reply. Every bad input becomes an error response with its own code; nothing panics.
 
 use std::rc::Rc;
+use std::time::Instant;
 
 use bytes::Bytes;
 
 use super::budget::{Budget, Reservation};
+use crate::metrics::{self, Stage};
 use super::connection::advertised_host;
 use super::messages::{OpOk, OpResult, PartitionOp};
 use super::shard::Shard;
@@ -43,6 +45,10 @@ pub struct Reply {
     pub reservation: Reservation,
     /// Close the connection after this reply (a Kafka request that cannot be parsed).
     pub close: bool,
+    /// The API answered (the metrics label; "unknown" when the request did not decode).
+    pub api: &'static str,
+    /// Whether it succeeded (native: no error code; Kafka: a response was encoded).
+    pub ok: bool,
 }
 
 impl Reply {
@@ -51,18 +57,32 @@ impl Reply {
             frame: Some(frame),
             reservation: Reservation::default(),
             close: false,
+            api: "unknown",
+            ok: false,
         }
     }
+}
+
+/// What the metrics learn about a request while it is handled.
+struct Outcome {
+    api: &'static str,
+    ok: bool,
 }
 
 /// Handles one request frame body (size prefix removed).
 pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Budget) -> Reply {
     let mut reservation = Reservation::default();
-    let frame = decode_and_run(&shard, frame, peer, &budget, &mut reservation).await;
+    let mut outcome = Outcome {
+        api: "unknown",
+        ok: false,
+    };
+    let frame = decode_and_run(&shard, frame, peer, &budget, &mut reservation, &mut outcome).await;
     Reply {
         frame,
         reservation,
         close: false,
+        api: outcome.api,
+        ok: outcome.ok,
     }
 }
 
@@ -72,7 +92,9 @@ async fn decode_and_run(
     peer: Peer,
     budget: &Budget,
     reservation: &mut Reservation,
+    outcome: &mut Outcome,
 ) -> Option<Vec<u8>> {
+    let decode_start = Instant::now();
     if frame.len() < REQUEST_HEADER {
         return Some(error_frame(
             -1,
@@ -104,6 +126,7 @@ async fn decode_and_run(
             ),
         ));
     }
+    outcome.api = metrics::api_label(key);
     let request = match Request::decode_body(key, &mut r) {
         Ok(req) => req,
         Err(e) => {
@@ -121,20 +144,23 @@ async fn decode_and_run(
             ..
         }
     );
+    metrics::record_since(Stage::Decode, decode_start);
     let result = dispatch(shard, request, peer, budget, reservation).await;
+    outcome.ok = result.is_ok();
     if silent {
         if let Err((code, msg)) = &result {
             tracing::debug!(%code, %msg, "acks=0 produce failed (no reply by design)");
         }
         return None;
     }
-    Some(
-        Response {
-            correlation_id: cid,
-            result,
-        }
-        .encode_frame(),
-    )
+    let encode_start = Instant::now();
+    let frame = Response {
+        correlation_id: cid,
+        result,
+    }
+    .encode_frame();
+    metrics::record_since(Stage::Encode, encode_start);
+    Some(frame)
 }
 
 fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, (ErrorCode, String)> {
@@ -240,6 +266,15 @@ async fn dispatch(
         Request::Stats => {
             let stats = shard.cluster_stats(false).await?;
             Ok(ResponseBody::Stats(stats_body(shard, stats)))
+        }
+        Request::Metrics => {
+            let mut report = crate::metrics::MetricsReport::default();
+            for s in shard.cluster_metrics().await? {
+                report.merge(&s.to_report());
+            }
+            Ok(ResponseBody::Metrics(
+                crate::protocol::metrics::MetricsResponse::of(&report),
+            ))
         }
         Request::OffsetCommit { .. }
         | Request::OffsetFetch { .. }

@@ -45,3 +45,8 @@ pub fn raise_fd_limit(config: &ServerConfig) -> u64 {
     }
     lim.rlim_cur
 }
+
+/// File descriptors the process has open now (entries of /proc/self/fd; 0 if unreadable).
+pub fn open_fds() -> u64 {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64)
+}

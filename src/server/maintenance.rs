@@ -138,7 +138,10 @@ async fn clean(limits: CleanerLimits, handle: &PartitionHandle, now_ms: i64, for
         })
         .await
     {
-        Some(Ok(stats)) => stats.records_removed,
+        Some(Ok(stats)) => {
+            crate::metrics::record_cleaning(stats.bytes_read.saturating_sub(stats.bytes_written));
+            stats.records_removed
+        }
         Some(Err(e)) => {
             tracing::warn!(error = %e, "swapping cleaned segments failed");
             0

@@ -60,6 +60,8 @@ pub enum OpOk {
         timestamp: i64,
     },
     Stats(ShardStats),
+    /// One shard's metrics (boxed: histograms are large).
+    Metrics(Box<crate::metrics::MetricsSnapshot>),
     /// The log start offset after DeleteRecords (Kafka's low watermark).
     LowWatermark(i64),
     Partition(PartitionSummary),
@@ -150,6 +152,8 @@ pub enum ShardOp {
     DropCaches,
     /// Reply with this shard's stats.
     Stats,
+    /// The shard's metrics snapshot.
+    Metrics,
     /// "I have no connections left": sent by each shard at shutdown, so partitions close only
     /// after no shard can forward to them any more.
     Drained,

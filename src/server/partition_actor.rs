@@ -3,6 +3,8 @@
 //! command already queued, runs them, then does one flush (acks=1) or one fdatasync (if any
 //! acks=all) for all the produces among them, and only then replies to those.
 
+use std::time::Instant;
+
 use bytes::Bytes;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 
@@ -11,12 +13,15 @@ use crate::io::deadline::before;
 use crate::log::cleaner::CleanedLog;
 use crate::log::PartitionLog;
 use crate::log::{CleanStats, CleaningPlan, RetentionOutcome};
+use crate::metrics::{self, Stage};
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
 
 pub enum Command {
     Op {
         op: PartitionOp,
         reply: LocalSender<OpResult>,
+        /// When it was queued (the queue wait is a stage of its own).
+        sent: Instant,
     },
     Close {
         reply: LocalSender<Result<(), String>>,
@@ -106,7 +111,8 @@ impl PartitionHandle {
     /// Runs an operation on the partition and waits for its result.
     pub async fn call(&self, op: PartitionOp) -> OpResult {
         let (reply, rx) = local_channel::new_bounded(1);
-        if self.tx.try_send(Command::Op { op, reply }).is_err() {
+        let sent = Instant::now();
+        if self.tx.try_send(Command::Op { op, reply, sent }).is_err() {
             return Err((ErrorCode::ShuttingDown, "partition is closing".into()));
         }
         rx.recv()
@@ -272,6 +278,7 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>, appends: std::rc
                 _ => break,
             }
         }
+        metrics::record_group_commit(group.len());
         let mut done = run_group(&mut log, group).await;
         commit_group(&mut log, &mut done).await;
         appends.advanced_to(log.visible_end_offset());
@@ -309,8 +316,10 @@ async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
             Command::Op {
                 op: PartitionOp::Produce { acks, records },
                 reply,
+                sent,
             } => {
-                let r = log.append(&records).await;
+                metrics::record_since(Stage::QueueWait, sent);
+                let r = metrics::timed(Stage::PartitionOp, log.append(&records)).await;
                 done.wrote |= r.is_ok();
                 let result = r
                     .map(|info| OpOk::Produced {
@@ -327,8 +336,10 @@ async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
                     let _ = reply.try_send(result);
                 }
             }
-            Command::Op { op, reply } => {
-                let _ = reply.try_send(run_op(log, op).await);
+            Command::Op { op, reply, sent } => {
+                metrics::record_since(Stage::QueueWait, sent);
+                let r = metrics::timed(Stage::PartitionOp, run_op(log, op)).await;
+                let _ = reply.try_send(r);
             }
         }
     }
@@ -340,9 +351,9 @@ async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
 async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
     if done.wrote {
         let durable = if done.need_sync {
-            log.sync().await
+            metrics::timed(Stage::Fdatasync, log.sync()).await
         } else {
-            log.flush().await
+            metrics::timed(Stage::Flush, log.flush()).await
         };
         if let Err(e) = durable {
             let err = engine_err(e);

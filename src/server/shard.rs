@@ -257,13 +257,17 @@ impl Shard {
             from: self.id,
             op,
         };
+        let t0 = std::time::Instant::now();
         if self.senders.send_to(peer, msg).await.is_err() {
             self.pending.borrow_mut().remove(&id);
             return err(ErrorCode::Internal, format!("shard {peer} is unreachable"));
         }
-        rx.recv()
+        let answer = rx
+            .recv()
             .await
-            .unwrap_or_else(|| err(ErrorCode::Internal, "reply channel closed"))
+            .unwrap_or_else(|| err(ErrorCode::Internal, "reply channel closed"));
+        crate::metrics::record_since(crate::metrics::Stage::MeshRoundTrip, t0);
+        answer
     }
 
     /// Sends to every other shard and waits for all answers; returns the first error.
@@ -338,6 +342,7 @@ impl Shard {
             ShardOp::AlterTopic(meta) => self.alter_owned(meta).await,
             ShardOp::DropCaches => self.drop_local_caches().await,
             ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
+            ShardOp::Metrics => Ok(OpOk::Metrics(Box::new(self.local_metrics()))),
             ShardOp::Drained => {
                 self.drained_peers.set(self.drained_peers.get() + 1);
                 Ok(OpOk::Done)
@@ -564,6 +569,41 @@ impl Shard {
             }
         }
         Ok(total)
+    }
+
+    /// This shard's metrics, with the gauges it knows now.
+    fn local_metrics(&self) -> crate::metrics::MetricsSnapshot {
+        let s = self.local_stats();
+        let budget = self.config.max_inflight_bytes_per_shard as u64;
+        let gauges = crate::metrics::Gauges {
+            open_partitions: self.partitions.borrow().len() as u64,
+            open_fds: super::limits::open_fds(),
+            connections: self.connections.get() as u64,
+            device_reads: s.device_reads,
+            cache_hits: s.cache_hits,
+            cache_misses: s.cache_misses,
+            cache_bytes: s.cache_bytes,
+            cache_budget_bytes: s.cache_budget_bytes,
+            inflight_budget_used_bytes: budget.saturating_sub(self.inflight.available()),
+        };
+        let mut snap = crate::metrics::snapshot(self.id, gauges);
+        snap.shards = 1;
+        snap
+    }
+
+    /// Every shard's metrics snapshot, in shard order.
+    pub async fn cluster_metrics(
+        self: &Rc<Self>,
+    ) -> Result<Vec<crate::metrics::MetricsSnapshot>, (ErrorCode, String)> {
+        let mut all = Vec::with_capacity(self.n);
+        for peer in 0..self.n {
+            if peer == self.id {
+                all.push(self.local_metrics());
+            } else if let OpOk::Metrics(m) = self.remote(peer, ShardOp::Metrics).await? {
+                all.push(*m);
+            }
+        }
+        Ok(all)
     }
 
     /// Closes every partition this shard owns (clean shutdown). Returns how many could not
