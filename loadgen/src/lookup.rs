@@ -230,6 +230,7 @@ async fn network_baseline(
         latency_us: LatencyUs::of(&hist),
         device_reads_per_lookup_mean: 0.0,
         device_reads_per_lookup_max: 0,
+        server: Default::default(),
     };
     Ok(("network round trip".to_string(), result))
 }
@@ -255,6 +256,7 @@ async fn lookup_pass(
     // whole pass (the max is then the pass total, an upper bound). Cold lookups need a
     // DropCaches before each one anyway, and are counted one by one.
     let pass_start = admin.stats().await.map_err(|e| e.to_string())?.device_reads;
+    let server_start = crate::breakdown::mark(admin).await?;
     for t in targets {
         let before = if cold {
             admin
@@ -282,10 +284,12 @@ async fn lookup_pass(
         reads_total = (pass_end - pass_start) as u64;
         reads_max = reads_total;
     }
+    let server = crate::breakdown::since(admin, &server_start, targets.len() as u64).await?;
     Ok(LookupResult {
         lookups: targets.len() as u64,
         latency_us: LatencyUs::of(&hist),
         device_reads_per_lookup_mean: reads_total as f64 / targets.len() as f64,
         device_reads_per_lookup_max: reads_max,
+        server,
     })
 }

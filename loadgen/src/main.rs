@@ -3,6 +3,7 @@
 //! warm cache, and `bench` runs both against a server it starts itself.
 
 mod bench;
+mod breakdown;
 mod cluster;
 mod lookup;
 mod report;

@@ -4,6 +4,8 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::breakdown::{self, Breakdown};
+
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct LatencyUs {
     pub p50: u64,
@@ -100,6 +102,8 @@ pub struct WriteResult {
     pub latency_us: Option<LatencyUs>,
     /// Latencies measured from the intended send time (open loop, --rate).
     pub corrected_for_coordinated_omission: bool,
+    /// Where the time went in the server during the run.
+    pub server: Breakdown,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -109,6 +113,8 @@ pub struct LookupResult {
     /// Device reads the server issued per lookup (from its Stats counters).
     pub device_reads_per_lookup_mean: f64,
     pub device_reads_per_lookup_max: u64,
+    /// Where the time went in the server during the pass (empty for the network baseline).
+    pub server: Breakdown,
 }
 
 pub fn print_write(r: &WriteResult) {
@@ -132,6 +138,7 @@ pub fn print_write(r: &WriteResult) {
             }
         );
     }
+    breakdown::print("per produce request", &r.server);
 }
 
 pub fn print_lookup_table(rows: &[(String, &LookupResult)]) {
@@ -153,6 +160,9 @@ pub fn print_lookup_table(rows: &[(String, &LookupResult)]) {
             r.device_reads_per_lookup_mean,
             r.device_reads_per_lookup_max
         );
+    }
+    for (name, r) in rows {
+        breakdown::print(&format!("{name}, per lookup"), &r.server);
     }
 }
 

@@ -204,6 +204,7 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
         let per_conn_requests = r / opts.batch_records as f64 / opts.connections as f64;
         Duration::from_secs_f64(1.0 / per_conn_requests.max(1e-9))
     });
+    let server_start = crate::breakdown::mark_blocking(&opts.bootstrap)?;
     let start_all = Instant::now();
     let next_index = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let handles = LocalExecutorPoolBuilder::new(PoolPlacement::Unbound(cores))
@@ -259,6 +260,8 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
     }
     let seconds = start_all.elapsed().as_secs_f64();
     progress.finish_and_clear();
+    let requests = records / opts.batch_records as u64;
+    let server = crate::breakdown::since_blocking(&opts.bootstrap, server_start, requests)?;
     Ok(WriteResult {
         bytes,
         records,
@@ -267,5 +270,6 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
         records_per_s: records as f64 / seconds,
         latency_us: (opts.acks != ACKS_NONE).then(|| LatencyUs::of(&hist)),
         corrected_for_coordinated_omission: interval.is_some(),
+        server,
     })
 }

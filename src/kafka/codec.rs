@@ -67,6 +67,7 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
             close: false,
             api: metrics::api_label(key),
             ok: true,
+            timed: true,
         };
     };
     let encode_start = std::time::Instant::now();
@@ -79,6 +80,7 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
             close: false,
             api: metrics::api_label(key),
             ok: true,
+            timed: true,
         },
         Err(e) => {
             tracing::error!(?key, version, error = %e, "encoding a Kafka response failed");
@@ -95,6 +97,7 @@ fn close(why: String) -> Reply {
         close: true,
         api: "unknown",
         ok: false,
+        timed: false,
     }
 }
 

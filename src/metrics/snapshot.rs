@@ -116,6 +116,17 @@ impl MetricsSnapshot {
     }
 }
 
+/// Values that are levels now, not counts since start (`since` keeps them as they are).
+pub const GAUGES: [&str; 7] = [
+    "open_partitions",
+    "open_segments",
+    "open_fds",
+    "connections",
+    "cache_bytes",
+    "cache_budget_bytes",
+    "inflight_budget_used_bytes",
+];
+
 fn gauge_values(g: &Gauges) -> Vec<(String, u64)> {
     [
         ("open_partitions", g.open_partitions),
@@ -168,7 +179,10 @@ impl MetricsReport {
         let values = self
             .values
             .iter()
-            .map(|(k, v)| (k.clone(), v.saturating_sub(earlier.value(k).unwrap_or(0))))
+            .map(|(k, v)| match GAUGES.contains(&k.as_str()) {
+                true => (k.clone(), *v),
+                false => (k.clone(), v.saturating_sub(earlier.value(k).unwrap_or(0))),
+            })
             .collect();
         MetricsReport {
             shards: self.shards,

@@ -5,8 +5,8 @@
 mod doc_check;
 pub mod error_code;
 pub mod groups;
-pub mod metrics;
 pub mod messages;
+pub mod metrics;
 pub mod wire;
 
 pub use error_code::ErrorCode;
@@ -69,6 +69,12 @@ impl ApiKey {
         ApiKey::DeleteGroup,
         ApiKey::Metrics,
     ];
+
+    /// Produce, Fetch and ListOffsets: the requests the stage metrics time (admin and
+    /// observability requests are counted per API but kept out of the stages).
+    pub fn is_data_path(self) -> bool {
+        matches!(self, ApiKey::Produce | ApiKey::Fetch | ApiKey::ListOffsets)
+    }
 
     pub fn from_i16(v: i16) -> Option<Self> {
         Self::ALL.into_iter().find(|k| *k as i16 == v)

@@ -65,6 +65,9 @@ pub struct ServerConfig {
     /// On at 127.0.0.1:9092 by default; embedded servers (tests, benches) turn it off so
     /// that several can run at once.
     pub kafka_listen: Option<SocketAddr>,
+    /// Address of the Prometheus endpoint (`GET /metrics`, served by shard 0); `None`: off,
+    /// the default.
+    pub metrics_listen: Option<SocketAddr>,
     /// Producer ids InitProducerId reserves per persisted block (Kafka hands them out in
     /// blocks of 1000 too): one file write per block, never a reuse after a restart.
     pub producer_id_block_size: i64,
@@ -90,6 +93,7 @@ impl Default for ServerConfig {
             data_dir: PathBuf::from("./data"),
             listen: SocketAddr::from(([127, 0, 0, 1], 7411)),
             kafka_listen: Some(SocketAddr::from(([127, 0, 0, 1], 9092))),
+            metrics_listen: None,
             producer_id_block_size: 1000,
             offsets_topic_num_partitions: 50,
             group_initial_rebalance_delay_ms: 3000,
@@ -199,6 +203,18 @@ impl ServerConfig {
                 ));
             }
         }
+        if let Some(m) = self.metrics_listen {
+            let taken = self.listen_addrs();
+            if taken[..taken.len() - 1]
+                .iter()
+                .any(|a| a.port() == m.port())
+            {
+                return Err(bad(
+                    "metrics.listen",
+                    format!("port {} is one of the other listeners' ports", m.port()),
+                ));
+            }
+        }
         let last_port = self.listen.port() as usize + self.shards;
         if self.listen.port() == 0 || last_port > u16::MAX as usize {
             return Err(bad(
@@ -210,11 +226,12 @@ impl ServerConfig {
     }
 
     /// Every address the server listens on: the shared one, then each shard's own, then
-    /// the Kafka listener's.
+    /// the Kafka listener's, then the metrics endpoint's.
     pub fn listen_addrs(&self) -> Vec<SocketAddr> {
         std::iter::once(self.listen)
             .chain((0..self.shards).map(|i| SocketAddr::new(self.listen.ip(), self.shard_port(i))))
             .chain(self.kafka_listen)
+            .chain(self.metrics_listen)
             .collect()
     }
 

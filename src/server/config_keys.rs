@@ -106,6 +106,18 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         check: unbounded,
     },
     ServerKey {
+        name: "metrics.listen",
+        get: |c| {
+            c.metrics_listen
+                .map_or("off".to_string(), |a| a.to_string())
+        },
+        set: |c, v| {
+            c.metrics_listen = parse_optional_listen(v)?;
+            Ok(())
+        },
+        check: unbounded,
+    },
+    ServerKey {
         name: "advertised.host",
         get: |c| c.advertised_host.clone(),
         set: |c, v| {

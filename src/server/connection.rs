@@ -178,6 +178,7 @@ async fn write_replies(
             close,
             api,
             ok,
+            timed,
         } = queued.task.await;
         let bytes_out = frame.as_ref().map_or(0, Vec::len);
         if let Some(frame) = frame {
@@ -187,7 +188,9 @@ async fn write_replies(
                 let _ = writer.shutdown(std::net::Shutdown::Both).await;
                 break;
             }
-            metrics::record_since(Stage::SocketWrite, write_start);
+            if timed {
+                metrics::record_since(Stage::SocketWrite, write_start);
+            }
         }
         metrics::record_request(metrics::RequestDone {
             wire: wire.label(),

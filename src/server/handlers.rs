@@ -7,10 +7,10 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::budget::{Budget, Reservation};
-use crate::metrics::{self, Stage};
 use super::connection::advertised_host;
 use super::messages::{OpOk, OpResult, PartitionOp};
 use super::shard::Shard;
+use crate::metrics::{self, Stage};
 use crate::protocol::{
     ApiKey, ErrorCode, MetadataResponse, PartitionMetadata, Request, Response, ResponseBody,
     ShardInfo, StatsResponse, TopicMetadata, WireReader, ACKS_ALL, ACKS_LEADER, ACKS_NONE,
@@ -49,6 +49,9 @@ pub struct Reply {
     pub api: &'static str,
     /// Whether it succeeded (native: no error code; Kafka: a response was encoded).
     pub ok: bool,
+    /// Whether its stages are timed (data-path requests: `ApiKey::is_data_path`, and
+    /// every Kafka request).
+    pub timed: bool,
 }
 
 impl Reply {
@@ -59,6 +62,7 @@ impl Reply {
             close: false,
             api: "unknown",
             ok: false,
+            timed: false,
         }
     }
 }
@@ -67,6 +71,7 @@ impl Reply {
 struct Outcome {
     api: &'static str,
     ok: bool,
+    timed: bool,
 }
 
 /// Handles one request frame body (size prefix removed).
@@ -75,6 +80,7 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
     let mut outcome = Outcome {
         api: "unknown",
         ok: false,
+        timed: false,
     };
     let frame = decode_and_run(&shard, frame, peer, &budget, &mut reservation, &mut outcome).await;
     Reply {
@@ -83,6 +89,7 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
         close: false,
         api: outcome.api,
         ok: outcome.ok,
+        timed: outcome.timed,
     }
 }
 
@@ -127,6 +134,7 @@ async fn decode_and_run(
         ));
     }
     outcome.api = metrics::api_label(key);
+    outcome.timed = key.is_data_path();
     let request = match Request::decode_body(key, &mut r) {
         Ok(req) => req,
         Err(e) => {
@@ -144,7 +152,9 @@ async fn decode_and_run(
             ..
         }
     );
-    metrics::record_since(Stage::Decode, decode_start);
+    if outcome.timed {
+        metrics::record_since(Stage::Decode, decode_start);
+    }
     let result = dispatch(shard, request, peer, budget, reservation).await;
     outcome.ok = result.is_ok();
     if silent {
@@ -159,7 +169,9 @@ async fn decode_and_run(
         result,
     }
     .encode_frame();
-    metrics::record_since(Stage::Encode, encode_start);
+    if outcome.timed {
+        metrics::record_since(Stage::Encode, encode_start);
+    }
     Some(frame)
 }
 

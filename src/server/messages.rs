@@ -41,6 +41,19 @@ pub enum PartitionOp {
     Maintain,
 }
 
+impl PartitionOp {
+    /// Whether the op is on the data path (produce, fetch, lookup): only those are timed
+    /// in the stage metrics, so admin and observability traffic does not blur them.
+    pub fn is_data_path(&self) -> bool {
+        matches!(
+            self,
+            PartitionOp::Produce { .. }
+                | PartitionOp::Fetch { .. }
+                | PartitionOp::ListOffsets { .. }
+        )
+    }
+}
+
 /// Successful outcomes.
 #[derive(Debug, Clone)]
 pub enum OpOk {

@@ -14,6 +14,7 @@ pub(crate) mod limits;
 mod log_admin;
 mod maintenance;
 pub(crate) mod messages;
+mod metrics_http;
 mod partition_actor;
 pub(crate) mod shard;
 pub mod topics;
@@ -210,6 +211,10 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<(TcpListener, Wire)>, Stri
     let mut listeners = vec![(shared, Wire::Native), (own, Wire::Native)];
     if let Some(kafka) = cfg.kafka_listen {
         listeners.push((bind(kafka).await?, Wire::Kafka));
+    }
+    if let (Some(addr), 0) = (cfg.metrics_listen, shard.id) {
+        let listener = bind(addr).await?;
+        glommio::spawn_local(metrics_http::serve(shard.clone(), listener)).detach();
     }
     Ok(listeners)
 }

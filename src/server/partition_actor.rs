@@ -336,10 +336,13 @@ async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
                     let _ = reply.try_send(result);
                 }
             }
-            Command::Op { op, reply, sent } => {
+            Command::Op { op, reply, sent } if op.is_data_path() => {
                 metrics::record_since(Stage::QueueWait, sent);
                 let r = metrics::timed(Stage::PartitionOp, run_op(log, op)).await;
                 let _ = reply.try_send(r);
+            }
+            Command::Op { op, reply, .. } => {
+                let _ = reply.try_send(run_op(log, op).await);
             }
         }
     }

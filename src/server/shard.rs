@@ -252,6 +252,7 @@ impl Shard {
         self.next_id.set(id + 1);
         let (tx, rx) = local_channel::new_bounded(1);
         self.pending.borrow_mut().insert(id, tx);
+        let timed = matches!(&op, ShardOp::Partition { op, .. } if op.is_data_path());
         let msg = MeshMsg::Request {
             id,
             from: self.id,
@@ -266,7 +267,9 @@ impl Shard {
             .recv()
             .await
             .unwrap_or_else(|| err(ErrorCode::Internal, "reply channel closed"));
-        crate::metrics::record_since(crate::metrics::Stage::MeshRoundTrip, t0);
+        if timed {
+            crate::metrics::record_since(crate::metrics::Stage::MeshRoundTrip, t0);
+        }
         answer
     }
 
@@ -577,7 +580,12 @@ impl Shard {
         let budget = self.config.max_inflight_bytes_per_shard as u64;
         let gauges = crate::metrics::Gauges {
             open_partitions: self.partitions.borrow().len() as u64,
-            open_fds: super::limits::open_fds(),
+            // The process's: reported by shard 0 only, so sums over shards stay right.
+            open_fds: if self.id == 0 {
+                super::limits::open_fds()
+            } else {
+                0
+            },
             connections: self.connections.get() as u64,
             device_reads: s.device_reads,
             cache_hits: s.cache_hits,

@@ -82,11 +82,13 @@ impl ServerProc {
         let base_config = config;
         for _ in 0..10 {
             let port = free_port();
-            // `kafka.listen=auto`: a free port of its own for the Kafka listener.
+            // `kafka.listen=auto` (any `*.listen`): a free port of its own.
             let config: Vec<(String, String)> = base_config
                 .iter()
                 .map(|(k, v)| match (k.as_str(), v.as_str()) {
-                    ("kafka.listen", "auto") => (k.clone(), format!("127.0.0.1:{}", free_port())),
+                    (k, "auto") if k.ends_with(".listen") => {
+                        (k.to_string(), format!("127.0.0.1:{}", free_port()))
+                    }
                     _ => (k.clone(), v.clone()),
                 })
                 .collect();
@@ -118,11 +120,17 @@ impl ServerProc {
     /// The Kafka listener's address (started with `kafka.listen=auto`).
     #[allow(dead_code)]
     pub fn kafka_addr(&self) -> String {
+        self.listen_addr("kafka.listen")
+    }
+
+    /// The address a `*.listen` key got (started with `auto`).
+    #[allow(dead_code)]
+    pub fn listen_addr(&self, key: &str) -> String {
         self.config
             .iter()
-            .find(|(k, _)| k == "kafka.listen")
+            .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
-            .expect("started with kafka.listen")
+            .unwrap_or_else(|| panic!("started with {key}"))
     }
 
     /// Waits until the port accepts, or the process exits (false).

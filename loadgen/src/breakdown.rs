@@ -1,0 +1,109 @@
+//! Where the time of a run went inside the server: the server's stage histograms (its
+//! Metrics API) read before and after the run and subtracted, so the figures cover exactly
+//! the requests of the run. Printed under each end-to-end figure.
+
+use serde::Serialize;
+use shardlog::client::Client;
+use shardlog::metrics::{Distribution, MetricsReport};
+
+/// One stage of the server's work during a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageRow {
+    pub stage: String,
+    /// Times it happened per operation of the run (a cold lookup does ~2 device reads).
+    pub per_op: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub mean_us: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Breakdown {
+    /// The server's own time per request (frame read to reply written), then each stage.
+    pub rows: Vec<StageRow>,
+}
+
+/// Takes the server's metrics now (the start of a run).
+pub async fn mark(c: &mut Client) -> Result<MetricsReport, String> {
+    c.metrics().await.map_err(|e| format!("Metrics: {e}"))
+}
+
+fn row(name: &str, d: &Distribution, ops: u64) -> StageRow {
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let n = d.count_recorded();
+    StageRow {
+        stage: name.to_string(),
+        per_op: n as f64 / ops.max(1) as f64,
+        p50_us: us(d.quantile(0.5)),
+        p99_us: us(d.quantile(0.99)),
+        mean_us: d.sum.checked_div(n).map_or(0.0, us),
+    }
+}
+
+/// What happened in the server since `start`, over `ops` operations of the run.
+pub async fn since(c: &mut Client, start: &MetricsReport, ops: u64) -> Result<Breakdown, String> {
+    let delta = mark(c).await?.since(start);
+    let mut rows: Vec<StageRow> = delta
+        .distributions
+        .iter()
+        .filter(|d| d.name.starts_with("api.") && d.dist.count_recorded() > 0)
+        .map(|d| row(&d.name, &d.dist, ops))
+        .collect();
+    rows.extend(
+        delta
+            .distributions
+            .iter()
+            .filter(|d| d.name.starts_with("stage.") && d.dist.count_recorded() > 0)
+            .map(|d| row(&d.name, &d.dist, ops)),
+    );
+    Ok(Breakdown { rows })
+}
+
+/// [`mark`] from outside an executor (the write workload runs its own executors).
+pub fn mark_blocking(bootstrap: &str) -> Result<MetricsReport, String> {
+    let b = bootstrap.to_string();
+    blocking(move || async move {
+        let mut c = Client::connect(&b).await.map_err(|e| e.to_string())?;
+        mark(&mut c).await
+    })
+}
+
+/// [`since`] from outside an executor.
+pub fn since_blocking(
+    bootstrap: &str,
+    start: MetricsReport,
+    ops: u64,
+) -> Result<Breakdown, String> {
+    let b = bootstrap.to_string();
+    blocking(move || async move {
+        let mut c = Client::connect(&b).await.map_err(|e| e.to_string())?;
+        since(&mut c, &start, ops).await
+    })
+}
+
+fn blocking<T: Send + 'static, F: std::future::Future<Output = Result<T, String>> + 'static>(
+    f: impl FnOnce() -> F + Send + 'static,
+) -> Result<T, String> {
+    glommio::LocalExecutorBuilder::default()
+        .spawn(f)
+        .map_err(|e| e.to_string())?
+        .join()
+        .map_err(|e| e.to_string())?
+}
+
+pub fn print(title: &str, b: &Breakdown) {
+    if b.rows.is_empty() {
+        return;
+    }
+    println!("  server breakdown, {title}:");
+    println!(
+        "    {:<28} {:>7} {:>9} {:>9} {:>9}",
+        "stage", "per op", "p50 us", "p99 us", "mean us"
+    );
+    for r in &b.rows {
+        println!(
+            "    {:<28} {:>7.2} {:>9.1} {:>9.1} {:>9.1}",
+            r.stage, r.per_op, r.p50_us, r.p99_us, r.mean_us
+        );
+    }
+}

@@ -1,0 +1,118 @@
+//! The Prometheus endpoint (`metrics.listen`, off by default): `GET /metrics` on shard 0
+//! gathers every shard's snapshot over the mesh and answers with the text exposition
+//! (`metrics::prometheus`). One request per connection, parsed with httparse; the request
+//! head is bounded (8 KiB, 5 s) and anything else gets a plain 4xx, so a scraper or a
+//! stray client can never hold the shard.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::{TcpListener, TcpStream};
+
+use super::shard::Shard;
+use crate::io::deadline::within;
+
+/// Largest request head read.
+const MAX_HEAD: usize = 8 * 1024;
+/// How long a client has to send its request head, and to take the answer.
+const TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections served at once; more wait in the listen backlog.
+const MAX_CONNECTIONS: usize = 16;
+
+/// Accepts scrapes until the shard shuts down.
+pub async fn serve(shard: Rc<Shard>, listener: TcpListener) {
+    let stop = shard.shutdown_listener();
+    let slots = Rc::new(glommio::sync::Semaphore::new(MAX_CONNECTIONS as u64));
+    loop {
+        let Ok(permit) = slots.acquire_static_permit(1).await else {
+            break;
+        };
+        let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
+            stop.recv().await;
+            None
+        })
+        .await;
+        match accepted {
+            None => break,
+            Some(Ok(stream)) => {
+                let shard = shard.clone();
+                glommio::spawn_local(async move {
+                    one_request(&shard, stream).await;
+                    drop(permit);
+                })
+                .detach();
+            }
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "metrics endpoint: accept failed");
+                glommio::timer::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn one_request(shard: &Rc<Shard>, mut stream: TcpStream) {
+    let answer = match within(TIMEOUT, read_head(&mut stream)).await {
+        Ok(head) => answer(shard, &head).await,
+        Err(e) => {
+            tracing::debug!(error = %e, "metrics endpoint: no request head");
+            return;
+        }
+    };
+    let _ = within(TIMEOUT, stream.write_all(&answer)).await;
+    let _ = stream.close().await;
+}
+
+/// Reads until the end of the request head (a blank line), at most `MAX_HEAD` bytes.
+async fn read_head(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        if head.len() >= MAX_HEAD {
+            return Ok(head); // parsed as incomplete: 431
+        }
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n.min(MAX_HEAD - head.len())]);
+    }
+    Ok(head)
+}
+
+async fn answer(shard: &Rc<Shard>, head: &[u8]) -> Vec<u8> {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => {
+            return response(
+                "431 Request Header Fields Too Large",
+                "request head too large or cut short\n",
+            )
+        }
+        Err(e) => return response("400 Bad Request", &format!("bad request: {e}\n")),
+    }
+    if req.method != Some("GET") {
+        return response("405 Method Not Allowed", "only GET /metrics\n");
+    }
+    let path = req.path.unwrap_or("").split('?').next().unwrap_or("");
+    if path != "/metrics" {
+        return response("404 Not Found", "only GET /metrics\n");
+    }
+    match shard.cluster_metrics().await {
+        Ok(snapshots) => response("200 OK", &crate::metrics::prometheus::render(snapshots)),
+        Err((code, msg)) => response(
+            "503 Service Unavailable",
+            &format!("collecting metrics failed: {code}: {msg}\n"),
+        ),
+    }
+}
+
+fn response(status: &str, body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
