@@ -322,6 +322,41 @@ impl Client {
         }
     }
 
+    /// A lookup by time in one round trip: the first record with a timestamp >= `timestamp`
+    /// (as `list_offsets`) as `Some((offset, timestamp))`, and the batches from it (as
+    /// `fetch` at that offset); `None` and no records when no record qualifies.
+    pub async fn fetch_at_time(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        timestamp: i64,
+        max_bytes: i32,
+    ) -> ClientResult<(Option<(i64, i64)>, FetchResult)> {
+        let req = Request::FetchAtTime {
+            topic: topic.to_string(),
+            partition,
+            timestamp,
+            max_bytes,
+        };
+        match self.call(&req).await? {
+            ResponseBody::FetchAtTime {
+                offset,
+                timestamp,
+                log_start_offset,
+                log_end_offset,
+                records,
+            } => Ok((
+                (offset >= 0).then_some((offset, timestamp)),
+                FetchResult {
+                    log_start_offset,
+                    log_end_offset,
+                    records,
+                },
+            )),
+            other => Self::unexpected(other),
+        }
+    }
+
     /// Every shard's latency distributions and counters, merged (PROTOCOL.md, Metrics).
     pub async fn metrics(&mut self) -> ClientResult<crate::metrics::MetricsReport> {
         match self.call(&Request::Metrics).await? {

@@ -427,3 +427,54 @@ fn clean_shutdown_and_restart_keep_data_and_owners() {
     server.stop().unwrap();
     assert!(!dir.join("keep-0").exists());
 }
+
+/// FetchAtTime answers exactly what ListOffsets then Fetch answer, for every kind of
+/// target (before, inside, between and after the records; the sentinels), across several
+/// segments and through a forwarding shard.
+#[test]
+fn fetch_at_time_is_list_offsets_then_fetch_in_one_round_trip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, port) = start_server(tmp.path(), 2, |_| {});
+    client(move || async move {
+        let mut c = Client::connect(&format!("127.0.0.1:{port}")).await.unwrap();
+        let small = vec![("segment.bytes".to_string(), "2048".to_string())];
+        c.create_topic("t", 2, small).await.unwrap();
+        for p in 0..2 {
+            for i in 0..40i64 {
+                // Timestamps 1000, 1010, ... with a step back now and then.
+                let ts = 1_000 + i * 10 - if i % 7 == 3 { 25 } else { 0 };
+                let values: Vec<String> = (0..3).map(|k| format!("p{p}-{i}-{k}")).collect();
+                c.produce("t", p, ACKS_LEADER, batch_of(&values, ts))
+                    .await
+                    .unwrap();
+            }
+        }
+        let targets = [
+            0, 999, 1_000, 1_001, 1_095, 1_200, 1_390, 1_391, 5_000, -1, -2, -3,
+        ];
+        for p in 0..2 {
+            for &ts in &targets {
+                let expected = c.list_offsets("t", p, ts).await.unwrap();
+                let (found, f) = c.fetch_at_time("t", p, ts, 1).await.unwrap();
+                let found_offset = found.map(|x| x.0);
+                match expected {
+                    Some((o, t)) if o >= 0 => {
+                        assert_eq!(found, Some((o, t)), "partition {p} at {ts}");
+                        let want = c.fetch("t", p, o, 1).await.unwrap();
+                        assert_eq!(f.records, want.records, "partition {p} at {ts}");
+                        assert_eq!(f.log_end_offset, want.log_end_offset);
+                    }
+                    _ => {
+                        assert_eq!(found_offset, None, "partition {p} at {ts}");
+                        assert!(f.records.is_empty());
+                    }
+                }
+            }
+        }
+        let err = c.fetch_at_time("t", 7, 0, 1).await.unwrap_err();
+        assert_eq!(err.code(), Some(ErrorCode::UnknownPartition));
+        let err = c.fetch_at_time("t", 0, 0, 0).await.unwrap_err();
+        assert_eq!(err.code(), Some(ErrorCode::InvalidRequest));
+    });
+    server.stop().unwrap();
+}

@@ -1,7 +1,7 @@
 //! `loadgen lookup`: random lookups over the whole existing log of a topic.
-//! By offset: a Fetch of one batch at a random offset. By timestamp: a ListOffsets at a
-//! random time between the log's first and largest timestamps, then a Fetch at the offset
-//! found. Cold: the server drops its caches (DropCaches) before each lookup (not timed).
+//! By offset: a Fetch of one batch at a random offset. By timestamp: a FetchAtTime (one
+//! round trip: the server's ListOffsets, then its Fetch at the offset found) at a random
+//! time between the log's first and largest timestamps. Cold: the server drops its caches (DropCaches) before each lookup (not timed).
 //! Warm: the same lookups after a warm-up pass over them. Each lookup also reports how many
 //! device reads the server issued for it (Stats counters before and after).
 
@@ -138,21 +138,26 @@ async fn lookup(
         Target::Offset(p, _) | Target::Time(p, _) => (*p, &addr_of[p]),
     };
     let c = conns.get_mut(addr).expect("connected");
-    let offset = match *t {
-        Target::Offset(_, o) => Some(o),
-        Target::Time(_, ts) => c
-            .list_offsets(topic, p, ts)
-            .await
-            .map_err(|e| e.to_string())?
-            .map(|x| x.0),
-    };
-    if let Some(o) = offset {
-        let f = c.fetch(topic, p, o, 1).await.map_err(|e| e.to_string())?;
-        if f.records.is_empty() {
-            return Err(format!("fetch at {o} of partition {p} returned nothing"));
+    let (at, records) = match *t {
+        Target::Offset(_, o) => {
+            let f = c.fetch(topic, p, o, 1).await.map_err(|e| e.to_string())?;
+            (Some(o), f.records)
         }
+        // One round trip: the server looks the time up and fetches from what it found.
+        Target::Time(_, ts) => {
+            let (found, f) = c
+                .fetch_at_time(topic, p, ts, 1)
+                .await
+                .map_err(|e| e.to_string())?;
+            (found.map(|x| x.0), f.records)
+        }
+    };
+    match at {
+        Some(o) if records.is_empty() => {
+            Err(format!("fetch at {o} of partition {p} returned nothing"))
+        }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Runs the lookups (in the current glommio executor); returns one result per cache mode.

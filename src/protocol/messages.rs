@@ -42,6 +42,13 @@ pub enum Request {
         partition: i32,
         timestamp: i64,
     },
+    /// A lookup by time in one round trip: ListOffsets, then a Fetch at the offset found.
+    FetchAtTime {
+        topic: String,
+        partition: i32,
+        timestamp: i64,
+        max_bytes: i32,
+    },
     /// Make the next lookups cold (loopback only unless the server allows remote admin).
     DropCaches {
         drop_kernel_page_cache: bool,
@@ -109,6 +116,7 @@ impl Request {
             Request::DeleteTopic { .. } => ApiKey::DeleteTopic,
             Request::Produce { .. } => ApiKey::Produce,
             Request::Fetch { .. } => ApiKey::Fetch,
+            Request::FetchAtTime { .. } => ApiKey::FetchAtTime,
             Request::ListOffsets { .. } => ApiKey::ListOffsets,
             Request::DropCaches { .. } => ApiKey::DropCaches,
             Request::Stats => ApiKey::Stats,
@@ -165,6 +173,17 @@ impl Request {
                 max_bytes,
             } => {
                 w.string(topic).i32(*partition).i64(*offset).i32(*max_bytes);
+            }
+            Request::FetchAtTime {
+                topic,
+                partition,
+                timestamp,
+                max_bytes,
+            } => {
+                w.string(topic)
+                    .i32(*partition)
+                    .i64(*timestamp)
+                    .i32(*max_bytes);
             }
             Request::ListOffsets {
                 topic,
@@ -287,6 +306,12 @@ impl Request {
                 topic: r.string("topic name")?,
                 partition: r.i32("partition")?,
                 offset: r.i64("offset")?,
+                max_bytes: r.i32("max_bytes")?,
+            },
+            ApiKey::FetchAtTime => Request::FetchAtTime {
+                topic: r.string("topic name")?,
+                partition: r.i32("partition")?,
+                timestamp: r.i64("timestamp")?,
                 max_bytes: r.i32("max_bytes")?,
             },
             ApiKey::ListOffsets => Request::ListOffsets {
@@ -446,6 +471,14 @@ pub enum ResponseBody {
         offset: i64,
         timestamp: i64,
     },
+    /// ListOffsets' answer and the Fetch at it (no records when nothing qualifies).
+    FetchAtTime {
+        offset: i64,
+        timestamp: i64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+        records: Bytes,
+    },
     /// For DropCaches (after dropping) and Stats.
     Stats(StatsResponse),
     Metrics(super::metrics::MetricsResponse),
@@ -481,7 +514,8 @@ impl Response {
     /// Encodes a response frame (size prefix included).
     pub fn encode_frame(&self) -> Vec<u8> {
         let payload = match &self.result {
-            Ok(ResponseBody::Fetch { records, .. }) => records.len(),
+            Ok(ResponseBody::Fetch { records, .. })
+            | Ok(ResponseBody::FetchAtTime { records, .. }) => records.len(),
             _ => 0,
         };
         let mut w = WireWriter::frame(128 + payload);
@@ -596,6 +630,19 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) {
         ResponseBody::ListOffsets { offset, timestamp } => {
             w.i64(*offset).i64(*timestamp);
         }
+        ResponseBody::FetchAtTime {
+            offset,
+            timestamp,
+            log_start_offset,
+            log_end_offset,
+            records,
+        } => {
+            w.i64(*offset)
+                .i64(*timestamp)
+                .i64(*log_start_offset)
+                .i64(*log_end_offset)
+                .bytes(records);
+        }
         ResponseBody::Stats(s) => {
             w.i32(s.shards)
                 .i64(s.device_reads)
@@ -686,6 +733,13 @@ fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, Wire
         ApiKey::ListOffsets => ResponseBody::ListOffsets {
             offset: r.i64("offset")?,
             timestamp: r.i64("timestamp")?,
+        },
+        ApiKey::FetchAtTime => ResponseBody::FetchAtTime {
+            offset: r.i64("offset")?,
+            timestamp: r.i64("timestamp")?,
+            log_start_offset: r.i64("log_start_offset")?,
+            log_end_offset: r.i64("log_end_offset")?,
+            records: r.bytes("records")?,
         },
         ApiKey::DropCaches | ApiKey::Stats => ResponseBody::Stats(StatsResponse {
             shards: r.i32("shards")?,
@@ -783,6 +837,12 @@ mod tests {
         });
         round_trip(Request::Stats);
         round_trip(Request::Metrics);
+        round_trip(Request::FetchAtTime {
+            topic: "t".into(),
+            partition: 1,
+            timestamp: 1_700_000_000_000,
+            max_bytes: 4096,
+        });
         round_trip(Request::DeleteRecords {
             topic: "t".into(),
             partition: 2,

@@ -44,10 +44,11 @@ pub enum ApiKey {
     DescribeGroup = 17,
     DeleteGroup = 18,
     Metrics = 19,
+    FetchAtTime = 20,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 20] = [
+    pub const ALL: [ApiKey; 21] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -68,12 +69,16 @@ impl ApiKey {
         ApiKey::DescribeGroup,
         ApiKey::DeleteGroup,
         ApiKey::Metrics,
+        ApiKey::FetchAtTime,
     ];
 
-    /// Produce, Fetch and ListOffsets: the requests the stage metrics time (admin and
+    /// Produce, Fetch, ListOffsets and FetchAtTime: the requests the stage metrics time (admin and
     /// observability requests are counted per API but kept out of the stages).
     pub fn is_data_path(self) -> bool {
-        matches!(self, ApiKey::Produce | ApiKey::Fetch | ApiKey::ListOffsets)
+        matches!(
+            self,
+            ApiKey::Produce | ApiKey::Fetch | ApiKey::ListOffsets | ApiKey::FetchAtTime
+        )
     }
 
     pub fn from_i16(v: i16) -> Option<Self> {

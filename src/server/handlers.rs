@@ -205,6 +205,22 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, (ErrorCode, String)
         (ApiKey::ListOffsets, OpOk::Offset { offset, timestamp }) => {
             ResponseBody::ListOffsets { offset, timestamp }
         }
+        (
+            ApiKey::FetchAtTime,
+            OpOk::FetchedAtTime {
+                offset,
+                timestamp,
+                log_start_offset,
+                log_end_offset,
+                records,
+            },
+        ) => ResponseBody::FetchAtTime {
+            offset,
+            timestamp,
+            log_start_offset,
+            log_end_offset,
+            records,
+        },
         (ApiKey::CreateTopic, OpOk::Done) => ResponseBody::CreateTopic,
         (ApiKey::DeleteTopic, OpOk::Done) => ResponseBody::DeleteTopic,
         (key, other) => {
@@ -259,6 +275,19 @@ async fn dispatch(
         } => {
             let max_bytes = fetch_bytes(shard, max_bytes, budget, reservation).await?;
             let op = PartitionOp::Fetch { offset, max_bytes };
+            to_body(key, shard.partition_op(&topic, partition, op).await)
+        }
+        Request::FetchAtTime {
+            topic,
+            partition,
+            timestamp,
+            max_bytes,
+        } => {
+            let max_bytes = fetch_bytes(shard, max_bytes, budget, reservation).await?;
+            let op = PartitionOp::FetchAtTime {
+                timestamp,
+                max_bytes,
+            };
             to_body(key, shard.partition_op(&topic, partition, op).await)
         }
         Request::ListOffsets {

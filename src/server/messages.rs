@@ -21,6 +21,11 @@ pub enum PartitionOp {
     ListOffsets {
         timestamp: i64,
     },
+    /// ListOffsets, then a Fetch at the offset found, in one turn of the partition's task.
+    FetchAtTime {
+        timestamp: i64,
+        max_bytes: usize,
+    },
     DropOsCaches,
     /// Long poll: completes when the log end passes `after`, or after `timeout_ms`.
     WaitForAppend {
@@ -71,6 +76,14 @@ pub enum OpOk {
     Offset {
         offset: i64,
         timestamp: i64,
+    },
+    /// FetchAtTime: the record found (-1, -1: none) and the batches from it.
+    FetchedAtTime {
+        offset: i64,
+        timestamp: i64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+        records: Bytes,
     },
     Stats(ShardStats),
     /// One shard's metrics (boxed: histograms are large).

@@ -234,6 +234,10 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
                     records,
                 })
         }
+        PartitionOp::FetchAtTime {
+            timestamp,
+            max_bytes,
+        } => fetch_at_time(log, timestamp, max_bytes).await,
         PartitionOp::DropOsCaches => log.drop_os_caches().await.map(|_| OpOk::Done),
         PartitionOp::ListOffsets { timestamp } => {
             log.find_offset_by_timestamp(timestamp).await.map(|found| {
@@ -267,6 +271,27 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
         }
     };
     r.map_err(engine_err)
+}
+
+/// The first record with a timestamp >= `timestamp` (Kafka's offsetsForTimes) and the
+/// batches from it: what ListOffsets then Fetch give, in one turn of the task.
+async fn fetch_at_time(
+    log: &mut PartitionLog,
+    timestamp: i64,
+    max_bytes: usize,
+) -> crate::Result<OpOk> {
+    let found = log.find_offset_by_timestamp(timestamp).await?;
+    let (offset, found_ts, records) = match found {
+        Some(t) if t.offset >= 0 => (t.offset, t.timestamp, log.read(t.offset, max_bytes).await?),
+        _ => (-1, -1, Bytes::new()),
+    };
+    Ok(OpOk::FetchedAtTime {
+        offset,
+        timestamp: found_ts,
+        log_start_offset: log.log_start_offset(),
+        log_end_offset: log.visible_end_offset(),
+        records,
+    })
 }
 
 async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>, appends: std::rc::Rc<AppendWatch>) {
