@@ -512,7 +512,7 @@ impl LogFile {
         if pos >= end {
             return Ok(Vec::new());
         }
-        let mut out = Vec::with_capacity((end - pos) as usize);
+        let mut out = Vec::new();
         let disk_end = end.min(self.staging_pos);
         if pos < disk_end {
             if self.in_flight.iter().any(|w| w.end > pos) {
@@ -531,7 +531,10 @@ impl LogFile {
                     format!("file ends early: wanted {want} bytes, read {}", chunk.len()),
                 ));
             }
-            out.extend_from_slice(&chunk);
+            if end <= self.staging_pos {
+                return Ok(chunk); // all of it came from the device or the cache: no copy
+            }
+            out = chunk;
         }
         if end > self.staging_pos {
             let from = pos.max(self.staging_pos);

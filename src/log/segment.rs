@@ -574,7 +574,9 @@ impl Segment {
         };
         let want = max_bytes.max(found.header.size());
         let mut data = if found.header.size() <= ahead.len() {
-            ahead[..want.min(ahead.len())].to_vec()
+            let mut ahead = ahead;
+            ahead.truncate(want); // the read ahead is the reply: no copy
+            ahead
         } else {
             self.log.read_at(found.position, want).await?
         };
