@@ -5,7 +5,9 @@
 #   2. loadgen bench against a fresh server (write, then lookups by offset and timestamp,
 #      cold and warm);
 #   3. the ratios that matter: shardlog write MB/s / fio MB/s, and cold lookup p50/p99 /
-#      fio random-read p50/p99. Writes results/<date>.json and results/<date>.md.
+#      fio random-read p50/p99. Writes results/<date>.json and results/<date>.md, and the
+#      SVG plots (latency percentile curves, write throughput over time) in
+#      results/<date>-plots/, linked from the markdown.
 # With --engine it also runs the engine benches (cargo bench: engine, roundtrip, produce,
 # recovery).
 # Usage: scripts/bench.sh [--quick] [--engine]
@@ -43,14 +45,14 @@ fio --name=randread --filename="$dir/fio.dat" --rw=randread --bs=4k --direct=1 \
   --output-format=json >"$tmp/fio-read.json"
 rm -f "$dir/fio.dat"
 
+stamp=$(date -u +%Y-%m-%dT%H-%M-%SZ)
 cargo build --release -p loadgen --quiet
-args=(bench --data-dir "$dir" --json "$tmp/loadgen.json")
+args=(bench --data-dir "$dir" --json "$tmp/loadgen.json" --plot "results/$stamp-plots")
 $quick && args+=(--quick)
 target/release/loadgen "${args[@]}"
 
-stamp=$(date -u +%Y-%m-%dT%H-%M-%SZ)
 python3 - "$tmp" "results/$stamp" <<'PY'
-import json, sys
+import json, os, sys
 tmp, out = sys.argv[1], sys.argv[2]
 fw = json.load(open(f"{tmp}/fio-write.json"))["jobs"][0]["write"]
 fr = json.load(open(f"{tmp}/fio-read.json"))["jobs"][0]["read"]
@@ -84,6 +86,11 @@ if net:
     lines.append(f"| network round trip (no storage) p50/p99 us | {net['p50']}/{net['p99']} | | | |")
 mem = lg["memory"]
 lines.append(f"| max RSS MiB (server + loadgen) | {mem['max_rss_bytes'] >> 20} | budget {mem['budget_bytes'] >> 20} | {mem['max_rss_bytes'] / mem['budget_bytes']:.2f} | <= 1.0 |")
+plots = f"{out}-plots"
+if os.path.isdir(plots):
+    lines.append("")
+    lines.append("Plots: " + ", ".join(
+        f"[{f[:-4]}]({os.path.basename(plots)}/{f})" for f in sorted(os.listdir(plots)) if f.endswith(".svg")))
 md = "\n".join(lines) + "\n"
 open(f"{out}.md", "w").write(md)
 print(md)

@@ -18,6 +18,7 @@ pub struct BenchOpts {
     pub data_dir: Option<PathBuf>,
     pub quick: bool,
     pub json: Option<PathBuf>,
+    pub plot: Option<PathBuf>,
 }
 
 /// Samples this process's RSS (server and load generator together) until stopped.
@@ -106,6 +107,11 @@ pub fn run(opts: BenchOpts) -> Result<(), String> {
     stopped?;
     let rss = max_rss.load(Ordering::Relaxed);
     print_report(&machine, &config, &measured, rss);
+    if let Some(dir) = &opts.plot {
+        let rows: Vec<(String, &report::LookupResult)> =
+            measured.rows.iter().map(|(n, r)| (n.clone(), r)).collect();
+        crate::plot::write_all(dir, Some(&measured.write), &rows)?;
+    }
     match opts.json {
         Some(path) => write_json(&path, &machine, &config, sizes, &measured, rss),
         None => Ok(()),

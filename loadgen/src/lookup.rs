@@ -236,6 +236,7 @@ async fn network_baseline(
         device_reads_per_lookup_mean: 0.0,
         device_reads_per_lookup_max: 0,
         server: Default::default(),
+        hist: Some(hist),
     };
     Ok(("network round trip".to_string(), result))
 }
@@ -296,5 +297,6 @@ async fn lookup_pass(
         device_reads_per_lookup_mean: reads_total as f64 / targets.len() as f64,
         device_reads_per_lookup_max: reads_max,
         server,
+        hist: Some(hist),
     })
 }

@@ -6,6 +6,7 @@ mod bench;
 mod breakdown;
 mod cluster;
 mod lookup;
+mod plot;
 mod report;
 mod units;
 mod write;
@@ -44,6 +45,9 @@ enum Command {
         quick: bool,
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Write SVG plots here (latency percentile curves, throughput over time).
+        #[arg(long)]
+        plot: Option<PathBuf>,
     },
 }
 
@@ -110,6 +114,9 @@ struct WriteArgs {
     client_cores: usize,
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write SVG plots here (latency percentile curves, throughput over time).
+    #[arg(long)]
+    plot: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -132,6 +139,9 @@ struct LookupArgs {
     no_shard_aware: bool,
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write SVG plots here (latency percentile curves, throughput over time).
+    #[arg(long)]
+    plot: Option<PathBuf>,
 }
 
 fn run(cli: Cli) -> Result<(), String> {
@@ -142,10 +152,12 @@ fn run(cli: Cli) -> Result<(), String> {
             data_dir,
             quick,
             json,
+            plot,
         } => bench::run(bench::BenchOpts {
             data_dir,
             quick,
             json,
+            plot,
         }),
     }
 }
@@ -167,6 +179,7 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         no_shard_aware,
         client_cores,
         json,
+        plot,
     } = args;
     let acks = parse_acks(&acks)?;
     if create {
@@ -205,6 +218,9 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
     };
     let r = write::run(opts.clone(), pb)?;
     report::print_write(&r);
+    if let Some(dir) = &plot {
+        plot::write_all(dir, Some(&r), &[])?;
+    }
     if let Some(path) = json {
         let doc = json!({
             "tool": "loadgen write",
@@ -235,6 +251,7 @@ fn lookup_command(args: LookupArgs) -> Result<(), String> {
         drop_kernel_page_cache,
         no_shard_aware,
         json,
+        plot,
     } = args;
     let opts = lookup::LookupOpts {
         bootstrap,
@@ -260,6 +277,9 @@ fn lookup_command(args: LookupArgs) -> Result<(), String> {
     let table: Vec<(String, &report::LookupResult)> =
         rows.iter().map(|(n, r)| (n.clone(), r)).collect();
     report::print_lookup_table(&table);
+    if let Some(dir) = &plot {
+        plot::write_all(dir, None, &table)?;
+    }
     if let Some(path) = json {
         let mut m = serde_json::Map::new();
         for (n, r) in &rows {

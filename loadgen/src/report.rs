@@ -104,6 +104,8 @@ pub struct WriteResult {
     pub corrected_for_coordinated_omission: bool,
     /// Where the time went in the server during the run.
     pub server: Breakdown,
+    /// (seconds since start, MB/s over the interval before it), sampled 4 times a second.
+    pub throughput_mb_per_s: Vec<(f64, f64)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -115,6 +117,9 @@ pub struct LookupResult {
     pub device_reads_per_lookup_max: u64,
     /// Where the time went in the server during the pass (empty for the network baseline).
     pub server: Breakdown,
+    /// The pass's latencies (for `--plot`).
+    #[serde(skip)]
+    pub hist: Option<Histogram<u64>>,
 }
 
 pub fn print_write(r: &WriteResult) {

@@ -206,6 +206,7 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
     });
     let server_start = crate::breakdown::mark_blocking(&opts.bootstrap)?;
     let start_all = Instant::now();
+    let sampler = Sampler::start(progress.clone());
     let next_index = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let handles = LocalExecutorPoolBuilder::new(PoolPlacement::Unbound(cores))
         .io_memory(1 << 20)
@@ -259,6 +260,7 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
         }
     }
     let seconds = start_all.elapsed().as_secs_f64();
+    let throughput_mb_per_s = sampler.stop();
     progress.finish_and_clear();
     let requests = records / opts.batch_records as u64;
     let server = crate::breakdown::since_blocking(&opts.bootstrap, server_start, requests)?;
@@ -271,5 +273,40 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
         latency_us: (opts.acks != ACKS_NONE).then(|| LatencyUs::of(&hist)),
         corrected_for_coordinated_omission: interval.is_some(),
         server,
+        throughput_mb_per_s,
     })
+}
+
+/// Samples the bytes acknowledged so far (the progress bar's position) 4 times a second,
+/// on a thread of its own, for the throughput-over-time plot.
+struct Sampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<(f64, f64)>>,
+}
+
+impl Sampler {
+    const EVERY: Duration = Duration::from_millis(250);
+
+    fn start(progress: ProgressBar) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            let (mut samples, mut last) = (Vec::new(), 0u64);
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Self::EVERY);
+                let now = progress.position();
+                let mb_per_s = (now - last.min(now)) as f64 / 1e6 / Self::EVERY.as_secs_f64();
+                samples.push((start.elapsed().as_secs_f64(), mb_per_s));
+                last = now;
+            }
+            samples
+        });
+        Sampler { stop, thread }
+    }
+
+    fn stop(self) -> Vec<(f64, f64)> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
 }
