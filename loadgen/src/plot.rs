@@ -121,28 +121,6 @@ pub fn throughput(dir: &Path, name: &str, samples: &[(f64, f64)]) -> Result<Path
     Ok(path)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn writes_svg_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
-        for v in 1..=1000u64 {
-            h.record(50 + v).unwrap();
-        }
-        let p = latency_curves(dir.path(), "lat", "t", &[("a".into(), &h)]).unwrap();
-        let svg = std::fs::read_to_string(p).unwrap();
-        assert!(svg.starts_with("<svg") && svg.contains("polyline"));
-        let p = throughput(dir.path(), "tp", &[(0.5, 100.0), (1.0, 120.0)]).unwrap();
-        assert!(std::fs::read_to_string(p).unwrap().contains("polyline"));
-        assert_eq!(percentile_label(&100.0), "99%");
-        assert_eq!(percentile_label(&2.0), "50%");
-        assert_eq!(percentile_label(&1000.0), "99.9%");
-    }
-}
-
 /// `--plot DIR`: the write throughput and, per kind of lookup, its percentile curves next to
 /// the network round trip. Returns the files written.
 pub fn write_all(
@@ -175,4 +153,26 @@ pub fn write_all(
         println!("plot: {}", f.display());
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_svg_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for v in 1..=1000u64 {
+            h.record(50 + v).unwrap();
+        }
+        let p = latency_curves(dir.path(), "lat", "t", &[("a".into(), &h)]).unwrap();
+        let svg = std::fs::read_to_string(p).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("polyline"));
+        let p = throughput(dir.path(), "tp", &[(0.5, 100.0), (1.0, 120.0)]).unwrap();
+        assert!(std::fs::read_to_string(p).unwrap().contains("polyline"));
+        assert_eq!(percentile_label(&100.0), "99%");
+        assert_eq!(percentile_label(&2.0), "50%");
+        assert_eq!(percentile_label(&1000.0), "99.9%");
+    }
 }
