@@ -18,7 +18,10 @@ use std::rc::Rc;
 
 use glommio::Task;
 
+use bytes::Bytes;
+
 use super::cache::{next_file_id, read_through, SharedPageCache};
+use super::chain::ByteChain;
 use super::storage::{IoBuf, OpenMode, Storage, StorageFile};
 use super::{align_down, align_up, BLOCK};
 use crate::error::{Error, Result};
@@ -505,14 +508,20 @@ impl LogFile {
         }
     }
 
-    /// Reads up to `len` bytes at `pos` (fewer at the end of the data). Bytes still staged in
-    /// memory are served from memory; bytes of writes in flight are read after they land.
+    /// Reads up to `len` bytes at `pos` (fewer at the end of the data), as one buffer.
     pub async fn read_at(&mut self, pos: u64, len: usize) -> Result<Vec<u8>> {
+        Ok(self.read_chain(pos, len).await?.copy_range(0, len))
+    }
+
+    /// Reads up to `len` bytes at `pos` (fewer at the end of the data), sharing the page
+    /// cache's pages instead of copying them. Bytes still staged in memory are copied from
+    /// the staging buffer; bytes of writes in flight are read after they land.
+    pub async fn read_chain(&mut self, pos: u64, len: usize) -> Result<ByteChain> {
         let end = (pos + len as u64).min(self.size);
+        let mut out = ByteChain::default();
         if pos >= end {
-            return Ok(Vec::new());
+            return Ok(out);
         }
-        let mut out = Vec::new();
         let disk_end = end.min(self.staging_pos);
         if pos < disk_end {
             if self.in_flight.iter().any(|w| w.end > pos) {
@@ -521,7 +530,7 @@ impl LogFile {
             let want = (disk_end - pos) as usize;
             let chunk = match &self.cache {
                 Some(cache) => read_through(cache, self.file.as_ref(), self.id, pos, want).await,
-                None => self.file.read_at(pos, want).await,
+                None => self.file.read_at(pos, want).await.map(ByteChain::from),
             }
             .map_err(|e| Error::io("read", &self.path, e))?;
             if chunk.len() < want {
@@ -530,9 +539,6 @@ impl LogFile {
                     pos + chunk.len() as u64,
                     format!("file ends early: wanted {want} bytes, read {}", chunk.len()),
                 ));
-            }
-            if end <= self.staging_pos {
-                return Ok(chunk); // all of it came from the device or the cache: no copy
             }
             out = chunk;
         }
@@ -544,7 +550,7 @@ impl LogFile {
                 .expect("bytes past staging_pos are staged");
             let a = (from - self.staging_pos) as usize;
             let b = (end - self.staging_pos) as usize;
-            out.extend_from_slice(&staging.as_bytes()[a..b]);
+            out.push(Bytes::copy_from_slice(&staging.as_bytes()[a..b]));
         }
         Ok(out)
     }

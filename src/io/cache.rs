@@ -9,16 +9,19 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use bytes::Bytes;
 use lru::LruCache;
 
+use super::chain::ByteChain;
 use super::StorageFile;
 
 pub const PAGE: u64 = 4096;
 /// Pages of each write that are cached: the tail just written.
 pub const TAIL_PAGES: usize = 16;
 
-/// A cached page: `PAGE` bytes, or fewer for the last page of a sealed file.
-pub type Page = Rc<[u8]>;
+/// A cached page: `PAGE` bytes, or fewer for the last page of a sealed file. Its own
+/// allocation (so the budget is exact), shared with the replies that send it.
+pub type Page = Bytes;
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CacheStats {
@@ -73,10 +76,10 @@ impl PageCache {
         got
     }
 
-    /// Caches a copy of `data` as page `page` of `file`, evicting the least recently used
-    /// pages beyond the budget.
-    pub fn insert(&mut self, file: u64, page: u64, data: &[u8]) -> Page {
-        let p: Page = Rc::from(data);
+    /// Caches `p` as page `page` of `file`, evicting the least recently used pages beyond
+    /// the budget.
+    pub fn insert(&mut self, file: u64, page: u64, p: Page) -> Page {
+        debug_assert!(p.len() <= PAGE as usize);
         if self.budget_pages > 0 {
             self.pages.put((file, page), p.clone());
             self.evict_to_budget();
@@ -133,7 +136,8 @@ impl PageCache {
         let pages = data.len() / PAGE as usize;
         for i in pages.saturating_sub(TAIL_PAGES)..pages {
             let at = i * PAGE as usize;
-            self.insert(file, pos / PAGE + i as u64, &data[at..at + PAGE as usize]);
+            let page = Bytes::copy_from_slice(&data[at..at + PAGE as usize]);
+            self.insert(file, pos / PAGE + i as u64, page);
         }
     }
 
@@ -161,18 +165,18 @@ impl PageCache {
     }
 }
 
-/// Reads `[pos, pos + len)` of `file` through the cache: cached pages are copied, each run
-/// of missing pages is read with one device read (page-aligned) and cached. Returns fewer
-/// bytes only at the end of the file.
+/// Reads `[pos, pos + len)` of `file` through the cache: cached pages are shared, not
+/// copied; each run of missing pages is read with one device read (page-aligned) and
+/// cached. Returns fewer bytes only at the end of the file.
 pub async fn read_through(
     cache: &SharedPageCache,
     file: &dyn StorageFile,
     file_id: u64,
     pos: u64,
     len: usize,
-) -> std::io::Result<Vec<u8>> {
+) -> std::io::Result<ByteChain> {
     if len == 0 {
-        return Ok(Vec::new());
+        return Ok(ByteChain::default());
     }
     let end = pos + len as u64;
     let first = pos / PAGE;
@@ -181,6 +185,33 @@ pub async fn read_through(
         let mut c = cache.borrow_mut();
         (first..=last).map(|p| c.get(file_id, p)).collect()
     };
+    fill_missing(cache, file, file_id, first, &mut pages).await?;
+    let mut out = ByteChain::default();
+    for (k, page) in pages.iter().enumerate() {
+        let Some(page) = page else { break };
+        let page_start = (first + k as u64) * PAGE;
+        let a = pos.saturating_sub(page_start) as usize;
+        let b = ((end - page_start) as usize).min(page.len());
+        if a >= b {
+            break;
+        }
+        out.push(page.slice(a..b));
+        if page.len() < PAGE as usize {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Reads each run of `None` pages (pages `first..`) with one device read and caches them;
+/// stops at the end of the file.
+async fn fill_missing(
+    cache: &SharedPageCache,
+    file: &dyn StorageFile,
+    file_id: u64,
+    first: u64,
+    pages: &mut [Option<Page>],
+) -> std::io::Result<()> {
     let mut i = 0;
     while i < pages.len() {
         if pages[i].is_some() {
@@ -192,29 +223,16 @@ pub async fn read_through(
             j += 1;
         }
         let start = (first + i as u64) * PAGE;
-        let data = file.read_at(start, (j - i) * PAGE as usize).await?;
+        let read = file.read_pages(start, (j - i) * PAGE as usize).await?;
+        let complete = read.len() == j - i && read.last().is_none_or(|p| p.len() == PAGE as usize);
         let mut c = cache.borrow_mut();
-        for (k, chunk) in data.chunks(PAGE as usize).enumerate() {
-            pages[i + k] = Some(c.insert(file_id, first + (i + k) as u64, chunk));
+        for (k, page) in read.into_iter().enumerate() {
+            pages[i + k] = Some(c.insert(file_id, first + (i + k) as u64, page));
         }
-        if data.len() < (j - i) * PAGE as usize {
+        if !complete {
             break; // end of file
         }
         i = j;
     }
-    let mut out = Vec::with_capacity(len);
-    for (k, page) in pages.iter().enumerate() {
-        let Some(page) = page else { break };
-        let page_start = (first + k as u64) * PAGE;
-        let a = pos.saturating_sub(page_start) as usize;
-        let b = ((end - page_start) as usize).min(page.len());
-        if a >= b {
-            break;
-        }
-        out.extend_from_slice(&page[a..b]);
-        if page.len() < PAGE as usize {
-            break;
-        }
-    }
-    Ok(out)
+    Ok(())
 }

@@ -5,6 +5,10 @@ use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use bytes::Bytes;
+
+use super::cache::PAGE;
+
 use glommio::io::{DmaFile, OpenOptions};
 
 use super::probe::ensure_iopoll_probe_workaround;
@@ -80,20 +84,20 @@ impl StorageFile for DmaStorageFile {
     fn read_at(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<u8>> {
         Box::pin(async move {
             let mut out = Vec::with_capacity(len);
-            while out.len() < len {
-                let want = (len - out.len()).min(MAX_IO);
-                self.reads.set(self.reads.get() + 1);
-                let read = self.file.read_at(pos + out.len() as u64, want);
-                let chunk = crate::metrics::timed(crate::metrics::Stage::DeviceRead, read)
-                    .await
-                    .map_err(gerr)?;
-                let got = chunk.len();
-                out.extend_from_slice(&chunk);
-                if got < want {
-                    break;
-                }
-            }
+            self.read_chunks(pos, len, |chunk| out.extend_from_slice(chunk))
+                .await?;
             Ok(out)
+        })
+    }
+
+    fn read_pages(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<Bytes>> {
+        Box::pin(async move {
+            let mut pages = Vec::with_capacity(len.div_ceil(PAGE as usize));
+            self.read_chunks(pos, len, |chunk| {
+                pages.extend(chunk.chunks(PAGE as usize).map(Bytes::copy_from_slice))
+            })
+            .await?;
+            Ok(pages)
         })
     }
 
@@ -116,6 +120,34 @@ impl StorageFile for DmaStorageFile {
                 Err(_) => Ok(()), // another handle still uses it; dropped with the last one
             }
         })
+    }
+}
+
+impl DmaStorageFile {
+    /// Reads `[pos, pos + len)` in device reads of at most `MAX_IO`, handing each DMA
+    /// buffer to `take` (fewer bytes at end of file). `pos` and `MAX_IO` keep every chunk
+    /// page-aligned when `pos` is.
+    async fn read_chunks(
+        &self,
+        pos: u64,
+        len: usize,
+        mut take: impl FnMut(&[u8]),
+    ) -> std::io::Result<()> {
+        let mut done = 0usize;
+        while done < len {
+            let want = (len - done).min(MAX_IO);
+            self.reads.set(self.reads.get() + 1);
+            let read = self.file.read_at(pos + done as u64, want);
+            let chunk = crate::metrics::timed(crate::metrics::Stage::DeviceRead, read)
+                .await
+                .map_err(gerr)?;
+            take(&chunk);
+            done += chunk.len();
+            if chunk.len() < want {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 

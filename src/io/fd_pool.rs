@@ -110,6 +110,10 @@ impl StorageFile for PooledFile {
         Box::pin(async move { self.handle().await?.read_at(pos, len).await })
     }
 
+    fn read_pages(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<bytes::Bytes>> {
+        Box::pin(async move { self.handle().await?.read_pages(pos, len).await })
+    }
+
     fn fdatasync(&self) -> IoFuture<'_, ()> {
         Box::pin(async move { self.handle().await?.fdatasync().await })
     }

@@ -7,6 +7,7 @@
 
 mod appender;
 pub mod cache;
+pub mod chain;
 pub mod deadline;
 pub(crate) mod dma_storage;
 pub mod fd_pool;

@@ -105,7 +105,9 @@ impl PagedIndexes {
     async fn read(&self, f: &PagedFile, pos: u64, len: usize) -> Result<Vec<u8>> {
         let path = f.file.path();
         let data = match &self.cache {
-            Some(c) => read_through(c, f.file.as_ref(), f.id, pos, len).await,
+            Some(c) => read_through(c, f.file.as_ref(), f.id, pos, len)
+                .await
+                .map(|chain| chain.copy_range(0, len)),
             None => f.file.read_at(pos, len).await,
         }
         .map_err(|e| Error::io("read index", path, e))?;

@@ -1,0 +1,149 @@
+//! A run of bytes held as a list of shared slices (`Bytes`), so a read served from the
+//! page cache is the cache's own pages, not a copy of them, all the way to the socket
+//! (a vectored write). Slicing never copies; `to_bytes` copies only when the run spans
+//! more than one slice.
+
+use bytes::{Bytes, BytesMut};
+
+#[derive(Debug, Clone, Default)]
+pub struct ByteChain {
+    parts: Vec<Bytes>,
+    len: usize,
+}
+
+impl From<Bytes> for ByteChain {
+    fn from(b: Bytes) -> Self {
+        let mut c = ByteChain::default();
+        c.push(b);
+        c
+    }
+}
+
+impl From<Vec<u8>> for ByteChain {
+    fn from(v: Vec<u8>) -> Self {
+        ByteChain::from(Bytes::from(v))
+    }
+}
+
+impl PartialEq for ByteChain {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.to_bytes() == other.to_bytes()
+    }
+}
+
+impl Eq for ByteChain {}
+
+impl ByteChain {
+    pub fn push(&mut self, b: Bytes) {
+        if !b.is_empty() {
+            self.len += b.len();
+            self.parts.push(b);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The slices, in order (none empty).
+    pub fn parts(&self) -> &[Bytes] {
+        &self.parts
+    }
+
+    /// Bytes `[start, end)` (clamped to the chain), sharing the slices.
+    pub fn slice(&self, start: usize, end: usize) -> ByteChain {
+        let end = end.min(self.len);
+        let mut out = ByteChain::default();
+        let mut at = 0usize;
+        for p in &self.parts {
+            let (a, b) = (at, at + p.len());
+            at = b;
+            if b <= start || a >= end {
+                continue;
+            }
+            out.push(p.slice(start.saturating_sub(a)..(end - a).min(p.len())));
+        }
+        out
+    }
+
+    /// Keeps the first `n` bytes.
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.len {
+            *self = self.slice(0, n);
+        }
+    }
+
+    /// A copy of bytes `[start, end)` (clamped): for headers and other small reads.
+    pub fn copy_range(&self, start: usize, end: usize) -> Vec<u8> {
+        let part = self.slice(start, end);
+        let mut v = Vec::with_capacity(part.len());
+        for p in &part.parts {
+            v.extend_from_slice(p);
+        }
+        v
+    }
+
+    /// One contiguous `Bytes`: no copy when the chain is one slice.
+    pub fn to_bytes(&self) -> Bytes {
+        match self.parts.as_slice() {
+            [] => Bytes::new(),
+            [one] => one.clone(),
+            many => {
+                let mut b = BytesMut::with_capacity(self.len);
+                for p in many {
+                    b.extend_from_slice(p);
+                }
+                b.freeze()
+            }
+        }
+    }
+
+    /// CRC-32C of bytes `[start, end)` (clamped), slice by slice.
+    pub fn crc32c(&self, start: usize, end: usize) -> u32 {
+        self.slice(start, end)
+            .parts
+            .iter()
+            .fold(0, |crc, p| crc32c::crc32c_append(crc, p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(parts: &[&[u8]]) -> ByteChain {
+        let mut c = ByteChain::default();
+        for p in parts {
+            c.push(Bytes::copy_from_slice(p));
+        }
+        c
+    }
+
+    #[test]
+    fn slices_copies_and_crcs_across_parts() {
+        let c = chain(&[b"hello ", b"", b"wide ", b"world"]);
+        assert_eq!(c.len(), 16);
+        assert_eq!(c.parts().len(), 3);
+        assert_eq!(c.copy_range(4, 13), b"o wide wo");
+        assert_eq!(c.slice(6, 11).to_bytes(), Bytes::from_static(b"wide "));
+        assert_eq!(c.slice(6, 11).parts().len(), 1);
+        assert_eq!(c.slice(10, 100).len(), 6);
+        assert!(c.slice(20, 30).is_empty());
+        assert_eq!(c.crc32c(2, 15), crc32c::crc32c(b"llo wide worl"));
+        let mut t = c.clone();
+        t.truncate(7);
+        assert_eq!(t.to_bytes(), Bytes::from_static(b"hello w"));
+        assert_eq!(c, chain(&[b"hello wide world"]));
+    }
+
+    #[test]
+    fn one_part_converts_without_copying() {
+        let b = Bytes::from(vec![7u8; 4096]);
+        let c = ByteChain::from(b.clone());
+        assert_eq!(c.to_bytes().as_ptr(), b.as_ptr());
+    }
+}
