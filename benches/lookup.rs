@@ -106,6 +106,6 @@ async fn lookup(log: &mut PartitionLog, t: i64, by_time: bool) {
     } else {
         t
     };
-    let data = log.read(offset, 1).await.unwrap();
+    let data = log.read(offset, 1).await.unwrap().to_bytes();
     assert!(!data.is_empty());
 }

@@ -23,7 +23,7 @@ async fn lookups(log: &mut PartitionLog, records: i64, n: usize) -> (u64, u64, u
     for _ in 0..n {
         let o = rng.i64(0..records);
         let t = Instant::now();
-        let data = log.read(o, 1).await.unwrap();
+        let data = log.read(o, 1).await.unwrap().to_bytes();
         assert!(!data.is_empty());
         by_offset
             .record(t.elapsed().as_micros().max(1) as u64)

@@ -292,7 +292,7 @@ impl Client {
             } => Ok(FetchResult {
                 log_start_offset,
                 log_end_offset,
-                records,
+                records: records.to_bytes(),
             }),
             other => Self::unexpected(other),
         }
@@ -350,7 +350,7 @@ impl Client {
                 FetchResult {
                     log_start_offset,
                     log_end_offset,
-                    records,
+                    records: records.to_bytes(),
                 },
             )),
             other => Self::unexpected(other),

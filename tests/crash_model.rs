@@ -25,7 +25,7 @@ async fn read_values(log: &mut PartitionLog) -> Vec<String> {
     let mut out = Vec::new();
     let mut next = log.log_start_offset();
     while next < log.log_end_offset() {
-        let data = log.read(next, 64 * 1024).await.unwrap();
+        let data = log.read(next, 64 * 1024).await.unwrap().to_bytes();
         for (start, h) in split_batches(&data).unwrap() {
             for r in RecordsSection::of(&data[start..start + h.size()], &h)
                 .unwrap()

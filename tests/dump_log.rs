@@ -42,7 +42,7 @@ fn known_partition(dir: &Path) -> Vec<u32> {
         }
         let mut crcs = Vec::new();
         for o in [0, 1, 3] {
-            let data = log.read(o, 1).await.unwrap();
+            let data = log.read(o, 1).await.unwrap().to_bytes();
             crcs.push(BatchHeader::parse(&data).unwrap().crc);
         }
         log.close().await.unwrap();

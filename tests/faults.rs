@@ -23,7 +23,7 @@ async fn values(log: &mut PartitionLog) -> Vec<String> {
     let mut out = Vec::new();
     let mut next = 0;
     while next < log.log_end_offset() {
-        let data = log.read(next, 1 << 16).await.unwrap();
+        let data = log.read(next, 1 << 16).await.unwrap().to_bytes();
         for (s, h) in split_batches(&data).unwrap() {
             for r in RecordsSection::of(&data[s..s + h.size()], &h)
                 .unwrap()
@@ -301,7 +301,7 @@ fn flipped_bits_in_a_read_are_reported_by_file_and_position_and_not_cached() {
         // Batch 13 (the fourth of the second segment), a byte inside its records.
         let batch_pos = 3 * one;
         sim.corrupt_reads(seg, batch_pos + one - 3..batch_pos + one - 2);
-        let served = log.read(10, 1 << 16).await.unwrap();
+        let served = log.read(10, 1 << 16).await.unwrap().to_bytes();
         assert_eq!(
             split_batches(&served).unwrap().len(),
             3,

@@ -20,7 +20,7 @@ async fn all_records(log: &mut PartitionLog) -> Vec<Row> {
     let mut out = Vec::new();
     let mut next = log.log_start_offset();
     while next < log.visible_end_offset() {
-        let data = log.read(next, 1 << 20).await.unwrap();
+        let data = log.read(next, 1 << 20).await.unwrap().to_bytes();
         if data.is_empty() {
             break;
         }
@@ -453,7 +453,7 @@ fn compaction_rewrites_compressed_batches_with_their_codec() {
         .map(|(o, v)| (*o, v.as_bytes().to_vec()))
         .collect();
         assert_eq!(kept, want);
-        let data = log.read(0, 1 << 20).await.unwrap();
+        let data = log.read(0, 1 << 20).await.unwrap().to_bytes();
         let codecs: Vec<&str> = split_batches(&data)
             .unwrap()
             .iter()

@@ -36,7 +36,7 @@ async fn records(log: &mut PartitionLog) -> Records {
     let mut out = Records::new();
     let mut next = log.log_start_offset();
     while next < log.log_end_offset() {
-        let data = log.read(next, 1 << 20).await.unwrap();
+        let data = log.read(next, 1 << 20).await.unwrap().to_bytes();
         if data.is_empty() {
             break;
         }

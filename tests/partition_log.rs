@@ -188,7 +188,7 @@ fn rolls_when_an_index_is_full() {
             assert!(ti.len() <= 2);
         }
         for off in 0..10 {
-            let data = log.read(off, 1).await.unwrap();
+            let data = log.read(off, 1).await.unwrap().to_bytes();
             let h = BatchHeader::parse(&data).unwrap();
             assert_eq!(h.base_offset, off);
         }
@@ -267,7 +267,7 @@ fn read_semantics_match_kafka() {
         }
         assert_eq!(log.log_end_offset(), 15);
         // Offset in the middle of a batch: the whole batch that contains it.
-        let data = log.read(7, 1).await.unwrap();
+        let data = log.read(7, 1).await.unwrap().to_bytes();
         let parts = split_batches(&data).unwrap();
         assert_eq!(
             parts.len(),
@@ -276,10 +276,10 @@ fn read_semantics_match_kafka() {
         );
         assert_eq!(parts[0].1.base_offset, 6);
         // max_bytes large: all remaining batches, whole.
-        let data = log.read(7, 1 << 20).await.unwrap();
+        let data = log.read(7, 1 << 20).await.unwrap().to_bytes();
         assert_eq!(split_batches(&data).unwrap().len(), 3);
         // Log end: empty; beyond: out of range.
-        assert!(log.read(15, 100).await.unwrap().is_empty());
+        assert!(log.read(15, 100).await.unwrap().to_bytes().is_empty());
         assert!(matches!(
             log.read(16, 100).await,
             Err(Error::OffsetOutOfRange {
@@ -311,7 +311,7 @@ fn read_from_a_gap_returns_the_next_batch() {
         }
         assert!(log.segments().len() > 1);
         for target in 0..46 {
-            let data = log.read(target, 1).await.unwrap();
+            let data = log.read(target, 1).await.unwrap().to_bytes();
             let h = BatchHeader::parse(&data).unwrap();
             let expect = (target + 4) / 5 * 5;
             assert_eq!(h.base_offset, expect, "read at {target}");
@@ -339,7 +339,7 @@ fn log_append_time_rewrites_timestamps_and_crc() {
             .unwrap();
         let stamped = info.log_append_time.unwrap();
         assert!(stamped >= before);
-        let data = log.read(0, 1 << 20).await.unwrap();
+        let data = log.read(0, 1 << 20).await.unwrap().to_bytes();
         let h = check_framing_and_crc(&data).unwrap();
         assert_eq!(h.timestamp_type(), TimestampType::LogAppendTime);
         assert_eq!(h.max_timestamp, stamped);
@@ -363,7 +363,7 @@ fn create_time_max_timestamp_is_recomputed_from_records() {
         // Lie about maxTimestamp (and keep the CRC valid): the log stores the real one.
         shardlog::format::batch::set_max_timestamp(&mut b, TimestampType::CreateTime, 5);
         log.append(&b).await.unwrap();
-        let data = log.read(0, 1 << 20).await.unwrap();
+        let data = log.read(0, 1 << 20).await.unwrap().to_bytes();
         let h = check_framing_and_crc(&data).unwrap();
         assert_eq!(h.max_timestamp, 90);
         assert_eq!(ts_lookup(&mut log, 50).await, Some((1, 90)));
@@ -439,7 +439,7 @@ fn reopen_keeps_everything_and_appends_continue() {
         }
         let mut all = Vec::new();
         for o in 0..100 {
-            all.push(log.read(o, 1).await.unwrap());
+            all.push(log.read(o, 1).await.unwrap().to_bytes());
         }
         log.close().await.unwrap();
 
@@ -448,7 +448,7 @@ fn reopen_keeps_everything_and_appends_continue() {
         assert!(after.len() > 3);
         assert_eq!(log.log_end_offset(), 100);
         for o in 0..100 {
-            assert_eq!(log.read(o, 1).await.unwrap(), all[o as usize]);
+            assert_eq!(log.read(o, 1).await.unwrap().to_bytes(), all[o as usize]);
         }
         // The file is trimmed to its data on close.
         let active = log.segments().last().unwrap();
@@ -468,7 +468,7 @@ fn reopen_keeps_everything_and_appends_continue() {
         let mut log = PartitionLog::open(&pdir, config).await.unwrap();
         assert_eq!(log.log_end_offset(), 101);
         for o in 0..100 {
-            assert_eq!(log.read(o, 1).await.unwrap(), all[o as usize]);
+            assert_eq!(log.read(o, 1).await.unwrap().to_bytes(), all[o as usize]);
         }
         assert_eq!(ts_lookup(&mut log, 4_999).await, Some((100, 5_000)));
     });
@@ -498,7 +498,7 @@ fn missing_or_damaged_index_files_are_rebuilt_on_open() {
         assert!(!entries(&log, 0).await.0.is_empty());
         for i in 0..60 {
             assert_eq!(ts_lookup(&mut log, i * 10).await, Some((i, i * 10)));
-            let h = BatchHeader::parse(&log.read(i, 1).await.unwrap()).unwrap();
+            let h = BatchHeader::parse(&log.read(i, 1).await.unwrap().to_bytes()).unwrap();
             assert_eq!(h.base_offset, i);
         }
     });
@@ -523,14 +523,14 @@ fn large_appends_and_reads_of_unflushed_data() {
             log.append(&b).await.unwrap();
             batches.push(b);
             // Read back before any flush: from memory and from writes in flight.
-            let got = log.read(i as i64, 1).await.unwrap();
+            let got = log.read(i as i64, 1).await.unwrap().to_bytes();
             assert_eq!(got.len(), batches[i].len());
             check_framing_and_crc(&got).unwrap();
         }
         log.flush().await.unwrap();
         log.sync().await.unwrap();
         for (i, b) in batches.iter().enumerate() {
-            let got = log.read(i as i64, 1).await.unwrap();
+            let got = log.read(i as i64, 1).await.unwrap().to_bytes();
             assert_eq!(&got[12..], &b[12..], "batch {i}");
         }
     });
@@ -550,7 +550,7 @@ fn acknowledged_reads_hide_appends_until_they_are_written() {
             .unwrap();
         log.append(&single(1, 100)).await.unwrap();
         assert_eq!(log.visible_end_offset(), 0);
-        assert!(log.read(0, 1 << 20).await.unwrap().is_empty());
+        assert!(log.read(0, 1 << 20).await.unwrap().to_bytes().is_empty());
         assert_eq!(
             log.find_offset_by_timestamp(-1)
                 .await
@@ -563,7 +563,7 @@ fn acknowledged_reads_hide_appends_until_they_are_written() {
         log.flush().await.unwrap();
         assert_eq!(log.visible_end_offset(), 1);
         assert_eq!(
-            log.read(0, 1 << 20).await.unwrap().len(),
+            log.read(0, 1 << 20).await.unwrap().to_bytes().len(),
             single(1, 100).len()
         );
         // Idle: the 1 MiB staging buffer goes, the tail stays, appends go on.
@@ -573,7 +573,7 @@ fn acknowledged_reads_hide_appends_until_they_are_written() {
         log.append(&single(2, 5000)).await.unwrap();
         assert_eq!(log.staging_bytes(), 1 << 20);
         log.sync().await.unwrap();
-        let all = log.read(0, 1 << 20).await.unwrap();
+        let all = log.read(0, 1 << 20).await.unwrap().to_bytes();
         let offsets: Vec<i64> = split_batches(&all)
             .unwrap()
             .iter()
@@ -585,7 +585,7 @@ fn acknowledged_reads_hide_appends_until_they_are_written() {
             .await
             .unwrap();
         assert_eq!(log.log_end_offset(), 2);
-        assert_eq!(log.read(1, 1).await.unwrap().len(), single(2, 5000).len());
+        assert_eq!(log.read(1, 1).await.unwrap().to_bytes().len(), single(2, 5000).len());
     });
 }
 
@@ -626,7 +626,7 @@ fn staging_buffers_share_the_shards_budget() {
                 let mut out = Vec::new();
                 let mut next = 0;
                 loop {
-                    let data = log.read(next, 1 << 20).await.unwrap();
+                    let data = log.read(next, 1 << 20).await.unwrap().to_bytes();
                     if data.is_empty() {
                         break;
                     }

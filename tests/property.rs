@@ -102,7 +102,7 @@ fn one_case(seed: u64) {
                 cache.borrow_mut().clear(); // a cold lookup now and then
             }
             let max_bytes = rng.usize(1..4096);
-            let data = log.read(r.offset, max_bytes).await.unwrap();
+            let data = log.read(r.offset, max_bytes).await.unwrap().to_bytes();
             let parts = split_batches(&data).unwrap();
             let (_, h) = parts[0];
             assert!(

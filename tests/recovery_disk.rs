@@ -51,7 +51,7 @@ async fn write_n(dir: &Path, n: i64, close: bool) -> Vec<u64> {
 async fn check_all(log: &mut PartitionLog, n: i64) {
     assert_eq!(log.log_end_offset(), n);
     for i in 0..n {
-        let data = log.read(i, 1).await.unwrap();
+        let data = log.read(i, 1).await.unwrap().to_bytes();
         let parts = split_batches(&data).unwrap();
         let (s, h) = parts[0];
         assert_eq!(h.base_offset, i);
@@ -244,12 +244,12 @@ fn a_flipped_bit_in_a_sealed_segment_is_reported_never_served() {
         ));
         // Everything else stays readable.
         for i in [0, 1, 3, 4, 50, 79] {
-            let data = log.read(i, 1).await.unwrap();
+            let data = log.read(i, 1).await.unwrap().to_bytes();
             assert_eq!(split_batches(&data).unwrap()[0].1.base_offset, i);
         }
         // A read that starts before it stops short of it: batches 0 and 1 only; the next
         // read, at offset 2, gets the error.
-        let data = log.read(0, 1 << 20).await.unwrap();
+        let data = log.read(0, 1 << 20).await.unwrap().to_bytes();
         let offsets: Vec<i64> = split_batches(&data)
             .unwrap()
             .iter()

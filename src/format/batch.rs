@@ -206,15 +206,26 @@ pub fn compute_crc(batch: &[u8]) -> u32 {
 /// Checks the batch's header, size and CRC (cheap: no record decoding). `batch` must be
 /// exactly one batch.
 pub fn check_framing_and_crc(batch: &[u8]) -> Result<BatchHeader, BatchError> {
-    let h = BatchHeader::parse(batch)?;
-    if h.size() != batch.len() {
+    check_framing_and_crc_with(batch, batch.len(), |a, b| crc32c::crc32c(&batch[a..b]))
+}
+
+/// [`check_framing_and_crc`] for a batch whose bytes are not in one buffer: `header` holds
+/// its first bytes (at least the 61-byte header), `available` is how many bytes it has,
+/// and `crc_of(a, b)` gives the CRC-32C of its bytes `[a, b)`.
+pub fn check_framing_and_crc_with(
+    header: &[u8],
+    available: usize,
+    crc_of: impl FnOnce(usize, usize) -> u32,
+) -> Result<BatchHeader, BatchError> {
+    let h = BatchHeader::parse(header)?;
+    if h.size() != available {
         return Err(BatchError::SizeMismatch {
             declared: h.batch_length,
             total: h.size() as u64,
-            available: batch.len(),
+            available,
         });
     }
-    let computed = compute_crc(batch);
+    let computed = crc_of(ATTRIBUTES_AT, h.size());
     if computed != h.crc {
         return Err(BatchError::CrcMismatch {
             stored: h.crc,

@@ -150,7 +150,7 @@ async fn load_partition(shard: &Rc<Shard>, p: i32) -> Result<usize, String> {
             max_bytes: 1 << 20,
         };
         let data = match shard.partition_op(OFFSETS_TOPIC, p, op).await {
-            Ok(OpOk::Fetched { records, .. }) => records,
+            Ok(OpOk::Fetched { records, .. }) => records.to_bytes(),
             // Below the log start (compaction or retention moved it): start there.
             Err((code, _)) if code == crate::protocol::ErrorCode::OffsetOutOfRange && next == 0 => {
                 match shard

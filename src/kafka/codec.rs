@@ -75,7 +75,7 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
     metrics::record_since(Stage::Encode, encode_start);
     match encoded {
         Ok(frame) => Reply {
-            frame: Some(frame),
+            frame: Some(frame.into()),
             reservation,
             close: false,
             api: metrics::api_label(key),

@@ -134,7 +134,9 @@ async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fet
                 error: errors::NONE,
                 log_start_offset,
                 high_watermark: log_end_offset,
-                records,
+                // The kafka-protocol encoder takes one buffer: a copy when the records
+                // span several cached pages.
+                records: records.to_bytes(),
             },
             Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
             Err((code, _)) => failed(kafka_code(code, true)),

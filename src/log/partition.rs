@@ -5,8 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use bytes::Bytes;
-
 use super::checkpoint::{LOG_START_OFFSET, RECOVERY_POINT};
 use super::loader::{load, OpenOptions};
 use super::producer_state::{self, ProducerState};
@@ -20,6 +18,7 @@ use crate::format::batch::{
 };
 use crate::format::HEADER_SIZE;
 use crate::format::{BatchError, BatchHeader, TimestampType};
+use crate::io::chain::ByteChain;
 use crate::io::{DmaStorage, Storage};
 
 /// Directory of a partition inside the data directory: `<topic>-<partition>`, as Kafka.
@@ -659,7 +658,7 @@ impl PartitionLog {
 
     /// Reads whole batches from the batch containing `offset`, up to `max_bytes` (at least
     /// one batch). `offset == log end` gives an empty result.
-    pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<Bytes> {
+    pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<ByteChain> {
         self.reopen_if_needed().await?;
         let log_end = self.visible_end;
         if offset < self.log_start_offset || offset > log_end {
@@ -674,14 +673,14 @@ impl PartitionLog {
             .partition_point(|s| s.base_offset() <= offset)
             .saturating_sub(1);
         if offset == log_end {
-            return Ok(Bytes::new());
+            return Ok(ByteChain::default());
         }
         for seg in &mut self.segments[first..] {
             if let Some(data) = seg.read(offset, max_bytes).await? {
                 return Ok(visible_prefix(data, log_end));
             }
         }
-        Ok(Bytes::new())
+        Ok(ByteChain::default())
     }
 
     /// Kafka's `fetchOffsetByTimestamp`: for a target T >= 0, the first record in offset
@@ -733,16 +732,13 @@ impl PartitionLog {
 
 /// The whole batches of `data` (as a segment read returns them) that start below
 /// `visible_end`: records not yet acknowledged as written are never served.
-fn visible_prefix(data: Bytes, visible_end: i64) -> Bytes {
-    let end = batch::split_batches(&data)
-        .map(|parts| {
-            parts
-                .iter()
-                .take_while(|(_, h)| h.base_offset < visible_end)
-                .map(|(start, h)| start + h.size())
-                .last()
-                .unwrap_or(0)
-        })
-        .unwrap_or(0);
-    data.slice(..end)
+fn visible_prefix(data: ByteChain, visible_end: i64) -> ByteChain {
+    let mut end = 0usize;
+    while end < data.len() {
+        match BatchHeader::parse(&data.copy_range(end, end + HEADER_SIZE)) {
+            Ok(h) if h.base_offset < visible_end && end + h.size() <= data.len() => end += h.size(),
+            _ => break,
+        }
+    }
+    data.slice(0, end)
 }

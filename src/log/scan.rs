@@ -2,7 +2,6 @@
 //! of offset and timestamp lookups, index rebuilds and tail recovery.
 
 use crate::error::{Error, Result};
-use crate::format::batch::LOG_OVERHEAD;
 use crate::format::{BatchHeader, HEADER_SIZE};
 use crate::io::LogFile;
 
@@ -75,21 +74,4 @@ pub async fn find_batch_from(
         position = end;
     }
     Ok(None)
-}
-
-/// Length of the prefix of `buf` made of whole batches (by framing only).
-pub fn whole_batches_len(buf: &[u8]) -> usize {
-    let mut pos = 0usize;
-    while buf.len() - pos >= LOG_OVERHEAD {
-        let len = crate::format::batch::be_i32(buf, pos + 8);
-        if len < 0 {
-            break;
-        }
-        let size = LOG_OVERHEAD + len as usize;
-        if pos + size > buf.len() {
-            break;
-        }
-        pos += size;
-    }
-    pos
 }

@@ -12,13 +12,14 @@ use super::index_state::IndexState;
 use super::offset_index::{IndexHit, OffsetIndex, OffsetPosition};
 use super::paged_index::PagedIndexes;
 use super::recovery::scan_segment;
-use super::scan::{find_batch, find_batch_from, whole_batches_len, FoundBatch};
+use super::scan::{find_batch, find_batch_from, FoundBatch};
 use super::time_index::{TimeIndex, TimestampOffset};
 use super::{segment_path, LogIo, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::format::batch::{check_framing_and_crc, RecordsSection};
+use crate::format::batch::{check_framing_and_crc_with, RecordsSection, HEADER_SIZE};
 use crate::format::{BatchError, BatchHeader};
+use crate::io::chain::ByteChain;
 use crate::io::{LogFile, OpenMode};
 
 /// Bytes a lookup reads from the index position in one go: enough to cover the
@@ -104,7 +105,7 @@ impl Segment {
         &mut self,
         offset: i64,
         min_read: usize,
-    ) -> Result<Option<(FoundBatch, Vec<u8>)>> {
+    ) -> Result<Option<(FoundBatch, ByteChain)>> {
         let hit = self.offset_lookup_hit(offset).await?;
         let spacing = |a: Option<OffsetPosition>, b: Option<OffsetPosition>| match (a, b) {
             (Some(a), Some(b)) => Some((b.position - a.position) as usize),
@@ -126,28 +127,28 @@ impl Segment {
             _ => None,
         };
         if let Some((pos, size)) = guess {
-            let data = self.log.read_at(pos, min_read.max(size)).await?;
-            if let Ok(h) = BatchHeader::parse(&data) {
+            let data = self.log.read_chain(pos, min_read.max(size)).await?;
+            if let Ok(h) = BatchHeader::parse(&data.copy_range(0, HEADER_SIZE)) {
                 if h.base_offset <= offset && offset <= h.last_offset() {
-                    return Ok(Some((
-                        FoundBatch {
-                            position: pos,
-                            header: h,
-                        },
-                        data,
-                    )));
+                    let found = FoundBatch {
+                        position: pos,
+                        header: h,
+                    };
+                    return Ok(Some((found, data)));
                 }
             }
         }
         // Walk from the floor entry, starting with one read that usually covers it all.
         let start = hit.floor.position as u64;
-        let mut ahead = self.log.read_at(start, min_read).await?;
-        let found =
-            find_batch_from(&mut self.log, start, &ahead, |h| h.last_offset() >= offset).await?;
+        let ahead = self.log.read_chain(start, min_read).await?;
+        let prefetched = ahead.copy_range(0, ahead.len());
+        let found = find_batch_from(&mut self.log, start, &prefetched, |h| {
+            h.last_offset() >= offset
+        })
+        .await?;
         Ok(found.map(|f| {
-            let skip = ((f.position - start) as usize).min(ahead.len());
-            ahead.drain(..skip);
-            (f, ahead)
+            let skip = (f.position - start) as usize;
+            (f, ahead.slice(skip, ahead.len()))
         }))
     }
 
@@ -567,46 +568,42 @@ impl Segment {
 
     /// Reads whole batches starting with the one containing `offset`: as many as fit in
     /// `max_bytes`, but always at least one. `None` when no batch here reaches `offset`.
-    pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<Option<Bytes>> {
+    /// The bytes are the page cache's own pages (no copy on a cache hit).
+    pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<Option<ByteChain>> {
         // One index page and, usually, one log read (see `locate`).
-        let Some((found, ahead)) = self.locate(offset, LOOKUP_READ.max(max_bytes)).await? else {
+        let Some((found, mut data)) = self.locate(offset, LOOKUP_READ.max(max_bytes)).await? else {
             return Ok(None);
         };
         let want = max_bytes.max(found.header.size());
-        let mut data = if found.header.size() <= ahead.len() {
-            let mut ahead = ahead;
-            ahead.truncate(want); // the read ahead is the reply: no copy
-            ahead
-        } else {
-            self.log.read_at(found.position, want).await?
-        };
-        let keep = whole_batches_len(&data).max(found.header.size());
-        data.truncate(keep);
-        // Serve the batches before a corrupt one; report it when it comes first.
-        let valid = self.verified_prefix(found.position, &data)?;
+        if data.len() < found.header.size() {
+            data = self.log.read_chain(found.position, want).await?;
+        }
+        data.truncate(want);
+        // Whole batches only; serve the batches before a corrupt one, and report it when it
+        // comes first.
+        let valid = self.verified_chain_prefix(found.position, &data)?;
         data.truncate(valid);
-        Ok(Some(Bytes::from(data)))
+        Ok(Some(data))
     }
 
-    /// Checks framing and CRC of the batches in a buffer read from `position`, so corrupt
+    /// Checks framing and CRC of the batches in bytes read from `position`, so corrupt
     /// bytes on disk are reported (file and position), never served. Returns the length of
-    /// the valid prefix; an error when the very first batch is bad.
-    fn verified_prefix(&self, position: u64, data: &[u8]) -> Result<usize> {
+    /// the prefix of whole valid batches; an error when the very first batch is bad.
+    fn verified_chain_prefix(&self, position: u64, data: &ByteChain) -> Result<usize> {
         let mut at = 0usize;
         while at < data.len() {
-            let rest = &data[at..];
-            let pos = position + at as u64;
-            let checked = BatchHeader::parse(rest)
-                .map_err(|e| e.to_string())
-                .and_then(|h| {
-                    if h.size() > rest.len() {
-                        return Err("truncated batch".to_string());
-                    }
-                    check_framing_and_crc(&rest[..h.size()]).map_err(|e| e.to_string())
-                });
+            let header = data.copy_range(at, at + HEADER_SIZE);
+            let checked = BatchHeader::parse(&header).and_then(|h| {
+                let available = h.size().min(data.len() - at);
+                check_framing_and_crc_with(&header, available, |a, b| data.crc32c(at + a, at + b))
+            });
             match checked {
                 Ok(h) => at += h.size(),
-                Err(what) if at == 0 => {
+                // A batch cut off by the read's end is not served (nor an error).
+                Err(BatchError::SizeMismatch { .. }) if at > 0 => break,
+                Err(e) if at == 0 => {
+                    let pos = position + at as u64;
+                    let what = e.to_string();
                     tracing::error!(file = %self.log.path().display(), position = pos, %what, "corrupt batch in the log");
                     // A flip on the way from the device must not stay in memory.
                     self.log.forget_cached(position, data.len());
@@ -616,6 +613,11 @@ impl Segment {
             }
         }
         Ok(at)
+    }
+
+    /// [`Self::verified_chain_prefix`] for one contiguous buffer.
+    fn verified_prefix(&self, position: u64, data: &[u8]) -> Result<usize> {
+        self.verified_chain_prefix(position, &ByteChain::from(Bytes::copy_from_slice(data)))
     }
 
     fn verify_batches(&self, position: u64, data: &[u8]) -> Result<()> {
@@ -651,9 +653,11 @@ impl Segment {
             return Ok(None);
         }
         // The batch holding `from`, usually with one log read (see `locate`).
-        let Some((mut found, mut data)) = self.locate(from, LOOKUP_READ).await? else {
+        let Some((mut found, ahead)) = self.locate(from, LOOKUP_READ).await? else {
             return Ok(None);
         };
+        // Records are decoded here: one buffer is simpler than the shared pages.
+        let mut data = ahead.copy_range(0, ahead.len());
         loop {
             if found.header.max_timestamp >= target {
                 if data.len() < found.header.size() {

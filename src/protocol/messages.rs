@@ -2,8 +2,10 @@
 
 use bytes::Bytes;
 
+use super::frame::Frame;
 use super::wire::{WireError, WireReader, WireWriter};
 use super::{ApiKey, ErrorCode};
+use crate::io::chain::ByteChain;
 
 /// acks values on the wire: 0, 1, or -1 (all).
 pub const ACKS_NONE: i16 = 0;
@@ -464,7 +466,7 @@ pub enum ResponseBody {
     Fetch {
         log_start_offset: i64,
         log_end_offset: i64,
-        records: Bytes,
+        records: ByteChain,
     },
     /// `offset == -1 && timestamp == -1` means "no answer" (as Kafka).
     ListOffsets {
@@ -477,7 +479,7 @@ pub enum ResponseBody {
         timestamp: i64,
         log_start_offset: i64,
         log_end_offset: i64,
-        records: Bytes,
+        records: ByteChain,
     },
     /// For DropCaches (after dropping) and Stats.
     Stats(StatsResponse),
@@ -513,23 +515,28 @@ pub struct Response {
 impl Response {
     /// Encodes a response frame (size prefix included).
     pub fn encode_frame(&self) -> Vec<u8> {
-        let payload = match &self.result {
-            Ok(ResponseBody::Fetch { records, .. })
-            | Ok(ResponseBody::FetchAtTime { records, .. }) => records.len(),
-            _ => 0,
-        };
-        let mut w = WireWriter::frame(128 + payload);
+        self.encode().to_vec()
+    }
+
+    /// Encodes a response frame whose records (Fetch, FetchAtTime) stay the slices they
+    /// are, after the head.
+    pub fn encode(&self) -> Frame {
+        let mut w = WireWriter::frame(128);
         w.i32(self.correlation_id);
-        match &self.result {
+        let tail = match &self.result {
             Err((code, msg)) => {
                 w.i16(*code as i16).nullable_string(Some(msg));
+                ByteChain::default()
             }
             Ok(body) => {
                 w.i16(0).nullable_string(None);
-                encode_body(&mut w, body);
+                encode_body(&mut w, body)
             }
+        };
+        Frame {
+            head: w.finish_frame_before(tail.len()),
+            tail,
         }
-        w.finish_frame()
     }
 
     /// Decodes a response frame body (size prefix removed) to a request of kind `key`.
@@ -554,7 +561,8 @@ impl Response {
     }
 }
 
-fn encode_body(w: &mut WireWriter, body: &ResponseBody) {
+/// Writes a body; returns its records (always the last field) for the frame's tail.
+fn encode_body(w: &mut WireWriter, body: &ResponseBody) -> ByteChain {
     match body {
         ResponseBody::ApiVersions(v) => {
             w.i32(v.len() as i32);
@@ -625,7 +633,10 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) {
             log_end_offset,
             records,
         } => {
-            w.i64(*log_start_offset).i64(*log_end_offset).bytes(records);
+            w.i64(*log_start_offset)
+                .i64(*log_end_offset)
+                .i32(records.len() as i32);
+            return records.clone();
         }
         ResponseBody::ListOffsets { offset, timestamp } => {
             w.i64(*offset).i64(*timestamp);
@@ -641,7 +652,8 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) {
                 .i64(*timestamp)
                 .i64(*log_start_offset)
                 .i64(*log_end_offset)
-                .bytes(records);
+                .i32(records.len() as i32);
+            return records.clone();
         }
         ResponseBody::Stats(s) => {
             w.i32(s.shards)
@@ -655,6 +667,7 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) {
         }
         ResponseBody::Metrics(m) => m.put(w),
     }
+    ByteChain::default()
 }
 
 fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, WireError> {
@@ -728,7 +741,7 @@ fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, Wire
         ApiKey::Fetch => ResponseBody::Fetch {
             log_start_offset: r.i64("log_start_offset")?,
             log_end_offset: r.i64("log_end_offset")?,
-            records: r.bytes("records")?,
+            records: r.bytes("records")?.into(),
         },
         ApiKey::ListOffsets => ResponseBody::ListOffsets {
             offset: r.i64("offset")?,
@@ -739,7 +752,7 @@ fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, Wire
             timestamp: r.i64("timestamp")?,
             log_start_offset: r.i64("log_start_offset")?,
             log_end_offset: r.i64("log_end_offset")?,
-            records: r.bytes("records")?,
+            records: r.bytes("records")?.into(),
         },
         ApiKey::DropCaches | ApiKey::Stats => ResponseBody::Stats(StatsResponse {
             shards: r.i32("shards")?,

@@ -180,10 +180,10 @@ async fn write_replies(
             ok,
             timed,
         } = queued.task.await;
-        let bytes_out = frame.as_ref().map_or(0, Vec::len);
+        let bytes_out = frame.as_ref().map_or(0, |f| f.len());
         if let Some(frame) = frame {
             let write_start = Instant::now();
-            if let Err(e) = within(limit, writer.write_all(&frame)).await {
+            if let Err(e) = within(limit, super::send::write_frame(&mut writer, &frame)).await {
                 tracing::debug!(error = %e, "writing a reply failed; closing the connection");
                 let _ = writer.shutdown(std::net::Shutdown::Both).await;
                 break;

@@ -11,6 +11,7 @@ use super::connection::advertised_host;
 use super::messages::{OpOk, OpResult, PartitionOp};
 use super::shard::Shard;
 use crate::metrics::{self, Stage};
+use crate::protocol::frame::Frame;
 use crate::protocol::{
     ApiKey, ErrorCode, MetadataResponse, PartitionMetadata, Request, Response, ResponseBody,
     ShardInfo, StatsResponse, TopicMetadata, WireReader, ACKS_ALL, ACKS_LEADER, ACKS_NONE,
@@ -20,12 +21,12 @@ use crate::protocol::{
 /// Space a Fetch response needs besides its records.
 const FETCH_RESPONSE_OVERHEAD: usize = 64;
 
-fn error_frame(correlation_id: i32, code: ErrorCode, msg: impl Into<String>) -> Vec<u8> {
+fn error_frame(correlation_id: i32, code: ErrorCode, msg: impl Into<String>) -> Frame {
     Response {
         correlation_id,
         result: Err((code, msg.into())),
     }
-    .encode_frame()
+    .encode()
 }
 
 /// Who a request comes from, as the connection saw it.
@@ -41,7 +42,7 @@ pub struct Peer {
 /// A reply frame (`None`: send nothing, acks=0 produce) and the budget its bytes hold until
 /// it is written.
 pub struct Reply {
-    pub frame: Option<Vec<u8>>,
+    pub frame: Option<Frame>,
     pub reservation: Reservation,
     /// Close the connection after this reply (a Kafka request that cannot be parsed).
     pub close: bool,
@@ -57,7 +58,7 @@ pub struct Reply {
 impl Reply {
     pub fn frame(frame: Vec<u8>) -> Self {
         Reply {
-            frame: Some(frame),
+            frame: Some(frame.into()),
             reservation: Reservation::default(),
             close: false,
             api: "unknown",
@@ -100,7 +101,7 @@ async fn decode_and_run(
     budget: &Budget,
     reservation: &mut Reservation,
     outcome: &mut Outcome,
-) -> Option<Vec<u8>> {
+) -> Option<Frame> {
     let decode_start = Instant::now();
     if frame.len() < REQUEST_HEADER {
         return Some(error_frame(
@@ -168,7 +169,7 @@ async fn decode_and_run(
         correlation_id: cid,
         result,
     }
-    .encode_frame();
+    .encode();
     if outcome.timed {
         metrics::record_since(Stage::Encode, encode_start);
     }

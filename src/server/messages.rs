@@ -3,6 +3,8 @@
 
 use bytes::Bytes;
 
+use crate::io::chain::ByteChain;
+
 use super::topics::TopicMeta;
 use crate::config::LogConfig;
 use crate::protocol::ErrorCode;
@@ -71,7 +73,7 @@ pub enum OpOk {
     Fetched {
         log_start_offset: i64,
         log_end_offset: i64,
-        records: Bytes,
+        records: ByteChain,
     },
     Offset {
         offset: i64,
@@ -83,7 +85,7 @@ pub enum OpOk {
         timestamp: i64,
         log_start_offset: i64,
         log_end_offset: i64,
-        records: Bytes,
+        records: ByteChain,
     },
     Stats(ShardStats),
     /// One shard's metrics (boxed: histograms are large).

@@ -16,6 +16,7 @@ mod maintenance;
 pub(crate) mod messages;
 mod metrics_http;
 mod partition_actor;
+mod send;
 pub(crate) mod shard;
 pub mod topics;
 

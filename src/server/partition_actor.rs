@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use bytes::Bytes;
+use crate::io::chain::ByteChain;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 
 use super::messages::{OpOk, OpResult, PartitionOp, PartitionSummary};
@@ -228,7 +228,7 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
         PartitionOp::Fetch { offset, max_bytes } => {
             log.read(offset, max_bytes)
                 .await
-                .map(|records: Bytes| OpOk::Fetched {
+                .map(|records| OpOk::Fetched {
                     log_start_offset: log.log_start_offset(),
                     log_end_offset: log.visible_end_offset(),
                     records,
@@ -283,7 +283,7 @@ async fn fetch_at_time(
     let found = log.find_offset_by_timestamp(timestamp).await?;
     let (offset, found_ts, records) = match found {
         Some(t) if t.offset >= 0 => (t.offset, t.timestamp, log.read(t.offset, max_bytes).await?),
-        _ => (-1, -1, Bytes::new()),
+        _ => (-1, -1, ByteChain::default()),
     };
     Ok(OpOk::FetchedAtTime {
         offset,

@@ -1,0 +1,59 @@
+//! Writing a reply frame without copying its records: one non-blocking `sendmsg` of the
+//! head and every record slice (a vectored write; glommio's stream has none), and, for
+//! whatever the socket could not take at once, the stream's own writes, which wait for room.
+
+use std::os::fd::AsRawFd;
+
+use futures_lite::AsyncWriteExt;
+use glommio::net::TcpStream;
+
+use crate::protocol::frame::Frame;
+
+/// Slices handed to one sendmsg (Linux's IOV_MAX is 1024).
+const MAX_IOV: usize = 1024;
+
+pub async fn write_frame(stream: &mut TcpStream, frame: &Frame) -> std::io::Result<()> {
+    let slices: Vec<&[u8]> = std::iter::once(&frame.head[..])
+        .chain(frame.tail.parts().iter().map(|b| &b[..]))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mut sent = try_send_vectored(stream.as_raw_fd(), &slices)?;
+    for s in slices {
+        if sent >= s.len() {
+            sent -= s.len();
+            continue;
+        }
+        stream.write_all(&s[sent..]).await?;
+        sent = 0;
+    }
+    Ok(())
+}
+
+/// One `sendmsg(MSG_DONTWAIT)` of up to `MAX_IOV` slices: the bytes the kernel took (0
+/// when the socket buffer is full).
+fn try_send_vectored(fd: std::os::fd::RawFd, slices: &[&[u8]]) -> std::io::Result<usize> {
+    let mut iov: Vec<libc::iovec> = slices
+        .iter()
+        .take(MAX_IOV)
+        .map(|s| libc::iovec {
+            iov_base: s.as_ptr() as *mut libc::c_void,
+            iov_len: s.len(),
+        })
+        .collect();
+    // SAFETY: an all-zero msghdr is a valid empty message; the fields set below point at
+    // `iov`, which outlives the call.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = iov.len();
+    // SAFETY: `fd` is the open socket of the stream we borrow; every iovec points into a
+    // slice borrowed for this call, and sendmsg only reads them.
+    let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+    if n >= 0 {
+        return Ok(n as usize);
+    }
+    let e = std::io::Error::last_os_error();
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted => Ok(0),
+        _ => Err(e),
+    }
+}
