@@ -2,7 +2,6 @@
 //! flags mirror Kafka's tools and kcat.
 
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 
 mod cli;
 
@@ -126,17 +125,11 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     }
     exit_on_panic();
     let handle = server::start(config)?;
-    let flag = handle.shutdown_flag();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, flag.clone())
-            .map_err(|e| format!("installing signal handler: {e}"))?;
-    }
+    handle.stop_on_signals()?;
     if !handle.previous_shutdown_was_clean {
         tracing::warn!("no clean-shutdown marker found: the previous run did not shut down cleanly (or this is a new data directory)");
     }
-    let result = handle.wait();
-    debug_assert!(flag.load(Ordering::SeqCst));
-    result
+    handle.wait()
 }
 
 /// A panic on any thread stops the whole server with a non-zero exit: a shard that died

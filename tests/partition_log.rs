@@ -585,7 +585,10 @@ fn acknowledged_reads_hide_appends_until_they_are_written() {
             .await
             .unwrap();
         assert_eq!(log.log_end_offset(), 2);
-        assert_eq!(log.read(1, 1).await.unwrap().to_bytes().len(), single(2, 5000).len());
+        assert_eq!(
+            log.read(1, 1).await.unwrap().to_bytes().len(),
+            single(2, 5000).len()
+        );
     });
 }
 

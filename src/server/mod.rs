@@ -18,12 +18,12 @@ mod metrics_http;
 mod partition_actor;
 mod send;
 pub(crate) mod shard;
+pub mod stop;
 pub mod topics;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,7 +45,7 @@ const MESH_CAPACITY: usize = 1024;
 
 /// A running server.
 pub struct ServerHandle {
-    shutdown: Arc<AtomicBool>,
+    stop: stop::StopNotifier,
     handles: PoolThreadHandles<Result<(), String>>,
     data_dir: PathBuf,
     /// Whether the previous run ended with a clean shutdown.
@@ -57,9 +57,16 @@ pub struct ServerHandle {
 }
 
 impl ServerHandle {
-    /// The flag that stops the server when set (signal handlers set it).
-    pub fn shutdown_flag(&self) -> Arc<AtomicBool> {
-        self.shutdown.clone()
+    /// SIGINT and SIGTERM stop the server (as `stop` does).
+    pub fn stop_on_signals(&self) -> Result<(), String> {
+        self.stop
+            .on_signals()
+            .map_err(|e| format!("installing signal handlers: {e}"))
+    }
+
+    /// Whether a stop was requested (a signal, or `stop`).
+    pub fn stop_requested(&self) -> bool {
+        self.stop.requested()
     }
 
     /// Waits until every shard has stopped (after the flag is set), then writes the
@@ -90,7 +97,7 @@ impl ServerHandle {
 
     /// Stops the server: stop accepting, finish in-flight requests, close every partition.
     pub fn stop(self) -> Result<(), String> {
-        self.shutdown.store(true, Ordering::SeqCst);
+        self.stop.notify();
         self.wait()
     }
 }
@@ -107,22 +114,26 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     data_dir::prepare(&config.data_dir, config.shards as u32)?;
     crate::server::limits::raise_fd_limit(&config);
 
-    let shutdown = Arc::new(AtomicBool::new(false));
+    let (stop, stop_listeners) =
+        stop::stop_pair(config.shards).map_err(|e| format!("creating stop sockets: {e}"))?;
     let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, String>>();
     let mesh: MeshBuilder<MeshMsg, Full> = MeshBuilder::full(config.shards, MESH_CAPACITY);
     // glommio's MeshBuilder keeps its peer list in an `Rc`: cloning it on the executor
     // threads (at once) races on the count and freed it under a joining shard (SIGSEGV in
     // about one start in fifteen). Every clone is made here, on this thread, one per shard;
     // each shard takes its own, and the original lives as long as the server. The Mutex is
-    // taken once per shard at start-up, never on a request path (ARCHITECTURE.md).
-    let meshes = Arc::new(std::sync::Mutex::new(
-        (0..config.shards).map(|_| mesh.clone()).collect::<Vec<_>>(),
+    // taken once per shard at start-up, never on a request path (ARCHITECTURE.md). Each
+    // shard also takes its end of the stop sockets there.
+    let per_shard = Arc::new(std::sync::Mutex::new(
+        (0..config.shards)
+            .map(|_| mesh.clone())
+            .zip(stop_listeners)
+            .collect::<Vec<_>>(),
     ));
     let config = Arc::new(config);
     let data_dir = config.data_dir.clone();
     let n = config.shards;
     let handles = {
-        let shutdown = shutdown.clone();
         let config = config.clone();
         LocalExecutorPoolBuilder::new(PoolPlacement::MaxSpread(n, None))
             .io_memory(config.io_memory_bytes)
@@ -130,21 +141,20 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
             .name("shardlog-shard")
             .on_all_shards(move || {
                 let config = config.clone();
-                let mesh = meshes
+                let (mesh, stop) = per_shard
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .pop()
                     .expect("one mesh builder per shard");
-                let shutdown = shutdown.clone();
                 let ready = ready_tx.clone();
                 async move {
-                    run_shard(config, mesh, shutdown, ready, previous_shutdown_was_clean).await
+                    run_shard(config, mesh, stop, ready, previous_shutdown_was_clean).await
                 }
             })
             .map_err(|e| format!("starting {n} shard executors: {e}"))?
     };
     let handle = ServerHandle {
-        shutdown: shutdown.clone(),
+        stop,
         handles,
         data_dir,
         previous_shutdown_was_clean,
@@ -155,12 +165,12 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
         match ready_rx.recv() {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
-                shutdown.store(true, Ordering::SeqCst);
+                handle.stop.notify();
                 let _ = handle.wait();
                 return Err(e);
             }
             Err(_) => {
-                shutdown.store(true, Ordering::SeqCst);
+                handle.stop.notify();
                 let _ = handle.wait();
                 return Err("a shard exited during start-up".into());
             }
@@ -223,7 +233,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<(TcpListener, Wire)>, Stri
 async fn run_shard(
     config: Arc<ServerConfig>,
     mesh: MeshBuilder<MeshMsg, Full>,
-    shutdown: Arc<AtomicBool>,
+    stop: stop::StopListener,
     ready: mpsc::Sender<Result<usize, String>>,
     previous_shutdown_clean: bool,
 ) -> Result<(), String> {
@@ -255,16 +265,13 @@ async fn run_shard(
             for (listener, wire) in listeners {
                 glommio::spawn_local(accept_loop(shard.clone(), listener, wire)).detach();
             }
+            // Parked on the reactor until a stop: no polling timer.
+            stop.wait().await;
         }
         Err(e) => {
             tracing::error!(shard = id, error = %e, "shard failed to start");
             let _ = ready.send(Err(format!("shard {id}: {e}")));
-            shutdown.store(true, Ordering::SeqCst);
         }
-    }
-
-    while !shutdown.load(Ordering::SeqCst) {
-        glommio::timer::sleep(Duration::from_millis(20)).await;
     }
     shutdown_shard(&shard).await
 }
