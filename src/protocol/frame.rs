@@ -1,41 +1,72 @@
-//! An encoded response frame in two parts: the head (size prefix, header and every field
-//! up to the records' length) in one buffer, and the records as the shared slices they
-//! were read into (`ByteChain`), so a Fetch reply is written with one vectored write and
-//! no copy of its records.
+//! An encoded frame as a chain of slices: the fields are encoded into small buffers, and
+//! record payloads (Fetch, FetchAtTime, MultiFetch) stay the shared slices they were read
+//! into, so a reply is written with one vectored write and no copy of its records.
 
+use bytes::Bytes;
+
+use super::wire::WireWriter;
 use crate::io::chain::ByteChain;
 
 #[derive(Debug, Clone, Default)]
-pub struct Frame {
-    pub head: Vec<u8>,
-    pub tail: ByteChain,
-}
+pub struct Frame(ByteChain);
 
 impl Frame {
     pub fn len(&self) -> usize {
-        self.head.len() + self.tail.len()
+        self.0.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.0.is_empty()
     }
 
-    /// The whole frame in one buffer (a copy of the tail).
+    /// The slices to write, in order.
+    pub fn parts(&self) -> &[Bytes] {
+        self.0.parts()
+    }
+
+    /// The whole frame in one buffer (a copy).
     pub fn to_vec(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.len());
-        v.extend_from_slice(&self.head);
-        for p in self.tail.parts() {
-            v.extend_from_slice(p);
-        }
-        v
+        self.0.copy_range(0, self.0.len())
     }
 }
 
 impl From<Vec<u8>> for Frame {
-    fn from(head: Vec<u8>) -> Self {
-        Frame {
-            head,
-            tail: ByteChain::default(),
+    /// A frame already encoded whole (size prefix included).
+    fn from(v: Vec<u8>) -> Self {
+        Frame(ByteChain::from(v))
+    }
+}
+
+/// Builds a frame: fields go through a `WireWriter`, records are appended as they are.
+#[derive(Default)]
+pub struct FrameBuilder {
+    pub w: WireWriter,
+    body: ByteChain,
+}
+
+impl FrameBuilder {
+    /// A records field: its int32 length, then its slices (not copied).
+    pub fn records(&mut self, records: &ByteChain) {
+        self.w.i32(records.len() as i32);
+        self.flush();
+        for p in records.parts() {
+            self.body.push(p.clone());
         }
+    }
+
+    fn flush(&mut self) {
+        let buf = std::mem::take(&mut self.w.buf);
+        self.body.push(Bytes::from(buf));
+    }
+
+    /// The frame: a 4-byte size prefix, then everything written.
+    pub fn finish(mut self) -> Frame {
+        self.flush();
+        let size = self.body.len() as i32;
+        let mut frame = ByteChain::from(size.to_be_bytes().to_vec());
+        for p in self.body.parts() {
+            frame.push(p.clone());
+        }
+        Frame(frame)
     }
 }

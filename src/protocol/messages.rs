@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::frame::Frame;
+use super::frame::{Frame, FrameBuilder};
 use super::wire::{WireError, WireReader, WireWriter};
 use super::{ApiKey, ErrorCode};
 use crate::io::chain::ByteChain;
@@ -519,24 +519,20 @@ impl Response {
     }
 
     /// Encodes a response frame whose records (Fetch, FetchAtTime) stay the slices they
-    /// are, after the head.
+    /// are.
     pub fn encode(&self) -> Frame {
-        let mut w = WireWriter::frame(128);
-        w.i32(self.correlation_id);
-        let tail = match &self.result {
+        let mut f = FrameBuilder::default();
+        f.w.i32(self.correlation_id);
+        match &self.result {
             Err((code, msg)) => {
-                w.i16(*code as i16).nullable_string(Some(msg));
-                ByteChain::default()
+                f.w.i16(*code as i16).nullable_string(Some(msg));
             }
             Ok(body) => {
-                w.i16(0).nullable_string(None);
-                encode_body(&mut w, body)
+                f.w.i16(0).nullable_string(None);
+                encode_body(&mut f, body);
             }
-        };
-        Frame {
-            head: w.finish_frame_before(tail.len()),
-            tail,
         }
+        f.finish()
     }
 
     /// Decodes a response frame body (size prefix removed) to a request of kind `key`.
@@ -561,8 +557,9 @@ impl Response {
     }
 }
 
-/// Writes a body; returns its records (always the last field) for the frame's tail.
-fn encode_body(w: &mut WireWriter, body: &ResponseBody) -> ByteChain {
+/// Writes a body; records go in as the slices they are.
+fn encode_body(f: &mut FrameBuilder, body: &ResponseBody) {
+    let w = &mut f.w;
     match body {
         ResponseBody::ApiVersions(v) => {
             w.i32(v.len() as i32);
@@ -633,10 +630,8 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) -> ByteChain {
             log_end_offset,
             records,
         } => {
-            w.i64(*log_start_offset)
-                .i64(*log_end_offset)
-                .i32(records.len() as i32);
-            return records.clone();
+            w.i64(*log_start_offset).i64(*log_end_offset);
+            f.records(records);
         }
         ResponseBody::ListOffsets { offset, timestamp } => {
             w.i64(*offset).i64(*timestamp);
@@ -651,9 +646,8 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) -> ByteChain {
             w.i64(*offset)
                 .i64(*timestamp)
                 .i64(*log_start_offset)
-                .i64(*log_end_offset)
-                .i32(records.len() as i32);
-            return records.clone();
+                .i64(*log_end_offset);
+            f.records(records);
         }
         ResponseBody::Stats(s) => {
             w.i32(s.shards)
@@ -667,7 +661,6 @@ fn encode_body(w: &mut WireWriter, body: &ResponseBody) -> ByteChain {
         }
         ResponseBody::Metrics(m) => m.put(w),
     }
-    ByteChain::default()
 }
 
 fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, WireError> {

@@ -78,14 +78,8 @@ impl WireWriter {
     }
 
     /// Fills in the size prefix of a writer made by `frame`.
-    pub fn finish_frame(self) -> Vec<u8> {
-        self.finish_frame_before(0)
-    }
-
-    /// Fills in the size prefix of a writer made by `frame` whose last `tail` bytes are
-    /// sent after it from elsewhere (a Fetch's records).
-    pub fn finish_frame_before(mut self, tail: usize) -> Vec<u8> {
-        let len = (self.buf.len() - 4 + tail) as i32;
+    pub fn finish_frame(mut self) -> Vec<u8> {
+        let len = (self.buf.len() - 4) as i32;
         self.buf[..4].copy_from_slice(&len.to_be_bytes());
         self.buf
     }

@@ -1,5 +1,5 @@
-//! Writing a reply frame without copying its records: one non-blocking `sendmsg` of the
-//! head and every record slice (a vectored write; glommio's stream has none), and, for
+//! Writing a reply frame without copying its records: one non-blocking `sendmsg` of all
+//! its slices (a vectored write; glommio's stream has none), and, for
 //! whatever the socket could not take at once, the stream's own writes, which wait for room.
 
 use std::os::fd::AsRawFd;
@@ -13,10 +13,7 @@ use crate::protocol::frame::Frame;
 const MAX_IOV: usize = 1024;
 
 pub async fn write_frame(stream: &mut TcpStream, frame: &Frame) -> std::io::Result<()> {
-    let slices: Vec<&[u8]> = std::iter::once(&frame.head[..])
-        .chain(frame.tail.parts().iter().map(|b| &b[..]))
-        .filter(|s| !s.is_empty())
-        .collect();
+    let slices: Vec<&[u8]> = frame.parts().iter().map(|b| &b[..]).collect();
     let mut sent = try_send_vectored(stream.as_raw_fd(), &slices)?;
     for s in slices {
         if sent >= s.len() {
