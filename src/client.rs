@@ -271,6 +271,41 @@ impl Client {
         }
     }
 
+    /// Produces to several partitions in one request (one round trip); one outcome per
+    /// partition, in order (none with acks=0).
+    pub async fn multi_produce(
+        &mut self,
+        acks: i16,
+        partitions: Vec<crate::protocol::multi::ProduceEntry>,
+    ) -> ClientResult<Vec<crate::protocol::multi::Produced>> {
+        let req = Request::MultiProduce { acks, partitions };
+        if acks == ACKS_NONE {
+            self.send(&req).await?;
+            return Ok(Vec::new());
+        }
+        match self.call(&req).await? {
+            ResponseBody::MultiProduce(all) => Ok(all),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// Fetches from several partitions in one request, at most `max_bytes` in all; one
+    /// outcome per partition, in order.
+    pub async fn multi_fetch(
+        &mut self,
+        max_bytes: i32,
+        partitions: Vec<crate::protocol::multi::FetchEntry>,
+    ) -> ClientResult<Vec<crate::protocol::multi::Fetched>> {
+        let req = Request::MultiFetch {
+            max_bytes,
+            partitions,
+        };
+        match self.call(&req).await? {
+            ResponseBody::MultiFetch(all) => Ok(all),
+            other => Self::unexpected(other),
+        }
+    }
+
     pub async fn fetch(
         &mut self,
         topic: &str,

@@ -148,6 +148,7 @@ async fn load_partition(shard: &Rc<Shard>, p: i32) -> Result<usize, String> {
         let op = PartitionOp::Fetch {
             offset: next,
             max_bytes: 1 << 20,
+            at_least_one: true,
         };
         let data = match shard.partition_op(OFFSETS_TOPIC, p, op).await {
             Ok(OpOk::Fetched { records, .. }) => records.to_bytes(),

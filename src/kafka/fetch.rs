@@ -124,6 +124,7 @@ async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fet
         let op = PartitionOp::Fetch {
             offset: w.offset,
             max_bytes: w.max_bytes.min(left),
+            at_least_one: true,
         };
         let mut f = match ctx.shard.partition_op(&w.topic, w.partition, op).await {
             Ok(OpOk::Fetched {

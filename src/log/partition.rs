@@ -659,6 +659,17 @@ impl PartitionLog {
     /// Reads whole batches from the batch containing `offset`, up to `max_bytes` (at least
     /// one batch). `offset == log end` gives an empty result.
     pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<ByteChain> {
+        self.read_bounded(offset, max_bytes, true).await
+    }
+
+    /// [`Self::read`], where `at_least_one == false` makes `max_bytes` strict: a first batch
+    /// larger than it gives an empty result (a multi-partition fetch's later partitions).
+    pub async fn read_bounded(
+        &mut self,
+        offset: i64,
+        max_bytes: usize,
+        at_least_one: bool,
+    ) -> Result<ByteChain> {
         self.reopen_if_needed().await?;
         let log_end = self.visible_end;
         if offset < self.log_start_offset || offset > log_end {
@@ -676,7 +687,7 @@ impl PartitionLog {
             return Ok(ByteChain::default());
         }
         for seg in &mut self.segments[first..] {
-            if let Some(data) = seg.read(offset, max_bytes).await? {
+            if let Some(data) = seg.read(offset, max_bytes, at_least_one).await? {
                 return Ok(visible_prefix(data, log_end));
             }
         }

@@ -569,11 +569,20 @@ impl Segment {
     /// Reads whole batches starting with the one containing `offset`: as many as fit in
     /// `max_bytes`, but always at least one. `None` when no batch here reaches `offset`.
     /// The bytes are the page cache's own pages (no copy on a cache hit).
-    pub async fn read(&mut self, offset: i64, max_bytes: usize) -> Result<Option<ByteChain>> {
+    /// With `at_least_one == false`, a first batch larger than `max_bytes` gives nothing.
+    pub async fn read(
+        &mut self,
+        offset: i64,
+        max_bytes: usize,
+        at_least_one: bool,
+    ) -> Result<Option<ByteChain>> {
         // One index page and, usually, one log read (see `locate`).
         let Some((found, mut data)) = self.locate(offset, LOOKUP_READ.max(max_bytes)).await? else {
             return Ok(None);
         };
+        if !at_least_one && found.header.size() > max_bytes {
+            return Ok(Some(ByteChain::default()));
+        }
         let want = max_bytes.max(found.header.size());
         if data.len() < found.header.size() {
             data = self.log.read_chain(found.position, want).await?;

@@ -44,6 +44,16 @@ pub enum Request {
         partition: i32,
         timestamp: i64,
     },
+    /// Produce to several partitions in one request (acks as Produce's).
+    MultiProduce {
+        acks: i16,
+        partitions: Vec<super::multi::ProduceEntry>,
+    },
+    /// Fetch from several partitions in one request, at most `max_bytes` in all.
+    MultiFetch {
+        max_bytes: i32,
+        partitions: Vec<super::multi::FetchEntry>,
+    },
     /// A lookup by time in one round trip: ListOffsets, then a Fetch at the offset found.
     FetchAtTime {
         topic: String,
@@ -119,6 +129,8 @@ impl Request {
             Request::Produce { .. } => ApiKey::Produce,
             Request::Fetch { .. } => ApiKey::Fetch,
             Request::FetchAtTime { .. } => ApiKey::FetchAtTime,
+            Request::MultiProduce { .. } => ApiKey::MultiProduce,
+            Request::MultiFetch { .. } => ApiKey::MultiFetch,
             Request::ListOffsets { .. } => ApiKey::ListOffsets,
             Request::DropCaches { .. } => ApiKey::DropCaches,
             Request::Stats => ApiKey::Stats,
@@ -175,6 +187,15 @@ impl Request {
                 max_bytes,
             } => {
                 w.string(topic).i32(*partition).i64(*offset).i32(*max_bytes);
+            }
+            Request::MultiProduce { acks, partitions } => {
+                super::multi::put_produce_request(&mut w, *acks, partitions);
+            }
+            Request::MultiFetch {
+                max_bytes,
+                partitions,
+            } => {
+                super::multi::put_fetch_request(&mut w, *max_bytes, partitions);
             }
             Request::FetchAtTime {
                 topic,
@@ -310,6 +331,17 @@ impl Request {
                 offset: r.i64("offset")?,
                 max_bytes: r.i32("max_bytes")?,
             },
+            ApiKey::MultiProduce => {
+                let (acks, partitions) = super::multi::get_produce_request(r)?;
+                Request::MultiProduce { acks, partitions }
+            }
+            ApiKey::MultiFetch => {
+                let (max_bytes, partitions) = super::multi::get_fetch_request(r)?;
+                Request::MultiFetch {
+                    max_bytes,
+                    partitions,
+                }
+            }
             ApiKey::FetchAtTime => Request::FetchAtTime {
                 topic: r.string("topic name")?,
                 partition: r.i32("partition")?,
@@ -473,6 +505,8 @@ pub enum ResponseBody {
         offset: i64,
         timestamp: i64,
     },
+    MultiProduce(Vec<super::multi::Produced>),
+    MultiFetch(Vec<super::multi::Fetched>),
     /// ListOffsets' answer and the Fetch at it (no records when nothing qualifies).
     FetchAtTime {
         offset: i64,
@@ -636,6 +670,8 @@ fn encode_body(f: &mut FrameBuilder, body: &ResponseBody) {
         ResponseBody::ListOffsets { offset, timestamp } => {
             w.i64(*offset).i64(*timestamp);
         }
+        ResponseBody::MultiProduce(all) => super::multi::put_produced(w, all),
+        ResponseBody::MultiFetch(all) => super::multi::put_fetched(f, all),
         ResponseBody::FetchAtTime {
             offset,
             timestamp,
@@ -740,6 +776,8 @@ fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, Wire
             offset: r.i64("offset")?,
             timestamp: r.i64("timestamp")?,
         },
+        ApiKey::MultiProduce => ResponseBody::MultiProduce(super::multi::get_produced(r)?),
+        ApiKey::MultiFetch => ResponseBody::MultiFetch(super::multi::get_fetched(r)?),
         ApiKey::FetchAtTime => ResponseBody::FetchAtTime {
             offset: r.i64("offset")?,
             timestamp: r.i64("timestamp")?,
@@ -843,6 +881,23 @@ mod tests {
         });
         round_trip(Request::Stats);
         round_trip(Request::Metrics);
+        round_trip(Request::MultiProduce {
+            acks: -1,
+            partitions: vec![super::super::multi::ProduceEntry {
+                topic: "t".into(),
+                partition: 3,
+                records: Bytes::from_static(b"abc"),
+            }],
+        });
+        round_trip(Request::MultiFetch {
+            max_bytes: 1 << 20,
+            partitions: vec![super::super::multi::FetchEntry {
+                topic: "t".into(),
+                partition: 3,
+                offset: 9,
+                max_bytes: 4096,
+            }],
+        });
         round_trip(Request::FetchAtTime {
             topic: "t".into(),
             partition: 1,

@@ -8,6 +8,7 @@ pub mod frame;
 pub mod groups;
 pub mod messages;
 pub mod metrics;
+pub mod multi;
 pub mod wire;
 
 pub use error_code::ErrorCode;
@@ -46,10 +47,12 @@ pub enum ApiKey {
     DeleteGroup = 18,
     Metrics = 19,
     FetchAtTime = 20,
+    MultiProduce = 21,
+    MultiFetch = 22,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 21] = [
+    pub const ALL: [ApiKey; 23] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -71,14 +74,21 @@ impl ApiKey {
         ApiKey::DeleteGroup,
         ApiKey::Metrics,
         ApiKey::FetchAtTime,
+        ApiKey::MultiProduce,
+        ApiKey::MultiFetch,
     ];
 
-    /// Produce, Fetch, ListOffsets and FetchAtTime: the requests the stage metrics time (admin and
+    /// Produce, Fetch, ListOffsets, FetchAtTime and the multi-partition ones: the requests the stage metrics time (admin and
     /// observability requests are counted per API but kept out of the stages).
     pub fn is_data_path(self) -> bool {
         matches!(
             self,
-            ApiKey::Produce | ApiKey::Fetch | ApiKey::ListOffsets | ApiKey::FetchAtTime
+            ApiKey::Produce
+                | ApiKey::Fetch
+                | ApiKey::ListOffsets
+                | ApiKey::FetchAtTime
+                | ApiKey::MultiProduce
+                | ApiKey::MultiFetch
         )
     }
 

@@ -151,6 +151,9 @@ async fn decode_and_run(
         Request::Produce {
             acks: ACKS_NONE,
             ..
+        } | Request::MultiProduce {
+            acks: ACKS_NONE,
+            ..
         }
     );
     if outcome.timed {
@@ -275,9 +278,20 @@ async fn dispatch(
             max_bytes,
         } => {
             let max_bytes = fetch_bytes(shard, max_bytes, budget, reservation).await?;
-            let op = PartitionOp::Fetch { offset, max_bytes };
+            let op = PartitionOp::Fetch {
+                offset,
+                max_bytes,
+                at_least_one: true,
+            };
             to_body(key, shard.partition_op(&topic, partition, op).await)
         }
+        Request::MultiProduce { acks, partitions } => {
+            super::multi::produce(shard, acks, partitions).await
+        }
+        Request::MultiFetch {
+            max_bytes,
+            partitions,
+        } => super::multi::fetch(shard, max_bytes, partitions, budget, reservation).await,
         Request::FetchAtTime {
             topic,
             partition,
@@ -331,7 +345,7 @@ async fn dispatch(
     }
 }
 
-fn check_acks(acks: i16) -> Result<(), (ErrorCode, String)> {
+pub(super) fn check_acks(acks: i16) -> Result<(), (ErrorCode, String)> {
     if [ACKS_NONE, ACKS_LEADER, ACKS_ALL].contains(&acks) {
         return Ok(());
     }
@@ -344,7 +358,7 @@ fn check_acks(acks: i16) -> Result<(), (ErrorCode, String)> {
 /// The bytes a Fetch may return: what it asked for, capped by the largest frame and by
 /// what the connection's and shard's budgets grant (reserved before anything is read;
 /// under memory pressure the reply gets smaller, always at least one batch).
-async fn fetch_bytes(
+pub(super) async fn fetch_bytes(
     shard: &Shard,
     max_bytes: i32,
     budget: &Budget,

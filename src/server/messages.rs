@@ -19,6 +19,9 @@ pub enum PartitionOp {
     Fetch {
         offset: i64,
         max_bytes: usize,
+        /// Return the first batch even when larger than `max_bytes` (Kafka's rule for the
+        /// first partition of a fetch); otherwise `max_bytes` is strict.
+        at_least_one: bool,
     },
     ListOffsets {
         timestamp: i64,
@@ -96,6 +99,8 @@ pub enum OpOk {
     Maintained(MaintenanceSummary),
     ProducerId(i64),
     Group(crate::groups::ops::GroupReply),
+    /// One result per op of `ShardOp::Partitions`, in order.
+    Results(Vec<OpResult>),
     Done,
 }
 
@@ -152,6 +157,15 @@ pub enum ShardOp {
         topic: String,
         partition: u32,
         op: PartitionOp,
+    },
+    /// Several partition ops this shard owns, run at once (multi-partition requests).
+    Partitions(Vec<(String, u32, PartitionOp)>),
+    /// Fetches from partitions this shard owns, in order, sharing `max_bytes` (a
+    /// MultiFetch's share): (topic, partition, offset, partition max bytes).
+    FetchInOrder {
+        reads: Vec<(String, u32, i64, usize)>,
+        max_bytes: usize,
+        first_at_least_one: bool,
     },
     CreateTopic {
         name: String,

@@ -225,15 +225,18 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
                 "produces take part in the group commit".into(),
             ))
         }
-        PartitionOp::Fetch { offset, max_bytes } => {
-            log.read(offset, max_bytes)
-                .await
-                .map(|records| OpOk::Fetched {
-                    log_start_offset: log.log_start_offset(),
-                    log_end_offset: log.visible_end_offset(),
-                    records,
-                })
-        }
+        PartitionOp::Fetch {
+            offset,
+            max_bytes,
+            at_least_one,
+        } => log
+            .read_bounded(offset, max_bytes, at_least_one)
+            .await
+            .map(|records| OpOk::Fetched {
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: log.visible_end_offset(),
+                records,
+            }),
         PartitionOp::FetchAtTime {
             timestamp,
             max_bytes,

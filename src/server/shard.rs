@@ -162,27 +162,7 @@ impl Shard {
         partition: i32,
         op: PartitionOp,
     ) -> OpResult {
-        let owner = {
-            let topics = self.topics.borrow();
-            let Some(meta) = topics.get(topic) else {
-                return err(ErrorCode::UnknownTopic, format!("unknown topic {topic:?}"));
-            };
-            match usize::try_from(partition)
-                .ok()
-                .and_then(|p| meta.owners.get(p))
-            {
-                Some(&o) => o as usize,
-                None => {
-                    return err(
-                        ErrorCode::UnknownPartition,
-                        format!(
-                            "topic {topic:?} has partitions 0..{}, not {partition}",
-                            meta.owners.len()
-                        ),
-                    )
-                }
-            }
-        };
+        let owner = self.owner_of(topic, partition)?;
         let partition = partition as u32;
         if owner == self.id {
             self.local_partition_op(topic, partition, op).await
@@ -197,6 +177,79 @@ impl Shard {
             )
             .await
         }
+    }
+
+    /// The shard that owns a partition, or why the request cannot name it.
+    pub fn owner_of(&self, topic: &str, partition: i32) -> Result<usize, (ErrorCode, String)> {
+        let topics = self.topics.borrow();
+        let Some(meta) = topics.get(topic) else {
+            return err(ErrorCode::UnknownTopic, format!("unknown topic {topic:?}"));
+        };
+        match usize::try_from(partition)
+            .ok()
+            .and_then(|p| meta.owners.get(p))
+        {
+            Some(&o) => Ok(o as usize),
+            None => err(
+                ErrorCode::UnknownPartition,
+                format!(
+                    "topic {topic:?} has partitions 0..{}, not {partition}",
+                    meta.owners.len()
+                ),
+            ),
+        }
+    }
+
+    /// Fetches from partitions this shard owns one after another, each at most its own
+    /// max and what is left of `max_bytes`; a partition with nothing left is not read
+    /// (`OpOk::Done`). Only the first may exceed its share by one batch, if so asked.
+    pub async fn fetch_in_order(
+        &self,
+        reads: Vec<(String, u32, i64, usize)>,
+        max_bytes: usize,
+        first_at_least_one: bool,
+    ) -> Vec<OpResult> {
+        let mut left = max_bytes;
+        let mut out = Vec::with_capacity(reads.len());
+        for (i, (topic, partition, offset, max)) in reads.into_iter().enumerate() {
+            let share = max.min(left);
+            if share == 0 {
+                out.push(Ok(OpOk::Done));
+                continue;
+            }
+            let op = PartitionOp::Fetch {
+                offset,
+                max_bytes: share,
+                at_least_one: i == 0 && first_at_least_one,
+            };
+            let r = self.local_partition_op(&topic, partition, op).await;
+            if let Ok(OpOk::Fetched { records, .. }) = &r {
+                left = left.saturating_sub(records.len());
+            }
+            out.push(r);
+        }
+        out
+    }
+
+    /// Runs several partition ops that this shard owns, all at once; results in order.
+    pub async fn local_partition_ops(
+        self: &Rc<Self>,
+        ops: Vec<(String, u32, PartitionOp)>,
+    ) -> Vec<OpResult> {
+        let tasks: Vec<_> = ops
+            .into_iter()
+            .map(|(topic, partition, op)| {
+                let me = self.clone();
+                glommio::spawn_local(
+                    async move { me.local_partition_op(&topic, partition, op).await },
+                )
+            })
+            .collect();
+        let mut out = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            out.push(t.await);
+        }
+        out
     }
 
     async fn local_partition_op(&self, topic: &str, partition: u32, op: PartitionOp) -> OpResult {
@@ -252,7 +305,12 @@ impl Shard {
         self.next_id.set(id + 1);
         let (tx, rx) = local_channel::new_bounded(1);
         self.pending.borrow_mut().insert(id, tx);
-        let timed = matches!(&op, ShardOp::Partition { op, .. } if op.is_data_path());
+        let timed = match &op {
+            ShardOp::Partition { op, .. } => op.is_data_path(),
+            ShardOp::Partitions(ops) => ops.iter().any(|(_, _, op)| op.is_data_path()),
+            ShardOp::FetchInOrder { .. } => true,
+            _ => false,
+        };
         let msg = MeshMsg::Request {
             id,
             from: self.id,
@@ -326,6 +384,15 @@ impl Shard {
                 partition,
                 op,
             } => self.local_partition_op(&topic, partition, op).await,
+            ShardOp::Partitions(ops) => Ok(OpOk::Results(self.local_partition_ops(ops).await)),
+            ShardOp::FetchInOrder {
+                reads,
+                max_bytes,
+                first_at_least_one,
+            } => Ok(OpOk::Results(
+                self.fetch_in_order(reads, max_bytes, first_at_least_one)
+                    .await,
+            )),
             ShardOp::CreateTopic {
                 name,
                 partitions,
