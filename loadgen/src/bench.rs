@@ -135,6 +135,7 @@ fn measure(bootstrap: &str, shards: usize, sizes: Sizes) -> Result<Measured, Str
         pipeline: 4,
         shard_aware: true,
         client_cores: 1,
+        partitions_per_request: 1,
     };
     eprintln!(
         "loadgen bench: writing {} MiB with acks=1 ({shards} shards) ...",

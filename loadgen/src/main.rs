@@ -112,6 +112,10 @@ struct WriteArgs {
     /// Client executors (one per core).
     #[arg(long, default_value_t = 1)]
     client_cores: usize,
+    /// Partitions each request writes to: 1 is Produce, more is one MultiProduce to that
+    /// many partitions (one batch each), sent to the bootstrap.
+    #[arg(long, default_value_t = 1)]
+    partitions_per_request: usize,
     #[arg(long)]
     json: Option<PathBuf>,
     /// Write SVG plots here (latency percentile curves, throughput over time).
@@ -178,6 +182,7 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         pipeline,
         no_shard_aware,
         client_cores,
+        partitions_per_request,
         json,
         plot,
     } = args;
@@ -210,6 +215,7 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         pipeline,
         shard_aware: !no_shard_aware,
         client_cores,
+        partitions_per_request,
     };
     let pb = match (total_bytes, duration) {
         (Some(t), _) => progress_bytes(t),

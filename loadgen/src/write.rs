@@ -16,7 +16,8 @@ use indicatif::ProgressBar;
 use shardlog::client::Client;
 use shardlog::format::batch::restamp_uniform;
 use shardlog::format::{BatchBuilder, RecordSpec};
-use shardlog::protocol::{ApiKey, Request, ACKS_NONE};
+use shardlog::protocol::multi::ProduceEntry;
+use shardlog::protocol::{ApiKey, Request, ResponseBody, ACKS_NONE};
 
 use crate::cluster::routes;
 use crate::report::{histogram, LatencyUs, WriteResult};
@@ -35,6 +36,8 @@ pub struct WriteOpts {
     pub pipeline: usize,
     pub shard_aware: bool,
     pub client_cores: usize,
+    /// Partitions per request: 1 is Produce; more is MultiProduce to that many partitions.
+    pub partitions_per_request: usize,
 }
 
 struct ConnResult {
@@ -43,43 +46,79 @@ struct ConnResult {
     hist: Histogram<u64>,
 }
 
-/// A whole Produce request frame, encoded once per connection. Each send only restamps it
-/// (the records' timestamp becomes "now", the batch CRC is recomputed): the client spends
-/// its CPU on sending, not on encoding the same bytes again.
+/// A whole Produce (one partition) or MultiProduce (several) request frame, encoded once
+/// per connection. Each send only restamps it (the records' timestamp becomes "now", each
+/// batch CRC is recomputed): the client spends its CPU on sending, not on encoding the same
+/// bytes again.
 struct ProduceFrame {
     frame: Vec<u8>,
-    records_at: usize,
+    /// Where each batch starts, and the batches' common length.
+    batches_at: Vec<usize>,
+    batch_len: usize,
+    key: ApiKey,
 }
 
 impl ProduceFrame {
-    fn new(topic: &str, partition: i32, acks: i16, value: &[u8], records: usize) -> Self {
+    fn new(topic: &str, partitions: &[i32], acks: i16, value: &[u8], records: usize) -> Self {
         let mut b = BatchBuilder::new(records * (value.len() + 16) + 128);
         for _ in 0..records {
             b.push(RecordSpec::new(None, Some(value)).timestamp(0));
         }
-        let batch = b.build();
-        let len = batch.len();
-        let frame = Request::Produce {
-            topic: topic.to_string(),
-            partition,
-            acks,
-            records: Bytes::from(batch),
-        }
-        .encode_frame(0);
+        let batch = Bytes::from(b.build());
+        let request = match partitions {
+            [p] => Request::Produce {
+                topic: topic.to_string(),
+                partition: *p,
+                acks,
+                records: batch.clone(),
+            },
+            many => Request::MultiProduce {
+                acks,
+                partitions: many
+                    .iter()
+                    .map(|&partition| ProduceEntry {
+                        topic: topic.to_string(),
+                        partition,
+                        records: batch.clone(),
+                    })
+                    .collect(),
+            },
+        };
+        let key = request.api_key();
+        let frame = request.encode_frame(0);
+        // Each batch is the last field of its entry: entry i ends (n - i - 1) entries
+        // before the frame does, and entries have one size.
+        let n = partitions.len();
+        let entry = match key {
+            ApiKey::Produce => frame.len(),
+            _ => 2 + topic.len() + 4 + 4 + batch.len(),
+        };
+        let batches_at = (0..n)
+            .map(|i| frame.len() - (n - i - 1) * entry - batch.len())
+            .collect();
         ProduceFrame {
-            records_at: frame.len() - len,
             frame,
+            batches_at,
+            batch_len: batch.len(),
+            key,
         }
     }
 
     fn records_len(&self) -> u64 {
-        (self.frame.len() - self.records_at) as u64
+        (self.batches_at.len() * self.batch_len) as u64
     }
 
-    /// The frame to send now, with a fresh timestamp and correlation id.
+    fn records_per_request(&self, per_batch: usize) -> u64 {
+        (self.batches_at.len() * per_batch) as u64
+    }
+
+    /// The frame to send now, with fresh timestamps and correlation id.
     fn stamp(&mut self, correlation_id: i32) -> &[u8] {
         self.frame[8..12].copy_from_slice(&correlation_id.to_be_bytes());
-        restamp_uniform(&mut self.frame[self.records_at..], shardlog::time::now_ms());
+        let now = shardlog::time::now_ms();
+        for &at in &self.batches_at {
+            restamp_uniform(&mut self.frame[at..at + self.batch_len], now);
+        }
         &self.frame
     }
 }
@@ -96,7 +135,7 @@ struct Pacing {
 async fn one_connection(
     opts: WriteOpts,
     addr: String,
-    partition: i32,
+    partitions: Vec<i32>,
     pacing: Pacing,
 ) -> Result<ConnResult, String> {
     let Pacing {
@@ -110,11 +149,12 @@ async fn one_connection(
     let value: Vec<u8> = (0..opts.record_size).map(|_| fastrand::u8(..)).collect();
     let mut request = ProduceFrame::new(
         &opts.topic,
-        partition,
+        &partitions,
         opts.acks,
         &value,
         opts.batch_records,
     );
+    let per_request = request.records_per_request(opts.batch_records);
     let mut correlation_id = 0i32;
     let mut hist = histogram();
     let mut inflight: VecDeque<(Instant, u64)> = VecDeque::new();
@@ -143,7 +183,7 @@ async fn one_connection(
                 .map_err(|e| e.to_string())?;
             if opts.acks == ACKS_NONE {
                 bytes += size;
-                records += opts.batch_records as u64;
+                records += per_request;
                 progress.inc(size);
             } else {
                 inflight.push_back((due, size));
@@ -153,16 +193,12 @@ async fn one_connection(
         let Some((t0, size)) = inflight.pop_front() else {
             break;
         };
-        let resp = c.recv(ApiKey::Produce).await.map_err(|e| e.to_string())?;
-        if let Err((code, msg)) = resp.result {
-            return Err(format!(
-                "produce to partition {partition} failed: {code}: {msg}"
-            ));
-        }
+        let resp = c.recv(request.key).await.map_err(|e| e.to_string())?;
+        check_produced(resp.result, &partitions)?;
         hist.record(t0.elapsed().as_micros().max(1) as u64)
             .map_err(|e| e.to_string())?;
         bytes += size;
-        records += opts.batch_records as u64;
+        records += per_request;
         progress.inc(size);
     }
     if opts.acks == ACKS_NONE {
@@ -174,6 +210,41 @@ async fn one_connection(
         records,
         hist,
     })
+}
+
+/// A produce reply, or the first partition's error.
+fn check_produced(
+    result: Result<ResponseBody, (shardlog::protocol::ErrorCode, String)>,
+    partitions: &[i32],
+) -> Result<(), String> {
+    let failed =
+        |p: i32, code, msg: &str| format!("produce to partition {p} failed: {code}: {msg}");
+    match result {
+        Err((code, msg)) => Err(failed(partitions[0], code, &msg)),
+        Ok(ResponseBody::MultiProduce(all)) => match all.iter().find(|r| r.error.is_some()) {
+            Some(r) => {
+                let (code, msg) = r
+                    .error
+                    .clone()
+                    .unwrap_or((shardlog::protocol::ErrorCode::Internal, String::new()));
+                Err(failed(r.partition, code, &msg))
+            }
+            None => Ok(()),
+        },
+        Ok(_) => Ok(()),
+    }
+}
+
+/// The partitions connection `conn` writes to: its own route's and the next ones, in the
+/// order the routes list them.
+fn partitions_of(
+    conn: usize,
+    per_request: usize,
+    routes: &[crate::cluster::PartitionRoute],
+) -> Vec<i32> {
+    (0..per_request.clamp(1, routes.len()))
+        .map(|k| routes[(conn * per_request + k) % routes.len()].partition)
+        .collect()
 }
 
 /// Runs the write workload on `client_cores` glommio executors.
@@ -226,6 +297,14 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
                     let mut tasks = Vec::new();
                     for conn in (0..opts.connections).filter(|c| c % cores == me % cores) {
                         let route = routes[conn % routes.len()].clone();
+                        let partitions = partitions_of(conn, opts.partitions_per_request, &routes);
+                        // A request for several partitions goes to the bootstrap, which
+                        // forwards each shard's share (one hop per shard).
+                        let addr = if partitions.len() > 1 {
+                            opts.bootstrap.clone()
+                        } else {
+                            route.addr.clone()
+                        };
                         let pacing = Pacing {
                             budget: budget.clone(),
                             deadline,
@@ -235,8 +314,8 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
                         };
                         tasks.push(glommio::spawn_local(one_connection(
                             opts.clone(),
-                            route.addr.clone(),
-                            route.partition,
+                            addr,
+                            partitions,
                             pacing,
                         )));
                     }
@@ -262,7 +341,7 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
     let seconds = start_all.elapsed().as_secs_f64();
     let throughput_mb_per_s = sampler.stop();
     progress.finish_and_clear();
-    let requests = records / opts.batch_records as u64;
+    let requests = records / (opts.batch_records * opts.partitions_per_request.max(1)) as u64;
     let server = crate::breakdown::since_blocking(&opts.bootstrap, server_start, requests)?;
     Ok(WriteResult {
         bytes,

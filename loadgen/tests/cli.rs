@@ -93,6 +93,52 @@ fn write_and_lookup_report_the_documented_figures() {
     assert!(ok, "{err}");
     assert!(out.contains("coordinated omission"), "{out}");
 
+    // Both partitions in every request (MultiProduce), with the server's breakdown of
+    // exactly those requests and a throughput plot.
+    let mjson = tmp.path().join("m.json");
+    let plots = tmp.path().join("plots");
+    let (ok, out, err) = loadgen(&[
+        "write",
+        "--bootstrap",
+        &addr,
+        "--topic",
+        "lg",
+        "--record-size",
+        "100",
+        "--batch-records",
+        "10",
+        "--total-bytes",
+        "1MiB",
+        "--connections",
+        "1",
+        "--partitions-per-request",
+        "2",
+        "--json",
+        mjson.to_str().unwrap(),
+        "--plot",
+        plots.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("server breakdown"), "{out}");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&mjson).unwrap()).unwrap();
+    let rows = m["write"]["server"]["rows"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["stage"] == name).cloned();
+    let multi = row("api.native.MultiProduce").expect("MultiProduce timed");
+    assert!(
+        (multi["per_op"].as_f64().unwrap() - 1.0).abs() < 0.01,
+        "{multi}"
+    );
+    // Two partition ops per request, each queued and run on its partition's task.
+    let ops = row("stage.partition_op").expect("partition ops timed");
+    assert!(
+        (ops["per_op"].as_f64().unwrap() - 2.0).abs() < 0.01,
+        "{ops}"
+    );
+    assert!(std::fs::read_to_string(plots.join("write-throughput.svg"))
+        .unwrap()
+        .contains("<svg"));
+
     for by in ["offset", "timestamp"] {
         let ljson = tmp.path().join(format!("l-{by}.json"));
         let (ok, out, err) = loadgen(&[
@@ -109,8 +155,15 @@ fn write_and_lookup_report_the_documented_figures() {
             "30",
             "--json",
             ljson.to_str().unwrap(),
+            "--plot",
+            plots.to_str().unwrap(),
         ]);
         assert!(ok, "{err}");
+        let svg = std::fs::read_to_string(plots.join(format!("lookup-{by}.svg"))).unwrap();
+        assert!(
+            svg.contains("network round trip") && svg.contains("warm"),
+            "legend"
+        );
         assert!(
             out.contains(&format!("{by} cold")) && out.contains(&format!("{by} warm")),
             "{out}"
@@ -129,6 +182,19 @@ fn write_and_lookup_report_the_documented_figures() {
             "cold lookups read the disk"
         );
         assert_eq!(cold["lookups"].as_u64().unwrap(), 30);
+        // The server's own time per lookup is there, and never more than the client saw.
+        let api = if by == "offset" {
+            "api.native.Fetch"
+        } else {
+            "api.native.FetchAtTime"
+        };
+        let rows = warm["server"]["rows"].as_array().unwrap();
+        let server = rows
+            .iter()
+            .find(|r| r["stage"] == api)
+            .expect("lookup timed");
+        assert!((server["per_op"].as_f64().unwrap() - 1.0).abs() < 0.01);
+        assert!(server["p50_us"].as_f64().unwrap() <= warm["latency_us"]["p50"].as_f64().unwrap());
     }
     server.stop().unwrap();
 }
