@@ -6,6 +6,9 @@ use serde::Serialize;
 use shardlog::client::Client;
 use shardlog::metrics::{Distribution, MetricsReport};
 
+/// The requests the load generator itself sends to observe the server (not the workload).
+const OBSERVING: [&str; 3] = [".Metrics", ".Stats", ".DropCaches"];
+
 /// One stage of the server's work during a run.
 #[derive(Debug, Clone, Serialize)]
 pub struct StageRow {
@@ -47,6 +50,7 @@ pub async fn since(c: &mut Client, start: &MetricsReport, ops: u64) -> Result<Br
         .distributions
         .iter()
         .filter(|d| d.name.starts_with("api.") && d.dist.count_recorded() > 0)
+        .filter(|d| !OBSERVING.iter().any(|api| d.name.ends_with(api)))
         .map(|d| row(&d.name, &d.dist, ops))
         .collect();
     rows.extend(

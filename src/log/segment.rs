@@ -101,10 +101,14 @@ impl Segment {
     /// Where the batch holding `offset` most likely starts and how much to read there so
     /// that one read covers it: from the index hit when every batch has an index entry
     /// (batches larger than the index interval), verified against the header read.
+    /// `want`: bytes the caller needs from the batch's start. With a good guess of the
+    /// batch's size only `max(size, want)` is read (a cold lookup of one batch reads just
+    /// it); otherwise `min_read` from the floor entry.
     async fn locate(
         &mut self,
         offset: i64,
         min_read: usize,
+        want: usize,
     ) -> Result<Option<(FoundBatch, ByteChain)>> {
         let hit = self.offset_lookup_hit(offset).await?;
         let spacing = |a: Option<OffsetPosition>, b: Option<OffsetPosition>| match (a, b) {
@@ -127,7 +131,12 @@ impl Segment {
             _ => None,
         };
         if let Some((pos, size)) = guess {
-            let data = self.log.read_chain(pos, min_read.max(size)).await?;
+            let read = if size >= HEADER_SIZE {
+                size.max(want)
+            } else {
+                min_read
+            };
+            let data = self.log.read_chain(pos, read).await?;
             if let Ok(h) = BatchHeader::parse(&data.copy_range(0, HEADER_SIZE)) {
                 if h.base_offset <= offset && offset <= h.last_offset() {
                     let found = FoundBatch {
@@ -577,7 +586,8 @@ impl Segment {
         at_least_one: bool,
     ) -> Result<Option<ByteChain>> {
         // One index page and, usually, one log read (see `locate`).
-        let Some((found, mut data)) = self.locate(offset, LOOKUP_READ.max(max_bytes)).await? else {
+        let read_ahead = LOOKUP_READ.max(max_bytes);
+        let Some((found, mut data)) = self.locate(offset, read_ahead, max_bytes).await? else {
             return Ok(None);
         };
         if !at_least_one && found.header.size() > max_bytes {
@@ -662,7 +672,7 @@ impl Segment {
             return Ok(None);
         }
         // The batch holding `from`, usually with one log read (see `locate`).
-        let Some((mut found, ahead)) = self.locate(from, LOOKUP_READ).await? else {
+        let Some((mut found, ahead)) = self.locate(from, LOOKUP_READ, LOOKUP_READ).await? else {
             return Ok(None);
         };
         // Records are decoded here: one buffer is simpler than the shared pages.
