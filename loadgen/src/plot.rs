@@ -50,6 +50,12 @@ pub fn latency_curves(
         .iter()
         .flat_map(|(_, p)| p.iter().map(|x| x.1))
         .fold(10.0, f64::max);
+    // From the decade below the fastest point: the curves fill the chart.
+    let y_min = curves
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|x| x.1))
+        .fold(y_max, f64::min);
+    let y_min = 10f64.powf((y_min / 2.0).max(1.0).log10().floor());
     let root = SVGBackend::new(&path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(&root)
@@ -57,7 +63,7 @@ pub fn latency_curves(
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d((1.0..1e5f64).log_scale(), (1.0..y_max * 1.5).log_scale())
+        .build_cartesian_2d((1.0..1e5f64).log_scale(), (y_min..y_max * 1.5).log_scale())
         .map_err(err)?;
     chart
         .configure_mesh()

@@ -104,7 +104,7 @@ pub struct WriteResult {
     pub corrected_for_coordinated_omission: bool,
     /// Where the time went in the server during the run.
     pub server: Breakdown,
-    /// (seconds since start, MB/s over the interval before it), sampled 4 times a second.
+    /// (seconds since start, MB/s over the interval before it), sampled 10 times a second.
     pub throughput_mb_per_s: Vec<(f64, f64)>,
 }
 

@@ -356,7 +356,7 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
     })
 }
 
-/// Samples the bytes acknowledged so far (the progress bar's position) 4 times a second,
+/// Samples the bytes acknowledged so far (the progress bar's position) 10 times a second,
 /// on a thread of its own, for the throughput-over-time plot.
 struct Sampler {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -364,7 +364,7 @@ struct Sampler {
 }
 
 impl Sampler {
-    const EVERY: Duration = Duration::from_millis(250);
+    const EVERY: Duration = Duration::from_millis(100);
 
     fn start(progress: ProgressBar) -> Self {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
