@@ -197,6 +197,8 @@ fn nullable_len(field: Option<&[u8]>) -> i64 {
 struct Cursor {
     partition: i32,
     next: i64,
+    /// Records already fetched from `next` (a lookup by time returns its first batches).
+    prefetched: Option<bytes::Bytes>,
     /// Stop before this offset (log end at start), unless following.
     end: i64,
     done: bool,
@@ -281,6 +283,21 @@ async fn offset_at(
         .map(|x| x.0))
 }
 
+/// The first record at or after time `t` and the batches from it, in one round trip
+/// (FetchAtTime): `None` when no record qualifies.
+async fn records_at(
+    client: &mut crate::client::Client,
+    topic: &str,
+    p: i32,
+    t: i64,
+) -> Result<Option<(i64, bytes::Bytes)>, String> {
+    let (found, f) = client
+        .fetch_at_time(topic, p, t, FETCH_BYTES)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(found.map(|(offset, _)| (offset, f.records)))
+}
+
 /// Where a partition starts: the group's committed offset (unless --from-time), the first
 /// record at --from-time, or kcat's `-o`. `None`: nothing at or after --from-time.
 async fn start_of(
@@ -295,19 +312,25 @@ async fn start_of(
     let end = offset_at(client, topic, p, LATEST_TIMESTAMP)
         .await?
         .unwrap_or(0);
-    let next = match (committed, from) {
-        (Some(o), None) => {
+    let mut prefetched = None;
+    let next = match (committed, from, start_at) {
+        (Some(o), None, _) => {
             let earliest = offset_at(client, topic, p, EARLIEST_TIMESTAMP)
                 .await?
                 .unwrap_or(0);
             clamp_offset(p, o, earliest, end)
         }
-        (_, Some(f)) => match offset_at(client, topic, p, f).await? {
-            Some(o) => o,
-            None if args.follow => end,
-            None => return Ok(None),
-        },
-        (None, None) => {
+        (_, Some(t), _) | (None, None, StartAt::Time(t)) => {
+            match records_at(client, topic, p, t).await? {
+                Some((o, records)) => {
+                    prefetched = Some(records);
+                    o
+                }
+                None if args.follow || from.is_none() => end,
+                None => return Ok(None),
+            }
+        }
+        (None, None, start_at) => {
             let earliest = offset_at(client, topic, p, EARLIEST_TIMESTAMP)
                 .await?
                 .unwrap_or(0);
@@ -315,7 +338,7 @@ async fn start_of(
                 StartAt::Earliest => earliest,
                 StartAt::Latest => end,
                 StartAt::FromEnd(n) => end.saturating_sub(n).max(earliest),
-                StartAt::Time(t) => offset_at(client, topic, p, t).await?.unwrap_or(end),
+                StartAt::Time(_) => end, // handled above
                 StartAt::Offset(n) => clamp_offset(p, n, earliest, end),
             }
         }
@@ -323,6 +346,7 @@ async fn start_of(
     Ok(Some(Cursor {
         partition: p,
         next,
+        prefetched: prefetched.filter(|r| !r.is_empty()),
         end,
         done: false,
         window: PartitionWindow::new(p),
@@ -347,8 +371,15 @@ async fn consume_rounds(
                 c.window.ended(c.next, "end of the log");
                 continue;
             }
-            let f = match client.fetch(topic, c.partition, c.next, FETCH_BYTES).await {
-                Ok(f) => f,
+            let fetched = match c.prefetched.take() {
+                Some(records) => Ok(records),
+                None => client
+                    .fetch(topic, c.partition, c.next, FETCH_BYTES)
+                    .await
+                    .map(|f| f.records),
+            };
+            let records = match fetched {
+                Ok(records) => records,
                 // Following: a server restart (or NotReady while it opens its partitions)
                 // is waited out, and reading resumes where it was.
                 Err(e) if args.follow && is_transient(&e) => {
@@ -362,11 +393,11 @@ async fn consume_rounds(
                     ))
                 }
             };
-            if f.records.is_empty() {
+            if records.is_empty() {
                 continue;
             }
             progressed = true;
-            if printer.print_fetched(c, &f.records)? == Flow::LimitReached {
+            if printer.print_fetched(c, &records)? == Flow::LimitReached {
                 break 'rounds;
             }
         }
