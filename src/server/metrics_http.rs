@@ -28,12 +28,7 @@ pub async fn serve(shard: Rc<Shard>, listener: TcpListener) {
         let Ok(permit) = slots.acquire_static_permit(1).await else {
             break;
         };
-        let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
-            stop.recv().await;
-            None
-        })
-        .await;
-        match accepted {
+        match super::accept_or_stop(&listener, &stop).await {
             None => break,
             Some(Ok(stream)) => {
                 let shard = shard.clone();

@@ -326,16 +326,23 @@ async fn until<T>(deadline: Instant, fut: impl std::future::Future<Output = T>) 
     before(deadline.saturating_duration_since(Instant::now()), fut).await
 }
 
+/// The next connection, or `None` once the shard begins shutting down.
+pub(super) async fn accept_or_stop(
+    listener: &TcpListener,
+    stop: &glommio::channels::local_channel::LocalReceiver<()>,
+) -> Option<glommio::Result<glommio::net::TcpStream, ()>> {
+    futures_lite::future::or(async { Some(listener.accept().await) }, async {
+        stop.recv().await;
+        None
+    })
+    .await
+}
+
 async fn accept_loop(shard: Rc<Shard>, listener: TcpListener, wire: Wire) {
     let stop = shard.shutdown_listener();
     let mut backoff = AcceptBackoff::default();
     loop {
-        let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
-            stop.recv().await;
-            None
-        })
-        .await;
-        match accepted {
+        match accept_or_stop(&listener, &stop).await {
             None => break,
             Some(Ok(stream)) => {
                 let limit = shard.config.max_connections_per_shard;
