@@ -16,7 +16,7 @@ use shardlog::kafka::ADVERTISED;
 use shardlog::log::offset_index::OffsetIndex;
 use shardlog::log::producer_state::ProducerState;
 use shardlog::log::time_index::TimeIndex;
-use shardlog::protocol::{ApiKey, Request, WireReader};
+use shardlog::protocol::{ApiKey, Request, Response, ResponseBody, WireReader};
 use shardlog::tools::dump_log::{self, DumpOptions};
 
 /// One target's check over one input.
@@ -25,6 +25,7 @@ pub type Check = fn(&[u8]);
 /// The targets by name, for the corpus replay.
 pub const TARGETS: &[(&str, Check)] = &[
     ("native_request", native_request),
+    ("native_response", native_response),
     ("record_batch", record_batch),
     ("kafka_request", kafka_request),
     ("stored_state", stored_state),
@@ -53,6 +54,35 @@ pub fn native_request(data: &[u8]) {
             request
         );
     }
+}
+
+/// A native response frame body as a client reads it (first two bytes: the api key it
+/// answers), including the Metrics body's histograms. What decodes re-encodes to a frame
+/// that decodes to the same response.
+pub fn native_response(data: &[u8]) {
+    let Some((key, body)) = data.split_first_chunk::<2>() else {
+        return;
+    };
+    let Some(key) = ApiKey::from_i16(i16::from_be_bytes(*key)) else {
+        return;
+    };
+    let frame = bytes::Bytes::copy_from_slice(body);
+    let Ok(response) = Response::decode(key, &frame) else {
+        return;
+    };
+    if let Ok(ResponseBody::Metrics(m)) = &response.result {
+        if let Ok(report) = m.report() {
+            for d in &report.distributions {
+                let _ = d.dist.quantile(0.99);
+            }
+        }
+    }
+    let again = response.encode_frame();
+    let body = bytes::Bytes::copy_from_slice(&again[4..]);
+    assert_eq!(
+        Response::decode(key, &body).expect("a re-encoded response decodes"),
+        response
+    );
 }
 
 /// Record batches as a producer or a segment file gives them: splitting, validation, and
