@@ -90,11 +90,55 @@ impl Distribution {
                 hist.len()
             ));
         }
+        check_header(hist)?;
         let hist: Histogram<u64> = Deserializer::new()
             .deserialize(&mut &hist[..])
             .map_err(|e| format!("bad histogram: {e:?}"))?;
         Ok(Distribution { hist, sum })
     }
+}
+
+/// The uncompressed V2 cookie (HdrHistogram's encoding; the compressed one is refused).
+const V2_COOKIE: u32 = 0x1c84_9313;
+/// Its header: cookie, payload length, normalizing offset, digits (4 bytes each), lowest
+/// and highest trackable value (8 each), the integer-to-double ratio (8).
+const V2_HEADER: usize = 40;
+/// Largest bounds accepted (ours are 2 digits, at most 6e10): the counts array the crate
+/// allocates from them stays under a megabyte.
+const MAX_DIGITS: u32 = 3;
+const MAX_HIGHEST: u64 = 1 << 40;
+
+/// Checks a V2 header before the crate allocates by it: its payload length and bounds come
+/// from the peer (the native_response fuzz target made it allocate gigabytes without this).
+fn check_header(b: &[u8]) -> Result<(), String> {
+    let field = |at: usize| u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    let wide = |at: usize| (u64::from(field(at)) << 32) | u64::from(field(at + 4));
+    if b.len() < V2_HEADER {
+        return Err(format!(
+            "a histogram of {} bytes is shorter than its header",
+            b.len()
+        ));
+    }
+    if field(0) != V2_COOKIE {
+        return Err(format!(
+            "not an uncompressed V2 histogram (cookie {:#x})",
+            field(0)
+        ));
+    }
+    if field(4) as usize > b.len() - V2_HEADER {
+        return Err(format!(
+            "histogram payload of {} bytes, {} present",
+            field(4),
+            b.len() - V2_HEADER
+        ));
+    }
+    let (digits, lowest, highest) = (field(12), wide(16), wide(24));
+    if digits > MAX_DIGITS || lowest < 1 || highest > MAX_HIGHEST || lowest > highest {
+        return Err(format!(
+            "histogram bounds out of range: {digits} digits, {lowest}..{highest}"
+        ));
+    }
+    Ok(())
 }
 
 /// Largest encoded histogram a client accepts (a full one is ~30 KiB).
@@ -125,5 +169,26 @@ mod tests {
     fn garbage_is_an_error_not_a_panic() {
         assert!(Distribution::decode(&[1, 2, 3, 4, 5, 6, 7, 8, 9], 0).is_err());
         assert!(Distribution::decode(&[], 0).is_err());
+    }
+
+    #[test]
+    fn hostile_headers_are_refused_before_anything_is_allocated() {
+        let good = Distribution::latency().encode_histogram();
+        let patched = |at: usize, bytes: &[u8]| {
+            let mut b = good.clone();
+            b[at..at + bytes.len()].copy_from_slice(bytes);
+            b
+        };
+        for (what, b) in [
+            ("payload length", patched(4, &u32::MAX.to_be_bytes())),
+            ("digits", patched(12, &5u32.to_be_bytes())),
+            ("highest", patched(24, &u64::MAX.to_be_bytes())),
+            ("lowest", patched(16, &0u64.to_be_bytes())),
+            ("compressed", patched(0, &0x1c84_9314u32.to_be_bytes())),
+        ] {
+            let err = Distribution::decode(&b, 0).unwrap_err();
+            assert!(!err.is_empty(), "{what}");
+        }
+        assert!(Distribution::decode(&good, 0).is_ok());
     }
 }
