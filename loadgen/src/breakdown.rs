@@ -7,7 +7,7 @@ use shardlog::client::Client;
 use shardlog::metrics::{Distribution, MetricsReport};
 
 /// The requests the load generator itself sends to observe the server (not the workload).
-const OBSERVING: [&str; 3] = [".Metrics", ".Stats", ".DropCaches"];
+const OBSERVING: [&str; 4] = [".Metrics", ".Stats", ".DropCaches", ".ApiVersions"];
 
 /// One stage of the server's work during a run.
 #[derive(Debug, Clone, Serialize)]

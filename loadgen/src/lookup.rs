@@ -236,9 +236,23 @@ async fn network_baseline(
         device_reads_per_lookup_mean: 0.0,
         device_reads_per_lookup_max: 0,
         server: Default::default(),
+        round_trip_us: None,
         hist: Some(hist),
     };
     Ok(("network round trip".to_string(), result))
+}
+
+/// One ApiVersions round trip (us) on the connection `t`'s lookup uses.
+async fn round_trip(peers: &mut Peers, t: &Target) -> Result<u64, String> {
+    let p = match t {
+        Target::Offset(p, _) | Target::Time(p, _) => *p,
+    };
+    let c = peers.conns.get_mut(&peers.addr_of[&p]).expect("connected");
+    let t0 = Instant::now();
+    c.call(&shardlog::protocol::Request::ApiVersions)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(t0.elapsed().as_micros().max(1) as u64)
 }
 
 /// One pass over the targets, cold (caches dropped before each lookup) or warm (after a
@@ -257,6 +271,7 @@ async fn lookup_pass(
         }
     }
     let mut hist = histogram();
+    let mut round_trips = histogram();
     let (mut reads_total, mut reads_max) = (0u64, 0u64);
     // Warm lookups run back to back, undisturbed: their device reads are counted over the
     // whole pass (the max is then the pass total, an upper bound). Cold lookups need a
@@ -273,6 +288,12 @@ async fn lookup_pass(
         } else {
             0
         };
+        if !cold {
+            // The floor, interleaved: a round trip on the same connection just before.
+            round_trips
+                .record(round_trip(peers, t).await?)
+                .map_err(|e| e.to_string())?;
+        }
         let t0 = Instant::now();
         lookup(&mut peers.conns, &peers.addr_of, &opts.topic, t).await?;
         hist.record(t0.elapsed().as_micros().max(1) as u64)
@@ -297,6 +318,7 @@ async fn lookup_pass(
         device_reads_per_lookup_mean: reads_total as f64 / targets.len() as f64,
         device_reads_per_lookup_max: reads_max,
         server,
+        round_trip_us: (!cold).then(|| LatencyUs::of(&round_trips)),
         hist: Some(hist),
     })
 }

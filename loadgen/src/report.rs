@@ -117,6 +117,9 @@ pub struct LookupResult {
     pub device_reads_per_lookup_max: u64,
     /// Where the time went in the server during the pass (empty for the network baseline).
     pub server: Breakdown,
+    /// Warm passes: an ApiVersions round trip timed on the same connection just before each
+    /// lookup (the floor under the same conditions).
+    pub round_trip_us: Option<LatencyUs>,
     /// The pass's latencies (for `--plot`).
     #[serde(skip)]
     pub hist: Option<Histogram<u64>>,
@@ -167,6 +170,12 @@ pub fn print_lookup_table(rows: &[(String, &LookupResult)]) {
         );
     }
     for (name, r) in rows {
+        if let Some(rt) = r.round_trip_us {
+            println!(
+                "  {name}: round trip interleaved with its lookups p50 {} p99 {} us",
+                rt.p50, rt.p99
+            );
+        }
         breakdown::print(&format!("{name}, per lookup"), &r.server);
     }
 }

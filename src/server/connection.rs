@@ -37,6 +37,8 @@ struct Queued {
     task: glommio::Task<Reply>,
     request_budget: Reservation,
     started: Instant,
+    /// How long the frame's body took to arrive (a stage, once the API is known).
+    frame_read: Duration,
     bytes_in: usize,
 }
 
@@ -117,7 +119,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
         )
         .await;
         match next {
-            Next::Frame(body, reservation, started) => {
+            Next::Frame(body, reservation, started, frame_read) => {
                 let bytes_in = body.len() + 4;
                 let task = match wire {
                     Wire::Native => glommio::spawn_local(handle_frame(
@@ -137,6 +139,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
                     task,
                     request_budget: reservation,
                     started,
+                    frame_read,
                     bytes_in,
                 };
                 if tx.send(queued).await.is_err() {
@@ -148,6 +151,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
                     task: glommio::spawn_local(async move { Reply::frame(frame) }),
                     request_budget: Reservation::default(),
                     started: Instant::now(),
+                    frame_read: Duration::ZERO,
                     bytes_in: 0,
                 };
                 let _ = tx.send(queued).await;
@@ -181,6 +185,9 @@ async fn write_replies(
             timed,
         } = queued.task.await;
         let bytes_out = frame.as_ref().map_or(0, |f| f.len());
+        if timed {
+            metrics::record(Stage::FrameRead, queued.frame_read);
+        }
         if let Some(frame) = frame {
             let write_start = Instant::now();
             if let Err(e) = within(limit, super::send::write_frame(&mut writer, &frame)).await {
@@ -211,8 +218,8 @@ async fn write_replies(
 }
 
 enum Next {
-    /// A frame, its budget, and when its size prefix had arrived.
-    Frame(Bytes, Reservation, Instant),
+    /// A frame, its budget, when its size prefix had arrived, and how long its body took.
+    Frame(Bytes, Reservation, Instant, Duration),
     /// An error frame to send before closing (the stream cannot be resynchronised).
     Refuse(Vec<u8>),
     Stop(String),
@@ -258,8 +265,12 @@ async fn read_frame(
     if let Err(e) = within(request, reader.read_exact(&mut body)).await {
         return Next::Stop(format!("reading a {size}-byte frame: {e}"));
     }
-    metrics::record_since(Stage::FrameRead, body_start);
-    Next::Frame(Bytes::from(body), reservation, started)
+    Next::Frame(
+        Bytes::from(body),
+        reservation,
+        started,
+        body_start.elapsed(),
+    )
 }
 
 /// The error reply for a frame size that cannot be accepted; only the header is read (to

@@ -60,6 +60,7 @@ impl PartitionOp {
             PartitionOp::Produce { .. }
                 | PartitionOp::Fetch { .. }
                 | PartitionOp::ListOffsets { .. }
+                | PartitionOp::FetchAtTime { .. }
         )
     }
 }
