@@ -672,7 +672,7 @@ impl Segment {
             return Ok(None);
         }
         // The batch holding `from`, usually with one log read (see `locate`).
-        let Some((mut found, ahead)) = self.locate(from, LOOKUP_READ, LOOKUP_READ).await? else {
+        let Some((mut found, ahead)) = self.locate(from, LOOKUP_READ, 0).await? else {
             return Ok(None);
         };
         // Records are decoded here: one buffer is simpler than the shared pages.
