@@ -672,7 +672,9 @@ impl Segment {
             return Ok(None);
         }
         // The batch holding `from`, usually with one log read (see `locate`).
-        let Some((mut found, ahead)) = self.locate(from, LOOKUP_READ, 0).await? else {
+        // Read ahead: the record may be a few batches on (measured: reading just the batch
+        // made cold lookups by time do more reads, not fewer).
+        let Some((mut found, ahead)) = self.locate(from, LOOKUP_READ, LOOKUP_READ).await? else {
             return Ok(None);
         };
         // Records are decoded here: one buffer is simpler than the shared pages.
