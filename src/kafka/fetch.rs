@@ -109,24 +109,19 @@ impl Fetched {
     }
 }
 
-/// Reads every partition in request order, each up to its own max_bytes and what the
-/// request has left. After the first partition with data, one whose batch does not fit
-/// gets no records (the client asks again); the first gets at least one batch.
+/// Reads every partition on its owner shard, all shards at once (one hop per shard), at
+/// most `limit` bytes in all: each shard fills its share in request order, each partition
+/// up to its own max_bytes; only the first partition may exceed its share by one batch
+/// (Kafka's rule). A partition left without a share reports its offsets only.
 async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fetched> {
-    let mut left = limit;
+    let reads = wanted
+        .iter()
+        .map(|w| (w.topic.clone(), w.partition, w.offset, w.max_bytes))
+        .collect();
+    let results = crate::server::multi::fetch_by_shard(ctx.shard, reads, limit).await;
     let mut out = Vec::with_capacity(wanted.len());
-    for w in wanted {
-        if left == 0 {
-            // The reply is full: only the partition's offsets, no read.
-            out.push(offsets_only(ctx, w).await);
-            continue;
-        }
-        let op = PartitionOp::Fetch {
-            offset: w.offset,
-            max_bytes: w.max_bytes.min(left),
-            at_least_one: true,
-        };
-        let mut f = match ctx.shard.partition_op(&w.topic, w.partition, op).await {
+    for (w, r) in wanted.iter().zip(results) {
+        out.push(match r {
             Ok(OpOk::Fetched {
                 log_start_offset,
                 log_end_offset,
@@ -139,14 +134,11 @@ async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fet
                 // span several cached pages.
                 records: records.to_bytes(),
             },
+            // The reply is full: only the partition's offsets, no read.
+            Ok(OpOk::Done) => offsets_only(ctx, w).await,
             Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
             Err((code, _)) => failed(kafka_code(code, true)),
-        };
-        if f.records.len() > left && left < limit {
-            f.records = Bytes::new();
-        }
-        left = left.saturating_sub(f.records.len());
-        out.push(f);
+        });
     }
     out
 }

@@ -15,7 +15,7 @@ mod log_admin;
 mod maintenance;
 pub(crate) mod messages;
 mod metrics_http;
-mod multi;
+pub(crate) mod multi;
 mod partition_actor;
 mod send;
 pub(crate) mod shard;

@@ -184,18 +184,35 @@ pub async fn fetch(
         ));
     }
     let total = fetch_bytes(shard, max_bytes, budget, reservation).await?;
-    let count = entries.len().max(1);
-    let items = entries
+    let reads = entries
         .iter()
-        .map(|e| {
-            (
-                e.topic.clone(),
-                e.partition,
-                (e.offset, e.max_bytes as usize),
-            )
-        })
+        .map(|e| (e.topic.clone(), e.partition, e.offset, e.max_bytes as usize))
         .collect();
-    let results = run_on_owners(shard, items, |group| {
+    let results = fetch_by_shard(shard, reads, total).await;
+    let fetched = entries
+        .into_iter()
+        .zip(results)
+        .map(|(e, r)| fetched(e, r))
+        .collect();
+    Ok(ResponseBody::MultiFetch(fetched))
+}
+
+/// Fetches (topic, partition, offset, partition max bytes) on their owner shards at once,
+/// `total` bytes in all: each shard gets a share in proportion to the partitions it serves
+/// and fills it in request order (`ShardOp::FetchInOrder`, Kafka's rules: only the
+/// request's first partition may exceed its share by one batch). `OpOk::Done`: not read,
+/// no share left. The native MultiFetch and the Kafka listener's Fetch both read this way.
+pub(crate) async fn fetch_by_shard(
+    shard: &Rc<Shard>,
+    reads: Vec<(String, i32, i64, usize)>,
+    total: usize,
+) -> Vec<OpResult> {
+    let count = reads.len().max(1);
+    let items = reads
+        .into_iter()
+        .map(|(topic, partition, offset, max)| (topic, partition, (offset, max)))
+        .collect();
+    run_on_owners(shard, items, |group| {
         let share = total * group.len() / count;
         let first_at_least_one = group.first().is_some_and(|g| g.0 == 0);
         let reads = group
@@ -208,13 +225,7 @@ pub async fn fetch(
             first_at_least_one,
         }
     })
-    .await;
-    let fetched = entries
-        .into_iter()
-        .zip(results)
-        .map(|(e, r)| fetched(e, r))
-        .collect();
-    Ok(ResponseBody::MultiFetch(fetched))
+    .await
 }
 
 /// A partition's part of the reply (`OpOk::Done`: not read, no share left).
