@@ -288,56 +288,17 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
             move || {
                 let (opts, routes, progress) = (opts.clone(), routes.clone(), progress.clone());
                 let me = next_index.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                async move {
-                    let budget = Rc::new(Cell::new((total / cores as u64) as i64));
-                    let start = Instant::now();
-                    let deadline = opts
-                        .duration_secs
-                        .map(|s| start + Duration::from_secs_f64(s));
-                    let mut tasks = Vec::new();
-                    for conn in (0..opts.connections).filter(|c| c % cores == me % cores) {
-                        let route = routes[conn % routes.len()].clone();
-                        let partitions = partitions_of(conn, opts.partitions_per_request, &routes);
-                        // A request for several partitions goes to the bootstrap, which
-                        // forwards each shard's share (one hop per shard).
-                        let addr = if partitions.len() > 1 {
-                            opts.bootstrap.clone()
-                        } else {
-                            route.addr.clone()
-                        };
-                        let pacing = Pacing {
-                            budget: budget.clone(),
-                            deadline,
-                            start,
-                            interval,
-                            progress: progress.clone(),
-                        };
-                        tasks.push(glommio::spawn_local(one_connection(
-                            opts.clone(),
-                            addr,
-                            partitions,
-                            pacing,
-                        )));
-                    }
-                    let mut results = Vec::new();
-                    for t in tasks {
-                        results.push(t.await?);
-                    }
-                    Ok::<Vec<ConnResult>, String>(results)
-                }
+                let share = Share {
+                    me,
+                    cores,
+                    bytes: total / cores as u64,
+                    interval,
+                };
+                executor_connections(opts, routes, share, progress)
             }
         })
         .map_err(|e| e.to_string())?;
-    let mut hist = histogram();
-    let (mut bytes, mut records) = (0u64, 0u64);
-    for r in handles.join_all() {
-        let conns = r.map_err(|e| format!("client executor failed: {e:?}"))??;
-        for c in conns {
-            bytes += c.bytes;
-            records += c.records;
-            hist.add(&c.hist).map_err(|e| e.to_string())?;
-        }
-    }
+    let (bytes, records, hist) = sum_results(handles.join_all())?;
     let seconds = start_all.elapsed().as_secs_f64();
     let throughput_mb_per_s = sampler.stop();
     progress.finish_and_clear();
@@ -354,6 +315,76 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
         server,
         throughput_mb_per_s,
     })
+}
+
+/// What one client executor does: its index, how many there are, its share of the bytes,
+/// and the open-loop interval.
+struct Share {
+    me: usize,
+    cores: usize,
+    bytes: u64,
+    interval: Option<Duration>,
+}
+
+/// One client executor: its connections (every `cores`-th), each to its partitions.
+async fn executor_connections(
+    opts: WriteOpts,
+    routes: Vec<crate::cluster::PartitionRoute>,
+    share: Share,
+    progress: ProgressBar,
+) -> Result<Vec<ConnResult>, String> {
+    let budget = Rc::new(Cell::new(share.bytes as i64));
+    let start = Instant::now();
+    let deadline = opts
+        .duration_secs
+        .map(|s| start + Duration::from_secs_f64(s));
+    let mut tasks = Vec::new();
+    for conn in (0..opts.connections).filter(|c| c % share.cores == share.me % share.cores) {
+        let partitions = partitions_of(conn, opts.partitions_per_request, &routes);
+        // A request for several partitions goes to the bootstrap, which forwards each
+        // shard's share (one hop per shard).
+        let addr = if partitions.len() > 1 {
+            opts.bootstrap.clone()
+        } else {
+            routes[conn % routes.len()].addr.clone()
+        };
+        let pacing = Pacing {
+            budget: budget.clone(),
+            deadline,
+            start,
+            interval: share.interval,
+            progress: progress.clone(),
+        };
+        tasks.push(glommio::spawn_local(one_connection(
+            opts.clone(),
+            addr,
+            partitions,
+            pacing,
+        )));
+    }
+    let mut results = Vec::new();
+    for t in tasks {
+        results.push(t.await?);
+    }
+    Ok(results)
+}
+
+/// What one client executor's thread gave back.
+type Joined = Result<Result<Vec<ConnResult>, String>, glommio::GlommioError<()>>;
+
+/// Bytes, records and latencies of every connection of every client executor.
+fn sum_results(joined: Vec<Joined>) -> Result<(u64, u64, Histogram<u64>), String> {
+    let mut hist = histogram();
+    let (mut bytes, mut records) = (0u64, 0u64);
+    for r in joined {
+        let conns = r.map_err(|e| format!("client executor failed: {e:?}"))??;
+        for c in conns {
+            bytes += c.bytes;
+            records += c.records;
+            hist.add(&c.hist).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok((bytes, records, hist))
 }
 
 /// Samples the bytes acknowledged so far (the progress bar's position) 10 times a second,

@@ -103,6 +103,26 @@ impl ServerHandle {
     }
 }
 
+/// Waits until each of the `n` shards reports it is listening; on the first failure stops
+/// the others and returns that failure.
+fn wait_until_ready(
+    handle: ServerHandle,
+    ready: &mpsc::Receiver<Result<usize, String>>,
+    n: usize,
+) -> Result<ServerHandle, String> {
+    for _ in 0..n {
+        let failure = match ready.recv() {
+            Ok(Ok(_)) => continue,
+            Ok(Err(e)) => e,
+            Err(_) => "a shard exited during start-up".to_string(),
+        };
+        handle.stop.notify();
+        let _ = handle.wait();
+        return Err(failure);
+    }
+    Ok(handle)
+}
+
 /// Starts the server and returns once every shard is listening.
 pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     config.validate()?;
@@ -162,21 +182,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
         _lock: lock,
         _mesh: mesh,
     };
-    for _ in 0..n {
-        match ready_rx.recv() {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                handle.stop.notify();
-                let _ = handle.wait();
-                return Err(e);
-            }
-            Err(_) => {
-                handle.stop.notify();
-                let _ = handle.wait();
-                return Err("a shard exited during start-up".into());
-            }
-        }
-    }
+    let handle = wait_until_ready(handle, &ready_rx, n)?;
     tracing::info!(
         listen = %config.listen,
         kafka_listen = ?config.kafka_listen,
