@@ -7,6 +7,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use super::snapshot::{Kind, SHARD_VALUES};
 use super::{Distribution, MetricsSnapshot};
 
 /// Bucket bounds of latency histograms, in seconds: 5 us to 10 s.
@@ -206,7 +207,7 @@ impl Snapshots {
     }
 
     fn encode_storage(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        for v in SHARD_VALUES {
+        for v in &SHARD_VALUES {
             let rows = self.per_shard(v.get);
             match v.kind {
                 Kind::Counter => counter(e, v.name, v.help, &rows)?,
@@ -229,102 +230,6 @@ impl Snapshots {
         )
     }
 }
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Counter,
-    Gauge,
-}
-
-/// A per-shard value: its name (after `shardlog_`), kind, how to read it, and help text.
-struct ShardValue {
-    name: &'static str,
-    kind: Kind,
-    get: fn(&MetricsSnapshot) -> u64,
-    help: &'static str,
-}
-
-/// Every per-shard value, one row each.
-const SHARD_VALUES: [ShardValue; 13] = [
-    ShardValue {
-        name: "device_reads",
-        kind: Kind::Counter,
-        get: |s| s.gauges.device_reads,
-        help: "Reads submitted to the device (each at most 1 MiB).",
-    },
-    ShardValue {
-        name: "cache_hits",
-        kind: Kind::Counter,
-        get: |s| s.gauges.cache_hits,
-        help: "Page-cache lookups that hit.",
-    },
-    ShardValue {
-        name: "cache_misses",
-        kind: Kind::Counter,
-        get: |s| s.gauges.cache_misses,
-        help: "Page-cache lookups that missed.",
-    },
-    ShardValue {
-        name: "cache_bytes",
-        kind: Kind::Gauge,
-        get: |s| s.gauges.cache_bytes,
-        help: "Bytes held by the page cache.",
-    },
-    ShardValue {
-        name: "cache_budget_bytes",
-        kind: Kind::Gauge,
-        get: |s| s.gauges.cache_budget_bytes,
-        help: "The page cache's budget.",
-    },
-    ShardValue {
-        name: "open_partitions",
-        kind: Kind::Gauge,
-        get: |s| s.gauges.open_partitions,
-        help: "Partitions this shard owns and has open.",
-    },
-    ShardValue {
-        name: "open_segments",
-        kind: Kind::Gauge,
-        get: |s| s.open_segments,
-        help: "Segments of the open partitions.",
-    },
-    ShardValue {
-        name: "open_fds",
-        kind: Kind::Gauge,
-        get: |s| s.gauges.open_fds,
-        help: "File descriptors the process has open (reported by shard 0).",
-    },
-    ShardValue {
-        name: "connections",
-        kind: Kind::Gauge,
-        get: |s| s.gauges.connections,
-        help: "Client connections served by this shard.",
-    },
-    ShardValue {
-        name: "inflight_bytes",
-        kind: Kind::Gauge,
-        get: |s| s.gauges.inflight_budget_used_bytes,
-        help: "Request and reply bytes held against the shard's budget.",
-    },
-    ShardValue {
-        name: "recovery_truncations",
-        kind: Kind::Counter,
-        get: |s| s.recovery_truncations,
-        help: "Segment tails truncated by crash recovery at start.",
-    },
-    ShardValue {
-        name: "cleaner_runs",
-        kind: Kind::Counter,
-        get: |s| s.cleaner_runs,
-        help: "Compaction runs committed.",
-    },
-    ShardValue {
-        name: "cleaner_bytes_removed",
-        kind: Kind::Counter,
-        get: |s| s.cleaner_bytes_removed,
-        help: "Bytes compaction removed.",
-    },
-];
 
 impl Collector for Snapshots {
     fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {

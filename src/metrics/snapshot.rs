@@ -103,11 +103,11 @@ impl MetricsSnapshot {
             name: "group_commit.commands".into(),
             dist: self.group_commit.clone(),
         });
-        values.push(("recovery_truncations".into(), self.recovery_truncations));
-        values.push(("cleaner_runs".into(), self.cleaner_runs));
-        values.push(("cleaner_bytes_removed".into(), self.cleaner_bytes_removed));
-        values.push(("open_segments".into(), self.open_segments));
-        values.extend(gauge_values(&self.gauges));
+        values.extend(
+            SHARD_VALUES
+                .iter()
+                .map(|v| (v.name.to_string(), (v.get)(self))),
+        );
         MetricsReport {
             shards: self.shards,
             distributions,
@@ -116,33 +116,104 @@ impl MetricsSnapshot {
     }
 }
 
-/// Values that are levels now, not counts since start (`since` keeps them as they are).
-pub const GAUGES: [&str; 7] = [
-    "open_partitions",
-    "open_segments",
-    "open_fds",
-    "connections",
-    "cache_bytes",
-    "cache_budget_bytes",
-    "inflight_budget_used_bytes",
-];
-
-fn gauge_values(g: &Gauges) -> Vec<(String, u64)> {
-    [
-        ("open_partitions", g.open_partitions),
-        ("open_fds", g.open_fds),
-        ("connections", g.connections),
-        ("device_reads", g.device_reads),
-        ("cache_hits", g.cache_hits),
-        ("cache_misses", g.cache_misses),
-        ("cache_bytes", g.cache_bytes),
-        ("cache_budget_bytes", g.cache_budget_bytes),
-        ("inflight_budget_used_bytes", g.inflight_budget_used_bytes),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
+/// Whether a value counts since start or is a level now.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
 }
+
+/// A per-shard value: its name (in the Metrics API; `shardlog_<name>` in Prometheus), kind,
+/// how to read it from a snapshot, and help text.
+pub struct ShardValue {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub get: fn(&MetricsSnapshot) -> u64,
+    pub help: &'static str,
+}
+
+/// Every per-shard value, one row each: the one list the Metrics API, `since` and the
+/// Prometheus endpoint read.
+pub const SHARD_VALUES: [ShardValue; 13] = [
+    ShardValue {
+        name: "device_reads",
+        kind: Kind::Counter,
+        get: |s| s.gauges.device_reads,
+        help: "Reads submitted to the device (each at most 1 MiB).",
+    },
+    ShardValue {
+        name: "cache_hits",
+        kind: Kind::Counter,
+        get: |s| s.gauges.cache_hits,
+        help: "Page-cache lookups that hit.",
+    },
+    ShardValue {
+        name: "cache_misses",
+        kind: Kind::Counter,
+        get: |s| s.gauges.cache_misses,
+        help: "Page-cache lookups that missed.",
+    },
+    ShardValue {
+        name: "cache_bytes",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.cache_bytes,
+        help: "Bytes held by the page cache.",
+    },
+    ShardValue {
+        name: "cache_budget_bytes",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.cache_budget_bytes,
+        help: "The page cache's budget.",
+    },
+    ShardValue {
+        name: "open_partitions",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.open_partitions,
+        help: "Partitions this shard owns and has open.",
+    },
+    ShardValue {
+        name: "open_segments",
+        kind: Kind::Gauge,
+        get: |s| s.open_segments,
+        help: "Segments of the open partitions.",
+    },
+    ShardValue {
+        name: "open_fds",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.open_fds,
+        help: "File descriptors the process has open (reported by shard 0).",
+    },
+    ShardValue {
+        name: "connections",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.connections,
+        help: "Client connections served by this shard.",
+    },
+    ShardValue {
+        name: "inflight_budget_used_bytes",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.inflight_budget_used_bytes,
+        help: "Request and reply bytes held against the shard's budget.",
+    },
+    ShardValue {
+        name: "recovery_truncations",
+        kind: Kind::Counter,
+        get: |s| s.recovery_truncations,
+        help: "Segment tails truncated by crash recovery at start.",
+    },
+    ShardValue {
+        name: "cleaner_runs",
+        kind: Kind::Counter,
+        get: |s| s.cleaner_runs,
+        help: "Compaction runs committed.",
+    },
+    ShardValue {
+        name: "cleaner_bytes_removed",
+        kind: Kind::Counter,
+        get: |s| s.cleaner_bytes_removed,
+        help: "Bytes compaction removed.",
+    },
+];
 
 impl MetricsReport {
     /// Adds another shard's report: same names are summed, new names appended.
@@ -179,7 +250,7 @@ impl MetricsReport {
         let values = self
             .values
             .iter()
-            .map(|(k, v)| match GAUGES.contains(&k.as_str()) {
+            .map(|(k, v)| match is_gauge(k) {
                 true => (k.clone(), *v),
                 false => (k.clone(), v.saturating_sub(earlier.value(k).unwrap_or(0))),
             })
@@ -201,4 +272,11 @@ impl MetricsReport {
     pub fn value(&self, name: &str) -> Option<u64> {
         self.values.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
     }
+}
+
+/// Whether `name` is a level now (kept as it is by `since`), not a count since start.
+fn is_gauge(name: &str) -> bool {
+    SHARD_VALUES
+        .iter()
+        .any(|v| v.name == name && v.kind == Kind::Gauge)
 }
