@@ -6,8 +6,6 @@
 use crate::metrics::{self, Stage};
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
-
 use super::index_state::IndexState;
 use super::offset_index::{IndexHit, OffsetIndex, OffsetPosition};
 use super::paged_index::PagedIndexes;
@@ -19,7 +17,7 @@ use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::format::batch::{check_framing_and_crc_with, RecordsSection, HEADER_SIZE};
 use crate::format::{BatchError, BatchHeader};
-use crate::io::chain::ByteChain;
+use crate::io::chain::{ByteChain, ByteRun};
 use crate::io::{LogFile, OpenMode};
 
 /// Bytes a lookup reads from the index position in one go: enough to cover the
@@ -600,7 +598,7 @@ impl Segment {
         data.truncate(want);
         // Whole batches only; serve the batches before a corrupt one, and report it when it
         // comes first.
-        let valid = self.verified_chain_prefix(found.position, &data)?;
+        let valid = self.verified_prefix(found.position, &data)?;
         data.truncate(valid);
         Ok(Some(data))
     }
@@ -608,13 +606,16 @@ impl Segment {
     /// Checks framing and CRC of the batches in bytes read from `position`, so corrupt
     /// bytes on disk are reported (file and position), never served. Returns the length of
     /// the prefix of whole valid batches; an error when the very first batch is bad.
-    fn verified_chain_prefix(&self, position: u64, data: &ByteChain) -> Result<usize> {
+    fn verified_prefix<R: ByteRun + ?Sized>(&self, position: u64, data: &R) -> Result<usize> {
+        let len = data.run_len();
         let mut at = 0usize;
-        while at < data.len() {
-            let header = data.copy_range(at, at + HEADER_SIZE);
+        while at < len {
+            let header = data.range(at, at + HEADER_SIZE);
             let checked = BatchHeader::parse(&header).and_then(|h| {
-                let available = h.size().min(data.len() - at);
-                check_framing_and_crc_with(&header, available, |a, b| data.crc32c(at + a, at + b))
+                let available = h.size().min(len - at);
+                check_framing_and_crc_with(&header, available, |a, b| {
+                    data.crc32c_of(at + a, at + b)
+                })
             });
             match checked {
                 Ok(h) => at += h.size(),
@@ -625,18 +626,13 @@ impl Segment {
                     let what = e.to_string();
                     tracing::error!(file = %self.log.path().display(), position = pos, %what, "corrupt batch in the log");
                     // A flip on the way from the device must not stay in memory.
-                    self.log.forget_cached(position, data.len());
+                    self.log.forget_cached(position, len);
                     return Err(Error::corruption(self.log.path(), pos, what));
                 }
                 Err(_) => break,
             }
         }
         Ok(at)
-    }
-
-    /// [`Self::verified_chain_prefix`] for one contiguous buffer.
-    fn verified_prefix(&self, position: u64, data: &[u8]) -> Result<usize> {
-        self.verified_chain_prefix(position, &ByteChain::from(Bytes::copy_from_slice(data)))
     }
 
     fn verify_batches(&self, position: u64, data: &[u8]) -> Result<()> {
