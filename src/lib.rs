@@ -11,7 +11,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
-mod alloc_guard;
+pub mod alloc_guard;
 pub mod config;
 pub mod error;
 pub mod format;
@@ -20,6 +20,7 @@ pub mod io;
 pub mod kafka;
 pub mod log;
 pub mod metrics;
+pub mod tasks;
 pub mod time;
 pub mod tools;
 

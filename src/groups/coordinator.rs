@@ -204,7 +204,7 @@ fn apply(rec: OffsetRecord) {
 /// older than `offsets.retention.minutes`, and commits for topics that no longer exist, are
 /// deleted (tombstones in the offsets log), as Kafka's offset expiration does.
 fn spawn_offset_expiry(shard: Rc<Shard>) {
-    glommio::spawn_local(async move {
+    crate::tasks::spawn(async move {
         let every =
             std::time::Duration::from_millis(shard.config.offsets_retention_check_interval_ms);
         loop {

@@ -155,7 +155,7 @@ pub fn prepare_rebalance(shard: &Rc<Shard>, name: &str, g: &mut Group) {
         0
     };
     let name = name.to_string();
-    glommio::spawn_local(async move {
+    crate::tasks::spawn(async move {
         // glommio runs a spawned task at once, inside the caller's borrow of the group:
         // step out first.
         futures_lite::future::yield_now().await;
@@ -358,7 +358,7 @@ fn watch_sessions(shard: &Rc<Shard>, name: &str, g: &mut Group) {
     }
     g.expiry_running = true;
     let (shard, name) = (shard.clone(), name.to_string());
-    glommio::spawn_local(async move {
+    crate::tasks::spawn(async move {
         // Run after the caller's borrow of the group ends (spawned tasks start at once).
         futures_lite::future::yield_now().await;
         loop {

@@ -347,7 +347,7 @@ impl LogFile {
     fn submit(&mut self, buf: IoBuf, pos: u64) {
         let file = self.file.clone();
         let expected = buf.len();
-        let task = glommio::spawn_local(async move { file.write_at(buf, pos).await });
+        let task = crate::tasks::spawn(async move { file.write_at(buf, pos).await });
         self.in_flight.push_back(InFlight {
             end: pos + expected as u64,
             task,

@@ -35,7 +35,7 @@ impl FdPool {
                 break;
             };
             // A read in flight keeps its own reference; the descriptor closes after it.
-            glommio::spawn_local(async move {
+            crate::tasks::spawn(async move {
                 let _ = evicted.close().await;
             })
             .detach();

@@ -14,7 +14,6 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::errors::{self, kafka_code};
 use super::Context;
-use crate::io::deadline::before;
 use crate::server::budget::Reservation;
 use crate::server::messages::{OpOk, PartitionOp};
 
@@ -169,41 +168,19 @@ fn failed(error: i16) -> Fetched {
     }
 }
 
-/// Waits until any requested partition grows past what was read, or the deadline.
+/// Waits until any requested partition grows past the log end just read, or the deadline.
 async fn wait_for_append(
     ctx: &Context<'_>,
     wanted: &[Wanted],
     results: &[Fetched],
     deadline: Instant,
 ) {
-    let timeout_ms = deadline
-        .saturating_duration_since(Instant::now())
-        .as_millis() as u64;
-    let (tx, rx) = glommio::channels::local_channel::new_bounded(wanted.len().max(1));
-    let tx = std::rc::Rc::new(tx);
-    // One wait per distinct partition, however often the request names it.
-    let mut seen = std::collections::HashSet::new();
-    let distinct = wanted
+    let waits = wanted
         .iter()
         .zip(results)
-        .filter(|(w, _)| seen.insert((w.topic.as_str(), w.partition)));
-    let waits = distinct.map(|(w, r)| {
-        let shard = ctx.shard.clone();
-        let (topic, partition) = (w.topic.clone(), w.partition);
-        let after = r.high_watermark.max(w.offset) - 1;
-        let tx = tx.clone();
-        async move {
-            let op = PartitionOp::WaitForAppend { after, timeout_ms };
-            let _ = shard.partition_op(&topic, partition, op).await;
-            let _ = tx.try_send(());
-        }
-    });
-    // Dropping the tasks when the first wakes us cancels the local waits; a wait on
-    // another shard ends there at its own timeout.
-    let tasks: Vec<_> = waits.map(glommio::spawn_local).collect();
-    let left = deadline.saturating_duration_since(Instant::now());
-    let _ = before(left, rx.recv()).await;
-    drop(tasks);
+        .map(|(w, r)| (w.topic.clone(), w.partition, r.high_watermark))
+        .collect();
+    crate::server::long_poll::wait_any(ctx.shard, waits, deadline).await;
 }
 
 fn response(

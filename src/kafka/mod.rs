@@ -99,7 +99,7 @@ async fn dispatch(
 async fn join_all<T: 'static>(
     ops: impl IntoIterator<Item = impl std::future::Future<Output = T> + 'static>,
 ) -> Vec<T> {
-    let tasks: Vec<_> = ops.into_iter().map(glommio::spawn_local).collect();
+    let tasks: Vec<_> = ops.into_iter().map(crate::tasks::spawn).collect();
     let mut out = Vec::with_capacity(tasks.len());
     for t in tasks {
         out.push(t.await);

@@ -59,7 +59,7 @@ impl SequentialReader {
             let pos = self.next_pos;
             let len = ((self.end - pos) as usize).min(self.pace.chunk);
             let file = self.file.clone();
-            self.in_flight.push_back(glommio::spawn_local(
+            self.in_flight.push_back(crate::tasks::spawn(
                 async move { file.read_at(pos, len).await },
             ));
             self.next_pos += len as u64;

@@ -43,6 +43,13 @@ pub struct Gauges {
     pub cache_bytes: u64,
     pub cache_budget_bytes: u64,
     pub inflight_budget_used_bytes: u64,
+    /// Tasks alive on the shard's thread.
+    pub tasks: u64,
+    /// Long polls registered on the shard's partitions.
+    pub append_waiters: u64,
+    /// The process's live heap (reported by shard 0 only, so sums stay right).
+    pub heap_live_bytes: u64,
+    pub heap_live_blocks: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -134,7 +141,7 @@ pub struct ShardValue {
 
 /// Every per-shard value, one row each: the one list the Metrics API, `since` and the
 /// Prometheus endpoint read.
-pub const SHARD_VALUES: [ShardValue; 13] = [
+pub const SHARD_VALUES: [ShardValue; 17] = [
     ShardValue {
         name: "device_reads",
         kind: Kind::Counter,
@@ -194,6 +201,30 @@ pub const SHARD_VALUES: [ShardValue; 13] = [
         kind: Kind::Gauge,
         get: |s| s.gauges.inflight_budget_used_bytes,
         help: "Request and reply bytes held against the shard's budget.",
+    },
+    ShardValue {
+        name: "tasks",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.tasks,
+        help: "Tasks alive on the shard (requests, partition tasks, waits).",
+    },
+    ShardValue {
+        name: "append_waiters",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.append_waiters,
+        help: "Long-poll fetches waiting for an append to one of the shard's partitions.",
+    },
+    ShardValue {
+        name: "heap_live_bytes",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.heap_live_bytes,
+        help: "Heap bytes the process holds, counted by its allocator (reported by shard 0).",
+    },
+    ShardValue {
+        name: "heap_live_blocks",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.heap_live_blocks,
+        help: "Heap blocks the process holds (reported by shard 0).",
     },
     ShardValue {
         name: "recovery_truncations",

@@ -105,7 +105,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
         shard.inflight.clone(),
     );
     let (tx, rx) = local_channel::new_bounded(MAX_QUEUED_REQUESTS);
-    let writer_task = glommio::spawn_local(write_replies(writer, rx, request_timeout, wire));
+    let writer_task = crate::tasks::spawn(write_replies(writer, rx, request_timeout, wire));
     // Buffered: a small request's size prefix and body usually arrive in one recv.
     let mut reader = stream.buffered();
     let shutdown = shard.shutdown_listener();
@@ -122,13 +122,13 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
             Next::Frame(body, reservation, started, frame_read) => {
                 let bytes_in = body.len() + 4;
                 let task = match wire {
-                    Wire::Native => glommio::spawn_local(handle_frame(
+                    Wire::Native => crate::tasks::spawn(handle_frame(
                         shard.clone(),
                         body,
                         peer,
                         budget.clone(),
                     )),
-                    Wire::Kafka => glommio::spawn_local(crate::kafka::handle_frame(
+                    Wire::Kafka => crate::tasks::spawn(crate::kafka::handle_frame(
                         shard.clone(),
                         body,
                         peer,
@@ -148,7 +148,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
             }
             Next::Refuse(frame) => {
                 let queued = Queued {
-                    task: glommio::spawn_local(async move { Reply::frame(frame) }),
+                    task: crate::tasks::spawn(async move { Reply::frame(frame) }),
                     request_budget: Reservation::default(),
                     started: Instant::now(),
                     frame_read: Duration::ZERO,

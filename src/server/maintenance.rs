@@ -42,7 +42,7 @@ fn queue() -> TaskQueueHandle {
 
 /// Starts the shard's maintenance loop in its own low-priority task queue.
 pub fn spawn(shard: Rc<Shard>) {
-    match glommio::spawn_local_into(run(shard), queue()) {
+    match crate::tasks::spawn_into(run(shard), queue()) {
         Ok(task) => {
             task.detach();
         }
@@ -161,7 +161,7 @@ pub async fn maintain_now(shard: &Shard, handle: &PartitionHandle) -> Maintenanc
         summary.records_removed = clean(limits, &handle, now, true).await;
         summary
     };
-    match glommio::spawn_local_into(work, queue()) {
+    match crate::tasks::spawn_into(work, queue()) {
         Ok(task) => task.await,
         Err(e) => {
             tracing::error!(error = %e, "could not run log maintenance");

@@ -32,11 +32,6 @@ pub enum PartitionOp {
         max_bytes: usize,
     },
     DropOsCaches,
-    /// Long poll: completes when the log end passes `after`, or after `timeout_ms`.
-    WaitForAppend {
-        after: i64,
-        timeout_ms: u64,
-    },
     /// DeleteRecords: move the log start offset to `offset` (-1: the log end).
     DeleteRecords {
         offset: i64,
@@ -209,10 +204,28 @@ pub enum ShardOp {
     },
     /// The groups this shard coordinates.
     ListGroups,
+    /// Long poll: completes when the log end of any of these partitions this shard owns
+    /// passes its `after` (topic, partition, after), or after `timeout_ms`. The requester
+    /// cancels it (`MeshMsg::Cancel`) when it stops waiting.
+    WaitForAppends {
+        waits: Vec<(String, u32, i64)>,
+        timeout_ms: u64,
+    },
+}
+
+impl ShardOp {
+    /// Whether a requester that stops waiting cancels the op on the peer: only waits, which
+    /// change nothing. Every other op runs to its end once sent (an admin step cut in the
+    /// middle would leave the shards disagreeing).
+    pub fn cancellable(&self) -> bool {
+        matches!(self, ShardOp::WaitForAppends { .. })
+    }
 }
 
 #[derive(Debug)]
 pub enum MeshMsg {
     Request { id: u64, from: usize, op: ShardOp },
     Response { id: u64, result: OpResult },
+    /// The requester of a cancellable op stopped waiting: the peer drops it, no reply.
+    Cancel { id: u64, from: usize },
 }

@@ -32,7 +32,7 @@ pub async fn serve(shard: Rc<Shard>, listener: TcpListener) {
             None => break,
             Some(Ok(stream)) => {
                 let shard = shard.clone();
-                glommio::spawn_local(async move {
+                crate::tasks::spawn(async move {
                     one_request(&shard, stream).await;
                     drop(permit);
                 })

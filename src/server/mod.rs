@@ -3,6 +3,7 @@
 //! for partitions it does not own to their owner over the channel mesh.
 
 pub(crate) mod admin;
+mod append_watch;
 pub(crate) mod budget;
 pub mod config;
 pub mod config_keys;
@@ -12,6 +13,7 @@ mod group_admin;
 pub(crate) mod handlers;
 pub(crate) mod limits;
 mod log_admin;
+pub(crate) mod long_poll;
 mod maintenance;
 pub(crate) mod messages;
 mod metrics_http;
@@ -232,7 +234,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<(TcpListener, Wire)>, Stri
     }
     if let (Some(addr), 0) = (cfg.metrics_listen, shard.id) {
         let listener = bind(addr).await?;
-        glommio::spawn_local(metrics_http::serve(shard.clone(), listener)).detach();
+        crate::tasks::spawn(metrics_http::serve(shard.clone(), listener)).detach();
     }
     Ok(listeners)
 }
@@ -258,7 +260,7 @@ async fn run_shard(
     );
     for (_, rx) in receivers.streams() {
         let shard = shard.clone();
-        glommio::spawn_local(async move {
+        crate::tasks::spawn(async move {
             while let Some(msg) = rx.recv().await {
                 shard.on_mesh_message(msg);
             }
@@ -270,7 +272,7 @@ async fn run_shard(
         Ok(listeners) => {
             let _ = ready.send(Ok(id));
             for (listener, wire) in listeners {
-                glommio::spawn_local(accept_loop(shard.clone(), listener, wire)).detach();
+                crate::tasks::spawn(accept_loop(shard.clone(), listener, wire)).detach();
             }
             // Parked on the reactor until a stop: no polling timer.
             stop.wait().await;
@@ -358,7 +360,7 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener, wire: Wire) {
                         limit,
                         "connection limit reached; refusing a connection"
                     );
-                    glommio::spawn_local(connection::refuse_connection(stream, limit)).detach();
+                    crate::tasks::spawn(connection::refuse_connection(stream, limit)).detach();
                     continue;
                 }
                 let writer = match connection::writer_half(&stream) {
@@ -372,7 +374,7 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener, wire: Wire) {
                 backoff.reset();
                 shard.connections.set(shard.connections.get() + 1);
                 let shard = shard.clone();
-                glommio::spawn_local(async move {
+                crate::tasks::spawn(async move {
                     connection::serve(shard.clone(), stream, writer, wire).await;
                     shard.connections.set(shard.connections.get() - 1);
                 })

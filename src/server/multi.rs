@@ -68,7 +68,7 @@ async fn run_on_owners<T>(
         .map(|(owner, group)| {
             let indexes: Vec<usize> = group.iter().map(|g| g.0).collect();
             let (n, op, shard) = (group.len(), make(group), shard.clone());
-            let task = glommio::spawn_local(async move {
+            let task = crate::tasks::spawn(async move {
                 let answer = if owner == shard.id {
                     shard.execute(op).await
                 } else {

@@ -8,6 +8,7 @@ use std::time::Instant;
 use crate::io::chain::ByteChain;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 
+use super::append_watch::AppendWatch;
 use super::messages::{OpOk, OpResult, PartitionOp, PartitionSummary};
 use crate::io::deadline::before;
 use crate::log::cleaner::CleanedLog;
@@ -61,26 +62,6 @@ pub struct PartitionHandle {
     appends: std::rc::Rc<AppendWatch>,
 }
 
-/// The partition's visible log end, and the fetches long-polling for it to move (Kafka's
-/// Fetch max_wait_ms / min_bytes): woken by the actor after a group of appends, never by
-/// polling. Lives on the owner shard only.
-#[derive(Default)]
-pub struct AppendWatch {
-    end: std::cell::Cell<i64>,
-    waiters: std::cell::RefCell<Vec<LocalSender<()>>>,
-}
-
-impl AppendWatch {
-    fn advanced_to(&self, end: i64) {
-        if end == self.end.replace(end) {
-            return;
-        }
-        for w in self.waiters.borrow_mut().drain(..) {
-            let _ = w.try_send(());
-        }
-    }
-}
-
 /// Most commands one group takes, so a flood of produces still gets replies regularly.
 const MAX_GROUP: usize = 256;
 /// A partition with no command for this long gives back its 1 MiB staging buffer.
@@ -89,23 +70,17 @@ const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_millis(500);
 impl PartitionHandle {
     pub fn spawn(log: PartitionLog) -> Self {
         let (tx, rx) = local_channel::new_unbounded();
-        let appends = std::rc::Rc::new(AppendWatch::default());
-        appends.end.set(log.visible_end_offset());
-        glommio::spawn_local(run(log, rx, appends.clone())).detach();
+        let appends = AppendWatch::new(log.visible_end_offset());
+        crate::tasks::spawn(run(log, rx, appends.clone())).detach();
         PartitionHandle {
             tx: std::rc::Rc::new(tx),
             appends,
         }
     }
 
-    /// Waits until the log end passes `after`, at most `timeout`; true if it did.
-    pub async fn wait_for_append(&self, after: i64, timeout: std::time::Duration) -> bool {
-        if self.appends.end.get() > after {
-            return true;
-        }
-        let (tx, rx) = local_channel::new_bounded(1);
-        self.appends.waiters.borrow_mut().push(tx);
-        before(timeout, rx.recv()).await.is_some() || self.appends.end.get() > after
+    /// The partition's log end and the long polls waiting for it to move.
+    pub fn append_watch(&self) -> std::rc::Rc<AppendWatch> {
+        self.appends.clone()
     }
 
     /// Runs an operation on the partition and waits for its result.
@@ -266,10 +241,10 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             segments: log.segments().len() as u32,
         })),
         PartitionOp::SetConfig(config) => log.set_config(config).map(|_| OpOk::Done),
-        PartitionOp::Maintain | PartitionOp::WaitForAppend { .. } => {
+        PartitionOp::Maintain => {
             return Err((
                 ErrorCode::Internal,
-                "maintenance and long polls run through the shard, not the partition task".into(),
+                "maintenance runs through the shard, not the partition task".into(),
             ))
         }
     };

@@ -37,6 +37,9 @@ pub struct Shard {
     previous_shutdown_clean: bool,
     senders: Senders<MeshMsg>,
     pending: RefCell<HashMap<u64, LocalSender<OpResult>>>,
+    /// Cancellable ops peers asked of this shard, by (peer, id): dropping the sender ends
+    /// the op (`MeshMsg::Cancel`).
+    cancellable: RefCell<HashMap<(usize, u64), LocalSender<()>>>,
     next_id: Cell<u64>,
     topics: RefCell<BTreeMap<String, TopicMeta>>,
     partitions: RefCell<HashMap<(String, u32), PartitionHandle>>,
@@ -52,6 +55,23 @@ pub struct Shard {
     pub drained_peers: Cell<usize>,
     /// Request and reply bytes all connections of this shard may hold at once.
     pub inflight: Rc<Semaphore>,
+}
+
+/// A request sent to a peer and not yet answered: dropped early (its requester gave up),
+/// it forgets the request and, for a cancellable op, tells the peer to drop it.
+struct Outstanding {
+    shard: Rc<Shard>,
+    peer: usize,
+    id: u64,
+    cancel: bool,
+}
+
+impl Drop for Outstanding {
+    fn drop(&mut self) {
+        if self.shard.pending.borrow_mut().remove(&self.id).is_some() && self.cancel {
+            self.shard.cancel_remote(self.peer, self.id);
+        }
+    }
 }
 
 fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, (ErrorCode, String)> {
@@ -78,6 +98,7 @@ impl Shard {
             config,
             senders,
             pending: RefCell::new(HashMap::new()),
+            cancellable: RefCell::new(HashMap::new()),
             next_id: Cell::new(1),
             topics: RefCell::new(BTreeMap::new()),
             partitions: RefCell::new(HashMap::new()),
@@ -240,7 +261,7 @@ impl Shard {
             .into_iter()
             .map(|(topic, partition, op)| {
                 let me = self.clone();
-                glommio::spawn_local(
+                crate::tasks::spawn(
                     async move { me.local_partition_op(&topic, partition, op).await },
                 )
             })
@@ -262,15 +283,7 @@ impl Shard {
             Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
                 super::maintenance::maintain_now(self, &h).await,
             )),
-            // Waits outside the partition's task: a waiting fetch must not hold it up.
-            Some(h) => match op {
-                PartitionOp::WaitForAppend { after, timeout_ms } => {
-                    let wait = std::time::Duration::from_millis(timeout_ms);
-                    h.wait_for_append(after, wait).await;
-                    Ok(OpOk::Done)
-                }
-                op => h.call(op).await,
-            },
+            Some(h) => h.call(op).await,
             None if !self.ready.get() => err(
                 ErrorCode::NotReady,
                 format!(
@@ -299,7 +312,8 @@ impl Shard {
         local.and(remote)
     }
 
-    /// Sends an operation to another shard and waits for its answer.
+    /// Sends an operation to another shard and waits for its answer. Dropped before the
+    /// answer, it forgets the request, and cancels a cancellable op on the peer.
     pub async fn remote(self: &Rc<Self>, peer: usize, op: ShardOp) -> OpResult {
         let id = self.next_id.get();
         self.next_id.set(id + 1);
@@ -311,6 +325,13 @@ impl Shard {
             ShardOp::FetchInOrder { .. } => true,
             _ => false,
         };
+        let mut outstanding = Outstanding {
+            shard: self.clone(),
+            peer,
+            id,
+            cancel: false,
+        };
+        let cancellable = op.cancellable();
         let msg = MeshMsg::Request {
             id,
             from: self.id,
@@ -318,13 +339,14 @@ impl Shard {
         };
         let t0 = std::time::Instant::now();
         if self.senders.send_to(peer, msg).await.is_err() {
-            self.pending.borrow_mut().remove(&id);
             return err(ErrorCode::Internal, format!("shard {peer} is unreachable"));
         }
+        outstanding.cancel = cancellable;
         let answer = rx
             .recv()
             .await
             .unwrap_or_else(|| err(ErrorCode::Internal, "reply channel closed"));
+        outstanding.cancel = false;
         if timed {
             crate::metrics::record_since(crate::metrics::Stage::MeshRoundTrip, t0);
         }
@@ -337,7 +359,7 @@ impl Shard {
         for peer in (0..self.n).filter(|&p| p != self.id) {
             let me = self.clone();
             let op = op.clone();
-            tasks.push(glommio::spawn_local(
+            tasks.push(crate::tasks::spawn(
                 async move { me.remote(peer, op).await },
             ));
         }
@@ -354,18 +376,28 @@ impl Shard {
     /// sent from there, never from the receive loop (two full queues would deadlock).
     pub fn on_mesh_message(self: &Rc<Self>, msg: MeshMsg) {
         match msg {
+            MeshMsg::Request { id, from, op } if op.cancellable() => {
+                let (cancel, cancelled) = local_channel::new_bounded::<()>(1);
+                self.cancellable.borrow_mut().insert((from, id), cancel);
+                let me = self.clone();
+                crate::tasks::spawn(async move {
+                    let result = futures_lite::future::or(async { Some(me.execute(op).await) }, async {
+                        cancelled.recv().await;
+                        None
+                    })
+                    .await;
+                    me.cancellable.borrow_mut().remove(&(from, id));
+                    if let Some(result) = result {
+                        me.reply(from, id, result).await;
+                    }
+                })
+                .detach();
+            }
             MeshMsg::Request { id, from, op } => {
                 let me = self.clone();
-                glommio::spawn_local(async move {
+                crate::tasks::spawn(async move {
                     let result = me.execute(op).await;
-                    if me
-                        .senders
-                        .send_to(from, MeshMsg::Response { id, result })
-                        .await
-                        .is_err()
-                    {
-                        tracing::warn!(peer = from, "could not reply over the mesh");
-                    }
+                    me.reply(from, id, result).await;
                 })
                 .detach();
             }
@@ -374,7 +406,56 @@ impl Shard {
                     let _ = tx.try_send(result);
                 }
             }
+            MeshMsg::Cancel { id, from } => {
+                // Dropping the sender ends the op's wait; its task then ends without a reply.
+                self.cancellable.borrow_mut().remove(&(from, id));
+            }
         }
+    }
+
+    async fn reply(&self, to: usize, id: u64, result: OpResult) {
+        let msg = MeshMsg::Response { id, result };
+        if self.senders.send_to(to, msg).await.is_err() {
+            tracing::warn!(peer = to, "could not reply over the mesh");
+        }
+    }
+
+    /// Tells `peer` that the cancellable request `id` is no longer awaited. From a drop,
+    /// so it cannot wait: when the mesh queue is full a task sends it.
+    fn cancel_remote(self: &Rc<Self>, peer: usize, id: u64) {
+        let cancel = || MeshMsg::Cancel { id, from: self.id };
+        if self.senders.try_send_to(peer, cancel()).is_err() {
+            let (me, msg) = (self.clone(), cancel());
+            crate::tasks::spawn(async move {
+                let _ = me.senders.send_to(peer, msg).await;
+            })
+            .detach();
+        }
+    }
+
+    /// Registered long polls of this shard's partitions (a metric).
+    pub fn append_waiters(&self) -> usize {
+        self.partitions
+            .borrow()
+            .values()
+            .map(|h| h.append_watch().waiters())
+            .sum()
+    }
+
+    /// The log-end watches of partitions this shard owns, with what each wait is after;
+    /// `None` if one is not open here (the caller reads it again and reports why).
+    pub fn append_watches(
+        &self,
+        waits: &[(String, u32, i64)],
+    ) -> Option<Vec<(Rc<super::append_watch::AppendWatch>, i64)>> {
+        let partitions = self.partitions.borrow();
+        waits
+            .iter()
+            .map(|(topic, p, after)| {
+                let h = partitions.get(&(topic.clone(), *p))?;
+                Some((h.append_watch(), *after))
+            })
+            .collect()
     }
 
     pub(super) async fn execute(self: &Rc<Self>, op: ShardOp) -> OpResult {
@@ -424,6 +505,10 @@ impl Shard {
             ShardOp::ListGroups => Ok(OpOk::Group(crate::groups::ops::GroupReply::Listed(
                 crate::groups::coordinator::list(self).await,
             ))),
+            ShardOp::WaitForAppends { waits, timeout_ms } => {
+                super::long_poll::wait_here(self, &waits, timeout_ms).await;
+                Ok(OpOk::Done)
+            }
         }
     }
 
@@ -515,7 +600,7 @@ impl Shard {
                     .partitions
                     .borrow_mut()
                     .remove(&(meta.name.clone(), p))?;
-                Some(glommio::spawn_local(async move { (p, h.discard().await) }))
+                Some(crate::tasks::spawn(async move { (p, h.discard().await) }))
             })
             .collect();
         for task in closing {
@@ -645,6 +730,7 @@ impl Shard {
     fn local_metrics(&self) -> crate::metrics::MetricsSnapshot {
         let s = self.local_stats();
         let budget = self.config.max_inflight_bytes_per_shard as u64;
+        let (heap_bytes, heap_blocks) = crate::alloc_guard::live_heap();
         let gauges = crate::metrics::Gauges {
             open_partitions: self.partitions.borrow().len() as u64,
             // The process's: reported by shard 0 only, so sums over shards stay right.
@@ -660,6 +746,10 @@ impl Shard {
             cache_bytes: s.cache_bytes,
             cache_budget_bytes: s.cache_budget_bytes,
             inflight_budget_used_bytes: budget.saturating_sub(self.inflight.available()),
+            tasks: crate::tasks::live(),
+            append_waiters: self.append_waiters() as u64,
+            heap_live_bytes: if self.id == 0 { heap_bytes } else { 0 },
+            heap_live_blocks: if self.id == 0 { heap_blocks } else { 0 },
         };
         let mut snap = crate::metrics::snapshot(self.id, gauges);
         snap.shards = 1;

@@ -53,7 +53,7 @@ pub async fn produce(
         let file = file.clone();
         let bootstrap = bootstrap.to_string();
         let topic = topic.to_string();
-        tasks.push(glommio::spawn_local(async move {
+        tasks.push(crate::tasks::spawn(async move {
             let mut rng = fastrand::Rng::with_seed(seed ^ (conn as u64 + 1));
             let Ok(mut c) = Client::connect(&bootstrap).await else {
                 return 0u64;

@@ -1,0 +1,59 @@
+//! Long polls (Kafka's Fetch max_wait_ms / min_bytes): a request parks until one of its
+//! partitions grows, its wait expires or it is dropped, with no polling loop. One wait per
+//! owner shard, all at once; the first to end drops the others, and a dropped wait on
+//! another shard is cancelled there (`MeshMsg::Cancel`), so nothing outlives the request.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::append_watch::AnyAppend;
+use super::messages::ShardOp;
+use super::shard::Shard;
+use crate::io::deadline::before;
+
+/// A partition to wait on: (topic, partition, the log end already seen).
+pub type Wait = (String, i32, i64);
+
+/// Waits on this shard until any of `waits` passes its end, at most `timeout_ms`. Returns
+/// at once if one of them is not open here (the requester's next read says why).
+pub async fn wait_here(shard: &Shard, waits: &[(String, u32, i64)], timeout_ms: u64) {
+    if let Some(watches) = shard.append_watches(waits) {
+        before(Duration::from_millis(timeout_ms), AnyAppend::new(watches)).await;
+    }
+}
+
+/// Waits until any of `waits` grows past the end seen, or `deadline`.
+pub async fn wait_any(shard: &Rc<Shard>, waits: Vec<Wait>, deadline: Instant) {
+    let mut by_owner: BTreeMap<usize, Vec<(String, u32, i64)>> = BTreeMap::new();
+    for (topic, partition, after) in waits {
+        let Ok(owner) = shard.owner_of(&topic, partition) else {
+            // Gone since it was read: read again now.
+            return;
+        };
+        let waits = by_owner.entry(owner).or_default();
+        if !waits.iter().any(|(t, p, _)| *t == topic && *p == partition as u32) {
+            waits.push((topic, partition as u32, after));
+        }
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    let timeout_ms = left.as_millis() as u64;
+    let per_shard = by_owner.into_iter().map(|(owner, waits)| {
+        let shard = shard.clone();
+        Box::pin(async move {
+            if owner == shard.id {
+                wait_here(&shard, &waits, timeout_ms).await;
+            } else {
+                let _ = shard
+                    .remote(owner, ShardOp::WaitForAppends { waits, timeout_ms })
+                    .await;
+            }
+        }) as Pin<Box<dyn Future<Output = ()>>>
+    });
+    // The first wait to end ends them all (`or` drops the other side).
+    if let Some(first) = per_shard.reduce(|a, b| Box::pin(futures_lite::future::or(a, b))) {
+        before(left, first).await;
+    }
+}
