@@ -107,11 +107,8 @@ fn idle_consumers_cost_nothing_and_leave_nothing_behind() {
     let native = start_native_followers(&server);
     // Connected, first polls done, every lazy structure made.
     std::thread::sleep(Duration::from_secs(5));
-    let (before, cpu_before, fds_before) = (
-        metrics(&server),
-        cpu_ticks(server.pid()),
-        server.open_fds(),
-    );
+    let (before, cpu_before, fds_before) =
+        (metrics(&server), cpu_ticks(server.pid()), server.open_fds());
     let started = Instant::now();
     std::thread::sleep(SOAK);
     let after = metrics(&server);

@@ -1,10 +1,15 @@
 //! The group coordinator of one shard: the groups whose offsets partition this shard owns
-//! (thread-local, reached only through this shard's tasks), loaded from the offsets log on
-//! first use, and the requests that read or write committed offsets. Membership is in
-//! `membership.rs`.
+//! (thread-local, reached only through this shard's tasks), loaded from the offsets log,
+//! and the requests that read or write committed offsets. Membership is in `membership.rs`.
+//!
+//! A coordinator answers only from a loaded state. Each offsets partition is read once
+//! per process, in a task of its own (started when the shard has opened its partitions,
+//! or by the first request for one of its groups); until its partition is read, a group's
+//! requests get COORDINATOR_LOAD_IN_PROGRESS (retriable; the native protocol's NotReady),
+//! never an empty answer.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::group::{Group, State};
@@ -20,13 +25,14 @@ use crate::server::shard::Shard;
 #[derive(Default)]
 struct Coordinator {
     groups: HashMap<String, Group>,
-    loaded: bool,
+    /// Offsets partitions read into `groups`, and those being read.
+    loaded: HashSet<i32>,
+    loading: HashSet<i32>,
+    expiry_started: bool,
 }
 
 thread_local! {
     static COORDINATOR: RefCell<Coordinator> = RefCell::new(Coordinator::default());
-    /// One load of the offsets log at a time.
-    static LOAD_TURN: Rc<glommio::sync::Semaphore> = Rc::new(glommio::sync::Semaphore::new(1));
 }
 
 /// Runs `f` on the group (created Empty if unknown); a group left with nothing in it
@@ -53,9 +59,12 @@ fn exists(name: &str) -> bool {
 }
 
 pub async fn handle(shard: &Rc<Shard>, group: String, op: GroupOp) -> GroupReply {
-    if let Err(msg) = ensure_loaded(shard).await {
-        tracing::warn!(%msg, "loading the offsets log failed");
-        return GroupReply::Code(e::COORDINATOR_NOT_AVAILABLE);
+    let loaded = match offsets_partition(shard, &group) {
+        Ok(p) => ensure_loaded(shard, p).await,
+        Err(code) => Err(code),
+    };
+    if let Err(code) = loaded {
+        return GroupReply::Code(code);
     }
     match op {
         GroupOp::Join(r) => GroupReply::Join(membership::join(shard, &group, r).await),
@@ -85,12 +94,13 @@ pub async fn handle(shard: &Rc<Shard>, group: String, op: GroupOp) -> GroupReply
     }
 }
 
-/// Every group this shard coordinates.
-pub async fn list(shard: &Rc<Shard>) -> Vec<ListedGroup> {
-    if ensure_loaded(shard).await.is_err() {
-        return Vec::new();
+/// Every group this shard coordinates; COORDINATOR_LOAD_IN_PROGRESS while one of its
+/// offsets partitions is not read yet.
+pub async fn list(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, i16> {
+    for p in owned_offsets_partitions(shard)? {
+        ensure_loaded(shard, p).await?;
     }
-    COORDINATOR.with_borrow(|c| {
+    Ok(COORDINATOR.with_borrow(|c| {
         c.groups
             .iter()
             .map(|(name, g)| {
@@ -98,47 +108,102 @@ pub async fn list(shard: &Rc<Shard>) -> Vec<ListedGroup> {
                 (name.clone(), protocol_type, g.state.name().to_string())
             })
             .collect()
-    })
+    }))
 }
 
-/// Reads this shard's partitions of the offsets log into the groups' committed offsets,
-/// once per process.
-async fn ensure_loaded(shard: &Rc<Shard>) -> Result<(), String> {
-    if COORDINATOR.with_borrow(|c| c.loaded) {
-        return Ok(());
+/// The offsets partition of a group, once this shard has opened its partitions.
+fn offsets_partition(shard: &Shard, group: &str) -> Result<i32, i16> {
+    if !shard.is_ready() {
+        return Err(e::COORDINATOR_LOAD_IN_PROGRESS);
     }
-    let turn = LOAD_TURN.with(Rc::clone);
-    let _turn = turn
-        .acquire_static_permit(1)
-        .await
-        .map_err(|e| e.to_string())?;
-    if COORDINATOR.with_borrow(|c| c.loaded) {
-        return Ok(());
+    let meta = shard
+        .topic(OFFSETS_TOPIC)
+        .ok_or(e::COORDINATOR_NOT_AVAILABLE)?;
+    let p = partition_for(group, meta.owners.len()) as i32;
+    if meta.owners[p as usize] as usize != shard.id {
+        return Err(e::NOT_COORDINATOR);
     }
-    let started = std::time::Instant::now();
-    let owned: Vec<i32> = shard.topic(OFFSETS_TOPIC).map_or(Vec::new(), |meta| {
+    Ok(p)
+}
+
+/// The offsets partitions this shard owns (none while there is no offsets topic).
+fn owned_offsets_partitions(shard: &Shard) -> Result<Vec<i32>, i16> {
+    if !shard.is_ready() {
+        return Err(e::COORDINATOR_LOAD_IN_PROGRESS);
+    }
+    Ok(shard.topic(OFFSETS_TOPIC).map_or(Vec::new(), |meta| {
         (0..meta.owners.len() as i32)
             .filter(|&p| meta.owners[p as usize] as usize == shard.id)
             .collect()
-    });
-    let mut records = 0usize;
-    for &p in &owned {
-        records += load_partition(shard, p).await?;
+    }))
+}
+
+/// Starts reading every offsets partition this shard owns (once its partitions are open),
+/// so that groups are ready before their first request.
+pub fn start_loading(shard: &Rc<Shard>) {
+    for p in owned_offsets_partitions(shard).unwrap_or_default() {
+        if let Some(load) = begin_load(shard, p) {
+            load.detach();
+        }
     }
-    let groups = COORDINATOR.with_borrow_mut(|c| {
-        c.loaded = true;
-        c.groups.len()
-    });
-    spawn_offset_expiry(shard.clone());
-    tracing::info!(
-        shard = shard.id,
-        partitions = owned.len(),
-        records,
-        groups,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "offsets log loaded"
-    );
-    Ok(())
+}
+
+/// Ok once offsets partition `p` is read. The first request to find it unread starts
+/// the read and waits for it; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
+async fn ensure_loaded(shard: &Rc<Shard>, p: i32) -> Result<(), i16> {
+    if COORDINATOR.with_borrow(|c| c.loaded.contains(&p)) {
+        return Ok(());
+    }
+    match begin_load(shard, p) {
+        // The read runs in its own task: a request that goes away does not cut it short.
+        Some(load) => load
+            .detach()
+            .await
+            .unwrap_or(Err(e::COORDINATOR_NOT_AVAILABLE)),
+        None => Err(e::COORDINATOR_LOAD_IN_PROGRESS),
+    }
+}
+
+/// A task reading offsets partition `p` into the groups, or `None` if one already is.
+fn begin_load(shard: &Rc<Shard>, p: i32) -> Option<glommio::Task<Result<(), i16>>> {
+    let fresh = COORDINATOR.with_borrow_mut(|c| !c.loaded.contains(&p) && c.loading.insert(p));
+    if !fresh {
+        return None;
+    }
+    let shard = shard.clone();
+    Some(crate::tasks::spawn(async move {
+        let started = std::time::Instant::now();
+        let read = load_partition(&shard, p).await;
+        let (groups, start_expiry) = COORDINATOR.with_borrow_mut(|c| {
+            c.loading.remove(&p);
+            if read.is_ok() {
+                c.loaded.insert(p);
+            }
+            let start = read.is_ok() && !std::mem::replace(&mut c.expiry_started, true);
+            (c.groups.len(), start)
+        });
+        if start_expiry {
+            spawn_offset_expiry(shard.clone());
+        }
+        match read {
+            Ok(records) => {
+                let elapsed_ms = started.elapsed().as_millis() as u64;
+                tracing::info!(
+                    shard = shard.id,
+                    partition = p,
+                    records,
+                    groups,
+                    elapsed_ms,
+                    "offsets partition loaded"
+                );
+                Ok(())
+            }
+            Err(msg) => {
+                tracing::warn!(shard = shard.id, partition = p, %msg, "loading an offsets partition failed");
+                Err(e::COORDINATOR_NOT_AVAILABLE)
+            }
+        }
+    }))
 }
 
 async fn load_partition(shard: &Rc<Shard>, p: i32) -> Result<usize, String> {

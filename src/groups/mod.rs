@@ -37,12 +37,7 @@ async fn offsets_topic(shard: &Rc<Shard>) -> Result<TopicMeta, (ErrorCode, Strin
     if let Some(meta) = shard.topic(OFFSETS_TOPIC) {
         return Ok(meta);
     }
-    let configs = vec![
-        ("cleanup.policy".to_string(), "compact".to_string()),
-        ("segment.bytes".to_string(), (100 << 20).to_string()),
-    ];
-    let n = shard.config.offsets_topic_num_partitions;
-    match shard.create_topic(OFFSETS_TOPIC.into(), n, configs).await {
+    match shard.create_internal_topic(OFFSETS_TOPIC.into()).await {
         Ok(_) => {}
         Err((ErrorCode::TopicAlreadyExists, _)) => {}
         Err(e) => return Err(e),
@@ -75,10 +70,15 @@ pub async fn route(
 
 /// Every group of every shard.
 pub async fn list_all(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, (ErrorCode, String)> {
-    let mut all = coordinator::list(shard).await;
+    let loading = |code| {
+        let msg = "a coordinator is still loading its offsets partitions; retry shortly";
+        (crate::kafka::errors::native_code(code), msg.to_string())
+    };
+    let mut all = coordinator::list(shard).await.map_err(loading)?;
     for peer in (0..shard.n).filter(|&p| p != shard.id) {
         match shard.remote(peer, ShardOp::ListGroups).await? {
             OpOk::Group(GroupReply::Listed(groups)) => all.extend(groups),
+            OpOk::Group(GroupReply::Code(code)) => return Err(loading(code)),
             other => return Err((ErrorCode::Internal, format!("unexpected reply {other:?}"))),
         }
     }

@@ -72,7 +72,9 @@ async fn create_one(
         .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
         .collect();
     let result = if validate_only {
-        crate::server::admin::check_create(ctx.shard, &name, partitions, &configs).map(|_| ())
+        crate::server::internal_topics::refuse_client(&name, "create").and_then(|_| {
+            crate::server::admin::check_create(ctx.shard, &name, partitions, &configs).map(|_| ())
+        })
     } else {
         ctx.shard
             .create_topic(name, partitions, configs)

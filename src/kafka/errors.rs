@@ -9,7 +9,9 @@ pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 pub const LEADER_NOT_AVAILABLE: i16 = 5;
 pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 pub const MESSAGE_TOO_LARGE: i16 = 10;
+pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+pub const NOT_COORDINATOR: i16 = 16;
 pub const ILLEGAL_GENERATION: i16 = 22;
 pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
 pub const INVALID_GROUP_ID: i16 = 24;
@@ -18,6 +20,7 @@ pub const INVALID_SESSION_TIMEOUT: i16 = 26;
 pub const REBALANCE_IN_PROGRESS: i16 = 27;
 pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
 pub const INVALID_REQUIRED_ACKS: i16 = 21;
+pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 pub const INVALID_TIMESTAMP: i16 = 32;
 pub const UNSUPPORTED_VERSION: i16 = 35;
@@ -61,7 +64,8 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::GroupNotFound => GROUP_ID_NOT_FOUND,
         E::BatchTooLarge | E::FrameTooLarge => MESSAGE_TOO_LARGE,
         E::TopicAlreadyExists => TOPIC_ALREADY_EXISTS,
-        E::InvalidTopicName => INVALID_TOPIC_EXCEPTION,
+        // Kafka's answer to a write, truncation or deletion of an internal topic.
+        E::InvalidTopicName | E::InternalTopic => INVALID_TOPIC_EXCEPTION,
         E::InvalidConfig => INVALID_CONFIG,
         E::StorageError | E::CorruptStorage | E::PartitionPoisoned => KAFKA_STORAGE_ERROR,
         E::InvalidAcks => INVALID_REQUIRED_ACKS,
@@ -89,7 +93,10 @@ pub fn native_code(kafka: i16) -> ErrorCode {
         | GROUP_SUBSCRIBED_TO_TOPIC => ErrorCode::GroupNotEmpty,
         GROUP_ID_NOT_FOUND => ErrorCode::GroupNotFound,
         INVALID_GROUP_ID => ErrorCode::InvalidRequest,
-        COORDINATOR_NOT_AVAILABLE | LEADER_NOT_AVAILABLE => ErrorCode::NotReady,
+        COORDINATOR_LOAD_IN_PROGRESS
+        | COORDINATOR_NOT_AVAILABLE
+        | NOT_COORDINATOR
+        | LEADER_NOT_AVAILABLE => ErrorCode::NotReady,
         KAFKA_STORAGE_ERROR => ErrorCode::StorageError,
         _ => ErrorCode::Internal,
     }

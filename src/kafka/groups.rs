@@ -415,7 +415,11 @@ pub async fn list_groups(ctx: &Context<'_>, r: ListGroupsRequest) -> ListGroupsR
     let groups = match list_all(ctx.shard).await {
         Ok(g) => g,
         Err((code, _)) => {
-            return ListGroupsResponse::default().with_error_code(kafka_code(code, true))
+            let code = match code {
+                crate::protocol::ErrorCode::NotReady => e::COORDINATOR_LOAD_IN_PROGRESS,
+                other => kafka_code(other, true),
+            };
+            return ListGroupsResponse::default().with_error_code(code);
         }
     };
     let states: Vec<String> = r.states_filter.iter().map(text).collect();

@@ -52,6 +52,7 @@ fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseT
         .map(|t| match t {
             Ok(meta) => MetadataResponseTopic::default()
                 .with_name(Some(topic_name(meta.name.clone())))
+                .with_is_internal(crate::server::internal_topics::is_internal(&meta.name))
                 .with_partitions(
                     (0..meta.owners.len() as i32)
                         .map(|p| partition(ctx.version, p))

@@ -82,6 +82,8 @@ async fn produce_partition(
         ));
     };
     let op = PartitionOp::Produce { acks, records };
+    crate::server::internal_topics::refuse_client_op(topic, &op)
+        .map_err(|(code, msg)| (kafka_code(code, version >= 8), msg))?;
     match shard.partition_op(topic, p.index, op).await {
         Ok(OpOk::Produced {
             base_offset,

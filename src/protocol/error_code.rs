@@ -59,10 +59,13 @@ pub enum ErrorCode {
     GroupNotEmpty = 30,
     /// No such consumer group.
     GroupNotFound = 31,
+    /// A client asked to write, truncate, delete, create or reconfigure an internal topic
+    /// (`__consumer_offsets`): only the server does that.
+    InternalTopic = 32,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 32] = [
+    pub const ALL: [ErrorCode; 33] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -95,6 +98,7 @@ impl ErrorCode {
         ErrorCode::InvalidProducerEpoch,
         ErrorCode::GroupNotEmpty,
         ErrorCode::GroupNotFound,
+        ErrorCode::InternalTopic,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

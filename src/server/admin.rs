@@ -53,8 +53,25 @@ pub fn check_create(
     Ok(config)
 }
 
-/// Creates a topic on every shard, or leaves no trace of it.
+/// Creates a topic a client asked for (never an internal one).
 pub async fn create(
+    shard: &Rc<Shard>,
+    name: String,
+    partitions: i32,
+    configs: Vec<(String, String)>,
+) -> OpResult {
+    super::internal_topics::refuse_client(&name, "create")?;
+    create_on_every_shard(shard, name, partitions, configs).await
+}
+
+/// Creates an internal topic with the settings the server's config fixes for it.
+pub async fn create_internal(shard: &Rc<Shard>, name: String) -> OpResult {
+    let (partitions, configs) = super::internal_topics::settings(&name, &shard.config);
+    create_on_every_shard(shard, name, partitions, configs).await
+}
+
+/// Creates a topic on every shard, or leaves no trace of it.
+async fn create_on_every_shard(
     shard: &Rc<Shard>,
     name: String,
     partitions: i32,
@@ -95,6 +112,7 @@ async fn roll_back_create(shard: &Rc<Shard>, meta: &TopicMeta) {
 
 /// Deletes a topic: committed durably first, then carried out on every shard.
 pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
+    super::internal_topics::refuse_client(&name, "delete")?;
     let _turn = shard.admin_turn().await?;
     let Some(meta) = shard.topic(&name) else {
         return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
@@ -132,6 +150,7 @@ pub async fn alter(
     set: Vec<(String, String)>,
     delete: Vec<String>,
 ) -> OpResult {
+    super::internal_topics::refuse_client(&name, "reconfigure")?;
     let _turn = shard.admin_turn().await?;
     let Some(meta) = shard.topic(&name) else {
         return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));

@@ -122,12 +122,9 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
             Next::Frame(body, reservation, started, frame_read) => {
                 let bytes_in = body.len() + 4;
                 let task = match wire {
-                    Wire::Native => crate::tasks::spawn(handle_frame(
-                        shard.clone(),
-                        body,
-                        peer,
-                        budget.clone(),
-                    )),
+                    Wire::Native => {
+                        crate::tasks::spawn(handle_frame(shard.clone(), body, peer, budget.clone()))
+                    }
                     Wire::Kafka => crate::tasks::spawn(crate::kafka::handle_frame(
                         shard.clone(),
                         body,

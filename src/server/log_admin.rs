@@ -23,6 +23,9 @@ pub async fn dispatch(shard: &Rc<Shard>, request: Request) -> Option<Reply> {
             offset,
         } => {
             let op = PartitionOp::DeleteRecords { offset };
+            if let Err(e) = super::internal_topics::refuse_client_op(&topic, &op) {
+                return Some(Err(e));
+            }
             match shard.partition_op(&topic, partition, op).await {
                 Ok(OpOk::LowWatermark(low_watermark)) => {
                     Ok(ResponseBody::DeleteRecords { low_watermark })

@@ -34,7 +34,10 @@ pub async fn wait_any(shard: &Rc<Shard>, waits: Vec<Wait>, deadline: Instant) {
             return;
         };
         let waits = by_owner.entry(owner).or_default();
-        if !waits.iter().any(|(t, p, _)| *t == topic && *p == partition as u32) {
+        if !waits
+            .iter()
+            .any(|(t, p, _)| *t == topic && *p == partition as u32)
+        {
             waits.push((topic, partition as u32, after));
         }
     }

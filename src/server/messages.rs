@@ -168,6 +168,10 @@ pub enum ShardOp {
         partitions: i32,
         configs: Vec<(String, String)>,
     },
+    /// Create an internal topic with the settings the server fixes (runs on the controller).
+    CreateInternalTopic {
+        name: String,
+    },
     DeleteTopic {
         name: String,
     },
@@ -224,8 +228,18 @@ impl ShardOp {
 
 #[derive(Debug)]
 pub enum MeshMsg {
-    Request { id: u64, from: usize, op: ShardOp },
-    Response { id: u64, result: OpResult },
+    Request {
+        id: u64,
+        from: usize,
+        op: ShardOp,
+    },
+    Response {
+        id: u64,
+        result: OpResult,
+    },
     /// The requester of a cancellable op stopped waiting: the peer drops it, no reply.
-    Cancel { id: u64, from: usize },
+    Cancel {
+        id: u64,
+        from: usize,
+    },
 }

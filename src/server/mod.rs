@@ -11,6 +11,7 @@ pub(crate) mod connection;
 pub mod data_dir;
 mod group_admin;
 pub(crate) mod handlers;
+pub(crate) mod internal_topics;
 pub(crate) mod limits;
 mod log_admin;
 pub(crate) mod long_poll;
@@ -225,6 +226,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<(TcpListener, Wire)>, Stri
         .await
         .map_err(|e| e.to_string())?;
     shard.load_topics().await?;
+    crate::groups::coordinator::start_loading(shard);
     maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;
     let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id))).await?;

@@ -113,6 +113,9 @@ pub async fn produce(
 ) -> Result<ResponseBody, Refused> {
     check_acks(acks)?;
     check_names(entries.iter().map(|e| (e.topic.as_str(), e.partition)))?;
+    for e in &entries {
+        super::internal_topics::refuse_client(&e.topic, "produce to")?;
+    }
     let names: Vec<(String, i32)> = entries
         .iter()
         .map(|e| (e.topic.clone(), e.partition))

@@ -144,6 +144,7 @@ impl Shard {
         let (topics, changed) = super::topics::load_all(&data_dir, self.n as u32)
             .map_err(|e| format!("loading topic metadata: {e}"))?;
         for meta in topics {
+            super::internal_topics::check_on_disk(&meta, &self.config)?;
             if self.id == CONTROLLER && changed.contains(&meta.name) {
                 tracing::warn!(topic = %meta.name, shards = self.n, "shard count changed: partitions reassigned");
                 meta.persist(&data_dir, self.n as u32)
@@ -158,6 +159,11 @@ impl Shard {
         }
         self.ready.set(true);
         Ok(())
+    }
+
+    /// Whether every partition this shard owns is open.
+    pub fn is_ready(&self) -> bool {
+        self.ready.get()
     }
 
     pub fn has_topic(&self, name: &str) -> bool {
@@ -381,11 +387,12 @@ impl Shard {
                 self.cancellable.borrow_mut().insert((from, id), cancel);
                 let me = self.clone();
                 crate::tasks::spawn(async move {
-                    let result = futures_lite::future::or(async { Some(me.execute(op).await) }, async {
-                        cancelled.recv().await;
-                        None
-                    })
-                    .await;
+                    let result =
+                        futures_lite::future::or(async { Some(me.execute(op).await) }, async {
+                            cancelled.recv().await;
+                            None
+                        })
+                        .await;
                     me.cancellable.borrow_mut().remove(&(from, id));
                     if let Some(result) = result {
                         me.reply(from, id, result).await;
@@ -480,6 +487,9 @@ impl Shard {
                 configs,
                 // Boxed: admin operations run `execute` on every shard themselves.
             } => Box::pin(super::admin::create(self, name, partitions, configs)).await,
+            ShardOp::CreateInternalTopic { name } => {
+                Box::pin(super::admin::create_internal(self, name)).await
+            }
             ShardOp::DeleteTopic { name } => Box::pin(super::admin::delete(self, name)).await,
             ShardOp::AlterConfigs { name, set, delete } => {
                 Box::pin(super::admin::alter(self, name, set, delete)).await
@@ -502,9 +512,12 @@ impl Shard {
             ShardOp::Group { group, op } => Ok(OpOk::Group(
                 crate::groups::coordinator::handle(self, group, op).await,
             )),
-            ShardOp::ListGroups => Ok(OpOk::Group(crate::groups::ops::GroupReply::Listed(
-                crate::groups::coordinator::list(self).await,
-            ))),
+            ShardOp::ListGroups => Ok(OpOk::Group(
+                match crate::groups::coordinator::list(self).await {
+                    Ok(groups) => crate::groups::ops::GroupReply::Listed(groups),
+                    Err(code) => crate::groups::ops::GroupReply::Code(code),
+                },
+            )),
             ShardOp::WaitForAppends { waits, timeout_ms } => {
                 super::long_poll::wait_here(self, &waits, timeout_ms).await;
                 Ok(OpOk::Done)
@@ -539,6 +552,16 @@ impl Shard {
                 },
             )
             .await
+        }
+    }
+
+    /// Creates an internal topic (`internal_topics.rs`) on the controller.
+    pub async fn create_internal_topic(self: &Rc<Self>, name: String) -> OpResult {
+        if self.id == CONTROLLER {
+            super::admin::create_internal(self, name).await
+        } else {
+            let op = ShardOp::CreateInternalTopic { name };
+            self.remote(CONTROLLER, op).await
         }
     }
 

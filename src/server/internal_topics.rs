@@ -1,0 +1,82 @@
+//! Internal topics are the server's, as in Kafka: `__consumer_offsets` (and every internal
+//! topic to come, such as transaction state) is created by the server with settings fixed
+//! by its own config, written only by the server, and never deleted, truncated or
+//! reconfigured by a client, on either protocol. Clients may describe and read it.
+//!
+//! Why: a group's committed offsets live only there. A client that could delete it, move
+//! its log start, make it `cleanup.policy=delete` with a short retention, pre-create it
+//! with one partition (every group would hash elsewhere) or produce a crafted commit into
+//! it would lose or forge every group's offsets at the next restart.
+
+use super::config::ServerConfig;
+use super::messages::PartitionOp;
+use super::topics::TopicMeta;
+use crate::groups::OFFSETS_TOPIC;
+use crate::protocol::ErrorCode;
+
+/// Every internal topic's name.
+pub const INTERNAL_TOPICS: [&str; 1] = [OFFSETS_TOPIC];
+
+pub fn is_internal(topic: &str) -> bool {
+    INTERNAL_TOPICS.contains(&topic)
+}
+
+/// Refuses a client's `action` ("delete", "create", ...) on an internal topic.
+pub fn refuse_client(topic: &str, action: &str) -> Result<(), (ErrorCode, String)> {
+    if !is_internal(topic) {
+        return Ok(());
+    }
+    Err((
+        ErrorCode::InternalTopic,
+        format!("{topic} is an internal topic: clients may read it but not {action} it"),
+    ))
+}
+
+/// Refuses a client's partition op that would change an internal topic's records.
+pub fn refuse_client_op(topic: &str, op: &PartitionOp) -> Result<(), (ErrorCode, String)> {
+    match op {
+        PartitionOp::Produce { .. } => refuse_client(topic, "produce to"),
+        PartitionOp::DeleteRecords { .. } => refuse_client(topic, "delete records of"),
+        PartitionOp::SetConfig(_) => refuse_client(topic, "reconfigure"),
+        _ => Ok(()),
+    }
+}
+
+/// The partition count and configs the server creates an internal topic with.
+pub fn settings(topic: &str, config: &ServerConfig) -> (i32, Vec<(String, String)>) {
+    debug_assert!(is_internal(topic));
+    let configs = vec![
+        ("cleanup.policy".to_string(), "compact".to_string()),
+        ("segment.bytes".to_string(), (100 << 20).to_string()),
+    ];
+    (config.offsets_topic_num_partitions, configs)
+}
+
+/// At start: an internal topic on disk must have the partition count and cleanup policy
+/// the server would create it with, or the server refuses to start (a different count
+/// would silently move every group to another partition, away from its commits).
+pub fn check_on_disk(meta: &TopicMeta, config: &ServerConfig) -> Result<(), String> {
+    if !is_internal(&meta.name) {
+        return Ok(());
+    }
+    let (partitions, _) = settings(&meta.name, config);
+    if meta.partitions() as i32 != partitions {
+        return Err(format!(
+            "{} has {} partitions but offsets.topic.num.partitions is {partitions}: groups would \
+             move to other partitions and lose their committed offsets; set \
+             offsets.topic.num.partitions={} (it is fixed once the topic exists)",
+            meta.name,
+            meta.partitions(),
+            meta.partitions()
+        ));
+    }
+    if !meta.config.log.cleanup_policy.compacts() {
+        return Err(format!(
+            "{} has cleanup.policy={} but must be compacted: its commits would be deleted by \
+             retention",
+            meta.name,
+            meta.config.log.cleanup_policy.name()
+        ));
+    }
+    Ok(())
+}
