@@ -54,8 +54,8 @@ pub struct ServeArgs {
 
 #[derive(clap::Args)]
 pub struct ConsumerGroupsArgs {
-    /// The Kafka listener to talk to.
-    #[arg(long, default_value = "127.0.0.1:9092")]
+    /// The Kafka listener to talk to (Kafka's --bootstrap-server; -b as every tool).
+    #[arg(long, short = 'b', default_value = "127.0.0.1:9092")]
     pub bootstrap_server: String,
     #[arg(long)]
     pub list: bool,

@@ -10,7 +10,7 @@ use cli::*;
 use shardlog::server::{self, ServerConfig};
 use shardlog::tools;
 
-fn consumer_groups(a: ConsumerGroupsArgs) -> Result<(), String> {
+fn consumer_groups(a: ConsumerGroupsArgs, timeout_ms: u64) -> Result<(), String> {
     use shardlog::tools::consumer_groups::{run, Action, ResetArgs, Target};
     let chosen = [
         a.list,
@@ -64,6 +64,7 @@ fn consumer_groups(a: ConsumerGroupsArgs) -> Result<(), String> {
     };
     run(
         &a.bootstrap_server,
+        std::time::Duration::from_millis(timeout_ms),
         a.group,
         action,
         &mut std::io::stdout().lock(),
@@ -398,7 +399,7 @@ fn main() -> ExitCode {
     let timeout_ms = cli.timeout_ms;
     let result: Result<(), String> = match cli.command {
         Command::Serve(args) => serve(args),
-        Command::ConsumerGroups(args) => consumer_groups(*args),
+        Command::ConsumerGroups(args) => consumer_groups(*args, timeout_ms),
         Command::Topics(args) => topics(args, timeout_ms),
         Command::DeleteRecords(args) => delete_records(args, timeout_ms),
         Command::Timestamps(args) => timestamps(args, timeout_ms),

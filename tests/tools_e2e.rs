@@ -391,3 +391,26 @@ fn produce_tool_parses_lines_and_partitions_by_key() {
     assert!(String::from_utf8_lossy(&none.stderr).contains("cannot connect"));
     server.stop().unwrap();
 }
+
+/// consumer-groups takes -b like every tool, and gives up on a listener that never answers
+/// after --timeout-ms, saying so (not "the connection was closed", not 30 s whatever asked).
+#[test]
+fn consumer_groups_honours_timeout_and_takes_b() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["consumer-groups", "-b", &addr, "--list", "--timeout-ms", "300"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("no answer within 300 ms"),
+        "stderr: {stderr}"
+    );
+    // Far below the 30 s default it used to wait whatever was asked.
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    drop(silent);
+}

@@ -3,7 +3,7 @@
 //! listener byte for byte; real applications use a Kafka client library.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -13,17 +13,34 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 pub struct BlockingClient {
     stream: TcpStream,
     next_correlation_id: i32,
+    timeout: Duration,
 }
 
 impl BlockingClient {
     pub fn connect(addr: &str) -> std::io::Result<Self> {
-        let stream = TcpStream::connect(addr)?;
-        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        stream.set_nodelay(true)?;
-        Ok(BlockingClient {
-            stream,
-            next_correlation_id: 1,
-        })
+        Self::connect_with_timeout(addr, Duration::from_secs(30))
+    }
+
+    /// Connects within `timeout`; each request's answer must then come within it too.
+    pub fn connect_with_timeout(addr: &str, timeout: Duration) -> std::io::Result<Self> {
+        let timeout = timeout.max(Duration::from_millis(1));
+        let mut last = None;
+        for a in addr.to_socket_addrs()? {
+            match TcpStream::connect_timeout(&a, timeout) {
+                Ok(stream) => {
+                    stream.set_read_timeout(Some(timeout))?;
+                    stream.set_write_timeout(Some(timeout))?;
+                    stream.set_nodelay(true)?;
+                    return Ok(BlockingClient {
+                        stream,
+                        next_correlation_id: 1,
+                        timeout,
+                    });
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| std::io::Error::other(format!("{addr} resolves to nothing"))))
     }
 
     /// Sends a request with a raw body (which may be anything); returns its correlation id.
@@ -47,13 +64,19 @@ impl BlockingClient {
 
     /// The next response frame, size prefix included; `None` once the server closed.
     pub fn read_frame(&mut self) -> Option<Bytes> {
+        self.next_frame().ok()
+    }
+
+    /// The next response frame, or why there is none (closed, or no answer in time).
+    fn next_frame(&mut self) -> std::io::Result<Bytes> {
         let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).ok()?;
-        let len = usize::try_from(i32::from_be_bytes(size)).ok()?;
+        self.stream.read_exact(&mut size)?;
+        let len = usize::try_from(i32::from_be_bytes(size))
+            .map_err(|_| std::io::Error::other("negative response size"))?;
         let mut frame = vec![0u8; 4 + len];
         frame[..4].copy_from_slice(&size);
-        self.stream.read_exact(&mut frame[4..]).ok()?;
-        Some(Bytes::from(frame))
+        self.stream.read_exact(&mut frame[4..])?;
+        Ok(Bytes::from(frame))
     }
 
     /// Sends a request and decodes its response.
@@ -66,9 +89,16 @@ impl BlockingClient {
         let mut body = BytesMut::new();
         request.encode(&mut body, version)?;
         let cid = self.send_raw(key, version, &body)?;
-        let frame = self
-            .read_frame()
-            .ok_or_else(|| anyhow::anyhow!("{key:?} v{version}: the connection was closed"))?;
+        let ms = self.timeout.as_millis();
+        let frame = self.next_frame().map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                anyhow::anyhow!("{key:?}: no answer within {ms} ms (raise it with --timeout-ms)")
+            }
+            std::io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
+                "{key:?} v{version}: the connection was closed (is this the Kafka listener?)"
+            ),
+            _ => anyhow::anyhow!("{key:?} v{version}: {e}"),
+        })?;
         let (got, response) = super::decode_response(key, version, frame)?;
         anyhow::ensure!(got == cid, "correlation id {got}, expected {cid}");
         Ok(response)

@@ -56,8 +56,14 @@ fn name(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
 
-pub fn run(bootstrap: &str, group: Option<String>, action: Action, out: Out) -> Result<()> {
-    let client = BlockingClient::connect(bootstrap)
+pub fn run(
+    bootstrap: &str,
+    timeout: std::time::Duration,
+    group: Option<String>,
+    action: Action,
+    out: Out,
+) -> Result<()> {
+    let client = BlockingClient::connect_with_timeout(bootstrap, timeout)
         .map_err(|e| format!("connecting to the Kafka listener at {bootstrap}: {e}"))?;
     let mut tool = Tool { client };
     let need_group = || group.clone().ok_or("--group is required".to_string());
