@@ -1,6 +1,7 @@
 //! Committed offsets no client can lose or forge, through the real `shardlog serve` binary:
 //! - every client change to `__consumer_offsets` (delete, create, produce, delete records,
 //!   reconfigure) is refused on both protocols, and the commits survive a restart intact;
+//! - commit metadata over offset.metadata.max.bytes is refused and changes nothing;
 //! - a coordinator answers only from a loaded state: right after a kill -9 and restart,
 //!   with commits in flight when it died, every group request is either answered from the
 //!   whole offsets log or refused with the retriable NotReady, never answered "no commit".
@@ -73,6 +74,13 @@ fn internal_topics_refuse_every_client_change_on_both_protocols() {
         );
         // Reading it is allowed.
         c.fetch(OFFSETS, 0, 0, 1 << 20).await.unwrap();
+        // Commit metadata is bounded (offset.metadata.max.bytes, 4096): nothing is held.
+        let huge = vec![("orders".into(), 0, 7, "m".repeat(30_000))];
+        let codes = c.offset_commit("g1", huge).await.unwrap();
+        assert_eq!(codes[0].2, ErrorCode::InvalidRequest);
+        let at_limit = vec![("orders".into(), 1, 9, "m".repeat(4096))];
+        assert_eq!(c.offset_commit("g1", at_limit).await.unwrap()[0].2, ErrorCode::None);
+        assert_eq!(committed(&mut c, "g1").await.unwrap(), Some(50));
     });
     let mut py = kafka_clients::script("internal.py", &[&server.kafka_addr()]);
     let out = kafka_clients::run_bounded(&mut py, Duration::from_secs(120));

@@ -357,9 +357,11 @@ async fn commit(
         let known = shard
             .topic(&topic)
             .is_some_and(|t| (0..t.owners.len() as i32).contains(&partition));
-        let code = match (allowed, known) {
-            (e::NONE, false) => e::UNKNOWN_TOPIC_OR_PARTITION,
-            (code, _) => code,
+        let too_large = metadata.len() > shard.config.offset_metadata_max_bytes;
+        let code = match (allowed, known, too_large) {
+            (e::NONE, false, _) => e::UNKNOWN_TOPIC_OR_PARTITION,
+            (e::NONE, true, true) => e::OFFSET_METADATA_TOO_LARGE,
+            (code, _, _) => code,
         };
         if code == e::NONE {
             records.push(OffsetRecord {

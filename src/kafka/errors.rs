@@ -9,6 +9,7 @@ pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 pub const LEADER_NOT_AVAILABLE: i16 = 5;
 pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 pub const MESSAGE_TOO_LARGE: i16 = 10;
+pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
 pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 pub const NOT_COORDINATOR: i16 = 16;
@@ -92,7 +93,7 @@ pub fn native_code(kafka: i16) -> ErrorCode {
         | NON_EMPTY_GROUP
         | GROUP_SUBSCRIBED_TO_TOPIC => ErrorCode::GroupNotEmpty,
         GROUP_ID_NOT_FOUND => ErrorCode::GroupNotFound,
-        INVALID_GROUP_ID => ErrorCode::InvalidRequest,
+        INVALID_GROUP_ID | OFFSET_METADATA_TOO_LARGE => ErrorCode::InvalidRequest,
         COORDINATOR_LOAD_IN_PROGRESS
         | COORDINATOR_NOT_AVAILABLE
         | NOT_COORDINATOR

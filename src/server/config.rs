@@ -74,6 +74,9 @@ pub struct ServerConfig {
     /// Partitions of `__consumer_offsets`, fixed when it is created on first group use
     /// (Kafka's offsets.topic.num.partitions).
     pub offsets_topic_num_partitions: i32,
+    /// Longest metadata string a committed offset may carry (Kafka's
+    /// offset.metadata.max.bytes); longer ones are refused with OFFSET_METADATA_TOO_LARGE.
+    pub offset_metadata_max_bytes: usize,
     /// How long a group's first join phase waits for more members (Kafka's
     /// group.initial.rebalance.delay.ms).
     pub group_initial_rebalance_delay_ms: u64,
@@ -96,6 +99,7 @@ impl Default for ServerConfig {
             metrics_listen: None,
             producer_id_block_size: 1000,
             offsets_topic_num_partitions: 50,
+            offset_metadata_max_bytes: 4096,
             group_initial_rebalance_delay_ms: 3000,
             group_min_session_timeout_ms: 6000,
             group_max_session_timeout_ms: 1_800_000,

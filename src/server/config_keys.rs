@@ -197,6 +197,11 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         1..=1000
     ),
     number_key!(
+        "offset.metadata.max.bytes",
+        offset_metadata_max_bytes,
+        0..=1_048_576
+    ),
+    number_key!(
         "group.initial.rebalance.delay.ms",
         group_initial_rebalance_delay_ms,
         ..=300_000
