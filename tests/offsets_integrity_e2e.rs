@@ -79,7 +79,10 @@ fn internal_topics_refuse_every_client_change_on_both_protocols() {
         let codes = c.offset_commit("g1", huge).await.unwrap();
         assert_eq!(codes[0].2, ErrorCode::InvalidRequest);
         let at_limit = vec![("orders".into(), 1, 9, "m".repeat(4096))];
-        assert_eq!(c.offset_commit("g1", at_limit).await.unwrap()[0].2, ErrorCode::None);
+        assert_eq!(
+            c.offset_commit("g1", at_limit).await.unwrap()[0].2,
+            ErrorCode::None
+        );
         assert_eq!(committed(&mut c, "g1").await.unwrap(), Some(50));
     });
     let mut py = kafka_clients::script("internal.py", &[&server.kafka_addr()]);

@@ -400,7 +400,14 @@ fn consumer_groups_honours_timeout_and_takes_b() {
     let addr = silent.local_addr().unwrap().to_string();
     let started = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(["consumer-groups", "-b", &addr, "--list", "--timeout-ms", "300"])
+        .args([
+            "consumer-groups",
+            "-b",
+            &addr,
+            "--list",
+            "--timeout-ms",
+            "300",
+        ])
         .output()
         .unwrap();
     let took = started.elapsed();

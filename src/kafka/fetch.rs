@@ -36,29 +36,27 @@ pub async fn handle(
 ) -> FetchResponse {
     let wanted = wanted(&request);
     let cap = fetch_cap(ctx, &request, wanted.len());
-    // The reply's bytes count against the budgets before anything is read; under memory
-    // pressure it gets smaller (always at least one batch).
-    let Some((reply, granted)) = ctx.budget.reserve_reply(cap).await else {
-        return response(ctx, &request, &wanted, Vec::new());
-    };
-    reservation.merge(reply);
-    let limit = granted.saturating_sub(overhead(wanted.len())).max(1);
     // A client's wait is bounded by the server's request timeout.
     let max_wait = (request.max_wait_ms.max(0) as u64).min(ctx.shard.config.request_timeout_ms);
     let deadline = Instant::now() + Duration::from_millis(max_wait);
     let min_bytes = request.min_bytes.max(0) as usize;
     loop {
+        // The reply's bytes count against the budgets before anything is read; under
+        // memory pressure it gets smaller (always at least one batch). A long poll holds
+        // none of them while it waits.
+        let Some((reply, granted)) = ctx.budget.reserve_reply(cap).await else {
+            return response(ctx, &request, &wanted, Vec::new());
+        };
+        let limit = granted.saturating_sub(overhead(wanted.len())).max(1);
         let results = read_all(ctx, &wanted, limit).await;
         let ready: usize = results.iter().map(Fetched::bytes).sum();
         let any_error = results.iter().any(|r| r.error != errors::NONE);
         if ready >= min_bytes.max(1) || any_error || Instant::now() >= deadline {
+            reservation.merge(reply);
             return response(ctx, &request, &wanted, results);
         }
+        drop(reply);
         wait_for_append(ctx, &wanted, &results, deadline).await;
-        if Instant::now() >= deadline {
-            let results = read_all(ctx, &wanted, limit).await;
-            return response(ctx, &request, &wanted, results);
-        }
     }
 }
 

@@ -5,8 +5,13 @@
 //!   ([`SMALL_ALLOWANCE`]) only, so metadata, lookups and small produces and fetches are
 //!   never stuck behind other connections.
 //! - Larger ones draw from the connection's budget in full and from the shard's budget: a
-//!   fetch takes what the shard has free (halving down to `SMALL`, waiting only for that),
-//!   so under pressure replies get smaller instead of memory growing.
+//!   fetch takes what the shard has free (halving down to `SMALL`), so under pressure
+//!   replies get smaller instead of memory growing.
+//! - Fairness: a reply never waits for bytes other connections hold. When the shard's
+//!   budget cannot give even `SMALL` (peers that do not read their replies hold it), the
+//!   reply is served at `SMALL` from the connection's own small allowance. What a
+//!   connection holds counts against that connection first: its own next requests wait
+//!   for its own replies to be taken, everyone else's do not.
 //!
 //! When a budget is exhausted the connection stops reading (TCP backpressure). Per shard,
 //! request and reply bytes held are at most `max.inflight.bytes.per.shard` plus
@@ -78,18 +83,23 @@ impl Budget {
             let permits = vec![Self::take(&self.small, max).await?];
             return Some((Reservation { permits }, max));
         }
+        // Waits only for this connection's own earlier replies.
         let own = Self::take(&self.connection, max).await?;
         let mut want = max;
-        let shared = loop {
-            if let Ok(p) = self.shard.try_acquire_static_permit(want as u64) {
-                break p;
+        loop {
+            if let Ok(shared) = self.shard.try_acquire_static_permit(want as u64) {
+                let permits = vec![own, shared];
+                return Some((Reservation { permits }, want));
             }
             if want <= SMALL {
-                break Self::take(&self.shard, want).await?;
+                break;
             }
             want = (want / 2).max(SMALL);
-        };
-        let permits = vec![own, shared];
-        Some((Reservation { permits }, want))
+        }
+        // The shard's budget is held by others: a small reply from this connection's own
+        // allowance, never a wait on peers that may not read for minutes.
+        drop(own);
+        let permits = vec![Self::take(&self.small, SMALL).await?];
+        Some((Reservation { permits }, SMALL))
     }
 }

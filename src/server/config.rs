@@ -19,6 +19,9 @@ pub struct ServerConfig {
     /// Request bytes one connection may have in flight before the server stops reading it.
     pub max_inflight_bytes_per_connection: usize,
     pub max_connections_per_shard: usize,
+    /// Connections one peer address may hold on one listener (Kafka's
+    /// max.connections.per.ip), split evenly across the shards.
+    pub max_connections_per_ip: usize,
     pub max_partitions_per_topic: u32,
     /// Memory glommio registers for I/O buffers per shard.
     pub io_memory_bytes: usize,
@@ -111,6 +114,7 @@ impl Default for ServerConfig {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_inflight_bytes_per_connection: 64 << 20,
             max_connections_per_shard: 1024,
+            max_connections_per_ip: 1000,
             max_partitions_per_topic: 1024,
             io_memory_bytes: 10 << 20,
             cache_bytes: 256 << 20,

@@ -134,6 +134,7 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         1..
     ),
     number_key!("max.connections.per.shard", max_connections_per_shard, 1..),
+    number_key!("max.connections.per.ip", max_connections_per_ip, 1..),
     number_key!(
         "max.partitions.per.topic",
         max_partitions_per_topic,

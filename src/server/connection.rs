@@ -302,17 +302,17 @@ async fn refusal(
     .encode_frame()
 }
 
-/// Tells a client the shard is full, then closes: an error frame, not a bare reset.
-pub async fn refuse_connection(mut stream: TcpStream, limit: usize) {
-    let frame = Response {
-        correlation_id: -1,
-        result: Err((
-            ErrorCode::TooManyConnections,
-            format!("this shard serves at most {limit} connections (max.connections.per.shard); retry later or use another shard's port"),
-        )),
+/// Refuses a connection over the listener's limits: a native client is told why (an error
+/// frame, not a bare reset); a Kafka client is closed, as a Kafka broker does.
+pub async fn refuse_connection(mut stream: TcpStream, wire: Wire, why: String) {
+    if wire == Wire::Native {
+        let frame = Response {
+            correlation_id: -1,
+            result: Err((ErrorCode::TooManyConnections, why)),
+        }
+        .encode_frame();
+        let _ = within(Duration::from_secs(1), stream.write_all(&frame)).await;
     }
-    .encode_frame();
-    let _ = within(Duration::from_secs(1), stream.write_all(&frame)).await;
     let _ = stream.close().await;
 }
 

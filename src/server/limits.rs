@@ -29,7 +29,8 @@ pub fn raise_fd_limit(config: &ServerConfig) -> u64 {
         }
     }
     let shards = config.shards as u64;
-    let connections = shards * config.max_connections_per_shard as u64 * 2;
+    // Two descriptors per connection (reader and writer), per protocol.
+    let connections = shards * config.max_connections_per_shard as u64 * 2 * 2;
     let sealed = shards * config.max_open_sealed_files_per_shard as u64;
     tracing::info!(
         fd_limit = lim.rlim_cur,

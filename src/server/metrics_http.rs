@@ -2,7 +2,10 @@
 //! gathers every shard's snapshot over the mesh and answers with the text exposition
 //! (`metrics::prometheus`). One request per connection, parsed with httparse; the request
 //! head is bounded (8 KiB, 5 s) and anything else gets a plain 4xx, so a scraper or a
-//! stray client can never hold the shard.
+//! stray client can never hold the shard. Connections are accepted at once, never left in
+//! the backlog behind stalled ones (slowloris): each gets its own 5 s deadline, and a peer
+//! may hold at most `MAX_PER_PEER` of the `MAX_CONNECTIONS` slots (more are closed at
+//! once), so a scraper from elsewhere is always served.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -17,24 +20,26 @@ use crate::io::deadline::within;
 const MAX_HEAD: usize = 8 * 1024;
 /// How long a client has to send its request head, and to take the answer.
 const TIMEOUT: Duration = Duration::from_secs(5);
-/// Connections served at once; more wait in the listen backlog.
-const MAX_CONNECTIONS: usize = 16;
+/// Connections served at once, and from one peer address; more are closed at once.
+const MAX_CONNECTIONS: usize = 1024;
+const MAX_PER_PEER: usize = 64;
 
 /// Accepts scrapes until the shard shuts down.
 pub async fn serve(shard: Rc<Shard>, listener: TcpListener) {
     let stop = shard.shutdown_listener();
-    let slots = Rc::new(glommio::sync::Semaphore::new(MAX_CONNECTIONS as u64));
+    let slots = super::slots::Slots::new(MAX_CONNECTIONS, MAX_PER_PEER);
     loop {
-        let Ok(permit) = slots.acquire_static_permit(1).await else {
-            break;
-        };
         match super::accept_or_stop(&listener, &stop).await {
             None => break,
             Some(Ok(stream)) => {
+                let Ok(slot) = slots.take(stream.peer_addr().ok().map(|a| a.ip())) else {
+                    drop(stream);
+                    continue;
+                };
                 let shard = shard.clone();
                 crate::tasks::spawn(async move {
                     one_request(&shard, stream).await;
-                    drop(permit);
+                    drop(slot);
                 })
                 .detach();
             }

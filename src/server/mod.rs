@@ -22,6 +22,7 @@ pub(crate) mod multi;
 mod partition_actor;
 mod send;
 pub(crate) mod shard;
+pub(crate) mod slots;
 pub mod stop;
 pub mod topics;
 
@@ -351,20 +352,26 @@ pub(super) async fn accept_or_stop(
 async fn accept_loop(shard: Rc<Shard>, listener: TcpListener, wire: Wire) {
     let stop = shard.shutdown_listener();
     let mut backoff = AcceptBackoff::default();
+    let mut refused = RefusalLog::default();
     loop {
         match accept_or_stop(&listener, &stop).await {
             None => break,
             Some(Ok(stream)) => {
-                let limit = shard.config.max_connections_per_shard;
-                if shard.connections.get() >= limit {
-                    tracing::warn!(
-                        shard = shard.id,
-                        limit,
-                        "connection limit reached; refusing a connection"
-                    );
-                    crate::tasks::spawn(connection::refuse_connection(stream, limit)).detach();
-                    continue;
-                }
+                let slots = match wire {
+                    Wire::Native => &shard.native_slots,
+                    Wire::Kafka => &shard.kafka_slots,
+                };
+                let peer = stream.peer_addr().ok().map(|a| a.ip());
+                let slot = match slots.take(peer) {
+                    Ok(slot) => slot,
+                    Err(refusal) => {
+                        refused.note(shard.id, wire, peer, refusal);
+                        let why = refusal.describe(wire.label());
+                        crate::tasks::spawn(connection::refuse_connection(stream, wire, why))
+                            .detach();
+                        continue;
+                    }
+                };
                 let writer = match connection::writer_half(&stream) {
                     Ok(writer) => writer,
                     Err(e) => {
@@ -379,6 +386,7 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener, wire: Wire) {
                 crate::tasks::spawn(async move {
                     connection::serve(shard.clone(), stream, writer, wire).await;
                     shard.connections.set(shard.connections.get() - 1);
+                    drop(slot);
                 })
                 .detach();
             }
@@ -386,6 +394,42 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener, wire: Wire) {
                 let pause = backoff.failed(shard.id, &e.into());
                 glommio::timer::sleep(pause).await;
             }
+        }
+    }
+}
+
+/// Refused connections are logged at most once a second, with a count: a peer flooding a
+/// listener must not flood the log too.
+#[derive(Default)]
+struct RefusalLog {
+    unlogged: u64,
+    last_log: Option<Instant>,
+}
+
+impl RefusalLog {
+    fn note(
+        &mut self,
+        shard: usize,
+        wire: Wire,
+        peer: Option<std::net::IpAddr>,
+        why: slots::Refusal,
+    ) {
+        self.unlogged += 1;
+        if self
+            .last_log
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
+        {
+            let wire = wire.label();
+            tracing::warn!(
+                shard,
+                wire,
+                ?peer,
+                ?why,
+                refused = self.unlogged,
+                "connection limit reached; refusing connections"
+            );
+            self.unlogged = 0;
+            self.last_log = Some(Instant::now());
         }
     }
 }

@@ -52,6 +52,9 @@ pub struct Shard {
     /// Dropped at shutdown: every listener's `recv()` then returns.
     shutdown_waiters: RefCell<Vec<LocalSender<()>>>,
     pub connections: Cell<usize>,
+    /// Connection slots of the native and Kafka listeners (`slots.rs`).
+    pub native_slots: Rc<super::slots::Slots>,
+    pub kafka_slots: Rc<super::slots::Slots>,
     pub drained_peers: Cell<usize>,
     /// Request and reply bytes all connections of this shard may hold at once.
     pub inflight: Rc<Semaphore>,
@@ -85,6 +88,8 @@ impl Shard {
         senders: Senders<MeshMsg>,
         previous_shutdown_clean: bool,
     ) -> Rc<Self> {
+        let (native_slots, kafka_slots) =
+            (Self::listener_slots(&config), Self::listener_slots(&config));
         Rc::new(Shard {
             id,
             n: config.shards,
@@ -107,8 +112,16 @@ impl Shard {
             shutting_down: Cell::new(false),
             shutdown_waiters: RefCell::new(Vec::new()),
             connections: Cell::new(0),
+            native_slots,
+            kafka_slots,
             drained_peers: Cell::new(0),
         })
+    }
+
+    /// One listener's slots: per shard, and this shard's share of each peer's.
+    fn listener_slots(config: &ServerConfig) -> Rc<super::slots::Slots> {
+        let per_peer = config.max_connections_per_ip.div_ceil(config.shards.max(1));
+        super::slots::Slots::new(config.max_connections_per_shard, per_peer)
     }
 
     /// A receiver whose `recv()` completes (with `None`) once shutdown begins.

@@ -1,0 +1,207 @@
+//! Shared limits stay fair under hostile peers, through the real `shardlog serve` binary:
+//! - replies held by connections that never read count against those connections: a fresh
+//!   Fetch is served at once while 10 slow readers hold their shares;
+//! - connection slots are per protocol and per peer address: a peer that opens idle
+//!   connections fills its own share, never another address's or the other protocol's;
+//! - the metrics endpoint accepts at once and bounds each peer (slowloris): a scrape from
+//!   another address is served while 1,000 stalled requests are open.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
+use std::os::fd::FromRawFd;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::server_proc::ServerProc;
+use shardlog::client::Client;
+use shardlog::format::{BatchBuilder, RecordSpec};
+use shardlog::protocol::{Request, ACKS_LEADER};
+
+/// A TCP connection to `to` from the local address `from` (another loopback address is
+/// another peer). Blocking, with a 10 s read timeout.
+fn connect_from(from: Ipv4Addr, to: &str) -> std::io::Result<TcpStream> {
+    let to: SocketAddr = to.parse().unwrap();
+    // SAFETY: a fresh socket we own; bind and connect get valid sockaddr_in structs.
+    let stream = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0);
+        let stream = TcpStream::from_raw_fd(fd);
+        let sa = |a: SocketAddrV4| libc::sockaddr_in {
+            sin_family: libc::AF_INET as u16,
+            sin_port: a.port().to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(*a.ip()).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as u32;
+        let local = sa(SocketAddrV4::new(from, 0));
+        if libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let SocketAddr::V4(to) = to else {
+            panic!("IPv4 only")
+        };
+        let remote = sa(to);
+        if libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        stream
+    };
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    Ok(stream)
+}
+
+const OTHER_PEER: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
+
+fn fill(server: &ServerProc, topic: &str, partitions: i32, bytes_each: usize) {
+    let addr = server.addr();
+    let topic = topic.to_string();
+    common::client(move || async move {
+        let mut c = Client::connect(&addr).await.unwrap();
+        c.create_topic(&topic, partitions, vec![]).await.unwrap();
+        let value = vec![b'x'; 100_000];
+        for p in 0..partitions {
+            for _ in 0..bytes_each / (value.len() * 8) {
+                let mut b = BatchBuilder::new(value.len() * 8 + 1024);
+                for _ in 0..8 {
+                    b.push(RecordSpec::new(None, Some(&value)));
+                }
+                let batch = Bytes::from(b.build());
+                c.produce(&topic, p, ACKS_LEADER, batch).await.unwrap();
+            }
+        }
+    });
+}
+
+#[test]
+fn a_fresh_fetch_is_served_while_slow_readers_hold_their_shares() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Any shard with one slow reader on it has its whole reply budget held.
+    let budget = [("max.inflight.bytes.per.shard", "67108864")];
+    let server = ServerProc::start(&tmp.path().join("data"), 2, &budget);
+    fill(&server, "big", 2, 24 << 20);
+    // 10 connections pipeline 4 Fetches of 16 MiB each and never read a byte.
+    let slow: Vec<TcpStream> = (0..10)
+        .map(|i| {
+            let mut s = TcpStream::connect(server.addr()).unwrap();
+            for j in 0..4 {
+                let fetch = Request::Fetch {
+                    topic: "big".into(),
+                    partition: (i + j) % 2,
+                    offset: 0,
+                    max_bytes: 16 << 20,
+                };
+                s.write_all(&fetch.encode_frame(j)).unwrap();
+            }
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let addr = server.addr();
+    let took = common::client(move || async move {
+        let mut c = Client::connect(&addr).await.unwrap();
+        let mut took = Vec::new();
+        for i in 0..20 {
+            let t = Instant::now();
+            let r = c.fetch("big", i % 2, 0, 64 << 10).await.unwrap();
+            took.push(t.elapsed());
+            assert!(!r.records.is_empty());
+        }
+        took.sort();
+        took
+    });
+    let (median, max) = (took[took.len() / 2], took[took.len() - 1]);
+    eprintln!("fresh 64 KiB fetch with 10 slow readers: median {median:?}, max {max:?}");
+    // Before: 28 s each (the shard's reply budget was held by the slow readers).
+    assert!(
+        median < Duration::from_millis(100),
+        "median {median:?}, max {max:?}"
+    );
+    drop(slow);
+}
+
+/// An ApiVersions v0 request on the Kafka listener; true if an answer came back.
+fn kafka_answers(mut s: TcpStream) -> bool {
+    let frame = [0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff];
+    if s.write_all(&frame).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 8];
+    s.read_exact(&mut head).is_ok() && head[4..8] == [0, 0, 0, 1]
+}
+
+fn value(server: &ServerProc, name: &str) -> u64 {
+    let addr = server.addr();
+    let name = name.to_string();
+    common::client(move || async move {
+        let mut c = Client::connect(&addr).await.unwrap();
+        c.metrics().await.unwrap().value(&name).unwrap()
+    })
+}
+
+#[test]
+fn idle_connections_fill_their_peers_share_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(
+        &tmp.path().join("data"),
+        2,
+        &[
+            ("kafka.listen", "auto"),
+            ("max.connections.per.shard", "200"),
+            ("max.connections.per.ip", "40"),
+        ],
+    );
+    let kafka = server.kafka_addr();
+    // 300 connections that send nothing, from one address.
+    let idle: Vec<TcpStream> = (0..300)
+        .filter_map(|_| TcpStream::connect(&kafka).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let held = value(&server, "connections");
+    eprintln!("connections held by one peer: {held} (cap max.connections.per.ip=40)");
+    assert!(held <= 40 + 1, "one peer holds {held} connections");
+    // Another address on the same protocol, and the same address on the other protocol.
+    assert!(kafka_answers(connect_from(OTHER_PEER, &kafka).unwrap()));
+    let addr = server.addr();
+    common::client(move || async move {
+        let mut c = Client::connect(&addr).await.unwrap();
+        c.metadata(None).await.unwrap();
+    });
+    drop(idle);
+}
+
+#[test]
+fn a_scrape_is_served_during_a_slowloris_on_the_metrics_endpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 2, &[("metrics.listen", "auto")]);
+    let metrics = server.listen_addr("metrics.listen");
+    let stalled: Vec<TcpStream> = (0..1000)
+        .filter_map(|_| {
+            let mut s = connect_from(OTHER_PEER, &metrics).ok()?;
+            s.write_all(b"GET /metr").ok()?;
+            Some(s)
+        })
+        .collect();
+    let started = Instant::now();
+    let mut s = TcpStream::connect(&metrics).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    eprintln!(
+        "scrape during a slowloris of {}: {:?}",
+        stalled.len(),
+        started.elapsed()
+    );
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "{}",
+        &text[..text.len().min(200)]
+    );
+    assert!(text.contains("shardlog_heap_live_bytes"));
+    drop(stalled);
+}
