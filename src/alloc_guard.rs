@@ -70,6 +70,12 @@ fn count(bytes: i64, blocks: i64) {
     }
 }
 
+/// Net heap bytes this thread allocated (for measurements within one thread; meaningful
+/// while the thread has a counter of its own).
+pub fn this_thread_heap() -> i64 {
+    my_slot().bytes.load(Relaxed)
+}
+
 /// The process's live heap now: (bytes, blocks) allocated and not yet freed.
 pub fn live_heap() -> (u64, u64) {
     let (bytes, blocks) = SLOT_COUNTS.iter().fold((0i64, 0i64), |(b, n), s| {
@@ -185,7 +191,7 @@ mod tests {
     #[test]
     fn the_live_heap_counts_what_is_held() {
         // This thread's own counter: other tests allocate at once on theirs.
-        let mine = || super::my_slot().bytes.load(super::Relaxed);
+        let mine = super::this_thread_heap;
         let before = mine();
         let mut held: Vec<u8> = vec![1; 1 << 20];
         assert_eq!(mine() - before, 1 << 20);

@@ -13,8 +13,15 @@
 //! end is loaded and the batches after it are replayed from the log. Producers that have not
 //! appended for `PRODUCER_ID_EXPIRATION_MS` (wall clock, not record timestamps: a producer
 //! backfilling old data must not lose its state) are dropped when a snapshot is written.
+//!
+//! Bounded: a partition remembers at most `MAX_PRODUCERS_PER_PARTITION` producers; a new one
+//! beyond that evicts the producer whose last append is oldest (Kafka 3.x bounds the same
+//! state by expiring idle producer ids first). An evicted producer's next batch is accepted
+//! as from a producer never seen; only a retry of a batch it wrote before its eviction is
+//! no longer recognised. Without the bound, a client sending batches under ever new
+//! producer ids grew the state by ~265 bytes per id for a day (53 MB per 200,000 ids).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -29,6 +36,8 @@ use super::segment::Segment;
 pub const BATCHES_PER_PRODUCER: usize = 5;
 /// Kafka's producer.id.expiration.ms default: one day.
 pub const PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
+/// Producers one partition remembers at most (about 0.5 MB of state).
+pub const MAX_PRODUCERS_PER_PARTITION: usize = 2000;
 pub use super::file_names::SNAPSHOT_SUFFIX;
 /// Snapshots kept besides the newest (older ones are removed when a new one is written).
 const OLDER_SNAPSHOTS_KEPT: usize = 1;
@@ -67,6 +76,8 @@ pub enum SequenceCheck {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ProducerState {
     producers: BTreeMap<i64, Producer>,
+    /// (last append ms, producer id) of every producer: the oldest is evicted first.
+    by_age: BTreeSet<(i64, i64)>,
 }
 
 /// Whether `next` follows `last` (sequences wrap from i32::MAX to 0).
@@ -164,12 +175,16 @@ impl ProducerState {
         if h.producer_id < 0 {
             return;
         }
-        let p = self.producers.entry(h.producer_id).or_insert(Producer {
+        let id = h.producer_id;
+        let p = self.producers.entry(id).or_insert(Producer {
             epoch: h.producer_epoch,
             batches: VecDeque::new(),
             last_append_ms: now_ms,
         });
+        let aged_from = p.last_append_ms;
         p.last_append_ms = p.last_append_ms.max(now_ms);
+        self.by_age.remove(&(aged_from, id));
+        self.by_age.insert((p.last_append_ms, id));
         if h.producer_epoch != p.epoch {
             p.epoch = h.producer_epoch;
             p.batches.clear();
@@ -185,12 +200,28 @@ impl ProducerState {
             timestamp: h.max_timestamp,
         });
         debug_assert!(p.batches.len() <= BATCHES_PER_PRODUCER);
+        self.evict_beyond_bound(id);
+    }
+
+    /// Forgets the producers idle longest (never `keep`) while over the bound.
+    fn evict_beyond_bound(&mut self, keep: i64) {
+        while self.producers.len() > MAX_PRODUCERS_PER_PARTITION {
+            let Some(&oldest) = self.by_age.iter().find(|(_, id)| *id != keep) else {
+                break;
+            };
+            self.by_age.remove(&oldest);
+            self.producers.remove(&oldest.1);
+        }
+        debug_assert_eq!(self.by_age.len(), self.producers.len());
     }
 
     /// Forgets producers that have not appended within the expiration.
     pub fn expire(&mut self, now_ms: i64) {
         self.producers
             .retain(|_, p| now_ms - p.last_append_ms < PRODUCER_ID_EXPIRATION_MS);
+        self.by_age
+            .retain(|(appended, _)| now_ms - appended < PRODUCER_ID_EXPIRATION_MS);
+        debug_assert_eq!(self.by_age.len(), self.producers.len());
     }
 
     fn encode(&self) -> String {
@@ -243,6 +274,13 @@ impl ProducerState {
                 timestamp,
             });
         }
+        state.by_age = state
+            .producers
+            .iter()
+            .map(|(id, p)| (p.last_append_ms, *id))
+            .collect();
+        // A snapshot from before the bound may hold more.
+        state.evict_beyond_bound(-1);
         Some(state)
     }
 }
@@ -382,6 +420,43 @@ mod tests {
         crate::format::batch::set_producer(&mut bytes, pid, epoch, seq);
         crate::format::batch::set_base_offset(&mut bytes, base);
         BatchHeader::parse(&bytes).unwrap()
+    }
+
+    #[test]
+    fn producers_beyond_the_bound_evict_the_longest_idle_first() {
+        let mut s = ProducerState::default();
+        let bound = MAX_PRODUCERS_PER_PARTITION as i64;
+        // Producer 0 keeps appending; every other id appends once, one ms apart.
+        for id in 0..bound * 3 {
+            s.record(&batch(id, 0, 0, 1, id), 1_000 + id);
+            if id % 100 == 0 {
+                s.record(&batch(0, 0, (id / 100) as i32 + 1, 1, id), 1_000 + id);
+            }
+        }
+        assert_eq!(s.len(), MAX_PRODUCERS_PER_PARTITION);
+        assert!(s.producers.contains_key(&0), "an active producer is kept");
+        assert!(s.producers.contains_key(&(bound * 3 - 1)));
+        assert!(!s.producers.contains_key(&1), "the longest idle went first");
+        // A snapshot round trip keeps the bound and the ages.
+        let back = ProducerState::decode(&s.encode()).unwrap();
+        assert_eq!(back, s);
+    }
+
+    /// The figure of the closing note: heap per 100,000 producer ids, unbounded vs bounded
+    /// (run with --nocapture).
+    #[test]
+    fn heap_held_by_100k_producer_ids_is_bounded() {
+        let before = crate::alloc_guard::this_thread_heap();
+        let mut s = ProducerState::default();
+        for id in 0..100_000 {
+            s.record(&batch(id, 0, 0, 1, id), 1_000 + id);
+        }
+        let held = crate::alloc_guard::this_thread_heap() - before;
+        eprintln!(
+            "100,000 producer ids: {} producers kept, {held} heap bytes held",
+            s.len()
+        );
+        assert!(held < 2 << 20, "{held} bytes for {} producers", s.len());
     }
 
     #[test]
