@@ -7,9 +7,10 @@
 //! (the connection is then closed, since the stream cannot be resynchronised); request and
 //! reply bytes in flight count against the connection's and the shard's budgets
 //! (`budget.rs`): when one is exhausted the reader stops reading, it never buffers more.
-//! Timeouts: a connection with no request for `connections.max.idle.ms` is closed; once a
-//! frame has started, its rest must arrive within `request.timeout.ms`, and each reply must
-//! be taken by the client within it.
+//! Timeouts: a new connection must start its first request within `request.timeout.ms` (a
+//! socket that never speaks holds its slot no longer); after that, a connection with no
+//! request for `connections.max.idle.ms` is closed; once a frame has started, its rest must
+//! arrive within `request.timeout.ms`, and each reply must be taken by the client within it.
 
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -109,15 +110,17 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
     // Buffered: a small request's size prefix and body usually arrive in one recv.
     let mut reader = stream.buffered();
     let shutdown = shard.shutdown_listener();
+    let mut first = true;
     loop {
         let next = futures_lite::future::or(
-            async { read_frame(&shard, &mut reader, &budget, wire).await },
+            async { read_frame(&shard, &mut reader, &budget, wire, first).await },
             async {
                 shutdown.recv().await;
                 Next::Stop("shutting down".into())
             },
         )
         .await;
+        first = false;
         match next {
             Next::Frame(body, reservation, started, frame_read) => {
                 let bytes_in = body.len() + 4;
@@ -222,18 +225,22 @@ enum Next {
     Stop(String),
 }
 
-/// Reads one request frame: the first byte may take up to the idle timeout, the rest of the
-/// frame must follow within the request timeout. The body is read only once the budgets
-/// grant its size.
+/// Reads one request frame: the first byte may take up to the idle timeout (the request
+/// timeout for a connection's first request), the rest of the frame must follow within the
+/// request timeout. The body is read only once the budgets grant its size.
 async fn read_frame(
     shard: &Shard,
     reader: &mut TcpStream<glommio::net::Preallocated>,
     budget: &Budget,
     wire: Wire,
+    first: bool,
 ) -> Next {
     let cfg = &shard.config;
-    let idle = Duration::from_millis(cfg.connections_max_idle_ms);
     let request = Duration::from_millis(cfg.request_timeout_ms);
+    let idle = match first {
+        true => request.min(Duration::from_millis(cfg.connections_max_idle_ms)),
+        false => Duration::from_millis(cfg.connections_max_idle_ms),
+    };
     let mut size_buf = [0u8; 4];
     if let Err(e) = within(idle, reader.read_exact(&mut size_buf[..1])).await {
         return Next::Stop(format!("waiting for a request: {e}"));
