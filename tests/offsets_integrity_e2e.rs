@@ -154,6 +154,20 @@ fn commits_survive_kill9_and_groups_are_never_read_empty_while_loading() {
     common::client(move || async move {
         let mut c = Client::connect(&addr).await.unwrap();
         c.create_topic("orders", 4, vec![]).await.unwrap();
+        // One shard owns a fat active segment: after a kill -9 its recovery scan keeps it
+        // opening partitions while the other shard already serves (the window of the race).
+        c.create_topic("bulk", 1, vec![]).await.unwrap();
+        let value = vec![b'x'; 1 << 16];
+        for _ in 0..150 {
+            let mut b = BatchBuilder::new(1 << 21);
+            for _ in 0..16 {
+                b.push(RecordSpec::new(None, Some(&value)));
+            }
+            let batch = Bytes::from(b.build());
+            c.produce("bulk", 0, shardlog::protocol::ACKS_LEADER, batch)
+                .await
+                .unwrap();
+        }
     });
     let stop = Arc::new(AtomicBool::new(false));
     let acked = Arc::new(Mutex::new(HashMap::new()));
@@ -197,4 +211,9 @@ fn commits_survive_kill9_and_groups_are_never_read_empty_while_loading() {
         not_ready
     });
     eprintln!("answers NotReady while loading: {not_ready}");
+    for line in server.log_text().lines() {
+        if line.contains("partitions open") {
+            eprintln!("{line}");
+        }
+    }
 }

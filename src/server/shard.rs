@@ -22,6 +22,9 @@ use crate::io::{DmaStorage, PageCache, PooledStorage, SharedPageCache, Storage};
 use crate::log::{partition_dir, partition_dir_name, OpenOptions, PartitionLog};
 use crate::protocol::ErrorCode;
 
+/// A partition that takes longer than this to open is logged.
+const SLOW_OPEN: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The shard that applies topic creations and deletions (the controller).
 pub const CONTROLLER: usize = 0;
 
@@ -153,6 +156,7 @@ impl Shard {
 
     /// Opens the partitions this shard owns for every topic on disk.
     pub async fn load_topics(self: &Rc<Self>) -> Result<(), String> {
+        let started = std::time::Instant::now();
         let data_dir = self.config.data_dir.clone();
         let (topics, changed) = super::topics::load_all(&data_dir, self.n as u32)
             .map_err(|e| format!("loading topic metadata: {e}"))?;
@@ -171,6 +175,12 @@ impl Shard {
             self.topics.borrow_mut().insert(meta.name.clone(), meta);
         }
         self.ready.set(true);
+        tracing::info!(
+            shard = self.id,
+            partitions = self.partitions.borrow().len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "partitions open"
+        );
         Ok(())
     }
 
@@ -701,9 +711,17 @@ impl Shard {
             let dir = partition_dir(&self.config.data_dir, &meta.name, p);
             let mut log_config = meta.config.log.clone();
             log_config.min_time_roll_interval_ms = self.config.log_roll_min_interval_ms;
+            let started = std::time::Instant::now();
             let log = PartitionLog::open_with(self.storage.clone(), &dir, log_config, opts.clone())
                 .await
                 .map_err(|e| (ErrorCode::of(&e), format!("opening {}: {e}", dir.display())))?;
+            // A slow start names its partitions (recovery scans and producer-state replays
+            // are the expected costs; anything else is a finding).
+            if started.elapsed() >= SLOW_OPEN {
+                let elapsed_ms = started.elapsed().as_millis() as u64;
+                let clean = opts.clean_shutdown;
+                tracing::warn!(dir = %dir.display(), elapsed_ms, clean, segments = log.segments().len(), "slow partition open");
+            }
             for t in log.recovery_truncations() {
                 tracing::warn!(file = %t.file.display(), position = t.position, bytes_dropped = t.bytes_dropped, reason = %t.reason, "recovery truncated a log");
             }
