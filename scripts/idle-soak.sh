@@ -7,12 +7,15 @@
 #
 #   scripts/idle-soak.sh [BINARY] [SECONDS] [CONSUMERS] [INTERVAL]
 #   (defaults: target/release/shardlog 600 10 60)
+# A server whose RSS passes RSS_LIMIT bytes (default 8 GiB) is stopped there: a leaking
+# build must not take the machine down with it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/release/shardlog}
 seconds=${2:-600}
 consumers=${3:-10}
 interval=${4:-60}
+rss_limit=${RSS_LIMIT:-8589934592}
 py=target/kafka-venv/bin/python
 
 data=$(mktemp -d)
@@ -41,5 +44,9 @@ for t in $(seq "$interval" "$interval" "$seconds"); do
   sleep "$interval"
   used=$(( $(cpu) - start_cpu ))
   awk -v t="$t" -v r="$(rss)" -v h="$(heap)" -v u="$used" -v k="$ticks" \
-    'BEGIN {printf "%d %d %s %.2f %.3f\n", t, r, h, u / k, u / k / t}'
+    'BEGIN {printf "%d %.0f %s %.2f %.3f\n", t, r, h, u / k, u / k / t}'
+  if (( $(rss) > rss_limit )); then
+    echo "stopped: RSS over $rss_limit bytes"
+    break
+  fi
 done

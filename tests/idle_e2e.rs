@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -61,20 +60,11 @@ fn shardlog(args: &[&str]) -> Command {
 
 fn start_kafka_consumers(server: &ServerProc) -> Killed {
     let (partitions, count) = (PARTITIONS.to_string(), KAFKA_CONSUMERS.to_string());
-    let mut child = kafka_clients::script(
+    let mut cmd = kafka_clients::script(
         "idle.py",
         &[&server.kafka_addr(), "idle", &partitions, &count],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit())
-    .spawn()
-    .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "READY", "idle.py did not start");
-    Killed(child)
+    );
+    Killed(kafka_clients::start_until(&mut cmd, "READY"))
 }
 
 fn start_native_followers(server: &ServerProc) -> Vec<Killed> {

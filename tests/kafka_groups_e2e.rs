@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -44,17 +43,8 @@ struct Holder(Child);
 
 impl Holder {
     fn join(server: &ServerProc, topic: &str, group: &str) -> Holder {
-        let mut child = script(server, "confluent", "hold", topic, group)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert_eq!(line.trim(), "JOINED");
-        Holder(child)
+        let mut cmd = script(server, "confluent", "hold", topic, group);
+        Holder(kafka_clients::start_until(&mut cmd, "JOINED"))
     }
 }
 

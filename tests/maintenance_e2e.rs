@@ -98,7 +98,7 @@ fn deleted_files_go_on_time_while_other_partitions_are_busy() {
                     let mut c = Client::connect(&addr).await.unwrap();
                     let mut n = 0;
                     while !stop.load(Ordering::Relaxed) {
-                        let p = (i * 2 + n % 2) as i32;
+                        let p = i * 2 + n % 2;
                         let _ = c.produce("busy", p, ACKS_ALL, keyed(50, 200)).await;
                         n += 1;
                     }

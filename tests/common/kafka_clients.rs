@@ -29,6 +29,23 @@ pub fn script(name: &str, args: &[&str]) -> Command {
     cmd
 }
 
+/// Starts a client script that prints `ready` once it is set up, and waits for that line;
+/// the child keeps running (the caller kills it).
+pub fn start_until(cmd: &mut Command, ready: &str) -> std::process::Child {
+    use std::io::BufRead;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {cmd:?}: {e}"));
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), ready, "{cmd:?} did not get ready");
+    child
+}
+
 /// Runs a command to completion, killing it after `limit`.
 pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
     let mut child = cmd
