@@ -35,7 +35,7 @@ sleep 5
 
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }
-rss() { awk '/VmRSS/ {print $2 * 1024}' "/proc/$server/status"; }
+rss() { awk '/VmRSS/ {printf "%.0f\n", $2 * 1024}' "/proc/$server/status"; }
 heap() { curl -s "http://$metrics/metrics" | awk '/^shardlog_heap_live_bytes/ {s += $2} END {print (NR && s != "") ? s : "-"}'; }
 start_cpu=$(cpu)
 echo "binary=$bin consumers=$consumers"
