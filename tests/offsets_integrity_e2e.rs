@@ -217,3 +217,41 @@ fn commits_survive_kill9_and_groups_are_never_read_empty_while_loading() {
         }
     }
 }
+
+/// The offsets topic's partition count is fixed once it exists: a restart with another
+/// `offsets.topic.num.partitions` is refused with a clear error, never a silent re-hash of
+/// every group to other partitions (away from its commits).
+#[test]
+fn a_changed_offsets_partition_count_refuses_to_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut server = ServerProc::start(&data, 2, &[("offsets.topic.num.partitions", "3")]);
+    let addr = server.addr();
+    common::client(move || async move {
+        let mut c = Client::connect(&addr).await.unwrap();
+        c.create_topic("orders", 1, vec![]).await.unwrap();
+        let offsets = vec![("orders".into(), 0, 5, String::new())];
+        assert_eq!(
+            c.offset_commit("g", offsets).await.unwrap()[0].2,
+            ErrorCode::None
+        );
+    });
+    server.kill9();
+    let conf = tmp.path().join("changed.properties");
+    std::fs::write(&conf, "shards=2\noffsets.topic.num.partitions=5\n").unwrap();
+    let port = common::server_proc::free_port().to_string();
+    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"));
+    serve
+        .args(["serve", "--kafka-listen", "off", "--data-dir"])
+        .arg(&data)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--config"])
+        .arg(&conf);
+    let out = kafka_clients::run_bounded(&mut serve, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started anyway: {stderr}");
+    assert!(
+        stderr.contains("__consumer_offsets has 3 partitions")
+            && stderr.contains("offsets.topic.num.partitions=3"),
+        "{stderr}"
+    );
+}
