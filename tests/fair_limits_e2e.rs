@@ -236,3 +236,52 @@ fn a_scrape_is_served_during_a_slowloris_on_the_metrics_endpoint() {
     assert!(text.contains("shardlog_heap_live_bytes"));
     drop(stalled);
 }
+
+/// A client sending each batch under a new producer id grows the partition's producer state
+/// to its bound, no further: the snapshot written at the next roll holds at most
+/// `MAX_PRODUCERS_PER_PARTITION` producers.
+#[test]
+fn producer_state_stays_bounded_under_ever_new_producer_ids() {
+    use shardlog::log::producer_state::MAX_PRODUCERS_PER_PARTITION;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let server = ServerProc::start(&data, 1, &[]);
+    let addr = server.addr();
+    let ids = MAX_PRODUCERS_PER_PARTITION as i64 * 3;
+    common::client(move || async move {
+        let mut c = Client::connect(&addr).await.unwrap();
+        c.create_topic("ids", 1, vec![]).await.unwrap();
+        for pid in 0..ids {
+            let mut b = BatchBuilder::new(256);
+            b.push(RecordSpec::new(None, Some(b"v")));
+            let mut batch = b.build();
+            shardlog::format::batch::set_producer(&mut batch, 1_000 + pid, 0, 0);
+            c.produce("ids", 0, ACKS_LEADER, Bytes::from(batch))
+                .await
+                .unwrap();
+        }
+        c.roll_segments("ids", 0).await.unwrap();
+    });
+    let dir = data.join("ids-0");
+    let snapshot = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "snapshot"))
+        .max()
+        .expect("a snapshot at the roll");
+    let text = std::fs::read_to_string(&snapshot).unwrap();
+    let producers: std::collections::HashSet<&str> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    eprintln!(
+        "{ids} producer ids sent: {} in the snapshot ({} bytes)",
+        producers.len(),
+        text.len()
+    );
+    assert_eq!(producers.len(), MAX_PRODUCERS_PER_PARTITION);
+    // The newest ids are the ones kept.
+    assert!(producers.contains((1_000 + ids - 1).to_string().as_str()));
+}

@@ -119,8 +119,9 @@ impl PartitionLog {
         let loaded = load(storage.clone(), dir, &config, opts).await?;
         let visible_end = loaded.segments.last().map_or(0, |s| s.next_offset());
         let checkpointed = LOG_START_OFFSET.read(storage.as_ref(), dir).await;
-        let producers =
+        let mut producers =
             producer_state::rebuild(storage.as_ref(), dir, &loaded.segments, visible_end).await?;
+        producers.count_on_shard();
         let log_start_offset = checkpointed
             .max(loaded.segments[0].base_offset())
             .min(visible_end);

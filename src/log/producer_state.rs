@@ -14,9 +14,10 @@
 //! appended for `PRODUCER_ID_EXPIRATION_MS` (wall clock, not record timestamps: a producer
 //! backfilling old data must not lose its state) are dropped when a snapshot is written.
 //!
-//! Bounded: a partition remembers at most `MAX_PRODUCERS_PER_PARTITION` producers; a new one
-//! beyond that evicts the producer whose last append is oldest (Kafka 3.x bounds the same
-//! state by expiring idle producer ids first). An evicted producer's next batch is accepted
+//! Bounded: a partition remembers at most `MAX_PRODUCERS_PER_PARTITION` producers, and the
+//! partitions of one shard (one thread) about `MAX_PRODUCERS_PER_SHARD` together; a new one
+//! beyond either evicts the partition's producer whose last append is oldest (Kafka 3.x
+//! bounds the same state by expiring idle producer ids first). An evicted producer's next batch is accepted
 //! as from a producer never seen; only a retry of a batch it wrote before its eviction is
 //! no longer recognised. Without the bound, a client sending batches under ever new
 //! producer ids grew the state by ~265 bytes per id for a day (53 MB per 200,000 ids).
@@ -38,6 +39,19 @@ pub const BATCHES_PER_PRODUCER: usize = 5;
 pub const PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
 /// Producers one partition remembers at most (about 0.5 MB of state).
 pub const MAX_PRODUCERS_PER_PARTITION: usize = 2000;
+/// Producers the open partitions of one shard remember together (about 27 MB); beyond it a
+/// partition adding one evicts its own longest idle (each keeps at least one).
+pub const MAX_PRODUCERS_PER_SHARD: usize = 100_000;
+
+thread_local! {
+    /// Producers held by the shard's live states (`count_on_shard`), this thread's.
+    static SHARD_PRODUCERS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Producers the live states of this thread's partitions hold now.
+pub fn shard_producers() -> usize {
+    SHARD_PRODUCERS.with(std::cell::Cell::get)
+}
 pub use super::file_names::SNAPSHOT_SUFFIX;
 /// Snapshots kept besides the newest (older ones are removed when a new one is written).
 const OLDER_SNAPSHOTS_KEPT: usize = 1;
@@ -73,11 +87,30 @@ pub enum SequenceCheck {
     Duplicate(ProducerBatch),
 }
 
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct ProducerState {
     producers: BTreeMap<i64, Producer>,
     /// (last append ms, producer id) of every producer: the oldest is evicted first.
     by_age: BTreeSet<(i64, i64)>,
+    /// A partition's live state: its producers count against the shard's bound.
+    on_shard: bool,
+}
+
+/// A copy is never a partition's live state.
+impl Clone for ProducerState {
+    fn clone(&self) -> Self {
+        ProducerState {
+            producers: self.producers.clone(),
+            by_age: self.by_age.clone(),
+            on_shard: false,
+        }
+    }
+}
+
+impl Drop for ProducerState {
+    fn drop(&mut self) {
+        self.account(self.producers.len(), 0);
+    }
 }
 
 /// Whether `next` follows `last` (sequences wrap from i32::MAX to 0).
@@ -86,6 +119,30 @@ fn in_sequence(last: i32, next: i32) -> bool {
 }
 
 impl ProducerState {
+    /// Makes this a partition's live state: its producers count against (and are bounded
+    /// by) the shard's `MAX_PRODUCERS_PER_SHARD`.
+    pub fn count_on_shard(&mut self) {
+        if !self.on_shard {
+            self.on_shard = true;
+            self.account(0, self.producers.len());
+            self.evict_beyond_bound(-1);
+        }
+    }
+
+    /// The shard's count follows this live state from `before` to `after` producers.
+    fn account(&self, before: usize, after: usize) {
+        if self.on_shard && before != after {
+            SHARD_PRODUCERS.with(|n| n.set((n.get() + after).saturating_sub(before)));
+        }
+    }
+
+    fn over_bound(&self) -> bool {
+        self.producers.len() > MAX_PRODUCERS_PER_PARTITION
+            || (self.on_shard
+                && self.producers.len() > 1
+                && shard_producers() > MAX_PRODUCERS_PER_SHARD)
+    }
+
     pub fn len(&self) -> usize {
         self.producers.len()
     }
@@ -176,6 +233,7 @@ impl ProducerState {
             return;
         }
         let id = h.producer_id;
+        let before = self.producers.len();
         let p = self.producers.entry(id).or_insert(Producer {
             epoch: h.producer_epoch,
             batches: VecDeque::new(),
@@ -200,27 +258,31 @@ impl ProducerState {
             timestamp: h.max_timestamp,
         });
         debug_assert!(p.batches.len() <= BATCHES_PER_PRODUCER);
+        self.account(before, self.producers.len());
         self.evict_beyond_bound(id);
     }
 
-    /// Forgets the producers idle longest (never `keep`) while over the bound.
+    /// Forgets the producers idle longest (never `keep`) while over a bound.
     fn evict_beyond_bound(&mut self, keep: i64) {
-        while self.producers.len() > MAX_PRODUCERS_PER_PARTITION {
+        while self.over_bound() {
             let Some(&oldest) = self.by_age.iter().find(|(_, id)| *id != keep) else {
                 break;
             };
             self.by_age.remove(&oldest);
             self.producers.remove(&oldest.1);
+            self.account(self.producers.len() + 1, self.producers.len());
         }
         debug_assert_eq!(self.by_age.len(), self.producers.len());
     }
 
     /// Forgets producers that have not appended within the expiration.
     pub fn expire(&mut self, now_ms: i64) {
+        let before = self.producers.len();
         self.producers
             .retain(|_, p| now_ms - p.last_append_ms < PRODUCER_ID_EXPIRATION_MS);
         self.by_age
             .retain(|(appended, _)| now_ms - appended < PRODUCER_ID_EXPIRATION_MS);
+        self.account(before, self.producers.len());
         debug_assert_eq!(self.by_age.len(), self.producers.len());
     }
 
@@ -440,6 +502,34 @@ mod tests {
         // A snapshot round trip keeps the bound and the ages.
         let back = ProducerState::decode(&s.encode()).unwrap();
         assert_eq!(back, s);
+    }
+
+    #[test]
+    fn the_partitions_of_a_shard_share_one_bound() {
+        let partitions = MAX_PRODUCERS_PER_SHARD / MAX_PRODUCERS_PER_PARTITION + 10;
+        let mut states: Vec<ProducerState> = (0..partitions)
+            .map(|_| {
+                let mut s = ProducerState::default();
+                s.count_on_shard();
+                s
+            })
+            .collect();
+        let mut id = 0;
+        for s in states.iter_mut() {
+            for _ in 0..MAX_PRODUCERS_PER_PARTITION {
+                s.record(&batch(id, 0, 0, 1, id), 1_000 + id);
+                id += 1;
+            }
+        }
+        let held: usize = states.iter().map(ProducerState::len).sum();
+        assert_eq!(held, shard_producers());
+        assert!(held <= MAX_PRODUCERS_PER_SHARD + partitions, "{held}");
+        assert!(states.iter().all(|s| !s.is_empty()));
+        // A copy does not count; dropping the live states gives their share back.
+        let copy = states[0].clone();
+        assert_eq!(shard_producers(), held);
+        drop((copy, states));
+        assert_eq!(shard_producers(), 0);
     }
 
     /// The figure of the closing note: heap per 100,000 producer ids, unbounded vs bounded
