@@ -182,12 +182,26 @@ fn commits_survive_kill9_and_groups_are_never_read_empty_while_loading() {
     let acked = acked.lock().unwrap().clone();
     let groups = COMMITTERS * GROUPS_EACH as usize;
     assert_eq!(acked.len(), groups, "every group committed: {acked:?}");
-    server.respawn();
-
-    // At once, as clients do after a restart: every answer is whole or NotReady.
+    // The client is running before the server starts again and asks the moment it can
+    // connect (the first shard listening), as clients do after a restart: every answer is
+    // whole or NotReady.
     let addr = server.addr();
+    let restart = std::thread::spawn(move || {
+        server.respawn();
+        server
+    });
     let not_ready = common::client(move || async move {
-        let mut c = Client::connect(&addr).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut c = loop {
+            match Client::connect_with_timeout(&addr, Duration::from_secs(1)).await {
+                Ok(c) => break c,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    glommio::timer::sleep(Duration::from_millis(2)).await;
+                }
+                Err(e) => panic!("the server did not come back: {e}"),
+            }
+        };
         let mut pending: Vec<String> = acked.keys().cloned().collect();
         let mut not_ready = 0;
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -210,6 +224,7 @@ fn commits_survive_kill9_and_groups_are_never_read_empty_while_loading() {
         }
         not_ready
     });
+    let server = restart.join().unwrap();
     eprintln!("answers NotReady while loading: {not_ready}");
     for line in server.log_text().lines() {
         if line.contains("partitions open") {
