@@ -75,7 +75,7 @@ pub fn lock(data_dir: &Path) -> Result<DataDirLock, String> {
 pub fn check_port_free(addr: std::net::SocketAddr) -> Result<(), String> {
     let deadline = std::time::Instant::now() + ORPHAN_WAIT;
     loop {
-        let inodes = listening_inodes(addr.port());
+        let inodes = listening_inodes(addr.port(), Some(addr.ip()));
         if inodes.is_empty() {
             return Ok(());
         }
@@ -96,38 +96,66 @@ pub fn check_port_free(addr: std::net::SocketAddr) -> Result<(), String> {
 /// How long start-up waits for a killed predecessor's listening sockets to go away.
 const ORPHAN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Whether any socket (of any process, or of none) listens on `port`.
+/// Whether any socket (of any process, or of none) listens on `port`, at any address.
 pub fn port_has_listeners(port: u16) -> bool {
-    !listening_inodes(port).is_empty()
+    !listening_inodes(port, None).is_empty()
 }
 
-/// Inodes of the sockets listening on `port` (IPv4 and IPv6 tables).
-fn listening_inodes(port: u16) -> Vec<u64> {
+/// Inodes of the sockets listening on `port` (IPv4 and IPv6 tables); with `at`, only those
+/// whose address overlaps it (the same address, or either one the wildcard): a listener on
+/// the same port at another address takes none of our connections.
+fn listening_inodes(port: u16, at: Option<std::net::IpAddr>) -> Vec<u64> {
     ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
         .filter_map(|t| std::fs::read_to_string(t).ok())
-        .flat_map(|text| listening(&text, port))
+        .flat_map(|text| listening(&text, port, at))
         .collect()
 }
 
-/// Inodes of the sockets in LISTEN state on `port` in a `/proc/net/tcp`-format table.
-fn listening(table: &str, port: u16) -> Vec<u64> {
+/// Inodes of the sockets in LISTEN state on `port` (overlapping `at`, if given) in a
+/// `/proc/net/tcp`-format table.
+fn listening(table: &str, port: u16, at: Option<std::net::IpAddr>) -> Vec<u64> {
     const LISTEN: &str = "0A";
     table
         .lines()
         .skip(1)
         .filter_map(|line| {
             let cols: Vec<&str> = line.split_whitespace().collect();
-            let local_port = cols
-                .get(1)?
-                .rsplit(':')
-                .next()
-                .and_then(|p| u16::from_str_radix(p, 16).ok())?;
-            (cols.get(3) == Some(&LISTEN) && local_port == port)
+            let (ip, local_port) = proc_net_address(cols.get(1)?)?;
+            let overlaps = at.is_none_or(|at| addresses_overlap(ip, at));
+            (cols.get(3) == Some(&LISTEN) && local_port == port && overlaps)
                 .then(|| cols.get(9)?.parse().ok())
                 .flatten()
         })
         .collect()
+}
+
+/// A `/proc/net/tcp{,6}` local address (`0100007F:1F90`): 32-bit words printed in host
+/// byte order, then the port.
+fn proc_net_address(field: &str) -> Option<(std::net::IpAddr, u16)> {
+    let (hex, port) = field.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let words: Vec<[u8; 4]> = (0..hex.len() / 8)
+        .map(|i| u32::from_str_radix(hex.get(i * 8..i * 8 + 8)?, 16).ok())
+        .map(|w| w.map(u32::to_ne_bytes))
+        .collect::<Option<_>>()?;
+    let ip = match words.as_slice() {
+        [w] => std::net::IpAddr::from(*w),
+        [a, b, c, d] => {
+            let mut octets = [0u8; 16];
+            for (chunk, w) in octets.chunks_mut(4).zip([a, b, c, d]) {
+                chunk.copy_from_slice(w);
+            }
+            std::net::IpAddr::from(octets)
+        }
+        _ => return None,
+    };
+    Some((ip, port))
+}
+
+/// Whether a listener at `a` and one at `b` on the same port would share connections.
+fn addresses_overlap(a: std::net::IpAddr, b: std::net::IpAddr) -> bool {
+    a.is_unspecified() || b.is_unspecified() || a.to_canonical() == b.to_canonical()
 }
 
 /// The pid of a live process holding socket `inode`, if any (scans `/proc/*/fd`).
@@ -292,16 +320,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn kernel_table_addresses_parse() {
+        let v4 = proc_net_address("0100007F:1F90").unwrap();
+        assert_eq!(v4, ("127.0.0.1".parse().unwrap(), 8080));
+        let any6 = proc_net_address("00000000000000000000000000000000:1F90").unwrap();
+        assert_eq!(any6.0, "::".parse::<std::net::IpAddr>().unwrap());
+        let lo6 = proc_net_address("00000000000000000000000001000000:0050").unwrap();
+        assert_eq!(lo6, ("::1".parse().unwrap(), 80));
+        let mapped = proc_net_address("0000000000000000FFFF00000100007F:0050").unwrap();
+        assert_eq!(
+            mapped.0.to_canonical(),
+            "127.0.0.1".parse::<std::net::IpAddr>().unwrap()
+        );
+        assert!(proc_net_address("zz:1").is_none());
+    }
+
+    #[test]
     fn listening_sockets_are_found_in_the_kernel_table() {
         let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
    0: 0100007F:1CF3 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1\n\
    1: 0100007F:1F90 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 4343 1\n";
-        assert_eq!(listening(table, 0x1CF3), vec![4242]);
+        assert_eq!(listening(table, 0x1CF3, None), vec![4242]);
         assert!(
-            listening(table, 0x1F90).is_empty(),
+            listening(table, 0x1F90, None).is_empty(),
             "established, not listening"
         );
-        assert!(listening(table, 80).is_empty());
+        assert!(listening(table, 80, None).is_empty());
+        let at = |ip: &str| Some(ip.parse().unwrap());
+        assert_eq!(listening(table, 0x1CF3, at("127.0.0.1")), vec![4242]);
+        assert_eq!(listening(table, 0x1CF3, at("0.0.0.0")), vec![4242]);
+        assert_eq!(listening(table, 0x1CF3, at("::")), vec![4242]);
+        assert!(
+            listening(table, 0x1CF3, at("127.0.0.2")).is_empty(),
+            "another address on the same port takes none of our connections"
+        );
         let real = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = real.local_addr().unwrap().port();
         let err = check_port_free(real.local_addr().unwrap()).unwrap_err();
@@ -311,6 +363,11 @@ mod tests {
         );
         drop(real);
         assert!(check_port_free(format!("127.0.0.1:{port}").parse().unwrap()).is_ok());
+        // Another process's listener at another address of the same port is no conflict.
+        let other = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+        let port = other.local_addr().unwrap().port();
+        assert!(check_port_free(format!("127.0.0.1:{port}").parse().unwrap()).is_ok());
+        assert!(check_port_free(format!("0.0.0.0:{port}").parse().unwrap()).is_err());
     }
 
     #[test]
