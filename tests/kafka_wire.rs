@@ -743,6 +743,20 @@ fn every_advertised_version_of_the_group_apis_round_trips_through_the_crate() {
         };
         assert_eq!(r.groups.len(), 8, "ListGroups v{v}: {r:?}");
     }
+    // v4+ filter by state, v5+ by type (every group here is a classic one).
+    let mut filtered = |states: &[&str], types: &[&str]| {
+        let r = ListGroupsRequest::default()
+            .with_states_filter(states.iter().map(|s| name(s).0).collect())
+            .with_types_filter(types.iter().map(|s| name(s).0).collect());
+        let ResponseKind::ListGroups(r) = c.call(5, RequestKind::ListGroups(r)) else {
+            panic!()
+        };
+        r.groups.len()
+    };
+    assert_eq!(filtered(&["Empty"], &[]), 8);
+    assert_eq!(filtered(&["Stable"], &[]), 0);
+    assert_eq!(filtered(&[], &["Classic"]), 8);
+    assert_eq!(filtered(&[], &["consumer"]), 0);
     for v in versions(ApiKey::DescribeGroups) {
         let r = DescribeGroupsRequest::default().with_groups(vec![gid("g7"), gid("none")]);
         let ResponseKind::DescribeGroups(r) = c.call(v, RequestKind::DescribeGroups(r)) else {

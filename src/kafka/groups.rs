@@ -10,6 +10,9 @@ use super::{str_bytes, Context, NODE_ID};
 use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, OffsetToCommit, SyncRequest};
 use crate::groups::{list_all, route};
 
+/// The type of every group here (KIP-848's "consumer" groups are not served).
+const GROUP_TYPE: &str = "classic";
+
 fn text(s: &StrBytes) -> String {
     s.to_string()
 }
@@ -423,8 +426,14 @@ pub async fn list_groups(ctx: &Context<'_>, r: ListGroupsRequest) -> ListGroupsR
         }
     };
     let states: Vec<String> = r.states_filter.iter().map(text).collect();
+    // v5's type filter: every group here is a classic-protocol group.
+    let classic_wanted = r.types_filter.is_empty()
+        || r.types_filter
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(GROUP_TYPE));
     let listed = groups
         .into_iter()
+        .filter(|_| classic_wanted)
         .filter(|(_, _, state)| {
             states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(state))
         })
@@ -438,7 +447,7 @@ pub async fn list_groups(ctx: &Context<'_>, r: ListGroupsRequest) -> ListGroupsR
                 g
             };
             if ctx.version >= 5 {
-                g.with_group_type(StrBytes::from_static_str("classic"))
+                g.with_group_type(StrBytes::from_static_str(GROUP_TYPE))
             } else {
                 g
             }
