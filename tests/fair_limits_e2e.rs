@@ -149,12 +149,7 @@ fn kafka_answers(mut s: TcpStream) -> bool {
 }
 
 fn value(server: &ServerProc, name: &str) -> u64 {
-    let addr = server.addr();
-    let name = name.to_string();
-    common::client(move || async move {
-        let mut c = Client::connect(&addr).await.unwrap();
-        c.metrics().await.unwrap().value(&name).unwrap()
-    })
+    server.metrics().value(name).unwrap()
 }
 
 #[test]

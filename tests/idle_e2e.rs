@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use common::kafka_clients;
 use common::server_proc::ServerProc;
-use shardlog::client::Client;
 use shardlog::metrics::MetricsReport;
 
 const PARTITIONS: usize = 4;
@@ -28,14 +27,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn metrics(server: &ServerProc) -> MetricsReport {
-    let addr = server.addr();
-    common::client(move || async move {
-        let mut c = Client::connect(&addr).await.unwrap();
-        c.metrics().await.unwrap()
-    })
 }
 
 fn value(m: &MetricsReport, name: &str) -> i64 {
@@ -91,17 +82,17 @@ fn idle_consumers_cost_nothing_and_leave_nothing_behind() {
         .status()
         .unwrap();
     assert!(created.success());
-    let baseline = metrics(&server);
+    let baseline = server.metrics();
 
     let kafka = start_kafka_consumers(&server);
     let native = start_native_followers(&server);
     // Connected, first polls done, every lazy structure made.
     std::thread::sleep(Duration::from_secs(5));
     let (before, cpu_before, fds_before) =
-        (metrics(&server), cpu_ticks(server.pid()), server.open_fds());
+        (server.metrics(), cpu_ticks(server.pid()), server.open_fds());
     let started = Instant::now();
     std::thread::sleep(SOAK);
-    let after = metrics(&server);
+    let after = server.metrics();
     let cpu = (cpu_ticks(server.pid()) - cpu_before) as f64 / 100.0;
     let waited = started.elapsed().as_secs_f64();
 
@@ -134,7 +125,7 @@ fn idle_consumers_cost_nothing_and_leave_nothing_behind() {
     // Their waits end with their connections (at most one poll's wait).
     let deadline = Instant::now() + Duration::from_secs(10);
     let gone = loop {
-        let m = metrics(&server);
+        let m = server.metrics();
         let idle = value(&m, "append_waiters") == 0
             && value(&m, "tasks") <= value(&baseline, "tasks")
             && value(&m, "connections") <= 1;

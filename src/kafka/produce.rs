@@ -82,7 +82,7 @@ async fn produce_partition(
         ));
     };
     let op = PartitionOp::Produce { acks, records };
-    crate::server::internal_topics::refuse_client_op(topic, &op)
+    crate::server::internal_topics::refuse_client(topic, "produce to")
         .map_err(|(code, msg)| (kafka_code(code, version >= 8), msg))?;
     match shard.partition_op(topic, p.index, op).await {
         Ok(OpOk::Produced {

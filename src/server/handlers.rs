@@ -269,7 +269,7 @@ async fn dispatch(
         } => {
             check_acks(acks)?;
             let op = PartitionOp::Produce { acks, records };
-            super::internal_topics::refuse_client_op(&topic, &op)?;
+            super::internal_topics::refuse_client(&topic, "produce to")?;
             to_body(key, shard.partition_op(&topic, partition, op).await)
         }
         Request::Fetch {

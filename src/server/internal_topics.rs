@@ -9,7 +9,6 @@
 //! it would lose or forge every group's offsets at the next restart.
 
 use super::config::ServerConfig;
-use super::messages::PartitionOp;
 use super::topics::TopicMeta;
 use crate::groups::OFFSETS_TOPIC;
 use crate::protocol::ErrorCode;
@@ -30,16 +29,6 @@ pub fn refuse_client(topic: &str, action: &str) -> Result<(), (ErrorCode, String
         ErrorCode::InternalTopic,
         format!("{topic} is an internal topic: clients may read it but not {action} it"),
     ))
-}
-
-/// Refuses a client's partition op that would change an internal topic's records.
-pub fn refuse_client_op(topic: &str, op: &PartitionOp) -> Result<(), (ErrorCode, String)> {
-    match op {
-        PartitionOp::Produce { .. } => refuse_client(topic, "produce to"),
-        PartitionOp::DeleteRecords { .. } => refuse_client(topic, "delete records of"),
-        PartitionOp::SetConfig(_) => refuse_client(topic, "reconfigure"),
-        _ => Ok(()),
-    }
 }
 
 /// The partition count and configs the server creates an internal topic with.

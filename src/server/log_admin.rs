@@ -23,7 +23,7 @@ pub async fn dispatch(shard: &Rc<Shard>, request: Request) -> Option<Reply> {
             offset,
         } => {
             let op = PartitionOp::DeleteRecords { offset };
-            if let Err(e) = super::internal_topics::refuse_client_op(&topic, &op) {
+            if let Err(e) = super::internal_topics::refuse_client(&topic, "delete records of") {
                 return Some(Err(e));
             }
             match shard.partition_op(&topic, partition, op).await {

@@ -197,6 +197,16 @@ impl ServerProc {
         self.child.id()
     }
 
+    /// The server's metrics (native Metrics API), merged over shards.
+    #[allow(dead_code)]
+    pub fn metrics(&self) -> shardlog::metrics::MetricsReport {
+        let addr = self.addr();
+        super::client(move || async move {
+            let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+            c.metrics().await.unwrap()
+        })
+    }
+
     /// Resident memory of the server process.
     pub fn rss_bytes(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
