@@ -1,0 +1,355 @@
+//! House rules as a test (TigerBeetle's tidy.zig idea): the layout and habits ARCHITECTURE.md
+//! states, checked over the non-test code of `src/`. Each rule either holds outright or has
+//! a ratchet: the count of today's exceptions, which may shrink but never grow. The test
+//! prints every figure it measures (`cargo test --test tidy -- --nocapture`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The floors, lowest first: a module may import from its own floor or below, never above.
+/// Cross-cutting leaves (time, tasks, alloc_guard, metrics) sit at the bottom.
+const FLOORS: &[&[&str]] = &[
+    &["format", "time", "tasks", "alloc_guard", "metrics", "error"],
+    &["io", "config"],
+    &["log"],
+    &["protocol"],
+    &["catalog", "groups", "services"],
+    &["shard"],
+    &["native", "kafka"],
+    &["net"],
+    &["server"],
+    &["client", "tools", "cli", "main", "lib"],
+];
+
+const MAX_FN_LINES: usize = 70;
+
+/// Ratchets: today's exceptions. Lower them as the code improves; the test fails if a count
+/// grows, and asks for the limit to be lowered when it shrinks.
+const LONG_FNS: usize = 11;
+const STRING_ERROR_FNS: usize = 48;
+const STD_FS_OUTSIDE_IO: usize = 30;
+const BACK_ARROWS: usize = 4;
+const OPEN_PUBLIC_ENUMS: usize = 30;
+/// Assertions of stated invariants in non-test code: may grow, never shrink.
+const MIN_ASSERTIONS: usize = 30;
+
+struct Source {
+    /// Path relative to `src/`.
+    rel: PathBuf,
+    /// The module's non-test lines (a trailing `#[cfg(test)] mod` is cut off).
+    lines: Vec<String>,
+}
+
+impl Source {
+    /// The folder (or root file) the module belongs to: its floor's name.
+    fn unit(&self) -> String {
+        let first = self.rel.components().next().unwrap();
+        let name = first.as_os_str().to_string_lossy();
+        name.trim_end_matches(".rs").to_string()
+    }
+
+    fn in_unit(&self, units: &[&str]) -> bool {
+        units.contains(&self.unit().as_str())
+    }
+}
+
+fn load_sources() -> Vec<Source> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = Vec::new();
+    walk(&root, &root, &mut out);
+    assert!(
+        out.len() > 50,
+        "expected the whole of src/, found {}",
+        out.len()
+    );
+    out
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<Source>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            walk(root, &path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            out.push(Source {
+                rel: path.strip_prefix(root).unwrap().to_path_buf(),
+                lines: non_test_lines(&text),
+            });
+        }
+    }
+}
+
+/// Drops `#[cfg(test)]` items: the attribute, the item and its body (rustfmt's layout, so the
+/// body ends at the first `}` with the attribute's indentation).
+fn non_test_lines(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skipping: Option<usize> = None;
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        if let Some(level) = skipping {
+            if indent == level && line.trim_start().starts_with('}') {
+                skipping = None;
+            }
+            continue;
+        }
+        if line.trim() == "#[cfg(test)]" {
+            skipping = Some(indent);
+            continue;
+        }
+        out.push(line.to_string());
+    }
+    out
+}
+
+/// Functions longer than [`MAX_FN_LINES`], as `file:fn (lines)`.
+fn long_functions(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in sources {
+        for (i, line) in s.lines.iter().enumerate() {
+            let Some(name) = fn_name(line) else { continue };
+            let indent = line.len() - line.trim_start().len();
+            let end = s.lines[i..]
+                .iter()
+                .position(|l| l.len() - l.trim_start().len() == indent && l.trim() == "}");
+            let Some(len) = end.map(|e| e + 1) else {
+                continue; // a declaration without a body
+            };
+            if len > MAX_FN_LINES {
+                out.push(format!("{}:{name} ({len})", s.rel.display()));
+            }
+        }
+    }
+    out
+}
+
+fn fn_name(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    let t = t
+        .strip_prefix("pub(crate) ")
+        .or_else(|| t.strip_prefix("pub(super) "))
+        .or_else(|| t.strip_prefix("pub "))
+        .unwrap_or(t);
+    let t = t.strip_prefix("async ").unwrap_or(t);
+    let t = t.strip_prefix("fn ")?;
+    let end = t.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
+    Some(&t[..end])
+}
+
+/// Signatures returning `Result<_, String>` outside the CLI edge (`tools/`, `main.rs`, `cli.rs`).
+fn string_error_functions(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in sources
+        .iter()
+        .filter(|s| !s.in_unit(&["tools", "main", "cli"]))
+    {
+        for (i, line) in s.lines.iter().enumerate() {
+            if fn_name(line).is_none() {
+                continue;
+            }
+            let signature: String = s.lines[i..]
+                .iter()
+                .take_while(|l| !l.trim_end().ends_with('{') && !l.trim_end().ends_with(';'))
+                .chain(s.lines[i..].iter().find(|l| l.trim_end().ends_with('{')))
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let returns = signature.split("->").nth(1).unwrap_or("");
+            if returns.contains("Result<") && returns.contains(", String>") {
+                out.push(format!("{}:{}", s.rel.display(), i + 1));
+            }
+        }
+    }
+    out
+}
+
+/// Uses of `std::fs` outside `io/` (the storage seam) and `tools/` (offline files).
+fn std_fs_uses(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in sources.iter().filter(|s| !s.in_unit(&["io", "tools"])) {
+        for (i, line) in s.lines.iter().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("std::fs") {
+                out.push(format!("{}:{}", s.rel.display(), i + 1));
+            }
+        }
+    }
+    out
+}
+
+fn floor_of(unit: &str) -> usize {
+    FLOORS
+        .iter()
+        .position(|f| f.contains(&unit))
+        .unwrap_or_else(|| panic!("src/{unit} is on no floor: add it to FLOORS"))
+}
+
+/// The units each unit imports from (`crate::x`, and `super::x` seen from a folder's files).
+fn unit_imports(sources: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
+    let units: BTreeSet<String> = sources.iter().map(Source::unit).collect();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for s in sources {
+        let from = s.unit();
+        let deps = out.entry(from.clone()).or_default();
+        for line in s.lines.iter().filter(|l| !l.trim_start().starts_with("//")) {
+            for piece in line.split("crate::").skip(1) {
+                let name: String = piece
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if name != from && units.contains(&name) {
+                    deps.insert(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Imports from a lower floor to a higher one, as `from -> to`.
+fn back_arrows(imports: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (from, deps) in imports {
+        for to in deps {
+            if floor_of(to) > floor_of(from) {
+                out.push(format!("{from} -> {to}"));
+            }
+        }
+    }
+    out
+}
+
+/// Pairs of units that import each other, directly or through others.
+fn cycles(imports: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let reaches = |from: &str, to: &str| {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.to_string()];
+        while let Some(u) = stack.pop() {
+            for d in imports.get(&u).into_iter().flatten() {
+                if d == to {
+                    return true;
+                }
+                if seen.insert(d.clone()) {
+                    stack.push(d.clone());
+                }
+            }
+        }
+        false
+    };
+    let mut out = Vec::new();
+    for a in imports.keys() {
+        for b in imports.keys().filter(|b| a < *b) {
+            if reaches(a, b) && reaches(b, a) {
+                out.push(format!("{a} <-> {b}"));
+            }
+        }
+    }
+    out
+}
+
+/// Public enums without `#[non_exhaustive]` (outside the CLI edge, whose clap enums are
+/// matched exhaustively on purpose).
+fn open_public_enums(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in sources
+        .iter()
+        .filter(|s| !s.in_unit(&["tools", "main", "cli"]))
+    {
+        for (i, line) in s.lines.iter().enumerate() {
+            if !line.trim_start().starts_with("pub enum ") {
+                continue;
+            }
+            let attrs = s.lines[..i].iter().rev().take_while(|l| {
+                l.trim_start().starts_with("#[") || l.trim_start().starts_with("///")
+            });
+            if !attrs.into_iter().any(|l| l.contains("non_exhaustive")) {
+                out.push(format!("{}:{}", s.rel.display(), i + 1));
+            }
+        }
+    }
+    out
+}
+
+fn assertions(sources: &[Source]) -> usize {
+    sources
+        .iter()
+        .flat_map(|s| &s.lines)
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .filter(|l| {
+            ["assert!(", "assert_eq!(", "assert_ne!("]
+                .iter()
+                .any(|a| l.contains(a))
+        })
+        .count()
+}
+
+/// Checks one ratchet and prints its figure and exceptions.
+fn ratchet(what: &str, found: &[String], limit: usize, failures: &mut Vec<String>) {
+    println!("{what}: {} (limit {limit})", found.len());
+    for f in found {
+        println!("    {f}");
+    }
+    if found.len() > limit {
+        failures.push(format!("{what}: {} > {limit}", found.len()));
+    } else if found.len() < limit {
+        failures.push(format!(
+            "{what}: {} < {limit}: lower the limit in tests/tidy.rs",
+            found.len()
+        ));
+    }
+}
+
+#[test]
+fn house_rules() {
+    let sources = load_sources();
+    let imports = unit_imports(&sources);
+    let mut failures = Vec::new();
+    let found_cycles = cycles(&imports);
+    println!("cycles between folders: {}", found_cycles.len());
+    for c in &found_cycles {
+        println!("    {c}");
+    }
+    if !found_cycles.is_empty() && BACK_ARROWS == 0 {
+        failures.push("folders import each other".to_string());
+    }
+    ratchet(
+        "imports to a higher floor",
+        &back_arrows(&imports),
+        BACK_ARROWS,
+        &mut failures,
+    );
+    ratchet(
+        &format!("functions over {MAX_FN_LINES} lines"),
+        &long_functions(&sources),
+        LONG_FNS,
+        &mut failures,
+    );
+    ratchet(
+        "functions returning Result<_, String> outside the CLI",
+        &string_error_functions(&sources),
+        STRING_ERROR_FNS,
+        &mut failures,
+    );
+    ratchet(
+        "std::fs outside io/ and tools/",
+        &std_fs_uses(&sources),
+        STD_FS_OUTSIDE_IO,
+        &mut failures,
+    );
+    ratchet(
+        "public enums without #[non_exhaustive]",
+        &open_public_enums(&sources),
+        OPEN_PUBLIC_ENUMS,
+        &mut failures,
+    );
+    let asserted = assertions(&sources);
+    println!("assertions in non-test code: {asserted} (at least {MIN_ASSERTIONS})");
+    if asserted < MIN_ASSERTIONS {
+        failures.push(format!("assertions: {asserted} < {MIN_ASSERTIONS}"));
+    }
+    assert!(
+        failures.is_empty(),
+        "house rules broken:\n{}",
+        failures.join("\n")
+    );
+}
