@@ -100,15 +100,6 @@ impl Error {
         }
     }
 
-    /// Converts a glommio error into an `Io` error naming the operation and path.
-    pub(crate) fn glommio(
-        op: &'static str,
-        path: impl Into<PathBuf>,
-        e: glommio::GlommioError<()>,
-    ) -> Self {
-        Error::io(op, path, crate::io::dma_storage::gerr(e))
-    }
-
     pub(crate) fn corruption(file: impl Into<PathBuf>, pos: u64, what: impl Into<String>) -> Self {
         Error::Corruption {
             file: file.into(),

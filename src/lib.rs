@@ -12,14 +12,20 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod alloc_guard;
+pub mod catalog;
 pub mod config;
 pub mod error;
 pub mod format;
 pub mod groups;
 pub mod io;
 pub mod kafka;
+pub mod kafka_codes;
 pub mod log;
 pub mod metrics;
+pub mod native;
+pub mod net;
+pub mod settings;
+pub mod shard;
 pub mod tasks;
 pub mod time;
 pub mod tools;

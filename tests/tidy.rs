@@ -12,11 +12,13 @@ const FLOORS: &[&[&str]] = &[
     &["format", "time", "tasks", "alloc_guard", "metrics", "error"],
     &["io", "config"],
     &["log"],
-    &["protocol"],
-    &["catalog", "groups", "services"],
+    &["protocol", "kafka_codes"],
+    &["settings"],
+    &["catalog"],
+    &["groups"],
     &["shard"],
-    &["native", "kafka"],
     &["net"],
+    &["native", "kafka"],
     &["server"],
     &["client", "tools", "cli", "main", "lib"],
 ];
@@ -184,10 +186,13 @@ fn floor_of(unit: &str) -> usize {
         .unwrap_or_else(|| panic!("src/{unit} is on no floor: add it to FLOORS"))
 }
 
+/// Each unit's imports: the unit imported and the first file importing it.
+type Imports = BTreeMap<String, BTreeMap<String, String>>;
+
 /// The units each unit imports from (`crate::x`, and `super::x` seen from a folder's files).
-fn unit_imports(sources: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
+fn unit_imports(sources: &[Source]) -> Imports {
     let units: BTreeSet<String> = sources.iter().map(Source::unit).collect();
-    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut out: Imports = BTreeMap::new();
     for s in sources {
         let from = s.unit();
         let deps = out.entry(from.clone()).or_default();
@@ -198,7 +203,8 @@ fn unit_imports(sources: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
                     .take_while(|c| c.is_alphanumeric() || *c == '_')
                     .collect();
                 if name != from && units.contains(&name) {
-                    deps.insert(name);
+                    deps.entry(name)
+                        .or_insert_with(|| s.rel.display().to_string());
                 }
             }
         }
@@ -207,12 +213,12 @@ fn unit_imports(sources: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 /// Imports from a lower floor to a higher one, as `from -> to`.
-fn back_arrows(imports: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+fn back_arrows(imports: &Imports) -> Vec<String> {
     let mut out = Vec::new();
     for (from, deps) in imports {
-        for to in deps {
+        for (to, file) in deps {
             if floor_of(to) > floor_of(from) {
-                out.push(format!("{from} -> {to}"));
+                out.push(format!("{from} -> {to} (first in {file})"));
             }
         }
     }
@@ -220,12 +226,12 @@ fn back_arrows(imports: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
 }
 
 /// Pairs of units that import each other, directly or through others.
-fn cycles(imports: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+fn cycles(imports: &Imports) -> Vec<String> {
     let reaches = |from: &str, to: &str| {
         let mut seen = BTreeSet::new();
         let mut stack = vec![from.to_string()];
         while let Some(u) = stack.pop() {
-            for d in imports.get(&u).into_iter().flatten() {
+            for d in imports.get(&u).into_iter().flat_map(|d| d.keys()) {
                 if d == to {
                     return true;
                 }

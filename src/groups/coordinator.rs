@@ -17,10 +17,10 @@ use super::ops::{GroupDescription, GroupOp, GroupReply, ListedGroup, OffsetToCom
 use super::records::{batch, Committed, OffsetRecord};
 use super::{membership, partition_for, OFFSETS_TOPIC};
 use crate::format::batch::{split_batches, RecordsSection};
-use crate::kafka::errors::{self as e, kafka_code};
+use crate::kafka_codes::{self as e, kafka_code};
 use crate::protocol::ACKS_ALL;
-use crate::server::messages::{OpOk, PartitionOp};
-use crate::server::shard::Shard;
+use crate::shard::messages::{OpOk, PartitionOp};
+use crate::shard::runtime::Shard;
 
 #[derive(Default)]
 struct Coordinator {

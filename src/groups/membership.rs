@@ -16,8 +16,8 @@ use super::coordinator::with_group;
 use super::group::{Group, Member, State};
 use super::ops::{JoinRequest, JoinResponse, SyncRequest, SyncResponse};
 use crate::io::deadline::before;
-use crate::kafka::errors as e;
-use crate::server::shard::Shard;
+use crate::kafka_codes as e;
+use crate::shard::runtime::Shard;
 
 fn join_error(error: i16, member_id: &str) -> JoinResponse {
     JoinResponse {

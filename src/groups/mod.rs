@@ -14,12 +14,12 @@ use std::rc::Rc;
 
 use ops::{GroupOp, GroupReply, ListedGroup};
 
+use crate::catalog::topics::TopicMeta;
 use crate::protocol::ErrorCode;
-use crate::server::messages::{OpOk, ShardOp};
-use crate::server::shard::Shard;
-use crate::server::topics::TopicMeta;
+use crate::shard::messages::{OpOk, ShardOp};
+use crate::shard::runtime::Shard;
 
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+pub use crate::catalog::internal_topics::OFFSETS_TOPIC;
 
 /// Java's `String.hashCode` (over UTF-16 units), which Kafka's partition rule uses.
 fn java_hash(s: &str) -> i32 {
@@ -72,7 +72,7 @@ pub async fn route(
 pub async fn list_all(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, (ErrorCode, String)> {
     let loading = |code| {
         let msg = "a coordinator is still loading its offsets partitions; retry shortly";
-        (crate::kafka::errors::native_code(code), msg.to_string())
+        (crate::kafka_codes::native_code(code), msg.to_string())
     };
     let mut all = coordinator::list(shard).await.map_err(loading)?;
     for peer in (0..shard.n).filter(|&p| p != shard.id) {

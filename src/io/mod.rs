@@ -11,6 +11,7 @@ pub mod chain;
 pub mod deadline;
 pub(crate) mod dma_storage;
 pub mod fd_pool;
+pub mod limits;
 mod probe;
 #[cfg(any(test, feature = "test-support"))]
 pub mod sim;

@@ -16,8 +16,8 @@ use kafka_protocol::messages::{
 
 use super::errors::{self, kafka_code};
 use super::{str_bytes, Context};
+use crate::catalog::topics::{TopicConfig, TopicMeta};
 use crate::protocol::ErrorCode;
-use crate::server::topics::{TopicConfig, TopicMeta};
 
 /// Kafka's num.partitions default, used when a client sends -1.
 const DEFAULT_PARTITIONS: i32 = 1;
@@ -72,8 +72,8 @@ async fn create_one(
         .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
         .collect();
     let result = if validate_only {
-        crate::server::internal_topics::refuse_client(&name, "create").and_then(|_| {
-            crate::server::admin::check_create(ctx.shard, &name, partitions, &configs).map(|_| ())
+        crate::catalog::internal_topics::refuse_client(&name, "create").and_then(|_| {
+            crate::shard::admin::check_create(ctx.shard, &name, partitions, &configs).map(|_| ())
         })
     } else {
         ctx.shard

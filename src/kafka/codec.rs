@@ -13,9 +13,9 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use super::api_versions;
 use crate::metrics::{self, Stage};
-use crate::server::budget::{Budget, Reservation};
-use crate::server::handlers::{Peer, Reply};
-use crate::server::shard::Shard;
+use crate::net::{Peer, Reply};
+use crate::shard::budget::{Budget, Reservation};
+use crate::shard::runtime::Shard;
 
 /// A decoded request, or why it cannot be served.
 enum Decoded {

@@ -14,8 +14,8 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::errors::{self, kafka_code};
 use super::Context;
-use crate::server::budget::Reservation;
-use crate::server::messages::{OpOk, PartitionOp};
+use crate::shard::budget::Reservation;
+use crate::shard::messages::{OpOk, PartitionOp};
 
 /// Space a response needs besides records: per partition about 60 bytes.
 const RESPONSE_OVERHEAD: usize = 64;
@@ -115,7 +115,7 @@ async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fet
         .iter()
         .map(|w| (w.topic.clone(), w.partition, w.offset, w.max_bytes))
         .collect();
-    let results = crate::server::multi::fetch_by_shard(ctx.shard, reads, limit).await;
+    let results = crate::shard::by_owner::fetch_by_shard(ctx.shard, reads, limit).await;
     let mut out = Vec::with_capacity(wanted.len());
     for (w, r) in wanted.iter().zip(results) {
         out.push(match r {
@@ -178,7 +178,7 @@ async fn wait_for_append(
         .zip(results)
         .map(|(w, r)| (w.topic.clone(), w.partition, r.high_watermark))
         .collect();
-    crate::server::long_poll::wait_any(ctx.shard, waits, deadline).await;
+    crate::shard::long_poll::wait_any(ctx.shard, waits, deadline).await;
 }
 
 fn response(

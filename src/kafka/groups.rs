@@ -39,8 +39,7 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
     let listen = cfg
         .kafka_listen
         .expect("a Kafka request came through the Kafka listener");
-    let host =
-        crate::server::connection::advertised_host(&cfg.advertised_host, listen, ctx.peer.local);
+    let host = crate::settings::advertised_host(&cfg.advertised_host, listen, ctx.peer.local);
     let port = listen.port() as i32;
     let response = FindCoordinatorResponse::default();
     if ctx.version >= 4 {

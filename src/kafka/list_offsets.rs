@@ -10,7 +10,7 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::errors::{self, kafka_code};
 use super::{join_all, Context};
-use crate::server::messages::{OpOk, PartitionOp};
+use crate::shard::messages::{OpOk, PartitionOp};
 
 pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffsetsResponse {
     let mut topics = Vec::with_capacity(request.topics.len());

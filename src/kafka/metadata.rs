@@ -9,8 +9,8 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 
 use super::errors;
 use super::{str_bytes, topic_name, Context, CLUSTER_ID, NODE_ID};
-use crate::server::connection::advertised_host;
-use crate::server::topics::validate_topic_name;
+use crate::catalog::topics::validate_topic_name;
+use crate::settings::advertised_host;
 
 pub fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResponse {
     let cfg = &ctx.shard.config;
@@ -52,7 +52,7 @@ fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseT
         .map(|t| match t {
             Ok(meta) => MetadataResponseTopic::default()
                 .with_name(Some(topic_name(meta.name.clone())))
-                .with_is_internal(crate::server::internal_topics::is_internal(&meta.name))
+                .with_is_internal(crate::catalog::internal_topics::is_internal(&meta.name))
                 .with_partitions(
                     (0..meta.owners.len() as i32)
                         .map(|p| partition(ctx.version, p))

@@ -11,16 +11,48 @@ mod admin;
 mod api_versions;
 pub mod blocking_client;
 mod codec;
-pub mod errors;
+pub use crate::kafka_codes as errors;
 mod fetch;
 mod groups;
+mod init_producer_id;
 mod list_offsets;
 mod metadata;
 mod produce;
-pub(crate) mod producer_ids;
 
 pub use api_versions::ADVERTISED;
 pub use codec::{decode_response, encode, handle_frame};
+
+/// The Kafka listener's front end: a frame that breaks the framing or a connection over
+/// the limits is closed without a word, as a Kafka broker does.
+pub struct Kafka;
+
+impl crate::net::FrontEnd for Kafka {
+    fn label(&self) -> &'static str {
+        "kafka"
+    }
+
+    fn handle(
+        &self,
+        shard: std::rc::Rc<Shard>,
+        frame: bytes::Bytes,
+        peer: Peer,
+        budget: Budget,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = crate::net::Reply>>> {
+        Box::pin(handle_frame(shard, frame, peer, budget))
+    }
+
+    fn bad_frame_reply(&self, _size: i32, _max_frame: usize, _cid: i32) -> Option<Vec<u8>> {
+        None
+    }
+
+    fn answers_bad_frames(&self) -> bool {
+        false
+    }
+
+    fn refusal(&self, _why: String) -> Option<Vec<u8>> {
+        None
+    }
+}
 
 /// The one broker a shardlog server is, as Metadata and FindCoordinator name it.
 pub const NODE_ID: i32 = 0;
@@ -29,9 +61,9 @@ pub const CLUSTER_ID: &str = "shardlog";
 
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 
-use crate::server::budget::{Budget, Reservation};
-use crate::server::handlers::Peer;
-use crate::server::shard::Shard;
+use crate::net::Peer;
+use crate::shard::budget::{Budget, Reservation};
+use crate::shard::runtime::Shard;
 
 /// What every request handler needs besides its request.
 pub struct Context<'a> {
@@ -64,7 +96,7 @@ async fn dispatch(
             ResponseKind::DescribeConfigs(admin::describe_configs(ctx, r))
         }
         RequestKind::InitProducerId(r) => {
-            ResponseKind::InitProducerId(producer_ids::init_producer_id(ctx, r).await)
+            ResponseKind::InitProducerId(init_producer_id::init_producer_id(ctx, r).await)
         }
         RequestKind::FindCoordinator(r) => {
             ResponseKind::FindCoordinator(groups::find_coordinator(ctx, r))

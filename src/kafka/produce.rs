@@ -9,7 +9,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use super::errors::{self, kafka_code};
 use super::{join_all, str_bytes, Context};
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_LEADER, ACKS_NONE};
-use crate::server::messages::{OpOk, PartitionOp};
+use crate::shard::messages::{OpOk, PartitionOp};
 
 /// The reply, or `None` for acks=0.
 pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<ProduceResponse> {
@@ -69,7 +69,7 @@ async fn produce_topic(
 type Produced = Result<(i64, i64, i64), (i16, String)>;
 
 async fn produce_partition(
-    shard: &std::rc::Rc<crate::server::shard::Shard>,
+    shard: &std::rc::Rc<crate::shard::runtime::Shard>,
     topic: &str,
     p: PartitionProduceData,
     acks: i16,
@@ -82,7 +82,7 @@ async fn produce_partition(
         ));
     };
     let op = PartitionOp::Produce { acks, records };
-    crate::server::internal_topics::refuse_client(topic, "produce to")
+    crate::catalog::internal_topics::refuse_client(topic, "produce to")
         .map_err(|(code, msg)| (kafka_code(code, version >= 8), msg))?;
     match shard.partition_op(topic, p.index, op).await {
         Ok(OpOk::Produced {

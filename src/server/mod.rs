@@ -2,29 +2,7 @@
 //! listening on the shared port (SO_REUSEPORT) and on its own port, and forwarding requests
 //! for partitions it does not own to their owner over the channel mesh.
 
-pub(crate) mod admin;
-mod append_watch;
-pub(crate) mod budget;
-pub mod config;
-pub mod config_keys;
-pub(crate) mod connection;
-pub mod data_dir;
-mod group_admin;
-pub(crate) mod handlers;
-pub(crate) mod internal_topics;
-pub(crate) mod limits;
-mod log_admin;
-pub(crate) mod long_poll;
-mod maintenance;
-pub(crate) mod messages;
-mod metrics_http;
-pub(crate) mod multi;
-mod partition_actor;
-mod send;
-pub(crate) mod shard;
-pub(crate) mod slots;
 pub mod stop;
-pub mod topics;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -37,11 +15,13 @@ use glommio::channels::channel_mesh::{Full, MeshBuilder};
 use glommio::net::TcpListener;
 use glommio::{LocalExecutorPoolBuilder, PoolPlacement, PoolThreadHandles};
 
+use crate::catalog::data_dir;
 use crate::io::deadline::before;
-pub use config::ServerConfig;
-use connection::Wire;
-use messages::{MeshMsg, ShardOp};
-use shard::Shard;
+use crate::net::accept::{accept_loop, Listener};
+pub use crate::settings as config;
+pub use crate::settings::ServerConfig;
+use crate::shard::messages::{MeshMsg, ShardOp};
+use crate::shard::Shard;
 
 /// Marker written after a clean shutdown and removed at start (FORMAT.md).
 pub const CLEAN_SHUTDOWN_FILE: &str = ".clean-shutdown";
@@ -137,7 +117,11 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     }
     let previous_shutdown_was_clean = take_clean_shutdown_marker(&config.data_dir)?;
     data_dir::prepare(&config.data_dir, config.shards as u32)?;
-    crate::server::limits::raise_fd_limit(&config);
+    let shards = config.shards as u64;
+    // Two descriptors per connection (reader and writer), per protocol.
+    let connection_fds = shards * config.max_connections_per_shard as u64 * 2 * 2;
+    let sealed_fds = shards * config.max_open_sealed_files_per_shard as u64;
+    crate::io::limits::raise_fd_limit(connection_fds, sealed_fds);
 
     let (stop, stop_listeners) =
         stop::stop_pair(config.shards).map_err(|e| format!("creating stop sockets: {e}"))?;
@@ -221,23 +205,32 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
 }
 
 /// The shard's listeners: the shared native port, its own port, and the Kafka port.
-async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<(TcpListener, Wire)>, String> {
+async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, String> {
     let cfg = &shard.config;
     crate::io::ensure_iopoll_probe_workaround(&cfg.data_dir)
         .await
         .map_err(|e| e.to_string())?;
     shard.load_topics().await?;
     crate::groups::coordinator::start_loading(shard);
-    maintenance::spawn(shard.clone());
+    crate::shard::maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;
     let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id))).await?;
-    let mut listeners = vec![(shared, Wire::Native), (own, Wire::Native)];
+    let native = |socket| Listener {
+        socket,
+        front: Rc::new(crate::native::Native),
+        slots: |shard| &shard.native_slots,
+    };
+    let mut listeners = vec![native(shared), native(own)];
     if let Some(kafka) = cfg.kafka_listen {
-        listeners.push((bind(kafka).await?, Wire::Kafka));
+        listeners.push(Listener {
+            socket: bind(kafka).await?,
+            front: Rc::new(crate::kafka::Kafka),
+            slots: |shard| &shard.kafka_slots,
+        });
     }
     if let (Some(addr), 0) = (cfg.metrics_listen, shard.id) {
         let listener = bind(addr).await?;
-        crate::tasks::spawn(metrics_http::serve(shard.clone(), listener)).detach();
+        crate::tasks::spawn(crate::net::metrics_http::serve(shard.clone(), listener)).detach();
     }
     Ok(listeners)
 }
@@ -274,8 +267,8 @@ async fn run_shard(
     match start_shard(&shard).await {
         Ok(listeners) => {
             let _ = ready.send(Ok(id));
-            for (listener, wire) in listeners {
-                crate::tasks::spawn(accept_loop(shard.clone(), listener, wire)).detach();
+            for listener in listeners {
+                crate::tasks::spawn(accept_loop(shard.clone(), listener)).detach();
             }
             // Parked on the reactor until a stop: no polling timer.
             stop.wait().await;
@@ -335,130 +328,4 @@ async fn shutdown_shard(shard: &Rc<Shard>) -> Result<(), String> {
 /// Runs `fut` until `deadline`; `None` if the deadline came first.
 async fn until<T>(deadline: Instant, fut: impl std::future::Future<Output = T>) -> Option<T> {
     before(deadline.saturating_duration_since(Instant::now()), fut).await
-}
-
-/// The next connection, or `None` once the shard begins shutting down.
-pub(super) async fn accept_or_stop(
-    listener: &TcpListener,
-    stop: &glommio::channels::local_channel::LocalReceiver<()>,
-) -> Option<glommio::Result<glommio::net::TcpStream, ()>> {
-    futures_lite::future::or(async { Some(listener.accept().await) }, async {
-        stop.recv().await;
-        None
-    })
-    .await
-}
-
-async fn accept_loop(shard: Rc<Shard>, listener: TcpListener, wire: Wire) {
-    let stop = shard.shutdown_listener();
-    let mut backoff = AcceptBackoff::default();
-    let mut refused = RefusalLog::default();
-    loop {
-        match accept_or_stop(&listener, &stop).await {
-            None => break,
-            Some(Ok(stream)) => {
-                let slots = match wire {
-                    Wire::Native => &shard.native_slots,
-                    Wire::Kafka => &shard.kafka_slots,
-                };
-                let peer = stream.peer_addr().ok().map(|a| a.ip());
-                let slot = match slots.take(peer) {
-                    Ok(slot) => slot,
-                    Err(refusal) => {
-                        refused.note(shard.id, wire, peer, refusal);
-                        let why = refusal.describe(wire.label());
-                        crate::tasks::spawn(connection::refuse_connection(stream, wire, why))
-                            .detach();
-                        continue;
-                    }
-                };
-                let writer = match connection::writer_half(&stream) {
-                    Ok(writer) => writer,
-                    Err(e) => {
-                        drop(stream);
-                        glommio::timer::sleep(backoff.failed(shard.id, &e)).await;
-                        continue;
-                    }
-                };
-                backoff.reset();
-                shard.connections.set(shard.connections.get() + 1);
-                let shard = shard.clone();
-                crate::tasks::spawn(async move {
-                    connection::serve(shard.clone(), stream, writer, wire).await;
-                    shard.connections.set(shard.connections.get() - 1);
-                    drop(slot);
-                })
-                .detach();
-            }
-            Some(Err(e)) => {
-                let pause = backoff.failed(shard.id, &e.into());
-                glommio::timer::sleep(pause).await;
-            }
-        }
-    }
-}
-
-/// Refused connections are logged at most once a second, with a count: a peer flooding a
-/// listener must not flood the log too.
-#[derive(Default)]
-struct RefusalLog {
-    unlogged: u64,
-    last_log: Option<Instant>,
-}
-
-impl RefusalLog {
-    fn note(
-        &mut self,
-        shard: usize,
-        wire: Wire,
-        peer: Option<std::net::IpAddr>,
-        why: slots::Refusal,
-    ) {
-        self.unlogged += 1;
-        if self
-            .last_log
-            .is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
-        {
-            let wire = wire.label();
-            tracing::warn!(
-                shard,
-                wire,
-                ?peer,
-                ?why,
-                refused = self.unlogged,
-                "connection limit reached; refusing connections"
-            );
-            self.unlogged = 0;
-            self.last_log = Some(Instant::now());
-        }
-    }
-}
-
-/// Accept failures (EMFILE above all) back off exponentially, 10 ms to 1 s, and are logged
-/// at most once a second with a count, instead of spinning and flooding the log.
-#[derive(Default)]
-struct AcceptBackoff {
-    failures: u32,
-    unlogged: u64,
-    last_log: Option<Instant>,
-}
-
-impl AcceptBackoff {
-    fn reset(&mut self) {
-        self.failures = 0;
-    }
-
-    fn failed(&mut self, shard: usize, e: &std::io::Error) -> Duration {
-        self.failures = self.failures.saturating_add(1);
-        self.unlogged += 1;
-        if self
-            .last_log
-            .is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
-        {
-            tracing::warn!(shard, error = %e, failures = self.unlogged, "accept failed; backing off");
-            self.unlogged = 0;
-            self.last_log = Some(Instant::now());
-        }
-        Duration::from_millis((10u64 << self.failures.min(7)).min(1000))
-    }
 }

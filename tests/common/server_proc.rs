@@ -155,7 +155,8 @@ impl ServerProc {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let deadline = Instant::now() + Duration::from_secs(10);
-        while shardlog::server::data_dir::port_has_listeners(self.port) && Instant::now() < deadline
+        while shardlog::catalog::data_dir::port_has_listeners(self.port)
+            && Instant::now() < deadline
         {
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -10,7 +10,7 @@ use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use super::topics::{self, TopicMeta, META_DIR};
+use crate::catalog::topics::{self, TopicMeta, META_DIR};
 use crate::log::partition_dir_name;
 
 /// Lock file in the data directory: flock'd by the running server, holds its pid.

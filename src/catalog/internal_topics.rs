@@ -8,12 +8,15 @@
 //! with one partition (every group would hash elsewhere) or produce a crafted commit into
 //! it would lose or forge every group's offsets at the next restart.
 
-use super::config::ServerConfig;
-use super::topics::TopicMeta;
-use crate::groups::OFFSETS_TOPIC;
+use crate::catalog::topics::TopicMeta;
 use crate::protocol::ErrorCode;
+use crate::settings::ServerConfig;
 
 /// Every internal topic's name.
+/// Where consumer groups keep their committed offsets (an internal compacted topic, as
+/// Kafka keeps them).
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
 pub const INTERNAL_TOPICS: [&str; 1] = [OFFSETS_TOPIC];
 
 pub fn is_internal(topic: &str) -> bool {

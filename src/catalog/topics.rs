@@ -54,7 +54,7 @@ pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
     }
     debug_assert!(derived_file_names(name)
         .iter()
-        .all(|n| n.len() <= super::data_dir::MAX_FILE_NAME_BYTES));
+        .all(|n| n.len() <= crate::catalog::data_dir::MAX_FILE_NAME_BYTES));
     if name == "." || name == ".." {
         return bad("cannot be '.' or '..'");
     }

@@ -9,10 +9,10 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::append_watch::AnyAppend;
-use super::messages::ShardOp;
-use super::shard::Shard;
 use crate::io::deadline::before;
+use crate::shard::append_watch::AnyAppend;
+use crate::shard::messages::ShardOp;
+use crate::shard::runtime::Shard;
 
 /// A partition to wait on: (topic, partition, the log end already seen).
 pub type Wait = (String, i32, i64);

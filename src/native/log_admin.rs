@@ -4,9 +4,9 @@
 
 use std::rc::Rc;
 
-use super::messages::{MaintenanceSummary, OpOk, PartitionOp};
-use super::shard::Shard;
 use crate::protocol::{ErrorCode, PartitionLogInfo, Request, ResponseBody, TopicLogInfo};
+use crate::shard::messages::{MaintenanceSummary, OpOk, PartitionOp};
+use crate::shard::runtime::Shard;
 
 type Reply = Result<ResponseBody, (ErrorCode, String)>;
 
@@ -23,7 +23,9 @@ pub async fn dispatch(shard: &Rc<Shard>, request: Request) -> Option<Reply> {
             offset,
         } => {
             let op = PartitionOp::DeleteRecords { offset };
-            if let Err(e) = super::internal_topics::refuse_client(&topic, "delete records of") {
+            if let Err(e) =
+                crate::catalog::internal_topics::refuse_client(&topic, "delete records of")
+            {
                 return Some(Err(e));
             }
             match shard.partition_op(&topic, partition, op).await {

@@ -12,7 +12,7 @@
 //! request for `connections.max.idle.ms` is closed; once a frame has started, its rest must
 //! arrive within `request.timeout.ms`, and each reply must be taken by the client within it.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -22,12 +22,12 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::channels::local_channel::{self, LocalReceiver};
 use glommio::net::TcpStream;
 
-use super::budget::{Budget, Reservation};
-use super::handlers::{handle_frame, Peer, Reply};
-use super::shard::Shard;
+use super::{FrontEnd, Peer, Reply};
 use crate::io::deadline::within;
 use crate::metrics::{self, Stage};
-use crate::protocol::{ErrorCode, Response, REQUEST_HEADER};
+use crate::protocol::REQUEST_HEADER;
+use crate::shard::budget::{Budget, Reservation};
+use crate::shard::Shard;
 
 /// Requests queued for the writer before the reader waits.
 const MAX_QUEUED_REQUESTS: usize = 1024;
@@ -76,28 +76,13 @@ pub fn writer_half(stream: &TcpStream) -> std::io::Result<TcpStream> {
     Ok(unsafe { TcpStream::from_raw_fd(write_fd) })
 }
 
-/// The protocol a listener speaks. Both share this file's framing (int32 size prefix, an
-/// 8-byte minimum header), pipelining, budgets and timeouts; they differ in how a frame is
-/// handled and in what a bad frame gets (the native protocol answers with an error frame,
-/// Kafka closes the connection, as a Kafka broker does).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
-    Native,
-    Kafka,
-}
-
-impl Wire {
-    /// The `wire` label of request metrics.
-    pub fn label(self) -> &'static str {
-        match self {
-            Wire::Native => "native",
-            Wire::Kafka => "kafka",
-        }
-    }
-}
-
 /// Serves one connection: `writer` is `stream`'s [`writer_half`].
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire: Wire) {
+pub async fn serve(
+    shard: Rc<Shard>,
+    stream: TcpStream,
+    writer: TcpStream,
+    front: Rc<dyn FrontEnd>,
+) {
     let _ = stream.set_nodelay(true);
     let peer = peer_of(&stream);
     let request_timeout = Duration::from_millis(shard.config.request_timeout_ms);
@@ -106,14 +91,15 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
         shard.inflight.clone(),
     );
     let (tx, rx) = local_channel::new_bounded(MAX_QUEUED_REQUESTS);
-    let writer_task = crate::tasks::spawn(write_replies(writer, rx, request_timeout, wire));
+    let writer_task =
+        crate::tasks::spawn(write_replies(writer, rx, request_timeout, front.label()));
     // Buffered: a small request's size prefix and body usually arrive in one recv.
     let mut reader = stream.buffered();
     let shutdown = shard.shutdown_listener();
     let mut first = true;
     loop {
         let next = futures_lite::future::or(
-            async { read_frame(&shard, &mut reader, &budget, wire, first).await },
+            async { read_frame(&shard, &mut reader, &budget, &*front, first).await },
             async {
                 shutdown.recv().await;
                 Next::Stop("shutting down".into())
@@ -124,17 +110,8 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, writer: TcpStream, wire:
         match next {
             Next::Frame(body, reservation, started, frame_read) => {
                 let bytes_in = body.len() + 4;
-                let task = match wire {
-                    Wire::Native => {
-                        crate::tasks::spawn(handle_frame(shard.clone(), body, peer, budget.clone()))
-                    }
-                    Wire::Kafka => crate::tasks::spawn(crate::kafka::handle_frame(
-                        shard.clone(),
-                        body,
-                        peer,
-                        budget.clone(),
-                    )),
-                };
+                let task =
+                    crate::tasks::spawn(front.handle(shard.clone(), body, peer, budget.clone()));
                 let queued = Queued {
                     task,
                     request_budget: reservation,
@@ -173,7 +150,7 @@ async fn write_replies(
     mut writer: TcpStream,
     rx: LocalReceiver<Queued>,
     limit: Duration,
-    wire: Wire,
+    wire: &'static str,
 ) {
     while let Some(queued) = rx.recv().await {
         let Reply {
@@ -190,7 +167,8 @@ async fn write_replies(
         }
         if let Some(frame) = frame {
             let write_start = Instant::now();
-            if let Err(e) = within(limit, super::send::write_frame(&mut writer, &frame)).await {
+            if let Err(e) = within(limit, crate::net::send::write_frame(&mut writer, &frame)).await
+            {
                 tracing::debug!(error = %e, "writing a reply failed; closing the connection");
                 let _ = writer.shutdown(std::net::Shutdown::Both).await;
                 break;
@@ -200,7 +178,7 @@ async fn write_replies(
             }
         }
         metrics::record_request(metrics::RequestDone {
-            wire: wire.label(),
+            wire,
             api,
             ok,
             bytes_in: queued.bytes_in,
@@ -232,7 +210,7 @@ async fn read_frame(
     shard: &Shard,
     reader: &mut TcpStream<glommio::net::Preallocated>,
     budget: &Budget,
-    wire: Wire,
+    front: &dyn FrontEnd,
     first: bool,
 ) -> Next {
     let cfg = &shard.config;
@@ -250,13 +228,18 @@ async fn read_frame(
     }
     let size = i32::from_be_bytes(size_buf);
     if size < REQUEST_HEADER as i32 || size as usize > cfg.max_frame_bytes {
-        if wire == Wire::Kafka {
-            return Next::Stop(format!(
-                "Kafka frame of {size} bytes (limit {})",
+        let reply = match front.answers_bad_frames() {
+            true => refusal(reader, size, cfg.max_frame_bytes, front).await,
+            false => None,
+        };
+        return match reply {
+            Some(frame) => Next::Refuse(frame),
+            None => Next::Stop(format!(
+                "{} frame of {size} bytes (limit {})",
+                front.label(),
                 cfg.max_frame_bytes
-            ));
-        }
-        return Next::Refuse(refusal(reader, size, cfg.max_frame_bytes).await);
+            )),
+        };
     }
     let size = size as usize;
     let started = Instant::now();
@@ -277,13 +260,14 @@ async fn read_frame(
     )
 }
 
-/// The error reply for a frame size that cannot be accepted; only the header is read (to
-/// echo the correlation id), never the body.
+/// The front end's reply to a frame size that cannot be accepted; only the header is read
+/// (to echo the correlation id), never the body.
 async fn refusal(
     reader: &mut TcpStream<glommio::net::Preallocated>,
     size: i32,
     max_frame: usize,
-) -> Vec<u8> {
+    front: &dyn FrontEnd,
+) -> Option<Vec<u8>> {
     let mut header = [0u8; REQUEST_HEADER];
     let read_header = within(Duration::from_secs(1), reader.read_exact(&mut header));
     let cid = if size >= REQUEST_HEADER as i32 && read_header.await.is_ok() {
@@ -291,47 +275,16 @@ async fn refusal(
     } else {
         -1
     };
-    let (code, msg) = if size < REQUEST_HEADER as i32 {
-        (
-            ErrorCode::MalformedRequest,
-            format!("frame size {size} is below the 8-byte request header"),
-        )
-    } else {
-        (
-            ErrorCode::FrameTooLarge,
-            format!("frame of {size} bytes exceeds the limit of {max_frame} bytes"),
-        )
-    };
-    Response {
-        correlation_id: cid,
-        result: Err((code, msg)),
-    }
-    .encode_frame()
+    front.bad_frame_reply(size, max_frame, cid)
 }
 
-/// Refuses a connection over the listener's limits: a native client is told why (an error
-/// frame, not a bare reset); a Kafka client is closed, as a Kafka broker does.
-pub async fn refuse_connection(mut stream: TcpStream, wire: Wire, why: String) {
-    if wire == Wire::Native {
-        let frame = Response {
-            correlation_id: -1,
-            result: Err((ErrorCode::TooManyConnections, why)),
-        }
-        .encode_frame();
+/// Refuses a connection over the listener's limits: the front end says what the client is
+/// told (a native client gets an error frame; a Kafka client is closed, as Kafka does).
+pub async fn refuse_connection(mut stream: TcpStream, front: Rc<dyn FrontEnd>, why: String) {
+    if let Some(frame) = front.refusal(why) {
         let _ = within(Duration::from_secs(1), stream.write_all(&frame)).await;
     }
     let _ = stream.close().await;
-}
-
-/// The host to advertise to a client: the configured one, else the address it reached us on.
-pub fn advertised_host(configured: &str, listen: SocketAddr, local: Option<SocketAddr>) -> String {
-    if !configured.is_empty() {
-        return configured.to_string();
-    }
-    match local {
-        Some(a) if listen.ip().is_unspecified() => a.ip().to_canonical().to_string(),
-        _ => listen.ip().to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -349,18 +302,5 @@ mod tests {
         ] {
             assert_eq!(is_loopback(ip.parse().unwrap()), want, "{ip}");
         }
-    }
-
-    #[test]
-    fn wildcard_listens_advertise_the_reached_address() {
-        let wildcard: SocketAddr = "0.0.0.0:7411".parse().unwrap();
-        let reached = Some("192.168.1.5:7411".parse().unwrap());
-        assert_eq!(advertised_host("", wildcard, reached), "192.168.1.5");
-        assert_eq!(
-            advertised_host("kafka.example", wildcard, reached),
-            "kafka.example"
-        );
-        let fixed: SocketAddr = "127.0.0.1:7411".parse().unwrap();
-        assert_eq!(advertised_host("", fixed, reached), "127.0.0.1");
     }
 }

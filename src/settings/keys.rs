@@ -8,7 +8,7 @@ use std::fmt::{Debug, Display};
 use std::ops::RangeBounds;
 use std::path::PathBuf;
 
-use super::config::{bad, parse_listen, parse_optional_listen, ServerConfig};
+use crate::settings::{bad, parse_listen, parse_optional_listen, ServerConfig};
 
 pub struct ServerKey {
     pub name: &'static str,

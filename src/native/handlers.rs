@@ -6,17 +6,18 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::budget::{Budget, Reservation};
-use super::connection::advertised_host;
-use super::messages::{OpOk, OpResult, PartitionOp};
-use super::shard::Shard;
 use crate::metrics::{self, Stage};
+use crate::net::{Peer, Reply};
 use crate::protocol::frame::Frame;
 use crate::protocol::{
     ApiKey, ErrorCode, MetadataResponse, PartitionMetadata, Request, Response, ResponseBody,
     ShardInfo, StatsResponse, TopicMetadata, WireReader, ACKS_ALL, ACKS_LEADER, ACKS_NONE,
     REQUEST_HEADER,
 };
+use crate::settings::advertised_host;
+use crate::shard::budget::{Budget, Reservation};
+use crate::shard::messages::{OpOk, OpResult, PartitionOp};
+use crate::shard::runtime::Shard;
 
 /// Space a Fetch response needs besides its records.
 const FETCH_RESPONSE_OVERHEAD: usize = 64;
@@ -27,45 +28,6 @@ fn error_frame(correlation_id: i32, code: ErrorCode, msg: impl Into<String>) -> 
         result: Err((code, msg.into())),
     }
     .encode()
-}
-
-/// Who a request comes from, as the connection saw it.
-#[derive(Debug, Clone, Copy)]
-pub struct Peer {
-    pub is_loopback: bool,
-    /// The address the client connected to (what Metadata advertises on a wildcard listen).
-    pub local: Option<std::net::SocketAddr>,
-    /// The client's address (consumer groups report members' hosts).
-    pub remote: Option<std::net::SocketAddr>,
-}
-
-/// A reply frame (`None`: send nothing, acks=0 produce) and the budget its bytes hold until
-/// it is written.
-pub struct Reply {
-    pub frame: Option<Frame>,
-    pub reservation: Reservation,
-    /// Close the connection after this reply (a Kafka request that cannot be parsed).
-    pub close: bool,
-    /// The API answered (the metrics label; "unknown" when the request did not decode).
-    pub api: &'static str,
-    /// Whether it succeeded (native: no error code; Kafka: a response was encoded).
-    pub ok: bool,
-    /// Whether its stages are timed (data-path requests: `ApiKey::is_data_path`, and
-    /// every Kafka request).
-    pub timed: bool,
-}
-
-impl Reply {
-    pub fn frame(frame: Vec<u8>) -> Self {
-        Reply {
-            frame: Some(frame.into()),
-            reservation: Reservation::default(),
-            close: false,
-            api: "unknown",
-            ok: false,
-            timed: false,
-        }
-    }
 }
 
 /// What the metrics learn about a request while it is handled.
@@ -269,7 +231,7 @@ async fn dispatch(
         } => {
             check_acks(acks)?;
             let op = PartitionOp::Produce { acks, records };
-            super::internal_topics::refuse_client(&topic, "produce to")?;
+            crate::catalog::internal_topics::refuse_client(&topic, "produce to")?;
             to_body(key, shard.partition_op(&topic, partition, op).await)
         }
         Request::Fetch {
@@ -287,12 +249,12 @@ async fn dispatch(
             to_body(key, shard.partition_op(&topic, partition, op).await)
         }
         Request::MultiProduce { acks, partitions } => {
-            super::multi::produce(shard, acks, partitions).await
+            crate::native::multi::produce(shard, acks, partitions).await
         }
         Request::MultiFetch {
             max_bytes,
             partitions,
-        } => super::multi::fetch(shard, max_bytes, partitions, budget, reservation).await,
+        } => crate::native::multi::fetch(shard, max_bytes, partitions, budget, reservation).await,
         Request::FetchAtTime {
             topic,
             partition,
@@ -337,10 +299,10 @@ async fn dispatch(
         | Request::OffsetFetch { .. }
         | Request::ListGroups
         | Request::DescribeGroup { .. }
-        | Request::DeleteGroup { .. } => super::group_admin::dispatch(shard, request)
+        | Request::DeleteGroup { .. } => crate::native::group_admin::dispatch(shard, request)
             .await
             .unwrap_or_else(|| Err((ErrorCode::Internal, format!("{key:?} has no handler")))),
-        other => super::log_admin::dispatch(shard, other)
+        other => crate::native::log_admin::dispatch(shard, other)
             .await
             .unwrap_or_else(|| Err((ErrorCode::Internal, format!("{key:?} has no handler")))),
     }
@@ -390,7 +352,7 @@ async fn drop_caches(
     shard: &Rc<Shard>,
     peer: Peer,
     drop_kernel_page_cache: bool,
-) -> Result<super::messages::ShardStats, (ErrorCode, String)> {
+) -> Result<crate::shard::messages::ShardStats, (ErrorCode, String)> {
     if !peer.is_loopback && !shard.config.allow_remote_admin {
         return Err((
             ErrorCode::AdminNotAllowed,
@@ -413,7 +375,7 @@ async fn drop_caches(
     Ok(stats)
 }
 
-fn stats_body(shard: &Shard, s: super::messages::ShardStats) -> StatsResponse {
+fn stats_body(shard: &Shard, s: crate::shard::messages::ShardStats) -> StatsResponse {
     StatsResponse {
         shards: shard.n as i32,
         device_reads: s.device_reads as i64,

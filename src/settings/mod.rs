@@ -4,8 +4,10 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
-use super::config_keys::{server_key, SERVER_KEYS};
+pub mod keys;
+
 use crate::protocol::DEFAULT_MAX_FRAME_BYTES;
+use keys::{server_key, SERVER_KEYS};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
@@ -263,4 +265,33 @@ pub fn parse_listen(v: &str) -> Result<SocketAddr, String> {
         .map_err(|e| bad("listen", format!("{v:?}: {e}")))?
         .next()
         .ok_or_else(|| bad("listen", format!("{v:?} resolves to no address")))
+}
+
+/// The host to advertise to a client: the configured one, else the address it reached us on.
+pub fn advertised_host(configured: &str, listen: SocketAddr, local: Option<SocketAddr>) -> String {
+    if !configured.is_empty() {
+        return configured.to_string();
+    }
+    match local {
+        Some(a) if listen.ip().is_unspecified() => a.ip().to_canonical().to_string(),
+        _ => listen.ip().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcard_listens_advertise_the_reached_address() {
+        let wildcard: SocketAddr = "0.0.0.0:7411".parse().unwrap();
+        let reached = Some("192.168.1.5:7411".parse().unwrap());
+        assert_eq!(advertised_host("", wildcard, reached), "192.168.1.5");
+        assert_eq!(
+            advertised_host("kafka.example", wildcard, reached),
+            "kafka.example"
+        );
+        let fixed: SocketAddr = "127.0.0.1:7411".parse().unwrap();
+        assert_eq!(advertised_host("", fixed, reached), "127.0.0.1");
+    }
 }

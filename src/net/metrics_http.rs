@@ -13,8 +13,8 @@ use std::time::Duration;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 
-use super::shard::Shard;
 use crate::io::deadline::within;
+use crate::shard::runtime::Shard;
 
 /// Largest request head read.
 const MAX_HEAD: usize = 8 * 1024;
@@ -27,9 +27,9 @@ const MAX_PER_PEER: usize = 64;
 /// Accepts scrapes until the shard shuts down.
 pub async fn serve(shard: Rc<Shard>, listener: TcpListener) {
     let stop = shard.shutdown_listener();
-    let slots = super::slots::Slots::new(MAX_CONNECTIONS, MAX_PER_PEER);
+    let slots = crate::shard::slots::Slots::new(MAX_CONNECTIONS, MAX_PER_PEER);
     loop {
-        match super::accept_or_stop(&listener, &stop).await {
+        match super::accept::accept_or_stop(&listener, &stop).await {
             None => break,
             Some(Ok(stream)) => {
                 let Ok(slot) = slots.take(stream.peer_addr().ok().map(|a| a.ip())) else {

@@ -14,10 +14,10 @@
 
 use std::rc::Rc;
 
-use super::messages::{OpOk, OpResult, ShardOp};
-use super::shard::Shard;
-use super::topics::{self, validate_topic_name, AdminError, TopicConfig, TopicMeta};
+use crate::catalog::topics::{self, validate_topic_name, AdminError, TopicConfig, TopicMeta};
 use crate::protocol::ErrorCode;
+use crate::shard::messages::{OpOk, OpResult, ShardOp};
+use crate::shard::runtime::Shard;
 
 fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, AdminError> {
     Err((code, msg.into()))
@@ -60,13 +60,13 @@ pub async fn create(
     partitions: i32,
     configs: Vec<(String, String)>,
 ) -> OpResult {
-    super::internal_topics::refuse_client(&name, "create")?;
+    crate::catalog::internal_topics::refuse_client(&name, "create")?;
     create_on_every_shard(shard, name, partitions, configs).await
 }
 
 /// Creates an internal topic with the settings the server's config fixes for it.
 pub async fn create_internal(shard: &Rc<Shard>, name: String) -> OpResult {
-    let (partitions, configs) = super::internal_topics::settings(&name, &shard.config);
+    let (partitions, configs) = crate::catalog::internal_topics::settings(&name, &shard.config);
     create_on_every_shard(shard, name, partitions, configs).await
 }
 
@@ -112,7 +112,7 @@ async fn roll_back_create(shard: &Rc<Shard>, meta: &TopicMeta) {
 
 /// Deletes a topic: committed durably first, then carried out on every shard.
 pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
-    super::internal_topics::refuse_client(&name, "delete")?;
+    crate::catalog::internal_topics::refuse_client(&name, "delete")?;
     let _turn = shard.admin_turn().await?;
     let Some(meta) = shard.topic(&name) else {
         return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
@@ -150,7 +150,7 @@ pub async fn alter(
     set: Vec<(String, String)>,
     delete: Vec<String>,
 ) -> OpResult {
-    super::internal_topics::refuse_client(&name, "reconfigure")?;
+    crate::catalog::internal_topics::refuse_client(&name, "reconfigure")?;
     let _turn = shard.admin_turn().await?;
     let Some(meta) = shard.topic(&name) else {
         return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));

@@ -8,14 +8,14 @@ use std::time::Instant;
 use crate::io::chain::ByteChain;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 
-use super::append_watch::AppendWatch;
-use super::messages::{OpOk, OpResult, PartitionOp, PartitionSummary};
 use crate::io::deadline::before;
 use crate::log::cleaner::CleanedLog;
 use crate::log::PartitionLog;
 use crate::log::{CleanStats, CleaningPlan, RetentionOutcome};
 use crate::metrics::{self, Stage};
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
+use crate::shard::append_watch::AppendWatch;
+use crate::shard::messages::{OpOk, OpResult, PartitionOp, PartitionSummary};
 
 pub enum Command {
     Op {

@@ -3,16 +3,16 @@
 //! per shard (`ShardOp::Partitions`), so a client pays one round trip for all of them and
 //! the server one hop per shard, not per partition.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::rc::Rc;
 
-use super::budget::{Budget, Reservation};
-use super::handlers::{check_acks, fetch_bytes};
-use super::messages::{OpOk, OpResult, PartitionOp, ShardOp};
-use super::shard::Shard;
 use crate::io::chain::ByteChain;
+use crate::native::handlers::{check_acks, fetch_bytes};
 use crate::protocol::multi::{FetchEntry, Fetched, ProduceEntry, Produced, MAX_PARTITIONS};
 use crate::protocol::{ErrorCode, ResponseBody};
+use crate::shard::budget::{Budget, Reservation};
+use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp};
+use crate::shard::runtime::Shard;
 
 type Refused = (ErrorCode, String);
 
@@ -39,61 +39,6 @@ fn check_names<'a>(names: impl ExactSizeIterator<Item = (&'a str, i32)>) -> Resu
     Ok(())
 }
 
-/// One partition's work in a request: its place in the request, name and what to do.
-type Item<T> = (usize, String, u32, T);
-
-/// Groups `items` by owner shard and runs each group as the `ShardOp` that `make` builds
-/// from it (which must answer `OpOk::Results`, one per item in order), every group at once:
-/// locally or as one mesh message. Results in the order of `items`.
-async fn run_on_owners<T>(
-    shard: &Rc<Shard>,
-    items: Vec<(String, i32, T)>,
-    make: impl Fn(Vec<Item<T>>) -> ShardOp,
-) -> Vec<OpResult> {
-    let mut results: Vec<Option<OpResult>> = (0..items.len()).map(|_| None).collect();
-    let mut by_owner: HashMap<usize, Vec<Item<T>>> = HashMap::new();
-    for (i, (topic, partition, work)) in items.into_iter().enumerate() {
-        match shard.owner_of(&topic, partition) {
-            Ok(owner) => {
-                by_owner
-                    .entry(owner)
-                    .or_default()
-                    .push((i, topic, partition as u32, work))
-            }
-            Err(e) => results[i] = Some(Err(e)),
-        }
-    }
-    let tasks: Vec<_> = by_owner
-        .into_iter()
-        .map(|(owner, group)| {
-            let indexes: Vec<usize> = group.iter().map(|g| g.0).collect();
-            let (n, op, shard) = (group.len(), make(group), shard.clone());
-            let task = crate::tasks::spawn(async move {
-                let answer = if owner == shard.id {
-                    shard.execute(op).await
-                } else {
-                    shard.remote(owner, op).await
-                };
-                match answer {
-                    Ok(OpOk::Results(r)) if r.len() == n => r,
-                    Ok(other) => vec![Err(unexpected(other)); n],
-                    Err(e) => vec![Err(e); n],
-                }
-            });
-            (indexes, task)
-        })
-        .collect();
-    for (indexes, task) in tasks {
-        for (i, r) in indexes.into_iter().zip(task.await) {
-            results[i] = Some(r);
-        }
-    }
-    results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(unexpected(OpOk::Done))))
-        .collect()
-}
-
 /// The error of a result that is not the one expected.
 fn error_of(r: OpResult) -> Refused {
     match r {
@@ -102,9 +47,7 @@ fn error_of(r: OpResult) -> Refused {
     }
 }
 
-fn unexpected(got: OpOk) -> Refused {
-    (ErrorCode::Internal, format!("unexpected result {got:?}"))
-}
+use crate::shard::by_owner::{fetch_by_shard, run_on_owners, unexpected};
 
 pub async fn produce(
     shard: &Rc<Shard>,
@@ -114,7 +57,7 @@ pub async fn produce(
     check_acks(acks)?;
     check_names(entries.iter().map(|e| (e.topic.as_str(), e.partition)))?;
     for e in &entries {
-        super::internal_topics::refuse_client(&e.topic, "produce to")?;
+        crate::catalog::internal_topics::refuse_client(&e.topic, "produce to")?;
     }
     let names: Vec<(String, i32)> = entries
         .iter()
@@ -198,37 +141,6 @@ pub async fn fetch(
         .map(|(e, r)| fetched(e, r))
         .collect();
     Ok(ResponseBody::MultiFetch(fetched))
-}
-
-/// Fetches (topic, partition, offset, partition max bytes) on their owner shards at once,
-/// `total` bytes in all: each shard gets a share in proportion to the partitions it serves
-/// and fills it in request order (`ShardOp::FetchInOrder`, Kafka's rules: only the
-/// request's first partition may exceed its share by one batch). `OpOk::Done`: not read,
-/// no share left. The native MultiFetch and the Kafka listener's Fetch both read this way.
-pub(crate) async fn fetch_by_shard(
-    shard: &Rc<Shard>,
-    reads: Vec<(String, i32, i64, usize)>,
-    total: usize,
-) -> Vec<OpResult> {
-    let count = reads.len().max(1);
-    let items = reads
-        .into_iter()
-        .map(|(topic, partition, offset, max)| (topic, partition, (offset, max)))
-        .collect();
-    run_on_owners(shard, items, |group| {
-        let share = total * group.len() / count;
-        let first_at_least_one = group.first().is_some_and(|g| g.0 == 0);
-        let reads = group
-            .into_iter()
-            .map(|(_, topic, partition, (offset, max))| (topic, partition, offset, max))
-            .collect();
-        ShardOp::FetchInOrder {
-            reads,
-            max_bytes: share.max(1),
-            first_at_least_one,
-        }
-    })
-    .await
 }
 
 /// A partition's part of the reply (`OpOk::Done`: not read, no share left).

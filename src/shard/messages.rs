@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use crate::io::chain::ByteChain;
 
-use super::topics::TopicMeta;
+use crate::catalog::topics::TopicMeta;
 use crate::config::LogConfig;
 use crate::protocol::ErrorCode;
 

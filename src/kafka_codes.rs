@@ -1,4 +1,6 @@
-//! shardlog's error codes as Kafka clients expect them (kafka-wire.md §5).
+//! Kafka's error codes (kafka-wire.md §5) and the maps between them and shardlog's own, one
+//! table for the two places that answer in Kafka's terms: the Kafka front end (as
+//! `kafka::errors`) and the group coordinator, which implements Kafka's group protocol.
 
 use crate::protocol::ErrorCode;
 

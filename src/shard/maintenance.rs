@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use glommio::{Latency, Shares, TaskQueueHandle};
 
-use super::messages::MaintenanceSummary;
-use super::partition_actor::{Job, PartitionHandle};
-use super::shard::Shard;
 use crate::io::deadline::before;
 use crate::log::CleanerLimits;
+use crate::shard::messages::MaintenanceSummary;
+use crate::shard::partition_actor::{Job, PartitionHandle};
+use crate::shard::runtime::Shard;
 
 /// CPU shares of the maintenance queue against the default queue's 1000: under contention
 /// it gets about 5% of the shard.

@@ -9,7 +9,7 @@ use crate::kafka::errors::native_code;
 use crate::protocol::groups::GroupInfo;
 use crate::protocol::{ErrorCode, Request, ResponseBody};
 
-use super::shard::Shard;
+use crate::shard::runtime::Shard;
 
 type Answer = Result<ResponseBody, (ErrorCode, String)>;
 

@@ -11,16 +11,16 @@ use std::rc::Rc;
 use glommio::channels::channel_mesh::Senders;
 use glommio::channels::local_channel::{self, LocalSender};
 
-use super::config::ServerConfig;
+use crate::settings::ServerConfig;
 use glommio::sync::{Permit, Semaphore};
 
-use super::data_dir;
-use super::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, ShardStats};
-use super::partition_actor::PartitionHandle;
-use super::topics::{AdminError, TopicMeta};
+use crate::catalog::data_dir;
+use crate::catalog::topics::{AdminError, TopicMeta};
 use crate::io::{DmaStorage, PageCache, PooledStorage, SharedPageCache, Storage};
 use crate::log::{partition_dir, partition_dir_name, OpenOptions, PartitionLog};
 use crate::protocol::ErrorCode;
+use crate::shard::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, ShardStats};
+use crate::shard::partition_actor::PartitionHandle;
 
 /// A partition that takes longer than this to open is logged.
 const SLOW_OPEN: std::time::Duration = std::time::Duration::from_secs(1);
@@ -56,8 +56,8 @@ pub struct Shard {
     shutdown_waiters: RefCell<Vec<LocalSender<()>>>,
     pub connections: Cell<usize>,
     /// Connection slots of the native and Kafka listeners (`slots.rs`).
-    pub native_slots: Rc<super::slots::Slots>,
-    pub kafka_slots: Rc<super::slots::Slots>,
+    pub native_slots: Rc<crate::shard::slots::Slots>,
+    pub kafka_slots: Rc<crate::shard::slots::Slots>,
     pub drained_peers: Cell<usize>,
     /// Request and reply bytes all connections of this shard may hold at once.
     pub inflight: Rc<Semaphore>,
@@ -100,7 +100,7 @@ impl Shard {
                 DmaStorage::new(config.data_dir.clone()),
                 config.max_open_sealed_files_per_shard,
             ),
-            inflight: super::budget::Budget::shard_pool(config.max_inflight_bytes_per_shard),
+            inflight: crate::shard::budget::Budget::shard_pool(config.max_inflight_bytes_per_shard),
             cache: PageCache::shared(config.cache_bytes),
             previous_shutdown_clean,
             config,
@@ -122,9 +122,9 @@ impl Shard {
     }
 
     /// One listener's slots: per shard, and this shard's share of each peer's.
-    fn listener_slots(config: &ServerConfig) -> Rc<super::slots::Slots> {
+    fn listener_slots(config: &ServerConfig) -> Rc<crate::shard::slots::Slots> {
         let per_peer = config.max_connections_per_ip.div_ceil(config.shards.max(1));
-        super::slots::Slots::new(config.max_connections_per_shard, per_peer)
+        crate::shard::slots::Slots::new(config.max_connections_per_shard, per_peer)
     }
 
     /// A receiver whose `recv()` completes (with `None`) once shutdown begins.
@@ -158,10 +158,10 @@ impl Shard {
     pub async fn load_topics(self: &Rc<Self>) -> Result<(), String> {
         let started = std::time::Instant::now();
         let data_dir = self.config.data_dir.clone();
-        let (topics, changed) = super::topics::load_all(&data_dir, self.n as u32)
+        let (topics, changed) = crate::catalog::topics::load_all(&data_dir, self.n as u32)
             .map_err(|e| format!("loading topic metadata: {e}"))?;
         for meta in topics {
-            super::internal_topics::check_on_disk(&meta, &self.config)?;
+            crate::catalog::internal_topics::check_on_disk(&meta, &self.config)?;
             if self.id == CONTROLLER && changed.contains(&meta.name) {
                 tracing::warn!(topic = %meta.name, shards = self.n, "shard count changed: partitions reassigned");
                 meta.persist(&data_dir, self.n as u32)
@@ -310,7 +310,7 @@ impl Shard {
             .cloned();
         match handle {
             Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
-                super::maintenance::maintain_now(self, &h).await,
+                crate::shard::maintenance::maintain_now(self, &h).await,
             )),
             Some(h) => h.call(op).await,
             None if !self.ready.get() => err(
@@ -477,7 +477,7 @@ impl Shard {
     pub fn append_watches(
         &self,
         waits: &[(String, u32, i64)],
-    ) -> Option<Vec<(Rc<super::append_watch::AppendWatch>, i64)>> {
+    ) -> Option<Vec<(Rc<crate::shard::append_watch::AppendWatch>, i64)>> {
         let partitions = self.partitions.borrow();
         waits
             .iter()
@@ -509,13 +509,15 @@ impl Shard {
                 partitions,
                 configs,
                 // Boxed: admin operations run `execute` on every shard themselves.
-            } => Box::pin(super::admin::create(self, name, partitions, configs)).await,
+            } => Box::pin(crate::shard::admin::create(self, name, partitions, configs)).await,
             ShardOp::CreateInternalTopic { name } => {
-                Box::pin(super::admin::create_internal(self, name)).await
+                Box::pin(crate::shard::admin::create_internal(self, name)).await
             }
-            ShardOp::DeleteTopic { name } => Box::pin(super::admin::delete(self, name)).await,
+            ShardOp::DeleteTopic { name } => {
+                Box::pin(crate::shard::admin::delete(self, name)).await
+            }
             ShardOp::AlterConfigs { name, set, delete } => {
-                Box::pin(super::admin::alter(self, name, set, delete)).await
+                Box::pin(crate::shard::admin::alter(self, name, set, delete)).await
             }
             ShardOp::OpenTopic(meta) => self.open_new_topic(&meta).await,
             ShardOp::PublishTopic(meta) => {
@@ -531,7 +533,7 @@ impl Shard {
                 self.drained_peers.set(self.drained_peers.get() + 1);
                 Ok(OpOk::Done)
             }
-            ShardOp::AllocateProducerId => crate::kafka::producer_ids::allocate(self).await,
+            ShardOp::AllocateProducerId => crate::shard::producer_ids::allocate(self).await,
             ShardOp::Group { group, op } => Ok(OpOk::Group(
                 crate::groups::coordinator::handle(self, group, op).await,
             )),
@@ -542,7 +544,7 @@ impl Shard {
                 },
             )),
             ShardOp::WaitForAppends { waits, timeout_ms } => {
-                super::long_poll::wait_here(self, &waits, timeout_ms).await;
+                crate::shard::long_poll::wait_here(self, &waits, timeout_ms).await;
                 Ok(OpOk::Done)
             }
         }
@@ -551,7 +553,7 @@ impl Shard {
     /// A producer id never handed out before, from the controller's persisted blocks.
     pub async fn allocate_producer_id(self: &Rc<Self>) -> OpResult {
         if self.id == CONTROLLER {
-            crate::kafka::producer_ids::allocate(self).await
+            crate::shard::producer_ids::allocate(self).await
         } else {
             self.remote(CONTROLLER, ShardOp::AllocateProducerId).await
         }
@@ -564,7 +566,7 @@ impl Shard {
         configs: Vec<(String, String)>,
     ) -> OpResult {
         if self.id == CONTROLLER {
-            super::admin::create(self, name, partitions, configs).await
+            crate::shard::admin::create(self, name, partitions, configs).await
         } else {
             self.remote(
                 CONTROLLER,
@@ -581,7 +583,7 @@ impl Shard {
     /// Creates an internal topic (`internal_topics.rs`) on the controller.
     pub async fn create_internal_topic(self: &Rc<Self>, name: String) -> OpResult {
         if self.id == CONTROLLER {
-            super::admin::create_internal(self, name).await
+            crate::shard::admin::create_internal(self, name).await
         } else {
             let op = ShardOp::CreateInternalTopic { name };
             self.remote(CONTROLLER, op).await
@@ -590,7 +592,7 @@ impl Shard {
 
     pub async fn delete_topic(self: &Rc<Self>, name: String) -> OpResult {
         if self.id == CONTROLLER {
-            super::admin::delete(self, name).await
+            crate::shard::admin::delete(self, name).await
         } else {
             self.remote(CONTROLLER, ShardOp::DeleteTopic { name }).await
         }
@@ -603,7 +605,7 @@ impl Shard {
         delete: Vec<String>,
     ) -> OpResult {
         if self.id == CONTROLLER {
-            super::admin::alter(self, name, set, delete).await
+            crate::shard::admin::alter(self, name, set, delete).await
         } else {
             let op = ShardOp::AlterConfigs { name, set, delete };
             self.remote(CONTROLLER, op).await
@@ -789,7 +791,7 @@ impl Shard {
             open_partitions: self.partitions.borrow().len() as u64,
             // The process's: reported by shard 0 only, so sums over shards stay right.
             open_fds: if self.id == 0 {
-                super::limits::open_fds()
+                crate::io::limits::open_fds()
             } else {
                 0
             },

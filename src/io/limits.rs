@@ -1,11 +1,10 @@
 //! Process resource limits the server depends on: file descriptors.
 
-use super::ServerConfig;
-
 /// Raises the soft RLIMIT_NOFILE to the hard limit (the common soft default of 1024 is far
-/// below what a server with many partitions needs) and logs the budget. Returns the soft
-/// limit in force afterwards.
-pub fn raise_fd_limit(config: &ServerConfig) -> u64 {
+/// below what a server with many partitions needs) and logs the budget: descriptors the
+/// configured connections and open sealed files may take. Returns the soft limit in force
+/// afterwards.
+pub fn raise_fd_limit(connections: u64, sealed: u64) -> u64 {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -28,10 +27,6 @@ pub fn raise_fd_limit(config: &ServerConfig) -> u64 {
             }
         }
     }
-    let shards = config.shards as u64;
-    // Two descriptors per connection (reader and writer), per protocol.
-    let connections = shards * config.max_connections_per_shard as u64 * 2 * 2;
-    let sealed = shards * config.max_open_sealed_files_per_shard as u64;
     tracing::info!(
         fd_limit = lim.rlim_cur,
         connections_max_fds = connections,

@@ -1,0 +1,7 @@
+//! The topic catalog: topic names and configs, partition ownership, the metadata files
+//! that are the commit point of create, delete and alter, the data directory's lock and
+//! start-up cleanup, and the internal topics' rules.
+
+pub mod data_dir;
+pub(crate) mod internal_topics;
+pub mod topics;

@@ -1,0 +1,38 @@
+//! InitProducerId v0-4: a new id from the controller's blocks (`shard/producer_ids.rs`), or
+//! the next epoch of the id a producer already has (KIP-360).
+
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+
+use super::errors::{self, kafka_code};
+use super::Context;
+use crate::shard::messages::OpOk;
+
+pub async fn init_producer_id(
+    ctx: &Context<'_>,
+    request: InitProducerIdRequest,
+) -> InitProducerIdResponse {
+    let r = InitProducerIdResponse::default();
+    match request.transactional_id.as_deref().map(|t| t.is_empty()) {
+        None => {}
+        // Kafka's coordinator answers an empty transactional id so.
+        Some(true) => return r.with_error_code(errors::INVALID_REQUEST),
+        Some(false) => return r.with_error_code(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    }
+    // v3+: a producer that knows its id asks for the next epoch (KIP-360).
+    let current = request.producer_id.0;
+    if ctx.version >= 3 && current >= 0 && request.producer_epoch >= 0 {
+        if let Some(epoch) = request.producer_epoch.checked_add(1) {
+            return r
+                .with_producer_id(ProducerId(current))
+                .with_producer_epoch(epoch);
+        }
+    }
+    match ctx.shard.allocate_producer_id().await {
+        Ok(OpOk::ProducerId(id)) => r.with_producer_id(ProducerId(id)).with_producer_epoch(0),
+        Ok(_) => r.with_error_code(errors::UNKNOWN_SERVER_ERROR),
+        Err((code, msg)) => {
+            tracing::warn!(%msg, "InitProducerId failed");
+            r.with_error_code(kafka_code(code, true))
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The network edge: listeners (accept loop, connection slots), connections (framing,
+//! pipelining, budgets, timeouts), the reply path (one vectored sendmsg per frame) and the
+//! metrics endpoint. It names no protocol: each listener has a [`FrontEnd`] (`native/`,
+//! `kafka/`) that turns a frame into a reply.
+
+pub(crate) mod accept;
+pub(crate) mod connection;
+pub(crate) mod metrics_http;
+pub(crate) mod send;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use crate::protocol::frame::Frame;
+use crate::shard::budget::{Budget, Reservation};
+use crate::shard::Shard;
+
+/// A protocol's side of a listener: how a request frame is answered, and what a client
+/// that breaks the framing or the connection limits is told.
+pub trait FrontEnd {
+    /// The `wire` label of request metrics and logs.
+    fn label(&self) -> &'static str;
+    /// Handles one request frame body (size prefix removed).
+    fn handle(
+        &self,
+        shard: Rc<Shard>,
+        frame: Bytes,
+        peer: Peer,
+        budget: Budget,
+    ) -> Pin<Box<dyn Future<Output = Reply>>>;
+    /// The reply to a frame whose size cannot be accepted, sent before the connection
+    /// closes (`correlation_id` is -1 when the header could not be read); `None` closes
+    /// at once without reading further, as a Kafka broker does.
+    fn bad_frame_reply(&self, size: i32, max_frame: usize, correlation_id: i32) -> Option<Vec<u8>>;
+    /// Whether [`bad_frame_reply`](Self::bad_frame_reply) answers (so the header is read).
+    fn answers_bad_frames(&self) -> bool;
+    /// What a connection over the listener's limits is told before it is closed.
+    fn refusal(&self, why: String) -> Option<Vec<u8>>;
+}
+
+/// Who a request comes from, as the connection saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer {
+    pub is_loopback: bool,
+    /// The address the client connected to (what Metadata advertises on a wildcard listen).
+    pub local: Option<std::net::SocketAddr>,
+    /// The client's address (consumer groups report members' hosts).
+    pub remote: Option<std::net::SocketAddr>,
+}
+
+/// A reply frame (`None`: send nothing, acks=0 produce) and the budget its bytes hold until
+/// it is written.
+pub struct Reply {
+    pub frame: Option<Frame>,
+    pub reservation: Reservation,
+    /// Close the connection after this reply (a Kafka request that cannot be parsed).
+    pub close: bool,
+    /// The API answered (the metrics label; "unknown" when the request did not decode).
+    pub api: &'static str,
+    /// Whether it succeeded (native: no error code; Kafka: a response was encoded).
+    pub ok: bool,
+    /// Whether its stages are timed (data-path requests: `ApiKey::is_data_path`, and
+    /// every Kafka request).
+    pub timed: bool,
+}
+
+impl Reply {
+    pub fn frame(frame: Vec<u8>) -> Self {
+        Reply {
+            frame: Some(frame.into()),
+            reservation: Reservation::default(),
+            close: false,
+            api: "unknown",
+            ok: false,
+            timed: false,
+        }
+    }
+}

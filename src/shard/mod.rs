@@ -1,0 +1,17 @@
+//! The shard runtime: one per core, owning its partitions outright. It runs operations
+//! (locally or on the owner shard over the channel mesh) and knows no wire protocol; the
+//! services below it (catalog, groups) are called through narrow interfaces.
+
+pub(crate) mod admin;
+mod append_watch;
+pub(crate) mod budget;
+pub(crate) mod by_owner;
+pub(crate) mod long_poll;
+pub(crate) mod maintenance;
+pub(crate) mod messages;
+mod partition_actor;
+pub(crate) mod producer_ids;
+pub(crate) mod runtime;
+pub(crate) mod slots;
+
+pub(crate) use runtime::Shard;
