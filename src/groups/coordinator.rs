@@ -10,17 +10,14 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
 
 use super::group::{Group, State};
+use super::host::{GroupHost, Host};
 use super::ops::{GroupDescription, GroupOp, GroupReply, ListedGroup, OffsetToCommit};
 use super::records::{batch, Committed, OffsetRecord};
 use super::{membership, partition_for, OFFSETS_TOPIC};
 use crate::format::batch::{split_batches, RecordsSection};
 use crate::kafka_codes::{self as e, kafka_code};
-use crate::protocol::ACKS_ALL;
-use crate::shard::messages::{OpOk, PartitionOp};
-use crate::shard::runtime::Shard;
 
 #[derive(Default)]
 struct Coordinator {
@@ -58,8 +55,8 @@ fn exists(name: &str) -> bool {
     COORDINATOR.with_borrow(|c| c.groups.contains_key(name))
 }
 
-pub async fn handle(shard: &Rc<Shard>, group: String, op: GroupOp) -> GroupReply {
-    let loaded = match offsets_partition(shard, &group) {
+pub async fn handle(shard: &Host, group: String, op: GroupOp) -> GroupReply {
+    let loaded = match offsets_partition(&**shard, &group) {
         Ok(p) => ensure_loaded(shard, p).await,
         Err(code) => Err(code),
     };
@@ -96,8 +93,8 @@ pub async fn handle(shard: &Rc<Shard>, group: String, op: GroupOp) -> GroupReply
 
 /// Every group this shard coordinates; COORDINATOR_LOAD_IN_PROGRESS while one of its
 /// offsets partitions is not read yet.
-pub async fn list(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, i16> {
-    for p in owned_offsets_partitions(shard)? {
+pub async fn list(shard: &Host) -> Result<Vec<ListedGroup>, i16> {
+    for p in owned_offsets_partitions(&**shard)? {
         ensure_loaded(shard, p).await?;
     }
     Ok(COORDINATOR.with_borrow(|c| {
@@ -112,7 +109,7 @@ pub async fn list(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, i16> {
 }
 
 /// The offsets partition of a group, once this shard has opened its partitions.
-fn offsets_partition(shard: &Shard, group: &str) -> Result<i32, i16> {
+fn offsets_partition(shard: &dyn GroupHost, group: &str) -> Result<i32, i16> {
     if !shard.is_ready() {
         return Err(e::COORDINATOR_LOAD_IN_PROGRESS);
     }
@@ -120,28 +117,28 @@ fn offsets_partition(shard: &Shard, group: &str) -> Result<i32, i16> {
         .topic(OFFSETS_TOPIC)
         .ok_or(e::COORDINATOR_NOT_AVAILABLE)?;
     let p = partition_for(group, meta.owners.len()) as i32;
-    if meta.owners[p as usize] as usize != shard.id {
+    if meta.owners[p as usize] as usize != shard.shard_id() {
         return Err(e::NOT_COORDINATOR);
     }
     Ok(p)
 }
 
 /// The offsets partitions this shard owns (none while there is no offsets topic).
-fn owned_offsets_partitions(shard: &Shard) -> Result<Vec<i32>, i16> {
+fn owned_offsets_partitions(shard: &dyn GroupHost) -> Result<Vec<i32>, i16> {
     if !shard.is_ready() {
         return Err(e::COORDINATOR_LOAD_IN_PROGRESS);
     }
     Ok(shard.topic(OFFSETS_TOPIC).map_or(Vec::new(), |meta| {
         (0..meta.owners.len() as i32)
-            .filter(|&p| meta.owners[p as usize] as usize == shard.id)
+            .filter(|&p| meta.owners[p as usize] as usize == shard.shard_id())
             .collect()
     }))
 }
 
 /// Starts reading every offsets partition this shard owns (once its partitions are open),
 /// so that groups are ready before their first request.
-pub fn start_loading(shard: &Rc<Shard>) {
-    for p in owned_offsets_partitions(shard).unwrap_or_default() {
+pub fn start_loading(shard: &Host) {
+    for p in owned_offsets_partitions(&**shard).unwrap_or_default() {
         if let Some(load) = begin_load(shard, p) {
             load.detach();
         }
@@ -150,7 +147,7 @@ pub fn start_loading(shard: &Rc<Shard>) {
 
 /// Ok once offsets partition `p` is read. The first request to find it unread starts
 /// the read and waits for it; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
-async fn ensure_loaded(shard: &Rc<Shard>, p: i32) -> Result<(), i16> {
+async fn ensure_loaded(shard: &Host, p: i32) -> Result<(), i16> {
     if COORDINATOR.with_borrow(|c| c.loaded.contains(&p)) {
         return Ok(());
     }
@@ -165,7 +162,7 @@ async fn ensure_loaded(shard: &Rc<Shard>, p: i32) -> Result<(), i16> {
 }
 
 /// A task reading offsets partition `p` into the groups, or `None` if one already is.
-fn begin_load(shard: &Rc<Shard>, p: i32) -> Option<glommio::Task<Result<(), i16>>> {
+fn begin_load(shard: &Host, p: i32) -> Option<glommio::Task<Result<(), i16>>> {
     let fresh = COORDINATOR.with_borrow_mut(|c| !c.loaded.contains(&p) && c.loading.insert(p));
     if !fresh {
         return None;
@@ -189,7 +186,7 @@ fn begin_load(shard: &Rc<Shard>, p: i32) -> Option<glommio::Task<Result<(), i16>
             Ok(records) => {
                 let elapsed_ms = started.elapsed().as_millis() as u64;
                 tracing::info!(
-                    shard = shard.id,
+                    shard = shard.shard_id(),
                     partition = p,
                     records,
                     groups,
@@ -199,38 +196,30 @@ fn begin_load(shard: &Rc<Shard>, p: i32) -> Option<glommio::Task<Result<(), i16>
                 Ok(())
             }
             Err(msg) => {
-                tracing::warn!(shard = shard.id, partition = p, %msg, "loading an offsets partition failed");
+                tracing::warn!(shard = shard.shard_id(), partition = p, %msg, "loading an offsets partition failed");
                 Err(e::COORDINATOR_NOT_AVAILABLE)
             }
         }
     }))
 }
 
-async fn load_partition(shard: &Rc<Shard>, p: i32) -> Result<usize, String> {
+async fn load_partition(shard: &Host, p: i32) -> Result<usize, String> {
     let mut next = 0i64;
     let mut applied = 0;
     loop {
-        let op = PartitionOp::Fetch {
-            offset: next,
-            max_bytes: 1 << 20,
-            at_least_one: true,
-        };
-        let data = match shard.partition_op(OFFSETS_TOPIC, p, op).await {
-            Ok(OpOk::Fetched { records, .. }) => records.to_bytes(),
+        let data = match shard.read_offsets(p, next, 1 << 20).await {
+            Ok(data) => data,
             // Below the log start (compaction or retention moved it): start there.
             Err((code, _)) if code == crate::protocol::ErrorCode::OffsetOutOfRange && next == 0 => {
-                match shard
-                    .partition_op(OFFSETS_TOPIC, p, PartitionOp::Describe)
-                    .await
-                {
-                    Ok(OpOk::Partition(s)) if s.log_start_offset > 0 => {
-                        next = s.log_start_offset;
+                match shard.offsets_log_start(p).await {
+                    Ok(start) if start > 0 => {
+                        next = start;
                         continue;
                     }
                     other => return Err(format!("offsets partition {p}: {other:?}")),
                 }
             }
-            other => return Err(format!("offsets partition {p}: {other:?}")),
+            Err(other) => return Err(format!("offsets partition {p}: {other:?}")),
         };
         if data.is_empty() {
             return Ok(applied);
@@ -268,13 +257,13 @@ fn apply(rec: OffsetRecord) {
 /// Every `offsets.retention.check.interval.ms`: commits of groups without members that are
 /// older than `offsets.retention.minutes`, and commits for topics that no longer exist, are
 /// deleted (tombstones in the offsets log), as Kafka's offset expiration does.
-fn spawn_offset_expiry(shard: Rc<Shard>) {
+fn spawn_offset_expiry(shard: Host) {
     crate::tasks::spawn(async move {
         let every =
-            std::time::Duration::from_millis(shard.config.offsets_retention_check_interval_ms);
+            std::time::Duration::from_millis(shard.settings().offsets_retention_check_interval_ms);
         loop {
             glommio::timer::sleep(every).await;
-            if shard.shutting_down.get() {
+            if shard.shutting_down() {
                 return;
             }
             expire_offsets(&shard).await;
@@ -283,9 +272,9 @@ fn spawn_offset_expiry(shard: Rc<Shard>) {
     .detach();
 }
 
-async fn expire_offsets(shard: &Rc<Shard>) {
+async fn expire_offsets(shard: &Host) {
     let now = crate::time::now_ms();
-    let retention = shard.config.offsets_retention_minutes as i64 * 60_000;
+    let retention = shard.settings().offsets_retention_minutes as i64 * 60_000;
     let doomed: Vec<(String, Vec<OffsetRecord>)> = COORDINATOR.with_borrow(|c| {
         c.groups
             .iter()
@@ -343,7 +332,7 @@ fn commit_allowed(g: &mut Group, member_id: &str, generation: i32) -> i16 {
 }
 
 async fn commit(
-    shard: &Rc<Shard>,
+    shard: &Host,
     group: &str,
     member_id: &str,
     generation: i32,
@@ -357,7 +346,7 @@ async fn commit(
         let known = shard
             .topic(&topic)
             .is_some_and(|t| (0..t.owners.len() as i32).contains(&partition));
-        let too_large = metadata.len() > shard.config.offset_metadata_max_bytes;
+        let too_large = metadata.len() > shard.settings().offset_metadata_max_bytes;
         let code = match (allowed, known, too_large) {
             (e::NONE, false, _) => e::UNKNOWN_TOPIC_OR_PARTITION,
             (e::NONE, true, true) => e::OFFSET_METADATA_TOO_LARGE,
@@ -389,7 +378,7 @@ async fn commit(
 }
 
 /// Appends `records` to the group's offsets partition with acks=all; Kafka's code.
-async fn write(shard: &Rc<Shard>, group: &str, records: &[OffsetRecord], now: i64) -> i16 {
+async fn write(shard: &Host, group: &str, records: &[OffsetRecord], now: i64) -> i16 {
     if records.is_empty() {
         return e::NONE;
     }
@@ -397,11 +386,10 @@ async fn write(shard: &Rc<Shard>, group: &str, records: &[OffsetRecord], now: i6
         return e::COORDINATOR_NOT_AVAILABLE;
     };
     let p = partition_for(group, meta.owners.len());
-    let op = PartitionOp::Produce {
-        acks: ACKS_ALL,
-        records: batch(records, now).into(),
-    };
-    match shard.partition_op(OFFSETS_TOPIC, p as i32, op).await {
+    match shard
+        .append_offsets(p as i32, batch(records, now).into())
+        .await
+    {
         Ok(_) => e::NONE,
         Err((code, msg)) => {
             tracing::warn!(group, %msg, "writing to the offsets log failed");
@@ -464,7 +452,7 @@ fn tombstones(group: &str, g: &Group, only: Option<&[(String, i32)]>) -> Vec<Off
         .collect()
 }
 
-async fn delete(shard: &Rc<Shard>, group: &str) -> i16 {
+async fn delete(shard: &Host, group: &str) -> i16 {
     if !exists(group) {
         return e::GROUP_ID_NOT_FOUND;
     }
@@ -482,7 +470,7 @@ async fn delete(shard: &Rc<Shard>, group: &str) -> i16 {
 }
 
 async fn delete_offsets(
-    shard: &Rc<Shard>,
+    shard: &Host,
     group: &str,
     partitions: Vec<(String, i32)>,
 ) -> Vec<(String, i32, i16)> {

@@ -7,17 +7,16 @@
 //! the parked SyncGroups. Members that stop heartbeating are removed after their session
 //! timeout. Waiting is on local channels and timers, never by polling.
 
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use glommio::channels::local_channel;
 
 use super::coordinator::with_group;
 use super::group::{Group, Member, State};
+use super::host::Host;
 use super::ops::{JoinRequest, JoinResponse, SyncRequest, SyncResponse};
 use crate::io::deadline::before;
 use crate::kafka_codes as e;
-use crate::shard::runtime::Shard;
 
 fn join_error(error: i16, member_id: &str) -> JoinResponse {
     JoinResponse {
@@ -36,8 +35,8 @@ fn new_member_id(client_id: &str) -> String {
     )
 }
 
-pub async fn join(shard: &Rc<Shard>, group: &str, req: JoinRequest) -> JoinResponse {
-    let cfg = &shard.config;
+pub async fn join(shard: &Host, group: &str, req: JoinRequest) -> JoinResponse {
+    let cfg = shard.settings();
     if !(cfg.group_min_session_timeout_ms..=cfg.group_max_session_timeout_ms)
         .contains(&req.session_timeout_ms)
     {
@@ -54,7 +53,7 @@ pub async fn join(shard: &Rc<Shard>, group: &str, req: JoinRequest) -> JoinRespo
 
 /// Adds or updates the member and parks its join (`None`), or answers at once.
 fn admit(
-    shard: &Rc<Shard>,
+    shard: &Host,
     name: &str,
     g: &mut Group,
     req: &JoinRequest,
@@ -131,7 +130,7 @@ fn unchanged_follower(g: &mut Group, member_id: &str, req: &JoinRequest) -> Opti
 }
 
 /// Moves the group to PreparingRebalance (starting its join phase) or wakes the running one.
-pub fn prepare_rebalance(shard: &Rc<Shard>, name: &str, g: &mut Group) {
+pub fn prepare_rebalance(shard: &Host, name: &str, g: &mut Group) {
     if g.state == State::PreparingRebalance {
         if let Some(n) = &g.nudge {
             let _ = n.try_send(());
@@ -150,7 +149,7 @@ pub fn prepare_rebalance(shard: &Rc<Shard>, name: &str, g: &mut Group) {
         .max()
         .unwrap_or(0);
     let initial = if from_empty {
-        shard.config.group_initial_rebalance_delay_ms
+        shard.settings().group_initial_rebalance_delay_ms
     } else {
         0
     };
@@ -319,7 +318,7 @@ pub fn heartbeat(group: &str, member_id: &str, generation: i32) -> i16 {
 }
 
 /// Removes members; the rest rebalance. UNKNOWN_MEMBER_ID if none of them was a member.
-pub fn leave(shard: &Rc<Shard>, group: &str, member_ids: &[String]) -> i16 {
+pub fn leave(shard: &Host, group: &str, member_ids: &[String]) -> i16 {
     with_group(group, |g| {
         let before = g.members.len();
         for id in member_ids {
@@ -337,7 +336,7 @@ pub fn leave(shard: &Rc<Shard>, group: &str, member_ids: &[String]) -> i16 {
 }
 
 /// After members were removed: the survivors rebalance; an emptied group becomes Empty.
-fn members_changed(shard: &Rc<Shard>, name: &str, g: &mut Group) {
+fn members_changed(shard: &Host, name: &str, g: &mut Group) {
     if g.members.is_empty() && g.state != State::PreparingRebalance {
         g.fail_parked_syncs(e::REBALANCE_IN_PROGRESS);
         g.state = State::Empty;
@@ -352,7 +351,7 @@ fn members_changed(shard: &Rc<Shard>, name: &str, g: &mut Group) {
 /// Starts the group's session watcher if it has none: it sleeps until the earliest
 /// member deadline, removes members past theirs (not those parked in a join), and stops
 /// when the group has no members left.
-fn watch_sessions(shard: &Rc<Shard>, name: &str, g: &mut Group) {
+fn watch_sessions(shard: &Host, name: &str, g: &mut Group) {
     if g.expiry_running {
         return;
     }
@@ -377,7 +376,7 @@ fn watch_sessions(shard: &Rc<Shard>, name: &str, g: &mut Group) {
 
 /// Expires what is due; returns when to look again, or `None` (and stops watching) when
 /// nothing is left to watch.
-fn expire(shard: &Rc<Shard>, name: &str, g: &mut Group) -> Option<Instant> {
+fn expire(shard: &Host, name: &str, g: &mut Group) -> Option<Instant> {
     let now = Instant::now();
     g.pending.retain(|_, due| *due > now);
     let expired: Vec<String> = g

@@ -8,7 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::errors::{self as e, kafka_code};
 use super::{str_bytes, Context, NODE_ID};
 use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, OffsetToCommit, SyncRequest};
-use crate::groups::{list_all, route};
+use crate::shard::group_routing::{list_all, route};
 
 /// The type of every group here (KIP-848's "consumer" groups are not served).
 const GROUP_TYPE: &str = "classic";

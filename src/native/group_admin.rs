@@ -4,10 +4,10 @@
 use std::rc::Rc;
 
 use crate::groups::ops::{GroupOp, GroupReply};
-use crate::groups::{list_all, route};
 use crate::kafka::errors::native_code;
 use crate::protocol::groups::GroupInfo;
 use crate::protocol::{ErrorCode, Request, ResponseBody};
+use crate::shard::group_routing::{list_all, route};
 
 use crate::shard::runtime::Shard;
 

@@ -535,10 +535,10 @@ impl Shard {
             }
             ShardOp::AllocateProducerId => crate::shard::producer_ids::allocate(self).await,
             ShardOp::Group { group, op } => Ok(OpOk::Group(
-                crate::groups::coordinator::handle(self, group, op).await,
+                crate::groups::coordinator::handle(&Shard::group_host(self), group, op).await,
             )),
             ShardOp::ListGroups => Ok(OpOk::Group(
-                match crate::groups::coordinator::list(self).await {
+                match crate::groups::coordinator::list(&Shard::group_host(self)).await {
                     Ok(groups) => crate::groups::ops::GroupReply::Listed(groups),
                     Err(code) => crate::groups::ops::GroupReply::Code(code),
                 },

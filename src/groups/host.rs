@@ -1,0 +1,41 @@
+//! What the group coordinator needs of the shard that runs it, as one narrow interface:
+//! its place among the shards, the settings, the catalog's view of topics, and reads and
+//! appends on the offsets partitions it owns. The shard runtime implements it; nothing in
+//! `groups/` names the runtime, so the coordinator never calls back up into it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use crate::catalog::topics::TopicMeta;
+use crate::protocol::ErrorCode;
+use crate::settings::ServerConfig;
+
+pub type HostFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+pub type HostResult<T> = Result<T, (ErrorCode, String)>;
+
+/// The shard a coordinator runs on (cheap to clone: a reference count).
+pub type Host = Rc<dyn GroupHost>;
+
+pub trait GroupHost {
+    fn shard_id(&self) -> usize;
+    /// Whether the shard has opened its partitions (before that, groups are not loaded).
+    fn is_ready(&self) -> bool;
+    fn shutting_down(&self) -> bool;
+    fn settings(&self) -> &ServerConfig;
+    fn topic(&self, name: &str) -> Option<TopicMeta>;
+    /// Record batches of an offsets partition from `offset`, at most about `max_bytes`
+    /// (at least one batch); empty at the log end.
+    fn read_offsets(
+        &self,
+        partition: i32,
+        offset: i64,
+        max_bytes: usize,
+    ) -> HostFuture<'_, HostResult<Bytes>>;
+    /// The log start offset of an offsets partition.
+    fn offsets_log_start(&self, partition: i32) -> HostFuture<'_, HostResult<i64>>;
+    /// Appends a batch to an offsets partition, durably (acks=all).
+    fn append_offsets(&self, partition: i32, batch: Bytes) -> HostFuture<'_, HostResult<()>>;
+}

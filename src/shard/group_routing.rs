@@ -1,0 +1,67 @@
+//! Group requests reach the coordinator shard of their group (the owner of the group's
+//! offsets partition) over the mesh; listing asks every shard's coordinator.
+
+use std::rc::Rc;
+
+use super::messages::{OpOk, ShardOp};
+use super::Shard;
+use crate::catalog::topics::TopicMeta;
+use crate::groups::ops::{GroupOp, GroupReply, ListedGroup};
+use crate::groups::{coordinator, partition_for, OFFSETS_TOPIC};
+use crate::protocol::ErrorCode;
+
+/// The offsets topic, created (compacted) on first use as Kafka does.
+async fn offsets_topic(shard: &Rc<Shard>) -> Result<TopicMeta, (ErrorCode, String)> {
+    if let Some(meta) = shard.topic(OFFSETS_TOPIC) {
+        return Ok(meta);
+    }
+    match shard.create_internal_topic(OFFSETS_TOPIC.into()).await {
+        Ok(_) => {}
+        Err((ErrorCode::TopicAlreadyExists, _)) => {}
+        Err(e) => return Err(e),
+    }
+    shard.topic(OFFSETS_TOPIC).ok_or((
+        ErrorCode::NotReady,
+        "the offsets topic is being created".to_string(),
+    ))
+}
+
+/// Runs a group operation on the group's coordinator shard.
+pub async fn route(
+    shard: &Rc<Shard>,
+    group: String,
+    op: GroupOp,
+) -> Result<GroupReply, (ErrorCode, String)> {
+    let meta = offsets_topic(shard).await?;
+    let owner = meta.owners[partition_for(&group, meta.owners.len())] as usize;
+    if owner == shard.id {
+        return Ok(coordinator::handle(&Shard::group_host(shard), group, op).await);
+    }
+    match shard.remote(owner, ShardOp::Group { group, op }).await? {
+        OpOk::Group(reply) => Ok(reply),
+        other => Err((
+            ErrorCode::Internal,
+            format!("unexpected group reply {other:?}"),
+        )),
+    }
+}
+
+/// Every group of every shard.
+pub async fn list_all(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, (ErrorCode, String)> {
+    let loading = |code| {
+        let msg = "a coordinator is still loading its offsets partitions; retry shortly";
+        (crate::kafka_codes::native_code(code), msg.to_string())
+    };
+    let mut all = coordinator::list(&Shard::group_host(shard))
+        .await
+        .map_err(loading)?;
+    for peer in (0..shard.n).filter(|&p| p != shard.id) {
+        match shard.remote(peer, ShardOp::ListGroups).await? {
+            OpOk::Group(GroupReply::Listed(groups)) => all.extend(groups),
+            OpOk::Group(GroupReply::Code(code)) => return Err(loading(code)),
+            other => return Err((ErrorCode::Internal, format!("unexpected reply {other:?}"))),
+        }
+    }
+    all.sort();
+    Ok(all)
+}
