@@ -11,6 +11,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use crate::catalog::topics::{self, TopicMeta, META_DIR};
+use crate::io::storage::Storage;
 use crate::log::partition_dir_name;
 
 /// Lock file in the data directory: flock'd by the running server, holds its pid.
@@ -194,29 +195,33 @@ pub fn trash_name(dir_name: &str) -> String {
 
 /// Renames a partition directory to its trash name (not yet durable: callers fsync the
 /// data directory once for all renames).
-pub fn move_to_trash(data_dir: &Path, dir_name: &str) -> std::io::Result<PathBuf> {
+pub fn move_to_trash(
+    storage: &dyn Storage,
+    data_dir: &Path,
+    dir_name: &str,
+) -> std::io::Result<PathBuf> {
     let to = data_dir.join(trash_name(dir_name));
-    std::fs::rename(data_dir.join(dir_name), &to)?;
+    storage.rename(&data_dir.join(dir_name), &to)?;
     Ok(to)
 }
 
 /// Moves a directory no topic owns out of the way (kept for an operator to inspect).
-pub fn quarantine(data_dir: &Path, dir_name: &str) -> std::io::Result<PathBuf> {
+pub fn quarantine(
+    storage: &dyn Storage,
+    data_dir: &Path,
+    dir_name: &str,
+) -> std::io::Result<PathBuf> {
     let qdir = data_dir.join(META_DIR).join(QUARANTINE_DIR);
-    std::fs::create_dir_all(&qdir)?;
+    storage.create_dir_all(&qdir)?;
     let unique = format!(".{}", crate::time::now_ms());
     let to = qdir.join(format!(
         "{}{unique}",
         truncated(dir_name, MAX_FILE_NAME_BYTES - unique.len())
     ));
-    std::fs::rename(data_dir.join(dir_name), &to)?;
+    storage.rename(&data_dir.join(dir_name), &to)?;
     tracing::warn!(from = %data_dir.join(dir_name).display(), to = %to.display(),
         "quarantined a partition directory that no topic owns; it will not be served");
     Ok(to)
-}
-
-pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    File::open(dir)?.sync_all()
 }
 
 /// Removes trashed directories in a background thread (never blocks a shard). Failures are
@@ -262,57 +267,68 @@ fn dirs_of_topic(names: &[String], topic: &str) -> Vec<String> {
         .collect()
 }
 
-fn subdirectories(data_dir: &Path) -> std::io::Result<Vec<String>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(data_dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            out.push(entry.file_name().to_string_lossy().into_owned());
-        }
-    }
-    Ok(out)
-}
-
 /// What the start-up pass did.
 #[derive(Debug, Default)]
 pub struct Prepared {
     pub finished_deletions: Vec<String>,
     pub quarantined: Vec<PathBuf>,
+    /// Trashed directories, for [`remove_in_background`].
+    pub trash: Vec<PathBuf>,
 }
 
 /// Start-up, before any shard opens a partition: finish deletions a crash interrupted (their
 /// marker is the commit point), remove trash, and quarantine partition directories that no
 /// topic owns, so a later topic of the same name never serves them.
-pub fn prepare(data_dir: &Path, shards: u32) -> Result<Prepared, String> {
+pub async fn prepare(
+    storage: &dyn Storage,
+    data_dir: &Path,
+    shards: u32,
+) -> Result<Prepared, String> {
     let ctx = |what: &str, e: std::io::Error| format!("{what} in {}: {e}", data_dir.display());
     let mut done = Prepared::default();
-    let mut names = subdirectories(data_dir).map_err(|e| ctx("listing", e))?;
-    for topic in topics::pending_deletions(data_dir).map_err(|e| ctx("listing deletions", e))? {
-        for dir in dirs_of_topic(&names, &topic) {
-            move_to_trash(data_dir, &dir).map_err(|e| ctx("trashing", e))?;
-        }
-        sync_dir(data_dir).map_err(|e| ctx("syncing", e))?;
-        topics::finish_deletion(data_dir, &topic).map_err(|e| ctx("finishing deletion", e))?;
+    let deletions = topics::pending_deletions(storage, data_dir);
+    for topic in deletions.map_err(|e| ctx("listing deletions", e))? {
+        finish_deletion(storage, data_dir, &topic)
+            .await
+            .map_err(|e| ctx("finishing a deletion", e))?;
         tracing::warn!(topic = %topic, "finished a topic deletion interrupted by a crash");
         done.finished_deletions.push(topic);
-        names = subdirectories(data_dir).map_err(|e| ctx("listing", e))?;
     }
-    let (metas, _) = topics::load_all(data_dir, shards).map_err(|e| ctx("loading topics", e))?;
+    let (metas, _) = topics::load_all(storage, data_dir, shards)
+        .await
+        .map_err(|e| ctx("loading topics", e))?;
     let owned = partition_dirs(&metas);
     let mut trash = Vec::new();
-    for name in names {
+    for name in storage.list_dirs(data_dir).map_err(|e| ctx("listing", e))? {
         if name.ends_with(TRASH_SUFFIX) {
             trash.push(data_dir.join(&name));
         } else if name != META_DIR && !owned.contains(&name) {
-            done.quarantined
-                .push(quarantine(data_dir, &name).map_err(|e| ctx("quarantining", e))?);
+            let moved = quarantine(storage, data_dir, &name).map_err(|e| ctx("quarantining", e))?;
+            done.quarantined.push(moved);
         }
     }
     if !done.quarantined.is_empty() {
-        sync_dir(data_dir).map_err(|e| ctx("syncing", e))?;
+        storage
+            .sync_dir(data_dir)
+            .await
+            .map_err(|e| ctx("syncing", e))?;
     }
-    remove_in_background(trash);
+    done.trash = trash;
     Ok(done)
+}
+
+/// Carries out a committed deletion: every partition directory of `topic` goes to the
+/// trash, durably, then its deletion marker goes.
+async fn finish_deletion(
+    storage: &dyn Storage,
+    data_dir: &Path,
+    topic: &str,
+) -> std::io::Result<()> {
+    for dir in dirs_of_topic(&storage.list_dirs(data_dir)?, topic) {
+        move_to_trash(storage, data_dir, &dir)?;
+    }
+    storage.sync_dir(data_dir).await?;
+    topics::finish_deletion(storage, data_dir, topic).await
 }
 
 #[cfg(test)]

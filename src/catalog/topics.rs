@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::{canonical_keys, LogConfig};
+use crate::io::storage::Storage;
 use crate::protocol::ErrorCode;
 
 pub const META_DIR: &str = "__shardlog_meta";
@@ -252,33 +253,40 @@ impl TopicMeta {
         ))
     }
 
-    /// Writes the metadata file atomically: temp file, fsync, rename, fsync the directory.
-    /// Admin path only (create/delete/restart), never on a produce or fetch.
-    pub fn persist(&self, data_dir: &Path, shards: u32) -> std::io::Result<()> {
-        use std::io::Write;
-        let dir = topics_dir(data_dir);
-        std::fs::create_dir_all(&dir)?;
+    /// Writes the metadata file atomically through the storage seam (temp file, fdatasync,
+    /// rename, directory fsync: each step a fault point of the simulated disk). Admin path
+    /// only (create/alter/restart), never on a produce or fetch.
+    pub async fn persist(
+        &self,
+        storage: &dyn Storage,
+        data_dir: &Path,
+        shards: u32,
+    ) -> std::io::Result<()> {
+        storage.create_dir_all(&topics_dir(data_dir))?;
+        let text = self.encode(shards);
+        debug_assert!(Self::decode(&text, shards).is_ok_and(|(back, _)| &back == self));
         let path = meta_path(data_dir, &self.name);
-        let tmp = path.with_extension("properties.tmp");
-        {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(self.encode(shards).as_bytes())?;
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, &path)?;
-        std::fs::File::open(&dir)?.sync_all()
+        storage.write_file_atomic(&path, text.into_bytes()).await
     }
 
     /// Removes the metadata file (rolling back a create that failed half-way).
-    pub fn remove_persisted(data_dir: &Path, name: &str) -> std::io::Result<()> {
-        remove_synced(data_dir, &meta_path(data_dir, name))
+    pub async fn remove_persisted(
+        storage: &dyn Storage,
+        data_dir: &Path,
+        name: &str,
+    ) -> std::io::Result<()> {
+        remove_synced(storage, data_dir, &meta_path(data_dir, name)).await
     }
 
     /// The commit point of a deletion: the metadata file becomes `<name>.deleting`, durably.
     /// From here a crash finishes the deletion at the next start instead of reviving it.
-    pub fn mark_deleting(data_dir: &Path, name: &str) -> std::io::Result<()> {
-        std::fs::rename(meta_path(data_dir, name), deleting_path(data_dir, name))?;
-        std::fs::File::open(topics_dir(data_dir))?.sync_all()
+    pub async fn mark_deleting(
+        storage: &dyn Storage,
+        data_dir: &Path,
+        name: &str,
+    ) -> std::io::Result<()> {
+        storage.rename(&meta_path(data_dir, name), &deleting_path(data_dir, name))?;
+        storage.sync_dir(&topics_dir(data_dir)).await
     }
 }
 
@@ -286,9 +294,9 @@ fn deleting_path(data_dir: &Path, name: &str) -> PathBuf {
     topics_dir(data_dir).join(format!("{name}.{DELETING_SUFFIX}"))
 }
 
-fn remove_synced(data_dir: &Path, path: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => std::fs::File::open(topics_dir(data_dir))?.sync_all(),
+async fn remove_synced(storage: &dyn Storage, data_dir: &Path, path: &Path) -> std::io::Result<()> {
+    match storage.remove(path) {
+        Ok(()) => storage.sync_dir(&topics_dir(data_dir)).await,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
     }
@@ -296,50 +304,56 @@ fn remove_synced(data_dir: &Path, path: &Path) -> std::io::Result<()> {
 
 /// Whether a deletion of `name` is committed but not finished (its partition directories
 /// may still be in place): a create of the same name must wait for it.
-pub fn deletion_pending(data_dir: &Path, name: &str) -> bool {
-    deleting_path(data_dir, name).exists()
+pub fn deletion_pending(storage: &dyn Storage, data_dir: &Path, name: &str) -> bool {
+    storage.exists(&deleting_path(data_dir, name))
 }
 
 /// Ends a deletion once every partition directory of the topic is in the trash.
-pub fn finish_deletion(data_dir: &Path, name: &str) -> std::io::Result<()> {
-    remove_synced(data_dir, &deleting_path(data_dir, name))
+pub async fn finish_deletion(
+    storage: &dyn Storage,
+    data_dir: &Path,
+    name: &str,
+) -> std::io::Result<()> {
+    remove_synced(storage, data_dir, &deleting_path(data_dir, name)).await
+}
+
+/// The names in the topics directory (none before the first topic).
+fn topic_files(storage: &dyn Storage, data_dir: &Path) -> std::io::Result<Vec<String>> {
+    match storage.list(&topics_dir(data_dir)) {
+        Ok(names) => Ok(names),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Topics whose deletion was committed but not finished (a crash came in between).
-pub fn pending_deletions(data_dir: &Path) -> std::io::Result<Vec<String>> {
-    let entries = match std::fs::read_dir(topics_dir(data_dir)) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let mut out = Vec::new();
-    for entry in entries {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        if let Some(topic) = name.strip_suffix(&format!(".{DELETING_SUFFIX}")) {
-            out.push(topic.to_string());
-        }
-    }
-    Ok(out)
+pub fn pending_deletions(storage: &dyn Storage, data_dir: &Path) -> std::io::Result<Vec<String>> {
+    let suffix = format!(".{DELETING_SUFFIX}");
+    Ok(topic_files(storage, data_dir)?
+        .into_iter()
+        .filter_map(|name| name.strip_suffix(&suffix).map(str::to_string))
+        .collect())
 }
 
 /// Loads every topic's metadata. The second value lists topics whose owners were recomputed
 /// (shard count changed) and should be persisted again.
-pub fn load_all(data_dir: &Path, shards: u32) -> std::io::Result<(Vec<TopicMeta>, Vec<String>)> {
-    let dir = topics_dir(data_dir);
+pub async fn load_all(
+    storage: &dyn Storage,
+    data_dir: &Path,
+    shards: u32,
+) -> std::io::Result<(Vec<TopicMeta>, Vec<String>)> {
     let mut topics = Vec::new();
     let mut changed = Vec::new();
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((topics, changed)),
-        Err(e) => return Err(e),
-    };
-    for entry in entries {
-        let path = entry?.path();
+    for name in topic_files(storage, data_dir)? {
+        let path = topics_dir(data_dir).join(&name);
         if path.extension().and_then(|e| e.to_str()) != Some("properties") {
             continue;
         }
-        let text = std::fs::read_to_string(&path)?;
-        match TopicMeta::decode(&text, shards) {
+        let bytes = storage.read_file(&path).await?;
+        let decoded = String::from_utf8(bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|text| TopicMeta::decode(&text, shards));
+        match decoded {
             Ok((meta, was_changed)) => {
                 if was_changed {
                     changed.push(meta.name.clone());

@@ -199,6 +199,17 @@ impl Storage for DmaStorage {
             .collect()
     }
 
+    fn list_dirs(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                out.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        Ok(out)
+    }
+
     fn exists(&self, path: &Path) -> bool {
         path.exists()
     }

@@ -169,6 +169,10 @@ impl Storage for PooledStorage {
         self.inner.list(dir)
     }
 
+    fn list_dirs(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        self.inner.list_dirs(dir)
+    }
+
     fn exists(&self, path: &Path) -> bool {
         self.inner.exists(path)
     }

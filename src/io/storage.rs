@@ -109,8 +109,11 @@ pub trait Storage {
     }
     /// Names of the entries of a directory.
     fn list(&self, dir: &Path) -> std::io::Result<Vec<String>>;
+    /// Names of the subdirectories of a directory.
+    fn list_dirs(&self, dir: &Path) -> std::io::Result<Vec<String>>;
     fn exists(&self, path: &Path) -> bool;
     fn remove(&self, path: &Path) -> std::io::Result<()>;
+    /// Renames a file or a directory (with everything in it).
     fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()>;
     fn create_dir_all(&self, dir: &Path) -> std::io::Result<()>;
     fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()>;

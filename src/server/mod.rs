@@ -115,8 +115,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     for addr in config.listen_addrs() {
         data_dir::check_port_free(addr)?;
     }
-    let previous_shutdown_was_clean = take_clean_shutdown_marker(&config.data_dir)?;
-    data_dir::prepare(&config.data_dir, config.shards as u32)?;
+    let previous_shutdown_was_clean = prepare_data_dir(&config)?;
     let shards = config.shards as u64;
     // Two descriptors per connection (reader and writer), per protocol.
     let connection_fds = shards * config.max_connections_per_shard as u64 * 2 * 2;
@@ -181,22 +180,41 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     Ok(handle)
 }
 
+/// The start-up pass over the data directory, through the storage seam on an executor of
+/// its own (io_uring, as every shard's file work): the clean-shutdown marker is taken,
+/// interrupted deletions are finished, leftovers quarantined and trash removed in the
+/// background. Returns whether the previous run shut down cleanly.
+fn prepare_data_dir(config: &ServerConfig) -> Result<bool, String> {
+    let (dir, shards) = (config.data_dir.clone(), config.shards as u32);
+    let pass = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+        .name("shardlog-start")
+        .spawn(move || async move {
+            let storage = crate::io::DmaStorage::new(dir.clone());
+            let clean = take_clean_shutdown_marker(&*storage, &dir)
+                .await
+                .map_err(|e| {
+                    // A later crash would otherwise skip recovery.
+                    format!("removing {CLEAN_SHUTDOWN_FILE} in {}: {e}", dir.display())
+                })?;
+            let prepared = data_dir::prepare(&*storage, &dir, shards).await?;
+            data_dir::remove_in_background(prepared.trash);
+            Ok(clean)
+        })
+        .map_err(|e| format!("starting the start-up executor: {e}"))?;
+    pass.join()
+        .map_err(|e| format!("the start-up pass failed: {e}"))?
+}
+
 /// Whether the previous run shut down cleanly; the marker is removed (durably) so that a
-/// crash of this run is recovered at the next start. Failing to remove it is fatal: a later
-/// crash would otherwise skip recovery.
-fn take_clean_shutdown_marker(data_dir: &std::path::Path) -> Result<bool, String> {
-    let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
-    match std::fs::remove_file(&marker) {
-        Ok(()) => {
-            data_dir::sync_dir(data_dir)
-                .map_err(|e| format!("syncing {}: {e}", data_dir.display()))?;
-            Ok(true)
-        }
+/// crash of this run is recovered at the next start. Failing to remove it is fatal.
+async fn take_clean_shutdown_marker(
+    storage: &dyn crate::io::storage::Storage,
+    data_dir: &std::path::Path,
+) -> std::io::Result<bool> {
+    match storage.remove(&data_dir.join(CLEAN_SHUTDOWN_FILE)) {
+        Ok(()) => storage.sync_dir(data_dir).await.map(|()| true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(format!(
-            "removing {} (needed so a crash is recovered): {e}",
-            marker.display()
-        )),
+        Err(e) => Err(e),
     }
 }
 

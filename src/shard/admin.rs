@@ -44,7 +44,7 @@ pub fn check_create(
             format!("topic {name:?} already exists"),
         );
     }
-    if topics::deletion_pending(&shard.config.data_dir, name) {
+    if topics::deletion_pending(&*shard.storage, &shard.config.data_dir, name) {
         return err(
             ErrorCode::NotReady,
             format!("an earlier deletion of topic {name:?} is still being finished; retry later"),
@@ -84,7 +84,10 @@ async fn create_on_every_shard(
         roll_back_create(shard, &meta).await;
         return Err(e);
     }
-    if let Err(e) = meta.persist(&shard.config.data_dir, shard.n as u32) {
+    let persisted = meta
+        .persist(&*shard.storage, &shard.config.data_dir, shard.n as u32)
+        .await;
+    if let Err(e) = persisted {
         roll_back_create(shard, &meta).await;
         return err(
             ErrorCode::StorageError,
@@ -99,7 +102,8 @@ async fn create_on_every_shard(
 }
 
 async fn roll_back_create(shard: &Rc<Shard>, meta: &TopicMeta) {
-    if let Err(e) = TopicMeta::remove_persisted(&shard.config.data_dir, &meta.name) {
+    let data_dir = &shard.config.data_dir;
+    if let Err(e) = TopicMeta::remove_persisted(&*shard.storage, data_dir, &meta.name).await {
         tracing::error!(topic = %meta.name, error = %e, "removing the metadata of a failed create");
     }
     if let Err((_, e)) = shard
@@ -118,7 +122,8 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
         return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
     };
     let data_dir = &shard.config.data_dir;
-    TopicMeta::mark_deleting(data_dir, &name).map_err(|e| {
+    let marked = TopicMeta::mark_deleting(&*shard.storage, data_dir, &name).await;
+    marked.map_err(|e| {
         (
             ErrorCode::StorageError,
             format!("marking topic {name:?} deleted: {e}"),
@@ -131,7 +136,8 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
             format!("topic {name:?} is deleted, but removing its partitions failed ({e}); the next start finishes it"),
         );
     }
-    topics::finish_deletion(data_dir, &name).map_err(|e| {
+    let finished = topics::finish_deletion(&*shard.storage, data_dir, &name).await;
+    finished.map_err(|e| {
         (
             ErrorCode::StorageError,
             format!("topic {name:?} is deleted, but removing its deletion marker failed: {e}"),
@@ -158,7 +164,8 @@ pub async fn alter(
     let config = meta.config.altered(&set, &delete)?;
     let altered = TopicMeta { config, ..meta };
     altered
-        .persist(&shard.config.data_dir, shard.n as u32)
+        .persist(&*shard.storage, &shard.config.data_dir, shard.n as u32)
+        .await
         .map_err(|e| {
             (
                 ErrorCode::StorageError,

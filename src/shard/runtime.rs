@@ -158,13 +158,16 @@ impl Shard {
     pub async fn load_topics(self: &Rc<Self>) -> Result<(), String> {
         let started = std::time::Instant::now();
         let data_dir = self.config.data_dir.clone();
-        let (topics, changed) = crate::catalog::topics::load_all(&data_dir, self.n as u32)
-            .map_err(|e| format!("loading topic metadata: {e}"))?;
+        let (topics, changed) =
+            crate::catalog::topics::load_all(&*self.storage, &data_dir, self.n as u32)
+                .await
+                .map_err(|e| format!("loading topic metadata: {e}"))?;
         for meta in topics {
             crate::catalog::internal_topics::check_on_disk(&meta, &self.config)?;
             if self.id == CONTROLLER && changed.contains(&meta.name) {
                 tracing::warn!(topic = %meta.name, shards = self.n, "shard count changed: partitions reassigned");
-                meta.persist(&data_dir, self.n as u32)
+                meta.persist(&*self.storage, &data_dir, self.n as u32)
+                    .await
                     .map_err(|e| format!("persisting topic {}: {e}", meta.name))?;
             }
             let opts = OpenOptions {
@@ -619,8 +622,8 @@ impl Shard {
         let data_dir = &self.config.data_dir;
         for p in self.owned_partitions(meta) {
             let name = partition_dir_name(&meta.name, p);
-            if data_dir.join(&name).exists() {
-                data_dir::quarantine(data_dir, &name)
+            if self.storage.exists(&data_dir.join(&name)) {
+                data_dir::quarantine(&*self.storage, data_dir, &name)
                     .map_err(|e| (ErrorCode::StorageError, format!("quarantining {name}: {e}")))?;
             }
         }
@@ -658,10 +661,10 @@ impl Shard {
         }
         for p in self.owned_partitions(meta) {
             let name = partition_dir_name(&meta.name, p);
-            if !data_dir.join(&name).exists() {
+            if !self.storage.exists(&data_dir.join(&name)) {
                 continue;
             }
-            match data_dir::move_to_trash(data_dir, &name) {
+            match data_dir::move_to_trash(&*self.storage, data_dir, &name) {
                 Ok(to) => trash.push(to),
                 Err(e) => {
                     first_err
@@ -669,7 +672,7 @@ impl Shard {
                 }
             }
         }
-        if let Err(e) = data_dir::sync_dir(data_dir) {
+        if let Err(e) = self.storage.sync_dir(data_dir).await {
             first_err.get_or_insert((
                 ErrorCode::StorageError,
                 format!("syncing {}: {e}", data_dir.display()),

@@ -61,6 +61,36 @@ enum DirChange {
         replaced: Option<SimFile>,
     },
     Removed(PathBuf, SimFile),
+    /// A directory renamed with everything in it.
+    DirRenamed {
+        from: PathBuf,
+        to: PathBuf,
+    },
+}
+
+/// Moves a directory and everything under it (files and subdirectories) to a new name.
+fn move_subtree(s: &mut State, from: &Path, to: &Path) {
+    let moved = |p: &Path| to.join(p.strip_prefix(from).expect("under from"));
+    let files: Vec<PathBuf> = s
+        .files
+        .keys()
+        .filter(|p| p.starts_with(from))
+        .cloned()
+        .collect();
+    for p in files {
+        let f = s.files.remove(&p).expect("listed");
+        s.files.insert(moved(&p), f);
+    }
+    let dirs: Vec<PathBuf> = s
+        .dirs
+        .iter()
+        .filter(|p| p.starts_with(from))
+        .cloned()
+        .collect();
+    for p in dirs {
+        s.dirs.remove(&p);
+        s.dirs.insert(moved(&p));
+    }
 }
 
 /// Seeded delays: how many times an operation yields to other tasks before completing.
@@ -313,6 +343,18 @@ impl Storage for SimStorage {
             .collect())
     }
 
+    fn list_dirs(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        let s = self.state.borrow();
+        if !s.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        Ok(s.dirs
+            .iter()
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect())
+    }
+
     fn exists(&self, path: &Path) -> bool {
         let s = self.state.borrow();
         s.files.contains_key(path) || s.dirs.contains(path)
@@ -330,6 +372,15 @@ impl Storage for SimStorage {
     fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
         let mut s = self.state.borrow_mut();
         s.begin(FaultPoint::Meta)?;
+        if s.dirs.contains(from) {
+            if s.dirs.contains(to) || s.files.contains_key(to) {
+                return Err(os_err(libc::EEXIST));
+            }
+            move_subtree(&mut s, from, to);
+            let (from, to) = (from.to_path_buf(), to.to_path_buf());
+            s.dir_journal.push(DirChange::DirRenamed { from, to });
+            return Ok(());
+        }
         let f = s.files.remove(from).ok_or_else(|| not_found(from))?;
         let replaced = s.files.insert(to.to_path_buf(), f);
         s.dir_journal.push(DirChange::Renamed {

@@ -67,6 +67,7 @@ fn undo_dir_changes(s: &mut State, n: usize) {
             DirChange::Removed(path, f) => {
                 s.files.insert(path, f);
             }
+            DirChange::DirRenamed { from, to } => super::move_subtree(s, &to, &from),
         }
     }
 }
