@@ -116,11 +116,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
         data_dir::check_port_free(addr)?;
     }
     let previous_shutdown_was_clean = prepare_data_dir(&config)?;
-    let shards = config.shards as u64;
-    // Two descriptors per connection (reader and writer), per protocol.
-    let connection_fds = shards * config.max_connections_per_shard as u64 * 2 * 2;
-    let sealed_fds = shards * config.max_open_sealed_files_per_shard as u64;
-    crate::io::limits::raise_fd_limit(connection_fds, sealed_fds);
+    raise_fd_limit(&config);
 
     let (stop, stop_listeners) =
         stop::stop_pair(config.shards).map_err(|e| format!("creating stop sockets: {e}"))?;
@@ -178,6 +174,15 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
         "shardlog serving"
     );
     Ok(handle)
+}
+
+/// Raises the fd limit for the descriptors the config allows: two per connection (reader
+/// and writer) per protocol, and the open sealed files.
+fn raise_fd_limit(config: &ServerConfig) {
+    let shards = config.shards as u64;
+    let connection_fds = shards * config.max_connections_per_shard as u64 * 2 * 2;
+    let sealed_fds = shards * config.max_open_sealed_files_per_shard as u64;
+    crate::io::limits::raise_fd_limit(connection_fds, sealed_fds);
 }
 
 /// The start-up pass over the data directory, through the storage seam on an executor of
