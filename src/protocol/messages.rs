@@ -1,8 +1,15 @@
-//! Request and response bodies, with their encoders and decoders (PROTOCOL.md).
+//! Request and response bodies (PROTOCOL.md). Each message is declared once, in the two
+//! tables below: its fields in wire order, each with the name its decode errors give. The
+//! enums, their encoders and their decoders are generated from those declarations (with
+//! `field::Field` giving each type's encoding), so adding a message touches one row.
 
 use bytes::Bytes;
 
+use super::field::{wire_struct, Field};
 use super::frame::{Frame, FrameBuilder};
+use super::groups::{GroupInfo, OffsetCommitEntry};
+use super::metrics::MetricsResponse;
+use super::multi::{FetchEntry, Fetched, ProduceEntry, Produced};
 use super::wire::{WireError, WireReader, WireWriter};
 use super::{ApiKey, ErrorCode};
 use crate::io::chain::ByteChain;
@@ -12,103 +19,117 @@ pub const ACKS_NONE: i16 = 0;
 pub const ACKS_LEADER: i16 = 1;
 pub const ACKS_ALL: i16 = -1;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
-    ApiVersions,
+/// The request table: `Name { field: Type = "error name", ... }`, or `Name` for a request
+/// with no body. Each name is also its `ApiKey`.
+macro_rules! requests {
+    ($(
+        $(#[$meta:meta])*
+        $name:ident $({ $($field:ident : $ty:ty = $label:literal),* $(,)? })?;
+    )*) => {
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum Request {
+            $( $(#[$meta])* $name $({ $($field: $ty),* })?, )*
+        }
+
+        impl Request {
+            pub fn api_key(&self) -> ApiKey {
+                match self {
+                    $( Request::$name { .. } => ApiKey::$name, )*
+                }
+            }
+
+            fn put_fields(&self, w: &mut WireWriter) {
+                match self {
+                    $( Request::$name $({ $($field),* })? => { $($( $field.put(w); )*)? } )*
+                }
+            }
+
+            /// Payload bytes (records) of the request, to size its buffer once.
+            fn payload(&self) -> usize {
+                match self {
+                    $( Request::$name $({ $($field),* })? => 0 $($( + $field.payload() )*)?, )*
+                }
+            }
+
+            /// Decodes a request body for a known api key (version already checked).
+            pub fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<Request, WireError> {
+                let req = match key {
+                    $( ApiKey::$name => Request::$name $({ $($field: Field::get(r, $label)?),* })?, )*
+                };
+                r.finish()?;
+                Ok(req)
+            }
+        }
+    };
+}
+
+requests! {
+    ApiVersions;
     /// `topics: None` asks for every topic.
-    Metadata {
-        topics: Option<Vec<String>>,
-    },
+    Metadata { topics: Option<Vec<String>> = "topic" };
     CreateTopic {
-        name: String,
-        partitions: i32,
-        configs: Vec<(String, String)>,
-    },
-    DeleteTopic {
-        name: String,
-    },
+        name: String = "topic name",
+        partitions: i32 = "partitions",
+        configs: Vec<(String, String)> = "config",
+    };
+    DeleteTopic { name: String = "topic name" };
     Produce {
-        topic: String,
-        partition: i32,
-        acks: i16,
-        records: Bytes,
-    },
+        topic: String = "topic name",
+        partition: i32 = "partition",
+        acks: i16 = "acks",
+        records: Bytes = "records",
+    };
     Fetch {
-        topic: String,
-        partition: i32,
-        offset: i64,
-        max_bytes: i32,
-    },
+        topic: String = "topic name",
+        partition: i32 = "partition",
+        offset: i64 = "offset",
+        max_bytes: i32 = "max_bytes",
+    };
     ListOffsets {
-        topic: String,
-        partition: i32,
-        timestamp: i64,
-    },
-    /// Produce to several partitions in one request (acks as Produce's).
-    MultiProduce {
-        acks: i16,
-        partitions: Vec<super::multi::ProduceEntry>,
-    },
-    /// Fetch from several partitions in one request, at most `max_bytes` in all.
-    MultiFetch {
-        max_bytes: i32,
-        partitions: Vec<super::multi::FetchEntry>,
-    },
-    /// A lookup by time in one round trip: ListOffsets, then a Fetch at the offset found.
-    FetchAtTime {
-        topic: String,
-        partition: i32,
-        timestamp: i64,
-        max_bytes: i32,
-    },
+        topic: String = "topic name",
+        partition: i32 = "partition",
+        timestamp: i64 = "timestamp",
+    };
     /// Make the next lookups cold (loopback only unless the server allows remote admin).
-    DropCaches {
-        drop_kernel_page_cache: bool,
-    },
-    Stats,
-    Metrics,
+    DropCaches { drop_kernel_page_cache: bool = "drop_kernel_page_cache" };
+    Stats;
     /// Kafka's DeleteRecords: records below `offset` (-1: the log end) are no longer served.
     DeleteRecords {
-        topic: String,
-        partition: i32,
-        offset: i64,
-    },
+        topic: String = "topic name",
+        partition: i32 = "partition",
+        offset: i64 = "offset",
+    };
     /// Kafka's AlterConfigs (incremental): set some keys, return others to their defaults.
     AlterConfigs {
-        topic: String,
-        set: Vec<(String, String)>,
-        delete: Vec<String>,
-    },
+        topic: String = "topic name",
+        set: Vec<(String, String)> = "config",
+        delete: Vec<String> = "config key",
+    };
     /// Offsets, sizes and segment counts per partition (null: every topic).
-    DescribeLogs {
-        topics: Option<Vec<String>>,
-    },
+    DescribeLogs { topics: Option<Vec<String>> = "topic" };
     /// Roll the active segment of one partition (-1: every partition).
-    RollSegments {
-        topic: String,
-        partition: i32,
-    },
+    RollSegments { topic: String = "topic name", partition: i32 = "partition" };
     /// Run retention and a cleaning pass on every partition of a topic now.
-    RunLogMaintenance {
-        topic: String,
-    },
+    RunLogMaintenance { topic: String = "topic name" };
     /// Commit offsets for a group from outside it (only while it has no members).
-    OffsetCommit {
-        group: String,
-        offsets: Vec<super::groups::OffsetCommitEntry>,
-    },
+    OffsetCommit { group: String = "group", offsets: Vec<OffsetCommitEntry> = "offset" };
     /// A group's committed offsets for `topics` (null: all).
-    OffsetFetch {
-        group: String,
-        topics: Option<Vec<String>>,
-    },
-    ListGroups,
-    DescribeGroup {
-        group: String,
-    },
-    DeleteGroup {
-        group: String,
-    },
+    OffsetFetch { group: String = "group", topics: Option<Vec<String>> = "topic" };
+    ListGroups;
+    DescribeGroup { group: String = "group" };
+    DeleteGroup { group: String = "group" };
+    Metrics;
+    /// A lookup by time in one round trip: ListOffsets, then a Fetch at the offset found.
+    FetchAtTime {
+        topic: String = "topic name",
+        partition: i32 = "partition",
+        timestamp: i64 = "timestamp",
+        max_bytes: i32 = "max_bytes",
+    };
+    /// Produce to several partitions in one request (acks as Produce's).
+    MultiProduce { acks: i16 = "acks", partitions: Vec<ProduceEntry> = "partition" };
+    /// Fetch from several partitions in one request, at most `max_bytes` in all.
+    MultiFetch { max_bytes: i32 = "max_bytes", partitions: Vec<FetchEntry> = "partition" };
 }
 
 /// Request header fields.
@@ -120,138 +141,11 @@ pub struct RequestHeader {
 }
 
 impl Request {
-    pub fn api_key(&self) -> ApiKey {
-        match self {
-            Request::ApiVersions => ApiKey::ApiVersions,
-            Request::Metadata { .. } => ApiKey::Metadata,
-            Request::CreateTopic { .. } => ApiKey::CreateTopic,
-            Request::DeleteTopic { .. } => ApiKey::DeleteTopic,
-            Request::Produce { .. } => ApiKey::Produce,
-            Request::Fetch { .. } => ApiKey::Fetch,
-            Request::FetchAtTime { .. } => ApiKey::FetchAtTime,
-            Request::MultiProduce { .. } => ApiKey::MultiProduce,
-            Request::MultiFetch { .. } => ApiKey::MultiFetch,
-            Request::ListOffsets { .. } => ApiKey::ListOffsets,
-            Request::DropCaches { .. } => ApiKey::DropCaches,
-            Request::Stats => ApiKey::Stats,
-            Request::Metrics => ApiKey::Metrics,
-            Request::DeleteRecords { .. } => ApiKey::DeleteRecords,
-            Request::AlterConfigs { .. } => ApiKey::AlterConfigs,
-            Request::DescribeLogs { .. } => ApiKey::DescribeLogs,
-            Request::RollSegments { .. } => ApiKey::RollSegments,
-            Request::RunLogMaintenance { .. } => ApiKey::RunLogMaintenance,
-            Request::OffsetCommit { .. } => ApiKey::OffsetCommit,
-            Request::OffsetFetch { .. } => ApiKey::OffsetFetch,
-            Request::ListGroups => ApiKey::ListGroups,
-            Request::DescribeGroup { .. } => ApiKey::DescribeGroup,
-            Request::DeleteGroup { .. } => ApiKey::DeleteGroup,
-        }
-    }
-
     /// Encodes a whole request frame (size prefix included).
     pub fn encode_frame(&self, correlation_id: i32) -> Vec<u8> {
-        let payload = match self {
-            Request::Produce { records, .. } => records.len(),
-            _ => 0,
-        };
-        let mut w = WireWriter::frame(128 + payload);
+        let mut w = WireWriter::frame(128 + self.payload());
         w.i16(self.api_key() as i16).i16(0).i32(correlation_id);
-        match self {
-            Request::ApiVersions => {}
-            Request::Metadata { topics } | Request::DescribeLogs { topics } => {
-                put_strings(&mut w, topics.as_deref())
-            }
-            Request::CreateTopic {
-                name,
-                partitions,
-                configs,
-            } => {
-                w.string(name).i32(*partitions);
-                put_pairs(&mut w, configs);
-            }
-            Request::DeleteTopic { name } => {
-                w.string(name);
-            }
-            Request::Produce {
-                topic,
-                partition,
-                acks,
-                records,
-            } => {
-                w.string(topic).i32(*partition).i16(*acks).bytes(records);
-            }
-            Request::Fetch {
-                topic,
-                partition,
-                offset,
-                max_bytes,
-            } => {
-                w.string(topic).i32(*partition).i64(*offset).i32(*max_bytes);
-            }
-            Request::MultiProduce { acks, partitions } => {
-                super::multi::put_produce_request(&mut w, *acks, partitions);
-            }
-            Request::MultiFetch {
-                max_bytes,
-                partitions,
-            } => {
-                super::multi::put_fetch_request(&mut w, *max_bytes, partitions);
-            }
-            Request::FetchAtTime {
-                topic,
-                partition,
-                timestamp,
-                max_bytes,
-            } => {
-                w.string(topic)
-                    .i32(*partition)
-                    .i64(*timestamp)
-                    .i32(*max_bytes);
-            }
-            Request::ListOffsets {
-                topic,
-                partition,
-                timestamp,
-            } => {
-                w.string(topic).i32(*partition).i64(*timestamp);
-            }
-            Request::DropCaches {
-                drop_kernel_page_cache,
-            } => {
-                w.i8(*drop_kernel_page_cache as i8);
-            }
-            Request::Stats | Request::Metrics => {}
-            Request::DeleteRecords {
-                topic,
-                partition,
-                offset,
-            } => {
-                w.string(topic).i32(*partition).i64(*offset);
-            }
-            Request::AlterConfigs { topic, set, delete } => {
-                w.string(topic);
-                put_pairs(&mut w, set);
-                put_strings(&mut w, Some(delete));
-            }
-            Request::RollSegments { topic, partition } => {
-                w.string(topic).i32(*partition);
-            }
-            Request::RunLogMaintenance { topic } => {
-                w.string(topic);
-            }
-            Request::OffsetCommit { group, offsets } => {
-                w.string(group);
-                super::groups::put_commits(&mut w, offsets);
-            }
-            Request::OffsetFetch { group, topics } => {
-                w.string(group);
-                put_strings(&mut w, topics.as_deref());
-            }
-            Request::ListGroups => {}
-            Request::DescribeGroup { group } | Request::DeleteGroup { group } => {
-                w.string(group);
-            }
-        }
+        self.put_fields(&mut w);
         w.finish_frame()
     }
 
@@ -263,175 +157,41 @@ impl Request {
             correlation_id: r.i32("correlation_id")?,
         })
     }
+}
 
-    /// Decodes a request body for a known api key (version already checked).
-    pub fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<Request, WireError> {
-        let req = match key {
-            ApiKey::ApiVersions => Request::ApiVersions,
-            ApiKey::Metadata => Request::Metadata {
-                topics: get_strings(r, "topic")?,
-            },
-            ApiKey::DescribeLogs => Request::DescribeLogs {
-                topics: get_strings(r, "topic")?,
-            },
-            ApiKey::DeleteRecords => Request::DeleteRecords {
-                topic: r.string("topic name")?,
-                partition: r.i32("partition")?,
-                offset: r.i64("offset")?,
-            },
-            ApiKey::AlterConfigs => Request::AlterConfigs {
-                topic: r.string("topic name")?,
-                set: get_pairs(r)?,
-                delete: get_strings(r, "config key")?.unwrap_or_default(),
-            },
-            ApiKey::RollSegments => Request::RollSegments {
-                topic: r.string("topic name")?,
-                partition: r.i32("partition")?,
-            },
-            ApiKey::RunLogMaintenance => Request::RunLogMaintenance {
-                topic: r.string("topic name")?,
-            },
-            ApiKey::OffsetCommit => Request::OffsetCommit {
-                group: r.string("group")?,
-                offsets: super::groups::get_commits(r)?,
-            },
-            ApiKey::OffsetFetch => Request::OffsetFetch {
-                group: r.string("group")?,
-                topics: get_strings(r, "topic")?,
-            },
-            ApiKey::ListGroups => Request::ListGroups,
-            ApiKey::DescribeGroup => Request::DescribeGroup {
-                group: r.string("group")?,
-            },
-            ApiKey::DeleteGroup => Request::DeleteGroup {
-                group: r.string("group")?,
-            },
-            ApiKey::CreateTopic => {
-                let name = r.string("topic name")?;
-                let partitions = r.i32("partitions")?;
-                let configs = get_pairs(r)?;
-                Request::CreateTopic {
-                    name,
-                    partitions,
-                    configs,
-                }
-            }
-            ApiKey::DeleteTopic => Request::DeleteTopic {
-                name: r.string("topic name")?,
-            },
-            ApiKey::Produce => Request::Produce {
-                topic: r.string("topic name")?,
-                partition: r.i32("partition")?,
-                acks: r.i16("acks")?,
-                records: r.bytes("records")?,
-            },
-            ApiKey::Fetch => Request::Fetch {
-                topic: r.string("topic name")?,
-                partition: r.i32("partition")?,
-                offset: r.i64("offset")?,
-                max_bytes: r.i32("max_bytes")?,
-            },
-            ApiKey::MultiProduce => {
-                let (acks, partitions) = super::multi::get_produce_request(r)?;
-                Request::MultiProduce { acks, partitions }
-            }
-            ApiKey::MultiFetch => {
-                let (max_bytes, partitions) = super::multi::get_fetch_request(r)?;
-                Request::MultiFetch {
-                    max_bytes,
-                    partitions,
-                }
-            }
-            ApiKey::FetchAtTime => Request::FetchAtTime {
-                topic: r.string("topic name")?,
-                partition: r.i32("partition")?,
-                timestamp: r.i64("timestamp")?,
-                max_bytes: r.i32("max_bytes")?,
-            },
-            ApiKey::ListOffsets => Request::ListOffsets {
-                topic: r.string("topic name")?,
-                partition: r.i32("partition")?,
-                timestamp: r.i64("timestamp")?,
-            },
-            ApiKey::DropCaches => Request::DropCaches {
-                drop_kernel_page_cache: r.i8("drop_kernel_page_cache")? != 0,
-            },
-            ApiKey::Stats => Request::Stats,
-            ApiKey::Metrics => Request::Metrics,
-        };
-        r.finish()?;
-        Ok(req)
+wire_struct! {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ShardInfo {
+        pub shard: i32 = "shard",
+        pub host: String = "host",
+        pub port: i32 = "port",
     }
 }
 
-/// A nullable array of strings (null: "all").
-fn put_strings(w: &mut WireWriter, items: Option<&[String]>) {
-    match items {
-        None => {
-            w.i32(-1);
-        }
-        Some(items) => {
-            w.i32(items.len() as i32);
-            for s in items {
-                w.string(s);
-            }
-        }
+wire_struct! {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct PartitionMetadata {
+        pub partition: i32 = "partition",
+        pub owner_shard: i32 = "owner_shard",
     }
 }
 
-fn get_strings(
-    r: &mut WireReader<'_>,
-    what: &'static str,
-) -> Result<Option<Vec<String>>, WireError> {
-    match r.count(what, 2)? {
-        None => Ok(None),
-        Some(n) => (0..n)
-            .map(|_| r.string(what))
-            .collect::<Result<_, _>>()
-            .map(Some),
+wire_struct! {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct TopicMetadata {
+        pub name: String = "topic name",
+        pub error_code: ErrorCode = "error_code",
+        pub partitions: Vec<PartitionMetadata> = "partition count",
+        pub configs: Vec<(String, String)> = "config",
     }
 }
 
-/// An array of { key string, value string }.
-fn put_pairs(w: &mut WireWriter, pairs: &[(String, String)]) {
-    w.i32(pairs.len() as i32);
-    for (k, v) in pairs {
-        w.string(k).string(v);
+wire_struct! {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct MetadataResponse {
+        pub shards: Vec<ShardInfo> = "shard count",
+        pub topics: Vec<TopicMetadata> = "topic count",
     }
-}
-
-fn get_pairs(r: &mut WireReader<'_>) -> Result<Vec<(String, String)>, WireError> {
-    let n = r.count("config count", 4)?.unwrap_or(0);
-    (0..n)
-        .map(|_| Ok((r.string("config key")?, r.string("config value")?)))
-        .collect()
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShardInfo {
-    pub shard: i32,
-    pub host: String,
-    pub port: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartitionMetadata {
-    pub partition: i32,
-    pub owner_shard: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicMetadata {
-    pub name: String,
-    pub error_code: ErrorCode,
-    pub partitions: Vec<PartitionMetadata>,
-    pub configs: Vec<(String, String)>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MetadataResponse {
-    pub shards: Vec<ShardInfo>,
-    pub topics: Vec<TopicMetadata>,
 }
 
 impl MetadataResponse {
@@ -448,95 +208,133 @@ impl MetadataResponse {
     }
 }
 
-/// Server counters, summed over shards (cumulative since start).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StatsResponse {
-    pub shards: i32,
-    pub device_reads: i64,
-    pub cache_hits: i64,
-    pub cache_misses: i64,
-    pub cache_bytes: i64,
-    pub cache_budget_bytes: i64,
-    pub rss_bytes: i64,
-    /// The server's wall clock when it answered (epoch ms).
-    pub clock_ms: i64,
+wire_struct! {
+    /// Server counters, summed over shards (cumulative since start).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct StatsResponse {
+        pub shards: i32 = "shards",
+        pub device_reads: i64 = "device_reads",
+        pub cache_hits: i64 = "cache_hits",
+        pub cache_misses: i64 = "cache_misses",
+        pub cache_bytes: i64 = "cache_bytes",
+        pub cache_budget_bytes: i64 = "cache_budget_bytes",
+        pub rss_bytes: i64 = "rss_bytes",
+        /// The server's wall clock when it answered (epoch ms).
+        pub clock_ms: i64 = "clock_ms",
+    }
 }
 
-/// One partition's log as DescribeLogs reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PartitionLogInfo {
-    pub partition: i32,
-    pub owner_shard: i32,
-    pub log_start_offset: i64,
-    pub log_end_offset: i64,
-    pub size_bytes: i64,
-    pub segments: i32,
+wire_struct! {
+    /// One partition's log as DescribeLogs reports it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct PartitionLogInfo {
+        pub partition: i32 = "partition",
+        pub owner_shard: i32 = "owner_shard",
+        pub log_start_offset: i64 = "log_start_offset",
+        pub log_end_offset: i64 = "log_end_offset",
+        pub size_bytes: i64 = "size_bytes",
+        pub segments: i32 = "segments",
+    }
 }
 
-/// One topic in a DescribeLogs reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicLogInfo {
-    pub name: String,
-    pub error_code: ErrorCode,
-    /// Config keys set explicitly (the rest are defaults).
-    pub overrides: Vec<String>,
-    pub partitions: Vec<PartitionLogInfo>,
+wire_struct! {
+    /// One topic in a DescribeLogs reply.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct TopicLogInfo {
+        pub name: String = "topic name",
+        pub error_code: ErrorCode = "error_code",
+        /// Config keys set explicitly (the rest are defaults).
+        pub overrides: Vec<String> = "config key",
+        pub partitions: Vec<PartitionLogInfo> = "partition count",
+    }
 }
 
-/// Successful response bodies.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResponseBody {
-    ApiVersions(Vec<(i16, i16, i16)>),
-    Metadata(MetadataResponse),
-    CreateTopic,
-    DeleteTopic,
+/// The response table: `Name(binding: Type = "error name")`, `Name { fields }` or `Name`,
+/// then the request keys it answers.
+macro_rules! responses {
+    ($(
+        $(#[$meta:meta])*
+        $name:ident
+            $(( $body:ident : $bty:ty = $blabel:literal ))?
+            $({ $($field:ident : $ty:ty = $label:literal),* $(,)? })?
+            for $($key:ident),+;
+    )*) => {
+        /// Successful response bodies.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum ResponseBody {
+            $( $(#[$meta])* $name $(($bty))? $({ $($field: $ty),* })?, )*
+        }
+
+        impl ResponseBody {
+            /// Writes a body; records go in as the slices they are.
+            fn put_fields(&self, f: &mut FrameBuilder) {
+                match self {
+                    $( ResponseBody::$name $(($body))? $({ $($field),* })? => {
+                        $( $body.put(f); )?
+                        $($( $field.put(f); )*)?
+                    } )*
+                }
+            }
+
+            /// Decodes the body answering a request of kind `key`.
+            fn decode(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, WireError> {
+                Ok(match key {
+                    $( $(ApiKey::$key)|+ => ResponseBody::$name
+                        $((Field::get(r, $blabel)?))?
+                        $({ $($field: Field::get(r, $label)?),* })?, )*
+                })
+            }
+        }
+    };
+}
+
+responses! {
+    ApiVersions(versions: Vec<(i16, i16, i16)> = "api count") for ApiVersions;
+    Metadata(metadata: MetadataResponse = "metadata") for Metadata;
+    CreateTopic for CreateTopic;
+    DeleteTopic for DeleteTopic;
     Produce {
-        base_offset: i64,
-        last_offset: i64,
-        log_append_time: i64,
-    },
+        base_offset: i64 = "base_offset",
+        last_offset: i64 = "last_offset",
+        log_append_time: i64 = "log_append_time",
+    } for Produce;
     Fetch {
-        log_start_offset: i64,
-        log_end_offset: i64,
-        records: ByteChain,
-    },
+        log_start_offset: i64 = "log_start_offset",
+        log_end_offset: i64 = "log_end_offset",
+        records: ByteChain = "records",
+    } for Fetch;
     /// `offset == -1 && timestamp == -1` means "no answer" (as Kafka).
-    ListOffsets {
-        offset: i64,
-        timestamp: i64,
-    },
-    MultiProduce(Vec<super::multi::Produced>),
-    MultiFetch(Vec<super::multi::Fetched>),
+    ListOffsets { offset: i64 = "offset", timestamp: i64 = "timestamp" } for ListOffsets;
+    MultiProduce(produced: Vec<Produced> = "partition count") for MultiProduce;
+    MultiFetch(fetched: Vec<Fetched> = "partition count") for MultiFetch;
     /// ListOffsets' answer and the Fetch at it (no records when nothing qualifies).
     FetchAtTime {
-        offset: i64,
-        timestamp: i64,
-        log_start_offset: i64,
-        log_end_offset: i64,
-        records: ByteChain,
-    },
+        offset: i64 = "offset",
+        timestamp: i64 = "timestamp",
+        log_start_offset: i64 = "log_start_offset",
+        log_end_offset: i64 = "log_end_offset",
+        records: ByteChain = "records",
+    } for FetchAtTime;
     /// For DropCaches (after dropping) and Stats.
-    Stats(StatsResponse),
-    Metrics(super::metrics::MetricsResponse),
-    DeleteRecords {
-        low_watermark: i64,
-    },
-    DescribeLogs(Vec<TopicLogInfo>),
+    Stats(stats: StatsResponse = "stats") for DropCaches, Stats;
+    Metrics(metrics: MetricsResponse = "metrics") for Metrics;
+    DeleteRecords { low_watermark: i64 = "low_watermark" } for DeleteRecords;
+    DescribeLogs(topics: Vec<TopicLogInfo> = "topic count") for DescribeLogs;
     /// What RunLogMaintenance did, summed over the topic's partitions.
     LogMaintenance {
-        segments_deleted: i64,
-        bytes_deleted: i64,
-        records_removed: i64,
-    },
+        segments_deleted: i64 = "segments_deleted",
+        bytes_deleted: i64 = "bytes_deleted",
+        records_removed: i64 = "records_removed",
+    } for RunLogMaintenance;
     /// Per partition of an OffsetCommit: its outcome.
-    OffsetCommit(Vec<(String, i32, ErrorCode)>),
+    OffsetCommit(codes: Vec<(String, i32, ErrorCode)> = "partition count") for OffsetCommit;
     /// Committed (topic, partition, offset, metadata).
-    OffsetFetch(Vec<super::groups::OffsetCommitEntry>),
+    OffsetFetch(offsets: Vec<OffsetCommitEntry> = "offset count") for OffsetFetch;
     /// (group, protocol type, state)
-    ListGroups(Vec<(String, String, String)>),
-    DescribeGroup(super::groups::GroupInfo),
+    ListGroups(groups: Vec<(String, String, String)> = "group count") for ListGroups;
+    DescribeGroup(group: GroupInfo = "group") for DescribeGroup;
     /// AlterConfigs, RollSegments and DeleteGroup.
-    Empty,
+    Empty for AlterConfigs, RollSegments, DeleteGroup;
 }
 
 /// A decoded response: either an error (code + message) or a body.
@@ -563,7 +361,7 @@ impl Response {
             }
             Ok(body) => {
                 f.w.i16(0).nullable_string(None);
-                encode_body(&mut f, body);
+                body.put_fields(&mut f);
             }
         }
         f.finish()
@@ -582,250 +380,13 @@ impl Response {
                 result: Err((code, msg.unwrap_or_default())),
             });
         }
-        let body = decode_body(key, &mut r)?;
+        let body = ResponseBody::decode(key, &mut r)?;
         r.finish()?;
         Ok(Response {
             correlation_id,
             result: Ok(body),
         })
     }
-}
-
-/// Writes a body; records go in as the slices they are.
-fn encode_body(f: &mut FrameBuilder, body: &ResponseBody) {
-    let w = &mut f.w;
-    match body {
-        ResponseBody::ApiVersions(v) => {
-            w.i32(v.len() as i32);
-            for (k, min, max) in v {
-                w.i16(*k).i16(*min).i16(*max);
-            }
-        }
-        ResponseBody::Metadata(m) => {
-            w.i32(m.shards.len() as i32);
-            for s in &m.shards {
-                w.i32(s.shard).string(&s.host).i32(s.port);
-            }
-            w.i32(m.topics.len() as i32);
-            for t in &m.topics {
-                w.string(&t.name).i16(t.error_code as i16);
-                w.i32(t.partitions.len() as i32);
-                for p in &t.partitions {
-                    w.i32(p.partition).i32(p.owner_shard);
-                }
-                w.i32(t.configs.len() as i32);
-                for (k, v) in &t.configs {
-                    w.string(k).string(v);
-                }
-            }
-        }
-        ResponseBody::CreateTopic | ResponseBody::DeleteTopic | ResponseBody::Empty => {}
-        ResponseBody::DeleteRecords { low_watermark } => {
-            w.i64(*low_watermark);
-        }
-        ResponseBody::OffsetCommit(codes) => super::groups::put_codes(w, codes),
-        ResponseBody::OffsetFetch(offsets) => super::groups::put_commits(w, offsets),
-        ResponseBody::ListGroups(groups) => super::groups::put_triples(w, groups),
-        ResponseBody::DescribeGroup(g) => super::groups::put_group(w, g),
-        ResponseBody::LogMaintenance {
-            segments_deleted,
-            bytes_deleted,
-            records_removed,
-        } => {
-            w.i64(*segments_deleted)
-                .i64(*bytes_deleted)
-                .i64(*records_removed);
-        }
-        ResponseBody::DescribeLogs(topics) => {
-            w.i32(topics.len() as i32);
-            for t in topics {
-                w.string(&t.name).i16(t.error_code as i16);
-                put_strings(w, Some(&t.overrides));
-                w.i32(t.partitions.len() as i32);
-                for p in &t.partitions {
-                    w.i32(p.partition)
-                        .i32(p.owner_shard)
-                        .i64(p.log_start_offset)
-                        .i64(p.log_end_offset)
-                        .i64(p.size_bytes)
-                        .i32(p.segments);
-                }
-            }
-        }
-        ResponseBody::Produce {
-            base_offset,
-            last_offset,
-            log_append_time,
-        } => {
-            w.i64(*base_offset).i64(*last_offset).i64(*log_append_time);
-        }
-        ResponseBody::Fetch {
-            log_start_offset,
-            log_end_offset,
-            records,
-        } => {
-            w.i64(*log_start_offset).i64(*log_end_offset);
-            f.records(records);
-        }
-        ResponseBody::ListOffsets { offset, timestamp } => {
-            w.i64(*offset).i64(*timestamp);
-        }
-        ResponseBody::MultiProduce(all) => super::multi::put_produced(w, all),
-        ResponseBody::MultiFetch(all) => super::multi::put_fetched(f, all),
-        ResponseBody::FetchAtTime {
-            offset,
-            timestamp,
-            log_start_offset,
-            log_end_offset,
-            records,
-        } => {
-            w.i64(*offset)
-                .i64(*timestamp)
-                .i64(*log_start_offset)
-                .i64(*log_end_offset);
-            f.records(records);
-        }
-        ResponseBody::Stats(s) => {
-            w.i32(s.shards)
-                .i64(s.device_reads)
-                .i64(s.cache_hits)
-                .i64(s.cache_misses)
-                .i64(s.cache_bytes)
-                .i64(s.cache_budget_bytes)
-                .i64(s.rss_bytes)
-                .i64(s.clock_ms);
-        }
-        ResponseBody::Metrics(m) => m.put(w),
-    }
-}
-
-fn decode_body(key: ApiKey, r: &mut WireReader<'_>) -> Result<ResponseBody, WireError> {
-    Ok(match key {
-        ApiKey::ApiVersions => {
-            let n = r.count("api count", 6)?.unwrap_or(0);
-            let mut v = Vec::with_capacity(n);
-            for _ in 0..n {
-                v.push((r.i16("api_key")?, r.i16("min")?, r.i16("max")?));
-            }
-            ResponseBody::ApiVersions(v)
-        }
-        ApiKey::Metadata => {
-            let n = r.count("shard count", 10)?.unwrap_or(0);
-            let mut shards = Vec::with_capacity(n);
-            for _ in 0..n {
-                shards.push(ShardInfo {
-                    shard: r.i32("shard")?,
-                    host: r.string("host")?,
-                    port: r.i32("port")?,
-                });
-            }
-            let n = r.count("topic count", 12)?.unwrap_or(0);
-            let mut topics = Vec::with_capacity(n);
-            for _ in 0..n {
-                let name = r.string("topic name")?;
-                let code = r.i16("error_code")?;
-                let np = r.count("partition count", 8)?.unwrap_or(0);
-                let mut partitions = Vec::with_capacity(np);
-                for _ in 0..np {
-                    partitions.push(PartitionMetadata {
-                        partition: r.i32("partition")?,
-                        owner_shard: r.i32("owner_shard")?,
-                    });
-                }
-                let nc = r.count("config count", 4)?.unwrap_or(0);
-                let mut configs = Vec::with_capacity(nc);
-                for _ in 0..nc {
-                    configs.push((r.string("config key")?, r.string("config value")?));
-                }
-                topics.push(TopicMetadata {
-                    name,
-                    error_code: ErrorCode::from_i16(code).unwrap_or(ErrorCode::Internal),
-                    partitions,
-                    configs,
-                });
-            }
-            ResponseBody::Metadata(MetadataResponse { shards, topics })
-        }
-        ApiKey::CreateTopic => ResponseBody::CreateTopic,
-        ApiKey::AlterConfigs | ApiKey::RollSegments | ApiKey::DeleteGroup => ResponseBody::Empty,
-        ApiKey::OffsetCommit => ResponseBody::OffsetCommit(super::groups::get_codes(r)?),
-        ApiKey::OffsetFetch => ResponseBody::OffsetFetch(super::groups::get_commits(r)?),
-        ApiKey::ListGroups => ResponseBody::ListGroups(super::groups::get_triples(r)?),
-        ApiKey::DescribeGroup => ResponseBody::DescribeGroup(super::groups::get_group(r)?),
-        ApiKey::DeleteRecords => ResponseBody::DeleteRecords {
-            low_watermark: r.i64("low_watermark")?,
-        },
-        ApiKey::RunLogMaintenance => ResponseBody::LogMaintenance {
-            segments_deleted: r.i64("segments_deleted")?,
-            bytes_deleted: r.i64("bytes_deleted")?,
-            records_removed: r.i64("records_removed")?,
-        },
-        ApiKey::DescribeLogs => ResponseBody::DescribeLogs(decode_topic_logs(r)?),
-        ApiKey::DeleteTopic => ResponseBody::DeleteTopic,
-        ApiKey::Produce => ResponseBody::Produce {
-            base_offset: r.i64("base_offset")?,
-            last_offset: r.i64("last_offset")?,
-            log_append_time: r.i64("log_append_time")?,
-        },
-        ApiKey::Fetch => ResponseBody::Fetch {
-            log_start_offset: r.i64("log_start_offset")?,
-            log_end_offset: r.i64("log_end_offset")?,
-            records: r.bytes("records")?.into(),
-        },
-        ApiKey::ListOffsets => ResponseBody::ListOffsets {
-            offset: r.i64("offset")?,
-            timestamp: r.i64("timestamp")?,
-        },
-        ApiKey::MultiProduce => ResponseBody::MultiProduce(super::multi::get_produced(r)?),
-        ApiKey::MultiFetch => ResponseBody::MultiFetch(super::multi::get_fetched(r)?),
-        ApiKey::FetchAtTime => ResponseBody::FetchAtTime {
-            offset: r.i64("offset")?,
-            timestamp: r.i64("timestamp")?,
-            log_start_offset: r.i64("log_start_offset")?,
-            log_end_offset: r.i64("log_end_offset")?,
-            records: r.bytes("records")?.into(),
-        },
-        ApiKey::DropCaches | ApiKey::Stats => ResponseBody::Stats(StatsResponse {
-            shards: r.i32("shards")?,
-            device_reads: r.i64("device_reads")?,
-            cache_hits: r.i64("cache_hits")?,
-            cache_misses: r.i64("cache_misses")?,
-            cache_bytes: r.i64("cache_bytes")?,
-            cache_budget_bytes: r.i64("cache_budget_bytes")?,
-            rss_bytes: r.i64("rss_bytes")?,
-            clock_ms: r.i64("clock_ms")?,
-        }),
-        ApiKey::Metrics => ResponseBody::Metrics(super::metrics::MetricsResponse::get(r)?),
-    })
-}
-
-fn decode_topic_logs(r: &mut WireReader<'_>) -> Result<Vec<TopicLogInfo>, WireError> {
-    let n = r.count("topic count", 10)?.unwrap_or(0);
-    let mut topics = Vec::with_capacity(n);
-    for _ in 0..n {
-        let name = r.string("topic name")?;
-        let code = r.i16("error_code")?;
-        let overrides = get_strings(r, "config key")?.unwrap_or_default();
-        let np = r.count("partition count", 32)?.unwrap_or(0);
-        let mut partitions = Vec::with_capacity(np);
-        for _ in 0..np {
-            partitions.push(PartitionLogInfo {
-                partition: r.i32("partition")?,
-                owner_shard: r.i32("owner_shard")?,
-                log_start_offset: r.i64("log_start_offset")?,
-                log_end_offset: r.i64("log_end_offset")?,
-                size_bytes: r.i64("size_bytes")?,
-                segments: r.i32("segments")?,
-            });
-        }
-        topics.push(TopicLogInfo {
-            name,
-            error_code: ErrorCode::from_i16(code).unwrap_or(ErrorCode::Internal),
-            overrides,
-            partitions,
-        });
-    }
-    Ok(topics)
 }
 
 #[cfg(test)]

@@ -4,16 +4,18 @@
 
 use bytes::Bytes;
 
-use super::wire::{WireError, WireReader, WireWriter};
+use super::field::wire_struct;
 use crate::metrics::{Distribution, MetricsReport, NamedDistribution};
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct MetricsResponse {
-    pub shards: i32,
-    /// (name, sum, HdrHistogram V2 bytes)
-    pub distributions: Vec<(String, i64, Bytes)>,
-    /// (name, value): counters and gauges.
-    pub values: Vec<(String, i64)>,
+wire_struct! {
+    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    pub struct MetricsResponse {
+        pub shards: i32 = "shards",
+        /// (name, sum, HdrHistogram V2 bytes)
+        pub distributions: Vec<(String, i64, Bytes)> = "distribution",
+        /// (name, value): counters and gauges.
+        pub values: Vec<(String, i64)> = "metric value",
+    }
 }
 
 impl MetricsResponse {
@@ -58,40 +60,6 @@ impl MetricsResponse {
                 .iter()
                 .map(|(k, v)| (k.clone(), (*v).max(0) as u64))
                 .collect(),
-        })
-    }
-
-    pub fn put(&self, w: &mut WireWriter) {
-        w.i32(self.shards).i32(self.distributions.len() as i32);
-        for (name, sum, hist) in &self.distributions {
-            w.string(name).i64(*sum).bytes(hist);
-        }
-        w.i32(self.values.len() as i32);
-        for (name, v) in &self.values {
-            w.string(name).i64(*v);
-        }
-    }
-
-    pub fn get(r: &mut WireReader<'_>) -> Result<Self, WireError> {
-        let shards = r.i32("shards")?;
-        let n = r.count("distribution count", 14)?.unwrap_or(0);
-        let mut distributions = Vec::with_capacity(n);
-        for _ in 0..n {
-            distributions.push((
-                r.string("metric name")?,
-                r.i64("sum")?,
-                r.bytes("histogram")?,
-            ));
-        }
-        let n = r.count("value count", 10)?.unwrap_or(0);
-        let mut values = Vec::with_capacity(n);
-        for _ in 0..n {
-            values.push((r.string("metric name")?, r.i64("value")?));
-        }
-        Ok(MetricsResponse {
-            shards,
-            distributions,
-            values,
         })
     }
 }

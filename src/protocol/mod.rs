@@ -4,6 +4,7 @@
 
 mod doc_check;
 pub mod error_code;
+pub mod field;
 pub mod frame;
 pub mod groups;
 pub mod messages;
