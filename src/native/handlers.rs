@@ -56,6 +56,56 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
     }
 }
 
+/// A request decoded.
+struct Decoded {
+    cid: i32,
+    key: ApiKey,
+    request: Request,
+}
+
+/// The error frame answering a request that did not decode, and its API when the header
+/// named a supported one (its metrics label).
+type Undecoded = (Option<ApiKey>, Frame);
+
+/// Checks the header (known key, supported version) and decodes the body.
+fn decode_request(frame: &Bytes) -> Result<Decoded, Undecoded> {
+    if frame.len() < REQUEST_HEADER {
+        let why = format!(
+            "frame of {} bytes is shorter than the 8-byte request header",
+            frame.len()
+        );
+        return Err((None, error_frame(-1, ErrorCode::MalformedRequest, why)));
+    }
+    let mut r = WireReader::from_bytes(frame);
+    let header = Request::decode_header(&mut r).expect("length checked");
+    let cid = header.correlation_id;
+    let Some(key) = ApiKey::from_i16(header.api_key) else {
+        let why = format!("unknown api key {}", header.api_key);
+        return Err((None, error_frame(cid, ErrorCode::UnsupportedApiKey, why)));
+    };
+    let (min, max) = key.versions();
+    if header.api_version < min || header.api_version > max {
+        let why = format!(
+            "{key:?} version {} is not supported (supported: {min}..={max})",
+            header.api_version
+        );
+        return Err((None, error_frame(cid, ErrorCode::UnsupportedVersion, why)));
+    }
+    match Request::decode_body(key, &mut r) {
+        Ok(request) => {
+            debug_assert_eq!(request.api_key(), key);
+            Ok(Decoded { cid, key, request })
+        }
+        Err(e) => {
+            let why = format!("{key:?} request: {e}");
+            Err((
+                Some(key),
+                error_frame(cid, ErrorCode::MalformedRequest, why),
+            ))
+        }
+    }
+}
+
 async fn decode_and_run(
     shard: &Rc<Shard>,
     frame: Bytes,
@@ -65,48 +115,14 @@ async fn decode_and_run(
     outcome: &mut Outcome,
 ) -> Option<Frame> {
     let decode_start = Instant::now();
-    if frame.len() < REQUEST_HEADER {
-        return Some(error_frame(
-            -1,
-            ErrorCode::MalformedRequest,
-            format!(
-                "frame of {} bytes is shorter than the 8-byte request header",
-                frame.len()
-            ),
-        ));
+    let decoded = decode_request(&frame);
+    if let Some(key) = decoded.as_ref().map_or_else(|e| e.0, |d| Some(d.key)) {
+        outcome.api = metrics::api_label(key);
+        outcome.timed = key.is_data_path();
     }
-    let mut r = WireReader::from_bytes(&frame);
-    let header = Request::decode_header(&mut r).expect("length checked");
-    let cid = header.correlation_id;
-    let Some(key) = ApiKey::from_i16(header.api_key) else {
-        return Some(error_frame(
-            cid,
-            ErrorCode::UnsupportedApiKey,
-            format!("unknown api key {}", header.api_key),
-        ));
-    };
-    let (min, max) = key.versions();
-    if header.api_version < min || header.api_version > max {
-        return Some(error_frame(
-            cid,
-            ErrorCode::UnsupportedVersion,
-            format!(
-                "{key:?} version {} is not supported (supported: {min}..={max})",
-                header.api_version
-            ),
-        ));
-    }
-    outcome.api = metrics::api_label(key);
-    outcome.timed = key.is_data_path();
-    let request = match Request::decode_body(key, &mut r) {
-        Ok(req) => req,
-        Err(e) => {
-            return Some(error_frame(
-                cid,
-                ErrorCode::MalformedRequest,
-                format!("{key:?} request: {e}"),
-            ))
-        }
+    let Decoded { cid, request, .. } = match decoded {
+        Ok(decoded) => decoded,
+        Err((_, refusal)) => return Some(refusal),
     };
     let silent = matches!(
         request,
@@ -209,6 +225,10 @@ async fn dispatch(
         return Err((ErrorCode::ShuttingDown, "server is shutting down".into()));
     }
     let key = request.api_key();
+    if key.is_data_path() {
+        return data_path(shard, request, budget, reservation).await;
+    }
+    let no_handler = || Err((ErrorCode::Internal, format!("{key:?} has no handler")));
     match request {
         Request::ApiVersions => Ok(ResponseBody::ApiVersions(
             ApiKey::ALL
@@ -223,6 +243,31 @@ async fn dispatch(
             configs,
         } => to_body(key, shard.create_topic(name, partitions, configs).await),
         Request::DeleteTopic { name } => to_body(key, shard.delete_topic(name).await),
+        Request::DropCaches { .. } | Request::Stats | Request::Metrics => {
+            server_state(shard, request, peer).await
+        }
+        Request::OffsetCommit { .. }
+        | Request::OffsetFetch { .. }
+        | Request::ListGroups
+        | Request::DescribeGroup { .. }
+        | Request::DeleteGroup { .. } => crate::native::group_admin::dispatch(shard, request)
+            .await
+            .unwrap_or_else(no_handler),
+        other => crate::native::log_admin::dispatch(shard, other)
+            .await
+            .unwrap_or_else(no_handler),
+    }
+}
+
+/// Produce, Fetch and the lookups: each partition's work on its owner shard.
+async fn data_path(
+    shard: &Rc<Shard>,
+    request: Request,
+    budget: &Budget,
+    reservation: &mut Reservation,
+) -> Result<ResponseBody, (ErrorCode, String)> {
+    let key = request.api_key();
+    let (topic, partition, op) = match request {
         Request::Produce {
             topic,
             partition,
@@ -230,9 +275,8 @@ async fn dispatch(
             records,
         } => {
             check_acks(acks)?;
-            let op = PartitionOp::Produce { acks, records };
             crate::catalog::internal_topics::refuse_client(&topic, "produce to")?;
-            to_body(key, shard.partition_op(&topic, partition, op).await)
+            (topic, partition, PartitionOp::Produce { acks, records })
         }
         Request::Fetch {
             topic,
@@ -246,15 +290,8 @@ async fn dispatch(
                 max_bytes,
                 at_least_one: true,
             };
-            to_body(key, shard.partition_op(&topic, partition, op).await)
+            (topic, partition, op)
         }
-        Request::MultiProduce { acks, partitions } => {
-            crate::native::multi::produce(shard, acks, partitions).await
-        }
-        Request::MultiFetch {
-            max_bytes,
-            partitions,
-        } => crate::native::multi::fetch(shard, max_bytes, partitions, budget, reservation).await,
         Request::FetchAtTime {
             topic,
             partition,
@@ -266,46 +303,56 @@ async fn dispatch(
                 timestamp,
                 max_bytes,
             };
-            to_body(key, shard.partition_op(&topic, partition, op).await)
+            (topic, partition, op)
         }
         Request::ListOffsets {
             topic,
             partition,
             timestamp,
-        } => {
-            let op = PartitionOp::ListOffsets { timestamp };
-            to_body(key, shard.partition_op(&topic, partition, op).await)
+        } => (topic, partition, PartitionOp::ListOffsets { timestamp }),
+        Request::MultiProduce { acks, partitions } => {
+            return crate::native::multi::produce(shard, acks, partitions).await
         }
+        Request::MultiFetch {
+            max_bytes,
+            partitions,
+        } => {
+            return crate::native::multi::fetch(shard, max_bytes, partitions, budget, reservation)
+                .await
+        }
+        other => {
+            let why = format!("{:?} is not on the data path", other.api_key());
+            return Err((ErrorCode::Internal, why));
+        }
+    };
+    to_body(key, shard.partition_op(&topic, partition, op).await)
+}
+
+/// DropCaches, Stats and Metrics: the server's own state, gathered from every shard.
+async fn server_state(
+    shard: &Rc<Shard>,
+    request: Request,
+    peer: Peer,
+) -> Result<ResponseBody, (ErrorCode, String)> {
+    Ok(match request {
         Request::DropCaches {
             drop_kernel_page_cache,
         } => {
             let stats = drop_caches(shard, peer, drop_kernel_page_cache).await?;
-            Ok(ResponseBody::Stats(stats_body(shard, stats)))
-        }
-        Request::Stats => {
-            let stats = shard.cluster_stats(false).await?;
-            Ok(ResponseBody::Stats(stats_body(shard, stats)))
+            ResponseBody::Stats(stats_body(shard, stats))
         }
         Request::Metrics => {
             let mut report = crate::metrics::MetricsReport::default();
             for s in shard.cluster_metrics().await? {
                 report.merge(&s.to_report());
             }
-            Ok(ResponseBody::Metrics(
-                crate::protocol::metrics::MetricsResponse::of(&report),
-            ))
+            ResponseBody::Metrics(crate::protocol::metrics::MetricsResponse::of(&report))
         }
-        Request::OffsetCommit { .. }
-        | Request::OffsetFetch { .. }
-        | Request::ListGroups
-        | Request::DescribeGroup { .. }
-        | Request::DeleteGroup { .. } => crate::native::group_admin::dispatch(shard, request)
-            .await
-            .unwrap_or_else(|| Err((ErrorCode::Internal, format!("{key:?} has no handler")))),
-        other => crate::native::log_admin::dispatch(shard, other)
-            .await
-            .unwrap_or_else(|| Err((ErrorCode::Internal, format!("{key:?} has no handler")))),
-    }
+        _ => {
+            let stats = shard.cluster_stats(false).await?;
+            ResponseBody::Stats(stats_body(shard, stats))
+        }
+    })
 }
 
 pub(super) fn check_acks(acks: i16) -> Result<(), (ErrorCode, String)> {
