@@ -341,50 +341,11 @@ pub async fn offset_fetch(ctx: &Context<'_>, r: OffsetFetchRequest) -> OffsetFet
     if ctx.version >= 8 {
         let mut groups = Vec::new();
         for g in &r.groups {
-            let partitions = g.topics.as_ref().map(|ts| {
-                ts.iter()
-                    .flat_map(|t| {
-                        t.partition_indexes
-                            .iter()
-                            .map(move |p| (text(&t.name.0), *p))
-                    })
-                    .collect()
-            });
-            let (rows, code) = fetch_group(ctx, &g.group_id, partitions).await;
-            let topics = by_topic(rows, |row| {
-                offset_fetch_response::OffsetFetchResponsePartitions::default()
-                    .with_partition_index(row.1)
-                    .with_committed_offset(row.2)
-                    .with_committed_leader_epoch(row.3)
-                    .with_metadata(Some(str_bytes(row.4.clone())))
-                    .with_error_code(row.5)
-            })
-            .into_iter()
-            .map(|(t, ps)| {
-                offset_fetch_response::OffsetFetchResponseTopics::default()
-                    .with_name(super::topic_name(t))
-                    .with_partitions(ps)
-            })
-            .collect();
-            groups.push(
-                offset_fetch_response::OffsetFetchResponseGroup::default()
-                    .with_group_id(g.group_id.clone())
-                    .with_topics(topics)
-                    .with_error_code(code),
-            );
+            groups.push(offset_fetch_group(ctx, g).await);
         }
         return OffsetFetchResponse::default().with_groups(groups);
     }
-    let partitions = r.topics.as_ref().map(|ts| {
-        ts.iter()
-            .flat_map(|t| {
-                t.partition_indexes
-                    .iter()
-                    .map(move |p| (text(&t.name.0), *p))
-            })
-            .collect()
-    });
-    let (rows, code) = fetch_group(ctx, &r.group_id, partitions).await;
+    let (rows, code) = fetch_group(ctx, &r.group_id, named_partitions(&r.topics)).await;
     let version = ctx.version;
     let topics = by_topic(rows, |row| {
         let p = offset_fetch_response::OffsetFetchResponsePartition::default()
@@ -411,6 +372,72 @@ pub async fn offset_fetch(ctx: &Context<'_>, r: OffsetFetchRequest) -> OffsetFet
     } else {
         response
     }
+}
+
+/// The (topic, partition) pairs a request names; `None` asks for all.
+fn named_partitions<'a, T: 'a>(topics: &'a Option<Vec<T>>) -> Option<Vec<(String, i32)>>
+where
+    &'a T: NamedPartitions<'a>,
+{
+    topics.as_ref().map(|ts| {
+        ts.iter()
+            .flat_map(|t| {
+                let name = t.topic();
+                t.partitions().iter().map(move |p| (name.clone(), *p))
+            })
+            .collect()
+    })
+}
+
+/// A request topic with partition indexes (OffsetFetch v0-7 and v8+ spell it apart).
+trait NamedPartitions<'a> {
+    fn topic(self) -> String;
+    fn partitions(self) -> &'a [i32];
+}
+
+impl<'a> NamedPartitions<'a> for &'a offset_fetch_request::OffsetFetchRequestTopic {
+    fn topic(self) -> String {
+        text(&self.name.0)
+    }
+    fn partitions(self) -> &'a [i32] {
+        &self.partition_indexes
+    }
+}
+
+impl<'a> NamedPartitions<'a> for &'a offset_fetch_request::OffsetFetchRequestTopics {
+    fn topic(self) -> String {
+        text(&self.name.0)
+    }
+    fn partitions(self) -> &'a [i32] {
+        &self.partition_indexes
+    }
+}
+
+/// One group of an OffsetFetch v8+.
+async fn offset_fetch_group(
+    ctx: &Context<'_>,
+    g: &offset_fetch_request::OffsetFetchRequestGroup,
+) -> offset_fetch_response::OffsetFetchResponseGroup {
+    let (rows, code) = fetch_group(ctx, &g.group_id, named_partitions(&g.topics)).await;
+    let topics = by_topic(rows, |row| {
+        offset_fetch_response::OffsetFetchResponsePartitions::default()
+            .with_partition_index(row.1)
+            .with_committed_offset(row.2)
+            .with_committed_leader_epoch(row.3)
+            .with_metadata(Some(str_bytes(row.4.clone())))
+            .with_error_code(row.5)
+    })
+    .into_iter()
+    .map(|(t, ps)| {
+        offset_fetch_response::OffsetFetchResponseTopics::default()
+            .with_name(super::topic_name(t))
+            .with_partitions(ps)
+    })
+    .collect();
+    offset_fetch_response::OffsetFetchResponseGroup::default()
+        .with_group_id(g.group_id.clone())
+        .with_topics(topics)
+        .with_error_code(code)
 }
 
 pub async fn list_groups(ctx: &Context<'_>, r: ListGroupsRequest) -> ListGroupsResponse {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::index_state::IndexState;
 use super::offset_index::{IndexHit, OffsetIndex, OffsetPosition};
 use super::paged_index::PagedIndexes;
-use super::recovery::scan_segment;
+use super::recovery::{scan_segment, ScanOutcome};
 use super::scan::{find_batch, find_batch_from, FoundBatch};
 use super::time_index::{TimeIndex, TimestampOffset};
 use super::{segment_path, LogIo, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
@@ -271,30 +271,7 @@ impl Segment {
             config,
         )
         .await?;
-        let mut truncation = None;
-        if scan.valid_size < scan.file_size {
-            metrics::record_recovery_truncation();
-            let t = Truncation {
-                file: log_path.clone(),
-                position: scan.valid_size,
-                bytes_dropped: scan.file_size - scan.valid_size,
-                reason: scan
-                    .stop_reason
-                    .clone()
-                    .unwrap_or_else(|| "trailing bytes".into()),
-            };
-            tracing::warn!(
-                file = %t.file.display(),
-                position = t.position,
-                bytes_dropped = t.bytes_dropped,
-                reason = %t.reason,
-                "truncating log after unclean shutdown"
-            );
-            file.truncate(scan.valid_size)
-                .await
-                .map_err(|e| Error::io("truncate", &log_path, e))?;
-            truncation = Some(t);
-        }
+        let truncation = truncate_to_valid(file.as_ref(), &log_path, &scan).await?;
         // What was read back may sit in the device's volatile cache after a crash: make it
         // durable before a checkpoint can claim it is.
         file.fdatasync()
@@ -708,4 +685,37 @@ impl Segment {
             found = next;
         }
     }
+}
+
+/// Cuts a recovered `.log` back to its valid prefix (what the scan verified), if anything
+/// follows it, and says what was dropped.
+async fn truncate_to_valid(
+    file: &dyn crate::io::StorageFile,
+    log_path: &Path,
+    scan: &ScanOutcome,
+) -> Result<Option<Truncation>> {
+    if scan.valid_size >= scan.file_size {
+        return Ok(None);
+    }
+    metrics::record_recovery_truncation();
+    let t = Truncation {
+        file: log_path.to_path_buf(),
+        position: scan.valid_size,
+        bytes_dropped: scan.file_size - scan.valid_size,
+        reason: scan
+            .stop_reason
+            .clone()
+            .unwrap_or_else(|| "trailing bytes".into()),
+    };
+    tracing::warn!(
+        file = %t.file.display(),
+        position = t.position,
+        bytes_dropped = t.bytes_dropped,
+        reason = %t.reason,
+        "truncating log after unclean shutdown"
+    );
+    file.truncate(scan.valid_size)
+        .await
+        .map_err(|e| Error::io("truncate", log_path, e))?;
+    Ok(Some(t))
 }

@@ -27,6 +27,72 @@ async fn connect_retrying(bootstrap: &str, wait: Duration) -> Result<Client, Str
     }
 }
 
+/// One connection of the crash check's producer: random batches to random partitions,
+/// each acknowledged record appended to the acks file.
+struct Producer {
+    conn: usize,
+    bootstrap: String,
+    topic: String,
+    partitions: i32,
+    acks: std::rc::Rc<std::cell::RefCell<std::fs::File>>,
+    rng: fastrand::Rng,
+}
+
+impl Producer {
+    /// Produces until `deadline` or until the server dies; returns the records acknowledged.
+    async fn run(mut self, deadline: Instant) -> u64 {
+        let Ok(mut c) = Client::connect(&self.bootstrap).await else {
+            return 0;
+        };
+        let mut acked = 0u64;
+        let mut n = 0u64;
+        while Instant::now() < deadline {
+            let p = self.rng.i32(0..self.partitions);
+            let values = self.values(n);
+            n += 1;
+            let mut b = BatchBuilder::new(16 * 1024);
+            for v in &values {
+                b.push(RecordSpec::new(None, Some(v)).timestamp(crate::time::now_ms()));
+            }
+            let Ok(Some((base, _, _))) = c
+                .produce(&self.topic, p, ACKS_ALL, Bytes::from(b.build()))
+                .await
+            else {
+                return acked; // the server died: stop
+            };
+            if !self.record_acks(p, base, &values) {
+                return acked;
+            }
+            acked += values.len() as u64;
+        }
+        acked
+    }
+
+    /// 1 to 5 values, each naming its connection, batch and index, padded at random.
+    fn values(&mut self, n: u64) -> Vec<Vec<u8>> {
+        let count = self.rng.usize(1..=5);
+        (0..count)
+            .map(|i| {
+                let len = self.rng.usize(0..3000);
+                let mut v = format!("c{}-n{n}-i{i}-", self.conn).into_bytes();
+                v.extend((0..len).map(|_| self.rng.alphabetic() as u8));
+                v
+            })
+            .collect()
+    }
+
+    /// Appends `partition offset crc` per acknowledged record; false if the file fails.
+    fn record_acks(&self, p: i32, base: i64, values: &[Vec<u8>]) -> bool {
+        let mut f = self.acks.borrow_mut();
+        values.iter().enumerate().all(|(i, v)| {
+            // One write per line: a kill of the producer never leaves half a line that
+            // claims an ack.
+            let line = format!("{p} {} {}\n", base + i as i64, crc32c::crc32c(v));
+            f.write_all(line.as_bytes()).is_ok()
+        })
+    }
+}
+
 /// Produces until the server goes away (or `duration` passes); returns acknowledged records.
 pub async fn produce(
     bootstrap: &str,
@@ -48,53 +114,19 @@ pub async fn produce(
         .map_err(|e| format!("opening {}: {e}", acks_file.display()))?;
     let file = std::rc::Rc::new(std::cell::RefCell::new(file));
     let deadline = Instant::now() + duration;
-    let mut tasks = Vec::new();
-    for conn in 0..connections {
-        let file = file.clone();
-        let bootstrap = bootstrap.to_string();
-        let topic = topic.to_string();
-        tasks.push(crate::tasks::spawn(async move {
-            let mut rng = fastrand::Rng::with_seed(seed ^ (conn as u64 + 1));
-            let Ok(mut c) = Client::connect(&bootstrap).await else {
-                return 0u64;
+    let tasks: Vec<_> = (0..connections)
+        .map(|conn| {
+            let producer = Producer {
+                conn,
+                bootstrap: bootstrap.to_string(),
+                topic: topic.to_string(),
+                partitions,
+                acks: file.clone(),
+                rng: fastrand::Rng::with_seed(seed ^ (conn as u64 + 1)),
             };
-            let mut acked = 0u64;
-            let mut n = 0u64;
-            while Instant::now() < deadline {
-                let p = rng.i32(0..partitions);
-                let count = rng.usize(1..=5);
-                let values: Vec<Vec<u8>> = (0..count)
-                    .map(|i| {
-                        let len = rng.usize(0..3000);
-                        let mut v = format!("c{conn}-n{n}-i{i}-").into_bytes();
-                        v.extend((0..len).map(|_| rng.alphabetic() as u8));
-                        v
-                    })
-                    .collect();
-                n += 1;
-                let mut b = BatchBuilder::new(16 * 1024);
-                for v in &values {
-                    b.push(RecordSpec::new(None, Some(v)).timestamp(crate::time::now_ms()));
-                }
-                match c.produce(&topic, p, ACKS_ALL, Bytes::from(b.build())).await {
-                    Ok(Some((base, _, _))) => {
-                        let mut f = file.borrow_mut();
-                        for (i, v) in values.iter().enumerate() {
-                            // One write per line: a kill of the producer never leaves half a line
-                            // that claims an ack.
-                            let line = format!("{p} {} {}\n", base + i as i64, crc32c::crc32c(v));
-                            if f.write_all(line.as_bytes()).is_err() {
-                                return acked;
-                            }
-                        }
-                        acked += values.len() as u64;
-                    }
-                    _ => return acked, // the server died: stop
-                }
-            }
-            acked
-        }));
-    }
+            crate::tasks::spawn(producer.run(deadline))
+        })
+        .collect();
     let mut total = 0;
     for t in tasks {
         total += t.await;

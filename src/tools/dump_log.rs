@@ -493,6 +493,86 @@ fn dump_index(
     Ok(())
 }
 
+/// The batch holding `offset` in a `.log`: from the offset index's largest lower bound,
+/// walking batch headers forward.
+fn batch_holding(
+    log: &mut Option<FileWindow>,
+    offsets: &[(i64, i64)],
+    offset: i64,
+) -> Option<(usize, BatchHeader)> {
+    let mut pos = offsets
+        .iter()
+        .take_while(|&&(o, _)| o <= offset)
+        .last()
+        .map_or(0, |&(_, p)| p.max(0) as usize);
+    while let Some(h) = header_at(log, pos) {
+        if h.last_offset() >= offset {
+            return Some((pos, h));
+        }
+        pos += h.size();
+    }
+    None
+}
+
+/// A `.timeindex` entry and the timestamp of the entry before it.
+struct TimeEntry {
+    ts: i64,
+    offset: i64,
+    prev_ts: i64,
+}
+
+/// Checks an entry against the batch it points at (Kafka's DumpLogSegments rules): the
+/// batch must end at the entry's offset and have the entry's timestamp as its largest, and
+/// timestamps must grow. False when the batch cannot be read (the entry is skipped).
+fn check_time_entry(
+    log: &mut Option<FileWindow>,
+    found: Option<(usize, BatchHeader)>,
+    e: &TimeEntry,
+    key: &str,
+    findings: &mut Findings,
+) -> bool {
+    let (p, h) = match found {
+        None => {
+            let not_found = findings
+                .shallow_not_found
+                .entry(key.to_string())
+                .or_default();
+            not_found.push((e.offset, -1));
+            return true;
+        }
+        Some((_, h)) if h.last_offset() != e.offset => {
+            let not_found = findings
+                .shallow_not_found
+                .entry(key.to_string())
+                .or_default();
+            not_found.push((e.offset, h.last_offset()));
+            return true;
+        }
+        Some(found) => found,
+    };
+    let Some(Ok(batch)) = log.as_mut().map(|l| l.bytes(p as u64, h.size())) else {
+        return false;
+    };
+    let Ok(section) = RecordsSection::of(batch, &h) else {
+        return false;
+    };
+    let max = section
+        .iter()
+        .filter_map(|r| r.ok())
+        .map(|r| r.timestamp)
+        .max()
+        .unwrap_or(-1);
+    if max != e.ts {
+        let mismatches = findings.time_mismatches.entry(key.to_string()).or_default();
+        mismatches.push((e.ts, max));
+    }
+    if e.prev_ts >= e.ts {
+        let out_of_order = findings.out_of_order.entry(key.to_string()).or_default();
+        out_of_order.push((e.ts, e.prev_ts));
+    }
+    true
+}
+
 fn dump_time_index(
     path: &Path,
     opts: &DumpOptions,
@@ -516,59 +596,14 @@ fn dump_time_index(
         if offset == base && i > 0 {
             break;
         }
-        // Position from the offset index (largest lower bound), then walk to the batch.
-        let mut pos = offsets
-            .iter()
-            .take_while(|&&(o, _)| o <= offset)
-            .last()
-            .map_or(0, |&(_, p)| p.max(0) as usize);
-        let mut found = None;
-        while let Some(h) = header_at(&mut log, pos) {
-            if h.last_offset() >= offset {
-                found = Some((pos, h));
-                break;
-            }
-            pos += h.size();
-        }
-        match found {
-            None => findings
-                .shallow_not_found
-                .entry(key.clone())
-                .or_default()
-                .push((offset, -1)),
-            Some((_, h)) if h.last_offset() != offset => findings
-                .shallow_not_found
-                .entry(key.clone())
-                .or_default()
-                .push((offset, h.last_offset())),
-            Some((p, h)) => {
-                let Some(Ok(batch)) = log.as_mut().map(|l| l.bytes(p as u64, h.size())) else {
-                    continue;
-                };
-                let Ok(section) = RecordsSection::of(batch, &h) else {
-                    continue;
-                };
-                let max = section
-                    .iter()
-                    .filter_map(|r| r.ok())
-                    .map(|r| r.timestamp)
-                    .max()
-                    .unwrap_or(-1);
-                if max != ts {
-                    findings
-                        .time_mismatches
-                        .entry(key.clone())
-                        .or_default()
-                        .push((ts, max));
-                }
-                if prev_ts >= ts {
-                    findings
-                        .out_of_order
-                        .entry(key.clone())
-                        .or_default()
-                        .push((ts, prev_ts));
-                }
-            }
+        let found = batch_holding(&mut log, &offsets, offset);
+        let entry = TimeEntry {
+            ts,
+            offset,
+            prev_ts,
+        };
+        if !check_time_entry(&mut log, found, &entry, &key, findings) {
+            continue;
         }
         if !opts.verify_index_only {
             writeln!(out, "timestamp: {ts} offset: {offset}")?;

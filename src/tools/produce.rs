@@ -149,6 +149,75 @@ async fn send(
 }
 
 /// Reads records from `input`; returns the number produced.
+/// Lines waiting to be sent, per partition.
+struct Pending {
+    lines: Vec<Vec<Line>>,
+    bytes: Vec<usize>,
+    next_round_robin: u32,
+}
+
+impl Pending {
+    fn new(partitions: u32) -> Self {
+        Pending {
+            lines: (0..partitions).map(|_| Vec::new()).collect(),
+            bytes: vec![0; partitions as usize],
+            next_round_robin: 0,
+        }
+    }
+
+    /// The partition a line goes to: the one asked for, its key's, or the next in turn.
+    fn partition_for(&mut self, fixed: Option<i32>, line: &Line) -> usize {
+        let partitions = self.lines.len() as u32;
+        let p = match (fixed, &line.key) {
+            (Some(p), _) => p as u32,
+            (None, Some(k)) => partition_for_key(k, partitions),
+            (None, None) => {
+                let p = self.next_round_robin;
+                self.next_round_robin = (p + 1) % partitions;
+                p
+            }
+        };
+        debug_assert!(p < partitions, "partition {p} of {partitions}");
+        p as usize
+    }
+
+    /// Queues a line; true when its partition's batch is full.
+    fn add(&mut self, p: usize, line: Line, batch_records: usize) -> bool {
+        self.bytes[p] += line.value.as_ref().map_or(0, |v| v.len())
+            + line.key.as_ref().map_or(0, |k| k.len())
+            + 16;
+        self.lines[p].push(line);
+        self.lines[p].len() >= batch_records.max(1) || self.bytes[p] >= MAX_BATCH_BYTES
+    }
+}
+
+/// The next input line without its line ending; `None` at the end.
+fn next_line<'a>(input: &mut dyn BufRead, buf: &'a mut String) -> Result<Option<&'a str>, String> {
+    buf.clear();
+    let read = input
+        .read_line(buf)
+        .map_err(|e| format!("reading stdin: {e}"))?;
+    if read == 0 {
+        return Ok(None);
+    }
+    let text = buf.strip_suffix('\n').unwrap_or(buf);
+    Ok(Some(text.strip_suffix('\r').unwrap_or(text)))
+}
+
+/// Warns (once per run) of a timestamp that looks like a mistake (seconds for ms, ...).
+fn warn_if_suspicious(n: usize, line: &Line, warned: &mut bool) {
+    if *warned {
+        return;
+    }
+    if let Some(why) = super::time_arg::suspicious(line.timestamp, crate::time::now_ms()) {
+        eprintln!(
+            "warning: line {n}: timestamp {} {why} (only the first such line is reported)",
+            line.timestamp
+        );
+        *warned = true;
+    }
+}
+
 pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, String> {
     let acks = parse_acks(&args.acks)?;
     let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
@@ -162,63 +231,25 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
             ));
         }
     }
-    let mut pending: Vec<Vec<Line>> = (0..partitions).map(|_| Vec::new()).collect();
-    let mut pending_bytes = vec![0usize; partitions as usize];
-    let mut next_rr = 0u32;
-    let mut produced = 0u64;
-    let mut acked = Acknowledged::default();
-    let mut warned = false;
+    let mut pending = Pending::new(partitions);
+    let (mut produced, mut acked, mut warned) = (0u64, Acknowledged::default(), false);
     let mut buf = String::new();
     let mut n = 0usize;
-    loop {
-        buf.clear();
-        let read = input
-            .read_line(&mut buf)
-            .map_err(|e| format!("reading stdin: {e}"))?;
-        if read == 0 {
-            break;
-        }
+    while let Some(text) = next_line(input, &mut buf)? {
         n += 1;
-        let text = buf.strip_suffix('\n').unwrap_or(&buf);
-        let text = text.strip_suffix('\r').unwrap_or(text);
         let line = parse_line(n, text, &args).map_err(|e| acked.explain(e))?;
-        if args.timestamp_separator.is_some() && !warned {
-            if let Some(why) = super::time_arg::suspicious(line.timestamp, crate::time::now_ms()) {
-                eprintln!(
-                    "warning: line {n}: timestamp {} {why} (only the first such line is reported)",
-                    line.timestamp
-                );
-                warned = true;
-            }
+        if args.timestamp_separator.is_some() {
+            warn_if_suspicious(n, &line, &mut warned);
         }
-        let p = match (args.partition, &line.key) {
-            (Some(p), _) => p as u32,
-            (None, Some(k)) => partition_for_key(k, partitions),
-            (None, None) => {
-                let p = next_rr;
-                next_rr = (next_rr + 1) % partitions;
-                p
-            }
-        } as usize;
-        pending_bytes[p] += line.value.as_ref().map_or(0, |v| v.len())
-            + line.key.as_ref().map_or(0, |k| k.len())
-            + 16;
-        pending[p].push(line);
+        let p = pending.partition_for(args.partition, &line);
         produced += 1;
-        if pending[p].len() >= args.batch_records.max(1) || pending_bytes[p] >= MAX_BATCH_BYTES {
-            send(
-                &mut client,
-                &args,
-                p as i32,
-                acks,
-                &mut pending[p],
-                &mut acked,
-            )
-            .await?;
-            pending_bytes[p] = 0;
+        if pending.add(p, line, args.batch_records) {
+            let lines = &mut pending.lines[p];
+            send(&mut client, &args, p as i32, acks, lines, &mut acked).await?;
+            pending.bytes[p] = 0;
         }
     }
-    for (p, lines) in pending.iter_mut().enumerate() {
+    for (p, lines) in pending.lines.iter_mut().enumerate() {
         send(&mut client, &args, p as i32, acks, lines, &mut acked).await?;
     }
     if acks == ACKS_NONE {
