@@ -15,6 +15,7 @@ use crate::protocol::{
 };
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     #[error("cannot connect to a shardlog server at {addr}: {source}")]
     Connect {

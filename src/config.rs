@@ -11,6 +11,7 @@ pub const MIN_SEGMENT_BYTES: u64 = 14;
 
 /// cleanup.policy: what happens to old data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CleanupPolicy {
     Delete,
     Compact,

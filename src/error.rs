@@ -9,6 +9,7 @@ use crate::format::BatchError;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     #[error("I/O error during {op} on {}: {source}", path.display())]
     Io {

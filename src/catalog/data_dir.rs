@@ -5,9 +5,6 @@
 //! Admin path only (start-up, create, delete): plain `std::fs`, never on a produce or fetch.
 
 use std::collections::HashSet;
-use std::fs::File;
-use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use crate::catalog::topics::{self, TopicMeta, META_DIR};
@@ -24,45 +21,26 @@ pub const QUARANTINE_DIR: &str = "quarantine";
 pub const MAX_FILE_NAME_BYTES: usize = 255;
 
 /// The held lock: the data directory is this process's until it is dropped.
-pub struct DataDirLock {
-    _file: File,
-}
+pub type DataDirLock = crate::io::os::PidLock;
 
 /// Takes the exclusive advisory lock on `data_dir` (creating the directory). A second
 /// server on the same directory fails at once, naming the holder's pid.
 pub fn lock(data_dir: &Path) -> Result<DataDirLock, String> {
-    std::fs::create_dir_all(data_dir)
-        .map_err(|e| format!("creating {}: {e}", data_dir.display()))?;
+    use crate::io::os::LockRefused;
     let path = data_dir.join(LOCK_FILE);
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| format!("opening {}: {e}", path.display()))?;
-    // SAFETY: a valid descriptor; flock has no memory-safety preconditions.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = std::io::Error::last_os_error();
-        let mut holder = String::new();
-        let _ = file.read_to_string(&mut holder);
-        let holder = holder.trim();
-        return Err(match e.raw_os_error() {
-            Some(libc::EWOULDBLOCK) => format!(
-                "data directory {} is in use by another shardlog server (pid {}); \
-                 stop it or choose another --data-dir",
-                data_dir.display(),
-                if holder.is_empty() { "unknown" } else { holder }
-            ),
-            _ => format!("locking {}: {e}", path.display()),
-        });
-    }
-    let pid = std::process::id().to_string();
-    file.set_len(0)
-        .and_then(|_| file.rewind())
-        .and_then(|_| file.write_all(pid.as_bytes()))
-        .map_err(|e| format!("writing {}: {e}", path.display()))?;
-    Ok(DataDirLock { _file: file })
+    crate::io::os::lock_with_pid(&path).map_err(|refused| match refused {
+        LockRefused::Held(holder) => format!(
+            "data directory {} is in use by another shardlog server (pid {}); \
+             stop it or choose another --data-dir",
+            data_dir.display(),
+            if holder.is_empty() {
+                "unknown"
+            } else {
+                &holder
+            }
+        ),
+        LockRefused::Failed(e) => format!("locking {}: {e}", path.display()),
+    })
 }
 
 /// Refuses to start when another process already listens on `addr`'s port. Our shards
@@ -80,7 +58,7 @@ pub fn check_port_free(addr: std::net::SocketAddr) -> Result<(), String> {
         if inodes.is_empty() {
             return Ok(());
         }
-        if let Some(pid) = inodes.iter().find_map(|&i| holder_of(i)) {
+        if let Some(pid) = inodes.iter().find_map(|&i| crate::io::os::socket_holder(i)) {
             return Err(format!(
                 "{addr}: port {} is already served by another process (pid {pid}; is another shardlog server running?)",
                 addr.port()
@@ -108,7 +86,7 @@ pub fn port_has_listeners(port: u16) -> bool {
 fn listening_inodes(port: u16, at: Option<std::net::IpAddr>) -> Vec<u64> {
     ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
-        .filter_map(|t| std::fs::read_to_string(t).ok())
+        .filter_map(|t| crate::io::os::read_text(Path::new(t)).ok())
         .flat_map(|text| listening(&text, port, at))
         .collect()
 }
@@ -159,23 +137,6 @@ fn addresses_overlap(a: std::net::IpAddr, b: std::net::IpAddr) -> bool {
     a.is_unspecified() || b.is_unspecified() || a.to_canonical() == b.to_canonical()
 }
 
-/// The pid of a live process holding socket `inode`, if any (scans `/proc/*/fd`).
-fn holder_of(inode: u64) -> Option<u32> {
-    let target = format!("socket:[{inode}]");
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|proc_entry| {
-            let pid: u32 = proc_entry.file_name().to_str()?.parse().ok()?;
-            let fds = std::fs::read_dir(proc_entry.path().join("fd")).ok()?;
-            fds.flatten()
-                .any(|fd| {
-                    std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == target.as_str())
-                })
-                .then_some(pid)
-        })
-}
-
 /// `name` cut to at most `max` bytes (names are ASCII, so any cut is a char boundary).
 fn truncated(name: &str, max: usize) -> &str {
     &name[..name.len().min(max)]
@@ -224,26 +185,9 @@ pub fn quarantine(
     Ok(to)
 }
 
-/// Removes trashed directories in a background thread (never blocks a shard). Failures are
-/// logged; the next start tries again.
+/// Removes trashed directories in a background thread (never blocks a shard).
 pub fn remove_in_background(dirs: Vec<PathBuf>) {
-    if dirs.is_empty() {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("shardlog-trash".into())
-        .spawn(move || {
-            for dir in dirs {
-                if let Err(e) = std::fs::remove_dir_all(&dir) {
-                    if e.kind() != std::io::ErrorKind::NotFound {
-                        tracing::warn!(dir = %dir.display(), error = %e, "removing a deleted partition failed; retried at the next start");
-                    }
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "could not start the trash removal thread; retried at the next start");
-    }
+    crate::io::os::remove_dirs_in_background(dirs, "deleted partitions");
 }
 
 /// Whether `name` is `<topic>-<p>` of a topic in `owned` (a set of such directory names).

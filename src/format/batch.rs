@@ -41,6 +41,7 @@ pub(crate) const DELETE_HORIZON_BIT: i16 = 0x40;
 
 /// Which clock a batch's timestamps come from (attributes bit 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TimestampType {
     CreateTime,
     LogAppendTime,

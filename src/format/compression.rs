@@ -22,6 +22,7 @@ const XERIAL_HEADER: usize = 16;
 const XERIAL_BLOCK: usize = 32 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Codec {
     None = 0,
     Gzip = 1,

@@ -2,6 +2,7 @@
 
 /// Why a record batch was rejected. Offsets inside the batch are byte positions.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BatchError {
     #[error("batch is {len} bytes, shorter than the 61-byte RecordBatch v2 header")]
     TooShort { len: usize },

@@ -13,6 +13,7 @@ use super::BatchError;
 
 /// What is left of a batch.
 #[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Retained {
     /// Every record, with nothing to change: the original bytes stand.
     All,

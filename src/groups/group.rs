@@ -13,6 +13,7 @@ use super::ops::{JoinResponse, MemberDescription, SyncResponse};
 use super::records::Committed;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum State {
     Empty,
     PreparingRebalance,

@@ -55,6 +55,7 @@ pub struct SyncResponse {
 pub type OffsetToCommit = (String, i32, i64, i32, String);
 
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum GroupOp {
     Join(JoinRequest),
     Sync(SyncRequest),
@@ -104,6 +105,7 @@ pub struct GroupDescription {
 pub type ListedGroup = (String, String, String);
 
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum GroupReply {
     Join(JoinResponse),
     Sync(SyncResponse),

@@ -12,6 +12,7 @@ pub mod deadline;
 pub(crate) mod dma_storage;
 pub mod fd_pool;
 pub mod limits;
+pub mod os;
 mod probe;
 #[cfg(any(test, feature = "test-support"))]
 pub mod sim;

@@ -16,6 +16,7 @@ use glommio::io::DmaBuffer;
 pub type IoFuture<'a, T> = Pin<Box<dyn Future<Output = std::io::Result<T>> + 'a>>;
 
 /// A write buffer: aligned DMA memory for real files, plain memory for simulated ones.
+#[non_exhaustive]
 pub enum IoBuf {
     Dma(DmaBuffer),
     Heap(Vec<u8>),
@@ -47,6 +48,7 @@ impl IoBuf {
 
 /// How a file is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OpenMode {
     /// Create a new file; fail if it exists.
     CreateNew,

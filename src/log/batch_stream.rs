@@ -76,6 +76,7 @@ impl SequentialReader {
 }
 
 /// What the stream gives next.
+#[non_exhaustive]
 pub enum Next<'a> {
     /// A whole batch (by its declared length) starting at `position`.
     Batch { position: u64, bytes: &'a [u8] },

@@ -78,6 +78,7 @@ struct Producer {
 
 /// What an append of one batch means for its producer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SequenceCheck {
     /// No producer id: nothing to check or remember.
     NotIdempotent,

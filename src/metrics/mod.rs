@@ -19,6 +19,7 @@ pub use snapshot::{ApiStats, Gauges, MetricsReport, MetricsSnapshot, NamedDistri
 
 /// A step of a request's life that is timed on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Stage {
     /// The rest of a frame after its size prefix arrived (a client sending slowly shows here).
     FrameRead,

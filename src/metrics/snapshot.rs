@@ -125,6 +125,7 @@ impl MetricsSnapshot {
 
 /// Whether a value counts since start or is a level now.
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Kind {
     Counter,
     Gauge,

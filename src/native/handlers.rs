@@ -417,7 +417,7 @@ async fn drop_caches(
     }
     let stats = shard.cluster_stats(true).await?;
     if drop_kernel_page_cache {
-        drop_kernel_page_cache_as_root();
+        crate::io::os::drop_kernel_page_cache_as_root();
     }
     Ok(stats)
 }
@@ -430,38 +430,8 @@ fn stats_body(shard: &Shard, s: crate::shard::messages::ShardStats) -> StatsResp
         cache_misses: s.cache_misses as i64,
         cache_bytes: s.cache_bytes as i64,
         cache_budget_bytes: s.cache_budget_bytes as i64,
-        rss_bytes: rss_bytes(),
+        rss_bytes: crate::io::os::rss_bytes(),
         clock_ms: crate::time::now_ms(),
-    }
-}
-
-/// Resident set size of the server process, from /proc/self/statm.
-fn rss_bytes() -> i64 {
-    let pages = std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<i64>().ok())
-        .unwrap_or(-1);
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if pages < 0 {
-        -1
-    } else {
-        pages * page
-    }
-}
-
-/// As root, also drops the kernel page cache (`sync; echo 1 > /proc/sys/vm/drop_caches`).
-/// Data reads are O_DIRECT and never use it; this makes the rest of the system cold too.
-fn drop_kernel_page_cache_as_root() {
-    // SAFETY: geteuid and sync have no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        tracing::debug!("not root: kernel page cache left alone");
-        return;
-    }
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
-    if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", b"1") {
-        tracing::warn!(error = %e, "could not drop the kernel page cache");
     }
 }
 

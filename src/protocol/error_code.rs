@@ -5,6 +5,7 @@ use crate::format::BatchError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i16)]
+#[non_exhaustive]
 pub enum ErrorCode {
     None = 0,
     /// A frame or request body that does not parse.

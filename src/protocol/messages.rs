@@ -27,6 +27,7 @@ macro_rules! requests {
         $name:ident $({ $($field:ident : $ty:ty = $label:literal),* $(,)? })?;
     )*) => {
         #[derive(Debug, Clone, PartialEq, Eq)]
+        #[non_exhaustive]
         pub enum Request {
             $( $(#[$meta])* $name $({ $($field: $ty),* })?, )*
         }
@@ -261,6 +262,7 @@ macro_rules! responses {
     )*) => {
         /// Successful response bodies.
         #[derive(Debug, Clone, PartialEq, Eq)]
+        #[non_exhaustive]
         pub enum ResponseBody {
             $( $(#[$meta])* $name $(($bty))? $({ $($field: $ty),* })?, )*
         }

@@ -26,6 +26,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 << 20;
 /// API keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i16)]
+#[non_exhaustive]
 pub enum ApiKey {
     ApiVersions = 0,
     Metadata = 1,

@@ -72,10 +72,10 @@ impl ServerHandle {
         if let Some(e) = first_err {
             return Err(e);
         }
-        let marker = self.data_dir.join(CLEAN_SHUTDOWN_FILE);
-        std::fs::write(&marker, b"")
-            .and_then(|_| std::fs::File::open(&self.data_dir)?.sync_all())
-            .map_err(|e| format!("writing {}: {e}", marker.display()))?;
+        crate::io::os::write_marker(&self.data_dir, CLEAN_SHUTDOWN_FILE).map_err(|e| {
+            let marker = self.data_dir.join(CLEAN_SHUTDOWN_FILE);
+            format!("writing {}: {e}", marker.display())
+        })?;
         tracing::info!("clean shutdown complete");
         Ok(())
     }

@@ -145,7 +145,7 @@ pub(super) fn bad(key: &str, why: impl std::fmt::Display) -> String {
 impl ServerConfig {
     /// Applies a `key=value` file (`#` comments); the keys are `SERVER_KEYS`'s.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), String> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::io::os::read_text(path)
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
         let pairs = crate::config::parse_properties(&text)
             .map_err(|e| format!("{}: {e}", path.display()))?;

@@ -11,6 +11,7 @@ use crate::protocol::ErrorCode;
 
 /// An operation on one partition, executed by its owner shard.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum PartitionOp {
     Produce {
         acks: i16,
@@ -62,6 +63,7 @@ impl PartitionOp {
 
 /// Successful outcomes.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum OpOk {
     Produced {
         base_offset: i64,
@@ -148,6 +150,7 @@ impl ShardStats {
 pub type OpResult = Result<OpOk, (ErrorCode, String)>;
 
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum ShardOp {
     Partition {
         topic: String,
@@ -227,6 +230,7 @@ impl ShardOp {
 }
 
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum MeshMsg {
     Request {
         id: u64,

@@ -17,6 +17,7 @@ use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
 use crate::shard::append_watch::AppendWatch;
 use crate::shard::messages::{OpOk, OpResult, PartitionOp, PartitionSummary};
 
+#[non_exhaustive]
 pub enum Command {
     Op {
         op: PartitionOp,
@@ -34,6 +35,7 @@ pub enum Command {
 }
 
 /// Retention and cleaning steps that must run on the partition's task.
+#[non_exhaustive]
 pub enum Job {
     Retention {
         now_ms: i64,

@@ -17,6 +17,7 @@ pub struct Slots {
 
 /// Why a connection was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Refusal {
     /// Every slot of the listener is taken.
     Full(usize),

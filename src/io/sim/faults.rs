@@ -5,6 +5,7 @@ use super::{crashed_err, os_err};
 
 /// The kinds of operation a fault can be armed at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FaultPoint {
     /// A positional write (`write_at`, including the temp file of an atomic replace).
     Write,

@@ -35,6 +35,7 @@ use file::{PendingWrite, SimFile, SimHandle};
 use super::storage::{IoFuture, OpenMode, Storage, StorageFile};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CrashKind {
     /// `kill -9`: completed writes stay; each write still in flight lands or not.
     ProcessKill,

@@ -1,0 +1,133 @@
+//! The process's dealings with the OS outside the data files (which go through `Storage`):
+//! small text files (config files, the kernel's `/proc` tables), the data directory's lock
+//! file, markers written at shutdown, background removal of trash, and the host's memory.
+//! Every `std::fs` call outside `io/` and the offline tools lives here (`tests/tidy.rs`).
+
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Reads a small text file whole.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    std::fs::read_to_string(path)
+}
+
+/// An exclusive advisory lock (flock) on a file that records the holder's pid.
+pub struct PidLock {
+    _file: File,
+}
+
+/// Why a [`PidLock`] was not taken.
+#[non_exhaustive]
+pub enum LockRefused {
+    /// Another process holds it; its pid as it wrote it (empty when unknown).
+    Held(String),
+    Failed(std::io::Error),
+}
+
+/// Takes the lock on `path` (creating the file and its directory), writing our pid into it.
+pub fn lock_with_pid(path: &Path) -> Result<PidLock, LockRefused> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(LockRefused::Failed)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(LockRefused::Failed)?;
+    // SAFETY: a valid descriptor; flock has no memory-safety preconditions.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(LockRefused::Failed(e));
+        }
+        let mut holder = String::new();
+        let _ = file.read_to_string(&mut holder);
+        return Err(LockRefused::Held(holder.trim().to_string()));
+    }
+    let pid = std::process::id().to_string();
+    file.set_len(0)
+        .and_then(|_| file.rewind())
+        .and_then(|_| file.write_all(pid.as_bytes()))
+        .map_err(LockRefused::Failed)?;
+    Ok(PidLock { _file: file })
+}
+
+/// Creates an empty marker file in `dir`, durably (the file and the directory entry).
+pub fn write_marker(dir: &Path, name: &str) -> std::io::Result<()> {
+    let file = File::create(dir.join(name))?;
+    file.sync_all()?;
+    File::open(dir)?.sync_all()
+}
+
+/// The pid of a live process holding socket `inode`, if any (scans `/proc/*/fd`).
+pub fn socket_holder(inode: u64) -> Option<u32> {
+    let target = format!("socket:[{inode}]");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|proc_entry| {
+            let pid: u32 = proc_entry.file_name().to_str()?.parse().ok()?;
+            let fds = std::fs::read_dir(proc_entry.path().join("fd")).ok()?;
+            fds.flatten()
+                .any(|fd| {
+                    std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == target.as_str())
+                })
+                .then_some(pid)
+        })
+}
+
+/// Removes directories in a background thread (never blocks a shard). Failures are logged;
+/// `what` says what they were.
+pub fn remove_dirs_in_background(dirs: Vec<PathBuf>, what: &'static str) {
+    if dirs.is_empty() {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("shardlog-trash".into())
+        .spawn(move || {
+            for dir in dirs {
+                if let Err(e) = std::fs::remove_dir_all(&dir) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        tracing::warn!(dir = %dir.display(), error = %e, what, "background removal failed; retried at the next start");
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, what, "could not start the background removal thread; retried at the next start");
+    }
+}
+
+/// Resident set size of this process, from /proc/self/statm (-1 if unreadable).
+pub fn rss_bytes() -> i64 {
+    let pages = read_text(Path::new("/proc/self/statm"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<i64>().ok())
+        .unwrap_or(-1);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if pages < 0 {
+        -1
+    } else {
+        pages * page
+    }
+}
+
+/// As root, drops the host's kernel page cache (`sync; echo 1 > /proc/sys/vm/drop_caches`);
+/// otherwise leaves it alone.
+pub fn drop_kernel_page_cache_as_root() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        tracing::debug!("not root: kernel page cache left alone");
+        return;
+    }
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", b"1") {
+        tracing::warn!(error = %e, "could not drop the kernel page cache");
+    }
+}
