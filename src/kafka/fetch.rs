@@ -14,7 +14,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::errors::{self, kafka_code};
 use super::Context;
-use crate::shard::budget::Reservation;
+use crate::shard::budget::{FetchPlan, Reservation};
 use crate::shard::messages::{OpOk, PartitionOp};
 
 /// Space a response needs besides records: per partition about 60 bytes.
@@ -35,7 +35,11 @@ pub async fn handle(
     reservation: &mut Reservation,
 ) -> FetchResponse {
     let wanted = wanted(&request);
-    let cap = fetch_cap(ctx, &request, wanted.len());
+    let plan = FetchPlan::new(
+        request.max_bytes.max(1) as usize,
+        overhead(wanted.len()),
+        ctx.shard.config.max_frame_bytes,
+    );
     // A client's wait is bounded by the server's request timeout.
     let max_wait = (request.max_wait_ms.max(0) as u64).min(ctx.shard.config.request_timeout_ms);
     let deadline = Instant::now() + Duration::from_millis(max_wait);
@@ -44,10 +48,9 @@ pub async fn handle(
         // The reply's bytes count against the budgets before anything is read; under
         // memory pressure it gets smaller (always at least one batch). A long poll holds
         // none of them while it waits.
-        let Some((reply, granted)) = ctx.budget.reserve_reply(cap).await else {
+        let Some((reply, limit)) = plan.grant(ctx.budget).await else {
             return response(ctx, &request, &wanted, Vec::new());
         };
-        let limit = granted.saturating_sub(overhead(wanted.len())).max(1);
         let results = read_all(ctx, &wanted, limit).await;
         let ready: usize = results.iter().map(Fetched::bytes).sum();
         let any_error = results.iter().any(|r| r.error != errors::NONE);
@@ -62,14 +65,6 @@ pub async fn handle(
 
 fn overhead(partitions: usize) -> usize {
     RESPONSE_OVERHEAD + PARTITION_OVERHEAD * partitions
-}
-
-/// Bytes the reply may take: the request's max_bytes (Kafka's default 50 MiB), bounded so
-/// the response fits a frame.
-fn fetch_cap(ctx: &Context<'_>, request: &FetchRequest, partitions: usize) -> usize {
-    let frame_cap = ctx.shard.config.max_frame_bytes;
-    let asked = (request.max_bytes.max(1) as usize).saturating_add(overhead(partitions));
-    asked.min(frame_cap)
 }
 
 fn wanted(request: &FetchRequest) -> Vec<Wanted> {

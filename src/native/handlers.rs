@@ -15,7 +15,7 @@ use crate::protocol::{
     REQUEST_HEADER,
 };
 use crate::settings::advertised_host;
-use crate::shard::budget::{Budget, Reservation};
+use crate::shard::budget::{Budget, FetchPlan, Reservation};
 use crate::shard::messages::{OpOk, OpResult, PartitionOp};
 use crate::shard::runtime::Shard;
 
@@ -365,9 +365,8 @@ pub(super) fn check_acks(acks: i16) -> Result<(), (ErrorCode, String)> {
     ))
 }
 
-/// The bytes a Fetch may return: what it asked for, capped by the largest frame and by
-/// what the connection's and shard's budgets grant (reserved before anything is read;
-/// under memory pressure the reply gets smaller, always at least one batch).
+/// The bytes a Fetch may return ([`FetchPlan`]'s rule, with a native reply's fields), the
+/// reply's reservation merged into `reservation`.
 pub(super) async fn fetch_bytes(
     shard: &Shard,
     max_bytes: i32,
@@ -380,18 +379,17 @@ pub(super) async fn fetch_bytes(
             format!("max_bytes must be positive, got {max_bytes}"),
         ));
     }
-    // The reply must fit in a frame the client accepts.
-    let cap = shard.config.max_frame_bytes - FETCH_RESPONSE_OVERHEAD;
-    let max_bytes = (max_bytes as usize).min(cap);
-    // Its bytes count against the budgets before anything is read; under memory
-    // pressure the reply gets smaller (always at least one batch).
-    let (reply, granted) = budget
-        .reserve_reply(max_bytes + FETCH_RESPONSE_OVERHEAD)
+    let plan = FetchPlan::new(
+        max_bytes as usize,
+        FETCH_RESPONSE_OVERHEAD,
+        shard.config.max_frame_bytes,
+    );
+    let (reply, granted) = plan
+        .grant(budget)
         .await
         .ok_or((ErrorCode::ShuttingDown, "connection closing".to_string()))?;
     reservation.merge(reply);
-    let max_bytes = max_bytes.min(granted.saturating_sub(FETCH_RESPONSE_OVERHEAD).max(1));
-    Ok(max_bytes)
+    Ok(granted)
 }
 
 /// DropCaches: loopback only unless allowed; the host's page cache only when allowed.

@@ -103,3 +103,63 @@ impl Budget {
         Some((Reservation { permits }, SMALL))
     }
 }
+
+/// The one rule for how many record bytes a fetch may return, built once by the front end
+/// from what the request asked: at most what it asked, and no more than fits in one frame
+/// with the reply's other fields (`overhead`); then, each time it reads, at most what the
+/// connection's and the shard's budgets grant (under memory pressure the reply gets
+/// smaller, always at least one byte, so at least one batch).
+#[derive(Debug, Clone, Copy)]
+pub struct FetchPlan {
+    /// Record bytes the reply may hold at most.
+    records: usize,
+    /// Bytes of the reply besides records.
+    overhead: usize,
+    /// What is reserved: the whole reply, never more than a frame.
+    reserve: usize,
+}
+
+impl FetchPlan {
+    pub fn new(asked: usize, overhead: usize, max_frame: usize) -> Self {
+        // A request naming more partitions than a frame can describe still gets one byte
+        // (its reply is then refused by the frame limit, not by a panic here).
+        let records = asked.max(1).min(max_frame.saturating_sub(overhead).max(1));
+        let reserve = (records + overhead).min(max_frame);
+        FetchPlan {
+            records,
+            overhead,
+            reserve,
+        }
+    }
+
+    /// Reserves the reply's bytes (before anything is read) and returns the reservation and
+    /// the record bytes it grants; `None` once the connection is closing.
+    pub async fn grant(&self, budget: &Budget) -> Option<(Reservation, usize)> {
+        let (reply, granted) = budget.reserve_reply(self.reserve).await?;
+        debug_assert!(
+            granted <= self.reserve,
+            "granted {granted} of {}",
+            self.reserve
+        );
+        let records = granted.saturating_sub(self.overhead).clamp(1, self.records);
+        Some((reply, records))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FetchPlan;
+
+    #[test]
+    fn a_fetch_plan_asks_for_what_fits_in_a_frame_and_at_least_one_byte() {
+        let big = FetchPlan::new(10 << 20, 64, 1 << 20);
+        assert_eq!((big.records, big.reserve), ((1 << 20) - 64, 1 << 20));
+        let small = FetchPlan::new(500, 64, 1 << 20);
+        assert_eq!((small.records, small.reserve), (500, 564));
+        let nothing = FetchPlan::new(0, 64, 1 << 20);
+        assert_eq!(nothing.records, 1);
+        // More partitions than a frame can describe: one byte, a frame's reservation.
+        let crowded = FetchPlan::new(500, 2 << 20, 1 << 20);
+        assert_eq!((crowded.records, crowded.reserve), (1, 1 << 20));
+    }
+}
