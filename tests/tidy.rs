@@ -28,12 +28,12 @@ const MAX_FN_LINES: usize = 70;
 /// Ratchets: today's exceptions. Lower them as the code improves; the test fails if a count
 /// grows, and asks for the limit to be lowered when it shrinks.
 const LONG_FNS: usize = 0;
-const STRING_ERROR_FNS: usize = 48;
+const STRING_ERROR_FNS: usize = 43;
 const STD_FS_OUTSIDE_IO: usize = 0;
 const BACK_ARROWS: usize = 0;
 const OPEN_PUBLIC_ENUMS: usize = 0;
 /// Assertions of stated invariants in non-test code: may grow, never shrink.
-const MIN_ASSERTIONS: usize = 34;
+const MIN_ASSERTIONS: usize = 37;
 
 struct Source {
     /// Path relative to `src/`.

@@ -70,7 +70,9 @@ impl IndexState {
             if !self.offset_index.is_full() {
                 let position = u32::try_from(position)
                     .map_err(|_| format!("position {position} does not fit an index entry"))?;
-                self.offset_index.append(h.last_offset(), position)?;
+                self.offset_index
+                    .append(h.last_offset(), position)
+                    .map_err(|e| e.to_string())?;
             }
             self.time_index
                 .maybe_append(self.max_timestamp, self.offset_of_max_timestamp, false);

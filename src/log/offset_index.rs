@@ -3,6 +3,12 @@
 //! Format: 8-byte entries, big-endian `relativeOffset i32 | position i32`, where
 //! relativeOffset = offset - segment base offset. Entries strictly increase in both fields.
 //! The whole index lives in memory; the file is written when the segment is sealed or closed.
+//! Decoding, the sanity checks and the search are `sparse_index.rs`'s, shared with the time
+//! index.
+
+use super::sparse_index::{
+    check_capacity, count_at_or_below, decode_entries, encode_entries, IndexEntry, IndexError,
+};
 
 /// One decoded entry, with the absolute offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,36 +17,46 @@ pub struct OffsetPosition {
     pub position: u32,
 }
 
-pub const ENTRY_SIZE: usize = 8;
+pub const ENTRY_SIZE: usize = OffsetEntry::SIZE;
 
-/// One stored entry as the file holds it: (relative offset, position). The one codec of
-/// `.index` entries: the in-memory index, the paged reader and dump-log use it.
+/// One stored entry as the file holds it: (relative offset, position), unchecked (dump-log
+/// shows entries as they are, bad ones too).
 pub fn decode_entry(e: &[u8]) -> (i32, i32) {
     let field = |r: std::ops::Range<usize>| i32::from_be_bytes(e[r].try_into().expect("4 bytes"));
     (field(0..4), field(4..8))
 }
 
-fn encode_entry(rel: u32, position: u32, out: &mut Vec<u8>) {
-    out.extend_from_slice(&(rel as i32).to_be_bytes());
-    out.extend_from_slice(&(position as i32).to_be_bytes());
+/// An `.index` entry as held in memory: relative offset -> position in the `.log`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetEntry {
+    pub rel: u32,
+    pub position: u32,
 }
 
-/// Kafka's sanity rules for entry `i` after `prev`: no negative field, both fields strictly
-/// increasing. Returns the entry as stored in memory.
-pub fn check_entry(
-    i: usize,
-    (rel, pos): (i32, i32),
-    prev: Option<(u32, u32)>,
-) -> Result<(u32, u32), String> {
-    if rel < 0 || pos < 0 {
-        return Err(format!("entry {i} has a negative offset or position"));
-    }
-    if let Some((prev_rel, prev_pos)) = prev {
-        if rel as u32 <= prev_rel || pos as u32 <= prev_pos {
-            return Err(format!("entry {i} does not increase"));
+impl IndexEntry for OffsetEntry {
+    const SIZE: usize = 8;
+
+    fn decode(i: usize, bytes: &[u8]) -> Result<Self, IndexError> {
+        let (rel, position) = decode_entry(bytes);
+        if rel < 0 || position < 0 {
+            let field = "offset or position";
+            return Err(IndexError::Negative { entry: i, field });
         }
+        Ok(OffsetEntry {
+            rel: rel as u32,
+            position: position as u32,
+        })
     }
-    Ok((rel as u32, pos as u32))
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(self.rel as i32).to_be_bytes());
+        out.extend_from_slice(&(self.position as i32).to_be_bytes());
+    }
+
+    /// Both the offset and the position strictly increase.
+    fn follows(&self, prev: &Self) -> bool {
+        self.rel > prev.rel && self.position > prev.position
+    }
 }
 
 /// A lookup's floor entry and the (up to) two entries after it: when batches are larger
@@ -56,8 +72,7 @@ pub struct IndexHit {
 #[derive(Debug, Clone)]
 pub struct OffsetIndex {
     base_offset: i64,
-    /// (relative offset, position)
-    entries: Vec<(u32, u32)>,
+    entries: Vec<OffsetEntry>,
     max_entries: usize,
 }
 
@@ -71,25 +86,10 @@ impl OffsetIndex {
     }
 
     /// Decodes an index file and runs Kafka's sanity checks (size a multiple of 8, offsets
-    /// and positions increasing, last offset >= base). `Err` says why it must be rebuilt.
-    pub fn decode(base_offset: i64, bytes: &[u8], max_entries: usize) -> Result<Self, String> {
-        if !bytes.len().is_multiple_of(ENTRY_SIZE) {
-            return Err(format!(
-                "size {} is not a multiple of {ENTRY_SIZE}",
-                bytes.len()
-            ));
-        }
-        let mut entries: Vec<(u32, u32)> = Vec::with_capacity(bytes.len() / ENTRY_SIZE);
-        for (i, e) in bytes.chunks_exact(ENTRY_SIZE).enumerate() {
-            let entry = check_entry(i, decode_entry(e), entries.last().copied())?;
-            entries.push(entry);
-        }
-        if entries.len() > max_entries {
-            return Err(format!(
-                "{} entries exceed the capacity {max_entries}",
-                entries.len()
-            ));
-        }
+    /// and positions increasing, within capacity). `Err` says why it must be rebuilt.
+    pub fn decode(base_offset: i64, bytes: &[u8], max_entries: usize) -> Result<Self, IndexError> {
+        let entries = decode_entries(0, bytes, None)?;
+        check_capacity(&entries, max_entries)?;
         Ok(OffsetIndex {
             base_offset,
             entries,
@@ -98,11 +98,7 @@ impl OffsetIndex {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.entries.len() * ENTRY_SIZE);
-        for &(rel, pos) in &self.entries {
-            encode_entry(rel, pos, &mut out);
-        }
-        out
+        encode_entries(&self.entries)
     }
 
     pub fn len(&self) -> usize {
@@ -117,72 +113,77 @@ impl OffsetIndex {
         self.entries.len() >= self.max_entries
     }
 
-    pub fn entry(&self, i: usize) -> OffsetPosition {
-        let (rel, position) = self.entries[i];
+    /// The absolute form of a stored entry.
+    pub fn absolute(&self, e: OffsetEntry) -> OffsetPosition {
         OffsetPosition {
-            offset: self.base_offset + rel as i64,
-            position,
+            offset: self.base_offset + e.rel as i64,
+            position: e.position,
         }
     }
 
+    pub fn entry(&self, i: usize) -> OffsetPosition {
+        self.absolute(self.entries[i])
+    }
+
     pub fn last(&self) -> Option<OffsetPosition> {
-        (!self.entries.is_empty()).then(|| self.entry(self.entries.len() - 1))
+        self.entries.last().map(|&e| self.absolute(e))
     }
 
     /// Adds an entry. Callers uphold Kafka's invariants (not full, offset and position larger
     /// than the last entry's); a violation is a bug, reported rather than stored.
-    pub fn append(&mut self, offset: i64, position: u32) -> Result<(), String> {
+    pub fn append(&mut self, offset: i64, position: u32) -> Result<(), IndexError> {
         if self.is_full() {
-            return Err("offset index is full".into());
+            return Err(IndexError::Full);
         }
         let rel = offset - self.base_offset;
         if !(0..=i32::MAX as i64).contains(&rel) {
-            return Err(format!("offset {offset} does not fit the relative range"));
+            return Err(IndexError::NotRelative { offset });
         }
-        if let Some(&(last_rel, last_pos)) = self.entries.last() {
-            if rel as u32 <= last_rel || position <= last_pos {
-                return Err(format!("entry ({offset}, {position}) does not increase"));
-            }
+        let entry = OffsetEntry {
+            rel: rel as u32,
+            position,
+        };
+        if self.entries.last().is_some_and(|last| !entry.follows(last)) {
+            let detail = format!("offset {offset}, position {position}");
+            let entry = self.entries.len();
+            return Err(IndexError::OutOfOrder { entry, detail });
         }
-        self.entries.push((rel as u32, position));
+        self.entries.push(entry);
         Ok(())
     }
 
-    /// The floor entry for `target` and the two entries after it.
+    /// Entries with an offset <= `target` (0 below the base).
+    fn count_at_or_below(&self, target: i64) -> usize {
+        let rel = target.saturating_sub(self.base_offset);
+        if rel < 0 {
+            return 0;
+        }
+        let rel = rel.min(u32::MAX as i64) as u32;
+        count_at_or_below(&self.entries, rel, |e| e.rel)
+    }
+
     pub fn lookup_hit(&self, target: i64) -> IndexHit {
-        let floor = self.lookup(target);
-        let rel = (target.saturating_sub(self.base_offset)).clamp(-1, u32::MAX as i64);
-        let n = if rel < 0 {
-            0
-        } else {
-            self.entries.partition_point(|&(r, _)| r <= rel as u32)
-        };
+        let n = self.count_at_or_below(target);
         let at = |i: usize| (i < self.entries.len()).then(|| self.entry(i));
         IndexHit {
-            floor,
+            floor: self.floor(n),
             next: at(n),
             after_next: at(n + 1),
         }
     }
 
-    /// Largest entry with offset <= target; (base offset, 0) when there is none.
+    /// The largest entry with an offset <= `target`; (base offset, 0) when there is none.
     pub fn lookup(&self, target: i64) -> OffsetPosition {
-        let rel = target.saturating_sub(self.base_offset);
-        if rel < 0 {
-            return OffsetPosition {
+        self.floor(self.count_at_or_below(target))
+    }
+
+    fn floor(&self, n: usize) -> OffsetPosition {
+        match n {
+            0 => OffsetPosition {
                 offset: self.base_offset,
                 position: 0,
-            };
-        }
-        let rel = rel.min(u32::MAX as i64) as u32;
-        let n = self.entries.partition_point(|&(r, _)| r <= rel);
-        if n == 0 {
-            OffsetPosition {
-                offset: self.base_offset,
-                position: 0,
-            }
-        } else {
-            self.entry(n - 1)
+            },
+            n => self.entry(n - 1),
         }
     }
 }

@@ -7,9 +7,10 @@
 use std::rc::Rc;
 
 use super::offset_index::{
-    self, IndexHit, OffsetIndex, OffsetPosition, ENTRY_SIZE as OFFSET_ENTRY,
+    IndexHit, OffsetEntry, OffsetIndex, OffsetPosition, ENTRY_SIZE as OFFSET_ENTRY,
 };
-use super::time_index::{self, TimeIndex, TimestampOffset, ENTRY_SIZE as TIME_ENTRY};
+use super::sparse_index::{count_at_or_below, decode_entries, IndexError};
+use super::time_index::{TimeEntry, TimeIndex, TimestampOffset, ENTRY_SIZE as TIME_ENTRY};
 use crate::error::{Error, Result};
 use crate::io::cache::{next_file_id, read_through, SharedPageCache, PAGE};
 use crate::io::StorageFile;
@@ -129,51 +130,49 @@ impl PagedIndexes {
     /// page must start with the entry its summary recorded and increase from there.
     fn offset_page(&self, page: usize, first: usize, bytes: &[u8]) -> Result<Vec<OffsetPosition>> {
         let path = self.offsets.file.path();
-        let mut prev = None;
-        let mut out = Vec::with_capacity(bytes.len() / OFFSET_ENTRY);
-        for (i, e) in bytes.chunks_exact(OFFSET_ENTRY).enumerate() {
-            let at = ((first + i) * OFFSET_ENTRY) as u64;
-            let entry = offset_index::check_entry(first + i, offset_index::decode_entry(e), prev)
-                .map_err(|what| Error::corruption(path, at, what))?;
-            if i == 0 && entry.0 != self.offset_summary[page] {
-                let what = format!(
-                    "page starts at +{}, its summary says +{}",
-                    entry.0, self.offset_summary[page]
-                );
+        let at = (first * OFFSET_ENTRY) as u64;
+        let entries: Vec<OffsetEntry> = decode_entries(first, bytes, None)
+            .map_err(|e| Error::corruption(path, at, e.to_string()))?;
+        if let Some(starts) = entries.first().map(|e| e.rel) {
+            if starts != self.offset_summary[page] {
+                let summary = self.offset_summary[page];
+                let what = format!("page starts at +{starts}, its summary says +{summary}");
                 return Err(Error::corruption(path, at, what));
             }
-            prev = Some(entry);
-            out.push(OffsetPosition {
-                offset: self.base_offset + entry.0 as i64,
-                position: entry.1,
-            });
         }
-        Ok(out)
+        let base = self.base_offset;
+        Ok(entries
+            .into_iter()
+            .map(|e| OffsetPosition {
+                offset: base + e.rel as i64,
+                position: e.position,
+            })
+            .collect())
     }
 
     /// The entries of a time-index page read back, checked as `offset_page` does.
     fn time_page(&self, page: &TimePage, bytes: &[u8]) -> Result<Vec<TimestampOffset>> {
         let path = self.times.file.path();
-        let mut prev = None;
-        let mut out = Vec::with_capacity(page.count);
-        for (i, e) in bytes.chunks_exact(TIME_ENTRY).enumerate() {
-            let at = ((page.first + i) * TIME_ENTRY) as u64;
-            let entry = time_index::check_entry(page.first + i, time_index::decode_entry(e), prev)
-                .map_err(|what| Error::corruption(path, at, what))?;
-            if i == 0 && entry.0 != page.first_ts {
+        let at = (page.first * TIME_ENTRY) as u64;
+        let entries: Vec<TimeEntry> = decode_entries(page.first, bytes, None)
+            .map_err(|e| Error::corruption(path, at, e.to_string()))?;
+        if let Some(starts) = entries.first().map(|e| e.timestamp) {
+            if starts != page.first_ts {
                 let what = format!(
-                    "page starts at {}, its summary says {}",
-                    entry.0, page.first_ts
+                    "page starts at {starts}, its summary says {}",
+                    page.first_ts
                 );
                 return Err(Error::corruption(path, at, what));
             }
-            prev = Some(entry);
-            out.push(TimestampOffset {
-                timestamp: entry.0,
-                offset: self.base_offset + entry.1 as i64,
-            });
         }
-        Ok(out)
+        let base = self.base_offset;
+        Ok(entries
+            .into_iter()
+            .map(|e| TimestampOffset {
+                timestamp: e.timestamp,
+                offset: base + e.rel as i64,
+            })
+            .collect())
     }
 
     /// The floor entry and the (up to) two entries after it that sit in the same page.
@@ -192,7 +191,7 @@ impl PagedIndexes {
             return Ok(miss);
         }
         let rel = rel.min(u32::MAX as i64) as u32;
-        let page = self.offset_summary.partition_point(|&r| r <= rel);
+        let page = count_at_or_below(&self.offset_summary, rel, |&r| r);
         if page == 0 {
             return Ok(miss);
         }
@@ -208,7 +207,7 @@ impl PagedIndexes {
         let entries = self.offset_page(page - 1, first, &bytes).inspect_err(|_| {
             self.forget(&self.offsets, (first * OFFSET_ENTRY) as u64, bytes.len())
         })?;
-        let n = entries.partition_point(|e| e.offset - self.base_offset <= rel as i64);
+        let n = count_at_or_below(&entries, rel as i64, |e| e.offset - self.base_offset);
         Ok(IndexHit {
             floor: if n == 0 { none } else { entries[n - 1] },
             next: entries.get(n).copied(),
@@ -222,7 +221,7 @@ impl PagedIndexes {
             timestamp: -1,
             offset: self.base_offset,
         };
-        let p = self.time_pages.partition_point(|tp| tp.first_ts <= target);
+        let p = count_at_or_below(&self.time_pages, target, |tp| tp.first_ts);
         if p == 0 {
             return Ok(none);
         }
@@ -247,11 +246,8 @@ impl PagedIndexes {
         let entries = self.time_page(&page, &bytes).inspect_err(|_| {
             self.forget(&self.times, (page.first * TIME_ENTRY) as u64, bytes.len())
         })?;
-        Ok(entries
-            .into_iter()
-            .take_while(|e| e.timestamp <= target)
-            .last()
-            .unwrap_or(none))
+        let n = count_at_or_below(&entries, target, |e| e.timestamp);
+        Ok(n.checked_sub(1).map_or(none, |i| entries[i]))
     }
 
     /// Every entry, read back (tools and tests).
@@ -266,7 +262,8 @@ impl PagedIndexes {
         let tb = self
             .read(&self.times, 0, self.times.entries * TIME_ENTRY)
             .await?;
-        let corrupt = |f: &PagedFile, what| Error::corruption(f.file.path(), 0, what);
+        let corrupt =
+            |f: &PagedFile, e: IndexError| Error::corruption(f.file.path(), 0, e.to_string());
         let oi = OffsetIndex::decode(self.base_offset, &ob, max_offset)
             .map_err(|what| corrupt(&self.offsets, what))?;
         let ti = TimeIndex::decode(self.base_offset, &tb, max_time)

@@ -4,11 +4,17 @@
 //! means "the largest timestamp seen up to offset O is T". Timestamps strictly increase: an
 //! entry is added only when its timestamp is greater than the last one's. The index counts
 //! as full one slot early, so the final max-timestamp entry written on roll/close always fits.
+//! Decoding, the sanity checks and the search are `sparse_index.rs`'s, shared with the
+//! offset index.
 
-pub const ENTRY_SIZE: usize = 12;
+use super::sparse_index::{
+    check_capacity, count_at_or_below, decode_entries, encode_entries, IndexEntry, IndexError,
+};
 
-/// One stored entry as the file holds it: (timestamp, relative offset). The one codec of
-/// `.timeindex` entries: the in-memory index, the paged reader and dump-log use it.
+pub const ENTRY_SIZE: usize = TimeEntry::SIZE;
+
+/// One stored entry as the file holds it: (timestamp, relative offset), unchecked
+/// (dump-log shows entries as they are, bad ones too).
 pub fn decode_entry(e: &[u8]) -> (i64, i32) {
     (
         i64::from_be_bytes(e[..8].try_into().expect("8 bytes")),
@@ -16,27 +22,38 @@ pub fn decode_entry(e: &[u8]) -> (i64, i32) {
     )
 }
 
-fn encode_entry(timestamp: i64, rel: u32, out: &mut Vec<u8>) {
-    out.extend_from_slice(&timestamp.to_be_bytes());
-    out.extend_from_slice(&(rel as i32).to_be_bytes());
+/// A `.timeindex` entry as held in memory: the largest timestamp seen up to the relative
+/// offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeEntry {
+    pub timestamp: i64,
+    pub rel: u32,
 }
 
-/// Kafka's sanity rules for entry `i` after `prev`: a non-negative relative offset,
-/// timestamps strictly increasing, offsets not decreasing. Returns the entry as stored.
-pub fn check_entry(
-    i: usize,
-    (ts, rel): (i64, i32),
-    prev: Option<(i64, u32)>,
-) -> Result<(i64, u32), String> {
-    if rel < 0 {
-        return Err(format!("entry {i} has a negative relative offset"));
-    }
-    if let Some((prev_ts, prev_rel)) = prev {
-        if ts <= prev_ts || (rel as u32) < prev_rel {
-            return Err(format!("entry {i} ({ts}, +{rel}) is out of order"));
+impl IndexEntry for TimeEntry {
+    const SIZE: usize = 12;
+
+    fn decode(i: usize, bytes: &[u8]) -> Result<Self, IndexError> {
+        let (timestamp, rel) = decode_entry(bytes);
+        if rel < 0 {
+            let field = "relative offset";
+            return Err(IndexError::Negative { entry: i, field });
         }
+        Ok(TimeEntry {
+            timestamp,
+            rel: rel as u32,
+        })
     }
-    Ok((ts, rel as u32))
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.timestamp.to_be_bytes());
+        out.extend_from_slice(&(self.rel as i32).to_be_bytes());
+    }
+
+    /// Timestamps strictly increase; offsets never go back.
+    fn follows(&self, prev: &Self) -> bool {
+        self.timestamp > prev.timestamp && self.rel >= prev.rel
+    }
 }
 
 /// One decoded entry with the absolute offset.
@@ -49,8 +66,7 @@ pub struct TimestampOffset {
 #[derive(Debug, Clone)]
 pub struct TimeIndex {
     base_offset: i64,
-    /// (timestamp, relative offset)
-    entries: Vec<(i64, u32)>,
+    entries: Vec<TimeEntry>,
     max_entries: usize,
 }
 
@@ -63,26 +79,11 @@ impl TimeIndex {
         }
     }
 
-    /// Decodes a time index file with Kafka's sanity checks (size a multiple of 12, last
-    /// timestamp >= first, offsets not decreasing and >= base).
-    pub fn decode(base_offset: i64, bytes: &[u8], max_entries: usize) -> Result<Self, String> {
-        if !bytes.len().is_multiple_of(ENTRY_SIZE) {
-            return Err(format!(
-                "size {} is not a multiple of {ENTRY_SIZE}",
-                bytes.len()
-            ));
-        }
-        let mut entries: Vec<(i64, u32)> = Vec::with_capacity(bytes.len() / ENTRY_SIZE);
-        for (i, e) in bytes.chunks_exact(ENTRY_SIZE).enumerate() {
-            let entry = check_entry(i, decode_entry(e), entries.last().copied())?;
-            entries.push(entry);
-        }
-        if entries.len() > max_entries {
-            return Err(format!(
-                "{} entries exceed the capacity {max_entries}",
-                entries.len()
-            ));
-        }
+    /// Decodes a time index file with Kafka's sanity checks (size a multiple of 12,
+    /// timestamps increasing, offsets not decreasing, within capacity).
+    pub fn decode(base_offset: i64, bytes: &[u8], max_entries: usize) -> Result<Self, IndexError> {
+        let entries = decode_entries(0, bytes, None)?;
+        check_capacity(&entries, max_entries)?;
         Ok(TimeIndex {
             base_offset,
             entries,
@@ -91,11 +92,7 @@ impl TimeIndex {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.entries.len() * ENTRY_SIZE);
-        for &(ts, rel) in &self.entries {
-            encode_entry(ts, rel, &mut out);
-        }
-        out
+        encode_entries(&self.entries)
     }
 
     pub fn len(&self) -> usize {
@@ -111,23 +108,21 @@ impl TimeIndex {
         self.entries.len() >= self.max_entries.saturating_sub(1)
     }
 
-    pub fn entry(&self, i: usize) -> TimestampOffset {
-        let (timestamp, rel) = self.entries[i];
+    /// The absolute form of a stored entry.
+    pub fn absolute(&self, e: TimeEntry) -> TimestampOffset {
         TimestampOffset {
-            timestamp,
-            offset: self.base_offset + rel as i64,
+            timestamp: e.timestamp,
+            offset: self.base_offset + e.rel as i64,
         }
+    }
+
+    pub fn entry(&self, i: usize) -> TimestampOffset {
+        self.absolute(self.entries[i])
     }
 
     /// The last entry, or Kafka's empty-index sentinel (-1, base offset).
     pub fn last_entry(&self) -> TimestampOffset {
-        match self.entries.last() {
-            Some(_) => self.entry(self.entries.len() - 1),
-            None => TimestampOffset {
-                timestamp: -1,
-                offset: self.base_offset,
-            },
-        }
+        self.floor(self.entries.len())
     }
 
     /// Adds (timestamp, offset) if the timestamp is greater than the last entry's. With
@@ -138,32 +133,35 @@ impl TimeIndex {
         } else {
             self.is_full()
         };
-        if full || timestamp <= self.last_entry().timestamp {
-            return false;
-        }
         let rel = offset - self.base_offset;
-        if !(0..=i32::MAX as i64).contains(&rel) {
+        if full || !(0..=i32::MAX as i64).contains(&rel) {
             return false;
         }
-        if let Some(&(_, last_rel)) = self.entries.last() {
-            if (rel as u32) < last_rel {
-                return false;
-            }
+        let entry = TimeEntry {
+            timestamp,
+            rel: rel as u32,
+        };
+        if timestamp <= self.last_entry().timestamp
+            || self.entries.last().is_some_and(|last| !entry.follows(last))
+        {
+            return false;
         }
-        self.entries.push((timestamp, rel as u32));
+        self.entries.push(entry);
         true
     }
 
     /// Largest entry with timestamp <= target; (-1, base offset) when there is none.
     pub fn lookup(&self, target: i64) -> TimestampOffset {
-        let n = self.entries.partition_point(|&(ts, _)| ts <= target);
-        if n == 0 {
-            TimestampOffset {
+        self.floor(count_at_or_below(&self.entries, target, |e| e.timestamp))
+    }
+
+    fn floor(&self, n: usize) -> TimestampOffset {
+        match n {
+            0 => TimestampOffset {
                 timestamp: -1,
                 offset: self.base_offset,
-            }
-        } else {
-            self.entry(n - 1)
+            },
+            n => self.entry(n - 1),
         }
     }
 }

@@ -466,7 +466,9 @@ fn dump_index(
         return Ok(());
     }
     if opts.index_sanity_check {
-        let verdict = OffsetIndex::decode(base, &bytes, usize::MAX).map(|_| ());
+        let verdict = OffsetIndex::decode(base, &bytes, usize::MAX)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
         return report_sanity(path, verdict, findings, out, err);
     }
     let mut log = sibling_log(path);
@@ -583,7 +585,9 @@ fn dump_time_index(
     let bytes = std::fs::read(path)?;
     let base = base_offset_of(path).unwrap_or(0);
     if opts.index_sanity_check {
-        let verdict = TimeIndex::decode(base, &bytes, usize::MAX).map(|_| ());
+        let verdict = TimeIndex::decode(base, &bytes, usize::MAX)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
         return report_sanity(path, verdict, findings, out, err);
     }
     let mut log = sibling_log(path);
