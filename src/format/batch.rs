@@ -442,25 +442,7 @@ pub fn split_batches_located(buf: &[u8]) -> Result<Vec<(usize, BatchHeader)>, (u
     if buf.is_empty() {
         return Err((0, BatchError::Empty));
     }
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < buf.len() {
-        let rest = &buf[pos..];
-        let h = BatchHeader::parse(rest).map_err(|e| (pos, e))?;
-        if h.size() > rest.len() {
-            return Err((
-                pos,
-                BatchError::SizeMismatch {
-                    declared: h.batch_length,
-                    total: h.size() as u64,
-                    available: rest.len(),
-                },
-            ));
-        }
-        out.push((pos, h));
-        pos += h.size();
-    }
-    Ok(out)
+    super::cursor::BatchCursor::new(buf).collect()
 }
 
 #[cfg(test)]

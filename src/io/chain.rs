@@ -5,28 +5,7 @@
 
 use bytes::{Bytes, BytesMut};
 
-/// Bytes a batch walker reads, in one buffer or as a chain: their length, a small range
-/// (a header; borrowed from a buffer, copied from a chain), and the CRC-32C of a range.
-pub trait ByteRun {
-    fn run_len(&self) -> usize;
-    fn range(&self, start: usize, end: usize) -> std::borrow::Cow<'_, [u8]>;
-    fn crc32c_of(&self, start: usize, end: usize) -> u32;
-}
-
-impl ByteRun for [u8] {
-    fn run_len(&self) -> usize {
-        self.len()
-    }
-
-    fn range(&self, start: usize, end: usize) -> std::borrow::Cow<'_, [u8]> {
-        let end = end.min(self.len());
-        std::borrow::Cow::Borrowed(&self[start.min(end)..end])
-    }
-
-    fn crc32c_of(&self, start: usize, end: usize) -> u32 {
-        crc32c::crc32c(&self.range(start, end))
-    }
-}
+pub use crate::format::cursor::ByteRun;
 
 impl ByteRun for ByteChain {
     fn run_len(&self) -> usize {

@@ -746,9 +746,9 @@ impl PartitionLog {
 /// `visible_end`: records not yet acknowledged as written are never served.
 fn visible_prefix(data: ByteChain, visible_end: i64) -> ByteChain {
     let mut end = 0usize;
-    while end < data.len() {
-        match BatchHeader::parse(&data.copy_range(end, end + HEADER_SIZE)) {
-            Ok(h) if h.base_offset < visible_end && end + h.size() <= data.len() => end += h.size(),
+    for step in crate::format::cursor::BatchCursor::new(&data) {
+        match step {
+            Ok((at, h)) if h.base_offset < visible_end => end = at + h.size(),
             _ => break,
         }
     }

@@ -16,6 +16,7 @@ use super::{segment_path, LogIo, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::format::batch::{check_framing_and_crc_with, RecordsSection, HEADER_SIZE};
+use crate::format::cursor::BatchCursor;
 use crate::format::{BatchError, BatchHeader};
 use crate::io::chain::{ByteChain, ByteRun};
 use crate::io::{LogFile, OpenMode};
@@ -586,29 +587,29 @@ impl Segment {
     fn verified_prefix<R: ByteRun + ?Sized>(&self, position: u64, data: &R) -> Result<usize> {
         let len = data.run_len();
         let mut at = 0usize;
-        while at < len {
-            let header = data.range(at, at + HEADER_SIZE);
-            let checked = BatchHeader::parse(&header).and_then(|h| {
-                let available = h.size().min(len - at);
-                check_framing_and_crc_with(&header, available, |a, b| {
-                    data.crc32c_of(at + a, at + b)
+        for step in BatchCursor::new(data) {
+            let checked = step.and_then(|(pos, h)| {
+                let header = data.range(pos, pos + HEADER_SIZE);
+                check_framing_and_crc_with(&header, h.size(), |a, b| {
+                    data.crc32c_of(pos + a, pos + b)
                 })
+                .map_err(|e| (pos, e))
             });
             match checked {
                 Ok(h) => at += h.size(),
                 // A batch cut off by the read's end is not served (nor an error).
-                Err(BatchError::SizeMismatch { .. }) if at > 0 => break,
-                Err(e) if at == 0 => {
-                    let pos = position + at as u64;
+                Err((_, BatchError::SizeMismatch { .. })) if at > 0 => break,
+                Err((_, e)) if at == 0 => {
                     let what = e.to_string();
-                    tracing::error!(file = %self.log.path().display(), position = pos, %what, "corrupt batch in the log");
+                    tracing::error!(file = %self.log.path().display(), position, %what, "corrupt batch in the log");
                     // A flip on the way from the device must not stay in memory.
                     self.log.forget_cached(position, len);
-                    return Err(Error::corruption(self.log.path(), pos, what));
+                    return Err(Error::corruption(self.log.path(), position, what));
                 }
                 Err(_) => break,
             }
         }
+        debug_assert!(at <= len);
         Ok(at)
     }
 

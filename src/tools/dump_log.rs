@@ -8,11 +8,14 @@ use std::path::{Path, PathBuf};
 
 use super::file_window::FileWindow;
 use crate::format::batch::{check_framing_and_crc, RecordsSection, LOG_OVERHEAD};
+use crate::format::cursor::{BatchCursor, ByteRun};
 use crate::format::{BatchHeader, HEADER_SIZE};
 use crate::log::file_names::parse_file_name;
 use crate::log::offset_index::{self, OffsetIndex};
 use crate::log::time_index::{self, TimeIndex};
 use crate::log::{INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+use std::borrow::Cow;
+use std::cell::RefCell;
 
 /// Bytes Kafka needs to see before it trusts a batch's framing (offset, length, epoch, magic).
 const HEADER_SIZE_UP_TO_MAGIC: usize = 17;
@@ -82,20 +85,35 @@ fn sibling(path: &Path, suffix: &str) -> Option<PathBuf> {
     Some(path.with_file_name(format!("{stem}{suffix}")))
 }
 
-/// A batch header read straight from a `.log` at `pos`, if the whole batch is in the file.
-fn header_at(log: &mut Option<FileWindow>, pos: usize) -> Option<BatchHeader> {
-    let log = log.as_mut()?;
-    let len = log.len() as usize;
-    if pos >= len || len - pos < HEADER_SIZE {
-        return None;
+/// A `.log` read through a window, walked with the batch cursor like any other bytes.
+type LogWindow = RefCell<FileWindow>;
+
+impl ByteRun for LogWindow {
+    fn run_len(&self) -> usize {
+        self.borrow().len() as usize
     }
-    let h = BatchHeader::parse(log.bytes(pos as u64, HEADER_SIZE).ok()?).ok()?;
-    (pos + h.size() <= len).then_some(h)
+
+    /// The bytes, or none when the file cannot be read there (the walk then stops).
+    fn range(&self, start: usize, end: usize) -> Cow<'_, [u8]> {
+        let mut window = self.borrow_mut();
+        let bytes = window.bytes(start as u64, end.saturating_sub(start));
+        Cow::Owned(bytes.map(<[u8]>::to_vec).unwrap_or_default())
+    }
+
+    fn crc32c_of(&self, start: usize, end: usize) -> u32 {
+        crc32c::crc32c(&self.range(start, end))
+    }
+}
+
+/// The header of the whole batch at `pos` in a `.log`, if there is one.
+fn header_at(log: &Option<LogWindow>, pos: usize) -> Option<BatchHeader> {
+    let step = BatchCursor::at(log.as_ref()?, pos).next()?;
+    step.ok().map(|(_, h)| h)
 }
 
 /// The `.log` next to an index file, read through a window (None if unreadable).
-fn sibling_log(path: &Path) -> Option<FileWindow> {
-    sibling(path, LOG_SUFFIX).and_then(|p| FileWindow::open(&p).ok())
+fn sibling_log(path: &Path) -> Option<LogWindow> {
+    sibling(path, LOG_SUFFIX).and_then(|p| FileWindow::open(&p).ok().map(RefCell::new))
 }
 
 /// Runs the tool, writing the dump to `out` and reports to `err`. Returns false when a file
@@ -471,7 +489,7 @@ fn dump_index(
             .map_err(|e| e.to_string());
         return report_sanity(path, verdict, findings, out, err);
     }
-    let mut log = sibling_log(path);
+    let log = sibling_log(path);
     for (i, &(offset, position)) in entries.iter().enumerate() {
         // A sparse preallocated index ends in zero entries: stop at the first one.
         if offset == base && i > 0 {
@@ -479,7 +497,7 @@ fn dump_index(
         }
         let log_offset = usize::try_from(position)
             .ok()
-            .and_then(|p| header_at(&mut log, p))
+            .and_then(|p| header_at(&log, p))
             .map_or(-1, |h| h.last_offset());
         if log_offset != offset {
             findings
@@ -498,22 +516,18 @@ fn dump_index(
 /// The batch holding `offset` in a `.log`: from the offset index's largest lower bound,
 /// walking batch headers forward.
 fn batch_holding(
-    log: &mut Option<FileWindow>,
+    log: &Option<LogWindow>,
     offsets: &[(i64, i64)],
     offset: i64,
 ) -> Option<(usize, BatchHeader)> {
-    let mut pos = offsets
+    let pos = offsets
         .iter()
         .take_while(|&&(o, _)| o <= offset)
         .last()
         .map_or(0, |&(_, p)| p.max(0) as usize);
-    while let Some(h) = header_at(log, pos) {
-        if h.last_offset() >= offset {
-            return Some((pos, h));
-        }
-        pos += h.size();
-    }
-    None
+    BatchCursor::at(log.as_ref()?, pos)
+        .map_while(Result::ok)
+        .find(|(_, h)| h.last_offset() >= offset)
 }
 
 /// A `.timeindex` entry and the timestamp of the entry before it.
@@ -527,7 +541,7 @@ struct TimeEntry {
 /// batch must end at the entry's offset and have the entry's timestamp as its largest, and
 /// timestamps must grow. False when the batch cannot be read (the entry is skipped).
 fn check_time_entry(
-    log: &mut Option<FileWindow>,
+    log: &Option<LogWindow>,
     found: Option<(usize, BatchHeader)>,
     e: &TimeEntry,
     key: &str,
@@ -552,10 +566,13 @@ fn check_time_entry(
         }
         Some(found) => found,
     };
-    let Some(Ok(batch)) = log.as_mut().map(|l| l.bytes(p as u64, h.size())) else {
+    let Some(batch) = log.as_ref().map(|l| l.range(p, p + h.size())) else {
         return false;
     };
-    let Ok(section) = RecordsSection::of(batch, &h) else {
+    if batch.len() != h.size() {
+        return false;
+    }
+    let Ok(section) = RecordsSection::of(&batch, &h) else {
         return false;
     };
     let max = section
@@ -590,7 +607,7 @@ fn dump_time_index(
             .map_err(|e| e.to_string());
         return report_sanity(path, verdict, findings, out, err);
     }
-    let mut log = sibling_log(path);
+    let log = sibling_log(path);
     let offsets = raw_offset_entries(&read_sibling(path, INDEX_SUFFIX), base);
     let key = absolute(path);
     let mut prev_ts = -1i64;
@@ -600,13 +617,13 @@ fn dump_time_index(
         if offset == base && i > 0 {
             break;
         }
-        let found = batch_holding(&mut log, &offsets, offset);
+        let found = batch_holding(&log, &offsets, offset);
         let entry = TimeEntry {
             ts,
             offset,
             prev_ts,
         };
-        if !check_time_entry(&mut log, found, &entry, &key, findings) {
+        if !check_time_entry(&log, found, &entry, &key, findings) {
             continue;
         }
         if !opts.verify_index_only {
