@@ -11,13 +11,13 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
+use super::code::{self as e, GroupCode};
 use super::group::{Group, State};
 use super::host::{GroupHost, Host};
 use super::ops::{GroupDescription, GroupOp, GroupReply, ListedGroup, OffsetToCommit};
 use super::records::{batch, Committed, OffsetRecord};
 use super::{membership, partition_for, OFFSETS_TOPIC};
 use crate::format::batch::{split_batches, RecordsSection};
-use crate::kafka_codes::{self as e, kafka_code};
 
 #[derive(Default)]
 struct Coordinator {
@@ -93,7 +93,7 @@ pub async fn handle(shard: &Host, group: String, op: GroupOp) -> GroupReply {
 
 /// Every group this shard coordinates; COORDINATOR_LOAD_IN_PROGRESS while one of its
 /// offsets partitions is not read yet.
-pub async fn list(shard: &Host) -> Result<Vec<ListedGroup>, i16> {
+pub async fn list(shard: &Host) -> Result<Vec<ListedGroup>, GroupCode> {
     for p in owned_offsets_partitions(&**shard)? {
         ensure_loaded(shard, p).await?;
     }
@@ -109,7 +109,7 @@ pub async fn list(shard: &Host) -> Result<Vec<ListedGroup>, i16> {
 }
 
 /// The offsets partition of a group, once this shard has opened its partitions.
-fn offsets_partition(shard: &dyn GroupHost, group: &str) -> Result<i32, i16> {
+fn offsets_partition(shard: &dyn GroupHost, group: &str) -> Result<i32, GroupCode> {
     if !shard.is_ready() {
         return Err(e::COORDINATOR_LOAD_IN_PROGRESS);
     }
@@ -124,7 +124,7 @@ fn offsets_partition(shard: &dyn GroupHost, group: &str) -> Result<i32, i16> {
 }
 
 /// The offsets partitions this shard owns (none while there is no offsets topic).
-fn owned_offsets_partitions(shard: &dyn GroupHost) -> Result<Vec<i32>, i16> {
+fn owned_offsets_partitions(shard: &dyn GroupHost) -> Result<Vec<i32>, GroupCode> {
     if !shard.is_ready() {
         return Err(e::COORDINATOR_LOAD_IN_PROGRESS);
     }
@@ -147,7 +147,7 @@ pub fn start_loading(shard: &Host) {
 
 /// Ok once offsets partition `p` is read. The first request to find it unread starts
 /// the read and waits for it; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
-async fn ensure_loaded(shard: &Host, p: i32) -> Result<(), i16> {
+async fn ensure_loaded(shard: &Host, p: i32) -> Result<(), GroupCode> {
     if COORDINATOR.with_borrow(|c| c.loaded.contains(&p)) {
         return Ok(());
     }
@@ -162,7 +162,7 @@ async fn ensure_loaded(shard: &Host, p: i32) -> Result<(), i16> {
 }
 
 /// A task reading offsets partition `p` into the groups, or `None` if one already is.
-fn begin_load(shard: &Host, p: i32) -> Option<glommio::Task<Result<(), i16>>> {
+fn begin_load(shard: &Host, p: i32) -> Option<glommio::Task<Result<(), GroupCode>>> {
     let fresh = COORDINATOR.with_borrow_mut(|c| !c.loaded.contains(&p) && c.loading.insert(p));
     if !fresh {
         return None;
@@ -310,7 +310,7 @@ async fn expire_offsets(shard: &Host) {
 /// Kafka's rules for who may commit: a member of the current generation (not while the
 /// group waits for the leader's assignments), or anyone (generation -1, no member id)
 /// while the group has no members.
-fn commit_allowed(g: &mut Group, member_id: &str, generation: i32) -> i16 {
+fn commit_allowed(g: &mut Group, member_id: &str, generation: i32) -> GroupCode {
     if generation < 0 && member_id.is_empty() {
         return if g.members.is_empty() {
             e::NONE
@@ -337,7 +337,7 @@ async fn commit(
     member_id: &str,
     generation: i32,
     offsets: Vec<OffsetToCommit>,
-) -> Vec<(String, i32, i16)> {
+) -> Vec<(String, i32, GroupCode)> {
     let allowed = with_group(group, |g| commit_allowed(g, member_id, generation));
     let now = crate::time::now_ms();
     let mut codes = Vec::with_capacity(offsets.len());
@@ -378,7 +378,7 @@ async fn commit(
 }
 
 /// Appends `records` to the group's offsets partition with acks=all; Kafka's code.
-async fn write(shard: &Host, group: &str, records: &[OffsetRecord], now: i64) -> i16 {
+async fn write(shard: &Host, group: &str, records: &[OffsetRecord], now: i64) -> GroupCode {
     if records.is_empty() {
         return e::NONE;
     }
@@ -393,7 +393,7 @@ async fn write(shard: &Host, group: &str, records: &[OffsetRecord], now: i64) ->
         Ok(_) => e::NONE,
         Err((code, msg)) => {
             tracing::warn!(group, %msg, "writing to the offsets log failed");
-            kafka_code(code, true)
+            GroupCode::Log(code)
         }
     }
 }
@@ -452,7 +452,7 @@ fn tombstones(group: &str, g: &Group, only: Option<&[(String, i32)]>) -> Vec<Off
         .collect()
 }
 
-async fn delete(shard: &Host, group: &str) -> i16 {
+async fn delete(shard: &Host, group: &str) -> GroupCode {
     if !exists(group) {
         return e::GROUP_ID_NOT_FOUND;
     }
@@ -473,7 +473,7 @@ async fn delete_offsets(
     shard: &Host,
     group: &str,
     partitions: Vec<(String, i32)>,
-) -> Vec<(String, i32, i16)> {
+) -> Vec<(String, i32, GroupCode)> {
     if !exists(group) {
         return partitions
             .into_iter()

@@ -9,6 +9,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use glommio::channels::local_channel::LocalSender;
 
+use super::code::GroupCode;
 use super::ops::{JoinResponse, MemberDescription, SyncResponse};
 use super::records::Committed;
 
@@ -161,7 +162,7 @@ impl Group {
     }
 
     /// Tells parked SyncGroups that the generation they waited for is over.
-    pub fn fail_parked_syncs(&mut self, error: i16) {
+    pub fn fail_parked_syncs(&mut self, error: GroupCode) {
         for m in self.members.values_mut() {
             if let Some(w) = m.sync_waiter.take() {
                 let _ = w.try_send(SyncResponse {

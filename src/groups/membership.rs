@@ -11,14 +11,14 @@ use std::time::{Duration, Instant};
 
 use glommio::channels::local_channel;
 
+use super::code::{self as e, GroupCode};
 use super::coordinator::with_group;
 use super::group::{Group, Member, State};
 use super::host::Host;
 use super::ops::{JoinRequest, JoinResponse, SyncRequest, SyncResponse};
 use crate::io::deadline::before;
-use crate::kafka_codes as e;
 
-fn join_error(error: i16, member_id: &str) -> JoinResponse {
+fn join_error(error: GroupCode, member_id: &str) -> JoinResponse {
     JoinResponse {
         error,
         member_id: member_id.to_string(),
@@ -224,7 +224,7 @@ fn complete_join(g: &mut Group) {
     }
 }
 
-fn sync_error(error: i16) -> SyncResponse {
+fn sync_error(error: GroupCode) -> SyncResponse {
     SyncResponse {
         error,
         ..Default::default()
@@ -300,7 +300,7 @@ fn assignment_of(g: &Group, member_id: &str) -> SyncResponse {
     }
 }
 
-pub fn heartbeat(group: &str, member_id: &str, generation: i32) -> i16 {
+pub fn heartbeat(group: &str, member_id: &str, generation: i32) -> GroupCode {
     with_group(group, |g| {
         let Some(m) = g.members.get_mut(member_id) else {
             return e::UNKNOWN_MEMBER_ID;
@@ -318,7 +318,7 @@ pub fn heartbeat(group: &str, member_id: &str, generation: i32) -> i16 {
 }
 
 /// Removes members; the rest rebalance. UNKNOWN_MEMBER_ID if none of them was a member.
-pub fn leave(shard: &Host, group: &str, member_ids: &[String]) -> i16 {
+pub fn leave(shard: &Host, group: &str, member_ids: &[String]) -> GroupCode {
     with_group(group, |g| {
         let before = g.members.len();
         for id in member_ids {

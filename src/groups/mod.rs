@@ -4,6 +4,7 @@
 //! (`abs(java hashCode(group)) % partitions`, Kafka's rule); requests for it are routed
 //! there over the mesh, never shared.
 
+pub mod code;
 pub(crate) mod coordinator;
 pub(crate) mod group;
 pub mod host;

@@ -1,9 +1,10 @@
 //! What a group request asks its coordinator shard and what it answers. Everything here
-//! crosses shards by value over the mesh (`Send`); errors are Kafka's codes, which the
-//! coordinator speaks natively.
+//! crosses shards by value over the mesh (`Send`); outcomes are typed (`code::GroupCode`),
+//! mapped to each protocol's numbers by its front end.
 
 use bytes::Bytes;
 
+use super::code::GroupCode;
 use super::records::Committed;
 
 #[derive(Debug, Clone)]
@@ -23,7 +24,7 @@ pub struct JoinRequest {
 
 #[derive(Debug, Clone, Default)]
 pub struct JoinResponse {
-    pub error: i16,
+    pub error: GroupCode,
     pub generation: i32,
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
@@ -45,7 +46,7 @@ pub struct SyncRequest {
 
 #[derive(Debug, Clone, Default)]
 pub struct SyncResponse {
-    pub error: i16,
+    pub error: GroupCode,
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
     pub assignment: Bytes,
@@ -110,9 +111,9 @@ pub enum GroupReply {
     Join(JoinResponse),
     Sync(SyncResponse),
     /// Heartbeat, LeaveGroup, DeleteGroups: just an error code (0: done).
-    Code(i16),
+    Code(GroupCode),
     /// Per partition of a commit or an offsets deletion: (topic, partition, error code).
-    PartitionCodes(Vec<(String, i32, i16)>),
+    PartitionCodes(Vec<(String, i32, GroupCode)>),
     Offsets(Vec<(String, i32, Option<Committed>)>),
     Described(GroupDescription),
     Listed(Vec<ListedGroup>),

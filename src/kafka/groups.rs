@@ -5,8 +5,9 @@
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
-use super::errors::{self as e, kafka_code};
+use super::errors::{self as e, group_code, kafka_code};
 use super::{str_bytes, Context, NODE_ID};
+use crate::groups::code::GroupCode;
 use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, OffsetToCommit, SyncRequest};
 use crate::shard::group_routing::{list_all, route};
 
@@ -22,15 +23,15 @@ fn opt(s: Option<String>) -> Option<StrBytes> {
 }
 
 /// Runs `op` for `group`; a routing failure becomes a Kafka code.
-async fn run(ctx: &Context<'_>, group: &GroupId, op: GroupOp) -> Result<GroupReply, i16> {
+async fn run(ctx: &Context<'_>, group: &GroupId, op: GroupOp) -> Result<GroupReply, GroupCode> {
     if group.0.is_empty() {
-        return Err(e::INVALID_GROUP_ID);
+        return Err(GroupCode::InvalidGroupId);
     }
     route(ctx.shard, text(&group.0), op)
         .await
         .map_err(|(code, _)| match code {
-            crate::protocol::ErrorCode::NotReady => e::COORDINATOR_NOT_AVAILABLE,
-            other => kafka_code(other, true),
+            crate::protocol::ErrorCode::NotReady => GroupCode::CoordinatorNotAvailable,
+            other => GroupCode::Log(other),
         })
 }
 
@@ -115,7 +116,7 @@ pub async fn join(ctx: &Context<'_>, r: JoinGroupRequest) -> JoinGroupResponse {
         })
         .collect();
     let response = JoinGroupResponse::default()
-        .with_error_code(out.error)
+        .with_error_code(group_code(out.error))
         .with_generation_id(out.generation)
         .with_protocol_name(Some(str_bytes(out.protocol_name.unwrap_or_default())))
         .with_leader(str_bytes(out.leader))
@@ -154,7 +155,7 @@ pub async fn sync(ctx: &Context<'_>, r: SyncGroupRequest) -> SyncGroupResponse {
         Ok(other) => unexpected(other),
     };
     let response = SyncGroupResponse::default()
-        .with_error_code(out.error)
+        .with_error_code(group_code(out.error))
         .with_assignment(out.assignment);
     if ctx.version >= 5 {
         response
@@ -167,7 +168,7 @@ pub async fn sync(ctx: &Context<'_>, r: SyncGroupRequest) -> SyncGroupResponse {
 
 async fn code_of(ctx: &Context<'_>, group: &GroupId, op: GroupOp) -> i16 {
     match run(ctx, group, op).await {
-        Ok(GroupReply::Code(code)) | Err(code) => code,
+        Ok(GroupReply::Code(code)) | Err(code) => group_code(code),
         Ok(other) => {
             tracing::error!(?other, "unexpected coordinator reply");
             e::UNKNOWN_SERVER_ERROR
@@ -247,7 +248,7 @@ pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetC
         generation: r.generation_id_or_member_epoch,
         offsets,
     };
-    let codes: Vec<(String, i32, i16)> = match run(ctx, &r.group_id, op).await {
+    let codes: Vec<(String, i32, GroupCode)> = match run(ctx, &r.group_id, op).await {
         Ok(GroupReply::PartitionCodes(c)) => c,
         Ok(GroupReply::Code(code)) | Err(code) => r
             .topics
@@ -265,7 +266,7 @@ pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetC
 
 fn commit_results(
     r: &OffsetCommitRequest,
-    codes: &[(String, i32, i16)],
+    codes: &[(String, i32, GroupCode)],
 ) -> Vec<offset_commit_response::OffsetCommitResponseTopic> {
     r.topics
         .iter()
@@ -277,7 +278,7 @@ fn commit_results(
                 .map(|(_, p, code)| {
                     offset_commit_response::OffsetCommitResponsePartition::default()
                         .with_partition_index(*p)
-                        .with_error_code(*code)
+                        .with_error_code(group_code(*code))
                 })
                 .collect();
             offset_commit_response::OffsetCommitResponseTopic::default()
@@ -307,14 +308,15 @@ async fn fetch_group(
                 .collect(),
             e::NONE,
         ),
-        Ok(GroupReply::Code(code)) | Err(code) => (
-            asked
+        Ok(GroupReply::Code(code)) | Err(code) => {
+            let code = group_code(code);
+            let rows = asked
                 .unwrap_or_default()
                 .into_iter()
                 .map(|(t, p)| (t, p, -1, -1, String::new(), code))
-                .collect(),
-            code,
-        ),
+                .collect();
+            (rows, code)
+        }
         Ok(other) => {
             tracing::error!(?other, "unexpected coordinator reply");
             (Vec::new(), e::UNKNOWN_SERVER_ERROR)
@@ -513,7 +515,7 @@ pub async fn describe_groups(
                     .with_protocol_data(str_bytes(g.protocol))
                     .with_members(members)
             }
-            Ok(GroupReply::Code(code)) | Err(code) => d.with_error_code(code),
+            Ok(GroupReply::Code(code)) | Err(code) => d.with_error_code(group_code(code)),
             Ok(other) => unexpected(other),
         });
     }
@@ -546,11 +548,11 @@ pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetD
     let codes = match run(ctx, &r.group_id, GroupOp::DeleteOffsets { partitions }).await {
         Ok(GroupReply::PartitionCodes(c)) => c,
         Ok(GroupReply::Code(code)) | Err(code) => {
-            return OffsetDeleteResponse::default().with_error_code(code)
+            return OffsetDeleteResponse::default().with_error_code(group_code(code))
         }
         Ok(other) => unexpected(other),
     };
-    if codes.iter().all(|c| c.2 == e::GROUP_ID_NOT_FOUND) && !codes.is_empty() {
+    if codes.iter().all(|c| c.2 == GroupCode::GroupIdNotFound) && !codes.is_empty() {
         return OffsetDeleteResponse::default().with_error_code(e::GROUP_ID_NOT_FOUND);
     }
     let topics = r
@@ -567,7 +569,7 @@ pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetD
                         .map(|c| {
                             offset_delete_response::OffsetDeleteResponsePartition::default()
                                 .with_partition_index(c.1)
-                                .with_error_code(c.2)
+                                .with_error_code(group_code(c.2))
                         })
                         .collect(),
                 )

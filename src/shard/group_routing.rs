@@ -50,7 +50,7 @@ pub async fn route(
 pub async fn list_all(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, (ErrorCode, String)> {
     let loading = |code| {
         let msg = "a coordinator is still loading its offsets partitions; retry shortly";
-        (crate::kafka_codes::native_code(code), msg.to_string())
+        (crate::kafka_codes::native_group_code(code), msg.to_string())
     };
     let mut all = coordinator::list(&Shard::group_host(shard))
         .await
