@@ -71,26 +71,24 @@ fn consumer_groups(a: ConsumerGroupsArgs, timeout_ms: u64) -> Result<(), String>
     )
 }
 
-/// kcat's `-o` values: one start (N, -N, s@TIME, beginning, end) and at most one e@TIME,
-/// which is `--to-time TIME --stop-at-first`. Returns (start, to-time, stop-at-first).
-fn kcat_offsets(
-    offsets: Vec<String>,
-    to_time: Option<String>,
-    stop_at_first: bool,
-) -> Result<(String, Option<String>, bool), String> {
-    let (ends, starts): (Vec<String>, Vec<String>) =
-        offsets.into_iter().partition(|o| o.starts_with("e@"));
-    let to_time = match (ends.as_slice(), to_time) {
-        ([], t) => t,
-        ([e], None) => Some(e[2..].to_string()),
-        _ => return Err("give at most one e@TIME, and not together with --to-time".into()),
-    };
-    let start = match starts.as_slice() {
-        [] => "earliest".to_string(),
-        [s] => s.clone(),
-        _ => return Err("give one start --offset (and at most one e@TIME)".into()),
-    };
-    Ok((start, to_time, stop_at_first || !ends.is_empty()))
+fn produce(args: tools::produce::ProduceArgs) -> Result<(), String> {
+    let topic = args.topic.clone();
+    run_tool(async move {
+        let n = tools::produce::run(args, &mut std::io::stdin().lock()).await?;
+        eprintln!("produced {n} records to {topic}");
+        Ok(())
+    })
+}
+
+fn consume(args: tools::consume::ConsumeArgs) -> Result<(), String> {
+    run_tool(async move {
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        let summary = tools::consume::run(args, &mut out).await?;
+        drop(out);
+        eprint!("{summary}");
+        Ok(())
+    })
 }
 
 /// Runs a tool's future on a small unpinned glommio executor.
@@ -147,199 +145,7 @@ fn exit_on_panic() {
     }));
 }
 
-fn topics(args: TopicsArgs, timeout_ms: u64) -> Result<(), String> {
-    let TopicsArgs {
-        action,
-        server: ServerAddr { bootstrap },
-        topic,
-        partitions,
-        partition,
-        configs,
-        delete_configs,
-    } = args;
-    let args = tools::topics::TopicsArgs {
-        bootstrap,
-        timeout_ms,
-        action,
-        topic,
-        partitions,
-        partition,
-        configs,
-        delete_configs,
-    };
-    run_tool(async move { tools::topics::run(args, &mut std::io::stdout().lock()).await })
-}
-
-fn delete_records(args: DeleteRecordsArgs, timeout_ms: u64) -> Result<(), String> {
-    let DeleteRecordsArgs {
-        server: ServerAddr { bootstrap },
-        topic,
-        partition,
-        offset,
-        offset_json_file,
-    } = args;
-    let targets = match (offset_json_file, topic, offset) {
-        (Some(file), _, _) => tools::delete_records::targets_from_file(&file),
-        (None, Some(topic), Some(offset)) => Ok(vec![(topic, partition, offset)]),
-        _ => Err("give --topic and --offset, or --offset-json-file".to_string()),
-    };
-    run_tool(async move {
-        let args = tools::delete_records::DeleteRecordsArgs {
-            bootstrap,
-            timeout_ms,
-            targets: targets?,
-        };
-        tools::delete_records::run(args, &mut std::io::stdout().lock()).await
-    })
-}
-
-fn timestamps(args: TimestampsArgs, timeout_ms: u64) -> Result<(), String> {
-    let TimestampsArgs {
-        server: ServerAddr { bootstrap },
-        topic,
-        from_time,
-        to_time,
-        deep,
-        json,
-    } = args;
-    let args = tools::timestamps::TimestampsArgs {
-        bootstrap,
-        timeout_ms,
-        topic,
-        from_time,
-        to_time,
-        deep,
-        json,
-    };
-    run_tool(async move { tools::timestamps::run(args, &mut std::io::stdout().lock()).await })
-}
-
-fn produce(args: ProduceArgs, timeout_ms: u64) -> Result<(), String> {
-    let ProduceArgs {
-        server: ServerAddr { bootstrap },
-        topic,
-        partition,
-        acks,
-        key_separator,
-        timestamp_separator,
-        batch_records,
-        null_empty,
-        headers,
-        compression_codec,
-    } = args;
-    let headers = headers
-        .iter()
-        .map(|h| tools::produce::parse_header(h))
-        .collect::<Result<Vec<_>, String>>()?;
-    let args = tools::produce::ProduceArgs {
-        bootstrap,
-        timeout_ms,
-        topic: topic.clone(),
-        partition,
-        acks,
-        key_separator,
-        null_empty,
-        headers,
-        timestamp_separator,
-        batch_records,
-        compression: compression_codec,
-    };
-    run_tool(async move {
-        let n = tools::produce::run(args, &mut std::io::stdin().lock()).await?;
-        eprintln!("produced {n} records to {topic}");
-        Ok(())
-    })
-}
-
-fn consume(args: ConsumeArgs, timeout_ms: u64) -> Result<(), String> {
-    let ConsumeArgs {
-        server: ServerAddr { bootstrap },
-        topic,
-        partition,
-        offset,
-        from_time,
-        to_time,
-        max_records,
-        format,
-        follow,
-        print_null,
-        stop_at_first,
-        max_lateness_ms,
-        settle_records,
-        time_zone,
-        group,
-        commit_interval_ms,
-    } = args;
-    let (offset, to_time, stop_at_first) = kcat_offsets(offset, to_time, stop_at_first)?;
-    let args = tools::consume::ConsumeArgs {
-        bootstrap,
-        timeout_ms,
-        topic,
-        partition,
-        offset,
-        from_time,
-        to_time,
-        max_records,
-        format,
-        follow,
-        print_null,
-        stop_at_first,
-        max_lateness_ms,
-        settle_records,
-        time_zone,
-        group,
-        commit_interval_ms,
-    };
-    run_tool(async move {
-        let stdout = std::io::stdout();
-        let mut out = std::io::BufWriter::new(stdout.lock());
-        let summary = tools::consume::run(args, &mut out).await?;
-        drop(out);
-        eprint!("{summary}");
-        Ok(())
-    })
-}
-
-fn get_offsets(args: GetOffsetsArgs, timeout_ms: u64) -> Result<(), String> {
-    let GetOffsetsArgs {
-        server: ServerAddr { bootstrap },
-        topic,
-        partitions,
-        topic_partitions,
-        time,
-        show_timestamp,
-    } = args;
-    let args = tools::get_offsets::GetOffsetsArgs {
-        bootstrap,
-        timeout_ms,
-        topic,
-        partitions,
-        topic_partitions,
-        time,
-        show_timestamp,
-    };
-    run_tool(async move { tools::get_offsets::run(args, &mut std::io::stdout().lock()).await })
-}
-
-fn dump_log(args: DumpLogArgs) -> Result<(), String> {
-    let DumpLogArgs {
-        files,
-        deep_iteration,
-        print_data_log,
-        index_sanity_check,
-        verify_index_only,
-        skip_record_metadata,
-        max_message_size,
-    } = args;
-    let opts = tools::dump_log::DumpOptions {
-        files,
-        deep_iteration: deep_iteration || skip_record_metadata,
-        print_data_log,
-        index_sanity_check,
-        verify_index_only,
-        skip_record_metadata,
-        max_message_size,
-    };
+fn dump_log(opts: tools::dump_log::DumpOptions) -> Result<(), String> {
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     match tools::dump_log::run(&opts, &mut stdout.lock(), &mut stderr.lock()) {
@@ -349,10 +155,18 @@ fn dump_log(args: DumpLogArgs) -> Result<(), String> {
     }
 }
 
+/// Runs a tool that writes its report to stdout.
+fn to_stdout<F>(tool: impl FnOnce(std::io::StdoutLock<'static>) -> F) -> Result<(), String>
+where
+    F: std::future::Future<Output = Result<(), String>>,
+{
+    run_tool(async move { tool(std::io::stdout().lock()).await })
+}
+
 fn crash_check(action: CrashCheckAction) -> Result<(), String> {
     match action {
         CrashCheckAction::Produce {
-            server: ServerAddr { bootstrap },
+            server: tools::ServerAddr { bootstrap, .. },
             topic,
             acks_file,
             connections,
@@ -372,7 +186,7 @@ fn crash_check(action: CrashCheckAction) -> Result<(), String> {
             Ok(())
         }),
         CrashCheckAction::Verify {
-            server: ServerAddr { bootstrap },
+            server: tools::ServerAddr { bootstrap, .. },
             topic,
             acks_file,
         } => run_tool(async move {
@@ -400,11 +214,20 @@ fn main() -> ExitCode {
     let result: Result<(), String> = match cli.command {
         Command::Serve(args) => serve(args),
         Command::ConsumerGroups(args) => consumer_groups(*args, timeout_ms),
-        Command::Topics(args) => topics(args, timeout_ms),
-        Command::DeleteRecords(args) => delete_records(args, timeout_ms),
-        Command::Timestamps(args) => timestamps(args, timeout_ms),
+        Command::Topics(mut args) => {
+            args.server.timeout_ms = timeout_ms;
+            to_stdout(|mut out| async move { tools::topics::run(args, &mut out).await })
+        }
+        Command::DeleteRecords(mut args) => {
+            args.server.timeout_ms = timeout_ms;
+            to_stdout(|mut out| async move { tools::delete_records::run(args, &mut out).await })
+        }
+        Command::Timestamps(mut args) => {
+            args.server.timeout_ms = timeout_ms;
+            to_stdout(|mut out| async move { tools::timestamps::run(args, &mut out).await })
+        }
         Command::LogDirs {
-            server: ServerAddr { bootstrap },
+            server: tools::ServerAddr { bootstrap, .. },
             topic_list,
         } => run_tool(async move {
             tools::log_dirs::run(
@@ -415,9 +238,18 @@ fn main() -> ExitCode {
             )
             .await
         }),
-        Command::Produce(args) => produce(args, timeout_ms),
-        Command::Consume(args) => consume(args, timeout_ms),
-        Command::GetOffsets(args) => get_offsets(args, timeout_ms),
+        Command::Produce(mut args) => {
+            args.server.timeout_ms = timeout_ms;
+            produce(args)
+        }
+        Command::Consume(mut args) => {
+            args.server.timeout_ms = timeout_ms;
+            consume(args)
+        }
+        Command::GetOffsets(mut args) => {
+            args.server.timeout_ms = timeout_ms;
+            to_stdout(|mut out| async move { tools::get_offsets::run(args, &mut out).await })
+        }
         Command::CrashCheck { action } => crash_check(action),
         Command::DumpLog(args) => dump_log(args),
     };

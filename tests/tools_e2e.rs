@@ -11,7 +11,7 @@ use common::*;
 use shardlog::client::Client;
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::protocol::ACKS_LEADER;
-use shardlog::tools::{consume, get_offsets};
+use shardlog::tools::{consume, get_offsets, ServerAddr};
 
 #[derive(Clone, Debug)]
 struct Sent {
@@ -110,8 +110,7 @@ fn get_offsets_and_time_windows_match_brute_force() {
             let mut out = Vec::new();
             get_offsets::run(
                 get_offsets::GetOffsetsArgs {
-                    timeout_ms: 30_000,
-                    bootstrap: b,
+                    server: ServerAddr::new(b, 30_000),
                     topic: Some("events".into()),
                     partitions: None,
                     topic_partitions: None,
@@ -133,11 +132,10 @@ fn get_offsets_and_time_windows_match_brute_force() {
             let mut out = Vec::new();
             consume::run(
                 consume::ConsumeArgs {
-                    timeout_ms: 30_000,
-                    bootstrap: b,
+                    server: ServerAddr::new(b, 30_000),
                     topic: "events".into(),
                     partition: None,
-                    offset: "earliest".into(),
+                    offset: vec!["earliest".into()],
                     from_time: Some(t.to_string()),
                     to_time: Some(to.to_string()),
                     max_records: None,

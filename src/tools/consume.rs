@@ -15,35 +15,91 @@ use crate::format::Record;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 use crate::protocol::ErrorCode;
 
+#[derive(clap::Args, Debug, Clone)]
 pub struct ConsumeArgs {
-    pub bootstrap: String,
-    /// Connect and per-request timeout.
-    pub timeout_ms: u64,
+    #[command(flatten)]
+    pub server: super::ServerAddr,
+    /// Topic name.
+    #[arg(long)]
     pub topic: String,
+    /// Partition [default: all; produce: by key (murmur2), round-robin without one].
+    #[arg(long)]
     pub partition: Option<i32>,
-    /// kcat's `-o`: N, -N (N before the end), `s@TIME`, `beginning`/`earliest`,
-    /// `end`/`latest`.
-    pub offset: String,
+    /// kcat's -o: N, -N (N before the end of each partition), s@TIME, beginning or
+    /// earliest, end or latest; e@TIME (given as a second -o) ends at the first record
+    /// with timestamp >= TIME, as --to-time TIME --stop-at-first.
+    #[arg(
+        long,
+        short = 'o',
+        default_value = "earliest",
+        allow_hyphen_values = true
+    )]
+    pub offset: Vec<String>,
+    /// Start at each partition's first record with timestamp >= this (ms or ISO-8601;
+    /// no zone means UTC).
+    #[arg(long)]
     pub from_time: Option<String>,
+    /// Print only records with timestamp < this (ms or ISO-8601; no zone means UTC).
+    #[arg(long)]
     pub to_time: Option<String>,
+    /// Stop after printing this many records (0 prints none).
+    #[arg(long)]
     pub max_records: Option<u64>,
+    /// kcat tokens: %t %p %o %T (epoch ms) %I (ISO-8601 in --time-zone) %k %s %h %K %S
+    /// (lengths, -1 null) %R \n \t.
+    #[arg(long, default_value = "%s\\n")]
     pub format: String,
+    /// Keep waiting for new records instead of exiting at the end of the log.
+    #[arg(long)]
     pub follow: bool,
-    /// kcat's -Z: print a null key or value as `NULL` (otherwise as nothing).
+    /// kcat's -Z: print a null key or value as NULL (default: nothing).
+    #[arg(short = 'Z', long)]
     pub print_null: bool,
-    /// kcat's end of a window: the first record with timestamp >= to-time.
+    /// End each partition's window at its first record with timestamp >= --to-time
+    /// (kcat's rule; late records after it are missed).
+    #[arg(long)]
     pub stop_at_first: bool,
-    /// Window end: how late a record may be and still be waited for.
+    /// Exact windows: wait for records up to this much later than --to-time.
+    #[arg(long, default_value_t = 3_600_000)]
     pub max_lateness_ms: i64,
-    /// Window end: consecutive records past to-time + max-lateness that end it.
+    /// Exact windows: a partition ends after this many records in a row at or past
+    /// --to-time + --max-lateness-ms (an isolated future-dated record does not end it).
+    #[arg(long, default_value_t = 1000)]
     pub settle_records: u64,
-    /// Zone of `%I`: UTC, Z, +08, +0800, +08:00.
+    /// Zone for %I: UTC, Z, +08, +0800 or +08:00.
+    #[arg(long, default_value = "UTC", allow_hyphen_values = true)]
     pub time_zone: String,
-    /// Kafka's console consumer --group: start from the group's committed offsets (where it
-    /// has them) and commit the position as it goes and on exit.
+    /// Kafka's console consumer --group: resume from the group's committed offsets and
+    /// commit the position as records print and on exit (the group must have no
+    /// members; Kafka clients join groups through the Kafka listener).
+    #[arg(long)]
     pub group: Option<String>,
     /// How often the position is committed while following.
+    #[arg(long, default_value_t = 5000)]
     pub commit_interval_ms: u64,
+}
+
+impl ConsumeArgs {
+    /// kcat's `-o` values resolved: one start (N, -N, s@TIME, beginning, end) and at most
+    /// one e@TIME, which is `--to-time TIME --stop-at-first`. Returns the start.
+    fn resolve_kcat_offsets(&mut self) -> Result<String, String> {
+        let (ends, starts): (Vec<String>, Vec<String>) = std::mem::take(&mut self.offset)
+            .into_iter()
+            .partition(|o| o.starts_with("e@"));
+        match (ends.as_slice(), self.to_time.take()) {
+            ([], t) => self.to_time = t,
+            ([e], None) => self.to_time = Some(e[2..].to_string()),
+            _ => return Err("give at most one e@TIME, and not together with --to-time".into()),
+        }
+        self.stop_at_first |= !ends.is_empty();
+        let start = match starts.as_slice() {
+            [] => "earliest".to_string(),
+            [s] => s.clone(),
+            _ => return Err("give one start --offset (and at most one e@TIME)".into()),
+        };
+        self.offset = vec![start.clone()];
+        Ok(start)
+    }
 }
 
 const FETCH_BYTES: i32 = 1 << 20;
@@ -121,12 +177,12 @@ fn is_transient(e: &ClientError) -> bool {
 async fn reconnect(args: &ConsumeArgs, cause: &ClientError) -> crate::client::Client {
     eprintln!(
         "lost the server ({cause}); reconnecting to {}",
-        args.bootstrap
+        args.server.bootstrap
     );
     loop {
         glommio::timer::sleep(Duration::from_secs(1)).await;
-        if let Ok(c) = super::connect(&args.bootstrap, args.timeout_ms).await {
-            eprintln!("reconnected to {}", args.bootstrap);
+        if let Ok(c) = super::connect(&args.server.bootstrap, args.server.timeout_ms).await {
+            eprintln!("reconnected to {}", args.server.bootstrap);
             return c;
         }
     }
@@ -206,9 +262,10 @@ struct Cursor {
 }
 
 /// Prints the records; returns the summary for stderr.
-pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummary, String> {
+pub async fn run(mut args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummary, String> {
+    let start = args.resolve_kcat_offsets()?;
     let (from, to) = parse_window(args.from_time.as_deref(), args.to_time.as_deref())?;
-    let start_at = parse_start(&args.offset)?;
+    let start_at = parse_start(&start)?;
     if args.settle_records == 0 || args.max_lateness_ms < 0 {
         return Err("--settle-records must be at least 1 and --max-lateness-ms at least 0".into());
     }
@@ -231,7 +288,7 @@ pub async fn run(args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSummar
         printed: 0,
         limit: args.max_records.unwrap_or(u64::MAX),
     };
-    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
+    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
     let partitions = select_partitions(&mut client, &args).await?;
     let committed = committed_offsets(&mut client, &args, &args.topic).await?;
     let mut summary = ConsumeSummary::default();

@@ -4,11 +4,37 @@
 use std::io::Write;
 use std::path::Path;
 
+#[derive(clap::Args, Debug, Clone)]
 pub struct DeleteRecordsArgs {
-    pub bootstrap: String,
-    pub timeout_ms: u64,
-    /// (topic, partition, offset); offset -1 means the log end.
-    pub targets: Vec<(String, i32, i64)>,
+    #[command(flatten)]
+    pub server: super::ServerAddr,
+    /// Topic name.
+    #[arg(long, required_unless_present = "offset_json_file")]
+    pub topic: Option<String>,
+    /// Partition [default: all; produce: by key (murmur2), round-robin without one].
+    #[arg(long, default_value_t = 0)]
+    pub partition: i32,
+    /// New log start offset (-1: the log end).
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        required_unless_present = "offset_json_file"
+    )]
+    pub offset: Option<i64>,
+    /// Kafka's JSON: {"partitions":[{"topic":"t","partition":0,"offset":3}],"version":1}.
+    #[arg(long, conflicts_with_all = ["topic", "offset"])]
+    pub offset_json_file: Option<std::path::PathBuf>,
+}
+
+impl DeleteRecordsArgs {
+    /// (topic, partition, offset) to move; offset -1 means the log end.
+    pub fn targets(&self) -> Result<Vec<(String, i32, i64)>, String> {
+        match (&self.offset_json_file, &self.topic, self.offset) {
+            (Some(file), _, _) => targets_from_file(file),
+            (None, Some(topic), Some(offset)) => Ok(vec![(topic.clone(), self.partition, offset)]),
+            _ => Err("give --topic and --offset, or --offset-json-file".to_string()),
+        }
+    }
 }
 
 /// Reads Kafka's offset JSON file:
@@ -47,10 +73,11 @@ fn parse_targets(text: &str) -> Result<Vec<(String, i32, i64)>, String> {
 }
 
 pub async fn run(args: DeleteRecordsArgs, out: &mut dyn Write) -> Result<(), String> {
-    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
+    let targets = args.targets()?;
+    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
     writeln!(out, "Records delete operation completed:").map_err(|e| e.to_string())?;
     let mut failed = 0;
-    for (topic, partition, offset) in args.targets {
+    for (topic, partition, offset) in targets {
         let line = match client.delete_records(&topic, partition, offset).await {
             Ok(low) => format!("partition: {topic}-{partition}\tlow_watermark: {low}"),
             Err(e) => {

@@ -20,21 +20,29 @@ use std::cell::RefCell;
 /// Bytes Kafka needs to see before it trusts a batch's framing (offset, length, epoch, magic).
 const HEADER_SIZE_UP_TO_MAGIC: usize = 17;
 
-#[derive(Debug, Clone)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct DumpOptions {
+    /// Comma-separated list of files to dump.
+    #[arg(long, value_delimiter = ',', required = true)]
     pub files: Vec<PathBuf>,
-    /// Print every record, not only batch headers (implied by `print_data_log`).
+    /// Print every record, not only batch headers.
+    #[arg(long)]
     pub deep_iteration: bool,
-    /// Print keys and payloads.
+    /// Print record keys and payloads (implies --deep-iteration).
+    #[arg(long)]
     pub print_data_log: bool,
-    /// Only run the index sanity check.
+    /// Only check that index files pass the sanity check (exit 1 if one fails).
+    #[arg(long)]
     pub index_sanity_check: bool,
-    /// Check index files against the log without printing their entries.
+    /// Check index files against their .log without printing the entries.
+    #[arg(long)]
     pub verify_index_only: bool,
-    /// Print records' keys and payloads without their metadata.
+    /// Print records' keys and payloads only, without offsets, times and sizes (implies
+    /// --deep-iteration).
+    #[arg(long)]
     pub skip_record_metadata: bool,
-    /// Largest batch read (Kafka's --max-message-size); a larger one is reported and ends
-    /// the file's dump.
+    /// Largest batch to read; a larger one is reported (exit 1).
+    #[arg(long, default_value_t = DEFAULT_MAX_MESSAGE_SIZE)]
     pub max_message_size: usize,
 }
 
@@ -123,7 +131,7 @@ fn sibling_log(path: &Path) -> Option<LogWindow> {
 pub fn run(opts: &DumpOptions, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<bool> {
     let mut findings = Findings::default();
     let mut ok = true;
-    let deep = opts.deep_iteration || opts.print_data_log;
+    let deep = opts.deep_iteration || opts.print_data_log || opts.skip_record_metadata;
     for file in &opts.files {
         writeln!(out, "Dumping {}", file.display())?;
         let name = file

@@ -11,16 +11,24 @@ use regex::Regex;
 
 use super::time_arg::parse_offset_target;
 
+#[derive(clap::Args, Debug, Clone)]
 pub struct GetOffsetsArgs {
-    pub bootstrap: String,
-    /// Connect and per-request timeout.
-    pub timeout_ms: u64,
-    /// A topic name or regular expression; `None`: every topic.
+    #[command(flatten)]
+    pub server: super::ServerAddr,
+    /// A topic name or regular expression [default: every topic].
+    #[arg(long)]
     pub topic: Option<String>,
+    /// Comma-separated partitions [default: all].
+    #[arg(long, value_delimiter = ',')]
     pub partitions: Option<Vec<i32>>,
-    /// Kafka's `--topic-partitions`: `t1:0-3,t2:1,t3`.
+    /// Kafka's list of topic[:N | N-M | N- | -M], e.g. orders:0-3,logs.*
+    #[arg(long)]
     pub topic_partitions: Option<String>,
+    /// ms, ISO-8601 (no zone means UTC), earliest/-2, latest/-1 or max-timestamp/-3.
+    #[arg(long, default_value = "latest", allow_hyphen_values = true)]
     pub time: String,
+    /// Append the found record's timestamp.
+    #[arg(long)]
     pub show_timestamp: bool,
 }
 
@@ -76,7 +84,7 @@ fn selectors(args: &GetOffsetsArgs) -> Result<Vec<Selector>, String> {
 pub async fn run(args: GetOffsetsArgs, out: &mut dyn Write) -> Result<(), String> {
     let target = parse_offset_target(&args.time)?;
     let selectors = selectors(&args)?;
-    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
+    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
     let md = client.metadata(None).await.map_err(|e| e.to_string())?;
     // (topic, partition) pairs, sorted.
     let mut chosen: Vec<(String, i32)> = Vec::new();

@@ -18,6 +18,34 @@ pub mod topics;
 use crate::client::{Client, ClientError};
 use crate::protocol::TopicMetadata;
 
+/// The global --timeout-ms's default.
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
+/// The server a tool talks to: every tool's arguments flatten it.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServerAddr {
+    /// Server address (Kafka's --bootstrap-server, kcat's -b).
+    #[arg(
+        long,
+        short = 'b',
+        visible_alias = "bootstrap-server",
+        default_value = "127.0.0.1:7411"
+    )]
+    pub bootstrap: String,
+    /// Connect and per-request timeout: the command line's global --timeout-ms.
+    #[arg(skip = DEFAULT_TIMEOUT_MS)]
+    pub timeout_ms: u64,
+}
+
+impl ServerAddr {
+    pub fn new(bootstrap: impl Into<String>, timeout_ms: u64) -> Self {
+        ServerAddr {
+            bootstrap: bootstrap.into(),
+            timeout_ms,
+        }
+    }
+}
+
 /// Connects to a server; `timeout_ms` bounds the connect and every request.
 pub(crate) async fn connect(bootstrap: &str, timeout_ms: u64) -> Result<Client, String> {
     let timeout = std::time::Duration::from_millis(timeout_ms.max(1));

@@ -12,23 +12,49 @@ use crate::format::compression::Codec;
 use crate::format::{BatchBuilder, RecordSpec};
 use crate::protocol::{ACKS_ALL, ACKS_LEADER, ACKS_NONE};
 
+#[derive(clap::Args, Debug, Clone)]
 pub struct ProduceArgs {
-    pub bootstrap: String,
-    /// Connect and per-request timeout.
-    pub timeout_ms: u64,
+    #[command(flatten)]
+    pub server: super::ServerAddr,
+    /// Topic name.
+    #[arg(long)]
     pub topic: String,
+    /// Partition [default: all; produce: by key (murmur2), round-robin without one].
+    #[arg(long)]
     pub partition: Option<i32>,
+    /// 0, 1 or all.
+    #[arg(long, default_value = "1")]
     pub acks: String,
+    /// Split each line into key and value at this separator.
+    #[arg(long)]
     pub key_separator: Option<String>,
-    /// kcat's -Z: an empty value is sent as null (a tombstone), an empty key as no key.
-    pub null_empty: bool,
-    /// kcat's -H name=value: headers every record gets.
-    pub headers: Vec<(String, String)>,
+    /// Each line starts with the record's CreateTime (epoch ms or ISO-8601) and this
+    /// separator.
+    #[arg(long)]
     pub timestamp_separator: Option<String>,
-    /// Records per batch (at most; a batch also stops at 1 MiB).
+    /// Records per batch (a batch also ends at 1 MiB).
+    #[arg(long, default_value_t = 1000)]
     pub batch_records: usize,
-    /// Codec of every batch (Kafka's console producer --compression-codec).
+    /// kcat's -Z: send an empty value as null (a tombstone) and an empty key as no key.
+    #[arg(short = 'Z', long)]
+    pub null_empty: bool,
+    /// kcat's -H name=value: a header on every record (repeatable).
+    #[arg(short = 'H', long = "header", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
+    /// Compress batches: none, gzip, snappy, lz4 or zstd.
+    #[arg(
+        long = "compression-codec",
+        value_name = "COMPRESSION_CODEC",
+        default_value = "none",
+        value_parser = parse_codec
+    )]
     pub compression: Codec,
+}
+
+/// Parses `--compression-codec`.
+pub fn parse_codec(name: &str) -> Result<Codec, String> {
+    Codec::from_name(name)
+        .ok_or_else(|| format!("{name:?} is not one of none, gzip, snappy, lz4, zstd"))
 }
 
 const MAX_BATCH_BYTES: usize = 1 << 20;
@@ -220,7 +246,7 @@ fn warn_if_suspicious(n: usize, line: &Line, warned: &mut bool) {
 
 pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, String> {
     let acks = parse_acks(&args.acks)?;
-    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
+    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
     let meta = super::topic_metadata(&mut client, &args.topic).await?;
     let partitions = meta.partitions.len() as u32;
     if let Some(p) = args.partition {

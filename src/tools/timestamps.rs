@@ -18,13 +18,24 @@ use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 const YEAR_2000_MS: i64 = 946_684_800_000;
 const FETCH_BYTES: i32 = 1 << 20;
 
+#[derive(clap::Args, Debug, Clone)]
 pub struct TimestampsArgs {
-    pub bootstrap: String,
-    pub timeout_ms: u64,
+    #[command(flatten)]
+    pub server: super::ServerAddr,
+    /// Topic name.
+    #[arg(long)]
     pub topic: String,
+    /// Only timestamps >= this (ms or ISO-8601; no zone means UTC).
+    #[arg(long)]
     pub from_time: Option<String>,
+    /// Only timestamps < this (ms or ISO-8601; no zone means UTC).
+    #[arg(long)]
     pub to_time: Option<String>,
+    /// Decode every record (default: one maxTimestamp per batch, from its header).
+    #[arg(long)]
     pub deep: bool,
+    /// JSON instead of a table.
+    #[arg(long)]
     pub json: bool,
 }
 
@@ -99,7 +110,7 @@ fn observe_batch(
 
 pub async fn run(args: TimestampsArgs, out: &mut dyn Write) -> Result<(), String> {
     let (from, to) = parse_window(args.from_time.as_deref(), args.to_time.as_deref())?;
-    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
+    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
     let meta = super::topic_metadata(&mut client, &args.topic).await?;
     let ts_type = meta
         .configs

@@ -20,18 +20,25 @@ pub enum TopicsAction {
     Maintain,
 }
 
+#[derive(clap::Args, Debug, Clone)]
 pub struct TopicsArgs {
-    pub bootstrap: String,
-    /// Connect and per-request timeout.
-    pub timeout_ms: u64,
     pub action: TopicsAction,
+    #[command(flatten)]
+    pub server: super::ServerAddr,
+    /// Topic name.
+    #[arg(long)]
     pub topic: Option<String>,
+    /// Number of partitions (create).
+    #[arg(long, default_value_t = 1)]
     pub partitions: i32,
-    /// For roll: one partition (default: all).
+    /// roll: only this partition [default: all].
+    #[arg(long)]
     pub partition: Option<i32>,
-    /// `key=value` strings.
+    /// Topic config as key=value (repeatable).
+    #[arg(long = "config")]
     pub configs: Vec<String>,
-    /// Keys to return to their defaults (alter).
+    /// alter: return this config to its default (repeatable).
+    #[arg(long = "delete-config")]
     pub delete_configs: Vec<String>,
 }
 
@@ -50,7 +57,7 @@ fn io(e: std::io::Error) -> String {
 }
 
 pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
-    let mut client = super::connect(&args.bootstrap, args.timeout_ms).await?;
+    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
     let need_topic = || {
         args.topic
             .clone()
