@@ -2,7 +2,6 @@
 //! table for the two places that answer in Kafka's terms: the Kafka front end (as
 //! `kafka::errors`) and the group coordinator, which implements Kafka's group protocol.
 
-use crate::groups::code::GroupCode;
 use crate::protocol::ErrorCode;
 
 pub const NONE: i16 = 0;
@@ -80,54 +79,5 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::UnsupportedApiKey | E::UnsupportedVersion => UNSUPPORTED_VERSION,
         E::AdminNotAllowed => CLUSTER_AUTHORIZATION_FAILED,
         E::Internal | E::TooManyConnections => UNKNOWN_SERVER_ERROR,
-    }
-}
-
-/// Kafka's number for a group coordinator's answer.
-pub fn group_code(code: GroupCode) -> i16 {
-    use GroupCode as G;
-    match code {
-        G::None => NONE,
-        G::CoordinatorLoadInProgress => COORDINATOR_LOAD_IN_PROGRESS,
-        G::CoordinatorNotAvailable => COORDINATOR_NOT_AVAILABLE,
-        G::NotCoordinator => NOT_COORDINATOR,
-        G::InvalidGroupId => INVALID_GROUP_ID,
-        G::IllegalGeneration => ILLEGAL_GENERATION,
-        G::InconsistentGroupProtocol => INCONSISTENT_GROUP_PROTOCOL,
-        G::UnknownMemberId => UNKNOWN_MEMBER_ID,
-        G::InvalidSessionTimeout => INVALID_SESSION_TIMEOUT,
-        G::RebalanceInProgress => REBALANCE_IN_PROGRESS,
-        G::NonEmptyGroup => NON_EMPTY_GROUP,
-        G::GroupIdNotFound => GROUP_ID_NOT_FOUND,
-        G::GroupSubscribedToTopic => GROUP_SUBSCRIBED_TO_TOPIC,
-        G::MemberIdRequired => MEMBER_ID_REQUIRED,
-        G::UnknownTopicOrPartition => UNKNOWN_TOPIC_OR_PARTITION,
-        G::OffsetMetadataTooLarge => OFFSET_METADATA_TOO_LARGE,
-        G::Log(engine) => kafka_code(engine, true),
-    }
-}
-
-/// The native code for a group coordinator's answer (native clients commit from outside
-/// any group, so a group's membership codes mean "it is active"); the offsets log's own
-/// error passes through unchanged.
-pub fn native_group_code(code: GroupCode) -> ErrorCode {
-    use GroupCode as G;
-    match code {
-        G::None => ErrorCode::None,
-        G::UnknownTopicOrPartition => ErrorCode::UnknownTopic,
-        G::UnknownMemberId
-        | G::IllegalGeneration
-        | G::RebalanceInProgress
-        | G::NonEmptyGroup
-        | G::GroupSubscribedToTopic => ErrorCode::GroupNotEmpty,
-        G::GroupIdNotFound => ErrorCode::GroupNotFound,
-        G::InvalidGroupId | G::OffsetMetadataTooLarge => ErrorCode::InvalidRequest,
-        G::CoordinatorLoadInProgress | G::CoordinatorNotAvailable | G::NotCoordinator => {
-            ErrorCode::NotReady
-        }
-        G::Log(engine) => engine,
-        G::InconsistentGroupProtocol | G::InvalidSessionTimeout | G::MemberIdRequired => {
-            ErrorCode::Internal
-        }
     }
 }

@@ -29,9 +29,11 @@ pub mod shard;
 pub mod tasks;
 pub mod time;
 pub mod tools;
+pub mod topic_partition;
 
 pub use config::LogConfig;
 pub use error::{Error, Result};
+pub use topic_partition::TopicPartition;
 pub mod client;
 pub mod protocol;
 pub mod server;

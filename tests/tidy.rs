@@ -9,7 +9,15 @@ use std::path::{Path, PathBuf};
 /// The floors, lowest first: a module may import from its own floor or below, never above.
 /// Cross-cutting leaves (time, tasks, alloc_guard, metrics) sit at the bottom.
 const FLOORS: &[&[&str]] = &[
-    &["format", "time", "tasks", "alloc_guard", "metrics", "error"],
+    &[
+        "format",
+        "time",
+        "tasks",
+        "alloc_guard",
+        "metrics",
+        "error",
+        "topic_partition",
+    ],
     &["io", "config"],
     &["log"],
     &["protocol", "kafka_codes"],
@@ -33,7 +41,7 @@ const STD_FS_OUTSIDE_IO: usize = 0;
 const BACK_ARROWS: usize = 0;
 const OPEN_PUBLIC_ENUMS: usize = 0;
 /// Assertions of stated invariants in non-test code: may grow, never shrink.
-const MIN_ASSERTIONS: usize = 37;
+const MIN_ASSERTIONS: usize = 39;
 
 struct Source {
     /// Path relative to `src/`.

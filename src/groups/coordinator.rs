@@ -18,6 +18,7 @@ use super::ops::{GroupDescription, GroupOp, GroupReply, ListedGroup, OffsetToCom
 use super::records::{batch, Committed, OffsetRecord};
 use super::{membership, partition_for, OFFSETS_TOPIC};
 use crate::format::batch::{split_batches, RecordsSection};
+use crate::TopicPartition;
 
 #[derive(Default)]
 struct Coordinator {
@@ -243,7 +244,7 @@ async fn load_partition(shard: &Host, p: i32) -> Result<usize, String> {
 }
 
 fn apply(rec: OffsetRecord) {
-    let key = (rec.topic, rec.partition);
+    let key = TopicPartition::new(rec.topic, rec.partition);
     with_group(&rec.group, |g| match rec.value {
         Some(c) => {
             g.offsets.insert(key, c);
@@ -282,15 +283,15 @@ async fn expire_offsets(shard: &Host) {
                 let records = g
                     .offsets
                     .iter()
-                    .filter(|((topic, _), committed)| {
-                        shard.topic(topic).is_none()
+                    .filter(|(tp, committed)| {
+                        shard.topic(&tp.topic).is_none()
                             || (g.members.is_empty()
                                 && committed.commit_timestamp.saturating_add(retention) < now)
                     })
-                    .map(|((topic, p), _)| OffsetRecord {
+                    .map(|(tp, _)| OffsetRecord {
                         group: name.clone(),
-                        topic: topic.clone(),
-                        partition: *p,
+                        topic: tp.topic.clone(),
+                        partition: tp.partition,
                         value: None,
                     })
                     .collect::<Vec<_>>();
@@ -400,22 +401,22 @@ async fn write(shard: &Host, group: &str, records: &[OffsetRecord], now: i64) ->
 
 fn fetch_offsets(
     group: &str,
-    partitions: Option<Vec<(String, i32)>>,
+    partitions: Option<Vec<TopicPartition>>,
 ) -> Vec<(String, i32, Option<Committed>)> {
     COORDINATOR.with_borrow(|c| {
         let g = c.groups.get(group);
         match partitions {
             Some(ps) => ps
                 .into_iter()
-                .map(|(t, p)| {
-                    let found = g.and_then(|g| g.offsets.get(&(t.clone(), p)).cloned());
-                    (t, p, found)
+                .map(|tp| {
+                    let found = g.and_then(|g| g.offsets.get(&tp).cloned());
+                    (tp.topic, tp.partition, found)
                 })
                 .collect(),
             None => g.map_or(Vec::new(), |g| {
                 g.offsets
                     .iter()
-                    .map(|((t, p), c)| (t.clone(), *p, Some(c.clone())))
+                    .map(|(tp, c)| (tp.topic.clone(), tp.partition, Some(c.clone())))
                     .collect()
             }),
         }
@@ -439,14 +440,14 @@ fn describe(group: &str) -> GroupDescription {
 }
 
 /// Tombstones of every committed offset of the group (or of `only`).
-fn tombstones(group: &str, g: &Group, only: Option<&[(String, i32)]>) -> Vec<OffsetRecord> {
+fn tombstones(group: &str, g: &Group, only: Option<&[TopicPartition]>) -> Vec<OffsetRecord> {
     g.offsets
         .keys()
         .filter(|k| only.is_none_or(|o| o.contains(k)))
-        .map(|(t, p)| OffsetRecord {
+        .map(|tp| OffsetRecord {
             group: group.to_string(),
-            topic: t.clone(),
-            partition: *p,
+            topic: tp.topic.clone(),
+            partition: tp.partition,
             value: None,
         })
         .collect()
@@ -472,12 +473,12 @@ async fn delete(shard: &Host, group: &str) -> GroupCode {
 async fn delete_offsets(
     shard: &Host,
     group: &str,
-    partitions: Vec<(String, i32)>,
+    partitions: Vec<TopicPartition>,
 ) -> Vec<(String, i32, GroupCode)> {
     if !exists(group) {
         return partitions
             .into_iter()
-            .map(|(t, p)| (t, p, e::GROUP_ID_NOT_FOUND))
+            .map(|tp| (tp.topic, tp.partition, e::GROUP_ID_NOT_FOUND))
             .collect();
     }
     // Kafka refuses only partitions of topics the members subscribe to; members'
@@ -490,7 +491,7 @@ async fn delete_offsets(
     let Some(records) = records else {
         return partitions
             .into_iter()
-            .map(|(t, p)| (t, p, e::GROUP_SUBSCRIBED_TO_TOPIC))
+            .map(|tp| (tp.topic, tp.partition, e::GROUP_SUBSCRIBED_TO_TOPIC))
             .collect();
     };
     let written = write(shard, group, &records, crate::time::now_ms()).await;
@@ -499,6 +500,6 @@ async fn delete_offsets(
     }
     partitions
         .into_iter()
-        .map(|(t, p)| (t, p, written))
+        .map(|tp| (tp.topic, tp.partition, written))
         .collect()
 }

@@ -12,6 +12,7 @@ use glommio::channels::local_channel::LocalSender;
 use super::code::GroupCode;
 use super::ops::{JoinResponse, MemberDescription, SyncResponse};
 use super::records::Committed;
+use crate::TopicPartition;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -77,7 +78,7 @@ pub struct Group {
     pub members: BTreeMap<String, Member>,
     /// Member ids handed out with MEMBER_ID_REQUIRED, until they join (or expire).
     pub pending: HashMap<String, Instant>,
-    pub offsets: BTreeMap<(String, i32), Committed>,
+    pub offsets: BTreeMap<TopicPartition, Committed>,
     /// Wakes the running join phase when a member (re)joins or leaves.
     pub nudge: Option<LocalSender<()>>,
     /// Whether a session-expiry task watches the members.

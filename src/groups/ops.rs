@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use super::code::GroupCode;
 use super::records::Committed;
+use crate::TopicPartition;
 
 #[derive(Debug, Clone)]
 pub struct JoinRequest {
@@ -74,13 +75,13 @@ pub enum GroupOp {
     },
     /// `None`: every partition the group committed.
     FetchOffsets {
-        partitions: Option<Vec<(String, i32)>>,
+        partitions: Option<Vec<TopicPartition>>,
     },
     Describe,
     Delete,
     /// Remove the commits of these partitions (kafka-consumer-groups --delete-offsets).
     DeleteOffsets {
-        partitions: Vec<(String, i32)>,
+        partitions: Vec<TopicPartition>,
     },
 }
 

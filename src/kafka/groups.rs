@@ -5,11 +5,12 @@
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
-use super::errors::{self as e, group_code, kafka_code};
+use super::errors::{self as e, kafka_code};
 use super::{str_bytes, Context, NODE_ID};
 use crate::groups::code::GroupCode;
 use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, OffsetToCommit, SyncRequest};
 use crate::shard::group_routing::{list_all, route};
+use crate::TopicPartition;
 
 /// The type of every group here (KIP-848's "consumer" groups are not served).
 const GROUP_TYPE: &str = "classic";
@@ -116,7 +117,7 @@ pub async fn join(ctx: &Context<'_>, r: JoinGroupRequest) -> JoinGroupResponse {
         })
         .collect();
     let response = JoinGroupResponse::default()
-        .with_error_code(group_code(out.error))
+        .with_error_code(out.error.kafka())
         .with_generation_id(out.generation)
         .with_protocol_name(Some(str_bytes(out.protocol_name.unwrap_or_default())))
         .with_leader(str_bytes(out.leader))
@@ -155,7 +156,7 @@ pub async fn sync(ctx: &Context<'_>, r: SyncGroupRequest) -> SyncGroupResponse {
         Ok(other) => unexpected(other),
     };
     let response = SyncGroupResponse::default()
-        .with_error_code(group_code(out.error))
+        .with_error_code(out.error.kafka())
         .with_assignment(out.assignment);
     if ctx.version >= 5 {
         response
@@ -168,7 +169,7 @@ pub async fn sync(ctx: &Context<'_>, r: SyncGroupRequest) -> SyncGroupResponse {
 
 async fn code_of(ctx: &Context<'_>, group: &GroupId, op: GroupOp) -> i16 {
     match run(ctx, group, op).await {
-        Ok(GroupReply::Code(code)) | Err(code) => group_code(code),
+        Ok(GroupReply::Code(code)) | Err(code) => code.kafka(),
         Ok(other) => {
             tracing::error!(?other, "unexpected coordinator reply");
             e::UNKNOWN_SERVER_ERROR
@@ -278,7 +279,7 @@ fn commit_results(
                 .map(|(_, p, code)| {
                     offset_commit_response::OffsetCommitResponsePartition::default()
                         .with_partition_index(*p)
-                        .with_error_code(group_code(*code))
+                        .with_error_code(code.kafka())
                 })
                 .collect();
             offset_commit_response::OffsetCommitResponseTopic::default()
@@ -294,7 +295,7 @@ type FetchedOffset = (String, i32, i64, i32, String, i16);
 async fn fetch_group(
     ctx: &Context<'_>,
     group: &GroupId,
-    partitions: Option<Vec<(String, i32)>>,
+    partitions: Option<Vec<TopicPartition>>,
 ) -> (Vec<FetchedOffset>, i16) {
     let asked = partitions.clone();
     match run(ctx, group, GroupOp::FetchOffsets { partitions }).await {
@@ -309,11 +310,11 @@ async fn fetch_group(
             e::NONE,
         ),
         Ok(GroupReply::Code(code)) | Err(code) => {
-            let code = group_code(code);
+            let code = code.kafka();
             let rows = asked
                 .unwrap_or_default()
                 .into_iter()
-                .map(|(t, p)| (t, p, -1, -1, String::new(), code))
+                .map(|tp| (tp.topic, tp.partition, -1, -1, String::new(), code))
                 .collect();
             (rows, code)
         }
@@ -377,7 +378,7 @@ pub async fn offset_fetch(ctx: &Context<'_>, r: OffsetFetchRequest) -> OffsetFet
 }
 
 /// The (topic, partition) pairs a request names; `None` asks for all.
-fn named_partitions<'a, T: 'a>(topics: &'a Option<Vec<T>>) -> Option<Vec<(String, i32)>>
+fn named_partitions<'a, T: 'a>(topics: &'a Option<Vec<T>>) -> Option<Vec<TopicPartition>>
 where
     &'a T: NamedPartitions<'a>,
 {
@@ -385,7 +386,8 @@ where
         ts.iter()
             .flat_map(|t| {
                 let name = t.topic();
-                t.partitions().iter().map(move |p| (name.clone(), *p))
+                let partitions = t.partitions().iter();
+                partitions.map(move |p| TopicPartition::new(name.clone(), *p))
             })
             .collect()
     })
@@ -515,7 +517,7 @@ pub async fn describe_groups(
                     .with_protocol_data(str_bytes(g.protocol))
                     .with_members(members)
             }
-            Ok(GroupReply::Code(code)) | Err(code) => d.with_error_code(group_code(code)),
+            Ok(GroupReply::Code(code)) | Err(code) => d.with_error_code(code.kafka()),
             Ok(other) => unexpected(other),
         });
     }
@@ -536,19 +538,19 @@ pub async fn delete_groups(ctx: &Context<'_>, r: DeleteGroupsRequest) -> DeleteG
 }
 
 pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetDeleteResponse {
-    let partitions: Vec<(String, i32)> = r
+    let partitions: Vec<TopicPartition> = r
         .topics
         .iter()
         .flat_map(|t| {
             t.partitions
                 .iter()
-                .map(move |p| (text(&t.name.0), p.partition_index))
+                .map(move |p| TopicPartition::new(text(&t.name.0), p.partition_index))
         })
         .collect();
     let codes = match run(ctx, &r.group_id, GroupOp::DeleteOffsets { partitions }).await {
         Ok(GroupReply::PartitionCodes(c)) => c,
         Ok(GroupReply::Code(code)) | Err(code) => {
-            return OffsetDeleteResponse::default().with_error_code(group_code(code))
+            return OffsetDeleteResponse::default().with_error_code(code.kafka())
         }
         Ok(other) => unexpected(other),
     };
@@ -569,7 +571,7 @@ pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetD
                         .map(|c| {
                             offset_delete_response::OffsetDeleteResponsePartition::default()
                                 .with_partition_index(c.1)
-                                .with_error_code(group_code(c.2))
+                                .with_error_code(c.2.kafka())
                         })
                         .collect(),
                 )

@@ -5,7 +5,6 @@ use std::rc::Rc;
 
 use crate::groups::code::GroupCode;
 use crate::groups::ops::{GroupOp, GroupReply};
-use crate::kafka_codes::native_group_code;
 use crate::protocol::groups::GroupInfo;
 use crate::protocol::{ErrorCode, Request, ResponseBody};
 use crate::shard::group_routing::{list_all, route};
@@ -60,13 +59,10 @@ async fn commit(
         GroupReply::PartitionCodes(codes) => Ok(ResponseBody::OffsetCommit(
             codes
                 .into_iter()
-                .map(|(t, p, c)| (t, p, native_group_code(c)))
+                .map(|(t, p, c)| (t, p, c.native()))
                 .collect(),
         )),
-        GroupReply::Code(c) => Err((
-            native_group_code(c),
-            format!("committing for group {group:?}"),
-        )),
+        GroupReply::Code(c) => Err((c.native(), format!("committing for group {group:?}"))),
         other => Err(unexpected("OffsetCommit", other)),
     }
 }
@@ -81,7 +77,7 @@ async fn fetch(shard: &Rc<Shard>, group: String, topics: Option<Vec<String>>) ->
                 .filter_map(|(t, p, c)| c.map(|c| (t, p, c.offset, c.metadata)))
                 .collect(),
         )),
-        GroupReply::Code(c) => Err((native_group_code(c), format!("offsets of group {group:?}"))),
+        GroupReply::Code(c) => Err((c.native(), format!("offsets of group {group:?}"))),
         other => Err(unexpected("OffsetFetch", other)),
     }
 }
@@ -98,7 +94,7 @@ async fn describe(shard: &Rc<Shard>, group: String) -> Answer {
                 .map(|m| (m.member_id, m.client_id, m.client_host, m.assignment))
                 .collect(),
         })),
-        GroupReply::Code(c) => Err((native_group_code(c), format!("describing group {group:?}"))),
+        GroupReply::Code(c) => Err((c.native(), format!("describing group {group:?}"))),
         other => Err(unexpected("DescribeGroup", other)),
     }
 }
@@ -107,8 +103,8 @@ async fn delete(shard: &Rc<Shard>, group: String) -> Answer {
     match route(shard, group_id(&group)?, GroupOp::Delete).await? {
         GroupReply::Code(GroupCode::None) => Ok(ResponseBody::Empty),
         GroupReply::Code(c) => Err((
-            native_group_code(c),
-            match native_group_code(c) {
+            c.native(),
+            match c.native() {
                 ErrorCode::GroupNotEmpty => format!("group {group:?} has active members"),
                 ErrorCode::GroupNotFound => format!("no group {group:?}"),
                 _ => format!("deleting group {group:?}"),

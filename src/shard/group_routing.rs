@@ -48,9 +48,9 @@ pub async fn route(
 
 /// Every group of every shard.
 pub async fn list_all(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, (ErrorCode, String)> {
-    let loading = |code| {
+    let loading = |code: crate::groups::code::GroupCode| {
         let msg = "a coordinator is still loading its offsets partitions; retry shortly";
-        (crate::kafka_codes::native_group_code(code), msg.to_string())
+        (code.native(), msg.to_string())
     };
     let mut all = coordinator::list(&Shard::group_host(shard))
         .await

@@ -21,6 +21,7 @@ use crate::log::{partition_dir, partition_dir_name, OpenOptions, PartitionLog};
 use crate::protocol::ErrorCode;
 use crate::shard::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, ShardStats};
 use crate::shard::partition_actor::PartitionHandle;
+use crate::TopicPartition;
 
 /// A partition that takes longer than this to open is logged.
 const SLOW_OPEN: std::time::Duration = std::time::Duration::from_secs(1);
@@ -45,7 +46,7 @@ pub struct Shard {
     cancellable: RefCell<HashMap<(usize, u64), LocalSender<()>>>,
     next_id: Cell<u64>,
     topics: RefCell<BTreeMap<String, TopicMeta>>,
-    partitions: RefCell<HashMap<(String, u32), PartitionHandle>>,
+    partitions: RefCell<HashMap<TopicPartition, PartitionHandle>>,
     /// One topic creation or deletion at a time (used on the controller only).
     admin: Semaphore,
     /// Set once every partition this shard owns is open: until then partition requests get
@@ -309,7 +310,7 @@ impl Shard {
         let handle = self
             .partitions
             .borrow()
-            .get(&(topic.to_string(), partition))
+            .get(&TopicPartition::new(topic, partition as i32))
             .cloned();
         match handle {
             Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
@@ -485,7 +486,7 @@ impl Shard {
         waits
             .iter()
             .map(|(topic, p, after)| {
-                let h = partitions.get(&(topic.clone(), *p))?;
+                let h = partitions.get(&TopicPartition::new(&**topic, *p as i32))?;
                 Some((h.append_watch(), *after))
             })
             .collect()
@@ -650,7 +651,7 @@ impl Shard {
                 let h = self
                     .partitions
                     .borrow_mut()
-                    .remove(&(meta.name.clone(), p))?;
+                    .remove(&TopicPartition::new(&*meta.name, p as i32))?;
                 Some(crate::tasks::spawn(async move { (p, h.discard().await) }))
             })
             .collect();
@@ -697,7 +698,7 @@ impl Shard {
             .filter_map(|p| {
                 self.partitions
                     .borrow()
-                    .get(&(meta.name.clone(), p))
+                    .get(&TopicPartition::new(&*meta.name, p as i32))
                     .cloned()
             })
             .collect();
@@ -730,9 +731,10 @@ impl Shard {
             for t in log.recovery_truncations() {
                 tracing::warn!(file = %t.file.display(), position = t.position, bytes_dropped = t.bytes_dropped, reason = %t.reason, "recovery truncated a log");
             }
-            self.partitions
-                .borrow_mut()
-                .insert((meta.name.clone(), p), PartitionHandle::spawn(log));
+            self.partitions.borrow_mut().insert(
+                TopicPartition::new(&*meta.name, p as i32),
+                PartitionHandle::spawn(log),
+            );
         }
         Ok(OpOk::Done)
     }
@@ -835,12 +837,12 @@ impl Shard {
     pub async fn close_partitions(&self) -> usize {
         let handles: Vec<_> = self.partitions.borrow_mut().drain().collect();
         let mut failed = 0;
-        for ((topic, p), h) in handles {
+        for (tp, h) in handles {
             match h.close().await {
-                Ok(()) => tracing::debug!(topic = %topic, partition = p, "partition closed"),
+                Ok(()) => tracing::debug!(partition = %tp, "partition closed"),
                 Err(e) => {
                     failed += 1;
-                    tracing::error!(topic = %topic, partition = p, error = %e, "partition did not close cleanly");
+                    tracing::error!(partition = %tp, error = %e, "partition did not close cleanly");
                 }
             }
         }
