@@ -160,9 +160,10 @@ fn meta_path(data_dir: &Path, name: &str) -> PathBuf {
 
 impl TopicMeta {
     pub fn new(name: String, partitions: u32, config: TopicConfig, shards: u32) -> Self {
-        let owners = (0..partitions)
+        let owners: Vec<u32> = (0..partitions)
             .map(|p| owner_of(&name, p, shards))
             .collect();
+        debug_assert!(owners.iter().all(|&o| o < shards.max(1)));
         TopicMeta {
             name,
             config,

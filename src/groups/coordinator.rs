@@ -383,6 +383,8 @@ async fn write(shard: &Host, group: &str, records: &[OffsetRecord], now: i64) ->
     if records.is_empty() {
         return e::NONE;
     }
+    // A group's records all go to its own offsets partition.
+    debug_assert!(records.iter().all(|r| r.group == group));
     let Some(meta) = shard.topic(OFFSETS_TOPIC) else {
         return e::COORDINATOR_NOT_AVAILABLE;
     };

@@ -22,7 +22,9 @@ fn java_hash(s: &str) -> i32 {
 
 /// The offsets partition (and so the coordinator) of a group.
 pub fn partition_for(group: &str, partitions: usize) -> usize {
-    (java_hash(group).unsigned_abs() as usize) % partitions.max(1)
+    let p = (java_hash(group).unsigned_abs() as usize) % partitions.max(1);
+    debug_assert!(p < partitions.max(1));
+    p
 }
 
 #[cfg(test)]

@@ -93,6 +93,10 @@ impl PageCache {
         while self.pages.len() + staging_pages > self.budget_pages && self.pages.pop_lru().is_some()
         {
         }
+        // Cached pages never push the shard over its budget (staging alone may).
+        debug_assert!(
+            self.pages.is_empty() || self.pages.len() + staging_pages <= self.budget_pages
+        );
     }
 
     /// Grants an appender's staging buffer from the shard's budget: `full` bytes while

@@ -111,6 +111,11 @@ async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fet
         .map(|w| (w.topic.clone(), w.partition, w.offset, w.max_bytes))
         .collect();
     let results = crate::shard::by_owner::fetch_by_shard(ctx.shard, reads, limit).await;
+    debug_assert_eq!(
+        results.len(),
+        wanted.len(),
+        "one result per partition asked"
+    );
     let mut out = Vec::with_capacity(wanted.len());
     for (w, r) in wanted.iter().zip(results) {
         out.push(match r {

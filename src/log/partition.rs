@@ -689,7 +689,10 @@ impl PartitionLog {
         }
         for seg in &mut self.segments[first..] {
             if let Some(data) = seg.read(offset, max_bytes, at_least_one).await? {
-                return Ok(visible_prefix(data, log_end));
+                let visible = visible_prefix(data, log_end);
+                // Strict reads never exceed their bound; others by at most their first batch.
+                debug_assert!(at_least_one || visible.len() <= max_bytes);
+                return Ok(visible);
             }
         }
         Ok(ByteChain::default())
@@ -752,5 +755,6 @@ fn visible_prefix(data: ByteChain, visible_end: i64) -> ByteChain {
             _ => break,
         }
     }
+    debug_assert!(end <= data.len());
     data.slice(0, end)
 }

@@ -77,7 +77,7 @@ pub async fn produce(
         ShardOp::Partitions(ops)
     })
     .await;
-    let produced = names
+    let produced: Vec<Produced> = names
         .into_iter()
         .zip(results)
         .map(|((topic, partition), r)| match r {
@@ -104,6 +104,9 @@ pub async fn produce(
             },
         })
         .collect();
+    debug_assert!(produced
+        .iter()
+        .all(|p| p.error.is_some() || p.base_offset <= p.last_offset));
     Ok(ResponseBody::MultiProduce(produced))
 }
 
@@ -135,11 +138,25 @@ pub async fn fetch(
         .map(|e| (e.topic.clone(), e.partition, e.offset, e.max_bytes as usize))
         .collect();
     let results = fetch_by_shard(shard, reads, total).await;
-    let fetched = entries
+    debug_assert_eq!(
+        results.len(),
+        entries.len(),
+        "one result per partition asked"
+    );
+    let fetched: Vec<Fetched> = entries
         .into_iter()
         .zip(results)
         .map(|(e, r)| fetched(e, r))
         .collect();
+    // Only the first partition may exceed its share, by at most one batch.
+    debug_assert!(
+        fetched
+            .iter()
+            .skip(1)
+            .map(|f| f.records.len())
+            .sum::<usize>()
+            <= total
+    );
     Ok(ResponseBody::MultiFetch(fetched))
 }
 

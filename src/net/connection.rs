@@ -242,6 +242,8 @@ async fn read_frame(
         };
     }
     let size = size as usize;
+    // Checked above: what the client may make the server hold is bounded before any read.
+    debug_assert!((REQUEST_HEADER..=cfg.max_frame_bytes).contains(&size));
     let started = Instant::now();
     // Waiting for budget is backpressure, not a stalled client: no timeout while waiting.
     let Some(reservation) = budget.reserve_request(size).await else {
@@ -252,6 +254,7 @@ async fn read_frame(
     if let Err(e) = within(request, reader.read_exact(&mut body)).await {
         return Next::Stop(format!("reading a {size}-byte frame: {e}"));
     }
+    debug_assert_eq!(body.len(), size);
     Next::Frame(
         Bytes::from(body),
         reservation,

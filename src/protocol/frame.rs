@@ -62,11 +62,12 @@ impl FrameBuilder {
     /// The frame: a 4-byte size prefix, then everything written.
     pub fn finish(mut self) -> Frame {
         self.flush();
-        let size = self.body.len() as i32;
+        let size = i32::try_from(self.body.len()).expect("a frame's size fits an int32");
         let mut frame = ByteChain::from(size.to_be_bytes().to_vec());
         for p in self.body.parts() {
             frame.push(p.clone());
         }
+        debug_assert_eq!(frame.len(), self.body.len() + 4);
         Frame(frame)
     }
 }

@@ -79,7 +79,8 @@ impl WireWriter {
 
     /// Fills in the size prefix of a writer made by `frame`.
     pub fn finish_frame(mut self) -> Vec<u8> {
-        let len = (self.buf.len() - 4) as i32;
+        assert!(self.buf.len() >= 4, "a frame starts with its size prefix");
+        let len = i32::try_from(self.buf.len() - 4).expect("a frame's size fits an int32");
         self.buf[..4].copy_from_slice(&len.to_be_bytes());
         self.buf
     }

@@ -42,6 +42,7 @@ impl AppendWatch {
             return;
         }
         let woken: Vec<Waker> = self.waiters.borrow_mut().drain().map(|(_, w)| w).collect();
+        debug_assert!(self.waiters.borrow().is_empty());
         woken.into_iter().for_each(Waker::wake);
     }
 
@@ -93,6 +94,7 @@ impl AnyAppend {
     fn deregister(&self) {
         for (w, _) in &self.watches {
             w.waiters.borrow_mut().remove(&self.key);
+            debug_assert!(!w.waiters.borrow().contains_key(&self.key));
         }
     }
 }

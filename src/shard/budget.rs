@@ -88,6 +88,7 @@ impl Budget {
         let mut want = max;
         loop {
             if let Ok(shared) = self.shard.try_acquire_static_permit(want as u64) {
+                debug_assert!(want <= max, "a reply granted {want} of {max}");
                 let permits = vec![own, shared];
                 return Some((Reservation { permits }, want));
             }

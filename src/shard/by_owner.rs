@@ -60,10 +60,21 @@ pub(crate) async fn run_on_owners<T>(
         })
         .collect();
     for (indexes, task) in tasks {
-        for (i, r) in indexes.into_iter().zip(task.await) {
+        let answers = task.await;
+        debug_assert_eq!(
+            answers.len(),
+            indexes.len(),
+            "one answer per item of a group"
+        );
+        for (i, r) in indexes.into_iter().zip(answers) {
+            debug_assert!(results[i].is_none(), "item {i} answered twice");
             results[i] = Some(r);
         }
     }
+    debug_assert!(
+        results.iter().all(Option::is_some),
+        "an item went unanswered"
+    );
     results
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err(unexpected(OpOk::Done))))

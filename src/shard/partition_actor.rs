@@ -324,8 +324,18 @@ async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
                 sent,
             } => {
                 metrics::record_since(Stage::QueueWait, sent);
+                let end_before = log.log_end_offset();
                 let r = metrics::timed(Stage::PartitionOp, log.append(&records)).await;
                 done.wrote |= r.is_ok();
+                // The offsets answered are below the log end, which never moves back (a
+                // duplicate of an idempotent producer's batch answers its first offsets).
+                debug_assert!(log.log_end_offset() >= end_before);
+                debug_assert!(
+                    r.as_ref().is_err()
+                        || r.as_ref()
+                            .is_ok_and(|info| info.base_offset <= info.last_offset
+                                && info.last_offset < log.log_end_offset())
+                );
                 let result = r
                     .map(|info| OpOk::Produced {
                         base_offset: info.base_offset,
@@ -357,6 +367,8 @@ async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
 /// One flush or fdatasync covers every produce of the group (group commit); then the
 /// waiting produces hear how it went.
 async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
+    // Produces wait only for a group that wrote: nothing else holds their replies back.
+    debug_assert!(done.waiting.is_empty() || done.wrote);
     if done.wrote {
         let durable = if done.need_sync {
             metrics::timed(Stage::Fdatasync, log.sync()).await
@@ -373,6 +385,7 @@ async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
     for (reply, result) in done.waiting.drain(..) {
         let _ = reply.try_send(result);
     }
+    debug_assert!(done.waiting.is_empty(), "every waiting produce is answered");
 }
 
 /// Closes the log (sealed and synced), or discards it when its partition is being deleted.

@@ -243,7 +243,10 @@ impl Shard {
             .ok()
             .and_then(|p| meta.owners.get(p))
         {
-            Some(&o) => Ok(o as usize),
+            Some(&o) => {
+                debug_assert!((o as usize) < self.n, "owner {o} of {} shards", self.n);
+                Ok(o as usize)
+            }
             None => err(
                 ErrorCode::UnknownPartition,
                 format!(
@@ -278,10 +281,17 @@ impl Shard {
             };
             let r = self.local_partition_op(&topic, partition, op).await;
             if let Ok(OpOk::Fetched { records, .. }) = &r {
+                // Only the request's first partition may exceed its share (by one batch).
+                debug_assert!(
+                    i == 0 || records.len() <= share,
+                    "{} > {share}",
+                    records.len()
+                );
                 left = left.saturating_sub(records.len());
             }
             out.push(r);
         }
+        debug_assert!(left <= max_bytes);
         out
     }
 
@@ -299,10 +309,12 @@ impl Shard {
                 )
             })
             .collect();
-        let mut out = Vec::with_capacity(tasks.len());
+        let n = tasks.len();
+        let mut out = Vec::with_capacity(n);
         for t in tasks {
             out.push(t.await);
         }
+        debug_assert_eq!(out.len(), n, "one result per op, in order");
         out
     }
 
@@ -348,6 +360,11 @@ impl Shard {
     /// Sends an operation to another shard and waits for its answer. Dropped before the
     /// answer, it forgets the request, and cancels a cancellable op on the peer.
     pub async fn remote(self: &Rc<Self>, peer: usize, op: ShardOp) -> OpResult {
+        assert!(peer < self.n, "shard {peer} of {}", self.n);
+        debug_assert_ne!(
+            peer, self.id,
+            "a shard's own work runs locally, not over the mesh"
+        );
         let id = self.next_id.get();
         self.next_id.set(id + 1);
         let (tx, rx) = local_channel::new_bounded(1);

@@ -69,6 +69,7 @@ impl Slots {
             *held += 1;
         }
         self.total.set(self.total.get() + 1);
+        debug_assert!(self.total.get() <= self.max_total, "slots over their limit");
         Ok(Slot {
             slots: self.clone(),
             peer,
