@@ -132,24 +132,32 @@ fn empty_disk() -> SimStorage {
     sim
 }
 
+/// Crashes `step` at every point; each restart must find `meta` whole or nothing of it.
+/// Returns (crash points, whole, absent).
+async fn whole_or_absent(
+    base: &SimStorage,
+    meta: &TopicMeta,
+    step: impl AsyncFn(&SimStorage),
+) -> (usize, usize, usize) {
+    let (mut whole, mut absent) = (0, 0);
+    let points = every_crash_point(base, step, |found| match found {
+        Some(m) => {
+            assert_eq!(&m, meta);
+            whole += 1;
+        }
+        None => absent += 1,
+    })
+    .await;
+    (points, whole, absent)
+}
+
 #[test]
 fn a_crash_at_any_step_of_create_leaves_the_topic_whole_or_absent() {
     run(|_| async move {
         let meta = topic(&[("segment.bytes", "4096")]);
         let base = empty_disk();
-        let (mut whole, mut absent) = (0, 0);
-        let points = every_crash_point(
-            &base,
-            async |sim| drop(create(sim, &meta).await),
-            |found| match found {
-                Some(m) => {
-                    assert_eq!(m, meta);
-                    whole += 1;
-                }
-                None => absent += 1,
-            },
-        )
-        .await;
+        let step = async |sim: &SimStorage| drop(create(sim, &meta).await);
+        let (points, whole, absent) = whole_or_absent(&base, &meta, step).await;
         eprintln!("create: {points} crash points: {whole} whole, {absent} absent");
         assert!(points > 10 && absent > 0, "{points} {absent}");
     });
@@ -161,19 +169,8 @@ fn a_crash_at_any_step_of_delete_leaves_the_topic_whole_or_absent() {
         let meta = topic(&[]);
         let base = empty_disk();
         create(&base, &meta).await.unwrap();
-        let (mut whole, mut absent) = (0, 0);
-        let points = every_crash_point(
-            &base,
-            async |sim| drop(delete(sim, &meta).await),
-            |found| match found {
-                Some(m) => {
-                    assert_eq!(m, meta);
-                    whole += 1;
-                }
-                None => absent += 1,
-            },
-        )
-        .await;
+        let step = async |sim: &SimStorage| drop(delete(sim, &meta).await);
+        let (points, whole, absent) = whole_or_absent(&base, &meta, step).await;
         eprintln!("delete: {points} crash points: {whole} whole, {absent} absent");
         assert!(
             points > 3 && whole > 0 && absent > 0,

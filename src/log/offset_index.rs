@@ -6,9 +6,7 @@
 //! Decoding, the sanity checks and the search are `sparse_index.rs`'s, shared with the time
 //! index.
 
-use super::sparse_index::{
-    check_capacity, count_at_or_below, decode_entries, encode_entries, IndexEntry, IndexError,
-};
+use super::sparse_index::{count_at_or_below, IndexEntry, IndexError, SparseIndex};
 
 /// One decoded entry, with the absolute offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,64 +67,28 @@ pub struct IndexHit {
     pub after_next: Option<OffsetPosition>,
 }
 
-#[derive(Debug, Clone)]
-pub struct OffsetIndex {
-    base_offset: i64,
-    entries: Vec<OffsetEntry>,
-    max_entries: usize,
-}
+/// The `.index` of a segment, held in memory.
+pub type OffsetIndex = SparseIndex<OffsetEntry>;
 
-impl OffsetIndex {
-    pub fn new(base_offset: i64, max_entries: usize) -> Self {
-        OffsetIndex {
-            base_offset,
-            entries: Vec::new(),
-            max_entries,
-        }
-    }
-
-    /// Decodes an index file and runs Kafka's sanity checks (size a multiple of 8, offsets
-    /// and positions increasing, within capacity). `Err` says why it must be rebuilt.
-    pub fn decode(base_offset: i64, bytes: &[u8], max_entries: usize) -> Result<Self, IndexError> {
-        let entries = decode_entries(0, bytes, None)?;
-        check_capacity(&entries, max_entries)?;
-        Ok(OffsetIndex {
-            base_offset,
-            entries,
-            max_entries,
-        })
-    }
-
-    pub fn encode(&self) -> Vec<u8> {
-        encode_entries(&self.entries)
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
+impl SparseIndex<OffsetEntry> {
     pub fn is_full(&self) -> bool {
-        self.entries.len() >= self.max_entries
+        self.len() >= self.max_entries()
     }
 
     /// The absolute form of a stored entry.
     pub fn absolute(&self, e: OffsetEntry) -> OffsetPosition {
         OffsetPosition {
-            offset: self.base_offset + e.rel as i64,
+            offset: self.base_offset() + e.rel as i64,
             position: e.position,
         }
     }
 
     pub fn entry(&self, i: usize) -> OffsetPosition {
-        self.absolute(self.entries[i])
+        self.absolute(self.entries()[i])
     }
 
     pub fn last(&self) -> Option<OffsetPosition> {
-        self.entries.last().map(|&e| self.absolute(e))
+        self.entries().last().map(|&e| self.absolute(e))
     }
 
     /// Adds an entry. Callers uphold Kafka's invariants (not full, offset and position larger
@@ -135,36 +97,25 @@ impl OffsetIndex {
         if self.is_full() {
             return Err(IndexError::Full);
         }
-        let rel = offset - self.base_offset;
-        if !(0..=i32::MAX as i64).contains(&rel) {
-            return Err(IndexError::NotRelative { offset });
-        }
-        let entry = OffsetEntry {
-            rel: rel as u32,
-            position,
-        };
-        if self.entries.last().is_some_and(|last| !entry.follows(last)) {
-            let detail = format!("offset {offset}, position {position}");
-            let entry = self.entries.len();
-            return Err(IndexError::OutOfOrder { entry, detail });
-        }
-        self.entries.push(entry);
-        Ok(())
+        let rel = self
+            .relative(offset)
+            .ok_or(IndexError::NotRelative { offset })?;
+        self.push(OffsetEntry { rel, position })
     }
 
     /// Entries with an offset <= `target` (0 below the base).
     fn count_at_or_below(&self, target: i64) -> usize {
-        let rel = target.saturating_sub(self.base_offset);
+        let rel = target.saturating_sub(self.base_offset());
         if rel < 0 {
             return 0;
         }
         let rel = rel.min(u32::MAX as i64) as u32;
-        count_at_or_below(&self.entries, rel, |e| e.rel)
+        count_at_or_below(self.entries(), rel, |e| e.rel)
     }
 
     pub fn lookup_hit(&self, target: i64) -> IndexHit {
         let n = self.count_at_or_below(target);
-        let at = |i: usize| (i < self.entries.len()).then(|| self.entry(i));
+        let at = |i: usize| (i < self.len()).then(|| self.entry(i));
         IndexHit {
             floor: self.floor(n),
             next: at(n),
@@ -180,7 +131,7 @@ impl OffsetIndex {
     fn floor(&self, n: usize) -> OffsetPosition {
         match n {
             0 => OffsetPosition {
-                offset: self.base_offset,
+                offset: self.base_offset(),
                 position: 0,
             },
             n => self.entry(n - 1),

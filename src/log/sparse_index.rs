@@ -91,6 +91,82 @@ pub fn count_at_or_below<T, K: Ord>(entries: &[T], target: K, key: impl Fn(&T) -
     entries.partition_point(|e| key(e) <= target)
 }
 
+/// An index held in memory: its entries (relative to the segment's base offset) and its
+/// capacity. Each index adds its own lookups (`offset_index.rs`, `time_index.rs`).
+#[derive(Debug, Clone)]
+pub struct SparseIndex<E> {
+    base_offset: i64,
+    entries: Vec<E>,
+    max_entries: usize,
+}
+
+impl<E: IndexEntry> SparseIndex<E> {
+    pub fn new(base_offset: i64, max_entries: usize) -> Self {
+        SparseIndex {
+            base_offset,
+            entries: Vec::new(),
+            max_entries,
+        }
+    }
+
+    /// Decodes an index file with Kafka's sanity checks (a whole number of entries, each
+    /// following the one before, within capacity). `Err` says why it must be rebuilt.
+    pub fn decode(base_offset: i64, bytes: &[u8], max_entries: usize) -> Result<Self, IndexError> {
+        let entries = decode_entries(0, bytes, None)?;
+        check_capacity(&entries, max_entries)?;
+        Ok(SparseIndex {
+            base_offset,
+            entries,
+            max_entries,
+        })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        encode_entries(&self.entries)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub(crate) fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    pub(crate) fn entries(&self) -> &[E] {
+        &self.entries
+    }
+
+    pub(crate) fn max_entries(&self) -> usize {
+        self.max_entries
+    }
+
+    /// An offset relative to the base, if it fits an entry.
+    pub(crate) fn relative(&self, offset: i64) -> Option<u32> {
+        let rel = offset - self.base_offset;
+        (0..=i32::MAX as i64).contains(&rel).then_some(rel as u32)
+    }
+
+    /// Adds an entry after the last one; one that does not follow it is refused.
+    pub(crate) fn push(&mut self, entry: E) -> Result<(), IndexError> {
+        if self.entries.last().is_some_and(|last| !entry.follows(last)) {
+            let detail = format!("{entry:?}");
+            let index = self.entries.len();
+            return Err(IndexError::OutOfOrder {
+                entry: index,
+                detail,
+            });
+        }
+        self.entries.push(entry);
+        debug_assert!(self.entries.len() <= self.max_entries.max(1));
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

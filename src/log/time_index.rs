@@ -7,9 +7,7 @@
 //! Decoding, the sanity checks and the search are `sparse_index.rs`'s, shared with the
 //! offset index.
 
-use super::sparse_index::{
-    check_capacity, count_at_or_below, decode_entries, encode_entries, IndexEntry, IndexError,
-};
+use super::sparse_index::{count_at_or_below, IndexEntry, IndexError, SparseIndex};
 
 pub const ENTRY_SIZE: usize = TimeEntry::SIZE;
 
@@ -63,103 +61,59 @@ pub struct TimestampOffset {
     pub offset: i64,
 }
 
-#[derive(Debug, Clone)]
-pub struct TimeIndex {
-    base_offset: i64,
-    entries: Vec<TimeEntry>,
-    max_entries: usize,
-}
+/// The `.timeindex` of a segment, held in memory.
+pub type TimeIndex = SparseIndex<TimeEntry>;
 
-impl TimeIndex {
-    pub fn new(base_offset: i64, max_entries: usize) -> Self {
-        TimeIndex {
-            base_offset,
-            entries: Vec::new(),
-            max_entries,
-        }
-    }
-
-    /// Decodes a time index file with Kafka's sanity checks (size a multiple of 12,
-    /// timestamps increasing, offsets not decreasing, within capacity).
-    pub fn decode(base_offset: i64, bytes: &[u8], max_entries: usize) -> Result<Self, IndexError> {
-        let entries = decode_entries(0, bytes, None)?;
-        check_capacity(&entries, max_entries)?;
-        Ok(TimeIndex {
-            base_offset,
-            entries,
-            max_entries,
-        })
-    }
-
-    pub fn encode(&self) -> Vec<u8> {
-        encode_entries(&self.entries)
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
+impl SparseIndex<TimeEntry> {
     /// Full one slot early: the last slot is reserved for the entry written on roll/close.
     pub fn is_full(&self) -> bool {
-        self.entries.len() >= self.max_entries.saturating_sub(1)
+        self.len() >= self.max_entries().saturating_sub(1)
     }
 
     /// The absolute form of a stored entry.
     pub fn absolute(&self, e: TimeEntry) -> TimestampOffset {
         TimestampOffset {
             timestamp: e.timestamp,
-            offset: self.base_offset + e.rel as i64,
+            offset: self.base_offset() + e.rel as i64,
         }
     }
 
     pub fn entry(&self, i: usize) -> TimestampOffset {
-        self.absolute(self.entries[i])
+        self.absolute(self.entries()[i])
     }
 
     /// The last entry, or Kafka's empty-index sentinel (-1, base offset).
     pub fn last_entry(&self) -> TimestampOffset {
-        self.floor(self.entries.len())
+        self.floor(self.len())
     }
 
     /// Adds (timestamp, offset) if the timestamp is greater than the last entry's. With
     /// `final_entry` the reserved last slot may be used (roll/close).
     pub fn maybe_append(&mut self, timestamp: i64, offset: i64, final_entry: bool) -> bool {
         let full = if final_entry {
-            self.entries.len() >= self.max_entries
+            self.len() >= self.max_entries()
         } else {
             self.is_full()
         };
-        let rel = offset - self.base_offset;
-        if full || !(0..=i32::MAX as i64).contains(&rel) {
+        let Some(rel) = self.relative(offset).filter(|_| !full) else {
             return false;
-        }
-        let entry = TimeEntry {
-            timestamp,
-            rel: rel as u32,
         };
-        if timestamp <= self.last_entry().timestamp
-            || self.entries.last().is_some_and(|last| !entry.follows(last))
-        {
+        if timestamp <= self.last_entry().timestamp {
             return false;
         }
-        self.entries.push(entry);
-        true
+        self.push(TimeEntry { timestamp, rel }).is_ok()
     }
 
     /// Largest entry with timestamp <= target; (-1, base offset) when there is none.
     pub fn lookup(&self, target: i64) -> TimestampOffset {
-        self.floor(count_at_or_below(&self.entries, target, |e| e.timestamp))
+        self.floor(count_at_or_below(self.entries(), target, |e| e.timestamp))
     }
 
     fn floor(&self, n: usize) -> TimestampOffset {
         match n {
             0 => TimestampOffset {
                 timestamp: -1,
-                offset: self.base_offset,
+                offset: self.base_offset(),
             },
             n => self.entry(n - 1),
         }
