@@ -12,6 +12,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod alloc_guard;
+pub mod broker_error;
 pub mod catalog;
 pub mod config;
 pub mod error;

@@ -8,6 +8,7 @@
 //! with one partition (every group would hash elsewhere) or produce a crafted commit into
 //! it would lose or forge every group's offsets at the next restart.
 
+use crate::broker_error::BrokerError;
 use crate::catalog::topics::TopicMeta;
 use crate::protocol::ErrorCode;
 use crate::settings::ServerConfig;
@@ -24,11 +25,11 @@ pub fn is_internal(topic: &str) -> bool {
 }
 
 /// Refuses a client's `action` ("delete", "create", ...) on an internal topic.
-pub fn refuse_client(topic: &str, action: &str) -> Result<(), (ErrorCode, String)> {
+pub fn refuse_client(topic: &str, action: &str) -> Result<(), BrokerError> {
     if !is_internal(topic) {
         return Ok(());
     }
-    Err((
+    Err(BrokerError::new(
         ErrorCode::InternalTopic,
         format!("{topic} is an internal topic: clients may read it but not {action} it"),
     ))

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::broker_error::BrokerError;
 use crate::config::{canonical_keys, LogConfig};
 use crate::io::storage::Storage;
 use crate::protocol::ErrorCode;
@@ -15,7 +16,7 @@ const META_HEADER: &str = "# shardlog topic metadata v2";
 const META_HEADER_V1: &str = "# shardlog topic metadata v1";
 
 /// Error with a wire code, for admin operations.
-pub type AdminError = (ErrorCode, String);
+pub type AdminError = BrokerError;
 
 /// Suffix of a topic's metadata file while its deletion is being carried out.
 const DELETING_SUFFIX: &str = "deleting";
@@ -42,7 +43,7 @@ pub const MAX_TOPIC_NAME_BYTES: usize = 240;
 /// a directory, so no topic path can escape the data directory.
 pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
     let bad = |why: &str| {
-        Err((
+        Err(BrokerError::new(
             ErrorCode::InvalidTopicName,
             format!("topic name {name:?} {why}"),
         ))
@@ -81,7 +82,7 @@ pub struct TopicConfig {
 }
 
 fn invalid_config(e: crate::Error) -> AdminError {
-    (ErrorCode::InvalidConfig, e.to_string())
+    AdminError::new(ErrorCode::InvalidConfig, e.to_string())
 }
 
 impl TopicConfig {
@@ -204,7 +205,7 @@ impl TopicMeta {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let name = kv.get("name").ok_or("missing name")?.clone();
-        validate_topic_name(&name).map_err(|e| e.1)?;
+        validate_topic_name(&name).map_err(|e| e.message)?;
         let partitions: u32 = kv
             .get("partitions")
             .and_then(|v| v.parse().ok())
@@ -232,7 +233,7 @@ impl TopicMeta {
             // A v1 file listed every key: only values that differ were overrides.
             .filter(|pair| !(v1 && defaults.contains(pair)))
             .collect();
-        let config = TopicConfig::from_pairs(&configs).map_err(|e| e.1)?;
+        let config = TopicConfig::from_pairs(&configs).map_err(|e| e.message)?;
         let mut owners = Vec::with_capacity(partitions as usize);
         let same_layout = recorded == shards;
         for p in 0..partitions {
@@ -397,7 +398,7 @@ mod tests {
             "a\0",
         ] {
             assert_eq!(
-                validate_topic_name(bad).unwrap_err().0,
+                validate_topic_name(bad).unwrap_err().code,
                 ErrorCode::InvalidTopicName,
                 "{bad:?}"
             );
@@ -432,7 +433,7 @@ mod tests {
             ("no.such.key", "1"),
         ] {
             let e = TopicConfig::from_pairs(&[(k.into(), v.into())]).unwrap_err();
-            assert_eq!(e.0, ErrorCode::InvalidConfig, "{k}={v}");
+            assert_eq!(e.code, ErrorCode::InvalidConfig, "{k}={v}");
         }
     }
 

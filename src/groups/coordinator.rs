@@ -17,6 +17,7 @@ use super::host::{GroupHost, Host};
 use super::ops::{GroupDescription, GroupOp, GroupReply, ListedGroup, OffsetToCommit};
 use super::records::{batch, Committed, OffsetRecord};
 use super::{membership, partition_for, OFFSETS_TOPIC};
+use crate::broker_error::BrokerError;
 use crate::format::batch::{split_batches, RecordsSection};
 use crate::TopicPartition;
 
@@ -211,7 +212,9 @@ async fn load_partition(shard: &Host, p: i32) -> Result<usize, String> {
         let data = match shard.read_offsets(p, next, 1 << 20).await {
             Ok(data) => data,
             // Below the log start (compaction or retention moved it): start there.
-            Err((code, _)) if code == crate::protocol::ErrorCode::OffsetOutOfRange && next == 0 => {
+            Err(BrokerError { code, .. })
+                if code == crate::protocol::ErrorCode::OffsetOutOfRange && next == 0 =>
+            {
                 match shard.offsets_log_start(p).await {
                     Ok(start) if start > 0 => {
                         next = start;
@@ -394,7 +397,7 @@ async fn write(shard: &Host, group: &str, records: &[OffsetRecord], now: i64) ->
         .await
     {
         Ok(_) => e::NONE,
-        Err((code, msg)) => {
+        Err(BrokerError { code, message: msg }) => {
             tracing::warn!(group, %msg, "writing to the offsets log failed");
             GroupCode::Log(code)
         }

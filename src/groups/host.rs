@@ -9,12 +9,12 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
+use crate::broker_error::BrokerError;
 use crate::catalog::topics::TopicMeta;
-use crate::protocol::ErrorCode;
 use crate::settings::ServerConfig;
 
 pub type HostFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
-pub type HostResult<T> = Result<T, (ErrorCode, String)>;
+pub type HostResult<T> = Result<T, BrokerError>;
 
 /// The shard a coordinator runs on (cheap to clone: a reference count).
 pub type Host = Rc<dyn GroupHost>;

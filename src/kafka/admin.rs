@@ -16,6 +16,7 @@ use kafka_protocol::messages::{
 
 use super::errors::{self, kafka_code};
 use super::{str_bytes, Context};
+use crate::broker_error::BrokerError;
 use crate::catalog::topics::{TopicConfig, TopicMeta};
 use crate::protocol::ErrorCode;
 
@@ -81,7 +82,7 @@ async fn create_one(
             .await
             .map(|_| ())
     };
-    result.map_err(|(code, msg)| (create_code(code), msg))
+    result.map_err(|e| (create_code(e.code), e.message))
 }
 
 fn create_code(code: ErrorCode) -> i16 {
@@ -159,7 +160,7 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
         let r = DeletableTopicResult::default().with_name(Some(name.clone()));
         results.push(match ctx.shard.delete_topic(name.0.to_string()).await {
             Ok(_) => r,
-            Err((code, msg)) => {
+            Err(BrokerError { code, message: msg }) => {
                 let r = r.with_error_code(kafka_code(code, true));
                 if ctx.version >= 5 {
                     r.with_error_message(Some(str_bytes(msg)))

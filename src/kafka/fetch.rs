@@ -14,6 +14,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::errors::{self, kafka_code};
 use super::Context;
+use crate::broker_error::BrokerError;
 use crate::shard::budget::{FetchPlan, Reservation};
 use crate::shard::messages::{OpOk, PartitionOp};
 
@@ -134,7 +135,7 @@ async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fet
             // The reply is full: only the partition's offsets, no read.
             Ok(OpOk::Done) => offsets_only(ctx, w).await,
             Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
-            Err((code, _)) => failed(kafka_code(code, true)),
+            Err(BrokerError { code, .. }) => failed(kafka_code(code, true)),
         });
     }
     out
@@ -153,7 +154,7 @@ async fn offsets_only(ctx: &Context<'_>, w: &Wanted) -> Fetched {
             records: Bytes::new(),
         },
         Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
-        Err((code, _)) => failed(kafka_code(code, true)),
+        Err(BrokerError { code, .. }) => failed(kafka_code(code, true)),
     }
 }
 

@@ -7,6 +7,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::errors::{self as e, kafka_code};
 use super::{str_bytes, Context, NODE_ID};
+use crate::broker_error::BrokerError;
 use crate::groups::code::GroupCode;
 use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, OffsetToCommit, SyncRequest};
 use crate::shard::group_routing::{list_all, route};
@@ -30,7 +31,7 @@ async fn run(ctx: &Context<'_>, group: &GroupId, op: GroupOp) -> Result<GroupRep
     }
     route(ctx.shard, text(&group.0), op)
         .await
-        .map_err(|(code, _)| match code {
+        .map_err(|e| match e.code {
             crate::protocol::ErrorCode::NotReady => GroupCode::CoordinatorNotAvailable,
             other => GroupCode::Log(other),
         })
@@ -447,7 +448,7 @@ async fn offset_fetch_group(
 pub async fn list_groups(ctx: &Context<'_>, r: ListGroupsRequest) -> ListGroupsResponse {
     let groups = match list_all(ctx.shard).await {
         Ok(g) => g,
-        Err((code, _)) => {
+        Err(BrokerError { code, .. }) => {
             let code = match code {
                 crate::protocol::ErrorCode::NotReady => e::COORDINATOR_LOAD_IN_PROGRESS,
                 other => kafka_code(other, true),

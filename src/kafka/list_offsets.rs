@@ -10,6 +10,7 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::errors::{self, kafka_code};
 use super::{join_all, Context};
+use crate::broker_error::BrokerError;
 use crate::shard::messages::{OpOk, PartitionOp};
 
 pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffsetsResponse {
@@ -30,7 +31,7 @@ pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffse
                         r.with_offset(offset).with_timestamp(timestamp)
                     }
                     Ok(_) => r.with_error_code(errors::UNKNOWN_SERVER_ERROR),
-                    Err((code, _)) => r.with_error_code(kafka_code(code, true)),
+                    Err(BrokerError { code, .. }) => r.with_error_code(kafka_code(code, true)),
                 }
             }
         });

@@ -8,6 +8,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use super::errors::{self, kafka_code};
 use super::{join_all, str_bytes, Context};
+use crate::broker_error::BrokerError;
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_LEADER, ACKS_NONE};
 use crate::shard::messages::{OpOk, PartitionOp};
 
@@ -83,7 +84,7 @@ async fn produce_partition(
     };
     let op = PartitionOp::Produce { acks, records };
     crate::catalog::internal_topics::refuse_client(topic, "produce to")
-        .map_err(|(code, msg)| (kafka_code(code, version >= 8), msg))?;
+        .map_err(|e| (kafka_code(e.code, version >= 8), e.message))?;
     match shard.partition_op(topic, p.index, op).await {
         Ok(OpOk::Produced {
             base_offset,
@@ -95,7 +96,7 @@ async fn produce_partition(
             errors::UNKNOWN_SERVER_ERROR,
             format!("unexpected produce result {other:?}"),
         )),
-        Err((code, msg)) => Err((kafka_code(code, version >= 8), msg)),
+        Err(BrokerError { code, message: msg }) => Err((kafka_code(code, version >= 8), msg)),
     }
 }
 

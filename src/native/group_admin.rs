@@ -3,6 +3,7 @@
 
 use std::rc::Rc;
 
+use crate::broker_error::BrokerError;
 use crate::groups::code::GroupCode;
 use crate::groups::ops::{GroupOp, GroupReply};
 use crate::protocol::groups::GroupInfo;
@@ -11,20 +12,20 @@ use crate::shard::group_routing::{list_all, route};
 
 use crate::shard::runtime::Shard;
 
-type Answer = Result<ResponseBody, (ErrorCode, String)>;
+type Answer = Result<ResponseBody, BrokerError>;
 
-fn unexpected(what: &str, reply: GroupReply) -> (ErrorCode, String) {
-    (
+fn unexpected(what: &str, reply: GroupReply) -> BrokerError {
+    BrokerError::new(
         ErrorCode::Internal,
         format!("{what}: unexpected reply {reply:?}"),
     )
 }
 
-fn group_id(group: &str) -> Result<String, (ErrorCode, String)> {
+fn group_id(group: &str) -> Result<String, BrokerError> {
     if group.is_empty() || group.len() > 255 {
-        return Err((
+        return Err(BrokerError::new(
             ErrorCode::InvalidRequest,
-            "a group id is 1 to 255 bytes".into(),
+            "a group id is 1 to 255 bytes",
         ));
     }
     Ok(group.to_string())
@@ -62,7 +63,10 @@ async fn commit(
                 .map(|(t, p, c)| (t, p, c.native()))
                 .collect(),
         )),
-        GroupReply::Code(c) => Err((c.native(), format!("committing for group {group:?}"))),
+        GroupReply::Code(c) => Err(BrokerError::new(
+            c.native(),
+            format!("committing for group {group:?}"),
+        )),
         other => Err(unexpected("OffsetCommit", other)),
     }
 }
@@ -77,7 +81,10 @@ async fn fetch(shard: &Rc<Shard>, group: String, topics: Option<Vec<String>>) ->
                 .filter_map(|(t, p, c)| c.map(|c| (t, p, c.offset, c.metadata)))
                 .collect(),
         )),
-        GroupReply::Code(c) => Err((c.native(), format!("offsets of group {group:?}"))),
+        GroupReply::Code(c) => Err(BrokerError::new(
+            c.native(),
+            format!("offsets of group {group:?}"),
+        )),
         other => Err(unexpected("OffsetFetch", other)),
     }
 }
@@ -94,7 +101,10 @@ async fn describe(shard: &Rc<Shard>, group: String) -> Answer {
                 .map(|m| (m.member_id, m.client_id, m.client_host, m.assignment))
                 .collect(),
         })),
-        GroupReply::Code(c) => Err((c.native(), format!("describing group {group:?}"))),
+        GroupReply::Code(c) => Err(BrokerError::new(
+            c.native(),
+            format!("describing group {group:?}"),
+        )),
         other => Err(unexpected("DescribeGroup", other)),
     }
 }
@@ -102,7 +112,7 @@ async fn describe(shard: &Rc<Shard>, group: String) -> Answer {
 async fn delete(shard: &Rc<Shard>, group: String) -> Answer {
     match route(shard, group_id(&group)?, GroupOp::Delete).await? {
         GroupReply::Code(GroupCode::None) => Ok(ResponseBody::Empty),
-        GroupReply::Code(c) => Err((
+        GroupReply::Code(c) => Err(BrokerError::new(
             c.native(),
             match c.native() {
                 ErrorCode::GroupNotEmpty => format!("group {group:?} has active members"),

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use crate::broker_error::BrokerError;
 use crate::metrics::{self, Stage};
 use crate::net::{Peer, Reply};
 use crate::protocol::frame::Frame;
@@ -140,7 +141,7 @@ async fn decode_and_run(
     let result = dispatch(shard, request, peer, budget, reservation).await;
     outcome.ok = result.is_ok();
     if silent {
-        if let Err((code, msg)) = &result {
+        if let Err(BrokerError { code, message: msg }) = &result {
             tracing::debug!(%code, %msg, "acks=0 produce failed (no reply by design)");
         }
         return None;
@@ -148,7 +149,7 @@ async fn decode_and_run(
     let encode_start = Instant::now();
     let frame = Response {
         correlation_id: cid,
-        result,
+        result: result.map_err(BrokerError::into_wire),
     }
     .encode();
     if outcome.timed {
@@ -157,7 +158,7 @@ async fn decode_and_run(
     Some(frame)
 }
 
-fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, (ErrorCode, String)> {
+fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
     Ok(match (key, r?) {
         (
             ApiKey::Produce,
@@ -206,7 +207,7 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, (ErrorCode, String)
         (ApiKey::CreateTopic, OpOk::Done) => ResponseBody::CreateTopic,
         (ApiKey::DeleteTopic, OpOk::Done) => ResponseBody::DeleteTopic,
         (key, other) => {
-            return Err((
+            return Err(BrokerError::new(
                 ErrorCode::Internal,
                 format!("{key:?} got an unexpected result {other:?}"),
             ))
@@ -220,15 +221,23 @@ async fn dispatch(
     peer: Peer,
     budget: &Budget,
     reservation: &mut Reservation,
-) -> Result<ResponseBody, (ErrorCode, String)> {
+) -> Result<ResponseBody, BrokerError> {
     if shard.shutting_down.get() {
-        return Err((ErrorCode::ShuttingDown, "server is shutting down".into()));
+        return Err(BrokerError::new(
+            ErrorCode::ShuttingDown,
+            "server is shutting down",
+        ));
     }
     let key = request.api_key();
     if key.is_data_path() {
         return data_path(shard, request, budget, reservation).await;
     }
-    let no_handler = || Err((ErrorCode::Internal, format!("{key:?} has no handler")));
+    let no_handler = || {
+        Err(BrokerError::new(
+            ErrorCode::Internal,
+            format!("{key:?} has no handler"),
+        ))
+    };
     match request {
         Request::ApiVersions => Ok(ResponseBody::ApiVersions(
             ApiKey::ALL
@@ -265,7 +274,7 @@ async fn data_path(
     request: Request,
     budget: &Budget,
     reservation: &mut Reservation,
-) -> Result<ResponseBody, (ErrorCode, String)> {
+) -> Result<ResponseBody, BrokerError> {
     let key = request.api_key();
     let (topic, partition, op) = match request {
         Request::Produce {
@@ -322,7 +331,7 @@ async fn data_path(
         }
         other => {
             let why = format!("{:?} is not on the data path", other.api_key());
-            return Err((ErrorCode::Internal, why));
+            return Err(BrokerError::new(ErrorCode::Internal, why));
         }
     };
     to_body(key, shard.partition_op(&topic, partition, op).await)
@@ -333,7 +342,7 @@ async fn server_state(
     shard: &Rc<Shard>,
     request: Request,
     peer: Peer,
-) -> Result<ResponseBody, (ErrorCode, String)> {
+) -> Result<ResponseBody, BrokerError> {
     Ok(match request {
         Request::DropCaches {
             drop_kernel_page_cache,
@@ -355,11 +364,11 @@ async fn server_state(
     })
 }
 
-pub(super) fn check_acks(acks: i16) -> Result<(), (ErrorCode, String)> {
+pub(super) fn check_acks(acks: i16) -> Result<(), BrokerError> {
     if [ACKS_NONE, ACKS_LEADER, ACKS_ALL].contains(&acks) {
         return Ok(());
     }
-    Err((
+    Err(BrokerError::new(
         ErrorCode::InvalidAcks,
         format!("acks must be 0, 1 or -1 (all), got {acks}"),
     ))
@@ -372,9 +381,9 @@ pub(super) async fn fetch_bytes(
     max_bytes: i32,
     budget: &Budget,
     reservation: &mut Reservation,
-) -> Result<usize, (ErrorCode, String)> {
+) -> Result<usize, BrokerError> {
     if max_bytes <= 0 {
-        return Err((
+        return Err(BrokerError::new(
             ErrorCode::InvalidRequest,
             format!("max_bytes must be positive, got {max_bytes}"),
         ));
@@ -384,10 +393,10 @@ pub(super) async fn fetch_bytes(
         FETCH_RESPONSE_OVERHEAD,
         shard.config.max_frame_bytes,
     );
-    let (reply, granted) = plan
-        .grant(budget)
-        .await
-        .ok_or((ErrorCode::ShuttingDown, "connection closing".to_string()))?;
+    let (reply, granted) = plan.grant(budget).await.ok_or(BrokerError::new(
+        ErrorCode::ShuttingDown,
+        "connection closing".to_string(),
+    ))?;
     reservation.merge(reply);
     Ok(granted)
 }
@@ -397,20 +406,19 @@ async fn drop_caches(
     shard: &Rc<Shard>,
     peer: Peer,
     drop_kernel_page_cache: bool,
-) -> Result<crate::shard::messages::ShardStats, (ErrorCode, String)> {
+) -> Result<crate::shard::messages::ShardStats, BrokerError> {
     if !peer.is_loopback && !shard.config.allow_remote_admin {
-        return Err((
+        return Err(BrokerError::new(
             ErrorCode::AdminNotAllowed,
-            "DropCaches is accepted from loopback only (set allow.remote.admin=true)".into(),
+            "DropCaches is accepted from loopback only (set allow.remote.admin=true)",
         ));
     }
     if drop_kernel_page_cache && !shard.config.allow_drop_kernel_cache {
-        return Err((
+        return Err(BrokerError::new(
             ErrorCode::AdminNotAllowed,
             "dropping the host's kernel page cache affects every process on the machine; \
              the server must set allow.drop.kernel.cache=true (shardlog's own caches can \
-             be dropped without it)"
-                .into(),
+             be dropped without it)",
         ));
     }
     let stats = shard.cluster_stats(true).await?;

@@ -4,14 +4,15 @@
 
 use std::rc::Rc;
 
+use crate::broker_error::BrokerError;
 use crate::protocol::{ErrorCode, PartitionLogInfo, Request, ResponseBody, TopicLogInfo};
 use crate::shard::messages::{MaintenanceSummary, OpOk, PartitionOp};
 use crate::shard::runtime::Shard;
 
-type Reply = Result<ResponseBody, (ErrorCode, String)>;
+type Reply = Result<ResponseBody, BrokerError>;
 
-fn unexpected(what: &str, got: OpOk) -> (ErrorCode, String) {
-    (ErrorCode::Internal, format!("{what} got {got:?}"))
+fn unexpected(what: &str, got: OpOk) -> BrokerError {
+    BrokerError::new(ErrorCode::Internal, format!("{what} got {got:?}"))
 }
 
 /// Runs one of the log requests; `None` when `request` is not one of them.
@@ -48,14 +49,10 @@ pub async fn dispatch(shard: &Rc<Shard>, request: Request) -> Option<Reply> {
 }
 
 /// The partitions a request names: one, or every partition of the topic for -1.
-fn partitions_of(
-    shard: &Shard,
-    topic: &str,
-    partition: i32,
-) -> Result<Vec<i32>, (ErrorCode, String)> {
-    let meta = shard
-        .topic(topic)
-        .ok_or_else(|| (ErrorCode::UnknownTopic, format!("unknown topic {topic:?}")))?;
+fn partitions_of(shard: &Shard, topic: &str, partition: i32) -> Result<Vec<i32>, BrokerError> {
+    let meta = shard.topic(topic).ok_or_else(|| {
+        BrokerError::new(ErrorCode::UnknownTopic, format!("unknown topic {topic:?}"))
+    })?;
     Ok(match partition {
         -1 => (0..meta.partitions() as i32).collect(),
         p => vec![p],

@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
+use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
 use crate::native::handlers::{check_acks, fetch_bytes};
 use crate::protocol::multi::{FetchEntry, Fetched, ProduceEntry, Produced, MAX_PARTITIONS};
@@ -14,12 +15,12 @@ use crate::shard::budget::{Budget, Reservation};
 use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp};
 use crate::shard::runtime::Shard;
 
-type Refused = (ErrorCode, String);
+type Refused = BrokerError;
 
 /// The partition names of a request: at most `MAX_PARTITIONS`, none twice.
 fn check_names<'a>(names: impl ExactSizeIterator<Item = (&'a str, i32)>) -> Result<(), Refused> {
     if names.len() > MAX_PARTITIONS {
-        return Err((
+        return Err(BrokerError::new(
             ErrorCode::InvalidRequest,
             format!(
                 "{} partitions in one request (at most {MAX_PARTITIONS})",
@@ -30,7 +31,7 @@ fn check_names<'a>(names: impl ExactSizeIterator<Item = (&'a str, i32)>) -> Resu
     let mut seen = HashSet::new();
     for (topic, partition) in names {
         if !seen.insert((topic, partition)) {
-            return Err((
+            return Err(BrokerError::new(
                 ErrorCode::InvalidRequest,
                 format!("partition {topic}-{partition} is named twice"),
             ));
@@ -97,7 +98,7 @@ pub async fn produce(
             other => Produced {
                 topic,
                 partition,
-                error: Some(error_of(other)),
+                error: Some(error_of(other).into_wire()),
                 base_offset: -1,
                 last_offset: -1,
                 log_append_time: -1,
@@ -124,7 +125,7 @@ pub async fn fetch(
 ) -> Result<ResponseBody, Refused> {
     check_names(entries.iter().map(|e| (e.topic.as_str(), e.partition)))?;
     if let Some(e) = entries.iter().find(|e| e.max_bytes <= 0) {
-        return Err((
+        return Err(BrokerError::new(
             ErrorCode::InvalidRequest,
             format!(
                 "partition {}-{}: max_bytes must be positive, got {}",
@@ -169,7 +170,12 @@ fn fetched(e: FetchEntry, r: OpResult) -> Fetched {
             log_end_offset,
             records,
         }) => (None, log_start_offset, log_end_offset, records),
-        other => (Some(error_of(other)), -1, -1, ByteChain::default()),
+        other => (
+            Some(error_of(other).into_wire()),
+            -1,
+            -1,
+            ByteChain::default(),
+        ),
     };
     Fetched {
         topic: e.topic,

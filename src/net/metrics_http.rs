@@ -13,6 +13,7 @@ use std::time::Duration;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 
+use crate::broker_error::BrokerError;
 use crate::io::deadline::within;
 use crate::shard::runtime::Shard;
 
@@ -102,7 +103,7 @@ async fn answer(shard: &Rc<Shard>, head: &[u8]) -> Vec<u8> {
     }
     match shard.cluster_metrics().await {
         Ok(snapshots) => response("200 OK", &crate::metrics::prometheus::render(snapshots)),
-        Err((code, msg)) => response(
+        Err(BrokerError { code, message: msg }) => response(
             "503 Service Unavailable",
             &format!("collecting metrics failed: {code}: {msg}\n"),
         ),

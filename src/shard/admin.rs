@@ -14,13 +14,14 @@
 
 use std::rc::Rc;
 
+use crate::broker_error::BrokerError;
 use crate::catalog::topics::{self, validate_topic_name, AdminError, TopicConfig, TopicMeta};
 use crate::protocol::ErrorCode;
 use crate::shard::messages::{OpOk, OpResult, ShardOp};
 use crate::shard::runtime::Shard;
 
 fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, AdminError> {
-    Err((code, msg.into()))
+    Err(BrokerError::new(code, msg))
 }
 
 pub fn check_create(
@@ -106,7 +107,7 @@ async fn roll_back_create(shard: &Rc<Shard>, meta: &TopicMeta) {
     if let Err(e) = TopicMeta::remove_persisted(&*shard.storage, data_dir, &meta.name).await {
         tracing::error!(topic = %meta.name, error = %e, "removing the metadata of a failed create");
     }
-    if let Err((_, e)) = shard
+    if let Err(BrokerError { message: e, .. }) = shard
         .on_every_shard(ShardOp::RemoveTopic(meta.clone()))
         .await
     {
@@ -124,13 +125,15 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
     let data_dir = &shard.config.data_dir;
     let marked = TopicMeta::mark_deleting(&*shard.storage, data_dir, &name).await;
     marked.map_err(|e| {
-        (
+        BrokerError::new(
             ErrorCode::StorageError,
             format!("marking topic {name:?} deleted: {e}"),
         )
     })?;
     let started = std::time::Instant::now();
-    if let Err((code, e)) = shard.on_every_shard(ShardOp::RemoveTopic(meta)).await {
+    if let Err(BrokerError { code, message: e }) =
+        shard.on_every_shard(ShardOp::RemoveTopic(meta)).await
+    {
         return err(
             code,
             format!("topic {name:?} is deleted, but removing its partitions failed ({e}); the next start finishes it"),
@@ -138,7 +141,7 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
     }
     let finished = topics::finish_deletion(&*shard.storage, data_dir, &name).await;
     finished.map_err(|e| {
-        (
+        BrokerError::new(
             ErrorCode::StorageError,
             format!("topic {name:?} is deleted, but removing its deletion marker failed: {e}"),
         )
@@ -167,7 +170,7 @@ pub async fn alter(
         .persist(&*shard.storage, &shard.config.data_dir, shard.n as u32)
         .await
         .map_err(|e| {
-            (
+            BrokerError::new(
                 ErrorCode::StorageError,
                 format!("writing topic metadata: {e}"),
             )

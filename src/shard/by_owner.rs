@@ -8,11 +8,12 @@ use std::rc::Rc;
 
 use super::messages::{OpOk, OpResult, ShardOp};
 use super::Shard;
+use crate::broker_error::BrokerError;
 use crate::protocol::ErrorCode;
 
 /// The error of a reply that is not the one the operation answers.
-pub(crate) fn unexpected(got: OpOk) -> (ErrorCode, String) {
-    (ErrorCode::Internal, format!("unexpected result {got:?}"))
+pub(crate) fn unexpected(got: OpOk) -> BrokerError {
+    BrokerError::new(ErrorCode::Internal, format!("unexpected result {got:?}"))
 }
 
 /// One partition's work in a request: its place in the request, name and what to do.

@@ -5,22 +5,26 @@ use std::rc::Rc;
 
 use super::messages::{OpOk, ShardOp};
 use super::Shard;
+use crate::broker_error::BrokerError;
 use crate::catalog::topics::TopicMeta;
 use crate::groups::ops::{GroupOp, GroupReply, ListedGroup};
 use crate::groups::{coordinator, partition_for, OFFSETS_TOPIC};
 use crate::protocol::ErrorCode;
 
 /// The offsets topic, created (compacted) on first use as Kafka does.
-async fn offsets_topic(shard: &Rc<Shard>) -> Result<TopicMeta, (ErrorCode, String)> {
+async fn offsets_topic(shard: &Rc<Shard>) -> Result<TopicMeta, BrokerError> {
     if let Some(meta) = shard.topic(OFFSETS_TOPIC) {
         return Ok(meta);
     }
     match shard.create_internal_topic(OFFSETS_TOPIC.into()).await {
         Ok(_) => {}
-        Err((ErrorCode::TopicAlreadyExists, _)) => {}
+        Err(BrokerError {
+            code: ErrorCode::TopicAlreadyExists,
+            ..
+        }) => {}
         Err(e) => return Err(e),
     }
-    shard.topic(OFFSETS_TOPIC).ok_or((
+    shard.topic(OFFSETS_TOPIC).ok_or(BrokerError::new(
         ErrorCode::NotReady,
         "the offsets topic is being created".to_string(),
     ))
@@ -31,7 +35,7 @@ pub async fn route(
     shard: &Rc<Shard>,
     group: String,
     op: GroupOp,
-) -> Result<GroupReply, (ErrorCode, String)> {
+) -> Result<GroupReply, BrokerError> {
     let meta = offsets_topic(shard).await?;
     let owner = meta.owners[partition_for(&group, meta.owners.len())] as usize;
     if owner == shard.id {
@@ -39,7 +43,7 @@ pub async fn route(
     }
     match shard.remote(owner, ShardOp::Group { group, op }).await? {
         OpOk::Group(reply) => Ok(reply),
-        other => Err((
+        other => Err(BrokerError::new(
             ErrorCode::Internal,
             format!("unexpected group reply {other:?}"),
         )),
@@ -47,10 +51,10 @@ pub async fn route(
 }
 
 /// Every group of every shard.
-pub async fn list_all(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, (ErrorCode, String)> {
+pub async fn list_all(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, BrokerError> {
     let loading = |code: crate::groups::code::GroupCode| {
         let msg = "a coordinator is still loading its offsets partitions; retry shortly";
-        (code.native(), msg.to_string())
+        BrokerError::new(code.native(), msg)
     };
     let mut all = coordinator::list(&Shard::group_host(shard))
         .await
@@ -59,7 +63,12 @@ pub async fn list_all(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, (ErrorCode,
         match shard.remote(peer, ShardOp::ListGroups).await? {
             OpOk::Group(GroupReply::Listed(groups)) => all.extend(groups),
             OpOk::Group(GroupReply::Code(code)) => return Err(loading(code)),
-            other => return Err((ErrorCode::Internal, format!("unexpected reply {other:?}"))),
+            other => {
+                return Err(BrokerError::new(
+                    ErrorCode::Internal,
+                    format!("unexpected reply {other:?}"),
+                ))
+            }
         }
     }
     all.sort();

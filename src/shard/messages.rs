@@ -3,11 +3,11 @@
 
 use bytes::Bytes;
 
+use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
 
 use crate::catalog::topics::TopicMeta;
 use crate::config::LogConfig;
-use crate::protocol::ErrorCode;
 
 /// An operation on one partition, executed by its owner shard.
 #[derive(Debug, Clone)]
@@ -147,7 +147,7 @@ impl ShardStats {
     }
 }
 
-pub type OpResult = Result<OpOk, (ErrorCode, String)>;
+pub type OpResult = Result<OpOk, BrokerError>;
 
 #[derive(Debug, Clone)]
 #[non_exhaustive]

@@ -5,6 +5,7 @@
 
 use std::time::Instant;
 
+use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 
@@ -90,11 +91,17 @@ impl PartitionHandle {
         let (reply, rx) = local_channel::new_bounded(1);
         let sent = Instant::now();
         if self.tx.try_send(Command::Op { op, reply, sent }).is_err() {
-            return Err((ErrorCode::ShuttingDown, "partition is closing".into()));
+            return Err(BrokerError::new(
+                ErrorCode::ShuttingDown,
+                "partition is closing",
+            ));
         }
-        rx.recv()
-            .await
-            .unwrap_or_else(|| Err((ErrorCode::Internal, "partition task ended".into())))
+        rx.recv().await.unwrap_or_else(|| {
+            Err(BrokerError::new(
+                ErrorCode::Internal,
+                "partition task ended",
+            ))
+        })
     }
 
     /// Closes the log after every queued command has run. An error means the partition
@@ -129,8 +136,10 @@ impl PartitionHandle {
     }
 }
 
-fn engine_err(e: crate::Error) -> (ErrorCode, String) {
-    (ErrorCode::of(&e), e.to_string())
+/// An engine error as the broker reports it: its kind (one table, `ErrorCode::of`) and
+/// its own words.
+fn engine_err(e: crate::Error) -> BrokerError {
+    BrokerError::new(ErrorCode::of(&e), e.to_string())
 }
 
 /// The next command; while none comes for `IDLE_RELEASE`, the log's staging memory is
@@ -197,9 +206,9 @@ async fn run_job(log: &mut PartitionLog, job: Job) {
 async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
     let r = match op {
         PartitionOp::Produce { .. } => {
-            return Err((
+            return Err(BrokerError::new(
                 ErrorCode::Internal,
-                "produces take part in the group commit".into(),
+                "produces take part in the group commit",
             ))
         }
         PartitionOp::Fetch {
@@ -244,9 +253,9 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
         })),
         PartitionOp::SetConfig(config) => log.set_config(config).map(|_| OpOk::Done),
         PartitionOp::Maintain => {
-            return Err((
+            return Err(BrokerError::new(
                 ErrorCode::Internal,
-                "maintenance runs through the shard, not the partition task".into(),
+                "maintenance runs through the shard, not the partition task",
             ))
         }
     };

@@ -6,6 +6,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use crate::broker_error::BrokerError;
 use crate::catalog::topics::META_DIR;
 use crate::log::checkpoint::Checkpoint;
 use crate::protocol::ErrorCode;
@@ -33,7 +34,9 @@ pub async fn allocate(shard: &Rc<Shard>) -> OpResult {
             let end = BLOCK_END
                 .read_strict(&*shard.storage, &dir)
                 .await
-                .map_err(|e| (ErrorCode::CorruptStorage, format!("producer ids: {e}")))?
+                .map_err(|e| {
+                    BrokerError::new(ErrorCode::CorruptStorage, format!("producer ids: {e}"))
+                })?
                 .unwrap_or(0);
             (end, end)
         }
@@ -45,7 +48,7 @@ pub async fn allocate(shard: &Rc<Shard>) -> OpResult {
         BLOCK_END
             .write(&*shard.storage, &dir, new_end)
             .await
-            .map_err(|e| (ErrorCode::StorageError, format!("producer ids: {e}")))?;
+            .map_err(|e| BrokerError::new(ErrorCode::StorageError, format!("producer ids: {e}")))?;
         new_end
     };
     assert!(

@@ -11,6 +11,7 @@ use std::rc::Rc;
 use glommio::channels::channel_mesh::Senders;
 use glommio::channels::local_channel::{self, LocalSender};
 
+use crate::broker_error::BrokerError;
 use crate::settings::ServerConfig;
 use glommio::sync::{Permit, Semaphore};
 
@@ -81,8 +82,8 @@ impl Drop for Outstanding {
     }
 }
 
-fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, (ErrorCode, String)> {
-    Err((code, msg.into()))
+fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, BrokerError> {
+    Err(BrokerError::new(code, msg))
 }
 
 impl Shard {
@@ -175,7 +176,7 @@ impl Shard {
                 clean_shutdown: self.previous_shutdown_clean,
                 ..OpenOptions::default()
             };
-            self.open_owned(&meta, opts).await.map_err(|(_, m)| m)?;
+            self.open_owned(&meta, opts).await.map_err(|e| e.message)?;
             self.topics.borrow_mut().insert(meta.name.clone(), meta);
         }
         self.ready.set(true);
@@ -206,7 +207,7 @@ impl Shard {
         self.admin
             .acquire_permit(1)
             .await
-            .map_err(|e| (ErrorCode::Internal, format!("admin queue closed: {e}")))
+            .map_err(|e| BrokerError::new(ErrorCode::Internal, format!("admin queue closed: {e}")))
     }
 
     /// Runs a partition operation on the partition's owner: here, or via the mesh.
@@ -234,7 +235,7 @@ impl Shard {
     }
 
     /// The shard that owns a partition, or why the request cannot name it.
-    pub fn owner_of(&self, topic: &str, partition: i32) -> Result<usize, (ErrorCode, String)> {
+    pub fn owner_of(&self, topic: &str, partition: i32) -> Result<usize, BrokerError> {
         let topics = self.topics.borrow();
         let Some(meta) = topics.get(topic) else {
             return err(ErrorCode::UnknownTopic, format!("unknown topic {topic:?}"));
@@ -641,8 +642,9 @@ impl Shard {
         for p in self.owned_partitions(meta) {
             let name = partition_dir_name(&meta.name, p);
             if self.storage.exists(&data_dir.join(&name)) {
-                data_dir::quarantine(&*self.storage, data_dir, &name)
-                    .map_err(|e| (ErrorCode::StorageError, format!("quarantining {name}: {e}")))?;
+                data_dir::quarantine(&*self.storage, data_dir, &name).map_err(|e| {
+                    BrokerError::new(ErrorCode::StorageError, format!("quarantining {name}: {e}"))
+                })?;
             }
         }
         self.open_owned(meta, OpenOptions::default()).await
@@ -685,13 +687,15 @@ impl Shard {
             match data_dir::move_to_trash(&*self.storage, data_dir, &name) {
                 Ok(to) => trash.push(to),
                 Err(e) => {
-                    first_err
-                        .get_or_insert((ErrorCode::StorageError, format!("trashing {name}: {e}")));
+                    first_err.get_or_insert(BrokerError::new(
+                        ErrorCode::StorageError,
+                        format!("trashing {name}: {e}"),
+                    ));
                 }
             }
         }
         if let Err(e) = self.storage.sync_dir(data_dir).await {
-            first_err.get_or_insert((
+            first_err.get_or_insert(BrokerError::new(
                 ErrorCode::StorageError,
                 format!("syncing {}: {e}", data_dir.display()),
             ));
@@ -737,7 +741,9 @@ impl Shard {
             let started = std::time::Instant::now();
             let log = PartitionLog::open_with(self.storage.clone(), &dir, log_config, opts.clone())
                 .await
-                .map_err(|e| (ErrorCode::of(&e), format!("opening {}: {e}", dir.display())))?;
+                .map_err(|e| {
+                    BrokerError::new(ErrorCode::of(&e), format!("opening {}: {e}", dir.display()))
+                })?;
             // A slow start names its partitions (recovery scans and producer-state replays
             // are the expected costs; anything else is a finding).
             if started.elapsed() >= SLOW_OPEN {
@@ -779,10 +785,7 @@ impl Shard {
     }
 
     /// Stats of every shard, summed (with `drop`: after dropping every shard's caches).
-    pub async fn cluster_stats(
-        self: &Rc<Self>,
-        drop: bool,
-    ) -> Result<ShardStats, (ErrorCode, String)> {
+    pub async fn cluster_stats(self: &Rc<Self>, drop: bool) -> Result<ShardStats, BrokerError> {
         let mut total = match if drop {
             self.drop_local_caches().await?
         } else {
@@ -837,7 +840,7 @@ impl Shard {
     /// Every shard's metrics snapshot, in shard order.
     pub async fn cluster_metrics(
         self: &Rc<Self>,
-    ) -> Result<Vec<crate::metrics::MetricsSnapshot>, (ErrorCode, String)> {
+    ) -> Result<Vec<crate::metrics::MetricsSnapshot>, BrokerError> {
         let mut all = Vec::with_capacity(self.n);
         for peer in 0..self.n {
             if peer == self.id {
