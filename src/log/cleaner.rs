@@ -608,7 +608,7 @@ impl CleaningPlan {
                 kept_horizon = Some(kept_horizon.map_or(t, |k| k.min(t)));
             }
             idx.add_batch(&h2, out.size(), &self.config)
-                .map_err(|why| Error::corruption(out.path(), out.size(), why))?;
+                .map_err(|why| Error::corruption(out.path(), out.size(), why.to_string()))?;
             out.append(out_bytes).await?;
             stats.bytes_written += out_bytes.len() as u64;
         }

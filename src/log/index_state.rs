@@ -7,6 +7,7 @@
 //! batch start) and a time entry (segment max so far, its offset); finally count the batch.
 
 use super::offset_index::OffsetIndex;
+use super::sparse_index::IndexError;
 use super::time_index::TimeIndex;
 use crate::config::LogConfig;
 use crate::format::BatchHeader;
@@ -42,12 +43,12 @@ impl IndexState {
 
     /// Whether a batch may follow the ones counted so far (offsets only grow): checked
     /// before its bytes are written, and again when it is counted.
-    pub fn admits(&self, h: &BatchHeader) -> Result<(), String> {
+    pub fn admits(&self, h: &BatchHeader) -> Result<(), IndexError> {
         if h.base_offset < self.next_offset {
-            return Err(format!(
-                "batch base offset {} is below the segment's next offset {}",
-                h.base_offset, self.next_offset
-            ));
+            return Err(IndexError::Behind {
+                base: h.base_offset,
+                next: self.next_offset,
+            });
         }
         Ok(())
     }
@@ -60,7 +61,7 @@ impl IndexState {
         h: &BatchHeader,
         position: u64,
         config: &LogConfig,
-    ) -> Result<(), String> {
+    ) -> Result<(), IndexError> {
         self.admits(h)?;
         if h.max_timestamp > self.max_timestamp {
             self.max_timestamp = h.max_timestamp;
@@ -69,10 +70,8 @@ impl IndexState {
         if self.bytes_since_last_index_entry > config.index_interval_bytes {
             if !self.offset_index.is_full() {
                 let position = u32::try_from(position)
-                    .map_err(|_| format!("position {position} does not fit an index entry"))?;
-                self.offset_index
-                    .append(h.last_offset(), position)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|_| IndexError::PositionTooLarge { position })?;
+                self.offset_index.append(h.last_offset(), position)?;
             }
             self.time_index
                 .maybe_append(self.max_timestamp, self.offset_of_max_timestamp, false);

@@ -66,7 +66,7 @@ pub async fn scan_segment(
             ));
         }
         if let Err(why) = state.add_batch(&h, pos, config) {
-            break Some(why);
+            break Some(why.to_string());
         }
         expected_next = h.last_offset() + 1;
         valid_size = pos + h.size() as u64;

@@ -389,7 +389,11 @@ impl Segment {
         })
         .await?;
         if let Some((position, why)) = refused {
-            return Err(Error::corruption(self.log.path(), position, why));
+            return Err(Error::corruption(
+                self.log.path(),
+                position,
+                why.to_string(),
+            ));
         }
         if self.log.is_sealed() {
             idx.add_final_time_entry();
@@ -480,7 +484,7 @@ impl Segment {
         }
         self.idx
             .add_batch(h, position, config)
-            .map_err(|why| Error::corruption(self.log.path(), position, why))
+            .map_err(|why| Error::corruption(self.log.path(), position, why.to_string()))
     }
 
     /// Gives back the active file's staging memory while idle (see `LogFile`).

@@ -21,6 +21,10 @@ pub enum IndexError {
     Full,
     #[error("offset {offset} does not fit the relative range")]
     NotRelative { offset: i64 },
+    #[error("batch base offset {base} is below the segment's next offset {next}")]
+    Behind { base: i64, next: i64 },
+    #[error("position {position} does not fit an index entry")]
+    PositionTooLarge { position: u64 },
 }
 
 /// Refuses an index holding more entries than its capacity.

@@ -8,22 +8,22 @@ use std::fmt::{Debug, Display};
 use std::ops::RangeBounds;
 use std::path::PathBuf;
 
-use crate::settings::{bad, parse_listen, parse_optional_listen, ServerConfig};
+use crate::settings::{bad, parse_listen, parse_optional_listen, ServerConfig, SettingsError};
 
 pub struct ServerKey {
     pub name: &'static str,
     pub get: fn(&ServerConfig) -> String,
-    pub set: fn(&mut ServerConfig, &str) -> Result<(), String>,
+    pub set: fn(&mut ServerConfig, &str) -> Result<(), SettingsError>,
     /// This key's own bounds.
-    pub check: fn(&ServerConfig) -> Result<(), String>,
+    pub check: fn(&ServerConfig) -> Result<(), SettingsError>,
 }
 
-fn number<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
+fn number<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, SettingsError> {
     v.parse()
         .map_err(|_| bad(key, format!("{v:?} is not a number")))
 }
 
-fn boolean(key: &str, v: &str) -> Result<bool, String> {
+fn boolean(key: &str, v: &str) -> Result<bool, SettingsError> {
     match v {
         "true" => Ok(true),
         "false" => Ok(false),
@@ -35,7 +35,7 @@ fn within<T: PartialOrd + Display, R: RangeBounds<T> + Debug>(
     key: &str,
     v: T,
     range: R,
-) -> Result<(), String> {
+) -> Result<(), SettingsError> {
     if range.contains(&v) {
         Ok(())
     } else {
@@ -43,7 +43,7 @@ fn within<T: PartialOrd + Display, R: RangeBounds<T> + Debug>(
     }
 }
 
-fn unbounded(_: &ServerConfig) -> Result<(), String> {
+fn unbounded(_: &ServerConfig) -> Result<(), SettingsError> {
     Ok(())
 }
 
@@ -230,13 +230,13 @@ pub const SERVER_KEYS: &[ServerKey] = &[
 ];
 
 /// The row of a key, or an error listing the known ones.
-pub fn server_key(name: &str) -> Result<&'static ServerKey, String> {
+pub fn server_key(name: &str) -> Result<&'static ServerKey, SettingsError> {
     SERVER_KEYS.iter().find(|k| k.name == name).ok_or_else(|| {
         let known: Vec<&str> = SERVER_KEYS.iter().map(|k| k.name).collect();
-        format!(
-            "unknown server config key {name:?}; known: {}",
-            known.join(", ")
-        )
+        SettingsError::UnknownKey {
+            name: name.to_string(),
+            known: known.join(", "),
+        }
     })
 }
 

@@ -138,29 +138,60 @@ impl Default for ServerConfig {
     }
 }
 
-pub(super) fn bad(key: &str, why: impl std::fmt::Display) -> String {
-    format!("config {key}: {why}")
+/// Why a setting cannot be taken (the command line prints it as is).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// A key's value, alone or with the keys it relates to, is not allowed.
+    #[error("config {key}: {why}")]
+    Invalid { key: String, why: String },
+    #[error("unknown server config key {name:?}; known: {known}")]
+    UnknownKey { name: String, known: String },
+    #[error("cannot read config file {path}: {why}")]
+    Unreadable { path: String, why: String },
+    #[error("{path}: {why}")]
+    Malformed { path: String, why: String },
+}
+
+/// The CLI edge reports settings errors as text.
+impl From<SettingsError> for String {
+    fn from(e: SettingsError) -> String {
+        e.to_string()
+    }
+}
+
+pub(super) fn bad(key: &str, why: impl std::fmt::Display) -> SettingsError {
+    SettingsError::Invalid {
+        key: key.to_string(),
+        why: why.to_string(),
+    }
 }
 
 impl ServerConfig {
     /// Applies a `key=value` file (`#` comments); the keys are `SERVER_KEYS`'s.
-    pub fn apply_file(&mut self, path: &Path) -> Result<(), String> {
-        let text = crate::io::os::read_text(path)
-            .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-        let pairs = crate::config::parse_properties(&text)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn apply_file(&mut self, path: &Path) -> Result<(), SettingsError> {
+        let shown = || path.display().to_string();
+        let text = crate::io::os::read_text(path).map_err(|e| SettingsError::Unreadable {
+            path: shown(),
+            why: e.to_string(),
+        })?;
+        let pairs =
+            crate::config::parse_properties(&text).map_err(|e| SettingsError::Malformed {
+                path: shown(),
+                why: e.to_string(),
+            })?;
         for (k, v) in pairs {
             self.set(k, v)?;
         }
         Ok(())
     }
 
-    pub fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, v: &str) -> Result<(), SettingsError> {
         (server_key(key)?.set)(self, v)
     }
 
     /// Every key's own bounds (`SERVER_KEYS`), then the rules that relate keys.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SettingsError> {
         for key in SERVER_KEYS {
             (key.check)(self)?;
         }
@@ -168,7 +199,7 @@ impl ServerConfig {
     }
 
     /// Rules that relate keys, and the one bound that depends on the machine.
-    fn validate_relations(&self) -> Result<(), String> {
+    fn validate_relations(&self) -> Result<(), SettingsError> {
         let cpus = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
@@ -201,7 +232,7 @@ impl ServerConfig {
 
     /// The Kafka port is none of the native ones, and the per-shard ports fit above
     /// `listen`'s.
-    fn validate_ports(&self) -> Result<(), String> {
+    fn validate_ports(&self) -> Result<(), SettingsError> {
         if let Some(k) = self.kafka_listen {
             if self.listen_addrs()[..=self.shards]
                 .iter()
@@ -252,7 +283,7 @@ impl ServerConfig {
 }
 
 /// Parses HOST:PORT, or `off` (also `none` or empty) for a listener that is turned off.
-pub fn parse_optional_listen(v: &str) -> Result<Option<SocketAddr>, String> {
+pub fn parse_optional_listen(v: &str) -> Result<Option<SocketAddr>, SettingsError> {
     match v {
         "" | "off" | "none" => Ok(None),
         _ => parse_listen(v).map(Some),
@@ -260,7 +291,7 @@ pub fn parse_optional_listen(v: &str) -> Result<Option<SocketAddr>, String> {
 }
 
 /// Parses HOST:PORT (a name such as localhost is resolved).
-pub fn parse_listen(v: &str) -> Result<SocketAddr, String> {
+pub fn parse_listen(v: &str) -> Result<SocketAddr, SettingsError> {
     v.to_socket_addrs()
         .map_err(|e| bad("listen", format!("{v:?}: {e}")))?
         .next()

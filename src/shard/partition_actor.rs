@@ -27,7 +27,7 @@ pub enum Command {
         sent: Instant,
     },
     Close {
-        reply: LocalSender<Result<(), String>>,
+        reply: LocalSender<Result<(), BrokerError>>,
         /// The partition is being deleted: close without sealing or syncing anything.
         discard: bool,
     },
@@ -106,13 +106,13 @@ impl PartitionHandle {
 
     /// Closes the log after every queued command has run. An error means the partition
     /// could not be closed cleanly and needs recovery at the next start.
-    pub async fn close(&self) -> Result<(), String> {
+    pub async fn close(&self) -> Result<(), BrokerError> {
         self.stop(false).await
     }
 
     /// Closes the log of a partition being deleted, after every queued command has run,
     /// without sealing or syncing: its files are about to go.
-    pub async fn discard(&self) -> Result<(), String> {
+    pub async fn discard(&self) -> Result<(), BrokerError> {
         self.stop(true).await
     }
 
@@ -125,14 +125,15 @@ impl PartitionHandle {
         rx.recv().await
     }
 
-    async fn stop(&self, discard: bool) -> Result<(), String> {
+    async fn stop(&self, discard: bool) -> Result<(), BrokerError> {
         let (reply, rx) = local_channel::new_bounded(1);
+        let stopped = |why| Err(BrokerError::new(ErrorCode::ShuttingDown, why));
         if self.tx.try_send(Command::Close { reply, discard }).is_err() {
-            return Err("partition task already stopped".into());
+            return stopped("partition task already stopped");
         }
         rx.recv()
             .await
-            .unwrap_or_else(|| Err("partition task ended".into()))
+            .unwrap_or_else(|| stopped("partition task ended"))
     }
 }
 
@@ -316,7 +317,7 @@ struct GroupDone {
     waiting: Vec<(LocalSender<OpResult>, OpResult)>,
     need_sync: bool,
     wrote: bool,
-    close: Option<(LocalSender<Result<(), String>>, bool)>,
+    close: Option<(LocalSender<Result<(), BrokerError>>, bool)>,
 }
 
 /// Runs each command of a group in order; produces that wait for the group's flush or sync
@@ -398,13 +399,13 @@ async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
 }
 
 /// Closes the log (sealed and synced), or discards it when its partition is being deleted.
-async fn close_log(log: PartitionLog, discard: bool) -> Result<(), String> {
+async fn close_log(log: PartitionLog, discard: bool) -> Result<(), BrokerError> {
     if discard {
         log.discard().await;
         return Ok(());
     }
     log.close().await.map_err(|e| {
         tracing::error!(error = %e, "closing partition failed");
-        e.to_string()
+        engine_err(e)
     })
 }
