@@ -128,7 +128,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     if !handle.previous_shutdown_was_clean {
         tracing::warn!("no clean-shutdown marker found: the previous run did not shut down cleanly (or this is a new data directory)");
     }
-    handle.wait()
+    Ok(handle.wait()?)
 }
 
 /// A panic on any thread stops the whole server with a non-zero exit: a shard that died

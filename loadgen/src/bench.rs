@@ -50,7 +50,7 @@ fn start_server(dir: &Path) -> Result<(server::ServerHandle, String, ServerConfi
         };
         match server::start(config.clone()) {
             Ok(h) => return Ok((h, format!("127.0.0.1:{port}"), config)),
-            Err(e) => last = e,
+            Err(e) => last = e.to_string(),
         }
     }
     Err(format!("could not start a server: {last}"))

@@ -28,10 +28,37 @@ pub const CLEAN_SHUTDOWN_FILE: &str = ".clean-shutdown";
 /// Capacity of each mesh channel between two shards.
 const MESH_CAPACITY: usize = 1024;
 
+/// Why the server could not start, or did not stop cleanly.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    #[error(transparent)]
+    Settings(#[from] crate::settings::SettingsError),
+    /// Before any shard runs: the data directory, its ports, the executors, the sockets.
+    #[error("{0}")]
+    Startup(String),
+    /// A listener could not be bound.
+    #[error("binding {addr}: {why}")]
+    Bind { addr: SocketAddr, why: String },
+    /// A shard could not start.
+    #[error("shard {shard}: {why}")]
+    Shard { shard: usize, why: String },
+    /// The stop was not clean (the next start recovers what it left).
+    #[error("{0}")]
+    Shutdown(String),
+}
+
+/// The command line reports server errors as text.
+impl From<ServerError> for String {
+    fn from(e: ServerError) -> String {
+        e.to_string()
+    }
+}
+
 /// A running server.
 pub struct ServerHandle {
     stop: stop::StopNotifier,
-    handles: PoolThreadHandles<Result<(), String>>,
+    handles: PoolThreadHandles<Result<(), ServerError>>,
     data_dir: PathBuf,
     /// Whether the previous run ended with a clean shutdown.
     pub previous_shutdown_was_clean: bool,
@@ -43,10 +70,10 @@ pub struct ServerHandle {
 
 impl ServerHandle {
     /// SIGINT and SIGTERM stop the server (as `stop` does).
-    pub fn stop_on_signals(&self) -> Result<(), String> {
+    pub fn stop_on_signals(&self) -> Result<(), ServerError> {
         self.stop
             .on_signals()
-            .map_err(|e| format!("installing signal handlers: {e}"))
+            .map_err(|e| ServerError::Startup(format!("installing signal handlers: {e}")))
     }
 
     /// Whether a stop was requested (a signal, or `stop`).
@@ -56,7 +83,7 @@ impl ServerHandle {
 
     /// Waits until every shard has stopped (after the flag is set), then writes the
     /// clean-shutdown marker if every shard closed cleanly.
-    pub fn wait(self) -> Result<(), String> {
+    pub fn wait(self) -> Result<(), ServerError> {
         let mut first_err = None;
         for r in self.handles.join_all() {
             match r {
@@ -65,7 +92,8 @@ impl ServerHandle {
                     first_err.get_or_insert(e);
                 }
                 Err(e) => {
-                    first_err.get_or_insert(format!("shard thread failed: {e:?}"));
+                    let why = format!("shard thread failed: {e:?}");
+                    first_err.get_or_insert(ServerError::Shutdown(why));
                 }
             }
         }
@@ -74,14 +102,14 @@ impl ServerHandle {
         }
         crate::io::os::write_marker(&self.data_dir, CLEAN_SHUTDOWN_FILE).map_err(|e| {
             let marker = self.data_dir.join(CLEAN_SHUTDOWN_FILE);
-            format!("writing {}: {e}", marker.display())
+            ServerError::Shutdown(format!("writing {}: {e}", marker.display()))
         })?;
         tracing::info!("clean shutdown complete");
         Ok(())
     }
 
     /// Stops the server: stop accepting, finish in-flight requests, close every partition.
-    pub fn stop(self) -> Result<(), String> {
+    pub fn stop(self) -> Result<(), ServerError> {
         self.stop.notify();
         self.wait()
     }
@@ -91,14 +119,14 @@ impl ServerHandle {
 /// the others and returns that failure.
 fn wait_until_ready(
     handle: ServerHandle,
-    ready: &mpsc::Receiver<Result<usize, String>>,
+    ready: &mpsc::Receiver<Result<usize, ServerError>>,
     n: usize,
-) -> Result<ServerHandle, String> {
+) -> Result<ServerHandle, ServerError> {
     for _ in 0..n {
         let failure = match ready.recv() {
             Ok(Ok(_)) => continue,
             Ok(Err(e)) => e,
-            Err(_) => "a shard exited during start-up".to_string(),
+            Err(_) => ServerError::Startup("a shard exited during start-up".to_string()),
         };
         handle.stop.notify();
         let _ = handle.wait();
@@ -108,19 +136,19 @@ fn wait_until_ready(
 }
 
 /// Starts the server and returns once every shard is listening.
-pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
+pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
     config.validate()?;
     // Before anything in the directory is read: one server per data directory.
-    let lock = data_dir::lock(&config.data_dir)?;
+    let lock = data_dir::lock(&config.data_dir).map_err(ServerError::Startup)?;
     for addr in config.listen_addrs() {
-        data_dir::check_port_free(addr)?;
+        data_dir::check_port_free(addr).map_err(ServerError::Startup)?;
     }
     let previous_shutdown_was_clean = prepare_data_dir(&config)?;
     raise_fd_limit(&config);
 
-    let (stop, stop_listeners) =
-        stop::stop_pair(config.shards).map_err(|e| format!("creating stop sockets: {e}"))?;
-    let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, String>>();
+    let (stop, stop_listeners) = stop::stop_pair(config.shards)
+        .map_err(|e| startup(format!("creating stop sockets: {e}")))?;
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, ServerError>>();
     let mesh: MeshBuilder<MeshMsg, Full> = MeshBuilder::full(config.shards, MESH_CAPACITY);
     // glommio's MeshBuilder keeps its peer list in an `Rc`: cloning it on the executor
     // threads (at once) races on the count and freed it under a joining shard (SIGSEGV in
@@ -155,7 +183,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
                     run_shard(config, mesh, stop, ready, previous_shutdown_was_clean).await
                 }
             })
-            .map_err(|e| format!("starting {n} shard executors: {e}"))?
+            .map_err(|e| startup(format!("starting {n} shard executors: {e}")))?
     };
     let handle = ServerHandle {
         stop,
@@ -189,7 +217,7 @@ fn raise_fd_limit(config: &ServerConfig) {
 /// its own (io_uring, as every shard's file work): the clean-shutdown marker is taken,
 /// interrupted deletions are finished, leftovers quarantined and trash removed in the
 /// background. Returns whether the previous run shut down cleanly.
-fn prepare_data_dir(config: &ServerConfig) -> Result<bool, String> {
+fn prepare_data_dir(config: &ServerConfig) -> Result<bool, ServerError> {
     let (dir, shards) = (config.data_dir.clone(), config.shards as u32);
     let pass = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
         .name("shardlog-start")
@@ -205,9 +233,10 @@ fn prepare_data_dir(config: &ServerConfig) -> Result<bool, String> {
             data_dir::remove_in_background(prepared.trash);
             Ok(clean)
         })
-        .map_err(|e| format!("starting the start-up executor: {e}"))?;
+        .map_err(|e| startup(format!("starting the start-up executor: {e}")))?;
     pass.join()
-        .map_err(|e| format!("the start-up pass failed: {e}"))?
+        .map_err(|e| startup(format!("the start-up pass failed: {e}")))?
+        .map_err(ServerError::Startup)
 }
 
 /// Whether the previous run shut down cleanly; the marker is removed (durably) so that a
@@ -223,17 +252,24 @@ async fn take_clean_shutdown_marker(
     }
 }
 
-async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
-    TcpListener::bind(addr).map_err(|e| format!("binding {addr}: {e}"))
+fn startup(why: String) -> ServerError {
+    ServerError::Startup(why)
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, ServerError> {
+    TcpListener::bind(addr).map_err(|e| ServerError::Bind {
+        addr,
+        why: e.to_string(),
+    })
 }
 
 /// The shard's listeners: the shared native port, its own port, and the Kafka port.
-async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, String> {
+async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     let cfg = &shard.config;
     crate::io::ensure_iopoll_probe_workaround(&cfg.data_dir)
         .await
-        .map_err(|e| e.to_string())?;
-    shard.load_topics().await?;
+        .map_err(|e| startup(e.to_string()))?;
+    shard.load_topics().await.map_err(startup)?;
     crate::groups::coordinator::start_loading(&Shard::group_host(shard));
     crate::shard::maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;
@@ -262,14 +298,14 @@ async fn run_shard(
     config: Arc<ServerConfig>,
     mesh: MeshBuilder<MeshMsg, Full>,
     stop: stop::StopListener,
-    ready: mpsc::Sender<Result<usize, String>>,
+    ready: mpsc::Sender<Result<usize, ServerError>>,
     previous_shutdown_clean: bool,
-) -> Result<(), String> {
+) -> Result<(), ServerError> {
     // Join first: every peer must join, or the others wait forever.
     let (senders, mut receivers) = mesh
         .join()
         .await
-        .map_err(|_| "joining the shard mesh failed".to_string())?;
+        .map_err(|_| startup("joining the shard mesh failed".to_string()))?;
     let id = senders.peer_id();
     let shard = Shard::new(
         id,
@@ -298,7 +334,8 @@ async fn run_shard(
         }
         Err(e) => {
             tracing::error!(shard = id, error = %e, "shard failed to start");
-            let _ = ready.send(Err(format!("shard {id}: {e}")));
+            let why = e.to_string();
+            let _ = ready.send(Err(ServerError::Shard { shard: id, why }));
         }
     }
     shutdown_shard(&shard).await
@@ -307,7 +344,7 @@ async fn run_shard(
 /// Clean shutdown of one shard: stop accepting, let connections finish what they read, tell
 /// the other shards, wait until they are drained too (they may still forward to us), then
 /// close every partition (flush, fdatasync, trim, write indexes).
-async fn shutdown_shard(shard: &Rc<Shard>) -> Result<(), String> {
+async fn shutdown_shard(shard: &Rc<Shard>) -> Result<(), ServerError> {
     shard.begin_shutdown();
     let deadline = Instant::now() + Duration::from_millis(shard.config.shutdown_timeout_ms);
     while shard.connections.get() > 0 && Instant::now() < deadline {
@@ -337,12 +374,12 @@ async fn shutdown_shard(shard: &Rc<Shard>) -> Result<(), String> {
     let id = shard.id;
     let result = match until(close_deadline, shard.close_partitions()).await {
         Some(0) => Ok(()),
-        Some(n) => Err(format!(
+        Some(n) => Err(ServerError::Shutdown(format!(
             "shard {id}: {n} partitions did not close cleanly; they will be recovered at the next start"
-        )),
-        None => Err(format!(
+        ))),
+        None => Err(ServerError::Shutdown(format!(
             "shard {id}: closing partitions timed out; they will be recovered at the next start"
-        )),
+        ))),
     };
     tracing::debug!(shard = id, "shard stopped");
     result

@@ -78,7 +78,7 @@ pub fn start_server(
         tweak(&mut config);
         match shardlog::server::start(config) {
             Ok(h) => return (h, port),
-            Err(e) => last_err = e,
+            Err(e) => last_err = e.to_string(),
         }
     }
     panic!("could not start a server: {last_err}");
