@@ -238,6 +238,8 @@ pub async fn prepare(
         tracing::warn!(topic = %topic, "finished a topic deletion interrupted by a crash");
         done.finished_deletions.push(topic);
     }
+    // Every committed deletion is carried out before anything else is looked at.
+    debug_assert!(topics::pending_deletions(storage, data_dir).is_ok_and(|p| p.is_empty()));
     let (metas, _) = topics::load_all(storage, data_dir, shards)
         .await
         .map_err(|e| ctx("loading topics", e))?;

@@ -371,6 +371,8 @@ pub async fn load_all(
         }
     }
     topics.sort_by(|a, b| a.name.cmp(&b.name));
+    // One metadata file per topic: names are unique.
+    debug_assert!(topics.windows(2).all(|w| w[0].name < w[1].name));
     Ok((topics, changed))
 }
 

@@ -176,9 +176,16 @@ pub fn prepare_rebalance(shard: &Host, name: &str, g: &mut Group) {
 
 /// Ends the join phase: members that did not rejoin leave; a new generation starts.
 fn complete_join(g: &mut Group) {
+    debug_assert_eq!(
+        g.state,
+        State::PreparingRebalance,
+        "a join phase ends only once begun"
+    );
     g.nudge = None;
     g.members.retain(|_, m| m.join_waiter.is_some());
+    let before = g.generation;
     g.generation += 1;
+    debug_assert!(g.generation > before, "each rebalance is a new generation");
     if g.members.is_empty() {
         g.state = State::Empty;
         g.protocol = None;
@@ -190,6 +197,8 @@ fn complete_join(g: &mut Group) {
         g.leader = g.members.keys().next().cloned();
     }
     g.state = State::CompletingRebalance;
+    // A group with members has a leader among them.
+    debug_assert!(g.leader.as_ref().is_some_and(|l| g.members.contains_key(l)));
     let protocol = g.protocol.clone().unwrap_or_default();
     let leader = g.leader.clone().unwrap_or_default();
     let everyone: Vec<_> = g
@@ -281,6 +290,8 @@ fn park_sync(
                         let _ = w.try_send(reply);
                     }
                 }
+                // Stable: every parked sync of this generation has its assignment.
+                debug_assert!(g.members.values().all(|m| m.sync_waiter.is_none()));
             }
             None
         }

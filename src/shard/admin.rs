@@ -79,8 +79,11 @@ async fn create_on_every_shard(
     configs: Vec<(String, String)>,
 ) -> OpResult {
     let _turn = shard.admin_turn().await?;
+    // Topic changes are the controller's, one at a time.
+    debug_assert_eq!(shard.id, crate::shard::runtime::CONTROLLER);
     let config = check_create(shard, &name, partitions, &configs)?;
     let meta = TopicMeta::new(name.clone(), partitions as u32, config, shard.n as u32);
+    debug_assert_eq!(meta.partitions() as i32, partitions);
     if let Err(e) = shard.on_every_shard(ShardOp::OpenTopic(meta.clone())).await {
         roll_back_create(shard, &meta).await;
         return Err(e);
@@ -98,6 +101,10 @@ async fn create_on_every_shard(
     shard
         .on_every_shard(ShardOp::PublishTopic(meta.clone()))
         .await?;
+    debug_assert!(
+        shard.has_topic(&name),
+        "a committed create is published here too"
+    );
     tracing::info!(topic = %name, partitions, "topic created");
     Ok(OpOk::Done)
 }
@@ -146,6 +153,10 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
             format!("topic {name:?} is deleted, but removing its deletion marker failed: {e}"),
         )
     })?;
+    debug_assert!(
+        !shard.has_topic(&name),
+        "a finished delete is unpublished everywhere"
+    );
     tracing::info!(topic = %name, elapsed_ms = started.elapsed().as_millis() as u64, "topic deleted");
     Ok(OpOk::Done)
 }
@@ -178,6 +189,9 @@ pub async fn alter(
     shard
         .on_every_shard(ShardOp::AlterTopic(altered.clone()))
         .await?;
+    debug_assert!(shard
+        .topic(&name)
+        .is_some_and(|m| m.config == altered.config));
     tracing::info!(topic = %name, overrides = ?altered.config.overrides, "topic config altered");
     Ok(OpOk::Done)
 }

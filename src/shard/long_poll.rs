@@ -21,6 +21,11 @@ pub type Wait = (String, i32, i64);
 /// at once if one of them is not open here (the requester's next read says why).
 pub async fn wait_here(shard: &Shard, waits: &[(String, u32, i64)], timeout_ms: u64) {
     if let Some(watches) = shard.append_watches(waits) {
+        debug_assert_eq!(
+            watches.len(),
+            waits.len(),
+            "a watch per partition waited on"
+        );
         before(Duration::from_millis(timeout_ms), AnyAppend::new(watches)).await;
     }
 }
@@ -43,6 +48,8 @@ pub async fn wait_any(shard: &Rc<Shard>, waits: Vec<Wait>, deadline: Instant) {
     }
     let left = deadline.saturating_duration_since(Instant::now());
     let timeout_ms = left.as_millis() as u64;
+    // One wait per owner shard, each on partitions that shard owns, none twice.
+    debug_assert!(by_owner.iter().all(|(&o, w)| o < shard.n && !w.is_empty()));
     let per_shard = by_owner.into_iter().map(|(owner, waits)| {
         let shard = shard.clone();
         Box::pin(async move {
