@@ -69,6 +69,21 @@ enum DirChange {
     },
 }
 
+/// The names of those of `paths` directly inside `dir` (which must exist).
+fn children<'a>(
+    s: &State,
+    dir: &Path,
+    paths: impl Iterator<Item = &'a PathBuf>,
+) -> std::io::Result<Vec<String>> {
+    if !s.dirs.contains(dir) {
+        return Err(not_found(dir));
+    }
+    Ok(paths
+        .filter(|p| p.parent() == Some(dir))
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect())
+}
+
 /// Moves a directory and everything under it (files and subdirectories) to a new name.
 fn move_subtree(s: &mut State, from: &Path, to: &Path) {
     let moved = |p: &Path| to.join(p.strip_prefix(from).expect("under from"));
@@ -334,26 +349,12 @@ impl Storage for SimStorage {
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
         let s = self.state.borrow();
-        if !s.dirs.contains(dir) {
-            return Err(not_found(dir));
-        }
-        Ok(s.files
-            .keys()
-            .filter(|p| p.parent() == Some(dir))
-            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect())
+        children(&s, dir, s.files.keys())
     }
 
     fn list_dirs(&self, dir: &Path) -> std::io::Result<Vec<String>> {
         let s = self.state.borrow();
-        if !s.dirs.contains(dir) {
-            return Err(not_found(dir));
-        }
-        Ok(s.dirs
-            .iter()
-            .filter(|p| p.parent() == Some(dir))
-            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect())
+        children(&s, dir, s.dirs.iter())
     }
 
     fn exists(&self, path: &Path) -> bool {
