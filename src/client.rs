@@ -396,7 +396,9 @@ impl Client {
     /// Every shard's latency distributions and counters, merged (PROTOCOL.md, Metrics).
     pub async fn metrics(&mut self) -> ClientResult<crate::metrics::MetricsReport> {
         match self.call(&Request::Metrics).await? {
-            ResponseBody::Metrics(m) => m.report().map_err(ClientError::Protocol),
+            ResponseBody::Metrics(m) => {
+                m.report().map_err(|e| ClientError::Protocol(e.to_string()))
+            }
             other => Self::unexpected(other),
         }
     }

@@ -120,13 +120,12 @@ impl Default for LogConfig {
 pub struct TopicKey {
     pub name: &'static str,
     pub get: fn(&LogConfig) -> String,
-    pub set: fn(&mut LogConfig, &str) -> std::result::Result<(), String>,
+    /// Sets the key, or says why the text is not a value of it.
+    pub set: fn(&mut LogConfig, &str) -> std::result::Result<(), &'static str>,
 }
 
-fn num<T: std::str::FromStr>(v: &str) -> std::result::Result<T, String> {
-    v.trim()
-        .parse()
-        .map_err(|_| format!("{v:?} is not a valid number"))
+fn num<T: std::str::FromStr>(v: &str) -> std::result::Result<T, &'static str> {
+    v.trim().parse().map_err(|_| "not a valid number")
 }
 
 macro_rules! numeric_key {
@@ -155,7 +154,7 @@ pub const TOPIC_KEYS: &[TopicKey] = &[
             c.timestamp_type = match v {
                 "CreateTime" => TimestampType::CreateTime,
                 "LogAppendTime" => TimestampType::LogAppendTime,
-                _ => return Err("use CreateTime or LogAppendTime".into()),
+                _ => return Err("use CreateTime or LogAppendTime"),
             };
             Ok(())
         },
@@ -316,18 +315,28 @@ impl LogConfig {
     }
 }
 
+/// A line of a properties text that is neither blank, a comment, nor `key=value`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {text:?} is not key=value")]
+pub struct NotKeyValue {
+    /// 1-based.
+    pub line: usize,
+    pub text: String,
+}
+
 /// The `key=value` lines of a properties text (server config files, topic metadata): blank
 /// lines and `#` comments skipped, both sides trimmed. The one parser of such texts.
-pub fn parse_properties(text: &str) -> std::result::Result<Vec<(&str, &str)>, String> {
+pub fn parse_properties(text: &str) -> std::result::Result<Vec<(&str, &str)>, NotKeyValue> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (k, v) = line
-            .split_once('=')
-            .ok_or_else(|| format!("line {}: {line:?} is not key=value", n + 1))?;
+        let (k, v) = line.split_once('=').ok_or_else(|| NotKeyValue {
+            line: n + 1,
+            text: line.to_string(),
+        })?;
         out.push((k.trim(), v.trim()));
     }
     Ok(out)

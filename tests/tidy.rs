@@ -36,7 +36,7 @@ const MAX_FN_LINES: usize = 70;
 /// Ratchets: today's exceptions. Lower them as the code improves; the test fails if a count
 /// grows, and asks for the limit to be lowered when it shrinks.
 const LONG_FNS: usize = 0;
-const STRING_ERROR_FNS: usize = 15;
+const STRING_ERROR_FNS: usize = 0;
 const STD_FS_OUTSIDE_IO: usize = 0;
 const BACK_ARROWS: usize = 0;
 const OPEN_PUBLIC_ENUMS: usize = 0;

@@ -2,11 +2,13 @@
 //! read, and the start-up pass that finishes interrupted topic deletions and quarantines
 //! partition directories no topic owns, so nothing unowned is ever served.
 //!
-//! Admin path only (start-up, create, delete): plain `std::fs`, never on a produce or fetch.
+//! Admin path only (start-up, create, delete), never on a produce or fetch. Every file step
+//! goes through `Storage`, so the simulated disk's faults reach it.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use crate::catalog::error::CatalogError;
 use crate::catalog::topics::{self, TopicMeta, META_DIR};
 use crate::io::storage::Storage;
 use crate::log::partition_dir_name;
@@ -25,21 +27,15 @@ pub type DataDirLock = crate::io::os::PidLock;
 
 /// Takes the exclusive advisory lock on `data_dir` (creating the directory). A second
 /// server on the same directory fails at once, naming the holder's pid.
-pub fn lock(data_dir: &Path) -> Result<DataDirLock, String> {
+pub fn lock(data_dir: &Path) -> Result<DataDirLock, CatalogError> {
     use crate::io::os::LockRefused;
     let path = data_dir.join(LOCK_FILE);
     crate::io::os::lock_with_pid(&path).map_err(|refused| match refused {
-        LockRefused::Held(holder) => format!(
-            "data directory {} is in use by another shardlog server (pid {}); \
-             stop it or choose another --data-dir",
-            data_dir.display(),
-            if holder.is_empty() {
-                "unknown"
-            } else {
-                &holder
-            }
-        ),
-        LockRefused::Failed(e) => format!("locking {}: {e}", path.display()),
+        LockRefused::Held(holder) => CatalogError::DataDirInUse {
+            dir: data_dir.to_path_buf(),
+            holder: Some(holder).filter(|h| !h.is_empty()),
+        },
+        LockRefused::Failed(source) => CatalogError::Lock { path, source },
     })
 }
 
@@ -51,7 +47,7 @@ pub fn lock(data_dir: &Path) -> Result<DataDirLock, String> {
 /// A listening socket no process holds is a killed predecessor's: io_uring tears a killed
 /// process's rings down asynchronously, and until then its listeners still take (and then
 /// reset) connections. Those are waited for, up to `ORPHAN_WAIT`, before binding.
-pub fn check_port_free(addr: std::net::SocketAddr) -> Result<(), String> {
+pub fn check_port_free(addr: std::net::SocketAddr) -> Result<(), CatalogError> {
     let deadline = std::time::Instant::now() + ORPHAN_WAIT;
     loop {
         let inodes = listening_inodes(addr.port(), Some(addr.ip()));
@@ -59,10 +55,7 @@ pub fn check_port_free(addr: std::net::SocketAddr) -> Result<(), String> {
             return Ok(());
         }
         if let Some(pid) = inodes.iter().find_map(|&i| crate::io::os::socket_holder(i)) {
-            return Err(format!(
-                "{addr}: port {} is already served by another process (pid {pid}; is another shardlog server running?)",
-                addr.port()
-            ));
+            return Err(CatalogError::PortInUse { addr, pid });
         }
         if std::time::Instant::now() >= deadline {
             tracing::warn!(%addr, "listening sockets of a killed process linger on the port; starting anyway");
@@ -227,8 +220,8 @@ pub async fn prepare(
     storage: &dyn Storage,
     data_dir: &Path,
     shards: u32,
-) -> Result<Prepared, String> {
-    let ctx = |what: &str, e: std::io::Error| format!("{what} in {}: {e}", data_dir.display());
+) -> Result<Prepared, CatalogError> {
+    let ctx = |what: &'static str, e: std::io::Error| CatalogError::io(what, data_dir)(e);
     let mut done = Prepared::default();
     let deletions = topics::pending_deletions(storage, data_dir);
     for topic in deletions.map_err(|e| ctx("listing deletions", e))? {
@@ -240,9 +233,7 @@ pub async fn prepare(
     }
     // Every committed deletion is carried out before anything else is looked at.
     debug_assert!(topics::pending_deletions(storage, data_dir).is_ok_and(|p| p.is_empty()));
-    let (metas, _) = topics::load_all(storage, data_dir, shards)
-        .await
-        .map_err(|e| ctx("loading topics", e))?;
+    let (metas, _) = topics::load_all(storage, data_dir, shards).await?;
     let owned = partition_dirs(&metas);
     let mut trash = Vec::new();
     for name in storage.list_dirs(data_dir).map_err(|e| ctx("listing", e))? {
@@ -320,9 +311,12 @@ mod tests {
         let port = real.local_addr().unwrap().port();
         let err = check_port_free(real.local_addr().unwrap()).unwrap_err();
         assert!(
-            err.contains(&format!("pid {}", std::process::id())),
+            matches!(err, CatalogError::PortInUse { pid, .. } if pid == std::process::id()),
             "{err}"
         );
+        assert!(err
+            .to_string()
+            .contains("already served by another process"));
         drop(real);
         assert!(check_port_free(format!("127.0.0.1:{port}").parse().unwrap()).is_ok());
         // Another process's listener at another address of the same port is no conflict.
@@ -356,8 +350,16 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let held = lock(tmp.path()).unwrap();
         let err = lock(tmp.path()).err().unwrap();
-        assert!(err.contains(&std::process::id().to_string()), "{err}");
-        assert!(err.contains("in use by another shardlog server"), "{err}");
+        let holder = std::process::id().to_string();
+        assert!(
+            matches!(&err, CatalogError::DataDirInUse { holder: Some(h), .. } if *h == holder),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("in use by another shardlog server"),
+            "{err}"
+        );
         drop(held);
         lock(tmp.path()).unwrap();
     }

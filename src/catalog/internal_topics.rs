@@ -9,6 +9,7 @@
 //! it would lose or forge every group's offsets at the next restart.
 
 use crate::broker_error::BrokerError;
+use crate::catalog::error::CatalogError;
 use crate::catalog::topics::TopicMeta;
 use crate::protocol::ErrorCode;
 use crate::settings::ServerConfig;
@@ -48,28 +49,23 @@ pub fn settings(topic: &str, config: &ServerConfig) -> (i32, Vec<(String, String
 /// At start: an internal topic on disk must have the partition count and cleanup policy
 /// the server would create it with, or the server refuses to start (a different count
 /// would silently move every group to another partition, away from its commits).
-pub fn check_on_disk(meta: &TopicMeta, config: &ServerConfig) -> Result<(), String> {
+pub fn check_on_disk(meta: &TopicMeta, config: &ServerConfig) -> Result<(), CatalogError> {
     if !is_internal(&meta.name) {
         return Ok(());
     }
     let (partitions, _) = settings(&meta.name, config);
     if meta.partitions() as i32 != partitions {
-        return Err(format!(
-            "{} has {} partitions but offsets.topic.num.partitions is {partitions}: groups would \
-             move to other partitions and lose their committed offsets; set \
-             offsets.topic.num.partitions={} (it is fixed once the topic exists)",
-            meta.name,
-            meta.partitions(),
-            meta.partitions()
-        ));
+        return Err(CatalogError::InternalPartitions {
+            topic: meta.name.clone(),
+            on_disk: meta.partitions() as i32,
+            configured: partitions,
+        });
     }
     if !meta.config.log.cleanup_policy.compacts() {
-        return Err(format!(
-            "{} has cleanup.policy={} but must be compacted: its commits would be deleted by \
-             retention",
-            meta.name,
-            meta.config.log.cleanup_policy.name()
-        ));
+        return Err(CatalogError::InternalNotCompacted {
+            topic: meta.name.clone(),
+            policy: meta.config.log.cleanup_policy.name(),
+        });
     }
     Ok(())
 }

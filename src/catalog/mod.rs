@@ -3,5 +3,6 @@
 //! start-up cleanup, and the internal topics' rules.
 
 pub mod data_dir;
+pub mod error;
 pub(crate) mod internal_topics;
 pub mod topics;

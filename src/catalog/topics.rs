@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::broker_error::BrokerError;
+use crate::catalog::error::{CatalogError, MetadataError};
 use crate::config::{canonical_keys, LogConfig};
 use crate::io::storage::Storage;
 use crate::protocol::ErrorCode;
@@ -193,35 +194,38 @@ impl TopicMeta {
 
     /// Parses a metadata file's text (for tools and the fuzzers; `decode` is what start-up
     /// uses).
-    pub fn decode_file(text: &str, shards: u32) -> Result<Self, String> {
+    pub fn decode_file(text: &str, shards: u32) -> Result<Self, MetadataError> {
         Self::decode(text, shards).map(|(meta, _)| meta)
     }
 
     /// Parses a metadata file. With a different shard count than recorded, owners are
     /// recomputed (same N: every partition stays where it was).
-    fn decode(text: &str, shards: u32) -> Result<(Self, bool), String> {
+    fn decode(text: &str, shards: u32) -> Result<(Self, bool), MetadataError> {
         let kv: BTreeMap<String, String> = crate::config::parse_properties(text)?
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let name = kv.get("name").ok_or("missing name")?.clone();
-        validate_topic_name(&name).map_err(|e| e.message)?;
+        let name = kv
+            .get("name")
+            .ok_or(MetadataError::MissingOrBad("name"))?
+            .clone();
+        validate_topic_name(&name).map_err(MetadataError::Refused)?;
         let partitions: u32 = kv
             .get("partitions")
             .and_then(|v| v.parse().ok())
-            .ok_or("missing or bad partitions")?;
+            .ok_or(MetadataError::MissingOrBad("partitions"))?;
         // The file is trusted for nothing it could make us allocate: a corrupt count must not
         // ask for gigabytes at start-up.
         if partitions == 0 || partitions > MAX_PARTITION_INDEX + 1 {
-            return Err(format!(
-                "partitions={partitions} is outside 1..={}",
-                MAX_PARTITION_INDEX + 1
-            ));
+            return Err(MetadataError::PartitionCount {
+                count: partitions,
+                max: MAX_PARTITION_INDEX + 1,
+            });
         }
         let recorded: u32 = kv
             .get("shards")
             .and_then(|v| v.parse().ok())
-            .ok_or("missing or bad shards")?;
+            .ok_or(MetadataError::MissingOrBad("shards"))?;
         let v1 = text.starts_with(META_HEADER_V1);
         let defaults = LogConfig::default().to_pairs();
         let configs: Vec<(String, String)> = kv
@@ -233,7 +237,7 @@ impl TopicMeta {
             // A v1 file listed every key: only values that differ were overrides.
             .filter(|pair| !(v1 && defaults.contains(pair)))
             .collect();
-        let config = TopicConfig::from_pairs(&configs).map_err(|e| e.message)?;
+        let config = TopicConfig::from_pairs(&configs).map_err(MetadataError::Refused)?;
         let mut owners = Vec::with_capacity(partitions as usize);
         let same_layout = recorded == shards;
         for p in 0..partitions {
@@ -343,17 +347,21 @@ pub async fn load_all(
     storage: &dyn Storage,
     data_dir: &Path,
     shards: u32,
-) -> std::io::Result<(Vec<TopicMeta>, Vec<String>)> {
+) -> Result<(Vec<TopicMeta>, Vec<String>), CatalogError> {
     let mut topics = Vec::new();
     let mut changed = Vec::new();
-    for name in topic_files(storage, data_dir)? {
+    let dir = topics_dir(data_dir);
+    for name in topic_files(storage, data_dir).map_err(CatalogError::io("listing topics", &dir))? {
         let path = topics_dir(data_dir).join(&name);
         if path.extension().and_then(|e| e.to_str()) != Some("properties") {
             continue;
         }
-        let bytes = storage.read_file(&path).await?;
+        let bytes = storage
+            .read_file(&path)
+            .await
+            .map_err(CatalogError::io("reading topic metadata", &dir))?;
         let decoded = String::from_utf8(bytes)
-            .map_err(|e| e.to_string())
+            .map_err(|_| MetadataError::NotUtf8)
             .and_then(|text| TopicMeta::decode(&text, shards));
         match decoded {
             Ok((meta, was_changed)) => {
@@ -362,12 +370,7 @@ pub async fn load_all(
                 }
                 topics.push(meta);
             }
-            Err(why) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("{}: {why}", path.display()),
-                ))
-            }
+            Err(why) => return Err(CatalogError::Metadata { path, why }),
         }
     }
     topics.sort_by(|a, b| a.name.cmp(&b.name));
@@ -446,7 +449,14 @@ mod tests {
             .encode(2)
             .replace("partitions=2", "partitions=4294967295");
         let e = TopicMeta::decode(&text, 2).unwrap_err();
-        assert!(e.contains("outside 1..=100000"), "{e}");
+        assert_eq!(
+            e,
+            MetadataError::PartitionCount {
+                count: u32::MAX,
+                max: 100_000
+            }
+        );
+        assert!(e.to_string().contains("outside 1..=100000"), "{e}");
         let zero = meta.encode(2).replace("partitions=2", "partitions=0");
         assert!(TopicMeta::decode(&zero, 2).is_err());
     }

@@ -19,6 +19,7 @@ use super::records::{batch, Committed, OffsetRecord};
 use super::{membership, partition_for, OFFSETS_TOPIC};
 use crate::broker_error::BrokerError;
 use crate::format::batch::{split_batches, RecordsSection};
+use crate::format::BatchError;
 use crate::TopicPartition;
 
 #[derive(Default)]
@@ -197,42 +198,55 @@ fn begin_load(shard: &Host, p: i32) -> Option<glommio::Task<Result<(), GroupCode
                 );
                 Ok(())
             }
-            Err(msg) => {
-                tracing::warn!(shard = shard.shard_id(), partition = p, %msg, "loading an offsets partition failed");
+            Err(why) => {
+                tracing::warn!(shard = shard.shard_id(), partition = p, %why, "loading an offsets partition failed");
                 Err(e::COORDINATOR_NOT_AVAILABLE)
             }
         }
     }))
 }
 
-async fn load_partition(shard: &Host, p: i32) -> Result<usize, String> {
+/// Why an offsets partition could not be loaded (its groups answer
+/// COORDINATOR_NOT_AVAILABLE until a later load succeeds).
+#[derive(Debug, thiserror::Error)]
+enum LoadError {
+    #[error("offsets partition {p}: {why}")]
+    Read { p: i32, why: BrokerError },
+    #[error("offsets partition {p}: {why}")]
+    Batch { p: i32, why: BatchError },
+}
+
+async fn load_partition(shard: &Host, p: i32) -> Result<usize, LoadError> {
+    let read = |why| LoadError::Read { p, why };
     let mut next = 0i64;
     let mut applied = 0;
     loop {
         let data = match shard.read_offsets(p, next, 1 << 20).await {
             Ok(data) => data,
             // Below the log start (compaction or retention moved it): start there.
-            Err(BrokerError { code, .. })
-                if code == crate::protocol::ErrorCode::OffsetOutOfRange && next == 0 =>
+            Err(below)
+                if below.code == crate::protocol::ErrorCode::OffsetOutOfRange && next == 0 =>
             {
                 match shard.offsets_log_start(p).await {
                     Ok(start) if start > 0 => {
                         next = start;
                         continue;
                     }
-                    other => return Err(format!("offsets partition {p}: {other:?}")),
+                    Ok(_) => return Err(read(below)),
+                    Err(why) => return Err(read(why)),
                 }
             }
-            Err(other) => return Err(format!("offsets partition {p}: {other:?}")),
+            Err(why) => return Err(read(why)),
         };
         if data.is_empty() {
             return Ok(applied);
         }
-        for (start, h) in split_batches(&data).map_err(|e| e.to_string())? {
-            let section = RecordsSection::of(&data[start..start + h.size()], &h)
-                .map_err(|e| e.to_string())?;
+        let batch_error = |why| LoadError::Batch { p, why };
+        for (start, h) in split_batches(&data).map_err(batch_error)? {
+            let section =
+                RecordsSection::of(&data[start..start + h.size()], &h).map_err(batch_error)?;
             for r in section.iter() {
-                let r = r.map_err(|e| e.to_string())?;
+                let r = r.map_err(batch_error)?;
                 if r.offset < next {
                     continue;
                 }

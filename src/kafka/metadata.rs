@@ -2,6 +2,7 @@
 //! and is the controller. Leader epochs are reported as -1 (unknown), so clients never
 //! validate positions with OffsetForLeaderEpoch, which shardlog does not serve.
 
+use crate::catalog::error::UnknownTopic;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -58,7 +59,7 @@ fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseT
                         .map(|p| partition(ctx.version, p))
                         .collect(),
                 ),
-            Err(name) => {
+            Err(UnknownTopic(name)) => {
                 let code = if validate_topic_name(&name).is_err() {
                     errors::INVALID_TOPIC_EXCEPTION
                 } else {

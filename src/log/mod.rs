@@ -17,6 +17,7 @@ pub(crate) mod retention;
 pub(crate) mod scan;
 pub(crate) mod segment;
 pub(crate) mod sparse_index;
+pub(crate) mod stale_index;
 pub mod time_index;
 
 pub use cleaner::{CleanStats, CleanerLimits, CleaningPlan};

@@ -11,6 +11,7 @@ use super::offset_index::{IndexHit, OffsetIndex, OffsetPosition};
 use super::paged_index::PagedIndexes;
 use super::recovery::{scan_segment, ScanOutcome};
 use super::scan::{find_batch, find_batch_from, FoundBatch};
+use super::stale_index::StaleIndex;
 use super::time_index::{TimeIndex, TimestampOffset};
 use super::{segment_path, LogIo, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::config::LogConfig;
@@ -306,40 +307,39 @@ impl Segment {
         Ok((seg, truncation))
     }
 
-    async fn load_indexes(&mut self, config: &LogConfig) -> std::result::Result<(), String> {
+    async fn load_indexes(&mut self, config: &LogConfig) -> std::result::Result<(), StaleIndex> {
         let base = self.idx.base_offset;
         let index_path = segment_path(&self.dir, base, INDEX_SUFFIX);
         let time_path = segment_path(&self.dir, base, TIME_INDEX_SUFFIX);
         if !self.io.storage.exists(&index_path) || !self.io.storage.exists(&time_path) {
-            return Err("index file missing".into());
+            return Err(StaleIndex::Missing);
         }
         let bytes = self
             .io
             .storage
             .read_file(&index_path)
             .await
-            .map_err(|e| format!("{}: {e}", index_path.display()))?;
+            .map_err(StaleIndex::unreadable(&index_path))?;
         let oi = OffsetIndex::decode(base, &bytes, config.max_offset_index_entries())
-            .map_err(|e| format!("{}: {e}", index_path.display()))?;
+            .map_err(StaleIndex::corrupt(&index_path))?;
         let bytes = self
             .io
             .storage
             .read_file(&time_path)
             .await
-            .map_err(|e| format!("{}: {e}", time_path.display()))?;
+            .map_err(StaleIndex::unreadable(&time_path))?;
         let ti = TimeIndex::decode(base, &bytes, config.max_time_index_entries())
-            .map_err(|e| format!("{}: {e}", time_path.display()))?;
+            .map_err(StaleIndex::corrupt(&time_path))?;
         if let Some(last) = oi.last() {
             if last.position as u64 >= self.log.size() {
-                return Err(format!(
-                    "offset index points at {} past the log end {}",
-                    last.position,
-                    self.log.size()
-                ));
+                return Err(StaleIndex::PastLogEnd {
+                    position: last.position as u64,
+                    log_end: self.log.size(),
+                });
             }
         }
         if self.log.size() == 0 && !oi.is_empty() {
-            return Err("index entries for an empty log".into());
+            return Err(StaleIndex::EntriesForEmptyLog);
         }
         self.idx.offset_index = oi;
         self.idx.time_index = ti;

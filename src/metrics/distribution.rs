@@ -11,6 +11,29 @@ const MAX_LATENCY_NS: u64 = 60_000_000_000;
 /// Plain counts (commands per group commit) up to a billion.
 const MAX_COUNT: u64 = 1_000_000_000;
 
+/// Why a peer's encoded histogram is refused (before the crate allocates by it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HistogramError {
+    #[error("a histogram of {len} bytes (limit {MAX_ENCODED})")]
+    TooLarge { len: usize },
+    #[error("a histogram of {len} bytes is shorter than its header")]
+    ShortHeader { len: usize },
+    #[error("not an uncompressed V2 histogram (cookie {cookie:#x})")]
+    NotV2 { cookie: u32 },
+    #[error("histogram payload of {declared} bytes, {present} present")]
+    ShortPayload { declared: u32, present: usize },
+    #[error("histogram bounds out of range: {digits} digits, {lowest}..{highest}")]
+    Bounds {
+        digits: u32,
+        lowest: u64,
+        highest: u64,
+    },
+    /// The crate's decoder refused it (its error, as it prints).
+    #[error("bad histogram: {0}")]
+    Undecodable(String),
+}
+
 #[derive(Debug, Clone)]
 pub struct Distribution {
     pub hist: Histogram<u64>,
@@ -83,17 +106,14 @@ impl Distribution {
     }
 
     /// Decodes [`encode_histogram`]'s bytes, bounded like every other wire input.
-    pub fn decode(hist: &[u8], sum: u64) -> Result<Distribution, String> {
+    pub fn decode(hist: &[u8], sum: u64) -> Result<Distribution, HistogramError> {
         if hist.len() > MAX_ENCODED {
-            return Err(format!(
-                "a histogram of {} bytes (limit {MAX_ENCODED})",
-                hist.len()
-            ));
+            return Err(HistogramError::TooLarge { len: hist.len() });
         }
         check_header(hist)?;
         let hist: Histogram<u64> = Deserializer::new()
             .deserialize(&mut &hist[..])
-            .map_err(|e| format!("bad histogram: {e:?}"))?;
+            .map_err(|e| HistogramError::Undecodable(format!("{e:?}")))?;
         Ok(Distribution { hist, sum })
     }
 }
@@ -110,33 +130,28 @@ const MAX_HIGHEST: u64 = 1 << 40;
 
 /// Checks a V2 header before the crate allocates by it: its payload length and bounds come
 /// from the peer (the native_response fuzz target made it allocate gigabytes without this).
-fn check_header(b: &[u8]) -> Result<(), String> {
+fn check_header(b: &[u8]) -> Result<(), HistogramError> {
     let field = |at: usize| u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
     let wide = |at: usize| (u64::from(field(at)) << 32) | u64::from(field(at + 4));
     if b.len() < V2_HEADER {
-        return Err(format!(
-            "a histogram of {} bytes is shorter than its header",
-            b.len()
-        ));
+        return Err(HistogramError::ShortHeader { len: b.len() });
     }
     if field(0) != V2_COOKIE {
-        return Err(format!(
-            "not an uncompressed V2 histogram (cookie {:#x})",
-            field(0)
-        ));
+        return Err(HistogramError::NotV2 { cookie: field(0) });
     }
     if field(4) as usize > b.len() - V2_HEADER {
-        return Err(format!(
-            "histogram payload of {} bytes, {} present",
-            field(4),
-            b.len() - V2_HEADER
-        ));
+        return Err(HistogramError::ShortPayload {
+            declared: field(4),
+            present: b.len() - V2_HEADER,
+        });
     }
     let (digits, lowest, highest) = (field(12), wide(16), wide(24));
     if digits > MAX_DIGITS || lowest < 1 || highest > MAX_HIGHEST || lowest > highest {
-        return Err(format!(
-            "histogram bounds out of range: {digits} digits, {lowest}..{highest}"
-        ));
+        return Err(HistogramError::Bounds {
+            digits,
+            lowest,
+            highest,
+        });
     }
     Ok(())
 }
@@ -179,15 +194,32 @@ mod tests {
             b[at..at + bytes.len()].copy_from_slice(bytes);
             b
         };
-        for (what, b) in [
-            ("payload length", patched(4, &u32::MAX.to_be_bytes())),
-            ("digits", patched(12, &5u32.to_be_bytes())),
-            ("highest", patched(24, &u64::MAX.to_be_bytes())),
-            ("lowest", patched(16, &0u64.to_be_bytes())),
-            ("compressed", patched(0, &0x1c84_9314u32.to_be_bytes())),
+        let bounds = |e: &HistogramError| matches!(e, HistogramError::Bounds { .. });
+        for (what, b, expected) in [
+            (
+                "payload length",
+                patched(4, &u32::MAX.to_be_bytes()),
+                (|e| matches!(e, HistogramError::ShortPayload { .. }))
+                    as fn(&HistogramError) -> bool,
+            ),
+            ("digits", patched(12, &5u32.to_be_bytes()), bounds),
+            ("highest", patched(24, &u64::MAX.to_be_bytes()), bounds),
+            ("lowest", patched(16, &0u64.to_be_bytes()), bounds),
+            (
+                "compressed",
+                patched(0, &0x1c84_9314u32.to_be_bytes()),
+                |e| {
+                    matches!(
+                        e,
+                        HistogramError::NotV2 {
+                            cookie: 0x1c84_9314
+                        }
+                    )
+                },
+            ),
         ] {
             let err = Distribution::decode(&b, 0).unwrap_err();
-            assert!(!err.is_empty(), "{what}");
+            assert!(expected(&err), "{what}: {err}");
         }
         assert!(Distribution::decode(&good, 0).is_ok());
     }

@@ -14,7 +14,7 @@ mod snapshot;
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
-pub use distribution::Distribution;
+pub use distribution::{Distribution, HistogramError};
 pub use snapshot::{ApiStats, Gauges, MetricsReport, MetricsSnapshot, NamedDistribution};
 
 /// A step of a request's life that is timed on its own.

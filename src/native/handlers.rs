@@ -469,7 +469,7 @@ fn metadata(shard: &Shard, topics: Option<Vec<String>>, peer: Peer) -> MetadataR
                     .collect(),
                 configs: meta.config.to_pairs(),
             },
-            Err(name) => TopicMetadata {
+            Err(crate::catalog::error::UnknownTopic(name)) => TopicMetadata {
                 name,
                 error_code: ErrorCode::UnknownTopic,
                 partitions: Vec::new(),

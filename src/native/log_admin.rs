@@ -2,6 +2,7 @@
 //! DescribeLogs, RollSegments and RunLogMaintenance. Each goes to the partitions' owner
 //! shards (or to the controller for AlterConfigs) like any partition request.
 
+use crate::catalog::error::UnknownTopic;
 use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
@@ -86,7 +87,7 @@ async fn describe(shard: &Rc<Shard>, topics: Option<Vec<String>>) -> Reply {
     for t in shard.topics_snapshot(topics.as_deref()) {
         let meta = match t {
             Ok(meta) => meta,
-            Err(name) => {
+            Err(UnknownTopic(name)) => {
                 out.push(TopicLogInfo {
                     name,
                     error_code: ErrorCode::UnknownTopic,

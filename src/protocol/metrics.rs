@@ -5,7 +5,15 @@
 use bytes::Bytes;
 
 use super::field::wire_struct;
-use crate::metrics::{Distribution, MetricsReport, NamedDistribution};
+use crate::metrics::{Distribution, HistogramError, MetricsReport, NamedDistribution};
+
+/// A distribution of a Metrics answer that does not decode, by name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("metric {name}: {why}")]
+pub struct BadDistribution {
+    pub name: String,
+    pub why: HistogramError,
+}
 
 wire_struct! {
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -39,19 +47,23 @@ impl MetricsResponse {
     }
 
     /// The report, with every histogram decoded (a bad one is an error naming it).
-    pub fn report(&self) -> Result<MetricsReport, String> {
+    pub fn report(&self) -> Result<MetricsReport, BadDistribution> {
         let distributions = self
             .distributions
             .iter()
             .map(|(name, sum, hist)| {
-                let dist = Distribution::decode(hist, (*sum).max(0) as u64)
-                    .map_err(|e| format!("metric {name}: {e}"))?;
+                let dist = Distribution::decode(hist, (*sum).max(0) as u64).map_err(|why| {
+                    BadDistribution {
+                        name: name.clone(),
+                        why,
+                    }
+                })?;
                 Ok(NamedDistribution {
                     name: name.clone(),
                     dist,
                 })
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, BadDistribution>>()?;
         Ok(MetricsReport {
             shards: self.shards.max(0) as usize,
             distributions,

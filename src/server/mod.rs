@@ -16,6 +16,7 @@ use glommio::net::TcpListener;
 use glommio::{LocalExecutorPoolBuilder, PoolPlacement, PoolThreadHandles};
 
 use crate::catalog::data_dir;
+use crate::catalog::error::CatalogError;
 use crate::io::deadline::before;
 use crate::net::accept::{accept_loop, Listener};
 pub use crate::settings as config;
@@ -34,6 +35,10 @@ const MESH_CAPACITY: usize = 1024;
 pub enum ServerError {
     #[error(transparent)]
     Settings(#[from] crate::settings::SettingsError),
+    /// The data directory, its topics or a port (`catalog`); shared, as the error is cloned
+    /// to every shard's handle.
+    #[error(transparent)]
+    Catalog(Arc<CatalogError>),
     /// Before any shard runs: the data directory, its ports, the executors, the sockets.
     #[error("{0}")]
     Startup(String),
@@ -46,6 +51,12 @@ pub enum ServerError {
     /// The stop was not clean (the next start recovers what it left).
     #[error("{0}")]
     Shutdown(String),
+}
+
+impl From<CatalogError> for ServerError {
+    fn from(e: CatalogError) -> Self {
+        ServerError::Catalog(Arc::new(e))
+    }
 }
 
 /// The command line reports server errors as text.
@@ -139,9 +150,9 @@ fn wait_until_ready(
 pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
     config.validate()?;
     // Before anything in the directory is read: one server per data directory.
-    let lock = data_dir::lock(&config.data_dir).map_err(ServerError::Startup)?;
+    let lock = data_dir::lock(&config.data_dir)?;
     for addr in config.listen_addrs() {
-        data_dir::check_port_free(addr).map_err(ServerError::Startup)?;
+        data_dir::check_port_free(addr)?;
     }
     let previous_shutdown_was_clean = prepare_data_dir(&config)?;
     raise_fd_limit(&config);
@@ -223,20 +234,18 @@ fn prepare_data_dir(config: &ServerConfig) -> Result<bool, ServerError> {
         .name("shardlog-start")
         .spawn(move || async move {
             let storage = crate::io::DmaStorage::new(dir.clone());
+            // Failing to remove the marker is fatal: a later crash would skip recovery.
             let clean = take_clean_shutdown_marker(&*storage, &dir)
                 .await
-                .map_err(|e| {
-                    // A later crash would otherwise skip recovery.
-                    format!("removing {CLEAN_SHUTDOWN_FILE} in {}: {e}", dir.display())
-                })?;
+                .map_err(CatalogError::io("removing the clean-shutdown marker", &dir))?;
             let prepared = data_dir::prepare(&*storage, &dir, shards).await?;
             data_dir::remove_in_background(prepared.trash);
-            Ok(clean)
+            Ok::<_, CatalogError>(clean)
         })
         .map_err(|e| startup(format!("starting the start-up executor: {e}")))?;
-    pass.join()
-        .map_err(|e| startup(format!("the start-up pass failed: {e}")))?
-        .map_err(ServerError::Startup)
+    Ok(pass
+        .join()
+        .map_err(|e| startup(format!("the start-up pass failed: {e}")))??)
 }
 
 /// Whether the previous run shut down cleanly; the marker is removed (durably) so that a
@@ -269,7 +278,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     crate::io::ensure_iopoll_probe_workaround(&cfg.data_dir)
         .await
         .map_err(|e| startup(e.to_string()))?;
-    shard.load_topics().await.map_err(startup)?;
+    shard.load_topics().await?;
     crate::groups::coordinator::start_loading(&Shard::group_host(shard));
     crate::shard::maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;

@@ -16,6 +16,7 @@ use crate::settings::ServerConfig;
 use glommio::sync::{Permit, Semaphore};
 
 use crate::catalog::data_dir;
+use crate::catalog::error::{CatalogError, UnknownTopic};
 use crate::catalog::topics::{AdminError, TopicMeta};
 use crate::io::{DmaStorage, PageCache, PooledStorage, SharedPageCache, Storage};
 use crate::log::{partition_dir, partition_dir_name, OpenOptions, PartitionLog};
@@ -145,38 +146,49 @@ impl Shard {
     }
 
     /// Snapshot of the topic metadata this shard knows (for Metadata responses).
-    pub fn topics_snapshot(&self, names: Option<&[String]>) -> Vec<Result<TopicMeta, String>> {
+    pub fn topics_snapshot(
+        &self,
+        names: Option<&[String]>,
+    ) -> Vec<Result<TopicMeta, UnknownTopic>> {
         let topics = self.topics.borrow();
         match names {
             None => topics.values().cloned().map(Ok).collect(),
             Some(names) => names
                 .iter()
-                .map(|n| topics.get(n).cloned().ok_or_else(|| n.clone()))
+                .map(|n| {
+                    topics
+                        .get(n)
+                        .cloned()
+                        .ok_or_else(|| UnknownTopic(n.clone()))
+                })
                 .collect(),
         }
     }
 
     /// Opens the partitions this shard owns for every topic on disk.
-    pub async fn load_topics(self: &Rc<Self>) -> Result<(), String> {
+    pub async fn load_topics(self: &Rc<Self>) -> Result<(), CatalogError> {
         let started = std::time::Instant::now();
         let data_dir = self.config.data_dir.clone();
         let (topics, changed) =
-            crate::catalog::topics::load_all(&*self.storage, &data_dir, self.n as u32)
-                .await
-                .map_err(|e| format!("loading topic metadata: {e}"))?;
+            crate::catalog::topics::load_all(&*self.storage, &data_dir, self.n as u32).await?;
         for meta in topics {
             crate::catalog::internal_topics::check_on_disk(&meta, &self.config)?;
             if self.id == CONTROLLER && changed.contains(&meta.name) {
                 tracing::warn!(topic = %meta.name, shards = self.n, "shard count changed: partitions reassigned");
                 meta.persist(&*self.storage, &data_dir, self.n as u32)
                     .await
-                    .map_err(|e| format!("persisting topic {}: {e}", meta.name))?;
+                    .map_err(CatalogError::io("persisting topic metadata", &data_dir))?;
             }
             let opts = OpenOptions {
                 clean_shutdown: self.previous_shutdown_clean,
                 ..OpenOptions::default()
             };
-            self.open_owned(&meta, opts).await.map_err(|e| e.message)?;
+            self.open_owned(&meta, opts)
+                .await
+                .map_err(|why| CatalogError::Open {
+                    topic: meta.name.clone(),
+                    why,
+                })?;
             self.topics.borrow_mut().insert(meta.name.clone(), meta);
         }
         self.ready.set(true);
