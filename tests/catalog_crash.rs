@@ -61,7 +61,7 @@ async fn delete(sim: &SimStorage, meta: &TopicMeta) -> std::io::Result<()> {
     let storage = sim.as_storage();
     TopicMeta::mark_deleting(&*storage, &data(), &meta.name).await?;
     for p in 0..PARTITIONS {
-        data_dir::move_to_trash(&*storage, &data(), &partition_dir_name(&meta.name, p))?;
+        data_dir::move_to_trash(&*storage, &data(), &partition_dir_name(&meta.name, p)).await?;
     }
     storage.sync_dir(&data()).await?;
     topics::finish_deletion(&*storage, &data(), &meta.name).await

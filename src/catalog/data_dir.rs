@@ -149,18 +149,18 @@ pub fn trash_name(dir_name: &str) -> String {
 
 /// Renames a partition directory to its trash name (not yet durable: callers fsync the
 /// data directory once for all renames).
-pub fn move_to_trash(
+pub async fn move_to_trash(
     storage: &dyn Storage,
     data_dir: &Path,
     dir_name: &str,
 ) -> std::io::Result<PathBuf> {
     let to = data_dir.join(trash_name(dir_name));
-    storage.rename(&data_dir.join(dir_name), &to)?;
+    storage.rename(&data_dir.join(dir_name), &to).await?;
     Ok(to)
 }
 
 /// Moves a directory no topic owns out of the way (kept for an operator to inspect).
-pub fn quarantine(
+pub async fn quarantine(
     storage: &dyn Storage,
     data_dir: &Path,
     dir_name: &str,
@@ -172,7 +172,7 @@ pub fn quarantine(
         "{}{unique}",
         truncated(dir_name, MAX_FILE_NAME_BYTES - unique.len())
     ));
-    storage.rename(&data_dir.join(dir_name), &to)?;
+    storage.rename(&data_dir.join(dir_name), &to).await?;
     tracing::warn!(from = %data_dir.join(dir_name).display(), to = %to.display(),
         "quarantined a partition directory that no topic owns; it will not be served");
     Ok(to)
@@ -240,7 +240,9 @@ pub async fn prepare(
         if name.ends_with(TRASH_SUFFIX) {
             trash.push(data_dir.join(&name));
         } else if name != META_DIR && !owned.contains(&name) {
-            let moved = quarantine(storage, data_dir, &name).map_err(|e| ctx("quarantining", e))?;
+            let moved = quarantine(storage, data_dir, &name)
+                .await
+                .map_err(|e| ctx("quarantining", e))?;
             done.quarantined.push(moved);
         }
     }
@@ -262,7 +264,7 @@ async fn finish_deletion(
     topic: &str,
 ) -> std::io::Result<()> {
     for dir in dirs_of_topic(&storage.list_dirs(data_dir)?, topic) {
-        move_to_trash(storage, data_dir, &dir)?;
+        move_to_trash(storage, data_dir, &dir).await?;
     }
     storage.sync_dir(data_dir).await?;
     topics::finish_deletion(storage, data_dir, topic).await

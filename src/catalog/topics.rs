@@ -291,7 +291,9 @@ impl TopicMeta {
         data_dir: &Path,
         name: &str,
     ) -> std::io::Result<()> {
-        storage.rename(&meta_path(data_dir, name), &deleting_path(data_dir, name))?;
+        storage
+            .rename(&meta_path(data_dir, name), &deleting_path(data_dir, name))
+            .await?;
         storage.sync_dir(&topics_dir(data_dir)).await
     }
 }
@@ -301,7 +303,7 @@ fn deleting_path(data_dir: &Path, name: &str) -> PathBuf {
 }
 
 async fn remove_synced(storage: &dyn Storage, data_dir: &Path, path: &Path) -> std::io::Result<()> {
-    match storage.remove(path) {
+    match storage.remove(path).await {
         Ok(()) => storage.sync_dir(&topics_dir(data_dir)).await,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),

@@ -214,12 +214,15 @@ impl Storage for DmaStorage {
         path.exists()
     }
 
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::remove_file(path)
+    fn remove(&self, path: &Path) -> IoFuture<'_, ()> {
+        let path = path.to_path_buf();
+        // On glommio's blocking thread: an unlink may wait for a journal commit.
+        Box::pin(async move { glommio::io::remove(&path).await.map_err(Into::into) })
     }
 
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        std::fs::rename(from, to)
+    fn rename(&self, from: &Path, to: &Path) -> IoFuture<'_, ()> {
+        let (from, to) = (from.to_path_buf(), to.to_path_buf());
+        Box::pin(async move { glommio::io::rename(&from, &to).await.map_err(Into::into) })
     }
 
     fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {

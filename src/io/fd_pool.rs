@@ -177,11 +177,11 @@ impl Storage for PooledStorage {
         self.inner.exists(path)
     }
 
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
+    fn remove(&self, path: &Path) -> IoFuture<'_, ()> {
         self.inner.remove(path)
     }
 
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+    fn rename(&self, from: &Path, to: &Path) -> IoFuture<'_, ()> {
         self.inner.rename(from, to)
     }
 

@@ -99,10 +99,10 @@ pub trait Storage {
         Box::pin(async move {
             let tmp = with_suffix(&path, ".tmp");
             if self.exists(&tmp) {
-                self.remove(&tmp)?;
+                self.remove(&tmp).await?;
             }
             write_new_file_synced(self, &tmp, &data).await?;
-            self.rename(&tmp, &path)?;
+            self.rename(&tmp, &path).await?;
             match path.parent() {
                 Some(dir) => self.sync_dir(dir).await,
                 None => Ok(()),
@@ -114,9 +114,10 @@ pub trait Storage {
     /// Names of the subdirectories of a directory.
     fn list_dirs(&self, dir: &Path) -> std::io::Result<Vec<String>>;
     fn exists(&self, path: &Path) -> bool;
-    fn remove(&self, path: &Path) -> std::io::Result<()>;
-    /// Renames a file or a directory (with everything in it).
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()>;
+    /// Removes a file. Off the reactor thread: an unlink can wait on the journal.
+    fn remove(&self, path: &Path) -> IoFuture<'_, ()>;
+    /// Renames a file or a directory (with everything in it). Off the reactor thread.
+    fn rename(&self, from: &Path, to: &Path) -> IoFuture<'_, ()>;
     fn create_dir_all(&self, dir: &Path) -> std::io::Result<()>;
     fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()>;
     /// Reads submitted to the device so far (each read of at most 1 MiB counts once).

@@ -228,7 +228,7 @@ impl PartitionLog {
                 result = self.swap_in(c, done.plan.now_ms).await;
                 swapped += result.is_ok() as usize;
             } else {
-                remove_cleaned_files(self.io.storage.as_ref(), &self.dir, c.original.base);
+                remove_cleaned_files(self.io.storage.as_ref(), &self.dir, c.original.base).await;
             }
         }
         // One directory fsync for every swap of the pass (each swap is safe at any point on
@@ -278,13 +278,13 @@ impl PartitionLog {
         // An emptied segment goes, unless it is the first (it holds the log start offset).
         let drop_it = c.size == 0 && at > 0;
         if !drop_it {
-            self.rename_cleaned_to_swap(base)?;
+            self.rename_cleaned_to_swap(base).await?;
         }
         let old = self.segments.remove(at);
         old.abandon().await;
-        let deleted = self.rename_segment_files_deleted(base)?;
+        let deleted = self.rename_segment_files_deleted(base).await?;
         if drop_it {
-            remove_cleaned_files(self.io.storage.as_ref(), &self.dir, base);
+            remove_cleaned_files(self.io.storage.as_ref(), &self.dir, base).await;
         } else {
             for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
                 let target = segment_path(&self.dir, base, suffix);
@@ -292,7 +292,8 @@ impl PartitionLog {
                     self.io.storage.as_ref(),
                     &with_suffix(&target, SWAP_SUFFIX),
                     &target,
-                )?;
+                )
+                .await?;
             }
         }
         self.sync_dir().await?;
@@ -314,14 +315,15 @@ impl PartitionLog {
 
     /// The commit point of a swap: the `.log` first, so once its `.swap` exists the loader
     /// completes the swap.
-    fn rename_cleaned_to_swap(&self, base: i64) -> Result<()> {
+    async fn rename_cleaned_to_swap(&self, base: i64) -> Result<()> {
         for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
             let target = segment_path(&self.dir, base, suffix);
             rename(
                 self.io.storage.as_ref(),
                 &with_suffix(&target, CLEANED_SUFFIX),
                 &with_suffix(&target, SWAP_SUFFIX),
-            )?;
+            )
+            .await?;
         }
         Ok(())
     }
@@ -341,17 +343,18 @@ impl PartitionLog {
     }
 }
 
-fn rename(storage: &dyn Storage, from: &Path, to: &Path) -> Result<()> {
+async fn rename(storage: &dyn Storage, from: &Path, to: &Path) -> Result<()> {
     storage
         .rename(from, to)
+        .await
         .map_err(|e| Error::io("rename", from, e))
 }
 
-fn remove_cleaned_files(storage: &dyn Storage, dir: &Path, base: i64) {
+async fn remove_cleaned_files(storage: &dyn Storage, dir: &Path, base: i64) {
     for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
         let p = with_suffix(&segment_path(dir, base, suffix), CLEANED_SUFFIX);
         if storage.exists(&p) {
-            if let Err(e) = storage.remove(&p) {
+            if let Err(e) = storage.remove(&p).await {
                 tracing::warn!(file = %p.display(), error = %e, "could not remove a cleaned file; the next open removes it");
             }
         }
@@ -431,7 +434,7 @@ impl CleaningPlan {
                 }
                 Err(e) => {
                     for c in cleaned.iter().map(|c| c.original).chain([*seg]) {
-                        remove_cleaned_files(self.storage.as_ref(), &self.dir, c.base);
+                        remove_cleaned_files(self.storage.as_ref(), &self.dir, c.base).await;
                     }
                     return Err(e);
                 }
@@ -534,7 +537,7 @@ impl CleaningPlan {
             CLEANED_SUFFIX,
         );
         if self.storage.exists(&log_path) {
-            remove_cleaned_files(self.storage.as_ref(), &self.dir, seg.base);
+            remove_cleaned_files(self.storage.as_ref(), &self.dir, seg.base).await;
         }
         let mut out = LogFile::create_background(self.storage.as_ref(), &log_path).await?;
         let mut batches = SealedBatches::open(self.storage.as_ref(), &self.dir, seg).await?;

@@ -39,31 +39,33 @@ pub struct Loaded {
     pub recovery_point: i64,
 }
 
-fn remove_logged(storage: &dyn Storage, path: &Path, why: &str) -> Result<()> {
+async fn remove_logged(storage: &dyn Storage, path: &Path, why: &str) -> Result<()> {
     tracing::warn!(file = %path.display(), "{why}");
     storage
         .remove(path)
+        .await
         .map_err(|e| Error::io("remove", path, e))
 }
 
 /// Finishes or rolls back what a crash interrupted, before anything else reads the directory.
-fn resolve_leftovers(storage: &dyn Storage, dir: &Path) -> Result<bool> {
+async fn resolve_leftovers(storage: &dyn Storage, dir: &Path) -> Result<bool> {
     let mut changed = false;
     let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
     for name in &names {
         let path = dir.join(name);
         if name.ends_with(".tmp") {
-            remove_logged(storage, &path, "removing an incomplete temporary file")?;
+            remove_logged(storage, &path, "removing an incomplete temporary file").await?;
             changed = true;
         } else if name.ends_with(DELETED_SUFFIX) {
-            remove_logged(storage, &path, "finishing an interrupted deletion")?;
+            remove_logged(storage, &path, "finishing an interrupted deletion").await?;
             changed = true;
         } else if name.ends_with(CLEANED_SUFFIX) {
             remove_logged(
                 storage,
                 &path,
                 "discarding the output of an interrupted cleaning",
-            )?;
+            )
+            .await?;
             changed = true;
         }
     }
@@ -79,10 +81,12 @@ fn resolve_leftovers(storage: &dyn Storage, dir: &Path) -> Result<bool> {
         if storage.exists(&to) {
             storage
                 .remove(&to)
+                .await
                 .map_err(|e| Error::io("remove", &to, e))?;
         }
         storage
             .rename(&from, &to)
+            .await
             .map_err(|e| Error::io("rename", &from, e))?;
         if let Some(base) = offset_of(target, LOG_SUFFIX) {
             for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
@@ -92,6 +96,7 @@ fn resolve_leftovers(storage: &dyn Storage, dir: &Path) -> Result<bool> {
                 if storage.exists(&idx) && !swapped_too {
                     storage
                         .remove(&idx)
+                        .await
                         .map_err(|e| Error::io("remove", &idx, e))?;
                 }
             }
@@ -102,7 +107,7 @@ fn resolve_leftovers(storage: &dyn Storage, dir: &Path) -> Result<bool> {
 }
 
 /// Segment base offsets present, after removing index files that have no `.log`.
-fn list_segments(storage: &dyn Storage, dir: &Path) -> Result<(Vec<i64>, bool)> {
+async fn list_segments(storage: &dyn Storage, dir: &Path) -> Result<(Vec<i64>, bool)> {
     let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
     let mut bases: Vec<i64> = names
         .iter()
@@ -118,7 +123,8 @@ fn list_segments(storage: &dyn Storage, dir: &Path) -> Result<(Vec<i64>, bool)> 
                     storage,
                     &dir.join(name),
                     "removing an index file without a .log",
-                )?;
+                )
+                .await?;
                 changed = true;
             }
         }
@@ -126,11 +132,11 @@ fn list_segments(storage: &dyn Storage, dir: &Path) -> Result<(Vec<i64>, bool)> 
     Ok((bases, changed))
 }
 
-fn remove_segment_files(storage: &dyn Storage, dir: &Path, base: i64) -> Result<()> {
+async fn remove_segment_files(storage: &dyn Storage, dir: &Path, base: i64) -> Result<()> {
     for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
         let p = segment_path(dir, base, suffix);
         if storage.exists(&p) {
-            remove_logged(storage, &p, "removing a segment after the truncation point")?;
+            remove_logged(storage, &p, "removing a segment after the truncation point").await?;
         }
     }
     Ok(())
@@ -149,8 +155,8 @@ pub async fn load(
     storage
         .create_dir_all(dir)
         .map_err(|e| Error::io("create directory", dir, e))?;
-    let mut dir_changed = resolve_leftovers(storage.as_ref(), dir)?;
-    let (bases, removed) = list_segments(storage.as_ref(), dir)?;
+    let mut dir_changed = resolve_leftovers(storage.as_ref(), dir).await?;
+    let (bases, removed) = list_segments(storage.as_ref(), dir).await?;
     dir_changed |= removed;
 
     let recovery_point = if opts.clean_shutdown {
@@ -229,7 +235,7 @@ async fn open_segments(
         };
         out.truncations.push(t);
         for &later in &bases[i + 1..] {
-            remove_segment_files(io.storage.as_ref(), dir, later)?;
+            remove_segment_files(io.storage.as_ref(), dir, later).await?;
             out.removed_later = true;
         }
         let seg = if last {

@@ -382,7 +382,7 @@ pub async fn write_snapshot(
     let older: Vec<i64> = offsets.into_iter().filter(|&o| o < offset).collect();
     for &o in &older[..older.len().saturating_sub(OLDER_SNAPSHOTS_KEPT)] {
         let old = snapshot_path(dir, o);
-        if let Err(e) = storage.remove(&old) {
+        if let Err(e) = storage.remove(&old).await {
             tracing::warn!(file = %old.display(), error = %e, "removing an old producer snapshot");
         }
     }
@@ -427,7 +427,7 @@ async fn newest_snapshot(
         let path = snapshot_path(dir, offset);
         if offset > log_end {
             // Written before a crash cut the log shorter: describes offsets that are gone.
-            let _ = storage.remove(&path);
+            let _ = storage.remove(&path).await;
             continue;
         }
         let text = storage.read_file(&path).await.ok();

@@ -142,7 +142,7 @@ impl PartitionLog {
         for seg in gone {
             let base = seg.base_offset();
             seg.abandon().await;
-            renamed.extend(self.rename_segment_files_deleted(base)?);
+            renamed.extend(self.rename_segment_files_deleted(base).await?);
             slice.yield_if_spent().await;
         }
         self.sync_dir().await?;
@@ -160,7 +160,7 @@ impl PartitionLog {
     }
 
     /// Renames a segment's files to `<name>.deleted`; returns the new paths.
-    pub(super) fn rename_segment_files_deleted(&self, base: i64) -> Result<Vec<PathBuf>> {
+    pub(super) async fn rename_segment_files_deleted(&self, base: i64) -> Result<Vec<PathBuf>> {
         let mut out = Vec::new();
         for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
             let from = segment_path(&self.dir, base, suffix);
@@ -171,6 +171,7 @@ impl PartitionLog {
             self.io
                 .storage
                 .rename(&from, &to)
+                .await
                 .map_err(|e| Error::io("rename", &from, e))?;
             out.push(to);
         }
@@ -236,7 +237,7 @@ impl PartitionLog {
         let mut removed = 0;
         let mut slice = Slice::start();
         for (at, path) in due {
-            match storage.remove(&path) {
+            match storage.remove(&path).await {
                 Ok(()) => removed += 1,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {

@@ -254,7 +254,7 @@ async fn take_clean_shutdown_marker(
     storage: &dyn crate::io::storage::Storage,
     data_dir: &std::path::Path,
 ) -> std::io::Result<bool> {
-    match storage.remove(&data_dir.join(CLEAN_SHUTDOWN_FILE)) {
+    match storage.remove(&data_dir.join(CLEAN_SHUTDOWN_FILE)).await {
         Ok(()) => storage.sync_dir(data_dir).await.map(|()| true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),

@@ -654,9 +654,14 @@ impl Shard {
         for p in self.owned_partitions(meta) {
             let name = partition_dir_name(&meta.name, p);
             if self.storage.exists(&data_dir.join(&name)) {
-                data_dir::quarantine(&*self.storage, data_dir, &name).map_err(|e| {
-                    BrokerError::new(ErrorCode::StorageError, format!("quarantining {name}: {e}"))
-                })?;
+                data_dir::quarantine(&*self.storage, data_dir, &name)
+                    .await
+                    .map_err(|e| {
+                        BrokerError::new(
+                            ErrorCode::StorageError,
+                            format!("quarantining {name}: {e}"),
+                        )
+                    })?;
             }
         }
         self.open_owned(meta, OpenOptions::default()).await
@@ -696,7 +701,7 @@ impl Shard {
             if !self.storage.exists(&data_dir.join(&name)) {
                 continue;
             }
-            match data_dir::move_to_trash(&*self.storage, data_dir, &name) {
+            match data_dir::move_to_trash(&*self.storage, data_dir, &name).await {
                 Ok(to) => trash.push(to),
                 Err(e) => {
                     first_err.get_or_insert(BrokerError::new(

@@ -304,6 +304,40 @@ impl SimStorage {
     }
 }
 
+/// The metadata steps, done at once (the simulated disk has no journal to wait on).
+impl SimStorage {
+    fn remove_now(&self, path: &Path) -> std::io::Result<()> {
+        let mut s = self.state.borrow_mut();
+        s.begin(FaultPoint::Meta)?;
+        let f = s.files.remove(path).ok_or_else(|| not_found(path))?;
+        s.dir_journal
+            .push(DirChange::Removed(path.to_path_buf(), f));
+        Ok(())
+    }
+
+    fn rename_now(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        let mut s = self.state.borrow_mut();
+        s.begin(FaultPoint::Meta)?;
+        if s.dirs.contains(from) {
+            if s.dirs.contains(to) || s.files.contains_key(to) {
+                return Err(os_err(libc::EEXIST));
+            }
+            move_subtree(&mut s, from, to);
+            let (from, to) = (from.to_path_buf(), to.to_path_buf());
+            s.dir_journal.push(DirChange::DirRenamed { from, to });
+            return Ok(());
+        }
+        let f = s.files.remove(from).ok_or_else(|| not_found(from))?;
+        let replaced = s.files.insert(to.to_path_buf(), f);
+        s.dir_journal.push(DirChange::Renamed {
+            from: from.to_path_buf(),
+            to: to.to_path_buf(),
+            replaced,
+        });
+        Ok(())
+    }
+}
+
 impl Storage for SimStorage {
     fn open(&self, path: &Path, mode: OpenMode) -> IoFuture<'_, Rc<dyn StorageFile>> {
         let path = path.to_path_buf();
@@ -362,35 +396,12 @@ impl Storage for SimStorage {
         s.files.contains_key(path) || s.dirs.contains(path)
     }
 
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
-        let mut s = self.state.borrow_mut();
-        s.begin(FaultPoint::Meta)?;
-        let f = s.files.remove(path).ok_or_else(|| not_found(path))?;
-        s.dir_journal
-            .push(DirChange::Removed(path.to_path_buf(), f));
-        Ok(())
+    fn remove(&self, path: &Path) -> IoFuture<'_, ()> {
+        Box::pin(std::future::ready(self.remove_now(path)))
     }
 
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        let mut s = self.state.borrow_mut();
-        s.begin(FaultPoint::Meta)?;
-        if s.dirs.contains(from) {
-            if s.dirs.contains(to) || s.files.contains_key(to) {
-                return Err(os_err(libc::EEXIST));
-            }
-            move_subtree(&mut s, from, to);
-            let (from, to) = (from.to_path_buf(), to.to_path_buf());
-            s.dir_journal.push(DirChange::DirRenamed { from, to });
-            return Ok(());
-        }
-        let f = s.files.remove(from).ok_or_else(|| not_found(from))?;
-        let replaced = s.files.insert(to.to_path_buf(), f);
-        s.dir_journal.push(DirChange::Renamed {
-            from: from.to_path_buf(),
-            to: to.to_path_buf(),
-            replaced,
-        });
-        Ok(())
+    fn rename(&self, from: &Path, to: &Path) -> IoFuture<'_, ()> {
+        Box::pin(std::future::ready(self.rename_now(from, to)))
     }
 
     fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
