@@ -30,6 +30,52 @@ impl ByteRun for [u8] {
     }
 }
 
+/// Part of a longer run, as an async walker holds it: `bytes` are the run's bytes from
+/// `start`, and the whole run (a file) is `len` bytes. A cursor reads headers through it,
+/// so the framing rules are the cursor's; the walker refills the window whenever
+/// [`Window::holds_header_at`] says the next header is not inside.
+#[derive(Debug, Clone, Copy)]
+pub struct Window<'a> {
+    pub start: usize,
+    pub bytes: &'a [u8],
+    pub len: usize,
+}
+
+impl Window<'_> {
+    /// Whether the window holds the header at `pos` (or every byte left, when fewer remain).
+    pub fn holds_header_at(&self, pos: usize) -> bool {
+        let need_end = (pos + HEADER_SIZE).min(self.len);
+        pos >= self.start && need_end <= self.start + self.bytes.len()
+    }
+
+    /// Where a walk from `pos` goes next, by the cursor's rules: the whole batch at `pos`,
+    /// the error there, or `None` at the end of the run.
+    pub fn step_at(&self, pos: usize) -> Option<Step> {
+        assert!(
+            pos >= self.len || self.holds_header_at(pos),
+            "the window holds the header it is asked about"
+        );
+        BatchCursor::at(self, pos).next()
+    }
+}
+
+impl ByteRun for Window<'_> {
+    fn run_len(&self) -> usize {
+        self.len
+    }
+
+    /// The held part of `[start, end)`: walkers only ask for ranges they made sure are held.
+    fn range(&self, start: usize, end: usize) -> std::borrow::Cow<'_, [u8]> {
+        let end = end.min(self.len);
+        let from = start.saturating_sub(self.start);
+        self.bytes.range(from, end.saturating_sub(self.start))
+    }
+
+    fn crc32c_of(&self, start: usize, end: usize) -> u32 {
+        crc32c::crc32c(&self.range(start, end))
+    }
+}
+
 /// A step of a walk: a whole batch at its position, or why the walk ends there.
 pub type Step = Result<(usize, BatchHeader), (usize, BatchError)>;
 
@@ -122,5 +168,33 @@ mod tests {
         // From a position inside the run.
         let from_second: Vec<Step> = BatchCursor::at(&bytes[..whole], a.len()).collect();
         assert_eq!(from_second.len(), 1);
+    }
+
+    #[test]
+    fn a_window_walks_by_the_same_rules_as_the_whole_run() {
+        let (a, b) = (batch(), batch());
+        let mut file = [a.clone(), b.clone()].concat();
+        file.extend_from_slice(&[0u8; 100]);
+        // The window holds the second batch's header only; the run is the whole file.
+        let held = &file[a.len()..a.len() + HEADER_SIZE];
+        let w = Window {
+            start: a.len(),
+            bytes: held,
+            len: file.len(),
+        };
+        assert!(w.holds_header_at(a.len()));
+        assert!(!w.holds_header_at(0));
+        let (at, h) = w.step_at(a.len()).unwrap().unwrap();
+        assert_eq!((at, h.size()), (a.len(), b.len()));
+        // The zero padding after it: the same error the whole run gives.
+        let end = a.len() + b.len();
+        let padding = Window {
+            start: end,
+            bytes: &file[end..],
+            len: file.len(),
+        };
+        let whole_run: Vec<Step> = BatchCursor::new(&file[..]).collect();
+        assert_eq!(padding.step_at(end), whole_run.last().cloned());
+        assert!(padding.step_at(file.len()).is_none());
     }
 }

@@ -9,7 +9,8 @@ use std::rc::Rc;
 use glommio::Task;
 
 use crate::error::{Error, Result};
-use crate::format::batch::{LOG_OVERHEAD, MIN_BATCH_LENGTH};
+use crate::format::cursor::Window;
+use crate::format::{BatchError, HEADER_SIZE};
 use crate::io::StorageFile;
 
 /// How a stream reads: the size of each read and how many are in flight.
@@ -136,38 +137,33 @@ impl BatchStream {
         Ok(())
     }
 
-    /// The next whole batch, the end, or why the bytes here are not a batch.
+    /// The next whole batch, the end, or why the bytes here are not a batch. The framing
+    /// rules are the batch cursor's, through a window on the buffered bytes.
     pub async fn next(&mut self) -> Result<Next<'_>> {
         let position = self.position();
-        self.fill_to(LOG_OVERHEAD).await?;
-        let left = self.buf.len() - self.cursor;
-        if left == 0 && self.eof {
-            return Ok(Next::End);
+        self.fill_to(HEADER_SIZE).await?;
+        let window = Window {
+            start: self.buf_pos as usize,
+            bytes: &self.buf,
+            len: self.file_size as usize,
+        };
+        if !window.holds_header_at(position as usize) {
+            let left = self.buf.len() - self.cursor;
+            let reason = format!("{left} bytes were cut short while reading a header");
+            return Ok(Next::Stop { position, reason });
         }
-        let stop = |reason: String| Ok(Next::Stop { position, reason });
-        if left < LOG_OVERHEAD {
-            return stop(format!("{left} trailing bytes are too few for a batch"));
-        }
-        let at = self.cursor;
-        let len = crate::format::batch::be_i32(&self.buf, at + 8);
-        if len < MIN_BATCH_LENGTH {
-            let zeros = self.buf[self.cursor..].iter().all(|&b| b == 0);
-            return stop(if zeros {
-                "zero padding (end of the last direct write)".to_string()
-            } else {
-                format!("batch declares length {len}, below the minimum {MIN_BATCH_LENGTH}")
-            });
-        }
-        let size = LOG_OVERHEAD + len as usize;
-        if position + size as u64 > self.file_size {
-            return stop(format!(
-                "batch of {size} bytes runs past the end of the file ({} bytes left): a torn write",
-                self.file_size - position
-            ));
-        }
+        let size = match window.step_at(position as usize) {
+            None => return Ok(Next::End),
+            Some(Ok((_, header))) => header.size(),
+            Some(Err((_, e))) => {
+                let reason = self.stop_reason(e);
+                return Ok(Next::Stop { position, reason });
+            }
+        };
         self.fill_to(size).await?;
         if self.buf.len() - self.cursor < size {
-            return stop(format!("batch of {size} bytes was cut short while reading"));
+            let reason = format!("batch of {size} bytes was cut short while reading");
+            return Ok(Next::Stop { position, reason });
         }
         // Filling may have moved the buffer: take the batch's place after it.
         let at = self.cursor;
@@ -176,5 +172,22 @@ impl BatchStream {
             position,
             bytes: &self.buf[at..at + size],
         })
+    }
+
+    /// Why the walk stops here. What a crash leaves is named as such: the zero padding of
+    /// the last direct write, and a whole header whose batch runs past the end of the file
+    /// (a torn write); anything else by the cursor's error.
+    fn stop_reason(&self, e: BatchError) -> String {
+        match e {
+            _ if self.buf[self.cursor..].iter().all(|&b| b == 0) => {
+                "zero padding (end of the last direct write)".to_string()
+            }
+            BatchError::SizeMismatch {
+                total, available, ..
+            } if total > available as u64 && available >= HEADER_SIZE => {
+                format!("{e}: a torn write")
+            }
+            e => e.to_string(),
+        }
     }
 }

@@ -1,8 +1,11 @@
 //! Walking batch headers in a `.log` file without reading whole batches: the building block
 //! of offset and timestamp lookups, index rebuilds and tail recovery.
 
+use std::borrow::Cow;
+
 use crate::error::{Error, Result};
-use crate::format::{BatchHeader, HEADER_SIZE};
+use crate::format::cursor::Window;
+use crate::format::BatchHeader;
 use crate::io::LogFile;
 
 /// Bytes read by the first step of a header walk: enough for many small batches at once.
@@ -29,49 +32,50 @@ pub async fn find_batch(
 }
 
 /// As [`find_batch`], starting with `prefetched`: bytes already read from `position`
-/// (borrowed, so callers keep them without a copy).
+/// (borrowed, so callers keep them without a copy). The framing rules are the batch
+/// cursor's, applied through a window that is refilled whenever the next header is not in it.
 pub async fn find_batch_from(
     log: &mut LogFile,
-    mut position: u64,
+    position: u64,
     prefetched: &[u8],
     mut pred: impl FnMut(&BatchHeader) -> bool,
 ) -> Result<Option<FoundBatch>> {
-    let mut window: std::borrow::Cow<'_, [u8]> = std::borrow::Cow::Borrowed(prefetched);
-    let size = log.size();
-    let mut window_pos = position;
+    let mut window: Cow<'_, [u8]> = Cow::Borrowed(prefetched);
+    let (mut pos, size) = (position as usize, log.size() as usize);
+    let mut window_start = pos;
     let mut step = SCAN_WINDOW;
-    while position < size {
-        let off = (position - window_pos) as usize;
-        if position < window_pos || off + HEADER_SIZE > window.len() {
-            window = std::borrow::Cow::Owned(log.read_at(position, step).await?);
-            window_pos = position;
-            step = (step * 2).min(MAX_SCAN_WINDOW);
-            if window.len() < HEADER_SIZE {
-                return Err(Error::corruption(
-                    log.path(),
-                    position,
-                    format!("{} bytes left, too few for a batch header", window.len()),
-                ));
+    let mut read_here = false;
+    loop {
+        let run = Window {
+            start: window_start,
+            bytes: &window,
+            len: size,
+        };
+        if pos < size && !run.holds_header_at(pos) {
+            if read_here {
+                // A read from here came back short of the size the log claims.
+                let why = format!("read {} bytes, short of a batch header", window.len());
+                return Err(Error::corruption(log.path(), pos as u64, why));
             }
+            window = Cow::Owned(log.read_at(pos as u64, step).await?);
+            window_start = pos;
+            read_here = true;
+            step = (step * 2).min(MAX_SCAN_WINDOW);
             continue;
         }
-        let header = BatchHeader::parse(&window[off..])
-            .map_err(|e| Error::corruption(log.path(), position, e.to_string()))?;
-        let end = position + header.size() as u64;
-        if end > size {
-            return Err(Error::corruption(
-                log.path(),
-                position,
-                format!(
-                    "batch of {} bytes runs past the end of the data ({size})",
-                    header.size()
-                ),
-            ));
+        match run.step_at(pos) {
+            None => return Ok(None),
+            Some(Err((at, e))) => {
+                return Err(Error::corruption(log.path(), at as u64, e.to_string()))
+            }
+            Some(Ok((at, header))) if pred(&header) => {
+                let position = at as u64;
+                return Ok(Some(FoundBatch { position, header }));
+            }
+            Some(Ok((at, header))) => {
+                pos = at + header.size();
+                read_here = false;
+            }
         }
-        if pred(&header) {
-            return Ok(Some(FoundBatch { position, header }));
-        }
-        position = end;
     }
-    Ok(None)
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::file_window::FileWindow;
 use crate::format::batch::{check_framing_and_crc, RecordsSection, LOG_OVERHEAD};
 use crate::format::cursor::{BatchCursor, ByteRun};
-use crate::format::{BatchHeader, HEADER_SIZE};
+use crate::format::{BatchError, BatchHeader};
 use crate::log::file_names::parse_file_name;
 use crate::log::offset_index::{self, OffsetIndex};
 use crate::log::time_index::{self, TimeIndex};
@@ -229,8 +229,8 @@ fn dump_log(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let mut data = FileWindow::open(path)?;
-    let len = data.len() as usize;
+    let log: LogWindow = RefCell::new(FileWindow::open(path)?);
+    let len = log.run_len();
     let base = base_offset_of(path).unwrap_or(0);
     writeln!(out, "Log starting offset: {base}")?;
     let mut dump = LogDump {
@@ -241,28 +241,28 @@ fn dump_log(
         err,
         last_offset: base - 1,
     };
-    let mut pos = 0usize;
-    while len - pos >= HEADER_SIZE_UP_TO_MAGIC {
-        let Some(size) = dump.batch_size_at(&mut data, pos, len)? else {
-            break;
-        };
-        let rest = data.bytes(pos as u64, size.max(HEADER_SIZE))?;
-        let h = match BatchHeader::parse(rest) {
-            Ok(h) => h,
-            Err(e) => {
-                writeln!(dump.err, "Invalid batch at position {pos}: {e}")?;
+    let mut cursor = BatchCursor::new(&log);
+    for step in cursor.by_ref() {
+        let (pos, h) = match step {
+            Ok(found) => found,
+            Err((pos, e)) => {
+                dump.explain_stop(&log, pos, e)?;
                 break;
             }
         };
-        let bytes = &rest[..h.size()];
+        if !dump.within_max_size(h.size(), pos)? {
+            break;
+        }
+        let mut file = log.borrow_mut();
+        let bytes = file.bytes(pos as u64, h.size())?;
         dump.print_batch_header(&h, pos, check_framing_and_crc(bytes).is_ok())?;
         if deep {
             dump.print_records(bytes, &h, pos)?;
         }
-        pos += h.size();
     }
+    let pos = cursor.position();
     if pos < len {
-        report_tail(&mut data, path, pos, len, out)?;
+        report_tail(&mut log.borrow_mut(), path, pos, len, dump.out)?;
     }
     Ok(())
 }
@@ -278,38 +278,43 @@ struct LogDump<'a> {
 }
 
 impl LogDump<'_> {
-    /// The size of the batch at `pos` from its length field; `None` (reported) when it is
-    /// below the minimum, past the end of the file, or above --max-message-size.
-    fn batch_size_at(
-        &mut self,
-        data: &mut FileWindow,
-        pos: usize,
-        len: usize,
-    ) -> std::io::Result<Option<usize>> {
-        let head = data.bytes(pos as u64, LOG_OVERHEAD)?;
-        let declared = crate::format::batch::be_i32(head, 8);
+    /// Why the walk stopped at `pos`, told as Kafka's dump tool tells it: a length field
+    /// below its minimum, a batch over --max-message-size, or an invalid batch are reported;
+    /// a batch cut off by the end of the file is the tail, reported after the walk.
+    fn explain_stop(&mut self, log: &LogWindow, pos: usize, e: BatchError) -> std::io::Result<()> {
+        let left = log.run_len() - pos;
+        if left < HEADER_SIZE_UP_TO_MAGIC {
+            return Ok(());
+        }
+        let declared =
+            crate::format::batch::be_i32(log.borrow_mut().bytes(pos as u64, LOG_OVERHEAD)?, 8);
         if declared < 2 {
             let size = LOG_OVERHEAD as i64 + declared as i64;
-            writeln!(
+            return writeln!(
                 self.err,
                 "Record batch at position {pos} declares size {size} (below the minimum 14)"
-            )?;
-            return Ok(None);
+            );
         }
         let size = LOG_OVERHEAD + declared as usize;
-        if size > len - pos {
-            return Ok(None);
+        if size > left || !self.within_max_size(size, pos)? {
+            return Ok(());
         }
-        if size > self.opts.max_message_size {
-            writeln!(
-                self.err,
-                "Found a batch of {size} bytes at position {pos}, larger than --max-message-size {}",
-                self.opts.max_message_size
-            )?;
-            self.findings.failed_sanity.push(absolute(self.path));
-            return Ok(None);
+        writeln!(self.err, "Invalid batch at position {pos}: {e}")
+    }
+
+    /// Whether a batch of `size` bytes is within --max-message-size (reported if not, and
+    /// the file fails the sanity check).
+    fn within_max_size(&mut self, size: usize, pos: usize) -> std::io::Result<bool> {
+        if size <= self.opts.max_message_size {
+            return Ok(true);
         }
-        Ok(Some(size))
+        writeln!(
+            self.err,
+            "Found a batch of {size} bytes at position {pos}, larger than --max-message-size {}",
+            self.opts.max_message_size
+        )?;
+        self.findings.failed_sanity.push(absolute(self.path));
+        Ok(false)
     }
 
     fn print_batch_header(
