@@ -483,6 +483,19 @@ fn offsets_of_deleted_topics_expire() {
                 .all(|x| x.2 == shardlog::protocol::ErrorCode::None),
             "{codes:?}"
         );
+        // A group id longer than the native bound (255 bytes) is refused whole.
+        let long = "g".repeat(40_000);
+        let refused = c
+            .offset_commit(&long, vec![("kept".to_string(), 0, 1, String::new())])
+            .await;
+        let invalid = match &refused {
+            Ok(codes) => codes
+                .iter()
+                .all(|x| x.2 == shardlog::protocol::ErrorCode::InvalidRequest),
+            Err(e) => e.code() == Some(shardlog::protocol::ErrorCode::InvalidRequest),
+        };
+        assert!(invalid, "{refused:?}");
+        assert!(c.offset_fetch("g", None).await.unwrap().len() == 2);
         c.delete_topic("gone").await.unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {

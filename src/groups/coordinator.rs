@@ -59,6 +59,11 @@ fn exists(name: &str) -> bool {
 }
 
 pub async fn handle(shard: &Host, group: String, op: GroupOp) -> GroupReply {
+    // Kafka's offsets log stores the name as an int16-length string: a longer one could
+    // not be stored as given (native clients can send up to 64 KiB).
+    if group.is_empty() || group.len() > super::records::MAX_STRING {
+        return GroupReply::Code(e::INVALID_GROUP_ID);
+    }
     let loaded = match offsets_partition(&**shard, &group) {
         Ok(p) => ensure_loaded(shard, p).await,
         Err(code) => Err(code),

@@ -32,10 +32,17 @@ pub struct OffsetRecord {
     pub value: Option<Committed>,
 }
 
+/// Longest string the schema stores (an int16 length); callers refuse longer ones.
+pub const MAX_STRING: usize = i16::MAX as usize;
+
 fn put_str(out: &mut Vec<u8>, s: &str) {
-    let len = s.len().min(i16::MAX as usize);
-    out.put_i16(len as i16);
-    out.extend_from_slice(&s.as_bytes()[..len]);
+    assert!(
+        s.len() <= MAX_STRING,
+        "a {}-byte string in the offsets schema",
+        s.len()
+    );
+    out.put_i16(s.len() as i16);
+    out.extend_from_slice(s.as_bytes());
 }
 
 fn get_str(buf: &mut &[u8]) -> Option<String> {
@@ -119,7 +126,9 @@ pub fn batch(records: &[OffsetRecord], now_ms: i64) -> Vec<u8> {
     let encoded: Vec<(Vec<u8>, Option<Vec<u8>>)> =
         records.iter().map(|r| (r.key(), r.value())).collect();
     let mut b = BatchBuilder::new(64 * records.len() + 128);
-    for (k, v) in &encoded {
+    for ((k, v), r) in encoded.iter().zip(records) {
+        // What is written reads back as the commit it records (checked before the write).
+        debug_assert_eq!(OffsetRecord::decode(k, v.as_deref()).as_ref(), Some(r));
         b.push(RecordSpec::new(Some(k), v.as_deref()).timestamp(now_ms));
     }
     b.build()

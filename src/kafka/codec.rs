@@ -103,6 +103,10 @@ fn close(why: String) -> Reply {
 
 fn decode(mut frame: Bytes) -> Decoded {
     // The connection guarantees the 8 bytes of api key, version and correlation id.
+    assert!(
+        frame.len() >= 8,
+        "a Kafka request frame shorter than its fixed header"
+    );
     let raw_key = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
@@ -152,8 +156,13 @@ pub fn encode(
         .with_correlation_id(correlation_id)
         .encode(&mut buf, key.response_header_version(version))?;
     response.encode(&mut buf, version)?;
-    let size = (buf.len() - 4) as i32;
+    let size = i32::try_from(buf.len() - 4)?;
     buf[..4].copy_from_slice(&size.to_be_bytes());
+    debug_assert_eq!(
+        i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize + 4,
+        buf.len(),
+        "the size prefix counts the bytes after it"
+    );
     Ok(Vec::from(buf))
 }
 

@@ -54,6 +54,11 @@ pub async fn handle(
         };
         let results = read_all(ctx, &wanted, limit).await;
         let ready: usize = results.iter().map(Fetched::bytes).sum();
+        // Within the grant, but for the first partition's one batch over it (Kafka's rule).
+        debug_assert!(
+            ready <= limit || results.iter().skip(1).map(Fetched::bytes).sum::<usize>() <= limit,
+            "{ready} record bytes for a grant of {limit}"
+        );
         let any_error = results.iter().any(|r| r.error != errors::NONE);
         if ready >= min_bytes.max(1) || any_error || Instant::now() >= deadline {
             reservation.merge(reply);
@@ -124,14 +129,19 @@ async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fet
                 log_start_offset,
                 log_end_offset,
                 records,
-            }) => Fetched {
-                error: errors::NONE,
-                log_start_offset,
-                high_watermark: log_end_offset,
-                // The kafka-protocol encoder takes one buffer: a copy when the records
-                // span several cached pages.
-                records: records.to_bytes(),
-            },
+            }) => {
+                // A read at the log end holds nothing; a read below it starts in the log.
+                debug_assert!(log_start_offset <= log_end_offset);
+                debug_assert!(records.is_empty() || w.offset < log_end_offset);
+                Fetched {
+                    error: errors::NONE,
+                    log_start_offset,
+                    high_watermark: log_end_offset,
+                    // The kafka-protocol encoder takes one buffer: a copy when the records
+                    // span several cached pages.
+                    records: records.to_bytes(),
+                }
+            }
             // The reply is full: only the partition's offsets, no read.
             Ok(OpOk::Done) => offsets_only(ctx, w).await,
             Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
@@ -206,6 +216,8 @@ fn response(
                 .with_partitions(partitions),
         );
     }
+    // Every requested partition is answered, in request order.
+    debug_assert_eq!(i, wanted.len(), "one answer per requested partition");
     FetchResponse::default().with_responses(topics)
 }
 

@@ -28,6 +28,12 @@ pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffse
                     ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
                 match shard.partition_op(&name, p.partition_index, op).await {
                     Ok(OpOk::Offset { offset, timestamp }) => {
+                        // offsetsForTimes: a found record is at or after the asked time.
+                        debug_assert!(
+                            p.timestamp < 0 || offset == -1 || timestamp >= p.timestamp,
+                            "{offset}@{timestamp} for {}",
+                            p.timestamp
+                        );
                         r.with_offset(offset).with_timestamp(timestamp)
                     }
                     Ok(_) => r.with_error_code(errors::UNKNOWN_SERVER_ERROR),

@@ -5,7 +5,7 @@
 //! `kafka-protocol` crate, each partition's work runs as the same shard operation the native
 //! protocol uses (routed to the owner shard over the mesh), and record batches pass through
 //! as raw bytes to shardlog's own validator. Connection handling (framing, pipelining,
-//! budgets, timeouts) is `server/connection.rs`, shared with the native listener.
+//! budgets, timeouts) is `net/connection.rs`, shared with the native listener.
 
 mod admin;
 mod api_versions;

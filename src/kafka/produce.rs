@@ -16,10 +16,12 @@ use crate::shard::messages::{OpOk, PartitionOp};
 pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<ProduceResponse> {
     let acks = request.acks;
     let refusal = refusal(&request);
-    let mut topics = Vec::with_capacity(request.topic_data.len());
+    let asked = request.topic_data.len();
+    let mut topics = Vec::with_capacity(asked);
     for topic in request.topic_data {
         topics.push(produce_topic(ctx, topic, acks, refusal.clone()).await);
     }
+    debug_assert_eq!(topics.len(), asked, "one answer per topic produced to");
     (acks != ACKS_NONE).then(|| ProduceResponse::default().with_responses(topics))
 }
 
@@ -48,6 +50,7 @@ async fn produce_topic(
 ) -> TopicProduceResponse {
     let name = topic.name.0.to_string();
     let version = ctx.version;
+    let asked = topic.partition_data.len();
     let ops = topic.partition_data.into_iter().map(|p| {
         let shard = ctx.shard.clone();
         let name = name.clone();
@@ -61,9 +64,15 @@ async fn produce_topic(
             partition_response(index, outcome, version)
         }
     });
+    let answered = join_all(ops).await;
+    debug_assert_eq!(
+        answered.len(),
+        asked,
+        "one answer per partition produced to"
+    );
     TopicProduceResponse::default()
         .with_name(topic.name)
-        .with_partition_responses(join_all(ops).await)
+        .with_partition_responses(answered)
 }
 
 /// (base offset, log append time, log start offset), or (Kafka code, message).
@@ -88,10 +97,15 @@ async fn produce_partition(
     match shard.partition_op(topic, p.index, op).await {
         Ok(OpOk::Produced {
             base_offset,
+            last_offset,
             log_append_time,
             log_start_offset,
-            ..
-        }) => Ok((base_offset, log_append_time, log_start_offset)),
+        }) => {
+            // The offsets answered were given to these records: a range, inside the log.
+            debug_assert!(0 <= base_offset && base_offset <= last_offset);
+            debug_assert!(log_start_offset <= last_offset + 1);
+            Ok((base_offset, log_append_time, log_start_offset))
+        }
         Ok(other) => Err((
             errors::UNKNOWN_SERVER_ERROR,
             format!("unexpected produce result {other:?}"),

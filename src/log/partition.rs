@@ -537,6 +537,11 @@ impl PartitionLog {
         self.check_healthy().await?;
         let r = self.active_mut().flush().await;
         self.note_failure(r)?;
+        // Readers' end only moves forward: what they were shown stays readable.
+        debug_assert!(
+            self.log_end_offset() >= self.visible_end,
+            "flush moved the end back"
+        );
         self.visible_end = self.log_end_offset();
         Ok(())
     }
@@ -547,6 +552,10 @@ impl PartitionLog {
         self.check_healthy().await?;
         let r = self.active_mut().sync().await;
         self.note_failure(r)?;
+        debug_assert!(
+            self.log_end_offset() >= self.recovery_point.max(self.visible_end),
+            "a sync never makes less durable or less visible"
+        );
         self.recovery_point = self.log_end_offset();
         self.visible_end = self.log_end_offset();
         Ok(())
@@ -692,6 +701,10 @@ impl PartitionLog {
                 let visible = visible_prefix(data, log_end);
                 // Strict reads never exceed their bound; others by at most their first batch.
                 debug_assert!(at_least_one || visible.len() <= max_bytes);
+                debug_assert!(
+                    first_batch_reaches(&visible, offset),
+                    "a read starts at the batch holding {offset}, never below it"
+                );
                 return Ok(visible);
             }
         }
@@ -738,10 +751,25 @@ impl PartitionLog {
             .filter(|s| s.max_timestamp() >= target && s.next_offset() > start)
         {
             if let Some((offset, timestamp)) = seg.find_offset_by_timestamp(target, start).await? {
+                // Kafka's offsetsForTimes: the answer is a record at or after the target time,
+                // at or above the log start.
+                debug_assert!(
+                    offset >= start && timestamp >= target,
+                    "{offset}@{timestamp}"
+                );
                 return Ok((offset < visible_end).then_some(TimestampOffset { offset, timestamp }));
             }
         }
         Ok(None)
+    }
+}
+
+/// Whether the first batch of a read holds `offset` or lies above it (compaction may have
+/// removed the offset itself), never wholly below it.
+fn first_batch_reaches(data: &ByteChain, offset: i64) -> bool {
+    match crate::format::cursor::BatchCursor::new(data).next() {
+        Some(Ok((_, h))) => h.last_offset() >= offset,
+        _ => data.is_empty(),
     }
 }
 

@@ -227,7 +227,7 @@ impl PartitionLog {
 
     /// Removes `.deleted` files whose delay has passed; a file that cannot be removed now is
     /// tried again at the next pass (and by the loader at the next open in any case). Unlinks
-    /// are synchronous system calls: other tasks of the shard run between them.
+    /// run off the shard's thread, and the pass yields between them.
     pub async fn remove_due_files(&mut self, now_ms: i64) -> usize {
         let storage = self.io.storage.clone();
         let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_removals)

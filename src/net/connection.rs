@@ -166,6 +166,9 @@ async fn write_replies(
             metrics::record(Stage::FrameRead, queued.frame_read);
         }
         if let Some(frame) = frame {
+            // Every reply is a whole frame: its prefix counts the bytes after it, or the
+            // client would lose its place in the stream.
+            debug_assert_eq!(frame.declared_size(), Some(frame.len() - 4));
             let write_start = Instant::now();
             if let Err(e) = within(limit, crate::net::send::write_frame(&mut writer, &frame)).await
             {

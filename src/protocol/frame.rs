@@ -24,6 +24,13 @@ impl Frame {
         self.0.parts()
     }
 
+    /// The size its 4-byte prefix declares (`None` for a frame shorter than a prefix).
+    pub fn declared_size(&self) -> Option<usize> {
+        let prefix = self.0.copy_range(0, 4.min(self.len()));
+        let prefix: [u8; 4] = prefix.try_into().ok()?;
+        usize::try_from(i32::from_be_bytes(prefix)).ok()
+    }
+
     /// The whole frame in one buffer (a copy).
     pub fn to_vec(&self) -> Vec<u8> {
         self.0.copy_range(0, self.0.len())
@@ -67,7 +74,8 @@ impl FrameBuilder {
         for p in self.body.parts() {
             frame.push(p.clone());
         }
-        debug_assert_eq!(frame.len(), self.body.len() + 4);
-        Frame(frame)
+        let frame = Frame(frame);
+        debug_assert_eq!(frame.declared_size(), Some(frame.len() - 4));
+        frame
     }
 }

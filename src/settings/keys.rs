@@ -200,7 +200,8 @@ pub const SERVER_KEYS: &[ServerKey] = &[
     number_key!(
         "offset.metadata.max.bytes",
         offset_metadata_max_bytes,
-        0..=1_048_576
+        // The offsets log stores metadata as an int16-length string, as Kafka does.
+        0..=32_767
     ),
     number_key!(
         "group.initial.rebalance.delay.ms",

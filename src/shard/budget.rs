@@ -126,6 +126,11 @@ impl FetchPlan {
         // (its reply is then refused by the frame limit, not by a panic here).
         let records = asked.max(1).min(max_frame.saturating_sub(overhead).max(1));
         let reserve = (records + overhead).min(max_frame);
+        assert!(records >= 1, "a fetch may always return at least one batch");
+        assert!(
+            reserve <= max_frame.max(1),
+            "a reply is reserved within one frame"
+        );
         FetchPlan {
             records,
             overhead,
@@ -143,6 +148,10 @@ impl FetchPlan {
             self.reserve
         );
         let records = granted.saturating_sub(self.overhead).clamp(1, self.records);
+        debug_assert!(
+            (1..=self.records).contains(&records),
+            "a grant is at least one byte and at most the plan"
+        );
         Some((reply, records))
     }
 }

@@ -219,10 +219,13 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
         } => log
             .read_bounded(offset, max_bytes, at_least_one)
             .await
-            .map(|records| OpOk::Fetched {
-                log_start_offset: log.log_start_offset(),
-                log_end_offset: log.visible_end_offset(),
-                records,
+            .map(|records| {
+                debug_assert!(log.log_start_offset() <= log.visible_end_offset());
+                OpOk::Fetched {
+                    log_start_offset: log.log_start_offset(),
+                    log_end_offset: log.visible_end_offset(),
+                    records,
+                }
             }),
         PartitionOp::FetchAtTime {
             timestamp,
@@ -235,16 +238,28 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
                     offset: -1,
                     timestamp: -1,
                 });
+                // An answer names a readable offset (or the log end, for "latest").
+                debug_assert!(
+                    t.offset == -1
+                        || (log.log_start_offset()..=log.visible_end_offset()).contains(&t.offset),
+                    "offset {} outside the log",
+                    t.offset
+                );
                 OpOk::Offset {
                     offset: t.offset,
                     timestamp: t.timestamp,
                 }
             })
         }
-        PartitionOp::DeleteRecords { offset } => log
-            .delete_records_before(offset)
-            .await
-            .map(OpOk::LowWatermark),
+        PartitionOp::DeleteRecords { offset } => {
+            log.delete_records_before(offset).await.map(|low| {
+                debug_assert!(
+                    low >= offset.min(log.visible_end_offset()) && low <= log.visible_end_offset(),
+                    "the low watermark {low} moved to the asked {offset}, within the log"
+                );
+                OpOk::LowWatermark(low)
+            })
+        }
         PartitionOp::Roll => log.roll_now().await.map(|_| OpOk::Done),
         PartitionOp::Describe => Ok(OpOk::Partition(PartitionSummary {
             log_start_offset: log.log_start_offset(),

@@ -27,6 +27,12 @@ thread_local! {
 
 /// Hands out the next id, persisting a new block first when the current one is used up.
 pub async fn allocate(shard: &Rc<Shard>) -> OpResult {
+    // One allocator: blocks are only consistent if a single shard hands ids out.
+    assert_eq!(
+        shard.id,
+        crate::shard::runtime::CONTROLLER,
+        "producer ids come from the controller"
+    );
     let dir = shard.config.data_dir.join(META_DIR);
     let (next, end) = match BLOCK.get() {
         Some(b) => b,
@@ -45,6 +51,11 @@ pub async fn allocate(shard: &Rc<Shard>) -> OpResult {
         end
     } else {
         let new_end = next + shard.config.producer_id_block_size;
+        // The block is persisted before any id of it is used, and reaches past `next`.
+        debug_assert!(
+            new_end > next && new_end >= end,
+            "a new block ends past the old one"
+        );
         BLOCK_END
             .write(&*shard.storage, &dir, new_end)
             .await
