@@ -252,6 +252,10 @@ pub async fn prepare(
             .await
             .map_err(|e| ctx("syncing", e))?;
     }
+    // Read back: what remains is owned by a topic, trash, or the metadata directory.
+    debug_assert!(storage.list_dirs(data_dir).is_ok_and(|names| names
+        .iter()
+        .all(|n| n.ends_with(TRASH_SUFFIX) || n == META_DIR || owned.contains(n))));
     done.trash = trash;
     Ok(done)
 }

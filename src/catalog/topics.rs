@@ -249,6 +249,8 @@ impl TopicMeta {
             });
         }
         let changed = !same_layout;
+        // Every partition has an owner among this run's shards, whatever the file said.
+        debug_assert!(owners.len() == partitions as usize && owners.iter().all(|&o| o < shards));
         Ok((
             TopicMeta {
                 name,

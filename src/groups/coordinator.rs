@@ -184,6 +184,10 @@ fn begin_load(shard: &Host, p: i32) -> Option<glommio::Task<Result<(), GroupCode
             if read.is_ok() {
                 c.loaded.insert(p);
             }
+            debug_assert!(
+                !c.loading.contains(&p),
+                "a partition is loading or loaded, not both"
+            );
             let start = read.is_ok() && !std::mem::replace(&mut c.expiry_started, true);
             (c.groups.len(), start)
         });
@@ -277,6 +281,26 @@ fn apply(rec: OffsetRecord) {
     });
 }
 
+/// Applies records just written to the offsets log; what a later OffsetFetch reads is then
+/// exactly what the log holds (checked after each).
+fn apply_written(records: Vec<OffsetRecord>) {
+    for rec in records {
+        let (group, key, value) = (
+            rec.group.clone(),
+            TopicPartition::new(&*rec.topic, rec.partition),
+            rec.value.clone(),
+        );
+        apply(rec);
+        debug_assert_eq!(
+            fetch_offsets(&group, Some(vec![key]))
+                .pop()
+                .and_then(|f| f.2),
+            value,
+            "a written commit reads back as written"
+        );
+    }
+}
+
 /// Every `offsets.retention.check.interval.ms`: commits of groups without members that are
 /// older than `offsets.retention.minutes`, and commits for topics that no longer exist, are
 /// deleted (tombstones in the offsets log), as Kafka's offset expiration does.
@@ -325,7 +349,7 @@ async fn expire_offsets(shard: &Host) {
     for (group, records) in doomed {
         if write(shard, &group, &records, now).await == e::NONE {
             tracing::info!(group, expired = records.len(), "committed offsets expired");
-            records.into_iter().for_each(apply);
+            apply_written(records);
         }
     }
 }
@@ -395,7 +419,7 @@ async fn commit(
         c.2 = written;
     }
     if written == e::NONE {
-        records.into_iter().for_each(apply);
+        apply_written(records);
     }
     codes
 }
@@ -427,7 +451,8 @@ fn fetch_offsets(
     group: &str,
     partitions: Option<Vec<TopicPartition>>,
 ) -> Vec<(String, i32, Option<Committed>)> {
-    COORDINATOR.with_borrow(|c| {
+    let asked = partitions.as_ref().map(Vec::len);
+    let found = COORDINATOR.with_borrow(|c| {
         let g = c.groups.get(group);
         match partitions {
             Some(ps) => ps
@@ -444,7 +469,10 @@ fn fetch_offsets(
                     .collect()
             }),
         }
-    })
+    });
+    // Partitions asked by name are each answered (unknown ones with no commit).
+    debug_assert!(asked.is_none_or(|n| n == found.len()));
+    found
 }
 
 fn describe(group: &str) -> GroupDescription {
@@ -489,7 +517,7 @@ async fn delete(shard: &Host, group: &str) -> GroupCode {
     };
     let written = write(shard, group, &records, crate::time::now_ms()).await;
     if written == e::NONE {
-        records.into_iter().for_each(apply);
+        apply_written(records);
     }
     written
 }
@@ -520,7 +548,7 @@ async fn delete_offsets(
     };
     let written = write(shard, group, &records, crate::time::now_ms()).await;
     if written == e::NONE {
-        records.into_iter().for_each(apply);
+        apply_written(records);
     }
     partitions
         .into_iter()

@@ -103,6 +103,9 @@ fn admit(
     m.join_waiter = Some(waiter);
     m.touch();
     prepare_rebalance(shard, name, g);
+    // A parked join belongs to a member of a group in its join phase, which answers it.
+    debug_assert_eq!(g.state, State::PreparingRebalance);
+    debug_assert!(g.protocol_type.as_deref() == Some(req.protocol_type.as_str()));
     watch_sessions(shard, name, g);
     None
 }
@@ -113,6 +116,8 @@ fn unchanged_follower(g: &mut Group, member_id: &str, req: &JoinRequest) -> Opti
     if g.state != State::Stable || g.leader.as_deref() == Some(member_id) {
         return None;
     }
+    // Members leave a Stable group only through a rebalance: its leader is one of them.
+    debug_assert!(g.leader.as_ref().is_some_and(|l| g.members.contains_key(l)));
     let m = g.members.get_mut(member_id)?;
     if m.protocols != req.protocols {
         return None;
@@ -341,6 +346,7 @@ pub fn leave(shard: &Host, group: &str, member_ids: &[String]) -> GroupCode {
         if g.members.len() == before {
             return e::UNKNOWN_MEMBER_ID;
         }
+        debug_assert!(member_ids.iter().all(|id| !g.members.contains_key(id)));
         members_changed(shard, group, g);
         e::NONE
     })
@@ -357,6 +363,8 @@ fn members_changed(shard: &Host, name: &str, g: &mut Group) {
         return;
     }
     prepare_rebalance(shard, name, g);
+    // Survivors always rebalance: none keeps an assignment that counted the departed.
+    debug_assert_eq!(g.state, State::PreparingRebalance);
 }
 
 /// Starts the group's session watcher if it has none: it sleeps until the earliest
@@ -403,6 +411,11 @@ fn expire(shard: &Host, name: &str, g: &mut Group) -> Option<Instant> {
     if !expired.is_empty() {
         members_changed(shard, name, g);
     }
+    // Only members parked in a join (their deadline starts after it) outlive their session.
+    debug_assert!(g
+        .members
+        .values()
+        .all(|m| m.join_waiter.is_some() || m.deadline > now));
     let next = g
         .members
         .values()

@@ -112,6 +112,10 @@ impl PageCache {
         };
         self.staging_bytes += granted;
         self.evict_to_budget();
+        debug_assert!(
+            granted == full || granted == min,
+            "a grant is one of the two sizes"
+        );
         granted
     }
 
@@ -204,6 +208,8 @@ pub async fn read_through(
             break;
         }
     }
+    // Exactly what was asked, or fewer bytes at the end of the file, never more.
+    debug_assert!(out.len() <= len, "read {} of {len}", out.len());
     Ok(out)
 }
 
@@ -228,6 +234,9 @@ async fn fill_missing(
         }
         let start = (first + i as u64) * PAGE;
         let read = file.read_pages(start, (j - i) * PAGE as usize).await?;
+        // A device read gives whole pages, the last one short only at the end of the file.
+        debug_assert!(read.len() <= j - i);
+        debug_assert!(read.iter().rev().skip(1).all(|p| p.len() == PAGE as usize));
         let complete = read.len() == j - i && read.last().is_none_or(|p| p.len() == PAGE as usize);
         let mut c = cache.borrow_mut();
         for (k, page) in read.into_iter().enumerate() {

@@ -221,6 +221,7 @@ impl PartitionLog {
     /// Swaps the cleaned segments in (see the module comment). Segments that retention or
     /// another cleaning changed meanwhile are not swapped; their cleaned files are removed.
     pub async fn commit_cleaning(&mut self, done: CleanedLog) -> Result<CleanStats> {
+        let ends = (self.log_start_offset, self.visible_end);
         let mut swapped = 0;
         let mut result = Ok(());
         for c in &done.cleaned {
@@ -246,6 +247,8 @@ impl PartitionLog {
         }
         let mut stats = done.stats;
         stats.segments_cleaned = swapped;
+        // Cleaning removes records inside the log (sealed segments only), never its ends.
+        debug_assert_eq!((self.log_start_offset, self.visible_end), ends);
         tracing::info!(dir = %self.dir.display(), ?stats, "cleaned");
         Ok(stats)
     }

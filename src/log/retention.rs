@@ -84,6 +84,7 @@ impl PartitionLog {
     /// removed.
     pub async fn apply_retention(&mut self, now_ms: i64) -> Result<RetentionOutcome> {
         self.reopen_if_needed().await?;
+        let (start_before, end_before) = (self.log_start_offset, self.visible_end);
         let mut out = self.delete_by(Rule::StartOffset, now_ms).await?;
         if self.config.cleanup_policy.deletes() {
             if self.config.retention_bytes >= 0 {
@@ -95,6 +96,8 @@ impl PartitionLog {
             }
         }
         out.files_removed = self.remove_due_files(now_ms).await;
+        // Retention removes from the front only: the start moves up, the end never back.
+        debug_assert!(self.log_start_offset >= start_before && self.visible_end >= end_before);
         Ok(out)
     }
 
@@ -136,6 +139,10 @@ impl PartitionLog {
             "the active segment is never deleted"
         );
         let gone: Vec<Segment> = self.segments.drain(..n).collect();
+        // Only wholly acknowledged segments go: a reader was never shown less than them.
+        debug_assert!(gone
+            .last()
+            .is_none_or(|s| s.next_offset() <= self.visible_end));
         let bytes: u64 = gone.iter().map(|s| s.size()).sum();
         let mut renamed = Vec::new();
         let mut slice = Slice::start();
@@ -148,6 +155,8 @@ impl PartitionLog {
         self.sync_dir().await?;
         let start = self.segments[0].base_offset();
         self.advance_log_start(start).await?;
+        // Nothing below the new first segment is served any more.
+        debug_assert!(self.log_start_offset >= start);
         let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
         self.pending_removals
             .extend(renamed.into_iter().map(|p| (due, p)));

@@ -582,6 +582,10 @@ impl Segment {
         // comes first.
         let valid = self.verified_prefix(found.position, &data)?;
         data.truncate(valid);
+        // What is served is whole, checked batches from the one found, within the bound
+        // (the first batch alone may pass it when at least one is asked for).
+        debug_assert!(data.is_empty() || valid >= found.header.size());
+        debug_assert!(data.len() <= want);
         Ok(Some(data))
     }
 

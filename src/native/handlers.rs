@@ -24,6 +24,7 @@ use crate::shard::runtime::Shard;
 const FETCH_RESPONSE_OVERHEAD: usize = 64;
 
 fn error_frame(correlation_id: i32, code: ErrorCode, msg: impl Into<String>) -> Frame {
+    debug_assert_ne!(code, ErrorCode::None, "an error frame names an error");
     Response {
         correlation_id,
         result: Err((code, msg.into())),
@@ -168,11 +169,14 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
                 log_append_time,
                 ..
             },
-        ) => ResponseBody::Produce {
-            base_offset,
-            last_offset,
-            log_append_time,
-        },
+        ) => {
+            debug_assert!(0 <= base_offset && base_offset <= last_offset);
+            ResponseBody::Produce {
+                base_offset,
+                last_offset,
+                log_append_time,
+            }
+        }
         (
             ApiKey::Fetch,
             OpOk::Fetched {
@@ -180,11 +184,14 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
                 log_end_offset,
                 records,
             },
-        ) => ResponseBody::Fetch {
-            log_start_offset,
-            log_end_offset,
-            records,
-        },
+        ) => {
+            debug_assert!(log_start_offset <= log_end_offset);
+            ResponseBody::Fetch {
+                log_start_offset,
+                log_end_offset,
+                records,
+            }
+        }
         (ApiKey::ListOffsets, OpOk::Offset { offset, timestamp }) => {
             ResponseBody::ListOffsets { offset, timestamp }
         }
@@ -197,13 +204,19 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
                 log_end_offset,
                 records,
             },
-        ) => ResponseBody::FetchAtTime {
-            offset,
-            timestamp,
-            log_start_offset,
-            log_end_offset,
-            records,
-        },
+        ) => {
+            // Records come only with the offset they were found at, inside the log.
+            debug_assert!(
+                records.is_empty() || (log_start_offset..log_end_offset).contains(&offset)
+            );
+            ResponseBody::FetchAtTime {
+                offset,
+                timestamp,
+                log_start_offset,
+                log_end_offset,
+                records,
+            }
+        }
         (ApiKey::CreateTopic, OpOk::Done) => ResponseBody::CreateTopic,
         (ApiKey::DeleteTopic, OpOk::Done) => ResponseBody::DeleteTopic,
         (key, other) => {

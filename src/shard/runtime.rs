@@ -151,7 +151,7 @@ impl Shard {
         names: Option<&[String]>,
     ) -> Vec<Result<TopicMeta, UnknownTopic>> {
         let topics = self.topics.borrow();
-        match names {
+        let answered: Vec<_> = match names {
             None => topics.values().cloned().map(Ok).collect(),
             Some(names) => names
                 .iter()
@@ -162,7 +162,10 @@ impl Shard {
                         .ok_or_else(|| UnknownTopic(n.clone()))
                 })
                 .collect(),
-        }
+        };
+        // Each topic asked by name is answered, known or not, in the order asked.
+        debug_assert!(names.is_none_or(|n| n.len() == answered.len()));
+        answered
     }
 
     /// Opens the partitions this shard owns for every topic on disk.
@@ -216,6 +219,7 @@ impl Shard {
 
     /// Waits for this shard's turn to change topics (the controller runs one at a time).
     pub async fn admin_turn(&self) -> Result<Permit<'_>, AdminError> {
+        debug_assert_eq!(self.id, CONTROLLER, "topic changes are the controller's");
         self.admin
             .acquire_permit(1)
             .await
@@ -381,7 +385,8 @@ impl Shard {
         let id = self.next_id.get();
         self.next_id.set(id + 1);
         let (tx, rx) = local_channel::new_bounded(1);
-        self.pending.borrow_mut().insert(id, tx);
+        let earlier = self.pending.borrow_mut().insert(id, tx);
+        debug_assert!(earlier.is_none(), "request id {id} reused while awaited");
         let timed = match &op {
             ShardOp::Partition { op, .. } => op.is_data_path(),
             ShardOp::Partitions(ops) => ops.iter().any(|(_, _, op)| op.is_data_path()),
@@ -441,7 +446,9 @@ impl Shard {
         match msg {
             MeshMsg::Request { id, from, op } if op.cancellable() => {
                 let (cancel, cancelled) = local_channel::new_bounded::<()>(1);
-                self.cancellable.borrow_mut().insert((from, id), cancel);
+                // Ids are unique per sender: one live request per (from, id).
+                let earlier = self.cancellable.borrow_mut().insert((from, id), cancel);
+                debug_assert!(earlier.is_none(), "request {id} from shard {from} twice");
                 let me = self.clone();
                 crate::tasks::spawn(async move {
                     let result =
@@ -458,6 +465,11 @@ impl Shard {
                 .detach();
             }
             MeshMsg::Request { id, from, op } => {
+                // A shard's own work never crosses the mesh.
+                debug_assert!(
+                    from != self.id && from < self.n,
+                    "a request from shard {from}"
+                );
                 let me = self.clone();
                 crate::tasks::spawn(async move {
                     let result = me.execute(op).await;
@@ -653,7 +665,8 @@ impl Shard {
         let data_dir = &self.config.data_dir;
         for p in self.owned_partitions(meta) {
             let name = partition_dir_name(&meta.name, p);
-            if self.storage.exists(&data_dir.join(&name)) {
+            let dir = data_dir.join(&name);
+            if self.storage.exists(&dir) {
                 data_dir::quarantine(&*self.storage, data_dir, &name)
                     .await
                     .map_err(|e| {
@@ -662,6 +675,8 @@ impl Shard {
                             format!("quarantining {name}: {e}"),
                         )
                     })?;
+                // A created partition starts in a fresh directory, never in leftovers.
+                debug_assert!(!self.storage.exists(&dir));
             }
         }
         self.open_owned(meta, OpenOptions::default()).await

@@ -67,6 +67,7 @@ impl Slots {
                 return Err(Refusal::PeerFull(self.max_per_peer));
             }
             *held += 1;
+            debug_assert!(*held <= self.max_per_peer, "a peer over its share");
         }
         self.total.set(self.total.get() + 1);
         debug_assert!(self.total.get() <= self.max_total, "slots over their limit");
@@ -85,9 +86,15 @@ impl Slots {
 impl Drop for Slot {
     fn drop(&mut self) {
         let s = &self.slots;
+        // Each slot is given back once: the count covers every live slot.
+        assert!(s.total.get() > 0, "a slot given back twice");
         s.total.set(s.total.get() - 1);
         if let Some(ip) = self.peer {
             let mut per_peer = s.per_peer.borrow_mut();
+            debug_assert!(
+                per_peer.contains_key(&ip),
+                "a peer's slot outlived its count"
+            );
             if let Some(held) = per_peer.get_mut(&ip) {
                 *held -= 1;
                 if *held == 0 {
