@@ -216,41 +216,13 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             offset,
             max_bytes,
             at_least_one,
-        } => log
-            .read_bounded(offset, max_bytes, at_least_one)
-            .await
-            .map(|records| {
-                debug_assert!(log.log_start_offset() <= log.visible_end_offset());
-                OpOk::Fetched {
-                    log_start_offset: log.log_start_offset(),
-                    log_end_offset: log.visible_end_offset(),
-                    records,
-                }
-            }),
+        } => fetch(log, offset, max_bytes, at_least_one).await,
         PartitionOp::FetchAtTime {
             timestamp,
             max_bytes,
         } => fetch_at_time(log, timestamp, max_bytes).await,
         PartitionOp::DropOsCaches => log.drop_os_caches().await.map(|_| OpOk::Done),
-        PartitionOp::ListOffsets { timestamp } => {
-            log.find_offset_by_timestamp(timestamp).await.map(|found| {
-                let t = found.unwrap_or(crate::log::TimestampOffset {
-                    offset: -1,
-                    timestamp: -1,
-                });
-                // An answer names a readable offset (or the log end, for "latest").
-                debug_assert!(
-                    t.offset == -1
-                        || (log.log_start_offset()..=log.visible_end_offset()).contains(&t.offset),
-                    "offset {} outside the log",
-                    t.offset
-                );
-                OpOk::Offset {
-                    offset: t.offset,
-                    timestamp: t.timestamp,
-                }
-            })
-        }
+        PartitionOp::ListOffsets { timestamp } => list_offsets(log, timestamp).await,
         PartitionOp::DeleteRecords { offset } => {
             log.delete_records_before(offset).await.map(|low| {
                 debug_assert!(
@@ -276,6 +248,41 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
         }
     };
     r.map_err(engine_err)
+}
+
+/// Whole batches from the one holding `offset`, with the log's bounds.
+async fn fetch(
+    log: &mut PartitionLog,
+    offset: i64,
+    max_bytes: usize,
+    at_least_one: bool,
+) -> crate::Result<OpOk> {
+    let records = log.read_bounded(offset, max_bytes, at_least_one).await?;
+    debug_assert!(log.log_start_offset() <= log.visible_end_offset());
+    Ok(OpOk::Fetched {
+        log_start_offset: log.log_start_offset(),
+        log_end_offset: log.visible_end_offset(),
+        records,
+    })
+}
+
+/// Kafka's ListOffsets for one partition: (-1, -1) when no record qualifies.
+async fn list_offsets(log: &mut PartitionLog, timestamp: i64) -> crate::Result<OpOk> {
+    let found = log.find_offset_by_timestamp(timestamp).await?;
+    let t = found.unwrap_or(crate::log::TimestampOffset {
+        offset: -1,
+        timestamp: -1,
+    });
+    // An answer names a readable offset (or the log end, for "latest").
+    debug_assert!(
+        t.offset == -1 || (log.log_start_offset()..=log.visible_end_offset()).contains(&t.offset),
+        "offset {} outside the log",
+        t.offset
+    );
+    Ok(OpOk::Offset {
+        offset: t.offset,
+        timestamp: t.timestamp,
+    })
 }
 
 /// The first record with a timestamp >= `timestamp` (Kafka's offsetsForTimes) and the
