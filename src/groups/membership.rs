@@ -65,8 +65,11 @@ fn admit(
     let member_id = if req.member_id.is_empty() {
         let id = new_member_id(&req.client_id);
         if req.require_known_member_id {
+            // Pending until it rejoins with the id; an id never used expires with the
+            // session timeout (the session watcher removes it).
             let expiry = Duration::from_millis(req.session_timeout_ms as u64);
             g.pending.insert(id.clone(), Instant::now() + expiry);
+            watch_sessions(shard, name, g);
             return Some(join_error(e::MEMBER_ID_REQUIRED, &id));
         }
         // JoinGroup v0-3: the member joins under a new id at once.
@@ -163,20 +166,49 @@ pub fn prepare_rebalance(shard: &Host, name: &str, g: &mut Group) {
         // glommio runs a spawned task at once, inside the caller's borrow of the group:
         // step out first.
         futures_lite::future::yield_now().await;
-        glommio::timer::sleep(Duration::from_millis(initial)).await;
-        let deadline = Instant::now() + Duration::from_millis(timeout);
-        loop {
-            if with_group(&name, |g| g.all_joined()) {
-                break;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || before(left, rx.recv()).await.is_none() {
-                break;
-            }
+        let deadline = Instant::now() + Duration::from_millis(timeout.max(initial));
+        if from_empty {
+            initial_delay(&name, Duration::from_millis(initial), deadline).await;
+        } else {
+            wait_for_rejoins(&name, &rx, deadline).await;
         }
         with_group(&name, complete_join);
     })
     .detach();
+}
+
+/// Kafka's first join phase of an empty group: `group.initial.rebalance.delay.ms`, once
+/// more each time members arrived meanwhile (up to the rebalance timeout). Member ids handed
+/// out and not used yet do not hold it up: those members join the next generation.
+async fn initial_delay(name: &str, delay: Duration, deadline: Instant) {
+    loop {
+        let members = with_group(name, |g| g.members.len());
+        let left = deadline.saturating_duration_since(Instant::now());
+        glommio::timer::sleep(delay.min(left)).await;
+        let arrived = with_group(name, |g| g.members.len() > members);
+        if !arrived || Instant::now() >= deadline {
+            return;
+        }
+    }
+}
+
+/// A rebalance of a group with members: until every member and every pending member id
+/// has (re)joined, or the rebalance timeout. Pending ids expire with their session timeout
+/// (the session watcher nudges this wait when one does).
+async fn wait_for_rejoins(
+    name: &str,
+    nudged: &local_channel::LocalReceiver<()>,
+    deadline: Instant,
+) {
+    loop {
+        if with_group(name, |g| g.all_joined()) {
+            return;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || before(left, nudged.recv()).await.is_none() {
+            return;
+        }
+    }
 }
 
 /// Ends the join phase: members that did not rejoin leave; a new generation starts.
@@ -397,7 +429,14 @@ fn watch_sessions(shard: &Host, name: &str, g: &mut Group) {
 /// nothing is left to watch.
 fn expire(shard: &Host, name: &str, g: &mut Group) -> Option<Instant> {
     let now = Instant::now();
+    let pending = g.pending.len();
     g.pending.retain(|_, due| *due > now);
+    if g.pending.len() < pending && g.state == State::PreparingRebalance {
+        // A join phase may have been waiting for the ids that just expired.
+        if let Some(n) = &g.nudge {
+            let _ = n.try_send(());
+        }
+    }
     let expired: Vec<String> = g
         .members
         .iter()

@@ -1,0 +1,164 @@
+//! The group coordinator's join phase as Kafka runs it, through a real server's Kafka
+//! listener: a group formed from empty completes after `group.initial.rebalance.delay.ms`
+//! (extended while members keep arriving), and member ids handed out with
+//! MEMBER_ID_REQUIRED but never used neither hold up a join phase nor keep the group alive.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::server_proc::ServerProc;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use shardlog::kafka::blocking_client::BlockingClient;
+
+const MEMBER_ID_REQUIRED: i16 = 79;
+/// Far longer than the join phases measured here: a phase waiting on a session would show.
+const SESSION_MS: i32 = 20_000;
+
+fn connect(addr: &str) -> BlockingClient {
+    BlockingClient::connect_with_timeout(addr, Duration::from_secs(60)).unwrap()
+}
+
+fn join_request(group: &str, member: &str, session_ms: i32) -> RequestKind {
+    RequestKind::JoinGroup(
+        JoinGroupRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(group.into())))
+            .with_session_timeout_ms(session_ms)
+            .with_rebalance_timeout_ms(2 * SESSION_MS)
+            .with_member_id(StrBytes::from_string(member.into()))
+            .with_protocol_type(StrBytes::from_static_str("consumer"))
+            .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default(
+            )
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(Bytes::from_static(b"meta"))]),
+    )
+}
+
+fn join(c: &mut BlockingClient, group: &str, member: &str, session_ms: i32) -> JoinGroupResponse {
+    match c.call(
+        ApiKey::JoinGroup,
+        5,
+        &join_request(group, member, session_ms),
+    ) {
+        Ok(ResponseKind::JoinGroup(j)) => j,
+        other => panic!("JoinGroup: {other:?}"),
+    }
+}
+
+/// A member id handed out by the coordinator (JoinGroup v5 without one).
+fn member_id(c: &mut BlockingClient, group: &str, session_ms: i32) -> String {
+    let j = join(c, group, "", session_ms);
+    assert_eq!(j.error_code, MEMBER_ID_REQUIRED, "{j:?}");
+    j.member_id.to_string()
+}
+
+fn server(tmp: &tempfile::TempDir, initial_delay_ms: &str) -> ServerProc {
+    ServerProc::start(
+        &tmp.path().join("data"),
+        2,
+        &[
+            ("kafka.listen", "auto"),
+            ("offsets.topic.num.partitions", "2"),
+            ("group.initial.rebalance.delay.ms", initial_delay_ms),
+            ("group.min.session.timeout.ms", "500"),
+        ],
+    )
+}
+
+#[test]
+fn a_group_formed_from_empty_completes_after_the_initial_delay_despite_an_unused_member_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = server(&tmp, "300");
+    let kafka = server.kafka_addr();
+    let mut c = connect(&kafka);
+    // A client that got its id and went away (a crashed consumer, a timed-out request).
+    let _unused = member_id(&mut c, "g", SESSION_MS);
+    let id = member_id(&mut c, "g", SESSION_MS);
+    let started = Instant::now();
+    let j = join(&mut c, "g", &id, SESSION_MS);
+    let took = started.elapsed();
+    eprintln!("join phase from empty with an unused member id: {took:?}");
+    assert_eq!(j.error_code, 0, "{j:?}");
+    assert_eq!(j.members.len(), 1, "only the member that joined: {j:?}");
+    assert_eq!(j.leader.to_string(), id);
+    // Kafka completes after the initial delay; waiting on the unused id would take its
+    // whole session timeout.
+    assert!(
+        took < Duration::from_millis(SESSION_MS as u64 / 2),
+        "the join phase waited {took:?} for an id nobody used"
+    );
+}
+
+#[test]
+fn late_joiners_within_the_initial_delay_join_the_first_generation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = server(&tmp, "1500");
+    let kafka = server.kafka_addr();
+    let ids: Vec<String> = {
+        let mut c = connect(&kafka);
+        (0..3)
+            .map(|_| member_id(&mut c, "late", SESSION_MS))
+            .collect()
+    };
+    // The first member starts the phase; the others arrive 0.5 s apart, inside the delay.
+    let joins: Vec<_> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let (kafka, id) = (kafka.clone(), id.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(500 * i as u64));
+                join(&mut connect(&kafka), "late", &id, SESSION_MS)
+            })
+        })
+        .collect();
+    let answers: Vec<JoinGroupResponse> = joins.into_iter().map(|t| t.join().unwrap()).collect();
+    let generations: Vec<i32> = answers.iter().map(|j| j.generation_id).collect();
+    assert!(answers.iter().all(|j| j.error_code == 0), "{answers:?}");
+    assert!(
+        generations.iter().all(|&g| g == generations[0]),
+        "one generation for every member that joined within the delay: {generations:?}"
+    );
+    let leader = answers.iter().find(|j| !j.members.is_empty()).unwrap();
+    assert_eq!(leader.members.len(), 3, "{leader:?}");
+}
+
+#[test]
+fn an_unused_member_id_expires_and_the_empty_group_can_be_deleted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = server(&tmp, "0");
+    let kafka = server.kafka_addr();
+    let mut c = connect(&kafka);
+    let _unused = member_id(&mut c, "short", 1_000);
+    let delete = || {
+        RequestKind::DeleteGroups(
+            DeleteGroupsRequest::default()
+                .with_groups_names(vec![GroupId(StrBytes::from_static_str("short"))]),
+        )
+    };
+    let code = |c: &mut BlockingClient| match c.call(ApiKey::DeleteGroups, 2, &delete()) {
+        Ok(ResponseKind::DeleteGroups(r)) => r.results[0].error_code,
+        other => panic!("DeleteGroups: {other:?}"),
+    };
+    const NON_EMPTY_GROUP: i16 = 68;
+    assert_eq!(
+        code(&mut c),
+        NON_EMPTY_GROUP,
+        "the pending member counts at first"
+    );
+    // Its session is 1 s: then the group is empty (or forgotten: GROUP_ID_NOT_FOUND 69).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let last = loop {
+        let got = code(&mut c);
+        if got != NON_EMPTY_GROUP || Instant::now() > deadline {
+            break got;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        last == 0 || last == 69,
+        "the unused id never expired: code {last}"
+    );
+}
