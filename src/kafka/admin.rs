@@ -1,4 +1,4 @@
-//! CreateTopics v2-7, DeleteTopics v1-6, DescribeConfigs v1-4: the native topic admin
+//! CreateTopics v2-7 and DeleteTopics v1-6: the native topic admin
 //! (run one at a time on the controller shard) with Kafka's error codes and fields.
 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -6,28 +6,19 @@ use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
-use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
-};
 use kafka_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
-    DescribeConfigsRequest, DescribeConfigsResponse, TopicName,
+    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
 };
 
+use super::configs::described;
 use super::errors::{self, kafka_code};
 use super::{str_bytes, Context};
 use crate::broker_error::BrokerError;
-use crate::catalog::topics::{TopicConfig, TopicMeta};
+use crate::catalog::topics::TopicConfig;
 use crate::protocol::ErrorCode;
 
 /// Kafka's num.partitions default, used when a client sends -1.
 const DEFAULT_PARTITIONS: i32 = 1;
-/// DescribeConfigs resource types.
-const RESOURCE_TOPIC: i8 = 2;
-const RESOURCE_BROKER: i8 = 4;
-/// Config sources (DescribeConfigs v1+, CreateTopics v5+).
-const SOURCE_TOPIC: i8 = 1;
-const SOURCE_DEFAULT: i8 = 5;
 
 type Outcome = Result<(), (i16, String)>;
 
@@ -130,24 +121,6 @@ fn creatable_configs(config: &TopicConfig) -> Vec<CreatableTopicConfigs> {
         .collect()
 }
 
-/// Every topic key with its value and source, optionally only `keys`.
-fn described(config: &TopicConfig, keys: Option<&[String]>) -> Vec<(String, String, i8)> {
-    config
-        .log
-        .to_pairs()
-        .into_iter()
-        .filter(|(k, _)| keys.is_none_or(|keys| keys.contains(k)))
-        .map(|(k, v)| {
-            let source = if config.overrides.contains_key(&k) {
-                SOURCE_TOPIC
-            } else {
-                SOURCE_DEFAULT
-            };
-            (k, v, source)
-        })
-        .collect()
-}
-
 pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
     // v6 names topics in `topics`, earlier versions in `topic_names`.
     let names: Vec<TopicName> = if ctx.version >= 6 {
@@ -171,51 +144,4 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
         });
     }
     DeleteTopicsResponse::default().with_responses(results)
-}
-
-pub fn describe_configs(
-    ctx: &Context<'_>,
-    request: DescribeConfigsRequest,
-) -> DescribeConfigsResponse {
-    let results = request
-        .resources
-        .into_iter()
-        .map(|res| {
-            let name = res.resource_name.to_string();
-            let keys: Option<Vec<String>> = res
-                .configuration_keys
-                .map(|ks| ks.iter().map(|k| k.to_string()).collect());
-            let r = DescribeConfigsResult::default()
-                .with_resource_type(res.resource_type)
-                .with_resource_name(res.resource_name);
-            match res.resource_type {
-                RESOURCE_TOPIC => match ctx.shard.topic(&name) {
-                    Some(meta) => r.with_configs(topic_configs(&meta, keys.as_deref())),
-                    None => r
-                        .with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION)
-                        .with_error_message(Some(str_bytes(format!("unknown topic {name:?}")))),
-                },
-                // Broker settings live in shardlog's own config file; none are reported.
-                RESOURCE_BROKER => r,
-                other => r
-                    .with_error_code(errors::INVALID_REQUEST)
-                    .with_error_message(Some(str_bytes(format!(
-                        "resource type {other} is not supported"
-                    )))),
-            }
-        })
-        .collect();
-    DescribeConfigsResponse::default().with_results(results)
-}
-
-fn topic_configs(meta: &TopicMeta, keys: Option<&[String]>) -> Vec<DescribeConfigsResourceResult> {
-    described(&meta.config, keys)
-        .into_iter()
-        .map(|(name, value, source)| {
-            DescribeConfigsResourceResult::default()
-                .with_name(str_bytes(name))
-                .with_value(Some(str_bytes(value)))
-                .with_config_source(source)
-        })
-        .collect()
 }

@@ -28,6 +28,10 @@ pub const ADVERTISED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
 ];
 
 /// Kafka's UNSUPPORTED_VERSION.

@@ -496,6 +496,12 @@ pub async fn describe_groups(
     ctx: &Context<'_>,
     r: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
+    // Asked for (v3+): every operation, as Kafka reports them without an authorizer.
+    let operations = if r.include_authorized_operations {
+        super::cluster::operations::GROUP
+    } else {
+        super::cluster::OPERATIONS_NOT_ASKED
+    };
     let mut groups = Vec::new();
     for id in r.groups {
         let d = describe_groups_response::DescribedGroup::default().with_group_id(id.clone());
@@ -522,6 +528,7 @@ pub async fn describe_groups(
                     .with_protocol_type(str_bytes(g.protocol_type))
                     .with_protocol_data(str_bytes(g.protocol))
                     .with_members(members)
+                    .with_authorized_operations(operations)
             }
             Ok(GroupReply::Code(code)) | Err(code) => d.with_error_code(code.kafka()),
             Ok(other) => unexpected(other),

@@ -11,18 +11,13 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use super::errors;
 use super::{str_bytes, topic_name, Context, CLUSTER_ID, NODE_ID};
 use crate::catalog::topics::validate_topic_name;
-use crate::settings::advertised_host;
 
 pub fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResponse {
-    let cfg = &ctx.shard.config;
-    let listen = cfg
-        .kafka_listen
-        .expect("a Kafka request came through the Kafka listener");
-    let host = advertised_host(&cfg.advertised_host, listen, ctx.peer.local);
+    let (host, port) = super::cluster::broker_address(ctx);
     let broker = MetadataResponseBroker::default()
         .with_node_id(BrokerId(NODE_ID))
         .with_host(str_bytes(host))
-        .with_port(listen.port() as i32);
+        .with_port(port);
     let response = MetadataResponse::default()
         .with_brokers(vec![broker])
         .with_controller_id(BrokerId(if ctx.version >= 1 { NODE_ID } else { -1 }))
@@ -47,6 +42,12 @@ fn requested(ctx: &Context<'_>, request: &MetadataRequest) -> Option<Vec<String>
 
 fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseTopic> {
     let names = requested(ctx, request);
+    // Asked for (v8+): every operation, as Kafka reports them without an authorizer.
+    let operations = if request.include_topic_authorized_operations {
+        super::cluster::operations::TOPIC
+    } else {
+        super::cluster::OPERATIONS_NOT_ASKED
+    };
     ctx.shard
         .topics_snapshot(names.as_deref())
         .into_iter()
@@ -58,7 +59,8 @@ fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseT
                     (0..meta.owners.len() as i32)
                         .map(|p| partition(ctx.version, p))
                         .collect(),
-                ),
+                )
+                .with_topic_authorized_operations(operations),
             Err(UnknownTopic(name)) => {
                 let code = if validate_topic_name(&name).is_err() {
                     errors::INVALID_TOPIC_EXCEPTION

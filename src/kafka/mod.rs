@@ -10,12 +10,15 @@
 mod admin;
 mod api_versions;
 pub mod blocking_client;
+mod cluster;
 mod codec;
+mod configs;
 pub use crate::kafka_codes as errors;
 mod fetch;
 mod groups;
 mod init_producer_id;
 mod list_offsets;
+mod log_admin;
 mod metadata;
 mod produce;
 
@@ -92,9 +95,17 @@ async fn dispatch(
         }
         RequestKind::CreateTopics(r) => ResponseKind::CreateTopics(admin::create(ctx, r).await),
         RequestKind::DeleteTopics(r) => ResponseKind::DeleteTopics(admin::delete(ctx, r).await),
-        RequestKind::DescribeConfigs(r) => {
-            ResponseKind::DescribeConfigs(admin::describe_configs(ctx, r))
+        RequestKind::DeleteRecords(r) => {
+            ResponseKind::DeleteRecords(log_admin::delete_records(ctx, r).await)
         }
+        RequestKind::DescribeCluster(r) => {
+            ResponseKind::DescribeCluster(cluster::describe_cluster(ctx, r))
+        }
+        RequestKind::DescribeConfigs(r) => ResponseKind::DescribeConfigs(configs::describe(ctx, r)),
+        RequestKind::IncrementalAlterConfigs(r) => {
+            ResponseKind::IncrementalAlterConfigs(configs::incremental_alter(ctx, r).await)
+        }
+        RequestKind::AlterConfigs(r) => ResponseKind::AlterConfigs(configs::alter(ctx, r).await),
         RequestKind::InitProducerId(r) => {
             ResponseKind::InitProducerId(init_producer_id::init_producer_id(ctx, r).await)
         }

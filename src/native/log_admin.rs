@@ -23,21 +23,9 @@ pub async fn dispatch(shard: &Rc<Shard>, request: Request) -> Option<Reply> {
             topic,
             partition,
             offset,
-        } => {
-            let op = PartitionOp::DeleteRecords { offset };
-            if let Err(e) =
-                crate::catalog::internal_topics::refuse_client(&topic, "delete records of")
-            {
-                return Some(Err(e));
-            }
-            match shard.partition_op(&topic, partition, op).await {
-                Ok(OpOk::LowWatermark(low_watermark)) => {
-                    Ok(ResponseBody::DeleteRecords { low_watermark })
-                }
-                Ok(other) => Err(unexpected("DeleteRecords", other)),
-                Err(e) => Err(e),
-            }
-        }
+        } => crate::shard::admin::delete_records(shard, &topic, partition, offset)
+            .await
+            .map(|low_watermark| ResponseBody::DeleteRecords { low_watermark }),
         Request::AlterConfigs { topic, set, delete } => shard
             .alter_configs(topic, set, delete)
             .await

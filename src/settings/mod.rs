@@ -168,6 +168,20 @@ pub(super) fn bad(key: &str, why: impl std::fmt::Display) -> SettingsError {
 }
 
 impl ServerConfig {
+    /// Every server key with its value in force and whether it differs from the default
+    /// (Kafka's DescribeConfigs of a broker: static config or default).
+    pub fn described(&self) -> Vec<(&'static str, String, bool)> {
+        let defaults = ServerConfig::default();
+        SERVER_KEYS
+            .iter()
+            .map(|k| {
+                let value = (k.get)(self);
+                let changed = value != (k.get)(&defaults);
+                (k.name, value, changed)
+            })
+            .collect()
+    }
+
     /// Applies a `key=value` file (`#` comments); the keys are `SERVER_KEYS`'s.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), SettingsError> {
         let shown = || path.display().to_string();

@@ -17,7 +17,7 @@ use std::rc::Rc;
 use crate::broker_error::BrokerError;
 use crate::catalog::topics::{self, validate_topic_name, AdminError, TopicConfig, TopicMeta};
 use crate::protocol::ErrorCode;
-use crate::shard::messages::{OpOk, OpResult, ShardOp};
+use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp};
 use crate::shard::runtime::Shard;
 
 fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, AdminError> {
@@ -159,6 +159,22 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
     Ok(OpOk::Done)
 }
 
+/// The topic as `alter` would leave it, validated as a whole (nothing is changed): what a
+/// validate-only AlterConfigs answers.
+pub fn check_alter(
+    shard: &Shard,
+    name: &str,
+    set: &[(String, String)],
+    delete: &[String],
+) -> Result<TopicMeta, AdminError> {
+    crate::catalog::internal_topics::refuse_client(name, "reconfigure")?;
+    let Some(meta) = shard.topic(name) else {
+        return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
+    };
+    let config = meta.config.altered(set, delete)?;
+    Ok(TopicMeta { config, ..meta })
+}
+
 /// Alters a topic's config (Kafka's incremental AlterConfigs): validated as a whole, made
 /// durable in the metadata file (the commit point), then applied by every shard to the
 /// partitions it owns without a restart.
@@ -168,13 +184,8 @@ pub async fn alter(
     set: Vec<(String, String)>,
     delete: Vec<String>,
 ) -> OpResult {
-    crate::catalog::internal_topics::refuse_client(&name, "reconfigure")?;
     let _turn = shard.admin_turn().await?;
-    let Some(meta) = shard.topic(&name) else {
-        return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
-    };
-    let config = meta.config.altered(&set, &delete)?;
-    let altered = TopicMeta { config, ..meta };
+    let altered = check_alter(shard, &name, &set, &delete)?;
     altered
         .persist(&*shard.storage, &shard.config.data_dir, shard.n as u32)
         .await
@@ -192,4 +203,25 @@ pub async fn alter(
         .is_some_and(|m| m.config == altered.config));
     tracing::info!(topic = %name, overrides = ?altered.config.overrides, "topic config altered");
     Ok(OpOk::Done)
+}
+
+/// Kafka's DeleteRecords on one partition: records below `offset` (-1: the high watermark)
+/// stop being served; returns the new low watermark. Internal topics are refused.
+pub async fn delete_records(
+    shard: &Rc<Shard>,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> Result<i64, BrokerError> {
+    crate::catalog::internal_topics::refuse_client(topic, "delete records of")?;
+    match shard
+        .partition_op(topic, partition, PartitionOp::DeleteRecords { offset })
+        .await?
+    {
+        OpOk::LowWatermark(low) => Ok(low),
+        other => Err(BrokerError::new(
+            ErrorCode::Internal,
+            format!("DeleteRecords got {other:?}"),
+        )),
+    }
 }

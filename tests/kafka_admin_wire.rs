@@ -1,0 +1,415 @@
+//! The admin APIs Kafka's tools call, byte for byte through a real server's Kafka listener
+//! (every advertised version, encoded and decoded with the kafka-protocol crate):
+//! DeleteRecords, DescribeCluster, IncrementalAlterConfigs, AlterConfigs, DescribeConfigs
+//! of the broker, and authorized operations in Metadata and DescribeGroups.
+
+mod common;
+
+use bytes::Bytes;
+use common::server_proc::ServerProc;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use shardlog::format::{BatchBuilder, RecordSpec};
+use shardlog::kafka::blocking_client::BlockingClient;
+use shardlog::kafka::ADVERTISED;
+
+const TOPIC: i8 = 2;
+const BROKER: i8 = 4;
+
+fn versions(key: ApiKey) -> std::ops::RangeInclusive<i16> {
+    let &(_, min, max) = ADVERTISED.iter().find(|(k, _, _)| *k == key).unwrap();
+    min..=max
+}
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+struct Kafka(BlockingClient);
+
+impl Kafka {
+    fn call(&mut self, key: ApiKey, v: i16, r: RequestKind) -> ResponseKind {
+        self.0
+            .call(key, v, &r)
+            .unwrap_or_else(|e| panic!("{key:?} v{v}: {e}"))
+    }
+}
+
+fn server(tmp: &tempfile::TempDir) -> (ServerProc, Kafka) {
+    let server = ServerProc::start(&tmp.path().join("data"), 2, &[("kafka.listen", "auto")]);
+    let kafka = Kafka(BlockingClient::connect(&server.kafka_addr()).unwrap());
+    (server, kafka)
+}
+
+/// Creates `topic` and writes `records` one-record batches to partition 0 (natively).
+fn topic_with_records(server: &ServerProc, topic: &str, records: usize) {
+    let (addr, topic) = (server.addr(), topic.to_string());
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        c.create_topic(&topic, 1, vec![]).await.unwrap();
+        for i in 0..records {
+            let (mut b, value) = (BatchBuilder::new(64), format!("r{i}"));
+            b.push(RecordSpec::new(None, Some(value.as_bytes())).timestamp(1));
+            c.produce(&topic, 0, -1, Bytes::from(b.build()))
+                .await
+                .unwrap();
+        }
+    });
+}
+
+fn delete_records(k: &mut Kafka, v: i16, topic: &str, offset: i64) -> (i16, i64) {
+    let r = DeleteRecordsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_topics(vec![delete_records_request::DeleteRecordsTopic::default()
+            .with_name(TopicName(s(topic)))
+            .with_partitions(vec![
+                delete_records_request::DeleteRecordsPartition::default()
+                    .with_partition_index(0)
+                    .with_offset(offset),
+            ])]);
+    let ResponseKind::DeleteRecords(r) =
+        k.call(ApiKey::DeleteRecords, v, RequestKind::DeleteRecords(r))
+    else {
+        panic!()
+    };
+    let p = &r.topics[0].partitions[0];
+    (p.error_code, p.low_watermark)
+}
+
+#[test]
+fn delete_records_moves_the_low_watermark_and_refuses_what_is_out_of_range() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, mut k) = server(&tmp);
+    topic_with_records(&server, "dr", 10);
+    let mut low = 0;
+    for v in versions(ApiKey::DeleteRecords) {
+        low += 2;
+        assert_eq!(delete_records(&mut k, v, "dr", low), (0, low), "v{v}");
+        // Never back: an offset below the low watermark leaves it where it is.
+        assert_eq!(delete_records(&mut k, v, "dr", 1), (0, low), "v{v}");
+        assert_eq!(
+            delete_records(&mut k, v, "dr", 11).0,
+            1,
+            "OFFSET_OUT_OF_RANGE v{v}"
+        );
+        assert_eq!(
+            delete_records(&mut k, v, "nope", 0).0,
+            3,
+            "UNKNOWN_TOPIC v{v}"
+        );
+    }
+    // -1: up to the high watermark.
+    assert_eq!(delete_records(&mut k, 2, "dr", -1), (0, 10));
+    assert_eq!(
+        delete_records(&mut k, 2, "__consumer_offsets", 0).0,
+        17,
+        "internal topic"
+    );
+}
+
+#[test]
+fn describe_cluster_names_this_broker_and_its_operations_when_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, mut k) = server(&tmp);
+    for v in versions(ApiKey::DescribeCluster) {
+        for asked in [false, true] {
+            let r =
+                DescribeClusterRequest::default().with_include_cluster_authorized_operations(asked);
+            let ResponseKind::DescribeCluster(r) =
+                k.call(ApiKey::DescribeCluster, v, RequestKind::DescribeCluster(r))
+            else {
+                panic!()
+            };
+            assert_eq!(
+                (r.error_code, r.cluster_id.as_str()),
+                (0, "shardlog"),
+                "v{v}"
+            );
+            assert_eq!(r.controller_id.0, 0);
+            let b = &r.brokers[0];
+            assert_eq!(
+                format!("{}:{}", b.host, b.port),
+                server.kafka_addr(),
+                "v{v}"
+            );
+            // Every cluster operation without an authorizer, i32::MIN when not asked.
+            let want = if asked { 0b1_1111_1010_0000 } else { i32::MIN };
+            assert_eq!(r.cluster_authorized_operations, want, "v{v} asked={asked}");
+        }
+    }
+    // Metadata v8-10 and DescribeGroups v3+ report operations when asked, too.
+    let ResponseKind::Metadata(m) = k.call(
+        ApiKey::Metadata,
+        10,
+        RequestKind::Metadata(
+            MetadataRequest::default()
+                .with_topics(None)
+                .with_include_topic_authorized_operations(true),
+        ),
+    ) else {
+        panic!()
+    };
+    assert!(m
+        .topics
+        .iter()
+        .all(|t| t.topic_authorized_operations == 0b1101_1111_1000));
+    let ResponseKind::DescribeGroups(g) = k.call(
+        ApiKey::DescribeGroups,
+        5,
+        RequestKind::DescribeGroups(
+            DescribeGroupsRequest::default()
+                .with_groups(vec![GroupId(s("nobody"))])
+                .with_include_authorized_operations(true),
+        ),
+    ) else {
+        panic!()
+    };
+    assert_eq!(g.groups[0].authorized_operations, 0b1_0100_1000);
+}
+
+fn topic_configs(k: &mut Kafka, topic: &str) -> Vec<(String, String, i8)> {
+    let r = DescribeConfigsRequest::default().with_resources(vec![
+        describe_configs_request::DescribeConfigsResource::default()
+            .with_resource_type(TOPIC)
+            .with_resource_name(s(topic))
+            .with_configuration_keys(None),
+    ]);
+    let ResponseKind::DescribeConfigs(r) =
+        k.call(ApiKey::DescribeConfigs, 4, RequestKind::DescribeConfigs(r))
+    else {
+        panic!()
+    };
+    r.results[0]
+        .configs
+        .iter()
+        .map(|c| {
+            (
+                c.name.to_string(),
+                c.value.as_ref().unwrap().to_string(),
+                c.config_source,
+            )
+        })
+        .collect()
+}
+
+fn value(configs: &[(String, String, i8)], key: &str) -> (String, i8) {
+    let (_, v, source) = configs.iter().find(|c| c.0 == key).unwrap();
+    (v.clone(), *source)
+}
+
+fn incremental(
+    k: &mut Kafka,
+    v: i16,
+    kind: i8,
+    name: &str,
+    ops: &[(&str, i8, Option<&str>)],
+    validate_only: bool,
+) -> (i16, String) {
+    let configs = ops
+        .iter()
+        .map(|&(key, op, val)| {
+            incremental_alter_configs_request::AlterableConfig::default()
+                .with_name(s(key))
+                .with_config_operation(op)
+                .with_value(val.map(s))
+        })
+        .collect();
+    let r = IncrementalAlterConfigsRequest::default()
+        .with_validate_only(validate_only)
+        .with_resources(vec![
+            incremental_alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(kind)
+                .with_resource_name(s(name))
+                .with_configs(configs),
+        ]);
+    let ResponseKind::IncrementalAlterConfigs(r) = k.call(
+        ApiKey::IncrementalAlterConfigs,
+        v,
+        RequestKind::IncrementalAlterConfigs(r),
+    ) else {
+        panic!()
+    };
+    let res = &r.responses[0];
+    (
+        res.error_code,
+        res.error_message
+            .as_ref()
+            .map(|m| m.to_string())
+            .unwrap_or_default(),
+    )
+}
+
+#[test]
+fn incremental_alter_configs_sets_deletes_appends_and_subtracts_topic_configs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, mut k) = server(&tmp);
+    topic_with_records(&server, "cfg", 0);
+    for v in versions(ApiKey::IncrementalAlterConfigs) {
+        let set = [("retention.ms", 0, Some("1000"))];
+        assert_eq!(
+            incremental(&mut k, v, TOPIC, "cfg", &set, false).0,
+            0,
+            "v{v}"
+        );
+        assert_eq!(
+            value(&topic_configs(&mut k, "cfg"), "retention.ms"),
+            ("1000".into(), 1)
+        );
+        let append = [("cleanup.policy", 2, Some("compact"))];
+        assert_eq!(incremental(&mut k, v, TOPIC, "cfg", &append, false).0, 0);
+        assert_eq!(
+            value(&topic_configs(&mut k, "cfg"), "cleanup.policy").0,
+            "compact,delete"
+        );
+        let subtract = [("cleanup.policy", 3, Some("delete"))];
+        assert_eq!(incremental(&mut k, v, TOPIC, "cfg", &subtract, false).0, 0);
+        assert_eq!(
+            value(&topic_configs(&mut k, "cfg"), "cleanup.policy").0,
+            "compact"
+        );
+        let delete = [("retention.ms", 1, None), ("cleanup.policy", 1, None)];
+        assert_eq!(incremental(&mut k, v, TOPIC, "cfg", &delete, false).0, 0);
+        let after = topic_configs(&mut k, "cfg");
+        assert_eq!(
+            value(&after, "retention.ms"),
+            ("604800000".into(), 5),
+            "back to the default"
+        );
+        assert_eq!(value(&after, "cleanup.policy"), ("delete".into(), 5));
+    }
+    // Refusals change nothing: a bad value, validate-only, a list op on a number, the broker.
+    let before = topic_configs(&mut k, "cfg");
+    let (code, msg) = incremental(
+        &mut k,
+        1,
+        TOPIC,
+        "cfg",
+        &[("retention.ms", 0, Some("soon"))],
+        false,
+    );
+    assert_eq!(code, 40, "INVALID_CONFIG: {msg}");
+    assert!(msg.contains("retention.ms"), "{msg}");
+    assert_eq!(
+        incremental(
+            &mut k,
+            1,
+            TOPIC,
+            "cfg",
+            &[("segment.ms", 0, Some("5000"))],
+            true
+        )
+        .0,
+        0
+    );
+    assert_eq!(
+        incremental(
+            &mut k,
+            1,
+            TOPIC,
+            "cfg",
+            &[("segment.ms", 2, Some("1"))],
+            false
+        )
+        .0,
+        40
+    );
+    assert_eq!(
+        incremental(
+            &mut k,
+            1,
+            TOPIC,
+            "nope",
+            &[("segment.ms", 0, Some("1"))],
+            false
+        )
+        .0,
+        3
+    );
+    let (code, msg) = incremental(
+        &mut k,
+        1,
+        BROKER,
+        "0",
+        &[("log.retention.ms", 0, Some("1"))],
+        false,
+    );
+    assert_eq!(code, 42, "{msg}");
+    assert!(msg.contains("static"), "{msg}");
+    assert_eq!(
+        topic_configs(&mut k, "cfg"),
+        before,
+        "refused changes changed nothing"
+    );
+}
+
+#[test]
+fn alter_configs_replaces_a_topics_whole_config_and_broker_configs_are_described() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, mut k) = server(&tmp);
+    topic_with_records(&server, "whole", 0);
+    assert_eq!(
+        incremental(
+            &mut k,
+            1,
+            TOPIC,
+            "whole",
+            &[("retention.ms", 0, Some("1000"))],
+            false
+        )
+        .0,
+        0
+    );
+    for v in versions(ApiKey::AlterConfigs) {
+        let r = AlterConfigsRequest::default().with_resources(vec![
+            alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(TOPIC)
+                .with_resource_name(s("whole"))
+                .with_configs(vec![alter_configs_request::AlterableConfig::default()
+                    .with_name(s("segment.ms"))
+                    .with_value(Some(s(&format!("{}", 60_000 + v as i64))))]),
+        ]);
+        let ResponseKind::AlterConfigs(r) =
+            k.call(ApiKey::AlterConfigs, v, RequestKind::AlterConfigs(r))
+        else {
+            panic!()
+        };
+        assert_eq!(r.responses[0].error_code, 0, "v{v}: {r:?}");
+        let after = topic_configs(&mut k, "whole");
+        assert_eq!(
+            value(&after, "segment.ms"),
+            (format!("{}", 60_000 + v as i64), 1)
+        );
+        // Keys not given return to their defaults.
+        assert_eq!(value(&after, "retention.ms").1, 5, "v{v}");
+    }
+    let r = DescribeConfigsRequest::default().with_resources(vec![
+        describe_configs_request::DescribeConfigsResource::default()
+            .with_resource_type(BROKER)
+            .with_resource_name(s("0"))
+            .with_configuration_keys(None),
+    ]);
+    let ResponseKind::DescribeConfigs(r) =
+        k.call(ApiKey::DescribeConfigs, 4, RequestKind::DescribeConfigs(r))
+    else {
+        panic!()
+    };
+    let configs = &r.results[0].configs;
+    let kafka_listen = configs
+        .iter()
+        .find(|c| c.name.as_str() == "kafka.listen")
+        .unwrap();
+    assert_eq!(
+        kafka_listen.value.as_deref(),
+        Some(server.kafka_addr().as_str())
+    );
+    assert_eq!(
+        kafka_listen.config_source, 4,
+        "set at start: a static broker config"
+    );
+    let idle = configs
+        .iter()
+        .find(|c| c.name.as_str() == "connections.max.idle.ms")
+        .unwrap();
+    assert_eq!(idle.config_source, 5, "left at its default");
+    assert!(configs.iter().all(|c| c.read_only));
+}
