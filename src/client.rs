@@ -510,6 +510,15 @@ impl Client {
     }
 
     /// Sets `set` and returns `delete` to their defaults, without a restart.
+    /// Grows a topic to `count` partitions (Kafka's CreatePartitions).
+    pub async fn create_partitions(&mut self, topic: &str, count: i32) -> ClientResult<()> {
+        let req = Request::CreatePartitions {
+            topic: topic.to_string(),
+            count,
+        };
+        self.call(&req).await.map(|_| ())
+    }
+
     pub async fn alter_configs(
         &mut self,
         topic: &str,

@@ -23,6 +23,8 @@ use shardlog::io::sim::{CrashKind, FaultPoint, SimStorage};
 use shardlog::log::{partition_dir_name, OpenOptions, PartitionLog};
 
 const PARTITIONS: u32 = 3;
+/// What a topic grows to (CreatePartitions).
+const GROWN: u32 = 5;
 
 fn data() -> PathBuf {
     PathBuf::from("/sim/data")
@@ -67,6 +69,19 @@ async fn delete(sim: &SimStorage, meta: &TopicMeta) -> std::io::Result<()> {
     topics::finish_deletion(&*storage, &data(), &meta.name).await
 }
 
+/// CreatePartitions as the controller runs it: the new partitions opened, then the commit
+/// point (the metadata file with the new count).
+async fn grow(sim: &SimStorage, grown: &TopicMeta, from: u32) -> Result<(), String> {
+    for p in from..grown.partitions() {
+        open_partition(sim, grown, p)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let storage = sim.as_storage();
+    let persisted = grown.persist(&*storage, &data(), 1).await;
+    persisted.map_err(|e| e.to_string())
+}
+
 async fn alter(sim: &SimStorage, altered: &TopicMeta) -> std::io::Result<()> {
     altered.persist(&*sim.as_storage(), &data(), 1).await
 }
@@ -87,15 +102,15 @@ async fn restart(sim: &SimStorage) -> Option<TopicMeta> {
         assert!(served.is_empty(), "no topic, yet {served:?} remain");
         return None;
     };
-    assert_eq!(served.len(), PARTITIONS as usize, "{dirs:?}");
-    for p in 0..PARTITIONS {
+    assert_eq!(served.len(), meta.partitions() as usize, "{dirs:?}");
+    for p in 0..meta.partitions() {
         open_partition(sim, &meta, p).await.unwrap();
     }
     Some(meta)
 }
 
 fn is_partition_dir(name: &str) -> bool {
-    (0..PARTITIONS).any(|p| name == partition_dir_name("orders", p))
+    (0..GROWN).any(|p| name == partition_dir_name("orders", p))
 }
 
 /// Runs `step` on a fork of `base` for each crash point in turn (each kind of fault point,
@@ -205,6 +220,29 @@ fn a_crash_at_any_step_of_alter_leaves_the_old_config_or_the_new() {
         .await;
         eprintln!("alter: {points} crash points: {old} old, {new} new");
         assert!(points > 3 && old > 0, "{points} {old} {new}");
+    });
+}
+
+#[test]
+fn a_crash_at_any_step_of_create_partitions_leaves_the_old_count_or_the_new() {
+    run(|_| async move {
+        let before = topic(&[]);
+        let after = before.grown(GROWN, 1);
+        let base = empty_disk();
+        create(&base, &before).await.unwrap();
+        let (mut old, mut new) = (0, 0);
+        let points = every_crash_point(
+            &base,
+            async |sim| drop(grow(sim, &after, PARTITIONS).await),
+            |found| match found {
+                Some(m) if m == before => old += 1,
+                Some(m) if m == after => new += 1,
+                other => panic!("a CreatePartitions crashed into {other:?}"),
+            },
+        )
+        .await;
+        eprintln!("create partitions: {points} crash points: {old} old, {new} new");
+        assert!(points > 10 && old > 0, "{points} {old} {new}");
     });
 }
 

@@ -413,3 +413,96 @@ fn alter_configs_replaces_a_topics_whole_config_and_broker_configs_are_described
     assert_eq!(idle.config_source, 5, "left at its default");
     assert!(configs.iter().all(|c| c.read_only));
 }
+
+fn create_partitions(k: &mut Kafka, v: i16, topic: &str, count: i32, validate_only: bool) -> i16 {
+    let r = CreatePartitionsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_validate_only(validate_only)
+        .with_topics(vec![
+            create_partitions_request::CreatePartitionsTopic::default()
+                .with_name(TopicName(s(topic)))
+                .with_count(count)
+                .with_assignments(None),
+        ]);
+    let ResponseKind::CreatePartitions(r) = k.call(
+        ApiKey::CreatePartitions,
+        v,
+        RequestKind::CreatePartitions(r),
+    ) else {
+        panic!()
+    };
+    r.results[0].error_code
+}
+
+fn partition_count(k: &mut Kafka, topic: &str) -> usize {
+    let r = MetadataRequest::default().with_topics(Some(vec![
+        metadata_request::MetadataRequestTopic::default().with_name(Some(TopicName(s(topic)))),
+    ]));
+    let ResponseKind::Metadata(m) = k.call(ApiKey::Metadata, 12, RequestKind::Metadata(r)) else {
+        panic!()
+    };
+    m.topics[0].partitions.len()
+}
+
+#[test]
+fn create_partitions_grows_a_topic_whose_new_partitions_take_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, mut k) = server(&tmp);
+    topic_with_records(&server, "cp", 3);
+    let mut count = 1;
+    for v in versions(ApiKey::CreatePartitions) {
+        assert_eq!(
+            create_partitions(&mut k, v, "cp", count + 2, true),
+            0,
+            "validate v{v}"
+        );
+        assert_eq!(
+            partition_count(&mut k, "cp"),
+            count as usize,
+            "validate-only changes nothing"
+        );
+        count += 2;
+        assert_eq!(create_partitions(&mut k, v, "cp", count, false), 0, "v{v}");
+        assert_eq!(partition_count(&mut k, "cp"), count as usize, "v{v}");
+        // Never shrink, never stay: INVALID_PARTITIONS.
+        assert_eq!(create_partitions(&mut k, v, "cp", count, false), 37, "v{v}");
+        assert_eq!(create_partitions(&mut k, v, "cp", 1, false), 37, "v{v}");
+        assert_eq!(create_partitions(&mut k, v, "nope", 4, false), 3, "v{v}");
+    }
+    assert_eq!(
+        create_partitions(&mut k, 3, "__consumer_offsets", 99, false),
+        17
+    );
+    // Every new partition is open on its owner shard and takes records; the old keep theirs.
+    let (addr, n) = (server.addr(), count);
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        for p in 1..n {
+            let (mut b, value) = (BatchBuilder::new(64), format!("p{p}"));
+            b.push(RecordSpec::new(None, Some(value.as_bytes())).timestamp(1));
+            let (base, _, _) = c
+                .produce("cp", p, -1, Bytes::from(b.build()))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(base, 0, "partition {p} starts empty");
+        }
+        let logs = c.describe_logs(Some(vec!["cp".into()])).await.unwrap();
+        let ends: Vec<i64> = logs[0]
+            .partitions
+            .iter()
+            .map(|p| p.log_end_offset)
+            .collect();
+        let mut want = vec![1; n as usize];
+        want[0] = 3;
+        assert_eq!(ends, want);
+        let owners: std::collections::BTreeSet<i32> =
+            logs[0].partitions.iter().map(|p| p.owner_shard).collect();
+        assert_eq!(owners.len(), 2, "new partitions are spread over the shards");
+    });
+    // The grown topic survives kill -9 (the metadata file was its commit point).
+    let mut server = server;
+    server.restart_after_kill();
+    let mut k = Kafka(BlockingClient::connect(&server.kafka_addr()).unwrap());
+    assert_eq!(partition_count(&mut k, "cp"), count as usize);
+}

@@ -312,6 +312,15 @@ fn delete_records_and_log_dirs_from_the_command_line() {
     assert!(ok, "{err}");
     let (_, out, _) = run(&["topics", "describe", "--topic", "t"]);
     assert!(out.contains("Configs: \n"), "{out}");
+    // kafka-topics --alter --partitions: grow only.
+    let grow = |n: &str| run(&["topics", "alter", "--topic", "t", "--partitions", n]);
+    let (ok, out, err) = grow("3");
+    assert!(ok && out.contains("now has 3 partitions"), "{out} {err}");
+    let (ok, _, err) = grow("2");
+    assert!(!ok && err.contains("has 3 partitions"), "{err}");
+    let (_, out, _) = run(&["topics", "describe", "--topic", "t"]);
+    assert!(out.contains("PartitionCount: 3"), "{out}");
+    assert!(out.contains("Partition: 2\t"), "{out}");
 }
 
 #[test]

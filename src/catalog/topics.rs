@@ -177,6 +177,19 @@ impl TopicMeta {
         self.owners.len() as u32
     }
 
+    /// This topic with `count` partitions: the existing ones stay where they are, the new
+    /// ones are placed as a create places them.
+    pub fn grown(&self, count: u32, shards: u32) -> TopicMeta {
+        assert!(count >= self.partitions(), "a topic only grows");
+        let mut owners = self.owners.clone();
+        owners.extend((self.partitions()..count).map(|p| owner_of(&self.name, p, shards)));
+        debug_assert!(owners[..self.owners.len()] == self.owners[..]);
+        TopicMeta {
+            owners,
+            ..self.clone()
+        }
+    }
+
     fn encode(&self, shards: u32) -> String {
         let mut s = format!(
             "{META_HEADER}\nname={}\npartitions={}\nshards={shards}\n",

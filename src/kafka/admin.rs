@@ -1,13 +1,15 @@
-//! CreateTopics v2-7 and DeleteTopics v1-6: the native topic admin
+//! CreateTopics v2-7, CreatePartitions v0-3 and DeleteTopics v1-6: the native topic admin
 //! (run one at a time on the controller shard) with Kafka's error codes and fields.
 
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
 };
 
 use super::configs::described;
@@ -144,4 +146,42 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
         });
     }
     DeleteTopicsResponse::default().with_responses(results)
+}
+
+/// CreatePartitions (`kafka-topics --alter --partitions`): each topic grows on the
+/// controller as the native CreatePartitions grows it; replica assignments cannot apply to
+/// one node and are refused.
+pub async fn create_partitions(
+    ctx: &Context<'_>,
+    request: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
+    let mut results = Vec::with_capacity(request.topics.len());
+    for t in request.topics {
+        let name = t.name.0.to_string();
+        let outcome = if t.assignments.is_some() {
+            Err((
+                errors::INVALID_REPLICA_ASSIGNMENT,
+                "manual replica assignments are not supported: partitions are placed on shards"
+                    .to_string(),
+            ))
+        } else if request.validate_only {
+            crate::shard::admin::check_grow(ctx.shard, &name, t.count)
+                .map(|_| ())
+                .map_err(|e| (create_code(e.code), e.message))
+        } else {
+            ctx.shard
+                .create_partitions(name, t.count)
+                .await
+                .map(|_| ())
+                .map_err(|e| (create_code(e.code), e.message))
+        };
+        let r = CreatePartitionsTopicResult::default().with_name(t.name);
+        results.push(match outcome {
+            Ok(()) => r,
+            Err((code, msg)) => r
+                .with_error_code(code)
+                .with_error_message(Some(str_bytes(msg))),
+        });
+    }
+    CreatePartitionsResponse::default().with_results(results)
 }

@@ -95,6 +95,9 @@ async fn dispatch(
         }
         RequestKind::CreateTopics(r) => ResponseKind::CreateTopics(admin::create(ctx, r).await),
         RequestKind::DeleteTopics(r) => ResponseKind::DeleteTopics(admin::delete(ctx, r).await),
+        RequestKind::CreatePartitions(r) => {
+            ResponseKind::CreatePartitions(admin::create_partitions(ctx, r).await)
+        }
         RequestKind::DeleteRecords(r) => {
             ResponseKind::DeleteRecords(log_admin::delete_records(ctx, r).await)
         }

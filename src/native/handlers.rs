@@ -265,6 +265,10 @@ async fn dispatch(
             configs,
         } => to_body(key, shard.create_topic(name, partitions, configs).await),
         Request::DeleteTopic { name } => to_body(key, shard.delete_topic(name).await),
+        Request::CreatePartitions { topic, count } => shard
+            .create_partitions(topic, count)
+            .await
+            .map(|_| ResponseBody::Empty),
         Request::DropCaches { .. } | Request::Stats | Request::Metrics => {
             server_state(shard, request, peer).await
         }

@@ -74,6 +74,8 @@ requests! {
         configs: Vec<(String, String)> = "config",
     };
     DeleteTopic { name: String = "topic name" };
+    /// Kafka's CreatePartitions: grow a topic to `count` partitions (never shrink).
+    CreatePartitions { topic: String = "topic name", count: i32 = "partition count" };
     Produce {
         topic: String = "topic name",
         partition: i32 = "partition",
@@ -335,8 +337,8 @@ responses! {
     /// (group, protocol type, state)
     ListGroups(groups: Vec<(String, String, String)> = "group count") for ListGroups;
     DescribeGroup(group: GroupInfo = "group") for DescribeGroup;
-    /// AlterConfigs, RollSegments and DeleteGroup.
-    Empty for AlterConfigs, RollSegments, DeleteGroup;
+    /// AlterConfigs, RollSegments, DeleteGroup and CreatePartitions.
+    Empty for AlterConfigs, RollSegments, DeleteGroup, CreatePartitions;
 }
 
 /// A decoded response: either an error (code + message) or a body.

@@ -51,10 +51,11 @@ pub enum ApiKey {
     FetchAtTime = 20,
     MultiProduce = 21,
     MultiFetch = 22,
+    CreatePartitions = 23,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 23] = [
+    pub const ALL: [ApiKey; 24] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -78,6 +79,7 @@ impl ApiKey {
         ApiKey::FetchAtTime,
         ApiKey::MultiProduce,
         ApiKey::MultiFetch,
+        ApiKey::CreatePartitions,
     ];
 
     /// Produce, Fetch, ListOffsets, FetchAtTime and the multi-partition ones: the requests the stage metrics time (admin and

@@ -82,7 +82,11 @@ async fn create_on_every_shard(
     let config = check_create(shard, &name, partitions, &configs)?;
     let meta = TopicMeta::new(name.clone(), partitions as u32, config, shard.n as u32);
     debug_assert_eq!(meta.partitions() as i32, partitions);
-    if let Err(e) = shard.on_every_shard(ShardOp::OpenTopic(meta.clone())).await {
+    let open = ShardOp::OpenPartitions {
+        meta: meta.clone(),
+        from: 0,
+    };
+    if let Err(e) = shard.on_every_shard(open).await {
         roll_back_create(shard, &meta).await;
         return Err(e);
     }
@@ -156,6 +160,66 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
         "a finished delete is unpublished everywhere"
     );
     tracing::info!(topic = %name, elapsed_ms = started.elapsed().as_millis() as u64, "topic deleted");
+    Ok(OpOk::Done)
+}
+
+/// The topic grown to `count` partitions, if it may grow so (Kafka's CreatePartitions:
+/// only up, within the per-topic limit, never an internal topic).
+pub fn check_grow(shard: &Shard, name: &str, count: i32) -> Result<TopicMeta, AdminError> {
+    crate::catalog::internal_topics::refuse_client(name, "add partitions to")?;
+    let Some(meta) = shard.topic(name) else {
+        return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
+    };
+    let (now, max) = (meta.partitions(), shard.config.max_partitions_per_topic);
+    if count <= now as i32 || count as u32 > max {
+        return err(
+            ErrorCode::InvalidRequest,
+            format!(
+                "topic {name:?} has {now} partitions: it can grow to {} up to {max}, not {count}",
+                now + 1
+            ),
+        );
+    }
+    Ok(meta.grown(count as u32, shard.n as u32))
+}
+
+/// Grows a topic (Kafka's CreatePartitions): the new partitions are opened on their owner
+/// shards, the metadata file is rewritten (the commit point), then every shard publishes
+/// the topic with them. A failure before the commit closes and trashes what was opened; a
+/// crash before it leaves directories no topic owns, which the next start quarantines.
+pub async fn create_partitions(shard: &Rc<Shard>, name: String, count: i32) -> OpResult {
+    let _turn = shard.admin_turn().await?;
+    let grown = check_grow(shard, &name, count)?;
+    let from = shard.topic(&name).map_or(0, |m| m.partitions());
+    let open = ShardOp::OpenPartitions {
+        meta: grown.clone(),
+        from,
+    };
+    let opened = shard.on_every_shard(open).await;
+    let persisted = match opened {
+        Ok(_) => grown
+            .persist(&*shard.storage, &shard.config.data_dir, shard.n as u32)
+            .await
+            .map_err(|e| {
+                BrokerError::new(
+                    ErrorCode::StorageError,
+                    format!("writing topic metadata: {e}"),
+                )
+            }),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = persisted {
+        let undo = ShardOp::RemovePartitions { meta: grown, from };
+        if let Err(BrokerError { message, .. }) = shard.on_every_shard(undo).await {
+            tracing::error!(topic = %name, error = %message, "rolling back new partitions; leftovers are quarantined at the next start");
+        }
+        return Err(e);
+    }
+    shard.on_every_shard(ShardOp::PublishTopic(grown)).await?;
+    debug_assert!(shard
+        .topic(&name)
+        .is_some_and(|m| m.partitions() == count as u32));
+    tracing::info!(topic = %name, from, to = count, "partitions created");
     Ok(OpOk::Done)
 }
 

@@ -184,13 +184,28 @@ pub enum ShardOp {
         set: Vec<(String, String)>,
         delete: Vec<String>,
     },
-    /// Open the partitions of a topic being created that this shard owns (not yet visible).
-    OpenTopic(TopicMeta),
+    /// Open the partitions from `from` on of a topic being created or grown that this shard
+    /// owns (not yet visible), each in a fresh directory.
+    OpenPartitions {
+        meta: TopicMeta,
+        from: u32,
+    },
     /// Make a created topic visible on this shard.
     PublishTopic(TopicMeta),
     /// Unpublish a topic, close the partitions this shard owns and move their directories
     /// to the trash (deletion, or rollback of a failed create).
     RemoveTopic(TopicMeta),
+    /// Close the partitions from `from` on that this shard owns and trash their directories
+    /// (rollback of a failed CreatePartitions; the topic stays as it was).
+    RemovePartitions {
+        meta: TopicMeta,
+        from: u32,
+    },
+    /// Grow a topic to `count` partitions (runs on the controller).
+    CreatePartitions {
+        name: String,
+        count: i32,
+    },
     /// Apply a topic's altered config (already persisted by the controller).
     AlterTopic(TopicMeta),
     /// Clear this shard's caches (page cache, OS cache of its files); reply with its stats.

@@ -186,7 +186,7 @@ impl Shard {
                 clean_shutdown: self.previous_shutdown_clean,
                 ..OpenOptions::default()
             };
-            self.open_owned(&meta, opts)
+            self.open_owned(&meta, 0, opts)
                 .await
                 .map_err(|why| CatalogError::Open {
                     topic: meta.name.clone(),
@@ -565,12 +565,16 @@ impl Shard {
             ShardOp::AlterConfigs { name, set, delete } => {
                 Box::pin(crate::shard::admin::alter(self, name, set, delete)).await
             }
-            ShardOp::OpenTopic(meta) => self.open_new_topic(&meta).await,
+            ShardOp::OpenPartitions { meta, from } => self.open_new_partitions(&meta, from).await,
             ShardOp::PublishTopic(meta) => {
                 self.topics.borrow_mut().insert(meta.name.clone(), meta);
                 Ok(OpOk::Done)
             }
             ShardOp::RemoveTopic(meta) => self.remove_owned(&meta).await,
+            ShardOp::RemovePartitions { meta, from } => self.discard_partitions(&meta, from).await,
+            ShardOp::CreatePartitions { name, count } => {
+                Box::pin(crate::shard::admin::create_partitions(self, name, count)).await
+            }
             ShardOp::AlterTopic(meta) => self.alter_owned(meta).await,
             ShardOp::DropCaches => self.drop_local_caches().await,
             ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
@@ -636,6 +640,16 @@ impl Shard {
         }
     }
 
+    /// Grows a topic to `count` partitions, on the controller.
+    pub async fn create_partitions(self: &Rc<Self>, name: String, count: i32) -> OpResult {
+        if self.id == CONTROLLER {
+            crate::shard::admin::create_partitions(self, name, count).await
+        } else {
+            let op = ShardOp::CreatePartitions { name, count };
+            self.remote(CONTROLLER, op).await
+        }
+    }
+
     pub async fn delete_topic(self: &Rc<Self>, name: String) -> OpResult {
         if self.id == CONTROLLER {
             crate::shard::admin::delete(self, name).await
@@ -661,9 +675,9 @@ impl Shard {
     /// Opens the partitions of a topic being created: each in a fresh directory (anything
     /// already there is quarantined, never served). On failure the controller removes what
     /// was opened, on every shard.
-    async fn open_new_topic(&self, meta: &TopicMeta) -> OpResult {
+    async fn open_new_partitions(&self, meta: &TopicMeta, from: u32) -> OpResult {
         let data_dir = &self.config.data_dir;
-        for p in self.owned_partitions(meta) {
+        for p in self.owned_partitions(meta, from) {
             let name = partition_dir_name(&meta.name, p);
             let dir = data_dir.join(&name);
             if self.storage.exists(&dir) {
@@ -679,12 +693,17 @@ impl Shard {
                 debug_assert!(!self.storage.exists(&dir));
             }
         }
-        self.open_owned(meta, OpenOptions::default()).await
+        self.open_owned(meta, from, OpenOptions::default()).await
     }
 
-    fn owned_partitions<'a>(&self, meta: &'a TopicMeta) -> impl Iterator<Item = u32> + 'a {
+    /// The partitions from `from` on that this shard owns.
+    fn owned_partitions<'a>(
+        &self,
+        meta: &'a TopicMeta,
+        from: u32,
+    ) -> impl Iterator<Item = u32> + 'a {
         let id = self.id as u32;
-        (0..meta.partitions()).filter(move |&p| meta.owners[p as usize] == id)
+        (from..meta.partitions()).filter(move |&p| meta.owners[p as usize] == id)
     }
 
     /// Unpublishes a topic, closes the partitions this shard owns and moves their
@@ -692,12 +711,19 @@ impl Shard {
     /// the trash in the background.
     async fn remove_owned(&self, meta: &TopicMeta) -> OpResult {
         self.topics.borrow_mut().remove(&meta.name);
+        self.discard_partitions(meta, 0).await
+    }
+
+    /// Closes the partitions from `from` on that this shard owns, without sealing or
+    /// syncing, and moves their directories to the trash (durably: one fsync of the data
+    /// directory), then removes the trash in the background.
+    async fn discard_partitions(&self, meta: &TopicMeta, from: u32) -> OpResult {
         let data_dir = &self.config.data_dir;
         let mut trash = Vec::new();
         let mut first_err = None;
         // Discard them all at once: nothing is sealed or synced, the files are going.
         let closing: Vec<_> = self
-            .owned_partitions(meta)
+            .owned_partitions(meta, from)
             .filter_map(|p| {
                 let h = self
                     .partitions
@@ -711,7 +737,7 @@ impl Shard {
                 tracing::warn!(topic = %meta.name, partition = p, error = %e, "closing a removed partition");
             }
         }
-        for p in self.owned_partitions(meta) {
+        for p in self.owned_partitions(meta, from) {
             let name = partition_dir_name(&meta.name, p);
             if !self.storage.exists(&data_dir.join(&name)) {
                 continue;
@@ -747,7 +773,7 @@ impl Shard {
         let mut log_config = meta.config.log.clone();
         log_config.min_time_roll_interval_ms = self.config.log_roll_min_interval_ms;
         let handles: Vec<PartitionHandle> = self
-            .owned_partitions(&meta)
+            .owned_partitions(&meta, 0)
             .filter_map(|p| {
                 self.partitions
                     .borrow()
@@ -763,10 +789,10 @@ impl Shard {
     }
 
     /// Opens the partitions of `meta` this shard owns and starts their tasks.
-    async fn open_owned(&self, meta: &TopicMeta, mut opts: OpenOptions) -> OpResult {
+    async fn open_owned(&self, meta: &TopicMeta, from: u32, mut opts: OpenOptions) -> OpResult {
         opts.cache = Some(self.cache.clone());
         opts.acknowledged_reads = true;
-        for p in self.owned_partitions(meta) {
+        for p in self.owned_partitions(meta, from) {
             let dir = partition_dir(&self.config.data_dir, &meta.name, p);
             let mut log_config = meta.config.log.clone();
             log_config.min_time_roll_interval_ms = self.config.log_roll_min_interval_ms;

@@ -12,7 +12,8 @@ pub enum TopicsAction {
     List,
     Describe,
     Delete,
-    /// Set (--config k=v) or reset (--delete-config k) topic configs, live.
+    /// Set (--config k=v) or reset (--delete-config k) topic configs, live; grow the
+    /// topic to --partitions N (never shrink).
     Alter,
     /// Roll the active segment (of --partition, or of every partition).
     Roll,
@@ -28,9 +29,9 @@ pub struct TopicsArgs {
     /// Topic name.
     #[arg(long)]
     pub topic: Option<String>,
-    /// Number of partitions (create).
-    #[arg(long, default_value_t = 1)]
-    pub partitions: i32,
+    /// Number of partitions (create: default 1; alter: grow to this many).
+    #[arg(long)]
+    pub partitions: Option<i32>,
     /// roll: only this partition [default: all].
     #[arg(long)]
     pub partition: Option<i32>,
@@ -69,7 +70,7 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
             let topic = need_topic()?;
             let configs = parse_configs(&args.configs)?;
             client
-                .create_topic(&topic, args.partitions, configs)
+                .create_topic(&topic, args.partitions.unwrap_or(1), configs)
                 .await
                 .map_err(failed)?;
             writeln!(out, "Created topic {topic}.").map_err(io)?;
@@ -89,14 +90,24 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
         TopicsAction::Alter => {
             let topic = need_topic()?;
             let set = parse_configs(&args.configs)?;
-            if set.is_empty() && args.delete_configs.is_empty() {
-                return Err("alter needs --config k=v or --delete-config k".into());
+            let configs = !set.is_empty() || !args.delete_configs.is_empty();
+            if !configs && args.partitions.is_none() {
+                return Err("alter needs --partitions N, --config k=v or --delete-config k".into());
             }
-            client
-                .alter_configs(&topic, set, args.delete_configs.clone())
-                .await
-                .map_err(failed)?;
-            writeln!(out, "Completed updating config for topic {topic}.").map_err(io)?;
+            if let Some(count) = args.partitions {
+                client
+                    .create_partitions(&topic, count)
+                    .await
+                    .map_err(failed)?;
+                writeln!(out, "Topic {topic} now has {count} partitions.").map_err(io)?;
+            }
+            if configs {
+                client
+                    .alter_configs(&topic, set, args.delete_configs.clone())
+                    .await
+                    .map_err(failed)?;
+                writeln!(out, "Completed updating config for topic {topic}.").map_err(io)?;
+            }
         }
         TopicsAction::Roll => {
             let topic = need_topic()?;
