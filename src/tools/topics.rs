@@ -87,28 +87,7 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
             }
         }
         TopicsAction::Describe => describe(&mut client, args.topic.clone(), out).await?,
-        TopicsAction::Alter => {
-            let topic = need_topic()?;
-            let set = parse_configs(&args.configs)?;
-            let configs = !set.is_empty() || !args.delete_configs.is_empty();
-            if !configs && args.partitions.is_none() {
-                return Err("alter needs --partitions N, --config k=v or --delete-config k".into());
-            }
-            if let Some(count) = args.partitions {
-                client
-                    .create_partitions(&topic, count)
-                    .await
-                    .map_err(failed)?;
-                writeln!(out, "Topic {topic} now has {count} partitions.").map_err(io)?;
-            }
-            if configs {
-                client
-                    .alter_configs(&topic, set, args.delete_configs.clone())
-                    .await
-                    .map_err(failed)?;
-                writeln!(out, "Completed updating config for topic {topic}.").map_err(io)?;
-            }
-        }
+        TopicsAction::Alter => alter(&mut client, &args, need_topic()?, out).await?,
         TopicsAction::Roll => {
             let topic = need_topic()?;
             let partition = args.partition.unwrap_or(-1);
@@ -128,6 +107,37 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
             )
             .map_err(io)?;
         }
+    }
+    Ok(())
+}
+
+/// kafka-topics --alter --partitions and kafka-configs --alter in one: the topic grows
+/// first, then its configs change.
+async fn alter(
+    client: &mut Client,
+    args: &TopicsArgs,
+    topic: String,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    let failed = |e: crate::client::ClientError| e.to_string();
+    let set = parse_configs(&args.configs)?;
+    let configs = !set.is_empty() || !args.delete_configs.is_empty();
+    if !configs && args.partitions.is_none() {
+        return Err("alter needs --partitions N, --config k=v or --delete-config k".into());
+    }
+    if let Some(count) = args.partitions {
+        client
+            .create_partitions(&topic, count)
+            .await
+            .map_err(failed)?;
+        writeln!(out, "Topic {topic} now has {count} partitions.").map_err(io)?;
+    }
+    if configs {
+        client
+            .alter_configs(&topic, set, args.delete_configs.clone())
+            .await
+            .map_err(failed)?;
+        writeln!(out, "Completed updating config for topic {topic}.").map_err(io)?;
     }
     Ok(())
 }
