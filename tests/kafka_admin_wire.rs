@@ -506,3 +506,63 @@ fn create_partitions_grows_a_topic_whose_new_partitions_take_records() {
     let mut k = Kafka(BlockingClient::connect(&server.kafka_addr()).unwrap());
     assert_eq!(partition_count(&mut k, "cp"), count as usize);
 }
+
+fn metadata_of(k: &mut Kafka, v: i16, topic: &str, allow_create: bool) -> (i16, usize) {
+    let r = MetadataRequest::default()
+        .with_topics(Some(vec![metadata_request::MetadataRequestTopic::default(
+        )
+        .with_name(Some(TopicName(s(topic))))]))
+        // The field exists from v4; earlier versions always allow creation.
+        .with_allow_auto_topic_creation(allow_create || v < 4);
+    let ResponseKind::Metadata(m) = k.call(ApiKey::Metadata, v, RequestKind::Metadata(r)) else {
+        panic!()
+    };
+    (m.topics[0].error_code, m.topics[0].partitions.len())
+}
+
+#[test]
+fn topics_are_created_on_first_use_as_kafka_creates_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(
+        &tmp.path().join("data"),
+        2,
+        &[("kafka.listen", "auto"), ("num.partitions", "3")],
+    );
+    let mut k = Kafka(BlockingClient::connect(&server.kafka_addr()).unwrap());
+    // A consumer's request (v4+, creation not allowed) leaves an unknown topic unknown.
+    assert_eq!(metadata_of(&mut k, 12, "fresh", false), (3, 0));
+    // A producer's creates it, with num.partitions, and answers with it at once.
+    assert_eq!(metadata_of(&mut k, 12, "fresh", true), (0, 3));
+    assert_eq!(metadata_of(&mut k, 12, "fresh", false), (0, 3));
+    // Before v4 every Metadata request may create (Kafka's rule).
+    assert_eq!(metadata_of(&mut k, 3, "older", true), (0, 3));
+    // Invalid and internal names are never created.
+    assert_eq!(metadata_of(&mut k, 12, "bad name!", true).0, 17);
+    assert_eq!(metadata_of(&mut k, 12, "__consumer_offsets", true).0, 3);
+    // CreateTopics with -1 partitions takes num.partitions too.
+    let r = CreateTopicsRequest::default().with_topics(vec![
+        create_topics_request::CreatableTopic::default()
+            .with_name(TopicName(s("minus-one")))
+            .with_num_partitions(-1)
+            .with_replication_factor(-1),
+    ]);
+    let ResponseKind::CreateTopics(r) =
+        k.call(ApiKey::CreateTopics, 7, RequestKind::CreateTopics(r))
+    else {
+        panic!()
+    };
+    assert_eq!((r.topics[0].error_code, r.topics[0].num_partitions), (0, 3));
+    drop(server);
+    // Switched off, nothing is created.
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(
+        &tmp.path().join("data"),
+        2,
+        &[
+            ("kafka.listen", "auto"),
+            ("auto.create.topics.enable", "false"),
+        ],
+    );
+    let mut k = Kafka(BlockingClient::connect(&server.kafka_addr()).unwrap());
+    assert_eq!(metadata_of(&mut k, 12, "fresh", true), (3, 0));
+}

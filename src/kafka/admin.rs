@@ -19,16 +19,13 @@ use crate::broker_error::BrokerError;
 use crate::catalog::topics::TopicConfig;
 use crate::protocol::ErrorCode;
 
-/// Kafka's num.partitions default, used when a client sends -1.
-const DEFAULT_PARTITIONS: i32 = 1;
-
 type Outcome = Result<(), (i16, String)>;
 
 pub async fn create(ctx: &Context<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let partitions = match topic.num_partitions {
-            -1 => DEFAULT_PARTITIONS,
+            -1 => ctx.shard.config.num_partitions as i32,
             n => n,
         };
         let outcome = create_one(ctx, &topic, partitions, request.validate_only).await;

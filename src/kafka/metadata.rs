@@ -12,7 +12,8 @@ use super::errors;
 use super::{str_bytes, topic_name, Context, CLUSTER_ID, NODE_ID};
 use crate::catalog::topics::validate_topic_name;
 
-pub fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResponse {
+pub async fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResponse {
+    create_on_use(ctx, &request).await;
     let (host, port) = super::cluster::broker_address(ctx);
     let broker = MetadataResponseBroker::default()
         .with_node_id(BrokerId(NODE_ID))
@@ -26,6 +27,39 @@ pub fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResponse {
         response.with_cluster_id(Some(str_bytes(CLUSTER_ID)))
     } else {
         response
+    }
+}
+
+/// Kafka's auto.create.topics.enable: topics the request names that do not exist are
+/// created (num.partitions, default configs) before it is answered, unless the request
+/// disallows it (v4+) or the server does. Internal and invalid names are never created.
+async fn create_on_use(ctx: &Context<'_>, request: &MetadataRequest) {
+    let allowed = ctx.version < 4 || request.allow_auto_topic_creation;
+    let cfg = &ctx.shard.config;
+    if !allowed || !cfg.auto_create_topics_enable {
+        return;
+    }
+    for name in requested(ctx, request).unwrap_or_default() {
+        let creatable = !ctx.shard.has_topic(&name)
+            && validate_topic_name(&name).is_ok()
+            && !crate::catalog::internal_topics::is_internal(&name);
+        if !creatable {
+            continue;
+        }
+        let created = ctx
+            .shard
+            .create_topic(name.clone(), cfg.num_partitions as i32, Vec::new())
+            .await;
+        match created {
+            Ok(_) => {
+                tracing::info!(topic = %name, partitions = cfg.num_partitions, "topic created on first use")
+            }
+            // Another request created it meanwhile: it exists, which is all that was asked.
+            Err(e) if e.code == crate::protocol::ErrorCode::TopicAlreadyExists => {}
+            Err(e) => {
+                tracing::warn!(topic = %name, error = %e, "creating a topic on first use failed")
+            }
+        }
     }
 }
 

@@ -87,7 +87,7 @@ async fn dispatch(
 ) -> Option<ResponseKind> {
     Some(match request {
         RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(api_versions::response()),
-        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(ctx, r)),
+        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(ctx, r).await),
         RequestKind::Produce(r) => ResponseKind::Produce(produce::handle(ctx, r).await?),
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(ctx, r, reservation).await),
         RequestKind::ListOffsets(r) => {

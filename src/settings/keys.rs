@@ -143,6 +143,13 @@ pub const SERVER_KEYS: &[ServerKey] = &[
     number_key!("io.memory.bytes", io_memory_bytes, ..),
     number_key!("cache.bytes", cache_bytes, ..=(1 << 40)),
     boolean_key!("allow.remote.admin", allow_remote_admin),
+    boolean_key!("auto.create.topics.enable", auto_create_topics_enable),
+    number_key!("num.partitions", num_partitions, 1..=100_000),
+    number_key!(
+        "default.replication.factor",
+        default_replication_factor,
+        1..=1
+    ),
     boolean_key!("allow.drop.kernel.cache", allow_drop_kernel_cache),
     number_key!("shutdown.timeout.ms", shutdown_timeout_ms, ..),
     number_key!("spin.before.park.us", spin_before_park_us, ..=1_000_000),

@@ -25,6 +25,14 @@ pub struct ServerConfig {
     /// max.connections.per.ip), split evenly across the shards.
     pub max_connections_per_ip: usize,
     pub max_partitions_per_topic: u32,
+    /// auto.create.topics.enable: a Kafka Metadata request that names an unknown topic
+    /// (and allows it) creates it, with `num_partitions` partitions.
+    pub auto_create_topics_enable: bool,
+    /// num.partitions: partitions of an auto-created topic, and of a CreateTopics with -1.
+    pub num_partitions: u32,
+    /// default.replication.factor: 1, the only one a single node has (Kafka's name, for
+    /// config files written for Kafka).
+    pub default_replication_factor: u32,
     /// Memory glommio registers for I/O buffers per shard.
     pub io_memory_bytes: usize,
     /// Budget of each shard's read cache of `.log` and index pages.
@@ -118,6 +126,9 @@ impl Default for ServerConfig {
             max_connections_per_shard: 1024,
             max_connections_per_ip: 1000,
             max_partitions_per_topic: 1024,
+            auto_create_topics_enable: true,
+            num_partitions: 1,
+            default_replication_factor: 1,
             io_memory_bytes: 10 << 20,
             cache_bytes: 256 << 20,
             allow_remote_admin: false,
@@ -221,6 +232,12 @@ impl ServerConfig {
             return Err(bad(
                 "shards",
                 format!("{} must be between 1 and the {cpus} available CPUs (one pinned executor per CPU)", self.shards),
+            ));
+        }
+        if self.num_partitions > self.max_partitions_per_topic {
+            return Err(bad(
+                "num.partitions",
+                "must be at most max.partitions.per.topic",
             ));
         }
         if self.max_inflight_bytes_per_connection < self.max_frame_bytes {
