@@ -566,3 +566,42 @@ fn topics_are_created_on_first_use_as_kafka_creates_them() {
     let mut k = Kafka(BlockingClient::connect(&server.kafka_addr()).unwrap());
     assert_eq!(metadata_of(&mut k, 12, "fresh", true), (3, 0));
 }
+
+#[test]
+fn describe_log_dirs_reports_the_data_dir_and_each_partitions_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, mut k) = server(&tmp);
+    topic_with_records(&server, "sized", 4);
+    for v in versions(ApiKey::DescribeLogDirs) {
+        for topics in [
+            None,
+            Some(vec![
+                describe_log_dirs_request::DescribableLogDirTopic::default()
+                    .with_topic(TopicName(s("sized")))
+                    .with_partitions(vec![0]),
+            ]),
+        ] {
+            let r = DescribeLogDirsRequest::default().with_topics(topics);
+            let ResponseKind::DescribeLogDirs(r) =
+                k.call(ApiKey::DescribeLogDirs, v, RequestKind::DescribeLogDirs(r))
+            else {
+                panic!()
+            };
+            let dir = &r.results[0];
+            assert_eq!(dir.error_code, 0, "v{v}");
+            let data = tmp.path().join("data");
+            assert_eq!(dir.log_dir.as_str(), data.to_str().unwrap(), "v{v}");
+            let t = dir
+                .topics
+                .iter()
+                .find(|t| t.name.0.as_str() == "sized")
+                .unwrap();
+            let p = &t.partitions[0];
+            // Four one-record batches, each 70 bytes on disk.
+            assert_eq!((p.partition_index, p.partition_size), (0, 4 * 70), "v{v}");
+            if v >= 4 {
+                assert!(dir.total_bytes > 0 && dir.usable_bytes <= dir.total_bytes);
+            }
+        }
+    }
+}

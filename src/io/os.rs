@@ -131,3 +131,20 @@ pub fn drop_kernel_page_cache_as_root() {
         tracing::warn!(error = %e, "could not drop the kernel page cache");
     }
 }
+
+/// (total, usable) bytes of the file system holding `path` (Kafka's DescribeLogDirs v4
+/// reports both; usable is what an unprivileged writer may still use).
+pub fn disk_space(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: an all-zero statvfs (plain integers) is a valid value to be overwritten.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c_path` is a NUL-terminated string and `st` a writable statvfs, both
+    // outliving the call.
+    if unsafe { libc::statvfs(c_path.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let block = st.f_frsize as u64;
+    Ok((st.f_blocks as u64 * block, st.f_bavail as u64 * block))
+}

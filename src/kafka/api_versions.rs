@@ -33,6 +33,7 @@ pub const ADVERTISED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::DescribeLogDirs, 1, 4),
 ];
 
 /// Kafka's UNSUPPORTED_VERSION.

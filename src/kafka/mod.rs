@@ -101,6 +101,9 @@ async fn dispatch(
         RequestKind::DeleteRecords(r) => {
             ResponseKind::DeleteRecords(log_admin::delete_records(ctx, r).await)
         }
+        RequestKind::DescribeLogDirs(r) => {
+            ResponseKind::DescribeLogDirs(log_admin::describe_log_dirs(ctx, r).await)
+        }
         RequestKind::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(cluster::describe_cluster(ctx, r))
         }

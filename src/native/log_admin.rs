@@ -2,11 +2,10 @@
 //! DescribeLogs, RollSegments and RunLogMaintenance. Each goes to the partitions' owner
 //! shards (or to the controller for AlterConfigs) like any partition request.
 
-use crate::catalog::error::UnknownTopic;
 use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
-use crate::protocol::{ErrorCode, PartitionLogInfo, Request, ResponseBody, TopicLogInfo};
+use crate::protocol::{ErrorCode, Request, ResponseBody};
 use crate::shard::messages::{MaintenanceSummary, OpOk, PartitionOp};
 use crate::shard::runtime::Shard;
 
@@ -71,44 +70,7 @@ async fn maintain(shard: &Rc<Shard>, topic: &str) -> Reply {
 }
 
 async fn describe(shard: &Rc<Shard>, topics: Option<Vec<String>>) -> Reply {
-    let mut out = Vec::new();
-    for t in shard.topics_snapshot(topics.as_deref()) {
-        let meta = match t {
-            Ok(meta) => meta,
-            Err(UnknownTopic(name)) => {
-                out.push(TopicLogInfo {
-                    name,
-                    error_code: ErrorCode::UnknownTopic,
-                    overrides: Vec::new(),
-                    partitions: Vec::new(),
-                });
-                continue;
-            }
-        };
-        let mut partitions = Vec::with_capacity(meta.owners.len());
-        for (p, &owner) in meta.owners.iter().enumerate() {
-            let s = match shard
-                .partition_op(&meta.name, p as i32, PartitionOp::Describe)
-                .await?
-            {
-                OpOk::Partition(s) => s,
-                other => return Err(unexpected("DescribeLogs", other)),
-            };
-            partitions.push(PartitionLogInfo {
-                partition: p as i32,
-                owner_shard: owner as i32,
-                log_start_offset: s.log_start_offset,
-                log_end_offset: s.log_end_offset,
-                size_bytes: s.size_bytes as i64,
-                segments: s.segments as i32,
-            });
-        }
-        out.push(TopicLogInfo {
-            name: meta.name.clone(),
-            error_code: ErrorCode::None,
-            overrides: meta.config.overrides.keys().cloned().collect(),
-            partitions,
-        });
-    }
-    Ok(ResponseBody::DescribeLogs(out))
+    crate::shard::log_info::describe_logs(shard, topics.as_deref())
+        .await
+        .map(ResponseBody::DescribeLogs)
 }

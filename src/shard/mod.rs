@@ -8,6 +8,7 @@ pub(crate) mod budget;
 pub(crate) mod by_owner;
 pub(crate) mod group_host;
 pub(crate) mod group_routing;
+pub(crate) mod log_info;
 pub(crate) mod long_poll;
 pub(crate) mod maintenance;
 pub(crate) mod messages;
