@@ -42,6 +42,7 @@ pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 pub const MEMBER_ID_REQUIRED: i16 = 79;
 pub const INVALID_RECORD: i16 = 87;
+pub const FENCED_INSTANCE_ID: i16 = 82;
 pub const UNKNOWN_SERVER_ERROR: i16 = -1;
 
 /// The Kafka code for a shardlog error. `record_errors` says whether the request version

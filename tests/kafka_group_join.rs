@@ -162,3 +162,168 @@ fn an_unused_member_id_expires_and_the_empty_group_can_be_deleted() {
         "the unused id never expired: code {last}"
     );
 }
+
+fn static_join(
+    c: &mut BlockingClient,
+    group: &str,
+    instance: &str,
+    member: &str,
+) -> JoinGroupResponse {
+    let RequestKind::JoinGroup(r) = join_request(group, member, SESSION_MS) else {
+        unreachable!()
+    };
+    let r = RequestKind::JoinGroup(
+        r.with_group_instance_id(Some(StrBytes::from_string(instance.into()))),
+    );
+    // The first requests of a group find its offsets partition loading (14, retriable).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match c.call(ApiKey::JoinGroup, 5, &r) {
+            Ok(ResponseKind::JoinGroup(j)) if j.error_code == 14 && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Ok(ResponseKind::JoinGroup(j)) => return j,
+            other => panic!("JoinGroup: {other:?}"),
+        }
+    }
+}
+
+fn sync(
+    c: &mut BlockingClient,
+    group: &str,
+    j: &JoinGroupResponse,
+    assign: &[(&str, &str)],
+) -> (i16, Bytes) {
+    let r = SyncGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.into())))
+        .with_generation_id(j.generation_id)
+        .with_member_id(j.member_id.clone())
+        .with_assignments(
+            assign
+                .iter()
+                .map(|(m, a)| {
+                    sync_group_request::SyncGroupRequestAssignment::default()
+                        .with_member_id(StrBytes::from_string(m.to_string()))
+                        .with_assignment(Bytes::from(a.to_string()))
+                })
+                .collect(),
+        );
+    match c.call(ApiKey::SyncGroup, 3, &RequestKind::SyncGroup(r)) {
+        Ok(ResponseKind::SyncGroup(s)) => (s.error_code, s.assignment),
+        other => panic!("SyncGroup: {other:?}"),
+    }
+}
+
+fn heartbeat(
+    c: &mut BlockingClient,
+    group: &str,
+    member: &str,
+    instance: &str,
+    generation: i32,
+) -> i16 {
+    let r = HeartbeatRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.into())))
+        .with_member_id(StrBytes::from_string(member.into()))
+        .with_group_instance_id(Some(StrBytes::from_string(instance.into())))
+        .with_generation_id(generation);
+    match c.call(ApiKey::Heartbeat, 4, &RequestKind::Heartbeat(r)) {
+        Ok(ResponseKind::Heartbeat(h)) => h.error_code,
+        other => panic!("Heartbeat: {other:?}"),
+    }
+}
+
+const FENCED_INSTANCE_ID: i16 = 82;
+
+#[test]
+fn a_static_member_restarting_keeps_its_assignment_without_a_rebalance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = server(&tmp, "800");
+    let kafka = server.kafka_addr();
+    // Two static members form the group (both inside the initial delay).
+    let joins: Vec<_> = ["inst-a", "inst-b"]
+        .into_iter()
+        .map(|instance| {
+            let kafka = kafka.clone();
+            std::thread::spawn(move || static_join(&mut connect(&kafka), "static", instance, ""))
+        })
+        .collect();
+    let j: Vec<JoinGroupResponse> = joins.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(
+        j.iter().all(|j| j.error_code == 0),
+        "static members skip MEMBER_ID_REQUIRED: {j:?}"
+    );
+    // (response, instance id) of the leader and of the follower.
+    let ((leader, leader_instance), (follower, follower_instance)) =
+        match j[0].leader == j[0].member_id {
+            true => ((j[0].clone(), "inst-a"), (j[1].clone(), "inst-b")),
+            false => ((j[1].clone(), "inst-b"), (j[0].clone(), "inst-a")),
+        };
+    let assign = [
+        (leader.member_id.as_str(), "for the leader"),
+        (follower.member_id.as_str(), "for the follower"),
+    ];
+    let waiting = {
+        let (kafka, follower) = (kafka.clone(), follower.clone());
+        std::thread::spawn(move || sync(&mut connect(&kafka), "static", &follower, &[]))
+    };
+    let mut c = connect(&kafka);
+    assert_eq!(sync(&mut c, "static", &leader, &assign).0, 0);
+    assert_eq!(
+        waiting.join().unwrap(),
+        (0, Bytes::from("for the follower"))
+    );
+    // The follower restarts: same instance id, no member id. It is back at once, in the
+    // same generation, and gets its assignment again; the group does not rebalance.
+    let back = static_join(&mut c, "static", follower_instance, "");
+    assert_eq!(back.error_code, 0, "{back:?}");
+    assert_eq!(
+        back.generation_id,
+        follower.generation_id,
+        "no new generation; server log:\n{}",
+        server.log_text()
+    );
+    assert_ne!(back.member_id, follower.member_id, "a new member id");
+    assert_eq!(
+        sync(&mut c, "static", &back, &[]),
+        (0, Bytes::from("for the follower"))
+    );
+    let gen = leader.generation_id;
+    assert_eq!(
+        heartbeat(&mut c, "static", &leader.member_id, leader_instance, gen),
+        0,
+        "still Stable"
+    );
+    // The old member id is fenced: a zombie cannot take the place back.
+    assert_eq!(
+        heartbeat(
+            &mut c,
+            "static",
+            &follower.member_id,
+            follower_instance,
+            gen
+        ),
+        FENCED_INSTANCE_ID
+    );
+    assert_eq!(
+        static_join(&mut c, "static", follower_instance, &follower.member_id).error_code,
+        FENCED_INSTANCE_ID
+    );
+    // Leaving by instance id alone removes the member; the leader rebalances.
+    let leave = LeaveGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("static")))
+        .with_members(vec![leave_group_request::MemberIdentity::default()
+            .with_group_instance_id(Some(StrBytes::from_static_str(
+                follower_instance,
+            )))]);
+    let Ok(ResponseKind::LeaveGroup(l)) =
+        c.call(ApiKey::LeaveGroup, 4, &RequestKind::LeaveGroup(leave))
+    else {
+        panic!()
+    };
+    assert_eq!((l.error_code, l.members[0].error_code), (0, 0), "{l:?}");
+    assert_eq!(
+        heartbeat(&mut c, "static", &leader.member_id, leader_instance, gen),
+        27,
+        "rebalancing"
+    );
+}

@@ -29,6 +29,8 @@ pub enum GroupCode {
     MemberIdRequired,
     UnknownTopicOrPartition,
     OffsetMetadataTooLarge,
+    /// A static member's instance id is bound to another member id (KIP-345).
+    FencedInstanceId,
     /// Writing the offsets log failed: the engine's error.
     Log(ErrorCode),
 }
@@ -58,6 +60,7 @@ impl GroupCode {
             G::MemberIdRequired => k::MEMBER_ID_REQUIRED,
             G::UnknownTopicOrPartition => k::UNKNOWN_TOPIC_OR_PARTITION,
             G::OffsetMetadataTooLarge => k::OFFSET_METADATA_TOO_LARGE,
+            G::FencedInstanceId => k::FENCED_INSTANCE_ID,
             G::Log(engine) => k::kafka_code(engine, true),
         }
     }
@@ -76,7 +79,9 @@ impl GroupCode {
             | G::NonEmptyGroup
             | G::GroupSubscribedToTopic => ErrorCode::GroupNotEmpty,
             G::GroupIdNotFound => ErrorCode::GroupNotFound,
-            G::InvalidGroupId | G::OffsetMetadataTooLarge => ErrorCode::InvalidRequest,
+            G::InvalidGroupId | G::OffsetMetadataTooLarge | G::FencedInstanceId => {
+                ErrorCode::InvalidRequest
+            }
             G::CoordinatorLoadInProgress | G::CoordinatorNotAvailable | G::NotCoordinator => {
                 ErrorCode::NotReady
             }
@@ -104,3 +109,4 @@ pub const GROUP_SUBSCRIBED_TO_TOPIC: GroupCode = GroupCode::GroupSubscribedToTop
 pub const MEMBER_ID_REQUIRED: GroupCode = GroupCode::MemberIdRequired;
 pub const UNKNOWN_TOPIC_OR_PARTITION: GroupCode = GroupCode::UnknownTopicOrPartition;
 pub const OFFSET_METADATA_TOO_LARGE: GroupCode = GroupCode::OffsetMetadataTooLarge;
+pub const FENCED_INSTANCE_ID: GroupCode = GroupCode::FencedInstanceId;

@@ -76,17 +76,23 @@ pub async fn handle(shard: &Host, group: String, op: GroupOp) -> GroupReply {
         GroupOp::Sync(r) => GroupReply::Sync(membership::sync(&group, r).await),
         GroupOp::Heartbeat {
             member_id,
+            group_instance_id: instance,
             generation,
-        } => GroupReply::Code(membership::heartbeat(&group, &member_id, generation)),
-        GroupOp::Leave { member_ids } => {
-            GroupReply::Code(membership::leave(shard, &group, &member_ids))
-        }
+        } => GroupReply::Code(membership::heartbeat(
+            &group,
+            &member_id,
+            instance.as_deref(),
+            generation,
+        )),
+        GroupOp::Leave { members } => GroupReply::Code(membership::leave(shard, &group, &members)),
         GroupOp::Commit {
             member_id,
+            group_instance_id: instance,
             generation,
             offsets,
         } => {
-            GroupReply::PartitionCodes(commit(shard, &group, &member_id, generation, offsets).await)
+            let who = (member_id.as_str(), instance.as_deref());
+            GroupReply::PartitionCodes(commit(shard, &group, who, generation, offsets).await)
         }
         GroupOp::FetchOffsets { partitions } => {
             GroupReply::Offsets(fetch_offsets(&group, partitions))
@@ -378,14 +384,23 @@ fn commit_allowed(g: &mut Group, member_id: &str, generation: i32) -> GroupCode 
     }
 }
 
+/// (member id, static instance id) of whoever asks.
+type Who<'a> = (&'a str, Option<&'a str>);
+
 async fn commit(
     shard: &Host,
     group: &str,
-    member_id: &str,
+    (member_id, instance): Who<'_>,
     generation: i32,
     offsets: Vec<OffsetToCommit>,
 ) -> Vec<(String, i32, GroupCode)> {
-    let allowed = with_group(group, |g| commit_allowed(g, member_id, generation));
+    let allowed = with_group(
+        group,
+        |g| match crate::groups::static_members::check_fenced(g, member_id, instance) {
+            e::NONE => commit_allowed(g, member_id, generation),
+            fenced => fenced,
+        },
+    );
     let now = crate::time::now_ms();
     let mut codes = Vec::with_capacity(offsets.len());
     let mut records = Vec::new();

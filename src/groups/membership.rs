@@ -16,6 +16,7 @@ use super::coordinator::with_group;
 use super::group::{Group, Member, State};
 use super::host::Host;
 use super::ops::{JoinRequest, JoinResponse, SyncRequest, SyncResponse};
+use super::static_members::{self, StaticJoin};
 use crate::io::deadline::before;
 
 fn join_error(error: GroupCode, member_id: &str) -> JoinResponse {
@@ -62,25 +63,9 @@ fn admit(
     if !g.supports(&req.protocol_type, &req.protocols) {
         return Some(join_error(e::INCONSISTENT_GROUP_PROTOCOL, &req.member_id));
     }
-    let member_id = if req.member_id.is_empty() {
-        let id = new_member_id(&req.client_id);
-        if req.require_known_member_id {
-            // Pending until it rejoins with the id; an id never used expires with the
-            // session timeout (the session watcher removes it).
-            let expiry = Duration::from_millis(req.session_timeout_ms as u64);
-            g.pending.insert(id.clone(), Instant::now() + expiry);
-            watch_sessions(shard, name, g);
-            return Some(join_error(e::MEMBER_ID_REQUIRED, &id));
-        }
-        // JoinGroup v0-3: the member joins under a new id at once.
-        id
-    } else {
-        let known =
-            g.members.contains_key(&req.member_id) || g.pending.remove(&req.member_id).is_some();
-        if !known {
-            return Some(join_error(e::UNKNOWN_MEMBER_ID, &req.member_id));
-        }
-        req.member_id.clone()
+    let member_id = match member_id_for(shard, name, g, req) {
+        Ok(id) => id,
+        Err(answer) => return Some(*answer),
     };
     if g.members.is_empty() {
         g.protocol_type = Some(req.protocol_type.clone());
@@ -111,6 +96,42 @@ fn admit(
     debug_assert!(g.protocol_type.as_deref() == Some(req.protocol_type.as_str()));
     watch_sessions(shard, name, g);
     None
+}
+
+/// The member id a JoinGroup joins under, or the answer it gets at once: a static member
+/// (KIP-345) by its instance id, a dynamic one by the id it was handed (v4+: first
+/// MEMBER_ID_REQUIRED with a pending id; v0-3: a new id at once).
+fn member_id_for(
+    shard: &Host,
+    name: &str,
+    g: &mut Group,
+    req: &JoinRequest,
+) -> Result<String, Box<JoinResponse>> {
+    if let Some(instance) = &req.group_instance_id {
+        return match static_members::join(g, req, instance, new_member_id(&req.client_id)) {
+            StaticJoin::Answer(answer) => Err(Box::new(answer)),
+            StaticJoin::Join(id) => Ok(id),
+        };
+    }
+    if req.member_id.is_empty() {
+        let id = new_member_id(&req.client_id);
+        if req.require_known_member_id {
+            // Pending until it rejoins with the id; an id never used expires with the
+            // session timeout (the session watcher removes it).
+            let expiry = Duration::from_millis(req.session_timeout_ms as u64);
+            g.pending.insert(id.clone(), Instant::now() + expiry);
+            watch_sessions(shard, name, g);
+            return Err(Box::new(join_error(e::MEMBER_ID_REQUIRED, &id)));
+        }
+        // JoinGroup v0-3: the member joins under a new id at once.
+        return Ok(id);
+    }
+    let known =
+        g.members.contains_key(&req.member_id) || g.pending.remove(&req.member_id).is_some();
+    if !known {
+        return Err(Box::new(join_error(e::UNKNOWN_MEMBER_ID, &req.member_id)));
+    }
+    Ok(req.member_id.clone())
 }
 
 /// Kafka's shortcut: a follower of a Stable group rejoining with the same protocols gets
@@ -294,6 +315,10 @@ fn park_sync(
     req: &SyncRequest,
     waiter: local_channel::LocalSender<SyncResponse>,
 ) -> Option<SyncResponse> {
+    let fenced = static_members::check_fenced(g, &req.member_id, req.group_instance_id.as_deref());
+    if fenced != e::NONE {
+        return Some(sync_error(fenced));
+    }
     let Some(m) = g.members.get_mut(&req.member_id) else {
         return Some(sync_error(e::UNKNOWN_MEMBER_ID));
     };
@@ -348,8 +373,17 @@ fn assignment_of(g: &Group, member_id: &str) -> SyncResponse {
     }
 }
 
-pub fn heartbeat(group: &str, member_id: &str, generation: i32) -> GroupCode {
+pub fn heartbeat(
+    group: &str,
+    member_id: &str,
+    instance: Option<&str>,
+    generation: i32,
+) -> GroupCode {
     with_group(group, |g| {
+        let fenced = static_members::check_fenced(g, member_id, instance);
+        if fenced != e::NONE {
+            return fenced;
+        }
         let Some(m) = g.members.get_mut(member_id) else {
             return e::UNKNOWN_MEMBER_ID;
         };
@@ -365,11 +399,23 @@ pub fn heartbeat(group: &str, member_id: &str, generation: i32) -> GroupCode {
     })
 }
 
-/// Removes members; the rest rebalance. UNKNOWN_MEMBER_ID if none of them was a member.
-pub fn leave(shard: &Host, group: &str, member_ids: &[String]) -> GroupCode {
+/// Removes members (a static one may be named by its instance id alone); the rest
+/// rebalance. UNKNOWN_MEMBER_ID if none of them was a member, FENCED_INSTANCE_ID when an
+/// instance id is bound to another member id than the one given.
+pub fn leave(shard: &Host, group: &str, members: &[(String, Option<String>)]) -> GroupCode {
     with_group(group, |g| {
+        let mut ids = Vec::with_capacity(members.len());
+        for (member_id, instance) in members {
+            match instance.as_deref().map(|i| static_members::member_of(g, i)) {
+                Some(Some(bound)) if !member_id.is_empty() && bound != *member_id => {
+                    return e::FENCED_INSTANCE_ID
+                }
+                Some(Some(bound)) => ids.push(bound),
+                _ => ids.push(member_id.clone()),
+            }
+        }
         let before = g.members.len();
-        for id in member_ids {
+        for id in &ids {
             if let Some(m) = g.members.remove(id) {
                 drop((m.join_waiter, m.sync_waiter));
             }
@@ -378,7 +424,7 @@ pub fn leave(shard: &Host, group: &str, member_ids: &[String]) -> GroupCode {
         if g.members.len() == before {
             return e::UNKNOWN_MEMBER_ID;
         }
-        debug_assert!(member_ids.iter().all(|id| !g.members.contains_key(id)));
+        debug_assert!(ids.iter().all(|id| !g.members.contains_key(id)));
         members_changed(shard, group, g);
         e::NONE
     })

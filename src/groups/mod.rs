@@ -11,6 +11,7 @@ pub mod host;
 pub(crate) mod membership;
 pub(crate) mod ops;
 pub mod records;
+pub(crate) mod static_members;
 
 pub use crate::catalog::internal_topics::OFFSETS_TOPIC;
 

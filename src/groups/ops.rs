@@ -38,6 +38,8 @@ pub struct JoinResponse {
 #[derive(Debug, Clone)]
 pub struct SyncRequest {
     pub member_id: String,
+    /// Its static instance id (KIP-345), if it has one.
+    pub group_instance_id: Option<String>,
     pub generation: i32,
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
@@ -63,13 +65,16 @@ pub enum GroupOp {
     Sync(SyncRequest),
     Heartbeat {
         member_id: String,
+        group_instance_id: Option<String>,
         generation: i32,
     },
+    /// (member id, instance id): a static member may leave by its instance id alone.
     Leave {
-        member_ids: Vec<String>,
+        members: Vec<(String, Option<String>)>,
     },
     Commit {
         member_id: String,
+        group_instance_id: Option<String>,
         generation: i32,
         offsets: Vec<OffsetToCommit>,
     },

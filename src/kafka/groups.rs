@@ -144,6 +144,7 @@ fn unexpected<T: Default>(reply: GroupReply) -> T {
 pub async fn sync(ctx: &Context<'_>, r: SyncGroupRequest) -> SyncGroupResponse {
     let req = SyncRequest {
         member_id: text(&r.member_id),
+        group_instance_id: r.group_instance_id.as_ref().map(text),
         generation: r.generation_id,
         protocol_type: r.protocol_type.as_ref().map(text),
         protocol_name: r.protocol_name.as_ref().map(text),
@@ -186,17 +187,22 @@ async fn code_of(ctx: &Context<'_>, group: &GroupId, op: GroupOp) -> i16 {
 pub async fn heartbeat(ctx: &Context<'_>, r: HeartbeatRequest) -> HeartbeatResponse {
     let op = GroupOp::Heartbeat {
         member_id: text(&r.member_id),
+        group_instance_id: r.group_instance_id.as_ref().map(text),
         generation: r.generation_id,
     };
     HeartbeatResponse::default().with_error_code(code_of(ctx, &r.group_id, op).await)
 }
 
 pub async fn leave(ctx: &Context<'_>, r: LeaveGroupRequest) -> LeaveGroupResponse {
-    // v3+ names several members; earlier versions one.
-    let ids: Vec<String> = if ctx.version >= 3 {
-        r.members.iter().map(|m| text(&m.member_id)).collect()
+    // v3+ names several members (a static one may be named by its instance id alone);
+    // earlier versions one.
+    let ids: Vec<(String, Option<String>)> = if ctx.version >= 3 {
+        r.members
+            .iter()
+            .map(|m| (text(&m.member_id), m.group_instance_id.as_ref().map(text)))
+            .collect()
     } else {
-        vec![text(&r.member_id)]
+        vec![(text(&r.member_id), None)]
     };
     let mut members = Vec::new();
     let mut overall = e::NONE;
@@ -205,13 +211,13 @@ pub async fn leave(ctx: &Context<'_>, r: LeaveGroupRequest) -> LeaveGroupRespons
         .zip(r.members.iter().map(Some).chain(std::iter::repeat(None)))
     {
         let op = GroupOp::Leave {
-            member_ids: vec![id.clone()],
+            members: vec![id.clone()],
         };
         let code = code_of(ctx, &r.group_id, op).await;
         if ctx.version >= 3 {
             members.push(
                 leave_group_response::MemberResponse::default()
-                    .with_member_id(str_bytes(id.clone()))
+                    .with_member_id(str_bytes(id.0.clone()))
                     .with_group_instance_id(m.and_then(|m| m.group_instance_id.clone()))
                     .with_error_code(code),
             );
@@ -252,6 +258,7 @@ pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetC
     let offsets = offsets_to_commit(ctx, &r);
     let op = GroupOp::Commit {
         member_id: text(&r.member_id),
+        group_instance_id: r.group_instance_id.as_ref().map(text),
         generation: r.generation_id_or_member_epoch,
         offsets,
     };

@@ -49,6 +49,7 @@ async fn commit(
     offsets: Vec<crate::protocol::groups::OffsetCommitEntry>,
 ) -> Answer {
     let op = GroupOp::Commit {
+        group_instance_id: None,
         member_id: String::new(),
         generation: -1,
         offsets: offsets
