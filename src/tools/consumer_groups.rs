@@ -63,6 +63,11 @@ pub fn run(
     action: Action,
     out: Out,
 ) -> Result<()> {
+    if super::probe::probe(bootstrap, timeout)? == super::probe::Protocol::Native {
+        return Err(format!(
+            "{bootstrap} is shardlog's native listener; consumer-groups speaks Kafka's protocol: point --bootstrap-server at the Kafka listener (kafka.listen, 127.0.0.1:9092 by default)"
+        ));
+    }
     let client = BlockingClient::connect_with_timeout(bootstrap, timeout)
         .map_err(|e| format!("connecting to the Kafka listener at {bootstrap}: {e}"))?;
     let mut tool = Tool { client };

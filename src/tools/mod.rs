@@ -9,6 +9,7 @@ pub mod file_window;
 pub mod get_offsets;
 pub mod log_dirs;
 pub mod partitioner;
+pub mod probe;
 pub mod produce;
 pub mod time_arg;
 pub mod time_window;
@@ -46,10 +47,23 @@ impl ServerAddr {
     }
 }
 
-/// Connects to a server; `timeout_ms` bounds the connect and every request.
+/// Connects to a server's native listener; `timeout_ms` bounds the connect and every
+/// request. Pointed at shardlog's Kafka listener, the tool finds the native listener of the
+/// same server and uses it (saying so on stderr); pointed at another Kafka broker, it says
+/// in one line that this tool speaks shardlog's native protocol.
 pub(crate) async fn connect(bootstrap: &str, timeout_ms: u64) -> Result<Client, String> {
     let timeout = std::time::Duration::from_millis(timeout_ms.max(1));
-    Client::connect_with_timeout(bootstrap, timeout)
+    let addr = match probe::probe(bootstrap, timeout)? {
+        probe::Protocol::Native => bootstrap.to_string(),
+        _ => {
+            let native = probe::native_address_of(bootstrap, timeout).ok_or_else(|| {
+                format!("{bootstrap} speaks Kafka's protocol, not shardlog's native one: point this tool at shardlog's native listener (--listen, port 7411 by default)")
+            })?;
+            eprintln!("note: {bootstrap} is shardlog's Kafka listener; using its native listener {native}");
+            native
+        }
+    };
+    Client::connect_with_timeout(&addr, timeout)
         .await
         .map_err(|e| e.to_string())
 }

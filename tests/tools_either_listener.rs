@@ -1,0 +1,69 @@
+//! Every tool against either listener: a native tool pointed at shardlog's Kafka listener
+//! finds the native listener of the same server and works (saying so on stderr);
+//! consumer-groups pointed at the native listener says in one line which listener it needs;
+//! and the probe that tells them apart changes nothing on either listener.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::server_proc::ServerProc;
+use shardlog::tools::probe::{probe, Protocol};
+
+fn shardlog(args: &[&str]) -> (String, String, bool) {
+    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
+}
+
+#[test]
+fn tools_find_the_listener_they_speak_or_say_which_one_they_need() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 2, &[("kafka.listen", "auto")]);
+    let (native, kafka) = (server.addr(), server.kafka_addr());
+    let timeout = Duration::from_secs(5);
+    let started = Instant::now();
+    assert_eq!(probe(&native, timeout).unwrap(), Protocol::Native);
+    let native_probe = started.elapsed();
+    let started = Instant::now();
+    assert_eq!(probe(&kafka, timeout).unwrap(), Protocol::Kafka);
+    eprintln!(
+        "probe: native {native_probe:?}, kafka {:?}",
+        started.elapsed()
+    );
+    // Native tools on the Kafka port work, through the native listener.
+    let (_, err, ok) = shardlog(&["topics", "create", "--topic", "either", "-b", &kafka]);
+    assert!(ok, "{err}");
+    assert!(err.contains("using its native listener"), "{err}");
+    let (out, err, ok) = shardlog(&["topics", "list", "--bootstrap-server", &kafka]);
+    assert!(ok && out.lines().any(|l| l == "either"), "{out} {err}");
+    // consumer-groups on the native port names the listener it needs, in one line.
+    let (out, err, ok) = shardlog(&["consumer-groups", "--bootstrap-server", &native, "--list"]);
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("native listener") && err.contains("kafka.listen"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // The probes changed nothing: the server serves both listeners as before.
+    let (out, err, ok) = shardlog(&["consumer-groups", "--bootstrap-server", &kafka, "--list"]);
+    assert!(ok, "{out} {err}");
+    let (out, _, ok) = shardlog(&["topics", "list", "-b", &native]);
+    assert!(ok && out.contains("either"), "{out}");
+}
+
+#[test]
+fn a_port_nobody_serves_is_reported_as_such() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap().to_string();
+    drop(free);
+    let (_, err, ok) = shardlog(&["topics", "list", "-b", &addr]);
+    assert!(!ok && err.contains(&addr), "{err}");
+}
