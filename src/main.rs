@@ -200,6 +200,16 @@ fn crash_check(action: CrashCheckAction) -> Result<(), String> {
     }
 }
 
+/// A tool whose reader went away (`| head`) stops quietly, as Unix tools do, instead of
+/// reporting "Broken pipe" and exiting 1: SIGPIPE's default action. Not for the server,
+/// which must outlive any client.
+fn quiet_on_closed_pipe() {
+    // SAFETY: resetting a signal's disposition to its default touches no Rust state.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -210,6 +220,9 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_)) {
+        quiet_on_closed_pipe();
+    }
     let timeout_ms = cli.timeout_ms;
     let result: Result<(), String> = match cli.command {
         Command::Serve(args) => serve(args),

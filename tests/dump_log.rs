@@ -228,3 +228,46 @@ fn a_failed_index_sanity_check_exits_non_zero() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("failed sanity check"), "{err}");
 }
+
+/// `| head`: a reader that goes away stops the tool quietly (SIGPIPE's default), not with
+/// "Broken pipe" on stderr and exit 1.
+#[test]
+fn a_closed_pipe_stops_dump_log_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let pdir = tmp.path().join("big-0");
+    let pdir2 = pdir.clone();
+    run(move |_| async move {
+        let mut log = PartitionLog::open(&pdir2, LogConfig::default())
+            .await
+            .unwrap();
+        for i in 0..3000 {
+            let value = format!("value {i} {}", "x".repeat(200));
+            let b = BatchBuilder::new(256)
+                .record(RecordSpec::new(None, Some(value.as_bytes())).timestamp(i))
+                .build();
+            log.append(&b).await.unwrap();
+        }
+        log.close().await.unwrap();
+    });
+    let file = path_str(pdir.join("00000000000000000000.log"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["dump-log", "--files", &file, "--print-data-log"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The pipe's read end is closed here (dropped), as `head` does after its lines.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?} {stderr}",
+        out.status
+    );
+}
