@@ -141,6 +141,8 @@ fn get_offsets_and_time_windows_match_brute_force() {
                     max_records: None,
                     format: "%p %o %T %s\\n".into(),
                     follow: false,
+                    exit_at_end: false,
+                    from_beginning: false,
                     print_null: false,
                     stop_at_first: true,
                     max_lateness_ms: 0,

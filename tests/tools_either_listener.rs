@@ -67,3 +67,45 @@ fn a_port_nobody_serves_is_reported_as_such() {
     let (_, err, ok) = shardlog(&["topics", "list", "-b", &addr]);
     assert!(!ok && err.contains(&addr), "{err}");
 }
+
+/// kcat's and Kafka's console tools' flags work as their users type them.
+#[test]
+fn kcat_and_console_consumer_flags_are_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 1, &[]);
+    let addr = server.addr();
+    let (_, err, ok) = shardlog(&["topics", "create", "--topic", "k", "-b", &addr]);
+    assert!(ok, "{err}");
+    let a2 = addr.clone();
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&a2).await.unwrap();
+        for v in ["one", "two", "three"] {
+            let mut b = shardlog::format::BatchBuilder::new(64);
+            b.push(shardlog::format::RecordSpec::new(None, Some(v.as_bytes())).timestamp(1));
+            c.produce("k", 0, -1, bytes::Bytes::from(b.build()))
+                .await
+                .unwrap();
+        }
+    });
+    let kcat = [
+        "consume", "-b", &addr, "-t", "k", "-p", "0", "-c", "2", "-e", "-f", "%o %s\\n",
+    ];
+    let (out, err, ok) = shardlog(&kcat);
+    assert!(ok, "{err}");
+    assert_eq!(out, "0 one\n1 two\n");
+    let console = [
+        "consume",
+        "--bootstrap-server",
+        &addr,
+        "--topic",
+        "k",
+        "--from-beginning",
+        "--max-messages",
+        "1",
+    ];
+    let (out, err, ok) = shardlog(&console);
+    assert!(ok, "{err}");
+    assert_eq!(out, "one\n");
+    let (out, err, ok) = shardlog(&["get-offsets", "--broker-list", &addr, "--topic", "k"]);
+    assert!(ok && out.contains("k:0:3"), "{out} {err}");
+}

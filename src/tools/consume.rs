@@ -19,11 +19,11 @@ use crate::protocol::ErrorCode;
 pub struct ConsumeArgs {
     #[command(flatten)]
     pub server: super::ServerAddr,
-    /// Topic name.
-    #[arg(long)]
+    /// Topic name (kcat's -t).
+    #[arg(long, short = 't')]
     pub topic: String,
-    /// Partition [default: all; produce: by key (murmur2), round-robin without one].
-    #[arg(long)]
+    /// Partition [default: all; produce: by key (murmur2), round-robin without one] (kcat's -p).
+    #[arg(long, short = 'p')]
     pub partition: Option<i32>,
     /// kcat's -o: N, -N (N before the end of each partition), s@TIME, beginning or
     /// earliest, end or latest; e@TIME (given as a second -o) ends at the first record
@@ -42,16 +42,23 @@ pub struct ConsumeArgs {
     /// Print only records with timestamp < this (ms or ISO-8601; no zone means UTC).
     #[arg(long)]
     pub to_time: Option<String>,
-    /// Stop after printing this many records (0 prints none).
-    #[arg(long)]
+    /// Stop after printing this many records (0 prints none; kcat's -c, the console
+    /// consumer's --max-messages).
+    #[arg(long, short = 'c', visible_alias = "max-messages")]
     pub max_records: Option<u64>,
     /// kcat tokens: %t %p %o %T (epoch ms) %I (ISO-8601 in --time-zone) %k %s %h %K %S
     /// (lengths, -1 null) %R \n \t.
-    #[arg(long, default_value = "%s\\n")]
+    #[arg(long, short = 'f', default_value = "%s\\n")]
     pub format: String,
     /// Keep waiting for new records instead of exiting at the end of the log.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "exit_at_end")]
     pub follow: bool,
+    /// Exit at the end of the log (the default; kcat's -e).
+    #[arg(short = 'e', long = "exit")]
+    pub exit_at_end: bool,
+    /// Start at the beginning of each partition (the default; the console consumer's flag).
+    #[arg(long, conflicts_with_all = ["from_time", "offset"])]
+    pub from_beginning: bool,
     /// kcat's -Z: print a null key or value as NULL (default: nothing).
     #[arg(short = 'Z', long)]
     pub print_null: bool,

@@ -29,7 +29,7 @@ pub struct ServerAddr {
     #[arg(
         long,
         short = 'b',
-        visible_alias = "bootstrap-server",
+        visible_aliases = ["bootstrap-server", "broker-list"],
         default_value = "127.0.0.1:7411"
     )]
     pub bootstrap: String,
