@@ -26,6 +26,7 @@ pub fn check_fenced(g: &Group, member_id: &str, instance: Option<&str>) -> Group
 }
 
 /// What a JoinGroup with an instance id becomes.
+#[non_exhaustive]
 pub enum StaticJoin {
     /// Answer at once (fenced, or rejoined into a Stable group without a rebalance).
     Answer(JoinResponse),
