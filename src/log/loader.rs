@@ -57,7 +57,13 @@ async fn resolve_leftovers(storage: &dyn Storage, dir: &Path) -> Result<bool> {
             remove_logged(storage, &path, "removing an incomplete temporary file").await?;
             changed = true;
         } else if name.ends_with(DELETED_SUFFIX) {
-            remove_logged(storage, &path, "finishing an interrupted deletion").await?;
+            // Routine: retention's deleted segments wait file.delete.delay.ms to go, and a
+            // restart meanwhile finishes them here.
+            tracing::info!(file = %path.display(), "removing a deleted segment's file");
+            storage
+                .remove(&path)
+                .await
+                .map_err(|e| Error::io("remove", &path, e))?;
             changed = true;
         } else if name.ends_with(CLEANED_SUFFIX) {
             remove_logged(
