@@ -57,12 +57,16 @@ pub struct ConsumerGroupsArgs {
     pub delete_offsets: bool,
     #[arg(long)]
     pub group: Option<String>,
+    /// With --describe or --delete: every group instead of one --group.
+    #[arg(long, conflicts_with = "group")]
+    pub all_groups: bool,
     /// With --describe: the members and how many partitions each has.
     #[arg(long)]
     pub members: bool,
-    /// With --describe: the group's state, strategy and member count.
-    #[arg(long)]
-    pub state: bool,
+    /// With --describe: the group's state, strategy and member count. With --list: a STATE
+    /// column, and only groups in these states if given (comma-separated, e.g. Stable,Empty).
+    #[arg(long, num_args = 0..=1, default_missing_value = "")]
+    pub state: Option<String>,
     /// Reset scope: TOPIC or TOPIC:0,2 (repeatable).
     #[arg(long)]
     pub topic: Vec<String>,

@@ -11,7 +11,7 @@ use shardlog::server::{self, ServerConfig};
 use shardlog::tools;
 
 fn consumer_groups(a: ConsumerGroupsArgs, timeout_ms: u64) -> Result<(), String> {
-    use shardlog::tools::consumer_groups::{run, Action, ResetArgs, Target};
+    use shardlog::tools::consumer_groups::{run, Action, Groups, ResetArgs, Target};
     let chosen = [
         a.list,
         a.describe,
@@ -29,11 +29,18 @@ fn consumer_groups(a: ConsumerGroupsArgs, timeout_ms: u64) -> Result<(), String>
         return Err("--execute and --dry-run exclude each other".into());
     }
     let action = if a.list {
-        Action::List
+        Action::List {
+            states: a.state.map(|s| {
+                s.split(',')
+                    .filter(|x| !x.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }),
+        }
     } else if a.describe {
         Action::Describe {
             members: a.members,
-            state: a.state,
+            state: a.state.is_some(),
         }
     } else if a.delete {
         Action::Delete
@@ -62,10 +69,15 @@ fn consumer_groups(a: ConsumerGroupsArgs, timeout_ms: u64) -> Result<(), String>
             export: a.export,
         })
     };
+    let groups = match (a.group, a.all_groups) {
+        (_, true) => Groups::All,
+        (Some(g), false) => Groups::One(g),
+        (None, false) => Groups::None,
+    };
     run(
         &a.bootstrap_server,
         std::time::Duration::from_millis(timeout_ms),
-        a.group,
+        groups,
         action,
         &mut std::io::stdout().lock(),
     )

@@ -109,3 +109,78 @@ fn kcat_and_console_consumer_flags_are_accepted() {
     let (out, err, ok) = shardlog(&["get-offsets", "--broker-list", &addr, "--topic", "k"]);
     assert!(ok && out.contains("k:0:3"), "{out} {err}");
 }
+
+/// kafka-consumer-groups' --all-groups, --list --state [STATES], and "does not exist" for a
+/// group that is gone.
+#[test]
+fn consumer_groups_lists_states_describes_all_and_knows_a_deleted_group() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 2, &[("kafka.listen", "auto")]);
+    let (native, kafka) = (server.addr(), server.kafka_addr());
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&native).await.unwrap();
+        c.create_topic("cg-t", 1, vec![]).await.unwrap();
+        for g in ["g1", "g2"] {
+            let codes = c
+                .offset_commit(g, vec![("cg-t".to_string(), 0, 5, String::new())])
+                .await
+                .unwrap();
+            assert_eq!(codes[0].2, shardlog::protocol::ErrorCode::None);
+        }
+    });
+    let cg = |args: &[&str]| {
+        let mut all = vec!["consumer-groups", "-b", &kafka];
+        all.extend_from_slice(args);
+        shardlog(&all)
+    };
+    let (out, err, ok) = cg(&["--list", "--state"]);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("GROUP") && out.contains("STATE"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("g1") && l.ends_with("Empty")),
+        "{out}"
+    );
+    let (out, _, ok) = cg(&["--list", "--state", "Stable"]);
+    assert!(ok && out.lines().count() == 1, "only the header: {out}");
+    let (out, err, ok) = cg(&["--describe", "--all-groups"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.matches("cg-t").count(), 2, "{out}");
+    let (_, err, ok) = cg(&["--delete", "--group", "g1"]);
+    assert!(ok, "{err}");
+    let (out, err, ok) = cg(&["--describe", "--group", "g1"]);
+    assert!(
+        !ok && err.contains("Consumer group 'g1' does not exist."),
+        "{out} {err}"
+    );
+    let (_, err, ok) = cg(&["--delete", "--all-groups"]);
+    assert!(ok, "{err}");
+    let (out, _, ok) = cg(&["--list"]);
+    assert!(ok && out.trim().is_empty(), "{out}");
+}
+
+/// A time without a zone is read as UTC, and on a host whose zone is not UTC the tool says
+/// so (Kafka's tools would read it in the local zone); a time that names its zone is quiet.
+#[test]
+fn a_time_without_a_zone_on_a_non_utc_host_gets_a_note() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 1, &[]);
+    let addr = server.addr();
+    assert!(shardlog(&["topics", "create", "--topic", "tz", "-b", &addr]).2);
+    let offsets = |time: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+            .args(["get-offsets", "-b", &addr, "--topic", "tz", "--time", time])
+            .env("TZ", "JST-9")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = offsets("2026-11-29T14:00:00");
+    assert!(
+        err.contains("no zone and is read as UTC") && err.contains("+09:00"),
+        "{err}"
+    );
+    assert!(!offsets("2026-11-29T14:00:00Z").contains("no zone"));
+    assert!(!offsets("2026-11-29T14:00:00+09:00").contains("no zone"));
+}

@@ -15,8 +15,20 @@ use crate::kafka::blocking_client::BlockingClient;
 type Out<'a> = &'a mut dyn Write;
 type Result<T> = std::result::Result<T, String>;
 
+/// Which groups an action is about: --group G, --all-groups, or neither given.
+#[non_exhaustive]
+pub enum Groups {
+    One(String),
+    All,
+    None,
+}
+
+#[non_exhaustive]
 pub enum Action {
-    List,
+    /// `Some(states)`: a STATE column, only these states unless empty.
+    List {
+        states: Option<Vec<String>>,
+    },
     Describe {
         members: bool,
         state: bool,
@@ -59,7 +71,7 @@ fn name(s: &str) -> StrBytes {
 pub fn run(
     bootstrap: &str,
     timeout: std::time::Duration,
-    group: Option<String>,
+    groups: Groups,
     action: Action,
     out: Out,
 ) -> Result<()> {
@@ -71,11 +83,24 @@ pub fn run(
     let client = BlockingClient::connect_with_timeout(bootstrap, timeout)
         .map_err(|e| format!("connecting to the Kafka listener at {bootstrap}: {e}"))?;
     let mut tool = Tool { client };
-    let need_group = || group.clone().ok_or("--group is required".to_string());
+    let need_group = || match &groups {
+        Groups::One(g) => Ok(g.clone()),
+        _ => Err("--group is required".to_string()),
+    };
     match action {
-        Action::List => tool.list(out),
-        Action::Describe { members, state } => tool.describe(&need_group()?, members, state, out),
-        Action::Delete => tool.delete(&need_group()?, out),
+        Action::List { states } => tool.list(states, out),
+        Action::Describe { members, state } => {
+            for group in tool.chosen(&groups)? {
+                tool.describe(&group, members, state, out)?;
+            }
+            Ok(())
+        }
+        Action::Delete => {
+            for group in tool.chosen(&groups)? {
+                tool.delete(&group, out)?;
+            }
+            Ok(())
+        }
         Action::DeleteOffsets { topics } => tool.delete_offsets(&need_group()?, &topics, out),
         Action::Reset(args) => tool.reset(&need_group()?, args, out),
     }
@@ -88,17 +113,47 @@ impl Tool {
             .map_err(|e| format!("{key:?}: {e}"))
     }
 
-    fn list(&mut self, out: Out) -> Result<()> {
-        let ResponseKind::ListGroups(r) = self.call(
-            ApiKey::ListGroups,
-            4,
-            RequestKind::ListGroups(Default::default()),
-        )?
+    /// The groups an action names: the one --group, or every group (--all-groups).
+    fn chosen(&mut self, groups: &Groups) -> Result<Vec<String>> {
+        match groups {
+            Groups::One(g) => Ok(vec![g.clone()]),
+            Groups::All => Ok(self
+                .listed(Vec::new())?
+                .into_iter()
+                .map(|(g, _)| g)
+                .collect()),
+            Groups::None => Err("--group or --all-groups is required".into()),
+        }
+    }
+
+    /// (group, state) of every group, only those in `states` unless it is empty.
+    fn listed(&mut self, states: Vec<String>) -> Result<Vec<(String, String)>> {
+        let req = ListGroupsRequest::default()
+            .with_states_filter(states.iter().map(|s| name(s)).collect());
+        let ResponseKind::ListGroups(r) =
+            self.call(ApiKey::ListGroups, 4, RequestKind::ListGroups(req))?
         else {
             return Err("unexpected ListGroups reply".into());
         };
-        for g in r.groups {
-            writeln!(out, "{}", g.group_id.0).map_err(|e| e.to_string())?;
+        Ok(r.groups
+            .into_iter()
+            .map(|g| (g.group_id.0.to_string(), g.group_state.to_string()))
+            .collect())
+    }
+
+    /// Kafka's --list, and with --state its GROUP/STATE table (filtered when states are given).
+    fn list(&mut self, states: Option<Vec<String>>, out: Out) -> Result<()> {
+        let with_state = states.is_some();
+        let groups = self.listed(states.unwrap_or_default())?;
+        if with_state {
+            line(out, &format!("{:<40} {}", "GROUP", "STATE"))?;
+        }
+        for (group, state) in groups {
+            let row = match with_state {
+                true => format!("{group:<40} {state}"),
+                false => group,
+            };
+            line(out, &row)?;
         }
         Ok(())
     }
@@ -175,6 +230,10 @@ impl Tool {
 
     fn describe(&mut self, group: &str, members: bool, state: bool, out: Out) -> Result<()> {
         let g = self.describe_group(group)?;
+        // Kafka's answer for a group it does not know (or one deleted).
+        if g.group_state.as_str() == "Dead" && self.committed(group)?.is_empty() {
+            return Err(format!("Consumer group '{group}' does not exist."));
+        }
         if state {
             line(out, STATE_HEADER)?;
             let row = format!(

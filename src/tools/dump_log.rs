@@ -283,7 +283,8 @@ impl LogDump<'_> {
     /// a batch cut off by the end of the file is the tail, reported after the walk.
     fn explain_stop(&mut self, log: &LogWindow, pos: usize, e: BatchError) -> std::io::Result<()> {
         let left = log.run_len() - pos;
-        if left < HEADER_SIZE_UP_TO_MAGIC {
+        if left < HEADER_SIZE_UP_TO_MAGIC || self.live_padding_at(log, pos)? {
+            // The tail report says what it is (a live segment's padding is no corruption).
             return Ok(());
         }
         let declared =
@@ -300,6 +301,13 @@ impl LogDump<'_> {
             return Ok(());
         }
         writeln!(self.err, "Invalid batch at position {pos}: {e}")
+    }
+
+    /// Whether the rest of the file from `pos` is a live active segment's zero padding.
+    fn live_padding_at(&self, log: &LogWindow, pos: usize) -> std::io::Result<bool> {
+        let len = log.run_len();
+        let mut file = log.borrow_mut();
+        Ok(is_live_padding(file.bytes(pos as u64, len - pos)?, len))
     }
 
     /// Whether a batch of `size` bytes is within --max-message-size (reported if not, and

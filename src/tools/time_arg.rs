@@ -1,6 +1,7 @@
 //! Time arguments as Kafka's tools take them: epoch milliseconds, or ISO-8601
 //! `yyyy-MM-ddTHH:mm:ss[.SSS]` with an optional zone `Z`, `+08`, `+0800` or `+08:00`
-//! (no zone means UTC), plus the special names for ListOffsets targets.
+//! (no zone means UTC, with a note on stderr when the host's zone is not UTC), plus the
+//! special names for ListOffsets targets.
 
 use chrono::{FixedOffset, NaiveDateTime, TimeZone};
 
@@ -81,9 +82,12 @@ pub fn parse_zone(s: &str) -> Result<FixedOffset, String> {
     if s.eq_ignore_ascii_case("utc") || s == "Z" {
         return Ok(FixedOffset::east_opt(0).expect("zero offset"));
     }
+    if s.eq_ignore_ascii_case("local") {
+        return Ok(host_offset());
+    }
     if !s.starts_with(['+', '-']) {
         return Err(format!(
-            "--time-zone {s:?}: use UTC, Z, +HH, +HHMM or +HH:MM (or - forms)"
+            "--time-zone {s:?}: use UTC, local, Z, +HH, +HHMM or +HH:MM (or - forms)"
         ));
     }
     // The same zone forms a time argument may end with.
@@ -123,10 +127,32 @@ pub fn suspicious(ts: i64, now_ms: i64) -> Option<String> {
     None
 }
 
+/// This host's current offset from UTC (TZ, else /etc/localtime).
+fn host_offset() -> FixedOffset {
+    use chrono::Offset;
+    chrono::Local::now().offset().fix()
+}
+
+/// Whether an ISO-8601 time argument names its zone (epoch milliseconds need none).
+fn names_zone(raw: &str) -> bool {
+    let raw = raw.trim();
+    raw.bytes().all(|b| b.is_ascii_digit())
+        || raw.ends_with('Z')
+        || raw.find('T').is_some_and(|t| raw[t..].contains(['+', '-']))
+}
+
 /// Parses a time flag and warns on stderr when the value looks wrong (the tools are for
-/// people, who mistype seconds for milliseconds).
+/// people, who mistype seconds for milliseconds), or when a time without a zone is read as
+/// UTC on a host whose zone is not UTC (Kafka's tools would read it in the local zone).
 pub fn parse_time_flag(flag: &str, raw: &str) -> Result<i64, String> {
     let ts = parse_time(raw)?;
+    let local = host_offset();
+    if !names_zone(raw) && local.local_minus_utc() != 0 {
+        eprintln!(
+            "note: {flag} {raw} has no zone and is read as UTC; this host's zone is {local} \
+             (Kafka's tools would read it there): add Z or {local} to say which"
+        );
+    }
     if let Some(why) = suspicious(ts, crate::time::now_ms()) {
         eprintln!("warning: {flag} {raw} ({ts} ms since the epoch, UTC) {why}");
     }
