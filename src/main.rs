@@ -10,8 +10,36 @@ use cli::*;
 use shardlog::server::{self, ServerConfig};
 use shardlog::tools;
 
+/// --reset-offsets: the one target given and the scope.
+fn reset_action(
+    a: &ConsumerGroupsArgs,
+) -> Result<shardlog::tools::consumer_groups::Action, String> {
+    use shardlog::tools::consumer_groups::{Action, ResetArgs, Target};
+    let targets = [
+        a.to_datetime.clone().map(Target::Datetime),
+        a.by_duration.clone().map(Target::Duration),
+        a.to_earliest.then_some(Target::Earliest),
+        a.to_latest.then_some(Target::Latest),
+        a.to_offset.map(Target::Offset),
+        a.shift_by.map(Target::ShiftBy),
+        a.from_file.clone().map(Target::FromFile),
+    ];
+    let mut targets = targets.into_iter().flatten();
+    let target = targets.next().ok_or("--reset-offsets needs one of --to-datetime, --by-duration, --to-earliest, --to-latest, --to-offset, --shift-by, --from-file")?;
+    if targets.next().is_some() {
+        return Err("give only one reset target".into());
+    }
+    Ok(Action::Reset(ResetArgs {
+        topics: a.topic.clone(),
+        all_topics: a.all_topics,
+        target,
+        execute: a.execute,
+        export: a.export,
+    }))
+}
+
 fn consumer_groups(a: ConsumerGroupsArgs, timeout_ms: u64) -> Result<(), String> {
-    use shardlog::tools::consumer_groups::{run, Action, Groups, ResetArgs, Target};
+    use shardlog::tools::consumer_groups::{run, Action, Groups};
     let chosen = [
         a.list,
         a.describe,
@@ -47,27 +75,7 @@ fn consumer_groups(a: ConsumerGroupsArgs, timeout_ms: u64) -> Result<(), String>
     } else if a.delete_offsets {
         Action::DeleteOffsets { topics: a.topic }
     } else {
-        let targets = [
-            a.to_datetime.clone().map(Target::Datetime),
-            a.by_duration.clone().map(Target::Duration),
-            a.to_earliest.then_some(Target::Earliest),
-            a.to_latest.then_some(Target::Latest),
-            a.to_offset.map(Target::Offset),
-            a.shift_by.map(Target::ShiftBy),
-            a.from_file.clone().map(Target::FromFile),
-        ];
-        let mut targets = targets.into_iter().flatten();
-        let target = targets.next().ok_or("--reset-offsets needs one of --to-datetime, --by-duration, --to-earliest, --to-latest, --to-offset, --shift-by, --from-file")?;
-        if targets.next().is_some() {
-            return Err("give only one reset target".into());
-        }
-        Action::Reset(ResetArgs {
-            topics: a.topic,
-            all_topics: a.all_topics,
-            target,
-            execute: a.execute,
-            export: a.export,
-        })
+        reset_action(&a)?
     };
     let groups = match (a.group, a.all_groups) {
         (_, true) => Groups::All,
