@@ -128,6 +128,18 @@ fn broker_configs(
         .collect()
 }
 
+/// The topic a resource to alter names, or why it cannot be altered.
+fn topic_of(ctx: &Context<'_>, resource_type: i8, name: &str) -> Result<TopicMeta, (i16, String)> {
+    match (resource_type, ctx.shard.topic(name)) {
+        (RESOURCE_TOPIC, Some(meta)) => Ok(meta),
+        (RESOURCE_TOPIC, None) => Err((
+            errors::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("unknown topic {name:?}"),
+        )),
+        (other, _) => Err(not_a_topic(other)),
+    }
+}
+
 /// Why a resource other than a topic cannot be altered.
 fn not_a_topic(resource_type: i8) -> (i16, String) {
     match resource_type {
@@ -218,12 +230,8 @@ pub async fn incremental_alter(
     let mut responses = Vec::with_capacity(request.resources.len());
     for res in request.resources {
         let name = res.resource_name.to_string();
-        let outcome = match (res.resource_type, ctx.shard.topic(&name)) {
-            (RESOURCE_TOPIC, None) => Err((
-                errors::UNKNOWN_TOPIC_OR_PARTITION,
-                format!("unknown topic {name:?}"),
-            )),
-            (RESOURCE_TOPIC, Some(meta)) => {
+        let outcome = match topic_of(ctx, res.resource_type, &name) {
+            Ok(meta) => {
                 let (mut set, mut delete) = (Vec::new(), Vec::new());
                 let ops = res.configs.into_iter().try_for_each(|c| {
                     let key = c.name.to_string();
@@ -241,7 +249,7 @@ pub async fn incremental_alter(
                     Err(e) => Err(e),
                 }
             }
-            (other, _) => Err(not_a_topic(other)),
+            Err(e) => Err(e),
         };
         let (code, message) = split(outcome);
         responses.push(
@@ -261,12 +269,8 @@ pub async fn alter(ctx: &Context<'_>, request: AlterConfigsRequest) -> AlterConf
     let mut responses = Vec::with_capacity(request.resources.len());
     for res in request.resources {
         let name = res.resource_name.to_string();
-        let outcome = match (res.resource_type, ctx.shard.topic(&name)) {
-            (RESOURCE_TOPIC, None) => Err((
-                errors::UNKNOWN_TOPIC_OR_PARTITION,
-                format!("unknown topic {name:?}"),
-            )),
-            (RESOURCE_TOPIC, Some(meta)) => {
+        let outcome = match topic_of(ctx, res.resource_type, &name) {
+            Ok(meta) => {
                 let set: Vec<(String, String)> = res
                     .configs
                     .iter()
@@ -284,7 +288,7 @@ pub async fn alter(ctx: &Context<'_>, request: AlterConfigsRequest) -> AlterConf
                     .collect();
                 alter_topic(ctx, &name, set, delete, request.validate_only).await
             }
-            (other, _) => Err(not_a_topic(other)),
+            Err(e) => Err(e),
         };
         let (code, message) = split(outcome);
         responses.push(

@@ -90,15 +90,9 @@ async fn create_on_every_shard(
         roll_back_create(shard, &meta).await;
         return Err(e);
     }
-    let persisted = meta
-        .persist(&*shard.storage, &shard.config.data_dir, shard.n as u32)
-        .await;
-    if let Err(e) = persisted {
+    if let Err(e) = persist(shard, &meta).await {
         roll_back_create(shard, &meta).await;
-        return err(
-            ErrorCode::StorageError,
-            format!("writing topic metadata: {e}"),
-        );
+        return Err(e);
     }
     shard
         .on_every_shard(ShardOp::PublishTopic(meta.clone()))
@@ -109,6 +103,18 @@ async fn create_on_every_shard(
     );
     tracing::info!(topic = %name, partitions, "topic created");
     Ok(OpOk::Done)
+}
+
+/// Writes a topic's metadata file: the commit point of create, grow and alter.
+async fn persist(shard: &Shard, meta: &TopicMeta) -> Result<(), BrokerError> {
+    meta.persist(&*shard.storage, &shard.config.data_dir, shard.n as u32)
+        .await
+        .map_err(|e| {
+            BrokerError::new(
+                ErrorCode::StorageError,
+                format!("writing topic metadata: {e}"),
+            )
+        })
 }
 
 async fn roll_back_create(shard: &Rc<Shard>, meta: &TopicMeta) {
@@ -197,15 +203,7 @@ pub async fn create_partitions(shard: &Rc<Shard>, name: String, count: i32) -> O
     };
     let opened = shard.on_every_shard(open).await;
     let persisted = match opened {
-        Ok(_) => grown
-            .persist(&*shard.storage, &shard.config.data_dir, shard.n as u32)
-            .await
-            .map_err(|e| {
-                BrokerError::new(
-                    ErrorCode::StorageError,
-                    format!("writing topic metadata: {e}"),
-                )
-            }),
+        Ok(_) => persist(shard, &grown).await,
         Err(e) => Err(e),
     };
     if let Err(e) = persisted {
@@ -250,15 +248,7 @@ pub async fn alter(
 ) -> OpResult {
     let _turn = shard.admin_turn().await?;
     let altered = check_alter(shard, &name, &set, &delete)?;
-    altered
-        .persist(&*shard.storage, &shard.config.data_dir, shard.n as u32)
-        .await
-        .map_err(|e| {
-            BrokerError::new(
-                ErrorCode::StorageError,
-                format!("writing topic metadata: {e}"),
-            )
-        })?;
+    persist(shard, &altered).await?;
     shard
         .on_every_shard(ShardOp::AlterTopic(altered.clone()))
         .await?;
