@@ -184,3 +184,45 @@ fn a_time_without_a_zone_on_a_non_utc_host_gets_a_note() {
     assert!(!offsets("2026-11-29T14:00:00Z").contains("no zone"));
     assert!(!offsets("2026-11-29T14:00:00+09:00").contains("no zone"));
 }
+
+/// A bulk load into a topic with small segments succeeds: `produce` sizes its batches to
+/// the topic's segment.bytes instead of failing half-way with BatchTooLarge.
+#[test]
+fn produce_sizes_its_batches_to_small_segments() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 1, &[]);
+    let addr = server.addr();
+    let create = [
+        "topics",
+        "create",
+        "--topic",
+        "small",
+        "-b",
+        &addr,
+        "--config",
+        "segment.bytes=2048",
+    ];
+    assert!(shardlog(&create).2);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["produce", "-b", &addr, "--topic", "small"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines: String = (0..500).map(|i| format!("{i:0>100}\n")).collect();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (out, err, ok) = shardlog(&["get-offsets", "-b", &addr, "--topic", "small"]);
+    assert!(ok && out.contains("small:0:500"), "{out} {err}");
+}

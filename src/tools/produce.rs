@@ -178,15 +178,28 @@ async fn send(
 /// Lines waiting to be sent, per partition.
 struct Pending {
     lines: Vec<Vec<Line>>,
+    /// An upper estimate of each partition's batch size so far.
     bytes: Vec<usize>,
+    /// A batch ends before it would pass this: 1 MiB, or less when the topic's
+    /// segment.bytes is smaller (a batch must fit in one segment).
+    max_batch_bytes: usize,
     next_round_robin: u32,
 }
 
+/// Bytes of a batch besides its records (the v2 header), and the most a record adds
+/// besides its key and value (attributes, varint deltas and lengths, header count).
+const BATCH_OVERHEAD: usize = 61;
+const RECORD_OVERHEAD: usize = 32;
+
 impl Pending {
-    fn new(partitions: u32) -> Self {
+    fn new(partitions: u32, segment_bytes: Option<usize>) -> Self {
+        let max_batch_bytes = segment_bytes
+            .map_or(MAX_BATCH_BYTES, |s| s.saturating_sub(BATCH_OVERHEAD))
+            .clamp(1, MAX_BATCH_BYTES);
         Pending {
             lines: (0..partitions).map(|_| Vec::new()).collect(),
-            bytes: vec![0; partitions as usize],
+            bytes: vec![BATCH_OVERHEAD; partitions as usize],
+            max_batch_bytes,
             next_round_robin: 0,
         }
     }
@@ -207,13 +220,23 @@ impl Pending {
         p as usize
     }
 
+    /// The most a line adds to a batch.
+    fn size_of(line: &Line) -> usize {
+        line.value.as_ref().map_or(0, |v| v.len())
+            + line.key.as_ref().map_or(0, |k| k.len())
+            + RECORD_OVERHEAD
+    }
+
+    /// Whether `line` would take partition `p`'s batch past its size: send it first.
+    fn would_overflow(&self, p: usize, line: &Line) -> bool {
+        !self.lines[p].is_empty() && self.bytes[p] + Self::size_of(line) > self.max_batch_bytes
+    }
+
     /// Queues a line; true when its partition's batch is full.
     fn add(&mut self, p: usize, line: Line, batch_records: usize) -> bool {
-        self.bytes[p] += line.value.as_ref().map_or(0, |v| v.len())
-            + line.key.as_ref().map_or(0, |k| k.len())
-            + 16;
+        self.bytes[p] += Self::size_of(&line);
         self.lines[p].push(line);
-        self.lines[p].len() >= batch_records.max(1) || self.bytes[p] >= MAX_BATCH_BYTES
+        self.lines[p].len() >= batch_records.max(1) || self.bytes[p] >= self.max_batch_bytes
     }
 }
 
@@ -257,7 +280,13 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
             ));
         }
     }
-    let mut pending = Pending::new(partitions);
+    // A batch must fit in one segment: a topic with small segments gets small batches.
+    let segment_bytes = meta
+        .configs
+        .iter()
+        .find(|(k, _)| k == "segment.bytes")
+        .and_then(|(_, v)| v.parse().ok());
+    let mut pending = Pending::new(partitions, segment_bytes);
     let (mut produced, mut acked, mut warned) = (0u64, Acknowledged::default(), false);
     let mut buf = String::new();
     let mut n = 0usize;
@@ -269,10 +298,22 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
         }
         let p = pending.partition_for(args.partition, &line);
         produced += 1;
+        if pending.would_overflow(p, &line) {
+            send(
+                &mut client,
+                &args,
+                p as i32,
+                acks,
+                &mut pending.lines[p],
+                &mut acked,
+            )
+            .await?;
+            pending.bytes[p] = BATCH_OVERHEAD;
+        }
         if pending.add(p, line, args.batch_records) {
             let lines = &mut pending.lines[p];
             send(&mut client, &args, p as i32, acks, lines, &mut acked).await?;
-            pending.bytes[p] = 0;
+            pending.bytes[p] = BATCH_OVERHEAD;
         }
     }
     for (p, lines) in pending.lines.iter_mut().enumerate() {
