@@ -564,3 +564,98 @@ fn the_offsets_log_is_compacted_and_reloads_after_kill_9() {
         ]
     );
 }
+
+/// A confluent-kafka static member (`group.instance.id`) whose stdout lines arrive on a
+/// channel; killed with SIGKILL (it never leaves) when dropped.
+struct StaticMember {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl StaticMember {
+    fn start(server: &ServerProc, topic: &str, group: &str, instance: &str) -> StaticMember {
+        use std::io::BufRead;
+        let mut cmd = script(server, "confluent", "static", topic, group);
+        let mut child = cmd
+            .arg(instance)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        StaticMember { child, lines }
+    }
+
+    /// The next ASSIGNED line's partitions (REVOKED lines skipped), within `limit`.
+    fn assigned(&self, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.starts_with("ASSIGNED ") => return line[9..].to_string(),
+                Ok(_) => {}
+                Err(e) => panic!("no assignment within {limit:?}: {e}"),
+            }
+        }
+    }
+
+    /// Every line printed within `wait` (after it, nothing more is read).
+    fn lines_within(&self, wait: Duration) -> Vec<String> {
+        let deadline = Instant::now() + wait;
+        let mut out = Vec::new();
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            out.push(line);
+        }
+        out
+    }
+}
+
+impl Drop for StaticMember {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_static_member_restarting_within_its_session_keeps_its_partitions_without_a_rebalance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = group_server(&tmp);
+    create_topic(&server, "st");
+    // The first member leads (it formed the group); the second follows.
+    let leader = StaticMember::start(&server, "st", "static-g", "a");
+    assert_eq!(leader.assigned(Duration::from_secs(60)), "0,1,2,3");
+    let follower = StaticMember::start(&server, "st", "static-g", "b");
+    let theirs = follower.assigned(Duration::from_secs(60));
+    let ours = leader.assigned(Duration::from_secs(60));
+    assert_eq!(
+        theirs.split(',').count() + ours.split(',').count(),
+        4,
+        "{ours} {theirs}"
+    );
+    // The follower dies without leaving and comes back with its instance id well within
+    // its 20 s session: it gets its partitions back, and the leader sees no rebalance.
+    drop(follower);
+    let started = Instant::now();
+    let back = StaticMember::start(&server, "st", "static-g", "b");
+    assert_eq!(
+        back.assigned(Duration::from_secs(15)),
+        theirs,
+        "its own partitions"
+    );
+    eprintln!(
+        "a static member back with its partitions after {:?}",
+        started.elapsed()
+    );
+    let seen = leader.lines_within(Duration::from_secs(3));
+    assert!(seen.is_empty(), "the leader saw a rebalance: {seen:?}");
+}

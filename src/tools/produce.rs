@@ -32,7 +32,8 @@ pub struct ProduceArgs {
     /// separator.
     #[arg(long)]
     pub timestamp_separator: Option<String>,
-    /// Records per batch (a batch also ends at 1 MiB).
+    /// Records per batch (a batch also ends at 1 MiB, or sooner to fit the topic's
+    /// segment.bytes).
     #[arg(long, default_value_t = 1000)]
     pub batch_records: usize,
     /// kcat's -Z: send an empty value as null (a tombstone) and an empty key as no key.

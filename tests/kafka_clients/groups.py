@@ -11,6 +11,9 @@
   python groups.py confluent HOST:PORT hold TOPIC GROUP
       Joins GROUP, prints JOINED once it has partitions, then waits to be killed (-9: it
       never leaves the group).
+  python groups.py confluent HOST:PORT static TOPIC GROUP INSTANCE
+      A static member (group.instance.id INSTANCE): prints "ASSIGNED p,q" on every
+      assignment and "REVOKED" on every revocation, until killed.
   python groups.py confluent HOST:PORT takeover TOPIC GROUP
       Joins GROUP and waits until it owns all partitions (the killed member's session
       expired); prints OK and how long that took.
@@ -88,6 +91,21 @@ def confluent_hold():
     print("JOINED", flush=True)
     while True:
         c.poll(0.5)
+
+
+def confluent_static(instance):
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.instance.id": instance,
+                  "auto.offset.reset": "earliest", "session.timeout.ms": 20000,
+                  "heartbeat.interval.ms": 500})
+
+    def assigned(consumer, parts):
+        print("ASSIGNED " + ",".join(str(p.partition) for p in sorted(parts, key=lambda p: p.partition)),
+              flush=True)
+
+    c.subscribe([topic], on_assign=assigned, on_revoke=lambda consumer, parts: print("REVOKED", flush=True))
+    while True:
+        c.poll(0.2)
 
 
 def confluent_takeover():
@@ -219,6 +237,8 @@ runs = {"confluent": (confluent_run, confluent_committed),
         "aiokafka": (lambda: asyncio.run(aio_run()), lambda: asyncio.run(aio_committed()))}
 if mode == "hold":
     confluent_hold()
+if mode == "static":
+    confluent_static(sys.argv[6])
 if mode == "takeover":
     confluent_takeover()
     sys.exit(0)
