@@ -113,16 +113,11 @@ fn consume(args: tools::consume::ConsumeArgs) -> Result<(), String> {
 
 /// Runs a tool's future on a small unpinned glommio executor.
 fn run_tool(f: impl std::future::Future<Output = Result<(), String>>) -> Result<(), String> {
-    let result = glommio::LocalExecutorBuilder::default()
+    glommio::LocalExecutorBuilder::default()
         .io_memory(1 << 20)
         .make()
         .map_err(|e| format!("starting executor: {e}"))?
-        .run(f);
-    match result {
-        // The reader went away (`| head`): end quietly, as Unix tools do.
-        Err(e) if e.to_lowercase().contains("broken pipe") => Ok(()),
-        other => other,
-    }
+        .run(f)
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {
@@ -220,16 +215,6 @@ fn crash_check(action: CrashCheckAction) -> Result<(), String> {
     }
 }
 
-/// A tool whose reader went away (`| head`) stops quietly, as Unix tools do, instead of
-/// reporting "Broken pipe" and exiting 1: SIGPIPE's default action. Not for the server,
-/// which must outlive any client.
-fn quiet_on_closed_pipe() {
-    // SAFETY: resetting a signal's disposition to its default touches no Rust state.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -240,9 +225,7 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Serve(_)) {
-        quiet_on_closed_pipe();
-    }
+    let tool = !matches!(cli.command, Command::Serve(_));
     let timeout_ms = cli.timeout_ms;
     let result: Result<(), String> = match cli.command {
         Command::Serve(args) => serve(args),
@@ -288,6 +271,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`| head`): a tool ends quietly with success, as Unix tools
+        // do, whichever tool it is.
+        Err(e) if tool && e.to_lowercase().contains("broken pipe") => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("shardlog: {e}");
             ExitCode::FAILURE

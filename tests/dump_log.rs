@@ -229,12 +229,11 @@ fn a_failed_index_sanity_check_exits_non_zero() {
     assert!(err.contains("failed sanity check"), "{err}");
 }
 
-/// `| head`: a reader that goes away stops the tool quietly (SIGPIPE's default), not with
+/// `| head`: a reader that goes away stops the tool quietly with success, not with
 /// "Broken pipe" on stderr and exit 1.
 #[test]
 fn a_closed_pipe_stops_dump_log_quietly() {
     use std::io::Read;
-    use std::os::unix::process::ExitStatusExt;
     let tmp = tempfile::tempdir().unwrap();
     let pdir = tmp.path().join("big-0");
     let pdir2 = pdir.clone();
@@ -264,10 +263,5 @@ fn a_closed_pipe_stops_dump_log_quietly() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("Broken pipe"), "{stderr}");
-    assert_eq!(
-        out.status.signal(),
-        Some(libc::SIGPIPE),
-        "{:?} {stderr}",
-        out.status
-    );
+    assert!(out.status.success(), "{:?} {stderr}", out.status);
 }

@@ -158,9 +158,14 @@ pub fn run(opts: &DumpOptions, out: &mut dyn Write, err: &mut dyn Write) -> std:
             writeln!(err, "Ignoring unknown file {}", file.display())?;
             Ok(())
         };
-        if let Err(e) = result {
-            writeln!(err, "Could not dump {}: {e}", file.display())?;
-            ok = false;
+        match result {
+            // The reader went away (`| head`): stop; the caller ends quietly.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Err(e),
+            Err(e) => {
+                writeln!(err, "Could not dump {}: {e}", file.display())?;
+                ok = false;
+            }
+            Ok(()) => {}
         }
     }
     print_findings(&findings, err)?;

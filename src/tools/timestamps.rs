@@ -1,9 +1,11 @@
 //! `shardlog timestamps`: the troubleshooting checklist for a topic's timestamps, per
-//! partition: timestamp type, first/last/min/max, timestamps out of order (below the running
-//! maximum) and the largest such gap, timestamps in the future of the server's clock and by
-//! how much, and timestamps before 2000 (seconds written as milliseconds). By default it
-//! reads batch headers only (one maxTimestamp per batch: cheap); `--deep` decodes every
-//! record. `--from-time`/`--to-time` limit it to a window.
+//! partition: timestamp type, first/last/min/max (ISO-8601 in `--time-zone`, UTC by
+//! default), timestamps out of order (below the one before them, so one future-dated record
+//! marks one step back, not everything after it) and the largest such step back,
+//! timestamps in the future of the server's clock and by how much, and timestamps before
+//! 2000 (seconds written as milliseconds). By default it reads batch headers only (each
+//! batch's first and max timestamps: cheap); `--deep` decodes every record.
+//! `--from-time`/`--to-time` limit it to a window.
 
 use std::io::Write;
 
@@ -31,9 +33,13 @@ pub struct TimestampsArgs {
     /// Only timestamps < this (ms or ISO-8601; no zone means UTC).
     #[arg(long)]
     pub to_time: Option<String>,
-    /// Decode every record (default: one maxTimestamp per batch, from its header).
+    /// Decode every record (default: each batch's first and max timestamps, from its
+    /// header).
     #[arg(long)]
     pub deep: bool,
+    /// Zone the times are printed in: UTC, local, Z, +HH, +HHMM or +HH:MM.
+    #[arg(long, default_value = "UTC", allow_hyphen_values = true)]
+    pub time_zone: String,
     /// JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -42,15 +48,16 @@ pub struct TimestampsArgs {
 /// What one partition's timestamps look like.
 #[derive(Debug, Clone, Default)]
 pub struct TimestampStats {
-    /// Timestamps observed: records (deep) or batches (their maxTimestamp).
+    /// Timestamps observed: every record's (deep), or each batch's first and max.
     pub observed: u64,
     pub records: u64,
     pub first: Option<i64>,
     pub last: Option<i64>,
     pub min: Option<i64>,
     pub max: Option<i64>,
+    /// Timestamps below the one observed just before them.
     pub out_of_order: u64,
-    /// Largest (running maximum - timestamp) among those out of order.
+    /// Largest step back (previous - timestamp) among those out of order.
     pub max_lateness_ms: i64,
     pub future: u64,
     pub max_ahead_ms: i64,
@@ -61,11 +68,11 @@ impl TimestampStats {
     pub fn observe(&mut self, ts: i64, now: i64) {
         self.observed += 1;
         self.first.get_or_insert(ts);
-        self.last = Some(ts);
-        if let Some(max) = self.max.filter(|&m| ts < m) {
+        if let Some(previous) = self.last.filter(|&p| ts < p) {
             self.out_of_order += 1;
-            self.max_lateness_ms = self.max_lateness_ms.max(max - ts);
+            self.max_lateness_ms = self.max_lateness_ms.max(previous - ts);
         }
+        self.last = Some(ts);
         self.min = Some(self.min.map_or(ts, |m| m.min(ts)));
         self.max = Some(self.max.map_or(ts, |m| m.max(ts)));
         if ts > now {
@@ -92,8 +99,13 @@ fn observe_batch(
     now: i64,
 ) -> Result<(), String> {
     if !deep {
+        // The header holds the first record's timestamp and the largest: both are seen, so
+        // a batch of seconds-for-milliseconds or late records shows even without --deep.
         if in_window(h.max_timestamp, window.0, window.1) {
             stats.records += h.records_count.max(0) as u64;
+            if h.base_timestamp != h.max_timestamp {
+                stats.observe(h.base_timestamp, now);
+            }
             stats.observe(h.max_timestamp, now);
         }
         return Ok(());
@@ -156,16 +168,18 @@ pub async fn run(args: TimestampsArgs, out: &mut dyn Write) -> Result<(), String
         }
         rows.push((p, stats));
     }
+    let zone = super::time_arg::parse_zone(&args.time_zone)?;
     if args.json {
         print_json(out, topic, &ts_type, args.deep, &rows, now)
     } else {
-        print_table(out, &ts_type, args.deep, &rows)
+        print_table(out, &ts_type, args.deep, &rows, zone)
     }
     .map_err(|e| e.to_string())
 }
 
-fn opt(v: Option<i64>) -> String {
-    v.map_or("-".into(), |v| v.to_string())
+/// A time as ISO-8601 in `zone` ("-" when there is none).
+fn opt(v: Option<i64>, zone: chrono::FixedOffset) -> String {
+    v.map_or("-".into(), |v| super::time_arg::format_time(v, zone))
 }
 
 fn print_table(
@@ -173,11 +187,12 @@ fn print_table(
     ts_type: &str,
     deep: bool,
     rows: &[(i32, TimestampStats)],
+    zone: chrono::FixedOffset,
 ) -> std::io::Result<()> {
     let unit = if deep {
         "record"
     } else {
-        "batch (maxTimestamp)"
+        "batch: its first and max (headers; --deep reads every record)"
     };
     writeln!(out, "timestamp type: {ts_type}; one timestamp per {unit}")?;
     if ts_type == "LogAppendTime" {
@@ -196,7 +211,7 @@ fn print_table(
     }
     writeln!(
         out,
-        "{:<9} {:>8} {:>14} {:>14} {:>14} {:>14} {:>12} {:>14} {:>8} {:>14} {:>9}",
+        "{:<9} {:>8} {:>29} {:>29} {:>29} {:>29} {:>12} {:>14} {:>8} {:>14} {:>9}",
         "PARTITION",
         "RECORDS",
         "FIRST",
@@ -212,12 +227,12 @@ fn print_table(
     for (p, s) in rows {
         writeln!(
             out,
-            "{p:<9} {:>8} {:>14} {:>14} {:>14} {:>14} {:>12} {:>14} {:>8} {:>14} {:>9}",
+            "{p:<9} {:>8} {:>29} {:>29} {:>29} {:>29} {:>12} {:>14} {:>8} {:>14} {:>9}",
             s.records,
-            opt(s.first),
-            opt(s.last),
-            opt(s.min),
-            opt(s.max),
+            opt(s.first, zone),
+            opt(s.last, zone),
+            opt(s.min, zone),
+            opt(s.max, zone),
             s.out_of_order,
             s.max_lateness_ms,
             s.future,
@@ -268,9 +283,10 @@ mod tests {
         }
         assert_eq!((s.first, s.last), (Some(100_000), Some(5)));
         assert_eq!((s.min, s.max), (Some(5), Some(now + 5_000)));
-        // now-50 (below now-10), now-20 and 5 (below now+5000).
+        // Each below the one before it: now-50 (after now-10), now-20 (after now+5000) and 5
+        // (after now-20); the one future-dated record marks one step back, not all after it.
         assert_eq!(s.out_of_order, 3);
-        assert_eq!(s.max_lateness_ms, now + 5_000 - 5);
+        assert_eq!(s.max_lateness_ms, now - 20 - 5);
         assert_eq!((s.future, s.max_ahead_ms), (1, 5_000));
         assert_eq!(s.before_2000, 2);
     }
