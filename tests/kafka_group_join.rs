@@ -327,3 +327,71 @@ fn a_static_member_restarting_keeps_its_assignment_without_a_rebalance() {
         "rebalancing"
     );
 }
+
+/// Kafka's rule for the leader's SyncGroup: its assignments replace everyone's, and a member
+/// it leaves out gets nothing, never what it held in an earlier generation.
+#[test]
+fn a_member_the_leader_leaves_out_gets_an_empty_assignment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = server(&tmp, "300");
+    let kafka = server.kafka_addr();
+    // The second joins a moment after the first: a rejoin of the leader then starts the
+    // rebalance that the follower's rejoin takes part in (not a Stable shortcut).
+    let join_both = |members: [(&'static str, String); 2]| -> Vec<JoinGroupResponse> {
+        let threads: Vec<_> = members
+            .into_iter()
+            .enumerate()
+            .map(|(i, (instance, member))| {
+                let kafka = kafka.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(100 * i as u64));
+                    static_join(&mut connect(&kafka), "left-out", instance, &member)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    };
+    let sync_both = |leader: &JoinGroupResponse,
+                     follower: &JoinGroupResponse,
+                     assign: Vec<(String, &'static str)>| {
+        let waiting = {
+            let (kafka, follower) = (kafka.clone(), follower.clone());
+            std::thread::spawn(move || sync(&mut connect(&kafka), "left-out", &follower, &[]))
+        };
+        let assign: Vec<(&str, &str)> = assign.iter().map(|(m, a)| (m.as_str(), *a)).collect();
+        assert_eq!(sync(&mut connect(&kafka), "left-out", leader, &assign).0, 0);
+        waiting.join().unwrap()
+    };
+    let split = |j: Vec<JoinGroupResponse>| match j[0].leader == j[0].member_id {
+        true => (j[0].clone(), j[1].clone()),
+        false => (j[1].clone(), j[0].clone()),
+    };
+    let (leader, follower) = split(join_both([("la", String::new()), ("lb", String::new())]));
+    let both = vec![
+        (leader.member_id.to_string(), "mine"),
+        (follower.member_id.to_string(), "yours"),
+    ];
+    assert_eq!(
+        sync_both(&leader, &follower, both),
+        (0, Bytes::from("yours"))
+    );
+    // Both rejoin (a new generation); the leader now assigns only itself.
+    let instance = |j: &JoinGroupResponse| {
+        if j.member_id == leader.member_id {
+            "la"
+        } else {
+            "lb"
+        }
+    };
+    let again = join_both([
+        (instance(&leader), leader.member_id.to_string()),
+        (instance(&follower), follower.member_id.to_string()),
+    ]);
+    let (leader2, follower2) = split(again);
+    assert!(leader2.generation_id > leader.generation_id);
+    let only_leader = vec![(leader2.member_id.to_string(), "mine")];
+    assert_eq!(
+        sync_both(&leader2, &follower2, only_leader),
+        (0, Bytes::new())
+    );
+}

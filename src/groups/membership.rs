@@ -339,10 +339,15 @@ fn park_sync(
         State::CompletingRebalance => {
             m.sync_waiter = Some(waiter);
             if g.leader.as_deref() == Some(req.member_id.as_str()) {
-                for (id, assignment) in &req.assignments {
-                    if let Some(member) = g.members.get_mut(id) {
-                        member.assignment = assignment.clone();
-                    }
+                // Kafka's rule: the leader's assignments replace everyone's; a member it
+                // left out gets nothing, never what it held in an earlier generation.
+                for (id, member) in g.members.iter_mut() {
+                    member.assignment = req
+                        .assignments
+                        .iter()
+                        .find(|(to, _)| to == id)
+                        .map(|(_, a)| a.clone())
+                        .unwrap_or_default();
                 }
                 g.state = State::Stable;
                 let ids: Vec<String> = g.members.keys().cloned().collect();
