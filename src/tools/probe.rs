@@ -4,7 +4,7 @@
 //! and closes the connection without a word (as Kafka brokers do). The probe is chosen so
 //! that it changes nothing on either listener.
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -29,8 +29,14 @@ pub fn probe(addr: &str, timeout: Duration) -> Result<Protocol, String> {
         .map_err(|e| format!("{addr}: {e}"))?;
     let mut size = [0u8; 4];
     let answer = match s.read_exact(&mut size) {
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Protocol::Kafka,
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Protocol::Kafka,
+        Err(e) if e.kind() == ErrorKind::UnexpectedEof => Protocol::Kafka,
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => Protocol::Kafka,
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            let ms = timeout.as_millis();
+            return Err(format!(
+                "no answer from {addr} within {ms} ms (raise it with --timeout-ms)"
+            ));
+        }
         Err(e) => return Err(format!("{addr} does not answer ({e})")),
         Ok(()) => native_answer(&mut s, size, addr)?,
     };
