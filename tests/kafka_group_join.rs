@@ -234,6 +234,15 @@ fn heartbeat(
 
 const FENCED_INSTANCE_ID: i16 = 82;
 
+fn group_state(c: &mut BlockingClient, group: &str) -> String {
+    let r = DescribeGroupsRequest::default()
+        .with_groups(vec![GroupId(StrBytes::from_string(group.into()))]);
+    match c.call(ApiKey::DescribeGroups, 5, &RequestKind::DescribeGroups(r)) {
+        Ok(ResponseKind::DescribeGroups(d)) => d.groups[0].group_state.to_string(),
+        other => panic!("DescribeGroups: {other:?}"),
+    }
+}
+
 #[test]
 fn a_static_member_restarting_keeps_its_assignment_without_a_rebalance() {
     let tmp = tempfile::tempdir().unwrap();
@@ -366,7 +375,10 @@ fn a_member_the_leader_leaves_out_gets_an_empty_assignment() {
         true => (j[0].clone(), j[1].clone()),
         false => (j[1].clone(), j[0].clone()),
     };
-    let (leader, follower) = split(join_both([("la", String::new()), ("lb", String::new())]));
+    let first = join_both([("la", String::new()), ("lb", String::new())]);
+    // Thread order: the first answer is instance "la"'s.
+    let la = first[0].member_id.clone();
+    let (leader, follower) = split(first);
     let both = vec![
         (leader.member_id.to_string(), "mine"),
         (follower.member_id.to_string(), "yours"),
@@ -376,18 +388,25 @@ fn a_member_the_leader_leaves_out_gets_an_empty_assignment() {
         (0, Bytes::from("yours"))
     );
     // Both rejoin (a new generation); the leader now assigns only itself.
-    let instance = |j: &JoinGroupResponse| {
-        if j.member_id == leader.member_id {
-            "la"
-        } else {
-            "lb"
-        }
+    let instance = |j: &JoinGroupResponse| if j.member_id == la { "la" } else { "lb" };
+    // The leader rejoins first and starts a rebalance; only then does the follower rejoin,
+    // so it takes part in the new generation (not the Stable shortcut).
+    let leader_rejoin = {
+        let (kafka, member) = (kafka.clone(), leader.member_id.to_string());
+        let instance = instance(&leader);
+        std::thread::spawn(move || static_join(&mut connect(&kafka), "left-out", instance, &member))
     };
-    let again = join_both([
-        (instance(&leader), leader.member_id.to_string()),
-        (instance(&follower), follower.member_id.to_string()),
-    ]);
-    let (leader2, follower2) = split(again);
+    let mut c = connect(&kafka);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while group_state(&mut c, "left-out") != "PreparingRebalance" {
+        assert!(
+            Instant::now() < deadline,
+            "the leader's rejoin started no rebalance"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let follower2 = static_join(&mut c, "left-out", instance(&follower), &follower.member_id);
+    let leader2 = leader_rejoin.join().unwrap();
     assert!(leader2.generation_id > leader.generation_id);
     let only_leader = vec![(leader2.member_id.to_string(), "mine")];
     assert_eq!(
