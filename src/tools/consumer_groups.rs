@@ -75,7 +75,9 @@ pub fn run(
     action: Action,
     out: Out,
 ) -> Result<()> {
-    if super::probe::probe(bootstrap, timeout)? == super::probe::Protocol::Native {
+    // Only a native answer stops it here; anything else (a Kafka listener, no answer, no
+    // server) is the Kafka client's to report, in its own words.
+    if super::probe::probe(bootstrap, timeout) == Ok(super::probe::Protocol::Native) {
         return Err(format!(
             "{bootstrap} is shardlog's native listener; consumer-groups speaks Kafka's protocol: point --bootstrap-server at the Kafka listener (kafka.listen, 127.0.0.1:9092 by default)"
         ));

@@ -57,7 +57,7 @@ fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, String> {
         .next()
         .ok_or_else(|| format!("{addr}: no address"))?;
     let s = TcpStream::connect_timeout(&target, timeout)
-        .map_err(|e| format!("connecting to {addr}: {e}"))?;
+        .map_err(|e| format!("cannot connect to a shardlog server at {addr}: {e}"))?;
     s.set_read_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
     s.set_write_timeout(Some(timeout))
