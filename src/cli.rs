@@ -67,6 +67,12 @@ pub struct ConsumerGroupsArgs {
     /// column, and only groups in these states if given (comma-separated, e.g. Stable,Empty).
     #[arg(long, num_args = 0..=1, default_missing_value = "")]
     pub state: Option<String>,
+    /// With --describe: each partition's offsets and lag (the default view).
+    #[arg(long, conflicts_with_all = ["members", "state"])]
+    pub offsets: bool,
+    /// With --describe --members: each member's partitions too.
+    #[arg(long, requires = "members")]
+    pub verbose: bool,
     /// Reset scope: TOPIC or TOPIC:0,2 (repeatable).
     #[arg(long)]
     pub topic: Vec<String>,
@@ -82,6 +88,10 @@ pub struct ConsumerGroupsArgs {
     pub to_earliest: bool,
     #[arg(long)]
     pub to_latest: bool,
+    /// Reset to the committed offsets (the log end where none is committed): Kafka's
+    /// --to-current, to export a plan of where the group is.
+    #[arg(long)]
+    pub to_current: bool,
     #[arg(long)]
     pub to_offset: Option<i64>,
     #[arg(long, allow_hyphen_values = true)]

@@ -20,12 +20,14 @@ fn reset_action(
         a.by_duration.clone().map(Target::Duration),
         a.to_earliest.then_some(Target::Earliest),
         a.to_latest.then_some(Target::Latest),
+        // Kafka's --to-current: the commit, or the log end without one (a shift by 0).
+        a.to_current.then_some(Target::ShiftBy(0)),
         a.to_offset.map(Target::Offset),
         a.shift_by.map(Target::ShiftBy),
         a.from_file.clone().map(Target::FromFile),
     ];
     let mut targets = targets.into_iter().flatten();
-    let target = targets.next().ok_or("--reset-offsets needs one of --to-datetime, --by-duration, --to-earliest, --to-latest, --to-offset, --shift-by, --from-file")?;
+    let target = targets.next().ok_or("--reset-offsets needs one of --to-datetime, --by-duration, --to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --from-file")?;
     if targets.next().is_some() {
         return Err("give only one reset target".into());
     }
@@ -66,10 +68,13 @@ fn consumer_groups(a: ConsumerGroupsArgs, timeout_ms: u64) -> Result<(), String>
             }),
         }
     } else if a.describe {
-        Action::Describe {
-            members: a.members,
-            state: a.state.is_some(),
-        }
+        use shardlog::tools::consumer_groups::View;
+        let view = match (a.state.is_some(), a.members) {
+            (true, _) => View::State,
+            (false, true) => View::Members { verbose: a.verbose },
+            (false, false) => View::Offsets,
+        };
+        Action::Describe { view }
     } else if a.delete {
         Action::Delete
     } else if a.delete_offsets {

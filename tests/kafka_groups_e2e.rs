@@ -343,9 +343,32 @@ fn consumer_groups_resets_to_a_datetime_with_a_dry_run_first_and_only_when_inact
             "--execute",
         ],
     );
+    // Kafka's --members --verbose: each member's partitions.
+    let (members, _, ok_members) = tool(
+        &server,
+        &["--describe", "--group", g, "--members", "--verbose"],
+    );
     drop(holder);
+    assert!(ok_members && members.contains("ASSIGNMENT"), "{members}");
+    assert!(members.contains("orders("), "{members}");
     assert!(!ok);
     assert!(err.contains("Assignments can only be reset if the group 'billing' is inactive, but the current state is Stable"), "{err}");
+    // --to-current: a plan of where the group is (its commits).
+    let (plan, err, ok) = tool(
+        &server,
+        &[
+            "--reset-offsets",
+            "--group",
+            g,
+            "--topic",
+            "orders",
+            "--to-current",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(plan.matches(" 77").count() >= 2, "{plan}");
+    let (view, err, ok) = tool(&server, &["--describe", "--group", g, "--offsets"]);
+    assert!(ok && view.contains("CURRENT-OFFSET"), "{view}{err}");
     assert_eq!(current_offsets(&server, g)[..2], [77, 77]);
 }
 

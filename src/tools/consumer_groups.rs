@@ -15,6 +15,15 @@ use crate::kafka::blocking_client::BlockingClient;
 type Out<'a> = &'a mut dyn Write;
 type Result<T> = std::result::Result<T, String>;
 
+/// What --describe shows: offsets and lag (default, --offsets), the members (--members,
+/// with their partitions when verbose), or the group's state (--state).
+#[non_exhaustive]
+pub enum View {
+    Offsets,
+    Members { verbose: bool },
+    State,
+}
+
 /// Which groups an action is about: --group G, --all-groups, or neither given.
 #[non_exhaustive]
 pub enum Groups {
@@ -30,8 +39,7 @@ pub enum Action {
         states: Option<Vec<String>>,
     },
     Describe {
-        members: bool,
-        state: bool,
+        view: View,
     },
     Delete,
     /// Kafka's --delete-offsets: `--topic T` or `T:0,2`.
@@ -91,9 +99,9 @@ pub fn run(
     };
     match action {
         Action::List { states } => tool.list(states, out),
-        Action::Describe { members, state } => {
+        Action::Describe { view } => {
             for group in tool.chosen(&groups)? {
-                tool.describe(&group, members, state, out)?;
+                tool.describe(&group, &view, out)?;
             }
             Ok(())
         }
@@ -230,13 +238,13 @@ impl Tool {
         Ok(t.partitions.iter().map(|p| p.partition_index).collect())
     }
 
-    fn describe(&mut self, group: &str, members: bool, state: bool, out: Out) -> Result<()> {
+    fn describe(&mut self, group: &str, view: &View, out: Out) -> Result<()> {
         let g = self.describe_group(group)?;
         // Kafka's answer for a group it does not know (or one deleted).
         if g.group_state.as_str() == "Dead" && self.committed(group)?.is_empty() {
             return Err(format!("Consumer group '{group}' does not exist."));
         }
-        if state {
+        if let View::State = view {
             line(out, STATE_HEADER)?;
             let row = format!(
                 "{group:<20} {:<25} {:<20} {:<20} {}",
@@ -247,8 +255,8 @@ impl Tool {
             );
             return line(out, &row);
         }
-        if members {
-            return describe_members(group, &g, out);
+        if let View::Members { verbose } = view {
+            return describe_members(group, &g, *verbose, out);
         }
         self.describe_offsets(group, &g, out)
     }
@@ -395,22 +403,53 @@ fn line(out: Out, text: &str) -> Result<()> {
 fn describe_members(
     group: &str,
     g: &describe_groups_response::DescribedGroup,
+    verbose: bool,
     out: Out,
 ) -> Result<()> {
     let owners = assignments(g);
-    line(out, MEMBERS_HEADER)?;
+    let header = match verbose {
+        true => format!("{MEMBERS_HEADER}  ASSIGNMENT"),
+        false => MEMBERS_HEADER.to_string(),
+    };
+    line(out, &header)?;
     for m in &g.members {
-        let n = owners
-            .values()
-            .filter(|o| o.0 == m.member_id.as_str())
-            .count();
-        let row = format!(
-            "{group:<20} {:<45} {:<16} {:<25} {n}",
-            m.member_id, m.client_host, m.client_id
+        let owned: Vec<&(String, i32)> = owners
+            .iter()
+            .filter(|(_, o)| o.0 == m.member_id.as_str())
+            .map(|(tp, _)| tp)
+            .collect();
+        let mut row = format!(
+            "{group:<20} {:<45} {:<16} {:<25} {:<12}",
+            m.member_id,
+            m.client_host,
+            m.client_id,
+            owned.len()
         );
-        line(out, &row)?;
+        if verbose {
+            row.push_str(&format!(" {}", kafka_assignment(&owned)));
+        }
+        line(out, row.trim_end())?;
     }
     Ok(())
+}
+
+/// Kafka's ASSIGNMENT column: `topic(0,1),other(3)`, or `-` for none.
+fn kafka_assignment(owned: &[&(String, i32)]) -> String {
+    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for (t, p) in owned {
+        by_topic.entry(t.as_str()).or_default().push(*p);
+    }
+    if by_topic.is_empty() {
+        return "-".into();
+    }
+    let topics: Vec<String> = by_topic
+        .into_iter()
+        .map(|(t, ps)| {
+            let ps: Vec<String> = ps.iter().map(|p| p.to_string()).collect();
+            format!("{t}({})", ps.join(","))
+        })
+        .collect();
+    topics.join(",")
 }
 
 /// (topic, partition) -> (member id, host, client id), from the members' assignments.
