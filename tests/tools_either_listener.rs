@@ -12,15 +12,7 @@ use common::server_proc::ServerProc;
 use shardlog::tools::probe::{probe, Protocol};
 
 fn shardlog(args: &[&str]) -> (String, String, bool) {
-    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status.success(),
-    )
+    common::cli::shardlog(args, None)
 }
 
 #[test]
@@ -189,7 +181,6 @@ fn a_time_without_a_zone_on_a_non_utc_host_gets_a_note() {
 /// the topic's segment.bytes instead of failing half-way with BatchTooLarge.
 #[test]
 fn produce_sizes_its_batches_to_small_segments() {
-    use std::io::Write;
     let tmp = tempfile::tempdir().unwrap();
     let server = ServerProc::start(&tmp.path().join("data"), 1, &[]);
     let addr = server.addr();
@@ -204,25 +195,10 @@ fn produce_sizes_its_batches_to_small_segments() {
         "segment.bytes=2048",
     ];
     assert!(shardlog(&create).2);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(["produce", "-b", &addr, "--topic", "small"])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     let lines: String = (0..500).map(|i| format!("{i:0>100}\n")).collect();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(lines.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let produce = ["produce", "-b", &addr, "--topic", "small"];
+    let (_, err, ok) = common::cli::shardlog(&produce, Some(&lines));
+    assert!(ok, "{err}");
     let (out, err, ok) = shardlog(&["get-offsets", "-b", &addr, "--topic", "small"]);
     assert!(ok && out.contains("small:0:500"), "{out} {err}");
 }

@@ -169,9 +169,9 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
     Ok(OpOk::Done)
 }
 
-/// The topic grown to `count` partitions, if it may grow so (Kafka's CreatePartitions:
-/// only up, within the per-topic limit, never an internal topic).
-pub fn check_grow(shard: &Shard, name: &str, count: i32) -> Result<TopicMeta, AdminError> {
+/// The topic grown to `count` partitions and the first new partition, if it may grow so
+/// (Kafka's CreatePartitions: only up, within the per-topic limit, never an internal topic).
+pub fn check_grow(shard: &Shard, name: &str, count: i32) -> Result<(TopicMeta, u32), AdminError> {
     crate::catalog::internal_topics::refuse_client(name, "add partitions to")?;
     let Some(meta) = shard.topic(name) else {
         return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
@@ -186,7 +186,7 @@ pub fn check_grow(shard: &Shard, name: &str, count: i32) -> Result<TopicMeta, Ad
             ),
         );
     }
-    Ok(meta.grown(count as u32, shard.n as u32))
+    Ok((meta.grown(count as u32, shard.n as u32), now))
 }
 
 /// Grows a topic (Kafka's CreatePartitions): the new partitions are opened on their owner
@@ -195,8 +195,7 @@ pub fn check_grow(shard: &Shard, name: &str, count: i32) -> Result<TopicMeta, Ad
 /// crash before it leaves directories no topic owns, which the next start quarantines.
 pub async fn create_partitions(shard: &Rc<Shard>, name: String, count: i32) -> OpResult {
     let _turn = shard.admin_turn().await?;
-    let grown = check_grow(shard, &name, count)?;
-    let from = shard.topic(&name).map_or(0, |m| m.partitions());
+    let (grown, from) = check_grow(shard, &name, count)?;
     let open = ShardOp::OpenPartitions {
         meta: grown.clone(),
         from,

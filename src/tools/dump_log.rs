@@ -310,9 +310,7 @@ impl LogDump<'_> {
 
     /// Whether the rest of the file from `pos` is a live active segment's zero padding.
     fn live_padding_at(&self, log: &LogWindow, pos: usize) -> std::io::Result<bool> {
-        let len = log.run_len();
-        let mut file = log.borrow_mut();
-        Ok(is_live_padding(file.bytes(pos as u64, len - pos)?, len))
+        is_live_padding(&mut log.borrow_mut(), pos, log.run_len())
     }
 
     /// Whether a batch of `size` bytes is within --max-message-size (reported if not, and
@@ -437,7 +435,7 @@ fn report_tail(
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
-    if is_live_padding(data.bytes(pos as u64, len - pos)?, len) {
+    if is_live_padding(data, pos, len)? {
         writeln!(
             out,
             "Found {} bytes of zero padding at the end of {name}: the rest of the last 4 KiB \
@@ -456,9 +454,16 @@ fn report_tail(
 
 /// Zeros after the last batch, up to the end of a file whose size is a whole number of 4 KiB
 /// blocks: what an open active segment looks like on disk, not corruption.
-fn is_live_padding(tail: &[u8], file_len: usize) -> bool {
+/// (Only a tail shorter than a block is read: a long garbage tail is never loaded.)
+fn is_live_padding(data: &mut FileWindow, pos: usize, file_len: usize) -> std::io::Result<bool> {
     const BLOCK: usize = 4096;
-    file_len.is_multiple_of(BLOCK) && tail.len() < BLOCK && tail.iter().all(|&b| b == 0)
+    if !file_len.is_multiple_of(BLOCK) || file_len - pos >= BLOCK {
+        return Ok(false);
+    }
+    Ok(data
+        .bytes(pos as u64, file_len - pos)?
+        .iter()
+        .all(|&b| b == 0))
 }
 
 /// The bytes of the segment file next to `path` with another suffix (empty if unreadable).
