@@ -310,7 +310,8 @@ impl LogDump<'_> {
 
     /// Whether the rest of the file from `pos` is a live active segment's zero padding.
     fn live_padding_at(&self, log: &LogWindow, pos: usize) -> std::io::Result<bool> {
-        is_live_padding(&mut log.borrow_mut(), pos, log.run_len())
+        let len = log.run_len();
+        is_live_padding(&mut log.borrow_mut(), pos, len)
     }
 
     /// Whether a batch of `size` bytes is within --max-message-size (reported if not, and
