@@ -10,8 +10,8 @@ use glommio::net::{Preallocated, TcpStream};
 
 use crate::io::deadline::within;
 use crate::protocol::{
-    ApiKey, ErrorCode, MetadataResponse, Request, Response, ResponseBody, StatsResponse,
-    TopicLogInfo, ACKS_NONE, DEFAULT_MAX_FRAME_BYTES,
+    ApiKey, ErrorCode, LogDirInfo, MetadataResponse, Request, Response, ResponseBody,
+    StatsResponse, ACKS_NONE, DEFAULT_MAX_FRAME_BYTES,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -533,13 +533,11 @@ impl Client {
         self.call(&req).await.map(|_| ())
     }
 
-    /// Per-partition offsets, sizes and segments (`None`: every topic).
-    pub async fn describe_logs(
-        &mut self,
-        topics: Option<Vec<String>>,
-    ) -> ClientResult<Vec<TopicLogInfo>> {
+    /// The data directory and per-partition offsets, sizes, segments and cleaner state
+    /// (`None`: every topic).
+    pub async fn describe_logs(&mut self, topics: Option<Vec<String>>) -> ClientResult<LogDirInfo> {
         match self.call(&Request::DescribeLogs { topics }).await? {
-            ResponseBody::DescribeLogs(t) => Ok(t),
+            ResponseBody::DescribeLogs(logs) => Ok(logs),
             other => Self::unexpected(other),
         }
     }

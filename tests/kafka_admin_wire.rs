@@ -487,7 +487,11 @@ fn create_partitions_grows_a_topic_whose_new_partitions_take_records() {
                 .unwrap();
             assert_eq!(base, 0, "partition {p} starts empty");
         }
-        let logs = c.describe_logs(Some(vec!["cp".into()])).await.unwrap();
+        let logs = c
+            .describe_logs(Some(vec!["cp".into()]))
+            .await
+            .unwrap()
+            .topics;
         let ends: Vec<i64> = logs[0]
             .partitions
             .iter()

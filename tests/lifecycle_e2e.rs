@@ -51,7 +51,11 @@ async fn eventually(limit: Duration, mut check: impl AsyncFnMut() -> bool) -> bo
 }
 
 async fn start_end(c: &mut Client, topic: &str) -> (i64, i64) {
-    let logs = c.describe_logs(Some(vec![topic.into()])).await.unwrap();
+    let logs = c
+        .describe_logs(Some(vec![topic.into()]))
+        .await
+        .unwrap()
+        .topics;
     let p = logs[0].partitions[0];
     (p.log_start_offset, p.log_end_offset)
 }
@@ -104,12 +108,20 @@ fn retention_by_time_and_size_run_in_the_background_without_a_restart() {
             .await
             .unwrap();
         let shrunk = eventually(Duration::from_secs(20), async || {
-            let logs = c.describe_logs(Some(vec!["big".into()])).await.unwrap();
+            let logs = c
+                .describe_logs(Some(vec!["big".into()]))
+                .await
+                .unwrap()
+                .topics;
             logs[0].partitions[0].size_bytes <= 32768 + 8192
         })
         .await;
         assert!(shrunk);
-        let logs = c.describe_logs(Some(vec!["big".into()])).await.unwrap();
+        let logs = c
+            .describe_logs(Some(vec!["big".into()]))
+            .await
+            .unwrap()
+            .topics;
         let p = logs[0].partitions[0];
         assert!(p.size_bytes >= 32768, "{p:?}");
         assert_eq!(logs[0].overrides, vec!["retention.bytes", "segment.bytes"]);
@@ -136,7 +148,11 @@ fn retention_by_time_and_size_run_in_the_background_without_a_restart() {
         let mut c = Client::connect(&addr).await.unwrap();
         assert_eq!(start_end(&mut c, "old").await, (100, 100));
         // The live change persisted.
-        let logs = c.describe_logs(Some(vec!["big".into()])).await.unwrap();
+        let logs = c
+            .describe_logs(Some(vec!["big".into()]))
+            .await
+            .unwrap()
+            .topics;
         assert!(logs[0].overrides.contains(&"retention.bytes".to_string()));
     });
 }
@@ -225,6 +241,67 @@ fn a_compacted_topic_keeps_the_latest_value_per_key_and_drops_tombstones() {
     });
 }
 
+/// `log-dirs` for a compacted topic's one partition: its `cleaner` object.
+fn cleaner_state(addr: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["log-dirs", "--topic-list", "users", "--bootstrap", addr])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["brokers"][0]["logDirs"][0]["partitions"][0]["cleaner"].clone()
+}
+
+/// An operator asking why a compacted topic was not cleaned sees the cleaner's inputs: all
+/// data in the active segment (uncleanable), then dirty and due once rolled, then clean
+/// with the checkpoint moved and the time of the cleaning.
+#[test]
+fn log_dirs_shows_why_compaction_has_or_has_not_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 1, &fast_maintenance());
+    let addr = server.addr();
+    let a = addr.clone();
+    client(move || async move {
+        let mut c = Client::connect(&a).await.unwrap();
+        let config = pairs(&[("cleanup.policy", "compact"), ("file.delete.delay.ms", "0")]);
+        c.create_topic("users", 1, config).await.unwrap();
+        for i in 0..40 {
+            let key = format!("k{}", i % 4);
+            c.produce("users", 0, ACKS_ALL, record(Some(&key), Some("v"), 1))
+                .await
+                .unwrap();
+        }
+    });
+    let before = cleaner_state(&addr);
+    assert_eq!(before["dirtyBytes"], 0, "{before}");
+    assert_eq!(before["cleanBytes"], 0, "{before}");
+    assert!(before["uncleanableBytes"].as_i64().unwrap() > 0, "{before}");
+    assert_eq!(before["due"], false, "{before}");
+    assert_eq!(before["lastCleanedMs"], serde_json::Value::Null, "{before}");
+    assert_eq!(before["firstDirtyOffset"], 0, "{before}");
+    let a = addr.clone();
+    client(move || async move {
+        let mut c = Client::connect(&a).await.unwrap();
+        c.roll_segments("users", 0).await.unwrap();
+    });
+    // The cleaner (every 100 ms here) finds the rolled segment wholly dirty and cleans it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut after = cleaner_state(&addr);
+    while after["lastCleanedMs"].is_null() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        after = cleaner_state(&addr);
+    }
+    assert!(after["lastCleanedMs"].as_i64().unwrap() > 0, "{after}");
+    assert_eq!(
+        after["firstDirtyOffset"], 40,
+        "the checkpoint moved: {after}"
+    );
+    assert_eq!(after["dirtyBytes"], 0, "{after}");
+    assert_eq!(after["dirtyRatio"], 0.0, "{after}");
+    assert!(after["cleanBytes"].as_i64().unwrap() > 0, "{after}");
+    assert_eq!(after["due"], false, "{after}");
+}
+
 #[test]
 fn delete_records_and_log_dirs_from_the_command_line() {
     let tmp = tempfile::tempdir().unwrap();
@@ -281,7 +358,11 @@ fn delete_records_and_log_dirs_from_the_command_line() {
     let (ok, out, _) = run(&["log-dirs", "--topic-list", "t"]);
     assert!(ok);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let p = &doc["brokers"][0]["logDirs"][0]["partitions"][0];
+    let dir = &doc["brokers"][0]["logDirs"][0];
+    assert_eq!(dir["logDir"], tmp.path().join("data").to_str().unwrap());
+    assert!(dir["usableBytes"].as_i64().unwrap() <= dir["totalBytes"].as_i64().unwrap());
+    let p = &dir["partitions"][0];
+    assert!(p.get("cleaner").is_none(), "not a compacted topic: {p}");
     assert_eq!(p["partition"], "t-0");
     assert_eq!(p["logStartOffset"], 30);
     assert_eq!(p["logEndOffset"], 50);

@@ -1,6 +1,6 @@
 //! Every native message encodes to exactly the bytes it did when `tests/golden/native_wire.txt`
 //! was recorded (from the hand-written codecs, before the message tables replaced them;
-//! CreatePartitions, added later, from PROTOCOL.md's layout by hand):
+//! CreatePartitions and DescribeLogs v1, added later, from PROTOCOL.md's layout by hand):
 //! the wire format is a contract with every client already deployed.
 
 use bytes::Bytes;
@@ -184,19 +184,32 @@ fn encodings() -> Vec<String> {
             clock_ms: 9,
         }),
         ResponseBody::DeleteRecords { low_watermark: 5 },
-        ResponseBody::DescribeLogs(vec![TopicLogInfo {
-            name: s("t"),
-            error_code: ErrorCode::UnknownTopic,
-            overrides: vec![s("o")],
-            partitions: vec![PartitionLogInfo {
-                partition: 0,
-                owner_shard: 1,
-                log_start_offset: 2,
-                log_end_offset: 3,
-                size_bytes: 4,
-                segments: 5,
+        ResponseBody::DescribeLogs(LogDirInfo {
+            log_dir: s("/d"),
+            total_bytes: 9,
+            usable_bytes: 8,
+            topics: vec![TopicLogInfo {
+                name: s("t"),
+                error_code: ErrorCode::UnknownTopic,
+                overrides: vec![s("o")],
+                partitions: vec![PartitionLogInfo {
+                    partition: 0,
+                    owner_shard: 1,
+                    log_start_offset: 2,
+                    log_end_offset: 3,
+                    size_bytes: 4,
+                    segments: 5,
+                    cleaner: CleanerInfo {
+                        first_dirty_offset: 6,
+                        dirty_bytes: 7,
+                        clean_bytes: 8,
+                        uncleanable_bytes: 9,
+                        due: true,
+                        last_cleaned_ms: 10,
+                    },
+                }],
             }],
-        }]),
+        }),
         ResponseBody::LogMaintenance {
             segments_deleted: 1,
             bytes_deleted: 2,

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use super::batch_stream::{BatchStream, Next, BACKGROUND};
 use super::checkpoint::CLEANER_OFFSET;
+use super::cleaner_view::SegmentRef;
 use super::file_names::segment_path;
 use super::index_state::IndexState;
 use super::partition::PartitionLog;
@@ -54,14 +55,6 @@ impl Default for CleanerLimits {
             io_bytes_per_second: 0,
         }
     }
-}
-
-/// A cleanable sealed segment as the plan saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct SegmentRef {
-    base: i64,
-    size: u64,
-    next_offset: i64,
 }
 
 /// What to clean, taken from the partition at one moment.
@@ -174,37 +167,10 @@ impl PartitionLog {
             return Ok(None);
         }
         self.reopen_if_needed().await?;
-        let lag_bound = now_ms.saturating_sub(self.config.min_compaction_lag_ms);
-        let cleanable: Vec<SegmentRef> = self.segments[..self.segments.len() - 1]
-            .iter()
-            .take_while(|s| s.is_empty() || s.largest_timestamp() <= lag_bound)
-            .map(|s| SegmentRef {
-                base: s.base_offset(),
-                size: s.size(),
-                next_offset: s.next_offset(),
-            })
-            .collect();
-        let checkpoint = CLEANER_OFFSET
-            .read(self.io.storage.as_ref(), &self.dir)
-            .await;
-        let first_dirty = checkpoint.max(self.log_start_offset);
-        let (clean, dirty): (Vec<&SegmentRef>, Vec<&SegmentRef>) =
-            cleanable.iter().partition(|s| s.next_offset <= first_dirty);
-        let dirty_bytes: u64 = dirty.iter().map(|s| s.size).sum();
-        let clean_bytes: u64 = clean.iter().map(|s| s.size).sum();
-        let ratio = dirty_bytes as f64 / (clean_bytes + dirty_bytes).max(1) as f64;
-        let overdue = dirty.first().is_some_and(|d| {
-            let seg = self.segments.iter().find(|s| s.base_offset() == d.base);
-            seg.is_some_and(|s| {
-                now_ms.saturating_sub(s.first_batch_timestamp()) > self.config.max_compaction_lag_ms
-            })
-        });
-        let tombstones_expired = self.tombstone_horizon.is_some_and(|h| now_ms >= h);
-        let due = force
-            || (dirty_bytes > 0 && ratio > self.config.min_cleanable_dirty_ratio)
-            || overdue
-            || tombstones_expired;
-        tracing::debug!(dir = %self.dir.display(), first_dirty, dirty_bytes, clean_bytes, ratio, overdue, tombstones_expired, force, cleanable = cleanable.len(), "cleaning check");
+        let cleanable = self.cleanable_segments(now_ms);
+        let view = self.view_of(&cleanable, now_ms).await;
+        let due = force || view.due(self.config.min_cleanable_dirty_ratio);
+        tracing::debug!(dir = %self.dir.display(), ?view, ratio = view.dirty_ratio(), force, cleanable = cleanable.len(), "cleaning check");
         if !due || cleanable.is_empty() {
             return Ok(None);
         }
@@ -213,7 +179,7 @@ impl PartitionLog {
             dir: self.dir.clone(),
             config: self.config.clone(),
             now_ms,
-            first_dirty,
+            first_dirty: view.first_dirty,
             segments: cleanable,
         }))
     }
@@ -244,6 +210,7 @@ impl PartitionLog {
                 .write(self.io.storage.as_ref(), &self.dir, end)
                 .await?;
             self.tombstone_horizon = done.tombstone_horizon;
+            self.last_cleaned_ms = Some(crate::time::now_ms());
         }
         let mut stats = done.stats;
         stats.segments_cleaned = swapped;

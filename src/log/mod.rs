@@ -4,6 +4,7 @@
 pub mod batch_stream;
 pub mod checkpoint;
 pub(crate) mod cleaner;
+pub mod cleaner_view;
 pub mod file_names;
 pub(crate) mod index_state;
 mod invariants;
@@ -21,6 +22,7 @@ pub(crate) mod stale_index;
 pub mod time_index;
 
 pub use cleaner::{CleanStats, CleanerLimits, CleaningPlan};
+pub use cleaner_view::CleanerView;
 pub use loader::OpenOptions;
 pub use partition::{partition_dir, partition_dir_name, AppendInfo, PartitionLog, TimestampOffset};
 pub use retention::RetentionOutcome;

@@ -75,6 +75,8 @@ pub struct PartitionLog {
     /// Earliest delete horizon of a tombstone the last cleaning kept: once it passes, the
     /// log is cleanable again so the tombstone goes.
     pub(super) tombstone_horizon: Option<i64>,
+    /// Wall-clock ms of the last cleaning since this process opened the partition.
+    pub(super) last_cleaned_ms: Option<i64>,
     /// The active segment's index files on disk: (segment base, entries written), and when.
     active_indexes_written: Option<(IndexFilesState, std::time::Instant)>,
     /// Idempotent producers' epochs and last batches (retries are not stored twice).
@@ -145,6 +147,7 @@ impl PartitionLog {
             truncations: loaded.truncations,
             pending_removals: Vec::new(),
             tombstone_horizon: None,
+            last_cleaned_ms: None,
             active_indexes_written: None,
             producers,
         };

@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
-use crate::protocol::{ErrorCode, Request, ResponseBody};
+use crate::protocol::{ErrorCode, LogDirInfo, Request, ResponseBody};
 use crate::shard::messages::{MaintenanceSummary, OpOk, PartitionOp};
 use crate::shard::runtime::Shard;
 
@@ -70,7 +70,13 @@ async fn maintain(shard: &Rc<Shard>, topic: &str) -> Reply {
 }
 
 async fn describe(shard: &Rc<Shard>, topics: Option<Vec<String>>) -> Reply {
-    crate::shard::log_info::describe_logs(shard, topics.as_deref())
-        .await
-        .map(ResponseBody::DescribeLogs)
+    let topics = crate::shard::log_info::describe_logs(shard, topics.as_deref()).await?;
+    let dir = &shard.config.data_dir;
+    let (total, usable) = crate::io::os::disk_space(dir).unwrap_or((0, 0));
+    Ok(ResponseBody::DescribeLogs(LogDirInfo {
+        log_dir: crate::shard::log_info::log_dir_name(dir),
+        total_bytes: total as i64,
+        usable_bytes: usable as i64,
+        topics,
+    }))
 }

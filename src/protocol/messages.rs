@@ -147,7 +147,8 @@ impl Request {
     /// Encodes a whole request frame (size prefix included).
     pub fn encode_frame(&self, correlation_id: i32) -> Vec<u8> {
         let mut w = WireWriter::frame(128 + self.payload());
-        w.i16(self.api_key() as i16).i16(0).i32(correlation_id);
+        let key = self.api_key();
+        w.i16(key as i16).i16(key.versions().1).i32(correlation_id);
         self.put_fields(&mut w);
         w.finish_frame()
     }
@@ -237,6 +238,60 @@ wire_struct! {
         pub log_end_offset: i64 = "log_end_offset",
         pub size_bytes: i64 = "size_bytes",
         pub segments: i32 = "segments",
+        /// The cleaner's view (`log::CleanerView`); -1 when the topic does not compact.
+        pub cleaner: CleanerInfo = "cleaner",
+    }
+}
+
+wire_struct! {
+    /// Why a compacted partition is or is not cleaned now (every field -1 and `due`
+    /// false when its topic does not compact).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct CleanerInfo {
+        /// First offset not compacted yet (the cleaner checkpoint).
+        pub first_dirty_offset: i64 = "first_dirty_offset",
+        pub dirty_bytes: i64 = "dirty_bytes",
+        pub clean_bytes: i64 = "clean_bytes",
+        /// The active segment and segments inside min.compaction.lag.ms.
+        pub uncleanable_bytes: i64 = "uncleanable_bytes",
+        /// The cleaner cleans at its next check.
+        pub due: bool = "due",
+        /// Epoch ms of the last cleaning since the server started; -1 none.
+        pub last_cleaned_ms: i64 = "last_cleaned_ms",
+    }
+}
+
+impl Default for CleanerInfo {
+    fn default() -> Self {
+        CleanerInfo::NOT_COMPACTED
+    }
+}
+
+impl CleanerInfo {
+    pub const NOT_COMPACTED: CleanerInfo = CleanerInfo {
+        first_dirty_offset: -1,
+        dirty_bytes: -1,
+        clean_bytes: -1,
+        uncleanable_bytes: -1,
+        due: false,
+        last_cleaned_ms: -1,
+    };
+
+    /// Dirty over cleanable bytes (Kafka's dirty ratio); None when not compacted.
+    pub fn dirty_ratio(&self) -> Option<f64> {
+        (self.dirty_bytes >= 0)
+            .then(|| self.dirty_bytes as f64 / (self.dirty_bytes + self.clean_bytes).max(1) as f64)
+    }
+}
+
+wire_struct! {
+    /// A DescribeLogs reply: the data directory, its disk, and the partitions asked for.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct LogDirInfo {
+        pub log_dir: String = "log dir",
+        pub total_bytes: i64 = "total_bytes",
+        pub usable_bytes: i64 = "usable_bytes",
+        pub topics: Vec<TopicLogInfo> = "topic count",
     }
 }
 
@@ -323,7 +378,7 @@ responses! {
     Stats(stats: StatsResponse = "stats") for DropCaches, Stats;
     Metrics(metrics: MetricsResponse = "metrics") for Metrics;
     DeleteRecords { low_watermark: i64 = "low_watermark" } for DeleteRecords;
-    DescribeLogs(topics: Vec<TopicLogInfo> = "topic count") for DescribeLogs;
+    DescribeLogs(logs: LogDirInfo = "log dir") for DescribeLogs;
     /// What RunLogMaintenance did, summed over the topic's partitions.
     LogMaintenance {
         segments_deleted: i64 = "segments_deleted",

@@ -100,8 +100,13 @@ impl ApiKey {
         Self::ALL.into_iter().find(|k| *k as i16 == v)
     }
 
-    /// Supported version range (min, max). Every API is at version 0 today.
+    /// Supported version range (min, max). Every API is at version 0 but DescribeLogs,
+    /// whose v1 reply carries the data directory and the cleaner's view (a v0 client is
+    /// told UNSUPPORTED_VERSION rather than misreading it).
     pub fn versions(self) -> (i16, i16) {
-        (0, 0)
+        match self {
+            ApiKey::DescribeLogs => (1, 1),
+            _ => (0, 0),
+        }
     }
 }

@@ -1,11 +1,13 @@
-//! What each partition's log holds (offsets, size, segments, owner shard), gathered from
-//! the owner shards: the native DescribeLogs and Kafka's DescribeLogDirs both answer from it.
+//! What each partition's log holds (offsets, size, segments, owner shard, the cleaner's
+//! view), gathered from the owner shards: the native DescribeLogs and Kafka's
+//! DescribeLogDirs both answer from it.
 
 use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
 use crate::catalog::error::UnknownTopic;
-use crate::protocol::{ErrorCode, PartitionLogInfo, TopicLogInfo};
+use crate::log::PartitionLog;
+use crate::protocol::{CleanerInfo, ErrorCode, PartitionLogInfo, TopicLogInfo};
 use crate::shard::messages::{OpOk, PartitionOp};
 use crate::shard::runtime::Shard;
 
@@ -50,6 +52,7 @@ pub async fn describe_logs(
                 log_end_offset: s.log_end_offset,
                 size_bytes: s.size_bytes as i64,
                 segments: s.segments as i32,
+                cleaner: s.cleaner,
             });
         }
         out.push(TopicLogInfo {
@@ -60,4 +63,28 @@ pub async fn describe_logs(
         });
     }
     Ok(out)
+}
+
+/// The cleaner's view of `log` now, as DescribeLogs carries it.
+pub async fn cleaner_info(log: &PartitionLog) -> CleanerInfo {
+    let Some(view) = log.cleaner_view(crate::time::now_ms()).await else {
+        return CleanerInfo::NOT_COMPACTED;
+    };
+    CleanerInfo {
+        first_dirty_offset: view.first_dirty,
+        dirty_bytes: view.dirty_bytes as i64,
+        clean_bytes: view.clean_bytes as i64,
+        uncleanable_bytes: view.uncleanable_bytes as i64,
+        due: view.due(log.config().min_cleanable_dirty_ratio),
+        last_cleaned_ms: view.last_cleaned_ms.unwrap_or(-1),
+    }
+}
+
+/// The data directory as DescribeLogs and DescribeLogDirs name it: absolute (a relative
+/// `data.dir` says nothing to a tool run elsewhere).
+pub fn log_dir_name(dir: &std::path::Path) -> String {
+    std::path::absolute(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .display()
+        .to_string()
 }

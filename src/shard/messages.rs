@@ -109,6 +109,7 @@ pub struct PartitionSummary {
     pub log_end_offset: i64,
     pub size_bytes: u64,
     pub segments: u32,
+    pub cleaner: crate::protocol::CleanerInfo,
 }
 
 /// What retention and cleaning did (summed over partitions).

@@ -238,6 +238,7 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             log_end_offset: log.visible_end_offset(),
             size_bytes: log.size_bytes(),
             segments: log.segments().len() as u32,
+            cleaner: crate::shard::log_info::cleaner_info(log).await,
         })),
         PartitionOp::SetConfig(config) => log.set_config(config).map(|_| OpOk::Done),
         PartitionOp::Maintain => {

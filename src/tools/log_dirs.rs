@@ -1,12 +1,14 @@
 //! `shardlog log-dirs`: like kafka-log-dirs --describe, every partition's size as JSON (one
-//! broker, one log directory), with shardlog's extras: log start and end offsets, segment
-//! count and owner shard.
+//! broker, one log directory, named by its absolute path as Kafka's `logDir`), with
+//! shardlog's extras: log start and end offsets, segment count, owner shard, the disk's
+//! total and usable bytes, and for a compacted topic the cleaner's view (why it will or
+//! will not clean the partition now).
 
 use std::io::Write;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::protocol::ErrorCode;
+use crate::protocol::{CleanerInfo, ErrorCode, PartitionLogInfo};
 
 pub async fn run(
     bootstrap: &str,
@@ -20,30 +22,57 @@ pub async fn run(
         .await
         .map_err(|e| e.to_string())?;
     let mut partitions = Vec::new();
-    for t in &logs {
+    for t in &logs.topics {
         if t.error_code != ErrorCode::None {
             return Err(format!("topic {:?} does not exist", t.name));
         }
-        for p in &t.partitions {
-            partitions.push(json!({
-                "partition": format!("{}-{}", t.name, p.partition),
-                "size": p.size_bytes,
-                "offsetLag": 0,
-                "isFuture": false,
-                "logStartOffset": p.log_start_offset,
-                "logEndOffset": p.log_end_offset,
-                "segments": p.segments,
-                "ownerShard": p.owner_shard,
-            }));
-        }
+        partitions.extend(t.partitions.iter().map(|p| partition_json(&t.name, p)));
     }
     let doc = json!({
         "version": 1,
         "brokers": [{
             "broker": 0,
-            // The server's data directory is not reported over the wire.
-            "logDirs": [{ "error": null, "partitions": partitions }],
+            "logDirs": [{
+                "logDir": logs.log_dir,
+                "error": null,
+                "totalBytes": logs.total_bytes,
+                "usableBytes": logs.usable_bytes,
+                "partitions": partitions,
+            }],
         }],
     });
     writeln!(out, "{doc}").map_err(|e| e.to_string())
+}
+
+fn partition_json(topic: &str, p: &PartitionLogInfo) -> Value {
+    let mut doc = json!({
+        "partition": format!("{topic}-{}", p.partition),
+        "size": p.size_bytes,
+        "offsetLag": 0,
+        "isFuture": false,
+        "logStartOffset": p.log_start_offset,
+        "logEndOffset": p.log_end_offset,
+        "segments": p.segments,
+        "ownerShard": p.owner_shard,
+    });
+    if let Some(cleaner) = cleaner_json(&p.cleaner) {
+        doc["cleaner"] = cleaner;
+    }
+    doc
+}
+
+/// A compacted partition's cleaner state: the dirty ratio the cleaner compares with
+/// min.cleanable.dirty.ratio, its inputs, and whether it cleans at its next check.
+fn cleaner_json(c: &CleanerInfo) -> Option<Value> {
+    let ratio = c.dirty_ratio()?;
+    Some(json!({
+        "firstDirtyOffset": c.first_dirty_offset,
+        "dirtyRatio": (ratio * 10_000.0).round() / 10_000.0,
+        "dirtyBytes": c.dirty_bytes,
+        "cleanBytes": c.clean_bytes,
+        "uncleanableBytes": c.uncleanable_bytes,
+        "due": c.due,
+        // Epoch ms of the last cleaning since the server started (null: none).
+        "lastCleanedMs": (c.last_cleaned_ms >= 0).then_some(c.last_cleaned_ms),
+    }))
 }

@@ -158,7 +158,7 @@ async fn describe(
         .describe_logs(names)
         .await
         .map_err(|e| e.to_string())?;
-    for (t, log) in md.topics.iter().zip(&logs) {
+    for (t, log) in md.topics.iter().zip(&logs.topics) {
         if t.error_code != ErrorCode::None || log.error_code != ErrorCode::None {
             return Err(format!("topic {:?} does not exist", t.name));
         }
