@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use common::run;
 use shardlog::catalog::data_dir;
 use shardlog::catalog::topics::{self, TopicConfig, TopicMeta};
+use shardlog::config::LogConfig;
 use shardlog::io::sim::{CrashKind, FaultPoint, SimStorage};
 use shardlog::log::{partition_dir_name, OpenOptions, PartitionLog};
 
@@ -35,7 +36,7 @@ fn topic(pairs: &[(&str, &str)]) -> TopicMeta {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let config = TopicConfig::from_pairs(&pairs).unwrap();
+    let config = TopicConfig::from_pairs(&LogConfig::default(), &pairs).unwrap();
     TopicMeta::new("orders".into(), PARTITIONS, config, 1)
 }
 
@@ -91,7 +92,9 @@ async fn alter(sim: &SimStorage, altered: &TopicMeta) -> std::io::Result<()> {
 async fn restart(sim: &SimStorage) -> Option<TopicMeta> {
     let storage = sim.as_storage();
     data_dir::prepare(&*storage, &data(), 1).await.unwrap();
-    let (metas, _) = topics::load_all(&*storage, &data(), 1).await.unwrap();
+    let (metas, _) = topics::load_all(&*storage, &data(), 1, &LogConfig::default())
+        .await
+        .unwrap();
     assert!(metas.len() <= 1, "{metas:?}");
     let dirs = storage.list_dirs(&data()).unwrap();
     let served: Vec<&String> = dirs.iter().filter(|d| is_partition_dir(d)).collect();
@@ -201,7 +204,11 @@ fn a_crash_at_any_step_of_alter_leaves_the_old_config_or_the_new() {
         let after = TopicMeta {
             config: before
                 .config
-                .altered(&[("retention.ms".into(), "120000".into())], &[])
+                .altered(
+                    &LogConfig::default(),
+                    &[("retention.ms".into(), "120000".into())],
+                    &[],
+                )
                 .unwrap(),
             ..before.clone()
         };

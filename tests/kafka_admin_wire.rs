@@ -9,6 +9,7 @@ use bytes::Bytes;
 use common::server_proc::ServerProc;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
+use shardlog::catalog::broker_defaults::BROKER_SYNONYMS;
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::kafka::blocking_client::BlockingClient;
 use shardlog::kafka::ADVERTISED;
@@ -330,11 +331,11 @@ fn incremental_alter_configs_sets_deletes_appends_and_subtracts_topic_configs() 
         1,
         BROKER,
         "0",
-        &[("log.retention.ms", 0, Some("1"))],
+        &[("log.flush.interval.ms", 0, Some("1"))],
         false,
     );
-    assert_eq!(code, 42, "{msg}");
-    assert!(msg.contains("static"), "{msg}");
+    assert_eq!(code, 40, "{msg}");
+    assert!(msg.contains("not a broker config"), "{msg}");
     assert_eq!(
         topic_configs(&mut k, "cfg"),
         before,
@@ -411,7 +412,169 @@ fn alter_configs_replaces_a_topics_whole_config_and_broker_configs_are_described
         .find(|c| c.name.as_str() == "connections.max.idle.ms")
         .unwrap();
     assert_eq!(idle.config_source, 5, "left at its default");
-    assert!(configs.iter().all(|c| c.read_only));
+    // Server settings are static; the broker defaults of topic configs are dynamic.
+    for c in configs {
+        let dynamic = BROKER_SYNONYMS.iter().any(|(b, _)| *b == c.name.as_str());
+        assert_eq!(c.read_only, !dynamic, "{}", c.name);
+    }
+    assert!(configs.iter().filter(|c| !c.read_only).count() == BROKER_SYNONYMS.len());
+}
+
+fn broker_configs(k: &mut Kafka, name: &str) -> Vec<(String, String, i8)> {
+    let r = DescribeConfigsRequest::default().with_resources(vec![
+        describe_configs_request::DescribeConfigsResource::default()
+            .with_resource_type(BROKER)
+            .with_resource_name(s(name))
+            .with_configuration_keys(None),
+    ]);
+    let ResponseKind::DescribeConfigs(r) =
+        k.call(ApiKey::DescribeConfigs, 4, RequestKind::DescribeConfigs(r))
+    else {
+        panic!()
+    };
+    assert_eq!(r.results[0].error_code, 0, "{r:?}");
+    r.results[0]
+        .configs
+        .iter()
+        .map(|c| {
+            (
+                c.name.to_string(),
+                c.value.as_ref().unwrap().to_string(),
+                c.config_source,
+            )
+        })
+        .collect()
+}
+
+/// Segments of partition 0 of `topic` (native DescribeLogs).
+fn segments(server: &ServerProc, topic: &str) -> i32 {
+    let (addr, topic) = (server.addr(), topic.to_string());
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        let logs = c.describe_logs(Some(vec![topic])).await.unwrap();
+        logs.topics[0].partitions[0].segments
+    })
+}
+
+/// kafka-configs --entity-type brokers (--entity-default or --entity-name 0): the broker
+/// defaults of topic configs change every topic that does not override them, live (the
+/// partitions roll by the new segment size), survive a restart, and are refused with
+/// Kafka's codes when static, unknown, invalid or for another broker.
+#[test]
+fn dynamic_broker_defaults_reach_every_topic_without_its_own_value() {
+    const SET: i8 = 0;
+    const DELETE: i8 = 1;
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut server, mut k) = server(&tmp);
+    topic_with_records(&server, "plain", 0);
+    let set = |k: &mut Kafka, v, name: &str, key: &str, val: &str| {
+        incremental(k, v, BROKER, name, &[(key, SET, Some(val))], false)
+    };
+    assert_eq!(incremental(&mut k, 0, TOPIC, "plain", &[], false).0, 0);
+    assert_eq!(
+        incremental(
+            &mut k,
+            1,
+            TOPIC,
+            "plain",
+            &[("retention.bytes", SET, Some("99999"))],
+            false
+        )
+        .0,
+        0
+    );
+    assert_eq!(set(&mut k, 0, "", "log.retention.bytes", "123456").0, 0);
+    assert_eq!(set(&mut k, 1, "", "log.retention.ms", "3600000").0, 0);
+    let plain = topic_configs(&mut k, "plain");
+    assert_eq!(value(&plain, "retention.ms"), ("3600000".into(), 3));
+    assert_eq!(
+        value(&plain, "retention.bytes"),
+        ("99999".into(), 1),
+        "its own value wins"
+    );
+    assert_eq!(set(&mut k, 1, "0", "log.retention.ms", "7200000").0, 0);
+    assert_eq!(
+        value(&topic_configs(&mut k, "plain"), "retention.ms"),
+        ("7200000".into(), 2)
+    );
+    // Live: with a 1 KiB default segment size, new records roll new segments.
+    assert_eq!(set(&mut k, 1, "0", "log.segment.bytes", "1024").0, 0);
+    topic_with_records(&server, "later", 0);
+    assert_eq!(
+        value(&topic_configs(&mut k, "later"), "segment.bytes"),
+        ("1024".into(), 2)
+    );
+    let (addr, records) = (server.addr(), 60);
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        for i in 0..records {
+            let (mut b, value) = (BatchBuilder::new(64), format!("record {i:>40}"));
+            b.push(RecordSpec::new(None, Some(value.as_bytes())).timestamp(1));
+            c.produce("plain", 0, -1, Bytes::from(b.build()))
+                .await
+                .unwrap();
+        }
+    });
+    assert!(
+        segments(&server, "plain") > 1,
+        "the partition rolled by the new default"
+    );
+    let broker = broker_configs(&mut k, "0");
+    assert_eq!(value(&broker, "log.retention.ms"), ("7200000".into(), 2));
+    assert_eq!(value(&broker, "log.retention.bytes"), ("123456".into(), 3));
+    assert_eq!(value(&broker, "log.roll.ms"), ("604800000".into(), 5));
+    let cluster = broker_configs(&mut k, "");
+    let names: Vec<&str> = cluster.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(names, ["log.retention.bytes", "log.retention.ms"]);
+    // Refusals change nothing.
+    let (code, msg) = set(&mut k, 1, "0", "num.partitions", "3");
+    assert_eq!(code, 40, "{msg}");
+    assert!(msg.contains("cannot be updated dynamically"), "{msg}");
+    assert_eq!(set(&mut k, 1, "0", "log.retention.ms", "soon").0, 40);
+    assert_eq!(set(&mut k, 1, "0", "no.such.config", "1").0, 40);
+    assert_eq!(set(&mut k, 1, "5", "log.retention.ms", "1").0, 42);
+    let (code, _) = incremental(
+        &mut k,
+        1,
+        BROKER,
+        "0",
+        &[("log.roll.ms", SET, Some("1000"))],
+        true,
+    );
+    assert_eq!(code, 0, "validate only");
+    assert_eq!(value(&broker_configs(&mut k, "0"), "log.roll.ms").1, 5);
+    // Durable.
+    server.restart_after_kill();
+    let mut k = Kafka(BlockingClient::connect(&server.kafka_addr()).unwrap());
+    assert_eq!(
+        value(&topic_configs(&mut k, "plain"), "retention.ms"),
+        ("7200000".into(), 2)
+    );
+    // Deleting this broker's value falls back to the cluster default; the legacy
+    // AlterConfigs replaces a scope's whole set.
+    let del = &[("log.retention.ms", DELETE, None)];
+    assert_eq!(incremental(&mut k, 1, BROKER, "0", del, false).0, 0);
+    assert_eq!(
+        value(&topic_configs(&mut k, "plain"), "retention.ms"),
+        ("3600000".into(), 3)
+    );
+    let r = AlterConfigsRequest::default().with_resources(vec![
+        alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(BROKER)
+            .with_resource_name(s(""))
+            .with_configs(vec![]),
+    ]);
+    let ResponseKind::AlterConfigs(r) =
+        k.call(ApiKey::AlterConfigs, 2, RequestKind::AlterConfigs(r))
+    else {
+        panic!()
+    };
+    assert_eq!(r.responses[0].error_code, 0, "{r:?}");
+    assert_eq!(
+        value(&topic_configs(&mut k, "plain"), "retention.ms"),
+        ("604800000".into(), 5)
+    );
+    assert!(broker_configs(&mut k, "").is_empty());
 }
 
 fn create_partitions(k: &mut Kafka, v: i16, topic: &str, count: i32, validate_only: bool) -> i16 {

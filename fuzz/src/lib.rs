@@ -131,7 +131,11 @@ pub fn stored_state(data: &[u8]) {
     }
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = ProducerState::decode(text);
-        let _ = shardlog::catalog::topics::TopicMeta::decode_file(text, 2);
+        let _ = shardlog::catalog::topics::TopicMeta::decode_file(
+            text,
+            2,
+            &shardlog::config::LogConfig::default(),
+        );
     }
     if let Some(v) = shardlog::log::checkpoint::parse(data) {
         assert!(v >= 0);

@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use crate::catalog::broker_defaults::{BrokerDefaults, LoadError};
 use crate::catalog::error::CatalogError;
 use crate::catalog::topics::{self, TopicMeta, META_DIR};
 use crate::io::storage::Storage;
@@ -233,7 +234,12 @@ pub async fn prepare(
     }
     // Every committed deletion is carried out before anything else is looked at.
     debug_assert!(topics::pending_deletions(storage, data_dir).is_ok_and(|p| p.is_empty()));
-    let (metas, _) = topics::load_all(storage, data_dir, shards).await?;
+    let defaults = BrokerDefaults::load(storage, data_dir).await?;
+    let base = defaults.base().map_err(|e| LoadError {
+        path: data_dir.join(META_DIR),
+        why: e.message,
+    })?;
+    let (metas, _) = topics::load_all(storage, data_dir, shards, &base).await?;
     let owned = partition_dirs(&metas);
     let mut trash = Vec::new();
     for name in storage.list_dirs(data_dir).map_err(|e| ctx("listing", e))? {

@@ -53,6 +53,8 @@ pub enum CatalogError {
         "{topic} has cleanup.policy={policy} but must be compacted: its commits would be deleted by retention"
     )]
     InternalNotCompacted { topic: String, policy: &'static str },
+    #[error(transparent)]
+    BrokerDefaults(#[from] crate::catalog::broker_defaults::LoadError),
     /// A partition of a topic on disk could not be opened.
     #[error("opening topic {topic}: {}", why.message)]
     Open { topic: String, why: BrokerError },

@@ -2,6 +2,7 @@
 //! that are the commit point of create, delete and alter, the data directory's lock and
 //! start-up cleanup, and the internal topics' rules.
 
+pub mod broker_defaults;
 pub mod data_dir;
 pub mod error;
 pub(crate) mod internal_topics;

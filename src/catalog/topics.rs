@@ -87,14 +87,25 @@ fn invalid_config(e: crate::Error) -> AdminError {
 }
 
 impl TopicConfig {
-    /// Parses `key=value` overrides on top of the defaults and validates the result.
-    pub fn from_pairs(pairs: &[(String, String)]) -> Result<Self, AdminError> {
-        Self::default().altered(pairs, &[])
+    /// Parses `key=value` overrides on top of `base` (Kafka's defaults with the dynamic
+    /// broker defaults applied) and validates the result.
+    pub fn from_pairs(base: &LogConfig, pairs: &[(String, String)]) -> Result<Self, AdminError> {
+        Self::default().altered(base, pairs, &[])
     }
 
-    /// This config with `set` applied and the keys in `delete` back to their defaults,
-    /// validated as a whole; `self` is unchanged when anything is invalid.
-    pub fn altered(&self, set: &[(String, String)], delete: &[String]) -> Result<Self, AdminError> {
+    /// The same overrides on another base (the broker defaults changed).
+    pub fn rebased(&self, base: &LogConfig) -> Result<Self, AdminError> {
+        self.altered(base, &[], &[])
+    }
+
+    /// This config with `set` applied and the keys in `delete` back to their defaults (from
+    /// `base`), validated as a whole; `self` is unchanged when anything is invalid.
+    pub fn altered(
+        &self,
+        base: &LogConfig,
+        set: &[(String, String)],
+        delete: &[String],
+    ) -> Result<Self, AdminError> {
         let mut overrides = self.overrides.clone();
         for k in delete {
             for k in canonical_keys(k) {
@@ -108,7 +119,7 @@ impl TopicConfig {
                 overrides.insert(k.to_string(), v.trim().to_string());
             }
         }
-        let mut log = LogConfig::default();
+        let mut log = base.clone();
         for (k, v) in &overrides {
             log.set(k, v).map_err(invalid_config)?;
         }
@@ -207,13 +218,13 @@ impl TopicMeta {
 
     /// Parses a metadata file's text (for tools and the fuzzers; `decode` is what start-up
     /// uses).
-    pub fn decode_file(text: &str, shards: u32) -> Result<Self, MetadataError> {
-        Self::decode(text, shards).map(|(meta, _)| meta)
+    pub fn decode_file(text: &str, shards: u32, base: &LogConfig) -> Result<Self, MetadataError> {
+        Self::decode(text, shards, base).map(|(meta, _)| meta)
     }
 
     /// Parses a metadata file. With a different shard count than recorded, owners are
     /// recomputed (same N: every partition stays where it was).
-    fn decode(text: &str, shards: u32) -> Result<(Self, bool), MetadataError> {
+    fn decode(text: &str, shards: u32, base: &LogConfig) -> Result<(Self, bool), MetadataError> {
         let kv: BTreeMap<String, String> = crate::config::parse_properties(text)?
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -250,7 +261,7 @@ impl TopicMeta {
             // A v1 file listed every key: only values that differ were overrides.
             .filter(|pair| !(v1 && defaults.contains(pair)))
             .collect();
-        let config = TopicConfig::from_pairs(&configs).map_err(MetadataError::Refused)?;
+        let config = TopicConfig::from_pairs(base, &configs).map_err(MetadataError::Refused)?;
         let mut owners = Vec::with_capacity(partitions as usize);
         let same_layout = recorded == shards;
         for p in 0..partitions {
@@ -285,7 +296,10 @@ impl TopicMeta {
     ) -> std::io::Result<()> {
         storage.create_dir_all(&topics_dir(data_dir))?;
         let text = self.encode(shards);
-        debug_assert!(Self::decode(&text, shards).is_ok_and(|(back, _)| &back == self));
+        // Read back on its own config as the base, the file gives this very topic.
+        debug_assert!(
+            Self::decode(&text, shards, &self.config.log).is_ok_and(|(back, _)| &back == self)
+        );
         let path = meta_path(data_dir, &self.name);
         storage.write_file_atomic(&path, text.into_bytes()).await
     }
@@ -364,6 +378,7 @@ pub async fn load_all(
     storage: &dyn Storage,
     data_dir: &Path,
     shards: u32,
+    base: &LogConfig,
 ) -> Result<(Vec<TopicMeta>, Vec<String>), CatalogError> {
     let mut topics = Vec::new();
     let mut changed = Vec::new();
@@ -379,7 +394,7 @@ pub async fn load_all(
             .map_err(CatalogError::io("reading topic metadata", &dir))?;
         let decoded = String::from_utf8(bytes)
             .map_err(|_| MetadataError::NotUtf8)
-            .and_then(|text| TopicMeta::decode(&text, shards));
+            .and_then(|text| TopicMeta::decode(&text, shards, base));
         match decoded {
             Ok((meta, was_changed)) => {
                 if was_changed {
@@ -437,14 +452,19 @@ mod tests {
             ),
             ("cleanup.policy".to_string(), "delete,compact".to_string()),
         ];
-        let c = TopicConfig::from_pairs(&pairs).unwrap();
+        let c = TopicConfig::from_pairs(&LogConfig::default(), &pairs).unwrap();
         assert_eq!(c.log.segment_bytes, 2048);
         assert_eq!(
             c.log.cleanup_policy,
             crate::config::CleanupPolicy::CompactDelete
         );
         assert!(c.is_override("segment.bytes") && !c.is_override("segment.ms"));
-        assert_eq!(TopicConfig::from_pairs(&c.to_pairs()).unwrap().log, c.log);
+        assert_eq!(
+            TopicConfig::from_pairs(&LogConfig::default(), &c.to_pairs())
+                .unwrap()
+                .log,
+            c.log
+        );
         for (k, v) in [
             ("segment.bytes", "1"),
             ("segment.bytes", "abc"),
@@ -454,7 +474,8 @@ mod tests {
             ("retention.ms", "-5"),
             ("no.such.key", "1"),
         ] {
-            let e = TopicConfig::from_pairs(&[(k.into(), v.into())]).unwrap_err();
+            let e = TopicConfig::from_pairs(&LogConfig::default(), &[(k.into(), v.into())])
+                .unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidConfig, "{k}={v}");
         }
     }
@@ -465,7 +486,7 @@ mod tests {
         let text = meta
             .encode(2)
             .replace("partitions=2", "partitions=4294967295");
-        let e = TopicMeta::decode(&text, 2).unwrap_err();
+        let e = TopicMeta::decode(&text, 2, &LogConfig::default()).unwrap_err();
         assert_eq!(
             e,
             MetadataError::PartitionCount {
@@ -475,7 +496,7 @@ mod tests {
         );
         assert!(e.to_string().contains("outside 1..=100000"), "{e}");
         let zero = meta.encode(2).replace("partitions=2", "partitions=0");
-        assert!(TopicMeta::decode(&zero, 2).is_err());
+        assert!(TopicMeta::decode(&zero, 2, &LogConfig::default()).is_err());
     }
 
     #[test]
@@ -487,10 +508,11 @@ mod tests {
         assert_eq!(counts, [4, 4]);
         assert_eq!(owner_of("orders", 3, 2), owner_of("orders", 3, 2));
         let meta = TopicMeta::new("orders".into(), 8, TopicConfig::default(), 2);
-        let (back, changed) = TopicMeta::decode(&meta.encode(2), 2).unwrap();
+        let (back, changed) = TopicMeta::decode(&meta.encode(2), 2, &LogConfig::default()).unwrap();
         assert_eq!(back, meta);
         assert!(!changed);
-        let (moved, changed) = TopicMeta::decode(&meta.encode(2), 3).unwrap();
+        let (moved, changed) =
+            TopicMeta::decode(&meta.encode(2), 3, &LogConfig::default()).unwrap();
         assert!(changed);
         assert!(moved.owners.iter().all(|&o| o < 3));
     }

@@ -98,7 +98,7 @@ fn created(
             let configs = ctx
                 .shard
                 .topic(&name.0)
-                .map(|meta| creatable_configs(&meta.config))
+                .map(|meta| creatable_configs(&meta.config, &ctx.shard.broker_defaults()))
                 .unwrap_or_default();
             r.with_num_partitions(partitions)
                 .with_replication_factor(1)
@@ -108,8 +108,11 @@ fn created(
     }
 }
 
-fn creatable_configs(config: &TopicConfig) -> Vec<CreatableTopicConfigs> {
-    described(config, None)
+fn creatable_configs(
+    config: &TopicConfig,
+    broker: &crate::catalog::broker_defaults::BrokerDefaults,
+) -> Vec<CreatableTopicConfigs> {
+    described(config, broker, None)
         .into_iter()
         .map(|(name, value, source)| {
             CreatableTopicConfigs::default()

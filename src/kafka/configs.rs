@@ -1,9 +1,10 @@
 //! DescribeConfigs v1-4, IncrementalAlterConfigs v0-1 and AlterConfigs v0-2
 //! (`kafka-configs`): a topic's configs with their sources, and changes to them made the
 //! way the native AlterConfigs makes them (validated as a whole, durable in the topic's
-//! metadata file, then applied by every shard without a restart). Broker settings are
-//! described with their values; they are static (the server's config file), so altering
-//! one is refused with a message that says so.
+//! metadata file, then applied by every shard without a restart). A broker's configs are
+//! its server settings (static: the config file, read-only here) and the dynamic broker
+//! defaults of topic configs (`log.retention.ms` & co, `catalog::broker_defaults`), which
+//! alter like a topic's: for this broker (resource "0") or as the cluster default ("").
 
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,
@@ -17,6 +18,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::errors::{self, kafka_code};
 use super::{str_bytes, Context};
+use crate::catalog::broker_defaults::{self, BrokerDefaults, Scope};
 use crate::catalog::topics::{TopicConfig, TopicMeta};
 use crate::protocol::ErrorCode;
 
@@ -25,6 +27,8 @@ const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 /// Config sources (DescribeConfigs v1+, CreateTopics v5+).
 const SOURCE_TOPIC: i8 = 1;
+const SOURCE_DYNAMIC_BROKER: i8 = 2;
+const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 const SOURCE_STATIC_BROKER: i8 = 4;
 const SOURCE_DEFAULT: i8 = 5;
 /// IncrementalAlterConfigs operations.
@@ -32,14 +36,16 @@ const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
 const OP_APPEND: i8 = 2;
 const OP_SUBTRACT: i8 = 3;
-/// The one topic key whose value is a list (APPEND and SUBTRACT apply to it).
-const LIST_KEYS: &[&str] = &["cleanup.policy"];
+/// The keys whose value is a list (APPEND and SUBTRACT apply to them).
+const LIST_KEYS: &[&str] = &["cleanup.policy", "log.cleanup.policy"];
 
 type Outcome = Result<(), (i16, String)>;
 
-/// Every topic key with its value and source, optionally only `keys`.
+/// Every topic key with its value and source (the topic's override, a dynamic broker
+/// default, or Kafka's default), optionally only `keys`.
 pub(super) fn described(
     config: &TopicConfig,
+    broker: &BrokerDefaults,
     keys: Option<&[String]>,
 ) -> Vec<(String, String, i8)> {
     config
@@ -48,13 +54,22 @@ pub(super) fn described(
         .into_iter()
         .filter(|(k, _)| keys.is_none_or(|keys| keys.contains(k)))
         .map(|(k, v)| {
-            let source = match config.is_override(&k) {
-                true => SOURCE_TOPIC,
-                false => SOURCE_DEFAULT,
+            let inherited = broker_defaults::broker_key_of(&k).and_then(|b| broker.get(b));
+            let source = match (config.is_override(&k), inherited) {
+                (true, _) => SOURCE_TOPIC,
+                (false, Some((_, scope))) => scope_source(scope),
+                (false, None) => SOURCE_DEFAULT,
             };
             (k, v, source)
         })
         .collect()
+}
+
+fn scope_source(scope: Scope) -> i8 {
+    match scope {
+        Scope::Broker => SOURCE_DYNAMIC_BROKER,
+        _ => SOURCE_DYNAMIC_DEFAULT_BROKER,
+    }
 }
 
 pub fn describe(ctx: &Context<'_>, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
@@ -71,12 +86,17 @@ pub fn describe(ctx: &Context<'_>, request: DescribeConfigsRequest) -> DescribeC
                 .with_resource_name(res.resource_name);
             match res.resource_type {
                 RESOURCE_TOPIC => match ctx.shard.topic(&name) {
-                    Some(meta) => r.with_configs(topic_configs(&meta, keys.as_deref())),
+                    Some(meta) => r.with_configs(topic_configs(ctx, &meta, keys.as_deref())),
                     None => r
                         .with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION)
                         .with_error_message(Some(str_bytes(format!("unknown topic {name:?}")))),
                 },
-                RESOURCE_BROKER => r.with_configs(broker_configs(ctx, keys.as_deref())),
+                RESOURCE_BROKER => match Scope::of_resource(&name) {
+                    Ok(scope) => r.with_configs(broker_configs(ctx, scope, keys.as_deref())),
+                    Err(e) => r
+                        .with_error_code(errors::INVALID_REQUEST)
+                        .with_error_message(Some(str_bytes(e.message))),
+                },
                 other => r
                     .with_error_code(errors::INVALID_REQUEST)
                     .with_error_message(Some(str_bytes(format!(
@@ -101,30 +121,66 @@ fn config_entry(
         .with_read_only(read_only)
 }
 
-fn topic_configs(meta: &TopicMeta, keys: Option<&[String]>) -> Vec<DescribeConfigsResourceResult> {
-    described(&meta.config, keys)
+fn topic_configs(
+    ctx: &Context<'_>,
+    meta: &TopicMeta,
+    keys: Option<&[String]>,
+) -> Vec<DescribeConfigsResourceResult> {
+    described(&meta.config, &ctx.shard.broker_defaults(), keys)
         .into_iter()
         .map(|(name, value, source)| config_entry(name, value, source, false))
         .collect()
 }
 
-/// Every server key with its value in force: static broker configs (read-only here).
+/// A broker's configs: for this broker, every server key (static, read-only) and every
+/// dynamic broker default with its value in force; for the cluster default (""), only the
+/// dynamic configs set there, as Kafka describes `--entity-default`.
 fn broker_configs(
     ctx: &Context<'_>,
+    scope: Scope,
     keys: Option<&[String]>,
 ) -> Vec<DescribeConfigsResourceResult> {
-    ctx.shard
+    let wanted = |k: &str| keys.is_none_or(|keys| keys.iter().any(|x| x == k));
+    let dynamic = ctx.shard.broker_defaults();
+    if scope == Scope::Cluster {
+        return dynamic
+            .cluster
+            .iter()
+            .filter(|(k, _)| wanted(k))
+            .map(|(k, v)| config_entry(k.clone(), v.clone(), SOURCE_DYNAMIC_DEFAULT_BROKER, false))
+            .collect();
+    }
+    let server = ctx
+        .shard
         .config
         .described()
         .into_iter()
-        .filter(|(k, _, _)| keys.is_none_or(|keys| keys.iter().any(|x| x == k)))
         .map(|(name, value, changed)| {
             let source = match changed {
                 true => SOURCE_STATIC_BROKER,
                 false => SOURCE_DEFAULT,
             };
             config_entry(name.to_string(), value, source, true)
-        })
+        });
+    let kafka_defaults = crate::config::LogConfig::default().to_pairs();
+    let defaults = broker_defaults::BROKER_SYNONYMS
+        .iter()
+        .map(|(broker_key, topic_key)| {
+            let (value, source) = match dynamic.get(broker_key) {
+                Some((v, scope)) => (v.to_string(), scope_source(scope)),
+                None => {
+                    let default = kafka_defaults.iter().find(|(k, _)| k == topic_key);
+                    (
+                        default.map(|(_, v)| v.clone()).unwrap_or_default(),
+                        SOURCE_DEFAULT,
+                    )
+                }
+            };
+            config_entry(broker_key.to_string(), value, source, false)
+        });
+    server
+        .chain(defaults)
+        .filter(|c| wanted(c.name.as_str()))
         .collect()
 }
 
@@ -140,16 +196,31 @@ fn topic_of(ctx: &Context<'_>, resource_type: i8, name: &str) -> Result<TopicMet
     }
 }
 
-/// Why a resource other than a topic cannot be altered.
+/// Why a resource other than a topic or broker cannot be altered.
 fn not_a_topic(resource_type: i8) -> (i16, String) {
-    match resource_type {
-        RESOURCE_BROKER => (
-            errors::INVALID_REQUEST,
-            "shardlog's broker settings are static: set them in the server's config file and restart"
-                .into(),
-        ),
-        other => (errors::INVALID_REQUEST, format!("resource type {other} is not supported")),
-    }
+    (
+        errors::INVALID_REQUEST,
+        format!("resource type {resource_type} is not supported"),
+    )
+}
+
+/// Applies (or, `validate_only`, only checks) a change to the dynamic broker configs.
+async fn alter_broker(
+    ctx: &Context<'_>,
+    scope: Scope,
+    set: Vec<(String, String)>,
+    delete: Vec<String>,
+    validate_only: bool,
+) -> Outcome {
+    let result = if validate_only {
+        crate::shard::admin::check_alter_broker(ctx.shard, scope, &set, &delete).map(|_| ())
+    } else {
+        ctx.shard
+            .alter_broker_configs(scope, set, delete)
+            .await
+            .map(|_| ())
+    };
+    result.map_err(|e| (kafka_code(e.code, true), e.message))
 }
 
 /// Applies (or, `validate_only`, only checks) one topic's change.
@@ -177,9 +248,10 @@ async fn alter_topic(
     })
 }
 
-/// One incremental operation on `set`/`delete`, against the topic's current `config`.
+/// One incremental operation on `set`/`delete`; `current` gives a key's value in force
+/// (for APPEND and SUBTRACT).
 fn incremental_op(
-    config: &TopicConfig,
+    current: &dyn Fn(&str) -> Option<String>,
     op: i8,
     key: String,
     value: Option<StrBytes>,
@@ -192,9 +264,8 @@ fn incremental_op(
         (OP_DELETE, _) => delete.push(key),
         (OP_SET, Some(v)) => set.push((key, v)),
         (OP_APPEND | OP_SUBTRACT, Some(v)) if LIST_KEYS.contains(&key.as_str()) => {
-            let current = config.log.to_pairs().into_iter().find(|(k, _)| *k == key);
-            let mut items: Vec<String> = current
-                .map(|(_, v)| v.split(',').map(|s| s.trim().to_string()).collect())
+            let mut items: Vec<String> = current(&key)
+                .map(|v| v.split(',').map(|s| s.trim().to_string()).collect())
                 .unwrap_or_default();
             for item in v.split(',').map(str::trim) {
                 match op {
@@ -223,34 +294,89 @@ fn incremental_op(
     Ok(())
 }
 
+/// A resource's current values, for APPEND and SUBTRACT: a topic's config, or the
+/// broker's dynamic configs in force.
+enum Current {
+    Topic(TopicMeta),
+    Broker(Scope, BrokerDefaults),
+}
+
+impl Current {
+    fn of(ctx: &Context<'_>, resource_type: i8, name: &str) -> Result<Current, (i16, String)> {
+        match resource_type {
+            RESOURCE_BROKER => Scope::of_resource(name)
+                .map(|scope| Current::Broker(scope, ctx.shard.broker_defaults()))
+                .map_err(|e| (errors::INVALID_REQUEST, e.message)),
+            _ => topic_of(ctx, resource_type, name).map(Current::Topic),
+        }
+    }
+
+    fn value(&self, key: &str) -> Option<String> {
+        match self {
+            Current::Topic(meta) => meta
+                .config
+                .log
+                .to_pairs()
+                .into_iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v),
+            Current::Broker(_, d) => d.get(key).map(|(v, _)| v.to_string()),
+        }
+    }
+
+    /// Keys set on the resource itself (what a legacy AlterConfigs replaces).
+    fn own_keys(&self) -> Vec<String> {
+        match self {
+            Current::Topic(meta) => meta.config.overrides.keys().cloned().collect(),
+            Current::Broker(scope, d) => d.keys_of(*scope),
+        }
+    }
+
+    async fn alter(
+        &self,
+        ctx: &Context<'_>,
+        set: Vec<(String, String)>,
+        delete: Vec<String>,
+        validate_only: bool,
+    ) -> Outcome {
+        match self {
+            Current::Topic(meta) => alter_topic(ctx, &meta.name, set, delete, validate_only).await,
+            Current::Broker(scope, _) => {
+                alter_broker(ctx, *scope, set, delete, validate_only).await
+            }
+        }
+    }
+}
+
+async fn incremental_one(
+    ctx: &Context<'_>,
+    res: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
+    validate_only: bool,
+) -> Outcome {
+    let current = Current::of(ctx, res.resource_type, res.resource_name.as_str())?;
+    let (mut set, mut delete) = (Vec::new(), Vec::new());
+    for c in &res.configs {
+        let key = c.name.to_string();
+        let value = |k: &str| current.value(k);
+        incremental_op(
+            &value,
+            c.config_operation,
+            key,
+            c.value.clone(),
+            &mut set,
+            &mut delete,
+        )?;
+    }
+    current.alter(ctx, set, delete, validate_only).await
+}
+
 pub async fn incremental_alter(
     ctx: &Context<'_>,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for res in request.resources {
-        let name = res.resource_name.to_string();
-        let outcome = match topic_of(ctx, res.resource_type, &name) {
-            Ok(meta) => {
-                let (mut set, mut delete) = (Vec::new(), Vec::new());
-                let ops = res.configs.into_iter().try_for_each(|c| {
-                    let key = c.name.to_string();
-                    incremental_op(
-                        &meta.config,
-                        c.config_operation,
-                        key,
-                        c.value,
-                        &mut set,
-                        &mut delete,
-                    )
-                });
-                match ops {
-                    Ok(()) => alter_topic(ctx, &name, set, delete, request.validate_only).await,
-                    Err(e) => Err(e),
-                }
-            }
-            Err(e) => Err(e),
-        };
+        let outcome = incremental_one(ctx, &res, request.validate_only).await;
         let (code, message) = split(outcome);
         responses.push(
             incremental_alter_configs_response::AlterConfigsResourceResponse::default()
@@ -263,33 +389,34 @@ pub async fn incremental_alter(
     IncrementalAlterConfigsResponse::default().with_responses(responses)
 }
 
-/// The legacy AlterConfigs replaces a topic's whole config: keys not given return to
+/// The legacy AlterConfigs replaces a resource's whole config: keys not given return to
 /// their defaults.
+async fn alter_one(
+    ctx: &Context<'_>,
+    res: &kafka_protocol::messages::alter_configs_request::AlterConfigsResource,
+    validate_only: bool,
+) -> Outcome {
+    let current = Current::of(ctx, res.resource_type, res.resource_name.as_str())?;
+    let set: Vec<(String, String)> = res
+        .configs
+        .iter()
+        .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+        .collect();
+    let delete = current
+        .own_keys()
+        .into_iter()
+        .filter(|k| {
+            !set.iter()
+                .any(|(s, _)| crate::config::canonical_keys(s).contains(&k.as_str()))
+        })
+        .collect();
+    current.alter(ctx, set, delete, validate_only).await
+}
+
 pub async fn alter(ctx: &Context<'_>, request: AlterConfigsRequest) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for res in request.resources {
-        let name = res.resource_name.to_string();
-        let outcome = match topic_of(ctx, res.resource_type, &name) {
-            Ok(meta) => {
-                let set: Vec<(String, String)> = res
-                    .configs
-                    .iter()
-                    .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
-                    .collect();
-                let delete = meta
-                    .config
-                    .overrides
-                    .keys()
-                    .filter(|k| {
-                        !set.iter()
-                            .any(|(s, _)| crate::config::canonical_keys(s).contains(&k.as_str()))
-                    })
-                    .cloned()
-                    .collect();
-                alter_topic(ctx, &name, set, delete, request.validate_only).await
-            }
-            Err(e) => Err(e),
-        };
+        let outcome = alter_one(ctx, &res, request.validate_only).await;
         let (code, message) = split(outcome);
         responses.push(
             alter_configs_response::AlterConfigsResourceResponse::default()

@@ -15,6 +15,7 @@
 use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
+use crate::catalog::broker_defaults::{BrokerDefaults, Scope};
 use crate::catalog::topics::{self, validate_topic_name, AdminError, TopicConfig, TopicMeta};
 use crate::protocol::ErrorCode;
 use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp};
@@ -38,7 +39,7 @@ pub fn check_create(
             format!("partitions must be between 1 and {max}, got {partitions}"),
         );
     }
-    let config = TopicConfig::from_pairs(configs)?;
+    let config = TopicConfig::from_pairs(&shard.topic_base(), configs)?;
     if shard.has_topic(name) {
         return err(
             ErrorCode::TopicAlreadyExists,
@@ -232,7 +233,7 @@ pub fn check_alter(
     let Some(meta) = shard.topic(name) else {
         return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
     };
-    let config = meta.config.altered(set, delete)?;
+    let config = meta.config.altered(&shard.topic_base(), set, delete)?;
     Ok(TopicMeta { config, ..meta })
 }
 
@@ -277,4 +278,52 @@ pub async fn delete_records(
             format!("DeleteRecords got {other:?}"),
         )),
     }
+}
+
+/// The dynamic broker configs as `alter_broker` would leave them, validated with every
+/// topic rebased on them (nothing is changed): what a validate-only alter answers.
+pub fn check_alter_broker(
+    shard: &Shard,
+    scope: Scope,
+    set: &[(String, String)],
+    delete: &[String],
+) -> Result<BrokerDefaults, AdminError> {
+    let next = shard.broker_defaults().altered(scope, set, delete)?;
+    let base = next.base()?;
+    for meta in shard.topics_snapshot(None).into_iter().flatten() {
+        meta.config.rebased(&base).map_err(|e| {
+            BrokerError::new(
+                e.code,
+                format!("topic {:?} would be invalid: {}", meta.name, e.message),
+            )
+        })?;
+    }
+    Ok(next)
+}
+
+/// Alters the dynamic broker configs (Kafka's `kafka-configs --entity-type brokers`):
+/// validated, made durable (the commit point), then every shard rebases every topic on
+/// them, live.
+pub async fn alter_broker(
+    shard: &Rc<Shard>,
+    scope: Scope,
+    set: Vec<(String, String)>,
+    delete: Vec<String>,
+) -> OpResult {
+    let _turn = shard.admin_turn().await?;
+    let next = check_alter_broker(shard, scope, &set, &delete)?;
+    next.persist(&*shard.storage, &shard.config.data_dir)
+        .await
+        .map_err(|e| {
+            BrokerError::new(
+                ErrorCode::Internal,
+                format!("persisting broker configs: {e}"),
+            )
+        })?;
+    shard
+        .on_every_shard(ShardOp::SetBrokerDefaults(next.clone()))
+        .await?;
+    debug_assert!(shard.broker_defaults() == next);
+    tracing::info!(?scope, cluster = ?next.cluster, broker = ?next.broker, "broker configs altered");
+    Ok(OpOk::Done)
 }

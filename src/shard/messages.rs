@@ -185,6 +185,12 @@ pub enum ShardOp {
         set: Vec<(String, String)>,
         delete: Vec<String>,
     },
+    /// Alter the dynamic broker configs (runs on the controller).
+    AlterBrokerConfigs {
+        scope: crate::catalog::broker_defaults::Scope,
+        set: Vec<(String, String)>,
+        delete: Vec<String>,
+    },
     /// Open the partitions from `from` on of a topic being created or grown that this shard
     /// owns (not yet visible), each in a fresh directory.
     OpenPartitions {
@@ -209,6 +215,8 @@ pub enum ShardOp {
     },
     /// Apply a topic's altered config (already persisted by the controller).
     AlterTopic(TopicMeta),
+    /// New dynamic broker configs: every topic's config is rebased on them.
+    SetBrokerDefaults(crate::catalog::broker_defaults::BrokerDefaults),
     /// Clear this shard's caches (page cache, OS cache of its files); reply with its stats.
     DropCaches,
     /// Reply with this shard's stats.

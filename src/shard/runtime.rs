@@ -15,9 +15,11 @@ use crate::broker_error::BrokerError;
 use crate::settings::ServerConfig;
 use glommio::sync::{Permit, Semaphore};
 
+use crate::catalog::broker_defaults::{BrokerDefaults, LoadError};
 use crate::catalog::data_dir;
 use crate::catalog::error::{CatalogError, UnknownTopic};
 use crate::catalog::topics::{AdminError, TopicMeta};
+use crate::config::LogConfig;
 use crate::io::{DmaStorage, PageCache, PooledStorage, SharedPageCache, Storage};
 use crate::log::{partition_dir, partition_dir_name, OpenOptions, PartitionLog};
 use crate::protocol::ErrorCode;
@@ -48,6 +50,8 @@ pub struct Shard {
     cancellable: RefCell<HashMap<(usize, u64), LocalSender<()>>>,
     next_id: Cell<u64>,
     topics: RefCell<BTreeMap<String, TopicMeta>>,
+    /// The dynamic broker configs: the base of every topic's config.
+    broker_defaults: RefCell<BrokerDefaults>,
     partitions: RefCell<HashMap<TopicPartition, PartitionHandle>>,
     /// One topic creation or deletion at a time (used on the controller only).
     admin: Semaphore,
@@ -112,6 +116,7 @@ impl Shard {
             cancellable: RefCell::new(HashMap::new()),
             next_id: Cell::new(1),
             topics: RefCell::new(BTreeMap::new()),
+            broker_defaults: RefCell::new(BrokerDefaults::default()),
             partitions: RefCell::new(HashMap::new()),
             admin: Semaphore::new(1),
             ready: Cell::new(false),
@@ -172,8 +177,12 @@ impl Shard {
     pub async fn load_topics(self: &Rc<Self>) -> Result<(), CatalogError> {
         let started = std::time::Instant::now();
         let data_dir = self.config.data_dir.clone();
+        let defaults = BrokerDefaults::load(&*self.storage, &data_dir).await?;
+        let base = self.topic_base_of(&defaults)?;
+        *self.broker_defaults.borrow_mut() = defaults;
         let (topics, changed) =
-            crate::catalog::topics::load_all(&*self.storage, &data_dir, self.n as u32).await?;
+            crate::catalog::topics::load_all(&*self.storage, &data_dir, self.n as u32, &base)
+                .await?;
         for meta in topics {
             crate::catalog::internal_topics::check_on_disk(&meta, &self.config)?;
             if self.id == CONTROLLER && changed.contains(&meta.name) {
@@ -211,6 +220,40 @@ impl Shard {
 
     pub fn has_topic(&self, name: &str) -> bool {
         self.topics.borrow().contains_key(name)
+    }
+
+    /// The dynamic broker configs in force.
+    pub fn broker_defaults(&self) -> BrokerDefaults {
+        self.broker_defaults.borrow().clone()
+    }
+
+    /// What a topic without overrides runs with (Kafka's defaults and the broker's).
+    pub fn topic_base(&self) -> LogConfig {
+        // Loaded and altered only once validated: the base always resolves.
+        self.topic_base_of(&self.broker_defaults.borrow())
+            .unwrap_or_default()
+    }
+
+    fn topic_base_of(&self, defaults: &BrokerDefaults) -> Result<LogConfig, LoadError> {
+        defaults.base().map_err(|e| LoadError {
+            path: self.config.data_dir.clone(),
+            why: e.message,
+        })
+    }
+
+    /// Puts new broker defaults in force: every topic's config is rebased on them and
+    /// applied to the partitions this shard owns.
+    async fn set_broker_defaults(&self, defaults: BrokerDefaults) -> OpResult {
+        let base = defaults.base()?;
+        *self.broker_defaults.borrow_mut() = defaults;
+        let topics: Vec<TopicMeta> = self.topics.borrow().values().cloned().collect();
+        for meta in topics {
+            let config = meta.config.rebased(&base)?;
+            if config != meta.config {
+                self.alter_owned(TopicMeta { config, ..meta }).await?;
+            }
+        }
+        Ok(OpOk::Done)
     }
 
     pub fn topic(&self, name: &str) -> Option<TopicMeta> {
@@ -565,6 +608,9 @@ impl Shard {
             ShardOp::AlterConfigs { name, set, delete } => {
                 Box::pin(crate::shard::admin::alter(self, name, set, delete)).await
             }
+            ShardOp::AlterBrokerConfigs { scope, set, delete } => {
+                Box::pin(crate::shard::admin::alter_broker(self, scope, set, delete)).await
+            }
             ShardOp::OpenPartitions { meta, from } => self.open_new_partitions(&meta, from).await,
             ShardOp::PublishTopic(meta) => {
                 self.topics.borrow_mut().insert(meta.name.clone(), meta);
@@ -576,6 +622,7 @@ impl Shard {
                 Box::pin(crate::shard::admin::create_partitions(self, name, count)).await
             }
             ShardOp::AlterTopic(meta) => self.alter_owned(meta).await,
+            ShardOp::SetBrokerDefaults(defaults) => self.set_broker_defaults(defaults).await,
             ShardOp::DropCaches => self.drop_local_caches().await,
             ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
             ShardOp::Metrics => Ok(OpOk::Metrics(Box::new(self.local_metrics()))),
@@ -668,6 +715,21 @@ impl Shard {
             crate::shard::admin::alter(self, name, set, delete).await
         } else {
             let op = ShardOp::AlterConfigs { name, set, delete };
+            self.remote(CONTROLLER, op).await
+        }
+    }
+
+    /// Alters the dynamic broker configs, on the controller.
+    pub async fn alter_broker_configs(
+        self: &Rc<Self>,
+        scope: crate::catalog::broker_defaults::Scope,
+        set: Vec<(String, String)>,
+        delete: Vec<String>,
+    ) -> OpResult {
+        if self.id == CONTROLLER {
+            crate::shard::admin::alter_broker(self, scope, set, delete).await
+        } else {
+            let op = ShardOp::AlterBrokerConfigs { scope, set, delete };
             self.remote(CONTROLLER, op).await
         }
     }

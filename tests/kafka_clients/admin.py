@@ -11,9 +11,10 @@ import time
 
 
 def confluent(bootstrap):
-    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka import KafkaException, Producer, TopicPartition
     from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,
-                                       ConfigResource, NewPartitions, ResourceType)
+                                       ConfigResource, ConfigSource, NewPartitions,
+                                       ResourceType)
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic = "c-auto"
@@ -48,6 +49,29 @@ def confluent(bootstrap):
     broker = describe(admin, ConfigResource(ResourceType.BROKER, "0"))
     assert broker["num.partitions"].value == "1", broker["num.partitions"]
     assert broker["auto.create.topics.enable"].value == "true"
+    assert broker["num.partitions"].is_read_only
+
+    # kafka-configs --entity-type brokers --entity-name 0 (confluent-kafka refuses the
+    # cluster default's empty name): every topic without its own value takes it.
+    dflt = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
+        ConfigEntry("log.retention.ms", "86400000", incremental_operation=AlterConfigOpType.SET)])
+    list(admin.incremental_alter_configs([dflt]).values())[0].result(timeout=20)
+    retention = describe(admin, ConfigResource(ResourceType.TOPIC, topic))["retention.ms"]
+    assert retention.value == "86400000", retention
+    assert retention.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value, retention
+    broker = describe(admin, ConfigResource(ResourceType.BROKER, "0"))
+    assert broker["log.retention.ms"].value == "86400000" and not broker["log.retention.ms"].is_read_only
+    static = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
+        ConfigEntry("num.partitions", "3", incremental_operation=AlterConfigOpType.SET)])
+    try:
+        list(admin.incremental_alter_configs([static]).values())[0].result(timeout=20)
+        raise AssertionError("a static broker config was altered")
+    except KafkaException as e:
+        assert "cannot be updated dynamically" in str(e), e
+    undo = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
+        ConfigEntry("log.retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+    list(admin.incremental_alter_configs([undo]).values())[0].result(timeout=20)
+    assert describe(admin, ConfigResource(ResourceType.TOPIC, topic))["retention.ms"].is_default
 
     done = admin.delete_records([TopicPartition(topic, 0, 2)])
     low = list(done.values())[0].result(timeout=20).low_watermark
@@ -85,6 +109,12 @@ def kafka_python(bootstrap):
     broker = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "0")],
                                     config_filter="all")
     assert "num.partitions" in str(broker), broker
+    admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "0",
+                                        configs={"log.segment.bytes": "10485760"})])
+    got = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)],
+                                 config_filter="all")
+    assert "10485760" in str(got), got
+    admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "0", configs={})])
 
     lows = admin.delete_records({TopicPartition(topic, 0): 3})
     assert "3" in str(lows), lows
