@@ -1,10 +1,11 @@
 """Issue 20's "one of 8 members gets everything" hunt, against a running server:
 
-  python scripts/group_churn.py KAFKA_ADDR [ROUNDS]
+  python scripts/group_churn.py KAFKA_ADDR [ROUNDS] [subscriptions|members]
 
 8 confluent-kafka consumers in one group; each round gives every member a random
 subscription among [a], [b], [a, b] (the changes land within ~1 s of each other, so
-rebalances overlap), waits until every member's latest assignment callback came after its
+rebalances overlap); in `members` mode a member may instead restart (close, and a new
+consumer takes its place) or unsubscribe and subscribe again. Each round then waits until every member's latest assignment callback came after its
 last change and the group is quiet, then checks the range assignor's promise: with 8
 partitions per topic and at most 8 subscribers, every member subscribed to a topic owns at
 least one of its partitions and no other member owns any. Prints each round and a summary;
@@ -19,6 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 kafka = sys.argv[1]
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+mode = sys.argv[3] if len(sys.argv) > 3 else "subscriptions"
 TOPICS = {"a": 8, "b": 8}
 MEMBERS = 8
 SETTLE_S = 4
@@ -48,10 +50,13 @@ def on_revoke(i):
     return cb
 
 
-consumers = [Consumer({"bootstrap.servers": kafka, "group.id": "churn", "client.id": f"m{i}",
-                       "session.timeout.ms": 10000, "auto.offset.reset": "latest",
-                       "enable.auto.commit": False})
-             for i in range(MEMBERS)]
+def consumer(i):
+    return Consumer({"bootstrap.servers": kafka, "group.id": f"churn-{mode}", "client.id": f"m{i}",
+                     "session.timeout.ms": 10000, "auto.offset.reset": "latest",
+                     "enable.auto.commit": False})
+
+
+consumers = [consumer(i) for i in range(MEMBERS)]
 subs = [None] * MEMBERS
 changed = [0.0] * MEMBERS
 violations = 0
@@ -59,6 +64,16 @@ for r in range(rounds):
     order = list(range(MEMBERS))
     random.shuffle(order)
     for i in order:
+        action = random.choice(["resubscribe", "restart", "unsubscribe"])
+        if mode != "members" or subs[i] is None:
+            action = "resubscribe"
+        if action == "restart":
+            consumers[i].close()
+            owned[i] = set()
+            consumers[i] = consumer(i)
+        elif action == "unsubscribe":
+            consumers[i].unsubscribe()
+            owned[i] = set()
         subs[i] = random.choice([["a"], ["b"], ["a", "b"]])
         consumers[i].subscribe(subs[i], on_assign=on_assign(i), on_revoke=on_revoke(i))
         changed[i] = time.monotonic()

@@ -41,7 +41,7 @@ pub struct ServeArgs {
 
 #[derive(clap::Args)]
 pub struct ConsumerGroupsArgs {
-    /// The Kafka listener to talk to (Kafka's --bootstrap-server; -b as every tool).
+    /// The server to talk to, either listener (Kafka's --bootstrap-server; -b as every tool).
     #[arg(long, short = 'b', default_value = "127.0.0.1:9092")]
     pub bootstrap_server: String,
     #[arg(long)]

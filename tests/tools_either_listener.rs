@@ -1,7 +1,7 @@
 //! Every tool against either listener: a native tool pointed at shardlog's Kafka listener
 //! finds the native listener of the same server and works (saying so on stderr);
-//! consumer-groups pointed at the native listener says in one line which listener it needs;
-//! and the probe that tells them apart changes nothing on either listener.
+//! consumer-groups works on both (natively through the native group APIs); and the probe
+//! that tells them apart changes nothing on either listener.
 
 mod common;
 
@@ -36,14 +36,9 @@ fn tools_find_the_listener_they_speak_or_say_which_one_they_need() {
     assert!(err.contains("using its native listener"), "{err}");
     let (out, err, ok) = shardlog(&["topics", "list", "--bootstrap-server", &kafka]);
     assert!(ok && out.lines().any(|l| l == "either"), "{out} {err}");
-    // consumer-groups on the native port names the listener it needs, in one line.
+    // consumer-groups works on the native port too.
     let (out, err, ok) = shardlog(&["consumer-groups", "--bootstrap-server", &native, "--list"]);
-    assert!(!ok, "{out}");
-    assert!(
-        err.contains("native listener") && err.contains("kafka.listen"),
-        "{err}"
-    );
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(ok, "{out} {err}");
     // The probes changed nothing: the server serves both listeners as before.
     let (out, err, ok) = shardlog(&["consumer-groups", "--bootstrap-server", &kafka, "--list"]);
     assert!(ok, "{out} {err}");
@@ -102,16 +97,36 @@ fn kcat_and_console_consumer_flags_are_accepted() {
     assert!(ok && out.contains("k:0:3"), "{out} {err}");
 }
 
-/// kafka-consumer-groups' --all-groups, --list --state [STATES], and "does not exist" for a
-/// group that is gone.
+/// kafka-consumer-groups' --all-groups, --list --state [STATES], --reset-offsets,
+/// --delete-offsets and "does not exist" for a group that is gone, on either listener.
 #[test]
 fn consumer_groups_lists_states_describes_all_and_knows_a_deleted_group() {
     let tmp = tempfile::tempdir().unwrap();
     let server = ServerProc::start(&tmp.path().join("data"), 2, &[("kafka.listen", "auto")]);
     let (native, kafka) = (server.addr(), server.kafka_addr());
+    let n = native.clone();
     common::client(move || async move {
-        let mut c = shardlog::client::Client::connect(&native).await.unwrap();
+        let mut c = shardlog::client::Client::connect(&n).await.unwrap();
         c.create_topic("cg-t", 1, vec![]).await.unwrap();
+        let mut b = shardlog::format::BatchBuilder::new(64);
+        for _ in 0..9 {
+            b.push(shardlog::format::RecordSpec::new(None, Some(b"v")).timestamp(1));
+        }
+        c.produce("cg-t", 0, -1, bytes::Bytes::from(b.build()))
+            .await
+            .unwrap();
+    });
+    for listener in [&kafka, &native] {
+        groups_through(&native, listener);
+    }
+}
+
+/// Two groups commit (natively), then consumer-groups at `listener` lists, describes,
+/// resets, deletes offsets and deletes them.
+fn groups_through(native: &str, listener: &str) {
+    let n = native.to_string();
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&n).await.unwrap();
         for g in ["g1", "g2"] {
             let codes = c
                 .offset_commit(g, vec![("cg-t".to_string(), 0, 5, String::new())])
@@ -121,34 +136,48 @@ fn consumer_groups_lists_states_describes_all_and_knows_a_deleted_group() {
         }
     });
     let cg = |args: &[&str]| {
-        let mut all = vec!["consumer-groups", "-b", &kafka];
+        let mut all = vec!["consumer-groups", "-b", listener];
         all.extend_from_slice(args);
         shardlog(&all)
     };
     let (out, err, ok) = cg(&["--list", "--state"]);
-    assert!(ok, "{err}");
+    assert!(ok, "{listener}: {err}");
     assert!(out.starts_with("GROUP") && out.contains("STATE"), "{out}");
     assert!(
         out.lines()
             .any(|l| l.starts_with("g1") && l.ends_with("Empty")),
-        "{out}"
+        "{listener}: {out}"
     );
     let (out, _, ok) = cg(&["--list", "--state", "Stable"]);
     assert!(ok && out.lines().count() == 1, "only the header: {out}");
     let (out, err, ok) = cg(&["--describe", "--all-groups"]);
     assert!(ok, "{err}");
-    assert_eq!(out.matches("cg-t").count(), 2, "{out}");
+    assert_eq!(out.matches("cg-t").count(), 2, "{listener}: {out}");
+    assert!(
+        out.contains(" 5 ") && out.contains(" 9 "),
+        "commit and log end: {out}"
+    );
+    let reset = ["--reset-offsets", "--group", "g2", "--topic", "cg-t"];
+    let (out, err, ok) = cg(&[&reset[..], &["--to-earliest", "--execute"]].concat());
+    assert!(ok, "{listener}: {err}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("cg-t") && l.trim_end().ends_with(" 0")),
+        "{out}"
+    );
+    let (out, err, ok) = cg(&["--delete-offsets", "--group", "g2", "--topic", "cg-t"]);
+    assert!(ok && out.contains("Successful"), "{listener}: {out} {err}");
     let (_, err, ok) = cg(&["--delete", "--group", "g1"]);
     assert!(ok, "{err}");
     let (out, err, ok) = cg(&["--describe", "--group", "g1"]);
     assert!(
         !ok && err.contains("Consumer group 'g1' does not exist."),
-        "{out} {err}"
+        "{listener}: {out} {err}"
     );
     let (_, err, ok) = cg(&["--delete", "--all-groups"]);
     assert!(ok, "{err}");
     let (out, _, ok) = cg(&["--list"]);
-    assert!(ok && out.trim().is_empty(), "{out}");
+    assert!(ok && out.trim().is_empty(), "{listener}: {out}");
 }
 
 /// A time without a zone is read as UTC, and on a host whose zone is not UTC the tool says

@@ -1,6 +1,6 @@
 //! Every native message encodes to exactly the bytes it did when `tests/golden/native_wire.txt`
 //! was recorded (from the hand-written codecs, before the message tables replaced them;
-//! CreatePartitions and DescribeLogs v1, added later, from PROTOCOL.md's layout by hand):
+//! CreatePartitions, DescribeLogs v1 and OffsetDelete, added later, from PROTOCOL.md's layout by hand):
 //! the wire format is a contract with every client already deployed.
 
 use bytes::Bytes;
@@ -105,6 +105,10 @@ fn encodings() -> Vec<String> {
         Request::CreatePartitions {
             topic: s("t"),
             count: 3,
+        },
+        Request::OffsetDelete {
+            group: s("g"),
+            partitions: vec![(s("t"), 1)],
         },
     ];
     for r in reqs {

@@ -1,4 +1,4 @@
-//! The native protocol's consumer-group requests (PROTOCOL.md, keys 14-18), run by the
+//! The native protocol's consumer-group requests (PROTOCOL.md, keys 14-18 and 24), run by the
 //! group's coordinator shard like the Kafka listener's, with native error codes.
 
 use std::rc::Rc;
@@ -39,6 +39,9 @@ pub async fn dispatch(shard: &Rc<Shard>, request: Request) -> Option<Answer> {
         Request::ListGroups => list_all(shard).await.map(ResponseBody::ListGroups),
         Request::DescribeGroup { group } => describe(shard, group).await,
         Request::DeleteGroup { group } => delete(shard, group).await,
+        Request::OffsetDelete { group, partitions } => {
+            delete_offsets(shard, group, partitions).await
+        }
         _ => return None,
     })
 }
@@ -123,4 +126,40 @@ async fn delete(shard: &Rc<Shard>, group: String) -> Answer {
         )),
         other => Err(unexpected("DeleteGroup", other)),
     }
+}
+
+/// Kafka's OffsetDelete: per partition GroupNotEmpty while members subscribe to its topic.
+async fn delete_offsets(
+    shard: &Rc<Shard>,
+    group: String,
+    partitions: Vec<(String, i32)>,
+) -> Answer {
+    let op = GroupOp::DeleteOffsets {
+        partitions: partitions
+            .iter()
+            .map(|(t, p)| crate::TopicPartition::new(t, *p))
+            .collect(),
+    };
+    let codes = match route(shard, group_id(&group)?, op).await? {
+        GroupReply::PartitionCodes(codes) => codes,
+        GroupReply::Code(c) => {
+            return Err(BrokerError::new(
+                c.native(),
+                format!("deleting offsets of group {group:?}"),
+            ))
+        }
+        other => return Err(unexpected("OffsetDelete", other)),
+    };
+    if !codes.is_empty() && codes.iter().all(|c| c.2 == GroupCode::GroupIdNotFound) {
+        return Err(BrokerError::new(
+            ErrorCode::GroupNotFound,
+            format!("no group {group:?}"),
+        ));
+    }
+    Ok(ResponseBody::OffsetCommit(
+        codes
+            .into_iter()
+            .map(|(t, p, c)| (t, p, c.native()))
+            .collect(),
+    ))
 }

@@ -276,7 +276,8 @@ async fn dispatch(
         | Request::OffsetFetch { .. }
         | Request::ListGroups
         | Request::DescribeGroup { .. }
-        | Request::DeleteGroup { .. } => crate::native::group_admin::dispatch(shard, request)
+        | Request::DeleteGroup { .. }
+        | Request::OffsetDelete { .. } => crate::native::group_admin::dispatch(shard, request)
             .await
             .unwrap_or_else(no_handler),
         other => crate::native::log_admin::dispatch(shard, other)

@@ -76,6 +76,8 @@ requests! {
     DeleteTopic { name: String = "topic name" };
     /// Kafka's CreatePartitions: grow a topic to `count` partitions (never shrink).
     CreatePartitions { topic: String = "topic name", count: i32 = "partition count" };
+    /// Kafka's OffsetDelete: drop a group's commits for these (topic, partition)s.
+    OffsetDelete { group: String = "group", partitions: Vec<(String, i32)> = "partition" };
     Produce {
         topic: String = "topic name",
         partition: i32 = "partition",
@@ -385,8 +387,8 @@ responses! {
         bytes_deleted: i64 = "bytes_deleted",
         records_removed: i64 = "records_removed",
     } for RunLogMaintenance;
-    /// Per partition of an OffsetCommit: its outcome.
-    OffsetCommit(codes: Vec<(String, i32, ErrorCode)> = "partition count") for OffsetCommit;
+    /// Per partition of an OffsetCommit or OffsetDelete: its outcome.
+    OffsetCommit(codes: Vec<(String, i32, ErrorCode)> = "partition count") for OffsetCommit, OffsetDelete;
     /// Committed (topic, partition, offset, metadata).
     OffsetFetch(offsets: Vec<OffsetCommitEntry> = "offset count") for OffsetFetch;
     /// (group, protocol type, state)

@@ -52,10 +52,11 @@ pub enum ApiKey {
     MultiProduce = 21,
     MultiFetch = 22,
     CreatePartitions = 23,
+    OffsetDelete = 24,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 24] = [
+    pub const ALL: [ApiKey; 25] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -80,6 +81,7 @@ impl ApiKey {
         ApiKey::MultiProduce,
         ApiKey::MultiFetch,
         ApiKey::CreatePartitions,
+        ApiKey::OffsetDelete,
     ];
 
     /// Produce, Fetch, ListOffsets, FetchAtTime and the multi-partition ones: the requests the stage metrics time (admin and

@@ -1,7 +1,8 @@
 //! `shardlog consumer-groups`: Kafka's kafka-consumer-groups, with its flags and output.
-//! Like Kafka's tool it speaks Kafka's protocol (to the Kafka listener): ListGroups,
-//! DescribeGroups, OffsetFetch, ListOffsets, OffsetCommit (generation -1, no member: only
-//! while the group is inactive) and DeleteGroups.
+//! Like Kafka's tool it makes Kafka's requests: ListGroups, DescribeGroups, OffsetFetch,
+//! ListOffsets, Metadata, OffsetCommit (generation -1, no member: only while the group is
+//! inactive), OffsetDelete and DeleteGroups; to the Kafka listener as they are, to the
+//! native listener through their native counterparts (`native_groups`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -9,6 +10,7 @@ use std::io::Write;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
+use super::native_groups::{GroupsApi, NativeGroups};
 use super::time_arg::{format_time, parse_time_flag};
 use crate::kafka::blocking_client::BlockingClient;
 
@@ -69,7 +71,7 @@ pub enum Target {
 }
 
 struct Tool {
-    client: BlockingClient,
+    client: Box<dyn GroupsApi>,
 }
 
 fn name(s: &str) -> StrBytes {
@@ -83,15 +85,17 @@ pub fn run(
     action: Action,
     out: Out,
 ) -> Result<()> {
-    // Only a native answer stops it here; anything else (a Kafka listener, no answer, no
-    // server) is the Kafka client's to report, in its own words.
-    if super::probe::probe(bootstrap, timeout) == Ok(super::probe::Protocol::Native) {
-        return Err(format!(
-            "{bootstrap} is shardlog's native listener; consumer-groups speaks Kafka's protocol: point --bootstrap-server at the Kafka listener (kafka.listen, 127.0.0.1:9092 by default)"
-        ));
-    }
-    let client = BlockingClient::connect_with_timeout(bootstrap, timeout)
-        .map_err(|e| format!("connecting to the Kafka listener at {bootstrap}: {e}"))?;
+    // The native listener gets the native requests; anything else (a Kafka listener, no
+    // answer, no server) is the Kafka client's to report, in its own words.
+    let client: Box<dyn GroupsApi> =
+        if super::probe::probe(bootstrap, timeout) == Ok(super::probe::Protocol::Native) {
+            Box::new(NativeGroups::connect(bootstrap, timeout)?)
+        } else {
+            Box::new(
+                BlockingClient::connect_with_timeout(bootstrap, timeout)
+                    .map_err(|e| format!("connecting to the Kafka listener at {bootstrap}: {e}"))?,
+            )
+        };
     let mut tool = Tool { client };
     let need_group = || match &groups {
         Groups::One(g) => Ok(g.clone()),

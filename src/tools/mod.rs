@@ -8,6 +8,8 @@ pub mod dump_log;
 pub mod file_window;
 pub mod get_offsets;
 pub mod log_dirs;
+pub mod native_blocking;
+pub mod native_groups;
 pub mod partitioner;
 pub mod probe;
 pub mod produce;

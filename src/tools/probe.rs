@@ -4,14 +4,12 @@
 //! and closes the connection without a word (as Kafka brokers do). The probe is chosen so
 //! that it changes nothing on either listener.
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::TcpStream;
+use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
+use super::native_blocking::{CallError, NativeBlocking};
 use crate::kafka::blocking_client::BlockingClient;
-use crate::protocol::{ApiKey, Request, Response, ResponseBody};
+use crate::protocol::{Request, ResponseBody};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -24,21 +22,31 @@ pub enum Protocol {
 /// Asks `addr` which protocol it speaks (one round trip on a connection of its own).
 pub fn probe(addr: &str, timeout: Duration) -> Result<Protocol, String> {
     let started = Instant::now();
-    let mut s = connect(addr, timeout)?;
-    s.write_all(&Request::ApiVersions.encode_frame(1))
-        .map_err(|e| format!("{addr}: {e}"))?;
-    let mut size = [0u8; 4];
-    let answer = match s.read_exact(&mut size) {
-        Err(e) if e.kind() == ErrorKind::UnexpectedEof => Protocol::Kafka,
-        Err(e) if e.kind() == ErrorKind::ConnectionReset => Protocol::Kafka,
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+    let mut c = NativeBlocking::connect(addr, timeout)?;
+    let answer = match c.call(&Request::ApiVersions) {
+        Ok(ResponseBody::ApiVersions(_)) => Protocol::Native,
+        Err(CallError::Io(e))
+            if matches!(
+                e.kind(),
+                ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset
+            ) =>
+        {
+            Protocol::Kafka
+        }
+        Err(CallError::Io(e))
+            if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) =>
+        {
             let ms = timeout.as_millis();
             return Err(format!(
                 "no answer from {addr} within {ms} ms (raise it with --timeout-ms)"
             ));
         }
-        Err(e) => return Err(format!("{addr} does not answer ({e})")),
-        Ok(()) => native_answer(&mut s, size, addr)?,
+        Err(CallError::Io(e)) => return Err(format!("{addr} does not answer ({e})")),
+        Ok(_) | Err(_) => {
+            return Err(format!(
+                "{addr} answers neither shardlog's native protocol nor Kafka's"
+            ))
+        }
     };
     tracing::debug!(
         addr,
@@ -47,40 +55,6 @@ pub fn probe(addr: &str, timeout: Duration) -> Result<Protocol, String> {
         "protocol probed"
     );
     Ok(answer)
-}
-
-fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, String> {
-    use std::net::ToSocketAddrs;
-    let target = addr
-        .to_socket_addrs()
-        .map_err(|e| format!("{addr}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{addr}: no address"))?;
-    let s = TcpStream::connect_timeout(&target, timeout)
-        .map_err(|e| format!("cannot connect to a shardlog server at {addr}: {e}"))?;
-    s.set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    s.set_write_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    Ok(s)
-}
-
-/// A reply came: it must be a native ApiVersions answer.
-fn native_answer(s: &mut TcpStream, size: [u8; 4], addr: &str) -> Result<Protocol, String> {
-    let len = i32::from_be_bytes(size);
-    let not_shardlog = || format!("{addr} answers neither shardlog's native protocol nor Kafka's");
-    if !(0..=1 << 20).contains(&len) {
-        return Err(not_shardlog());
-    }
-    let mut body = vec![0u8; len as usize];
-    s.read_exact(&mut body).map_err(|_| not_shardlog())?;
-    match Response::decode(ApiKey::ApiVersions, &Bytes::from(body)) {
-        Ok(Response {
-            result: Ok(ResponseBody::ApiVersions(_)),
-            ..
-        }) => Ok(Protocol::Native),
-        _ => Err(not_shardlog()),
-    }
 }
 
 /// The native listener of the shardlog server whose Kafka listener is at `kafka_addr`:
