@@ -1,6 +1,6 @@
 """Issue 20's "one of 8 members gets everything" hunt, against a running server:
 
-  python scripts/group_churn.py KAFKA_ADDR [ROUNDS] [subscriptions|members]
+  python scripts/group_churn.py KAFKA_ADDR [ROUNDS] [subscriptions|members] [ASSIGNOR]
 
 8 confluent-kafka consumers in one group; each round gives every member a random
 subscription among [a], [b], [a, b] (the changes land within ~1 s of each other, so
@@ -21,6 +21,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 kafka = sys.argv[1]
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 mode = sys.argv[3] if len(sys.argv) > 3 else "subscriptions"
+# librdkafka's partition.assignment.strategy: range,roundrobin (its default), roundrobin,
+# cooperative-sticky.
+assignor = sys.argv[4] if len(sys.argv) > 4 else "range,roundrobin"
 TOPICS = {"a": 8, "b": 8}
 MEMBERS = 8
 SETTLE_S = 4
@@ -37,23 +40,30 @@ owned = [set() for _ in range(MEMBERS)]
 last_assign = [0.0] * MEMBERS
 
 
+def incremental(consumer):
+    return assignor.startswith("cooperative")
+
+
 def on_assign(i):
     def cb(consumer, parts):
-        owned[i] = {(p.topic, p.partition) for p in parts}
+        got = {(p.topic, p.partition) for p in parts}
+        owned[i] = owned[i] | got if incremental(consumer) else got
         last_assign[i] = time.monotonic()
     return cb
 
 
 def on_revoke(i):
     def cb(consumer, parts):
-        owned[i] = set()
+        lost = {(p.topic, p.partition) for p in parts}
+        owned[i] = owned[i] - lost if incremental(consumer) else set()
     return cb
 
 
 def consumer(i):
-    return Consumer({"bootstrap.servers": kafka, "group.id": f"churn-{mode}", "client.id": f"m{i}",
-                     "session.timeout.ms": 10000, "auto.offset.reset": "latest",
-                     "enable.auto.commit": False})
+    return Consumer({"bootstrap.servers": kafka, "group.id": f"churn-{mode}-{assignor}",
+                     "client.id": f"m{i}", "session.timeout.ms": 10000,
+                     "auto.offset.reset": "latest", "enable.auto.commit": False,
+                     "partition.assignment.strategy": assignor})
 
 
 consumers = [consumer(i) for i in range(MEMBERS)]
@@ -96,7 +106,14 @@ for r in range(rounds):
         subscribed = [i for i in range(MEMBERS) if t in subs[i]]
         holders = {i: sum(1 for (tt, _) in owned[i] if tt == t) for i in range(MEMBERS)}
         total = sum(holders.values())
-        starved = [i for i in subscribed if holders[i] == 0]
+        # Range and roundrobin give every subscriber of a topic one of its 8 partitions;
+        # a sticky assignor balances totals across topics instead, so there only a member
+        # holding the whole topic while another subscriber holds nothing at all counts.
+        if assignor.startswith("cooperative"):
+            takes_all = [i for i in subscribed if holders[i] == n]
+            starved = [i for i in subscribed if takes_all and not owned[i]]
+        else:
+            starved = [i for i in subscribed if holders[i] == 0]
         strays = [i for i in range(MEMBERS) if i not in subscribed and holders[i] > 0]
         if total != n or starved or strays:
             problems.append(f"topic {t}: {total}/{n} assigned, subscribers {subscribed}, "

@@ -32,6 +32,8 @@ pub enum Error {
         epoch: i16,
         current: i16,
     },
+    #[error("producer {producer_id}: {why}")]
+    InvalidTxnState { producer_id: i64, why: &'static str },
     #[error("producer {producer_id} epoch {epoch}: sequence {found} is out of order, expected {expected}")]
     OutOfOrderSequence {
         producer_id: i64,

@@ -34,6 +34,7 @@ pub const INVALID_CONFIG: i16 = 40;
 pub const INVALID_REQUEST: i16 = 42;
 pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 pub const INVALID_PRODUCER_EPOCH: i16 = 47;
+pub const INVALID_TXN_STATE: i16 = 48;
 pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 pub const KAFKA_STORAGE_ERROR: i16 = 56;
 pub const NON_EMPTY_GROUP: i16 = 68;
@@ -65,6 +66,7 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::InvalidProducerEpoch => INVALID_PRODUCER_EPOCH,
         E::GroupNotEmpty => NON_EMPTY_GROUP,
         E::GroupNotFound => GROUP_ID_NOT_FOUND,
+        E::InvalidTxnState => INVALID_TXN_STATE,
         E::BatchTooLarge | E::FrameTooLarge => MESSAGE_TOO_LARGE,
         E::TopicAlreadyExists => TOPIC_ALREADY_EXISTS,
         // Kafka's answer to a write, truncation or deletion of an internal topic.

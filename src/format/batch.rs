@@ -35,8 +35,8 @@ pub(crate) const RECORDS_COUNT_AT: usize = 57;
 
 const COMPRESSION_MASK: i16 = 0x07;
 const TIMESTAMP_TYPE_BIT: i16 = 0x08;
-const TRANSACTIONAL_BIT: i16 = 0x10;
-const CONTROL_BIT: i16 = 0x20;
+pub(crate) const TRANSACTIONAL_BIT: i16 = 0x10;
+pub(crate) const CONTROL_BIT: i16 = 0x20;
 pub(crate) const DELETE_HORIZON_BIT: i16 = 0x40;
 
 /// Which clock a batch's timestamps come from (attributes bit 3).
@@ -292,9 +292,13 @@ pub fn validate(batch: &[u8]) -> Result<(BatchHeader, RecordsSummary), BatchErro
 /// Rules a producer's batch must follow on top of `validate`: at least one record, offset
 /// deltas 0,1,2,... with lastOffsetDelta = count - 1, and CreateTime (the log, not the
 /// client, stamps LogAppendTime).
+/// What a producer may send. `in_transaction`: the producer's transaction was verified by
+/// the coordinator, so transactional batches (bit 4) are allowed; control batches and the
+/// delete horizon are the log's alone.
 pub fn check_produce_rules(
     header: &BatchHeader,
     summary: &RecordsSummary,
+    in_transaction: bool,
 ) -> Result<(), BatchError> {
     if header.records_count == 0 {
         return Err(BatchError::NoRecords);
@@ -302,11 +306,12 @@ pub fn check_produce_rules(
     if header.timestamp_type() == TimestampType::LogAppendTime {
         return Err(BatchError::ClientLogAppendTime);
     }
-    for (bit, what) in [
-        (TRANSACTIONAL_BIT, "transactional"),
+    let transactional = (!in_transaction).then_some((TRANSACTIONAL_BIT, "transactional"));
+    let reserved = [
         (CONTROL_BIT, "control"),
         (DELETE_HORIZON_BIT, "delete-horizon"),
-    ] {
+    ];
+    for (bit, what) in reserved.into_iter().chain(transactional) {
         if header.attributes & bit != 0 {
             return Err(BatchError::ReservedAttributes(what));
         }
@@ -364,6 +369,14 @@ impl<'a> RecordsSection<'a> {
     pub fn decode(&self) -> Result<Vec<Record<'_>>, BatchError> {
         self.iter().collect()
     }
+}
+
+/// Marks a batch as part of a transaction (attribute bit 4) and recomputes the CRC.
+pub fn set_transactional(batch: &mut [u8]) {
+    let attributes = be_i16(batch, ATTRIBUTES_AT) | TRANSACTIONAL_BIT;
+    batch[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = compute_crc(batch);
+    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// Rewrites baseOffset in place. The CRC does not cover it, so it stays valid.
@@ -521,7 +534,7 @@ mod tests {
             .record(RecordSpec::new(None, Some(b"b")).timestamp(1))
             .build();
         let (h, summary) = validate(&batch).unwrap();
-        assert_eq!(check_produce_rules(&h, &summary), Ok(()));
+        assert_eq!(check_produce_rules(&h, &summary, false), Ok(()));
         // Second record: length, attributes, timestampDelta (0), offsetDelta (1 = 0x02).
         let second = HEADER_SIZE + 1 + batch[HEADER_SIZE] as usize / 2;
         let with_delta = |delta: u8| {
@@ -534,7 +547,7 @@ mod tests {
         };
         let (h, summary) = validate(&with_delta(0x00)).unwrap(); // offsetDelta 0 again
         assert!(matches!(
-            check_produce_rules(&h, &summary),
+            check_produce_rules(&h, &summary, false),
             Err(BatchError::NonContiguousOffsetDelta {
                 index: 1,
                 expected: 1,

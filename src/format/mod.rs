@@ -5,6 +5,7 @@
 pub mod batch;
 pub mod builder;
 pub mod compression;
+pub mod control;
 pub mod cursor;
 mod doc_check;
 pub mod error;

@@ -467,7 +467,8 @@ impl CleaningPlan {
         while let Some((position, bytes, h)) = batches.next().await? {
             stats.bytes_read += bytes.len() as u64;
             throttle.account(bytes.len()).await;
-            if h.last_offset() < self.first_dirty {
+            // Transaction markers are not keyed data: they are kept whole (copy_latest).
+            if h.last_offset() < self.first_dirty || h.is_control() {
                 continue;
             }
             // Worst case for this batch: every record a new key.
@@ -556,14 +557,19 @@ impl CleaningPlan {
             throttle.account(bytes.len()).await;
             let expired = h.delete_horizon_ms().is_some_and(|t| self.now_ms >= t);
             let (mut kept, mut removed) = (0u64, 0u64);
-            let retained = retain_records(bytes, &h, new_horizon, |r| {
-                let latest = r
-                    .key
-                    .is_none_or(|k| map.latest.get(k).is_none_or(|&o| r.offset >= o));
-                let keep = latest && !(r.value.is_none() && expired);
-                *(if keep { &mut kept } else { &mut removed }) += 1;
-                keep
-            })
+            let retained = if h.is_control() {
+                // A transaction's marker stays: readers need it to end the transaction.
+                Ok(Retained::All)
+            } else {
+                retain_records(bytes, &h, new_horizon, |r| {
+                    let latest = r
+                        .key
+                        .is_none_or(|k| map.latest.get(k).is_none_or(|&o| r.offset >= o));
+                    let keep = latest && !(r.value.is_none() && expired);
+                    *(if keep { &mut kept } else { &mut removed }) += 1;
+                    keep
+                })
+            }
             .map_err(|e| Error::corruption(&path, position, e.to_string()))?;
             stats.records_kept += kept;
             stats.records_removed += removed;

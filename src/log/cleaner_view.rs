@@ -59,12 +59,15 @@ impl PartitionLog {
     }
 
     /// Sealed segments, oldest first, up to the first one holding a record younger than
-    /// min.compaction.lag.ms (the active segment is never cleanable).
+    /// min.compaction.lag.ms or a record of an undecided transaction (the active segment is
+    /// never cleanable; Kafka never cleans past the first unstable offset).
     pub(super) fn cleanable_segments(&self, now_ms: i64) -> Vec<SegmentRef> {
         let lag_bound = now_ms.saturating_sub(self.config.min_compaction_lag_ms);
+        let stable = self.last_stable_offset();
         self.segments[..self.segments.len() - 1]
             .iter()
             .take_while(|s| s.is_empty() || s.largest_timestamp() <= lag_bound)
+            .take_while(|s| s.next_offset() <= stable)
             .map(|s| SegmentRef {
                 base: s.base_offset(),
                 size: s.size(),

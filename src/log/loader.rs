@@ -9,6 +9,7 @@ use std::rc::Rc;
 use super::checkpoint::RECOVERY_POINT;
 use super::file_names::{offset_of, segment_file_name, segment_path};
 use super::segment::{Segment, Truncation};
+use super::txn_index::TXN_INDEX_SUFFIX;
 use super::LogIo;
 use super::{
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
@@ -122,7 +123,9 @@ async fn list_segments(storage: &dyn Storage, dir: &Path) -> Result<(Vec<i64>, b
     bases.sort_unstable();
     let mut changed = false;
     for name in &names {
-        let base = offset_of(name, INDEX_SUFFIX).or_else(|| offset_of(name, TIME_INDEX_SUFFIX));
+        let base = offset_of(name, INDEX_SUFFIX)
+            .or_else(|| offset_of(name, TIME_INDEX_SUFFIX))
+            .or_else(|| offset_of(name, TXN_INDEX_SUFFIX));
         if let Some(b) = base {
             if bases.binary_search(&b).is_err() {
                 remove_logged(
@@ -139,7 +142,12 @@ async fn list_segments(storage: &dyn Storage, dir: &Path) -> Result<(Vec<i64>, b
 }
 
 async fn remove_segment_files(storage: &dyn Storage, dir: &Path, base: i64) -> Result<()> {
-    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+    for suffix in [
+        LOG_SUFFIX,
+        INDEX_SUFFIX,
+        TIME_INDEX_SUFFIX,
+        TXN_INDEX_SUFFIX,
+    ] {
         let p = segment_path(dir, base, suffix);
         if storage.exists(&p) {
             remove_logged(storage, &p, "removing a segment after the truncation point").await?;

@@ -20,6 +20,8 @@ pub(crate) mod segment;
 pub(crate) mod sparse_index;
 pub(crate) mod stale_index;
 pub mod time_index;
+mod transactions;
+pub mod txn_index;
 
 pub use cleaner::{CleanStats, CleanerLimits, CleaningPlan};
 pub use cleaner_view::CleanerView;

@@ -9,6 +9,7 @@ use super::checkpoint::{LOG_START_OFFSET, RECOVERY_POINT};
 use super::loader::{load, OpenOptions};
 use super::producer_state::{self, ProducerState};
 use super::segment::{Segment, Truncation};
+use super::txn_index::{AbortedTxn, AbortedTxns};
 use super::{LogIo, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
@@ -81,6 +82,8 @@ pub struct PartitionLog {
     active_indexes_written: Option<(IndexFilesState, std::time::Instant)>,
     /// Idempotent producers' epochs and last batches (retries are not stored twice).
     pub(super) producers: ProducerState,
+    /// Aborted transactions (the `.txnindex` entries of every segment).
+    pub(super) aborted: AbortedTxns,
 }
 
 /// Which index files are on disk: the segment's base offset and entries (offset, time).
@@ -121,12 +124,13 @@ impl PartitionLog {
         let loaded = load(storage.clone(), dir, &config, opts).await?;
         let visible_end = loaded.segments.last().map_or(0, |s| s.next_offset());
         let checkpointed = LOG_START_OFFSET.read(storage.as_ref(), dir).await;
-        let mut producers =
+        let (mut producers, mut aborted) =
             producer_state::rebuild(storage.as_ref(), dir, &loaded.segments, visible_end).await?;
         producers.count_on_shard();
         let log_start_offset = checkpointed
             .max(loaded.segments[0].base_offset())
             .min(visible_end);
+        aborted.drop_below(log_start_offset);
         tracing::debug!(
             dir = %dir.display(),
             segments = loaded.segments.len(),
@@ -150,6 +154,7 @@ impl PartitionLog {
             last_cleaned_ms: None,
             active_indexes_written: None,
             producers,
+            aborted,
         };
         log.assert_invariants();
         Ok(log)
@@ -254,6 +259,7 @@ impl PartitionLog {
         self.recovery_point = loaded.recovery_point;
         self.truncations = loaded.truncations;
         self.needs_reopen = None;
+        self.aborted.truncate_from(self.log_end_offset());
         // What survived on disk is what readers may see now.
         self.visible_end = self.log_end_offset();
         self.assert_invariants();
@@ -292,7 +298,7 @@ impl PartitionLog {
 
     /// Validates every batch in `input` before anything is written: framing, magic, CRC,
     /// records, offset deltas, timestamp type, and size against segment.bytes.
-    fn prepare(&self, input: &[u8]) -> Result<Vec<PreparedBatch>> {
+    fn prepare(&self, input: &[u8], in_transaction: bool) -> Result<Vec<PreparedBatch>> {
         let bad = |at: usize, source: BatchError| Error::InvalidBatch { at, source };
         let parts = split_batches_located(input).map_err(|(at, e)| bad(at, e))?;
         let mut out = Vec::with_capacity(parts.len());
@@ -305,7 +311,8 @@ impl PartitionLog {
                 });
             }
             let (header, summary) = batch::validate(bytes).map_err(|e| bad(start, e))?;
-            batch::check_produce_rules(&header, &summary).map_err(|e| bad(start, e))?;
+            batch::check_produce_rules(&header, &summary, in_transaction)
+                .map_err(|e| bad(start, e))?;
             if let (true, Some(record)) = (
                 self.config.cleanup_policy.compacts(),
                 summary.first_null_key,
@@ -328,10 +335,21 @@ impl PartitionLog {
     }
 
     /// Appends one or more v2 batches (as a producer sends them), assigning offsets from the
-    /// log end. Either every batch is accepted or none is written.
+    /// log end. Either every batch is accepted or none is written. Transactional batches
+    /// are refused: they come through `append_transactional`.
     pub async fn append(&mut self, input: &[u8]) -> Result<AppendInfo> {
+        self.append_as(input, false).await
+    }
+
+    /// As `append`, for a producer whose transaction the coordinator verified: its
+    /// transactional batches open (or extend) its transaction on this partition.
+    pub async fn append_transactional(&mut self, input: &[u8]) -> Result<AppendInfo> {
+        self.append_as(input, true).await
+    }
+
+    async fn append_as(&mut self, input: &[u8], in_transaction: bool) -> Result<AppendInfo> {
         self.check_healthy().await?;
-        let mut prepared = self.prepare(input)?;
+        let mut prepared = self.prepare(input, in_transaction)?;
         let now = crate::time::now_ms();
         let log_append_time =
             (self.config.timestamp_type == TimestampType::LogAppendTime).then_some(now);
@@ -459,7 +477,14 @@ impl PartitionLog {
                 .append(&[&p.head, body], &header, &config)
                 .await?;
             // Per batch: a roll before the next one snapshots the state with this one in it.
-            self.producers.record(&header, now);
+            let marker_bytes = header.is_control().then(|| [&p.head[..], body].concat());
+            let done =
+                self.producers
+                    .apply(&header, marker_bytes.as_deref().unwrap_or_default(), now);
+            let first_unstable = self.producers.first_unstable_offset();
+            if let Some(e) = done.and_then(|d| AbortedTxn::of(&d, first_unstable)) {
+                self.aborted.push(e);
+            }
         }
         Ok(())
     }
@@ -474,6 +499,15 @@ impl PartitionLog {
         let config = self.config.clone();
         let active = self.active_mut();
         active.seal(&config).await?;
+        let (sealed_base, sealed_next) = (self.active().base_offset(), self.active().next_offset());
+        self.aborted
+            .write_segment(
+                self.io.storage.as_ref(),
+                &self.dir,
+                sealed_base,
+                sealed_next,
+            )
+            .await?;
         self.recovery_point = self.recovery_point.max(self.active().next_offset());
         let seg = Segment::create(self.io.clone(), &self.dir, base_offset, &self.config).await?;
         tracing::debug!(dir = %self.dir.display(), base_offset, "rolled segment");
@@ -612,7 +646,12 @@ impl PartitionLog {
             });
         }
         let log_end = self.log_end_offset();
-        let mut first_err = None;
+        let active_base = self.active().base_offset();
+        let mut first_err = self
+            .aborted
+            .write_segment(self.io.storage.as_ref(), &self.dir, active_base, log_end)
+            .await
+            .err();
         for seg in self.segments {
             if let Err(e) = seg.close(&self.config).await {
                 first_err.get_or_insert(e);

@@ -32,6 +32,7 @@ use crate::io::{OpenMode, Storage};
 use super::batch_stream::{BatchStream, Next, BACKGROUND};
 use super::file_names::{offset_of, segment_path, LOG_SUFFIX};
 use super::segment::Segment;
+use super::txn_index::{AbortedTxn, AbortedTxns};
 
 /// Batches remembered per producer (Kafka's NUM_BATCHES_TO_RETAIN).
 pub const BATCHES_PER_PRODUCER: usize = 5;
@@ -55,7 +56,9 @@ pub fn shard_producers() -> usize {
 pub use super::file_names::SNAPSHOT_SUFFIX;
 /// Snapshots kept besides the newest (older ones are removed when a new one is written).
 const OLDER_SNAPSHOTS_KEPT: usize = 1;
-const SNAPSHOT_VERSION: &str = "0";
+/// Version 1 adds per-producer lines (epoch without batches, open transactions).
+const SNAPSHOT_VERSION: &str = "1";
+const SNAPSHOT_VERSION_0: &str = "0";
 
 /// One batch a producer wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +77,19 @@ struct Producer {
     batches: VecDeque<ProducerBatch>,
     /// Wall-clock ms of its last append (replayed batches count as appended at the replay).
     last_append_ms: i64,
+    /// First offset of its open transaction on this partition (Kafka's
+    /// currentTxnFirstOffset): set by its first transactional batch, cleared by a marker.
+    txn_first_offset: Option<i64>,
+}
+
+/// A transaction a marker ended on this partition (Kafka's CompletedTxn).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    /// The marker's offset.
+    pub last_offset: i64,
+    pub aborted: bool,
 }
 
 /// What an append of one batch means for its producer.
@@ -95,6 +111,9 @@ pub struct ProducerState {
     by_age: BTreeSet<(i64, i64)>,
     /// A partition's live state: its producers count against the shard's bound.
     on_shard: bool,
+    /// (first offset, producer id) of every open transaction: the first is the log's first
+    /// unstable offset.
+    open_txns: BTreeSet<(i64, i64)>,
 }
 
 /// A copy is never a partition's live state.
@@ -104,6 +123,7 @@ impl Clone for ProducerState {
             producers: self.producers.clone(),
             by_age: self.by_age.clone(),
             on_shard: false,
+            open_txns: self.open_txns.clone(),
         }
     }
 }
@@ -166,6 +186,12 @@ impl ProducerState {
                 producer_id: h.producer_id,
                 epoch,
                 current: p.epoch,
+            });
+        }
+        if !h.is_transactional() && p.txn_first_offset.is_some() {
+            return Err(Error::InvalidTxnState {
+                producer_id: h.producer_id,
+                why: "a non-transactional batch while its transaction is open",
             });
         }
         if epoch == p.epoch {
@@ -239,7 +265,12 @@ impl ProducerState {
             epoch: h.producer_epoch,
             batches: VecDeque::new(),
             last_append_ms: now_ms,
+            txn_first_offset: None,
         });
+        if h.is_transactional() && p.txn_first_offset.is_none() {
+            p.txn_first_offset = Some(h.base_offset);
+            self.open_txns.insert((h.base_offset, id));
+        }
         let aged_from = p.last_append_ms;
         p.last_append_ms = p.last_append_ms.max(now_ms);
         self.by_age.remove(&(aged_from, id));
@@ -263,10 +294,86 @@ impl ProducerState {
         self.evict_beyond_bound(id);
     }
 
+    /// Applies a written batch (`bytes`, offsets assigned): a marker ends its producer's
+    /// transaction, any other batch is remembered. The one path for appends and replays.
+    pub fn apply(&mut self, h: &BatchHeader, bytes: &[u8], now_ms: i64) -> Option<CompletedTxn> {
+        if !h.is_control() {
+            self.record(h, now_ms);
+            return None;
+        }
+        let marker = crate::format::control::read_marker(bytes)?;
+        self.complete(h, marker.commit, now_ms)
+    }
+
+    /// Checks a marker for `producer_id` at `epoch` before it is written: an older epoch
+    /// than the producer's is a zombie coordinator's or producer's (INVALID_PRODUCER_EPOCH).
+    pub fn check_marker(&self, producer_id: i64, epoch: i16) -> Result<()> {
+        match self.producers.get(&producer_id) {
+            Some(p) if epoch < p.epoch => Err(Error::InvalidProducerEpoch {
+                producer_id,
+                epoch,
+                current: p.epoch,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// A written marker (`h`): the producer's epoch rises to the marker's (fencing older
+    /// instances on this partition) and its open transaction, if any, ends.
+    fn complete(&mut self, h: &BatchHeader, commit: bool, now_ms: i64) -> Option<CompletedTxn> {
+        let id = h.producer_id;
+        let before = self.producers.len();
+        let p = self.producers.entry(id).or_insert(Producer {
+            epoch: h.producer_epoch,
+            batches: VecDeque::new(),
+            last_append_ms: now_ms,
+            txn_first_offset: None,
+        });
+        if h.producer_epoch > p.epoch {
+            p.epoch = h.producer_epoch;
+            p.batches.clear();
+        }
+        let aged_from = p.last_append_ms;
+        p.last_append_ms = p.last_append_ms.max(now_ms);
+        let (appended, first) = (p.last_append_ms, p.txn_first_offset.take());
+        self.by_age.remove(&(aged_from, id));
+        self.by_age.insert((appended, id));
+        self.account(before, self.producers.len());
+        let first = first?;
+        self.open_txns.remove(&(first, id));
+        // A transaction's records come before its marker.
+        debug_assert!(first < h.base_offset);
+        Some(CompletedTxn {
+            producer_id: id,
+            first_offset: first,
+            last_offset: h.base_offset,
+            aborted: !commit,
+        })
+    }
+
+    /// Whether `producer_id` has a transaction open on this partition.
+    pub fn has_open_txn(&self, producer_id: i64) -> bool {
+        self.producers
+            .get(&producer_id)
+            .is_some_and(|p| p.txn_first_offset.is_some())
+    }
+
+    /// The first offset of the earliest open transaction (Kafka's first unstable offset).
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.open_txns.first().map(|&(offset, _)| offset)
+    }
+
     /// Forgets the producers idle longest (never `keep`) while over a bound.
     fn evict_beyond_bound(&mut self, keep: i64) {
         while self.over_bound() {
-            let Some(&oldest) = self.by_age.iter().find(|(_, id)| *id != keep) else {
+            let evictable = |id: &i64| {
+                *id != keep
+                    && self
+                        .producers
+                        .get(id)
+                        .is_some_and(|p| p.txn_first_offset.is_none())
+            };
+            let Some(&oldest) = self.by_age.iter().find(|(_, id)| evictable(id)) else {
                 break;
             };
             self.by_age.remove(&oldest);
@@ -279,10 +386,13 @@ impl ProducerState {
     /// Forgets producers that have not appended within the expiration.
     pub fn expire(&mut self, now_ms: i64) {
         let before = self.producers.len();
-        self.producers
-            .retain(|_, p| now_ms - p.last_append_ms < PRODUCER_ID_EXPIRATION_MS);
-        self.by_age
-            .retain(|(appended, _)| now_ms - appended < PRODUCER_ID_EXPIRATION_MS);
+        // A producer with an open transaction never expires (Kafka's rule).
+        let live = |p: &Producer| {
+            now_ms - p.last_append_ms < PRODUCER_ID_EXPIRATION_MS || p.txn_first_offset.is_some()
+        };
+        self.producers.retain(|_, p| live(p));
+        let producers = &self.producers;
+        self.by_age.retain(|(_, id)| producers.contains_key(id));
         self.account(before, self.producers.len());
         debug_assert_eq!(self.by_age.len(), self.producers.len());
     }
@@ -290,16 +400,12 @@ impl ProducerState {
     fn encode(&self) -> String {
         let mut out = format!("{SNAPSHOT_VERSION}\n");
         for (id, p) in &self.producers {
+            let txn = p.txn_first_offset.unwrap_or(-1);
+            out.push_str(&format!("p {id} {} {} {txn}\n", p.epoch, p.last_append_ms));
             for b in &p.batches {
                 out.push_str(&format!(
-                    "{id} {} {} {} {} {} {} {}\n",
-                    p.epoch,
-                    b.first_seq,
-                    b.last_seq,
-                    b.first_offset,
-                    b.last_offset,
-                    b.timestamp,
-                    p.last_append_ms
+                    "b {id} {} {} {} {} {}\n",
+                    b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp
                 ));
             }
         }
@@ -309,43 +415,96 @@ impl ProducerState {
     /// Parses a snapshot file's text; `None` if it is not one (fuzzed in fuzz/).
     pub fn decode(text: &str) -> Option<Self> {
         let mut lines = text.lines();
-        (lines.next()? == SNAPSHOT_VERSION).then_some(())?;
         let mut state = ProducerState::default();
-        for line in lines {
-            let f: Vec<i64> = line
-                .split(' ')
-                .map(|x| x.parse().ok())
-                .collect::<Option<_>>()?;
-            let [id, epoch, first_seq, last_seq, first_offset, last_offset, timestamp, appended] =
-                f[..]
-            else {
-                return None;
-            };
-            let p = state.producers.entry(id).or_insert(Producer {
-                epoch: i16::try_from(epoch).ok()?,
-                batches: VecDeque::new(),
-                last_append_ms: appended,
-            });
-            if p.batches.len() == BATCHES_PER_PRODUCER || first_offset > last_offset {
-                return None;
-            }
-            p.batches.push_back(ProducerBatch {
-                first_seq: i32::try_from(first_seq).ok()?,
-                last_seq: i32::try_from(last_seq).ok()?,
-                first_offset,
-                last_offset,
-                timestamp,
-            });
+        match lines.next()? {
+            SNAPSHOT_VERSION => lines.try_for_each(|l| state.decode_line(l))?,
+            SNAPSHOT_VERSION_0 => lines.try_for_each(|l| state.decode_v0_line(l))?,
+            _ => return None,
         }
         state.by_age = state
             .producers
             .iter()
             .map(|(id, p)| (p.last_append_ms, *id))
             .collect();
+        state.open_txns = state
+            .producers
+            .iter()
+            .filter_map(|(id, p)| Some((p.txn_first_offset?, *id)))
+            .collect();
         // A snapshot from before the bound may hold more.
         state.evict_beyond_bound(-1);
         Some(state)
     }
+
+    /// One line of a version 1 snapshot: `p id epoch appended txn` or `b id first_seq
+    /// last_seq first_offset last_offset timestamp` (after its producer's `p` line).
+    fn decode_line(&mut self, line: &str) -> Option<()> {
+        let (kind, rest) = line.split_once(' ')?;
+        let f: Vec<i64> = rest
+            .split(' ')
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        match (kind, &f[..]) {
+            ("p", &[id, epoch, appended, txn]) => {
+                let producer = Producer {
+                    epoch: i16::try_from(epoch).ok()?,
+                    batches: VecDeque::new(),
+                    last_append_ms: appended,
+                    txn_first_offset: (txn >= 0).then_some(txn),
+                };
+                self.producers.insert(id, producer).is_none().then_some(())
+            }
+            ("b", &[id, first_seq, last_seq, first_offset, last_offset, timestamp]) => {
+                let p = self.producers.get_mut(&id)?;
+                push_batch(
+                    p,
+                    [first_seq, last_seq, first_offset, last_offset, timestamp],
+                )
+            }
+            _ => None,
+        }
+    }
+
+    /// One line of a version 0 snapshot: a batch with its producer's epoch and last append.
+    fn decode_v0_line(&mut self, line: &str) -> Option<()> {
+        let f: Vec<i64> = line
+            .split(' ')
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        let [id, epoch, first_seq, last_seq, first_offset, last_offset, timestamp, appended] =
+            f[..]
+        else {
+            return None;
+        };
+        let p = self.producers.entry(id).or_insert(Producer {
+            epoch: i16::try_from(epoch).ok()?,
+            batches: VecDeque::new(),
+            last_append_ms: appended,
+            txn_first_offset: None,
+        });
+        push_batch(
+            p,
+            [first_seq, last_seq, first_offset, last_offset, timestamp],
+        )
+    }
+}
+
+/// Adds a decoded batch `[first_seq, last_seq, first_offset, last_offset, timestamp]`.
+fn push_batch(
+    p: &mut Producer,
+    [first_seq, last_seq, first, last, timestamp]: [i64; 5],
+) -> Option<()> {
+    if p.batches.len() == BATCHES_PER_PRODUCER || first > last {
+        return None;
+    }
+    p.batches.push_back(ProducerBatch {
+        first_seq: i32::try_from(first_seq).ok()?,
+        last_seq: i32::try_from(last_seq).ok()?,
+        first_offset: first,
+        last_offset: last,
+        timestamp,
+    });
+    Some(())
 }
 
 fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
@@ -393,12 +552,15 @@ pub async fn write_snapshot(
 /// after the snapshot replayed from the segments. Without any snapshot (a data directory
 /// from before snapshots, or all unreadable) only the last two segments are replayed, as
 /// Kafka does, so an upgrade does not read the whole log at start.
+/// The producer state at `log_end` and the partition's aborted transactions: the newest
+/// snapshot at or below it, then the batches after it replayed (with the `.txnindex` files
+/// of the segments before it: `txn_index`'s module comment).
 pub async fn rebuild(
     storage: &dyn Storage,
     dir: &Path,
     segments: &[Segment],
     log_end: i64,
-) -> Result<ProducerState> {
+) -> Result<(ProducerState, AbortedTxns)> {
     let (mut state, from) = match newest_snapshot(storage, dir, log_end).await? {
         Some(found) => found,
         None => {
@@ -409,13 +571,20 @@ pub async fn rebuild(
             )
         }
     };
+    let mut aborted = AbortedTxns::default();
+    for seg in segments.iter().filter(|s| s.base_offset() < from) {
+        aborted.read_segment(storage, dir, seg.base_offset()).await;
+    }
+    aborted.truncate_from(from);
     let mut replayed = 0usize;
     let now = crate::time::now_ms();
     for seg in segments.iter().filter(|s| s.next_offset() > from) {
-        replayed += replay_segment(storage, dir, seg, from, now, &mut state).await?;
+        let into = (&mut state, &mut aborted);
+        replayed += replay_segment(storage, dir, seg, from, now, into).await?;
     }
-    tracing::debug!(dir = %dir.display(), from, replayed, producers = state.len(), "producer state rebuilt");
-    Ok(state)
+    aborted.truncate_from(log_end);
+    tracing::debug!(dir = %dir.display(), from, replayed, producers = state.len(), aborted = aborted.len(), "producer state rebuilt");
+    Ok((state, aborted))
 }
 
 async fn newest_snapshot(
@@ -448,7 +617,7 @@ async fn replay_segment(
     seg: &Segment,
     from: i64,
     now_ms: i64,
-    state: &mut ProducerState,
+    (state, aborted): (&mut ProducerState, &mut AbortedTxns),
 ) -> Result<usize> {
     let path = segment_path(dir, seg.base_offset(), LOG_SUFFIX);
     let file = storage
@@ -462,7 +631,10 @@ async fn replay_segment(
             Error::corruption(&path, position, format!("producer state replay: {e}"))
         })?;
         if h.base_offset >= from {
-            state.record(&h, now_ms);
+            let done = state.apply(&h, bytes, now_ms);
+            if let Some(e) = done.and_then(|d| AbortedTxn::of(&d, state.first_unstable_offset())) {
+                aborted.push(e);
+            }
             n += 1;
         }
     }

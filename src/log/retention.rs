@@ -10,6 +10,7 @@ use super::checkpoint::LOG_START_OFFSET;
 use super::file_names::segment_path;
 use super::partition::PartitionLog;
 use super::segment::Segment;
+use super::txn_index::TXN_INDEX_SUFFIX;
 use super::{DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::error::{Error, Result};
 use crate::io::storage::with_suffix;
@@ -171,7 +172,12 @@ impl PartitionLog {
     /// Renames a segment's files to `<name>.deleted`; returns the new paths.
     pub(super) async fn rename_segment_files_deleted(&self, base: i64) -> Result<Vec<PathBuf>> {
         let mut out = Vec::new();
-        for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        for suffix in [
+            LOG_SUFFIX,
+            INDEX_SUFFIX,
+            TIME_INDEX_SUFFIX,
+            TXN_INDEX_SUFFIX,
+        ] {
             let from = segment_path(&self.dir, base, suffix);
             if !self.io.storage.exists(&from) {
                 continue;
@@ -209,6 +215,7 @@ impl PartitionLog {
             .write(self.io.storage.as_ref(), &self.dir, offset)
             .await?;
         self.log_start_offset = offset;
+        self.aborted.drop_below(offset);
         self.assert_invariants();
         Ok(())
     }

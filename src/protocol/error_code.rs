@@ -63,10 +63,13 @@ pub enum ErrorCode {
     /// A client asked to write, truncate, delete, create or reconfigure an internal topic
     /// (`__consumer_offsets`): only the server does that.
     InternalTopic = 32,
+    /// A producer's batch does not fit its transaction's state (a non-transactional batch
+    /// while its transaction is open); Kafka's INVALID_TXN_STATE.
+    InvalidTxnState = 33,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 33] = [
+    pub const ALL: [ErrorCode; 34] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -100,6 +103,7 @@ impl ErrorCode {
         ErrorCode::GroupNotEmpty,
         ErrorCode::GroupNotFound,
         ErrorCode::InternalTopic,
+        ErrorCode::InvalidTxnState,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {
@@ -130,6 +134,7 @@ impl ErrorCode {
             Error::CompactedTopicNullKey { .. } => ErrorCode::CompactedTopicNullKey,
             Error::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequence,
             Error::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
+            Error::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
         }
     }
 }

@@ -1,0 +1,46 @@
+//! A partition's side of transactions (Kafka's KIP-98): the markers a transaction's end
+//! writes, the last stable offset that read_committed readers stop at, and the aborted
+//! transactions a read overlaps. Producer state tracks each producer's open transaction
+//! (`producer_state`); the index of aborted ones is `txn_index`.
+
+use super::partition::{AppendInfo, PartitionLog};
+use crate::error::Result;
+use crate::format::batch::set_base_offset;
+use crate::format::control::{marker_batch, EndTxnMarker};
+
+impl PartitionLog {
+    /// Writes the marker ending `producer_id`'s transaction (the coordinator's call):
+    /// refused for an epoch older than the producer's here (a zombie); accepted, and
+    /// completing nothing, when the producer has no open transaction here (markers may be
+    /// sent again after a coordinator restart).
+    pub async fn append_marker(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        marker: EndTxnMarker,
+    ) -> Result<AppendInfo> {
+        self.check_healthy().await?;
+        self.producers.check_marker(producer_id, epoch)?;
+        let mut batch = marker_batch(producer_id, epoch, marker, crate::time::now_ms());
+        set_base_offset(&mut batch, self.log_end_offset());
+        let info = self.append_with_assigned_offsets(&batch).await?;
+        // The marker ended the producer's transaction here, whatever it held.
+        debug_assert!(!self.producers.has_open_txn(producer_id));
+        Ok(info)
+    }
+
+    /// The offset below which every transaction is decided (Kafka's LSO): the first offset
+    /// of the earliest open transaction, else the visible end.
+    pub fn last_stable_offset(&self) -> i64 {
+        let end = self.visible_end_offset();
+        self.producers
+            .first_unstable_offset()
+            .map_or(end, |first| first.min(end))
+    }
+
+    /// (producer id, first offset) of the aborted transactions that records in
+    /// `[from, upper)` may belong to: what a read_committed fetch answers with them.
+    pub fn aborted_transactions(&self, from: i64, upper: i64) -> Vec<(i64, i64)> {
+        self.aborted.overlapping(from, upper)
+    }
+}
