@@ -31,6 +31,7 @@ pub mod tasks;
 pub mod time;
 pub mod tools;
 pub mod topic_partition;
+pub mod txn;
 
 pub use config::LogConfig;
 pub use error::{Error, Result};

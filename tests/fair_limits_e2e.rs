@@ -280,9 +280,11 @@ fn producer_state_stays_bounded_under_ever_new_producer_ids() {
         .max()
         .expect("a snapshot at the roll");
     let text = std::fs::read_to_string(&snapshot).unwrap();
+    // One `p <producerId> ...` line per producer (FORMAT.md, producer snapshots).
     let producers: std::collections::HashSet<&str> = text
         .lines()
         .skip(1)
+        .filter_map(|l| l.strip_prefix("p "))
         .filter_map(|l| l.split(' ').next())
         .collect();
     eprintln!(

@@ -23,7 +23,7 @@ const FLOORS: &[&[&str]] = &[
     &["protocol", "kafka_codes", "broker_error"],
     &["settings"],
     &["catalog"],
-    &["groups"],
+    &["groups", "txn"],
     &["shard"],
     &["net"],
     &["native", "kafka"],

@@ -19,7 +19,10 @@ use crate::settings::ServerConfig;
 /// Kafka keeps them).
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
-pub const INTERNAL_TOPICS: [&str; 1] = [OFFSETS_TOPIC];
+/// Where transaction coordinators keep the state of every transactional id.
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
+
+pub const INTERNAL_TOPICS: [&str; 2] = [OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC];
 
 pub fn is_internal(topic: &str) -> bool {
     INTERNAL_TOPICS.contains(&topic)
@@ -43,7 +46,11 @@ pub fn settings(topic: &str, config: &ServerConfig) -> (i32, Vec<(String, String
         ("cleanup.policy".to_string(), "compact".to_string()),
         ("segment.bytes".to_string(), (100 << 20).to_string()),
     ];
-    (config.offsets_topic_num_partitions, configs)
+    let partitions = match topic {
+        TRANSACTION_STATE_TOPIC => config.transaction_state_log_num_partitions,
+        _ => config.offsets_topic_num_partitions,
+    };
+    (partitions, configs)
 }
 
 /// At start: an internal topic on disk must have the partition count and cleanup policy

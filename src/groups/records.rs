@@ -35,7 +35,7 @@ pub struct OffsetRecord {
 /// Longest string the schema stores (an int16 length); callers refuse longer ones.
 pub const MAX_STRING: usize = i16::MAX as usize;
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     assert!(
         s.len() <= MAX_STRING,
         "a {}-byte string in the offsets schema",
@@ -45,7 +45,7 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-fn get_str(buf: &mut &[u8]) -> Option<String> {
+pub(crate) fn get_str(buf: &mut &[u8]) -> Option<String> {
     if buf.remaining() < 2 {
         return None;
     }

@@ -9,14 +9,16 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::FetchPartition;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 
 use super::errors::{self, kafka_code};
 use super::Context;
 use crate::broker_error::BrokerError;
 use crate::shard::budget::{FetchPlan, Reservation};
-use crate::shard::messages::{OpOk, PartitionOp};
+use crate::shard::messages::{Isolation, OpOk, PartitionOp};
 
 /// Space a response needs besides records: per partition about 60 bytes.
 const RESPONSE_OVERHEAD: usize = 64;
@@ -45,6 +47,7 @@ pub async fn handle(
     let max_wait = (request.max_wait_ms.max(0) as u64).min(ctx.shard.config.request_timeout_ms);
     let deadline = Instant::now() + Duration::from_millis(max_wait);
     let min_bytes = request.min_bytes.max(0) as usize;
+    let isolation = isolation_of(&request);
     loop {
         // The reply's bytes count against the budgets before anything is read; under
         // memory pressure it gets smaller (always at least one batch). A long poll holds
@@ -52,7 +55,7 @@ pub async fn handle(
         let Some((reply, limit)) = plan.grant(ctx.budget).await else {
             return response(ctx, &request, &wanted, Vec::new());
         };
-        let results = read_all(ctx, &wanted, limit).await;
+        let results = read_all(ctx, &wanted, limit, isolation).await;
         let ready: usize = results.iter().map(Fetched::bytes).sum();
         // Within the grant, but for the first partition's one batch over it (Kafka's rule).
         debug_assert!(
@@ -66,6 +69,14 @@ pub async fn handle(
         }
         drop(reply);
         wait_for_append(ctx, &wanted, &results, deadline).await;
+    }
+}
+
+/// Fetch v4+'s isolation_level: 1 is read_committed.
+fn isolation_of(request: &FetchRequest) -> Isolation {
+    match request.isolation_level {
+        1 => Isolation::ReadCommitted,
+        _ => Isolation::ReadUncommitted,
     }
 }
 
@@ -98,6 +109,9 @@ struct Fetched {
     error: i16,
     log_start_offset: i64,
     high_watermark: i64,
+    last_stable_offset: i64,
+    /// (producer id, first offset): read_committed only.
+    aborted: Vec<(i64, i64)>,
     records: Bytes,
 }
 
@@ -111,12 +125,17 @@ impl Fetched {
 /// most `limit` bytes in all: each shard fills its share in request order, each partition
 /// up to its own max_bytes; only the first partition may exceed its share by one batch
 /// (Kafka's rule). A partition left without a share reports its offsets only.
-async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fetched> {
+async fn read_all(
+    ctx: &Context<'_>,
+    wanted: &[Wanted],
+    limit: usize,
+    isolation: Isolation,
+) -> Vec<Fetched> {
     let reads = wanted
         .iter()
         .map(|w| (w.topic.clone(), w.partition, w.offset, w.max_bytes))
         .collect();
-    let results = crate::shard::by_owner::fetch_by_shard(ctx.shard, reads, limit).await;
+    let results = crate::shard::by_owner::fetch_by_shard(ctx.shard, reads, limit, isolation).await;
     debug_assert_eq!(
         results.len(),
         wanted.len(),
@@ -128,15 +147,20 @@ async fn read_all(ctx: &Context<'_>, wanted: &[Wanted], limit: usize) -> Vec<Fet
             Ok(OpOk::Fetched {
                 log_start_offset,
                 log_end_offset,
+                last_stable_offset,
+                aborted,
                 records,
             }) => {
                 // A read at the log end holds nothing; a read below it starts in the log.
                 debug_assert!(log_start_offset <= log_end_offset);
                 debug_assert!(records.is_empty() || w.offset < log_end_offset);
+                debug_assert!(last_stable_offset <= log_end_offset);
                 Fetched {
                     error: errors::NONE,
                     log_start_offset,
                     high_watermark: log_end_offset,
+                    last_stable_offset,
+                    aborted,
                     // The kafka-protocol encoder takes one buffer: a copy when the records
                     // span several cached pages.
                     records: records.to_bytes(),
@@ -161,6 +185,8 @@ async fn offsets_only(ctx: &Context<'_>, w: &Wanted) -> Fetched {
             error: errors::NONE,
             log_start_offset: p.log_start_offset,
             high_watermark: p.log_end_offset,
+            last_stable_offset: p.last_stable_offset,
+            aborted: Vec::new(),
             records: Bytes::new(),
         },
         Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
@@ -173,6 +199,8 @@ fn failed(error: i16) -> Fetched {
         error,
         log_start_offset: -1,
         high_watermark: -1,
+        last_stable_offset: -1,
+        aborted: Vec::new(),
         records: Bytes::new(),
     }
 }
@@ -198,6 +226,7 @@ fn response(
     wanted: &[Wanted],
     results: Vec<Fetched>,
 ) -> FetchResponse {
+    let isolation = isolation_of(request);
     let mut results = results.into_iter();
     let mut topics: Vec<FetchableTopicResponse> = Vec::new();
     let mut i = 0;
@@ -207,7 +236,12 @@ fn response(
             let f = results
                 .next()
                 .unwrap_or_else(|| failed(errors::UNKNOWN_SERVER_ERROR));
-            partitions.push(partition_data(ctx.version, wanted[i].partition, f));
+            partitions.push(partition_data(
+                ctx.version,
+                wanted[i].partition,
+                f,
+                isolation,
+            ));
             i += 1;
         }
         topics.push(
@@ -221,13 +255,25 @@ fn response(
     FetchResponse::default().with_responses(topics)
 }
 
-fn partition_data(version: i16, partition: i32, f: Fetched) -> PartitionData {
+/// One partition's answer: `aborted_transactions` is null for read_uncommitted (Kafka's
+/// rule), the list (maybe empty) for read_committed; `last_stable_offset` always set.
+fn partition_data(version: i16, partition: i32, f: Fetched, isolation: Isolation) -> PartitionData {
+    let aborted = (isolation == Isolation::ReadCommitted).then(|| {
+        f.aborted
+            .iter()
+            .map(|&(producer_id, first_offset)| {
+                AbortedTransaction::default()
+                    .with_producer_id(ProducerId(producer_id))
+                    .with_first_offset(first_offset)
+            })
+            .collect()
+    });
     let d = PartitionData::default()
         .with_partition_index(partition)
         .with_error_code(f.error)
         .with_high_watermark(f.high_watermark)
-        // No transactions: everything below the high watermark is stable.
-        .with_last_stable_offset(f.high_watermark)
+        .with_last_stable_offset(f.last_stable_offset)
+        .with_aborted_transactions(aborted)
         .with_records(Some(f.records));
     if version >= 5 {
         d.with_log_start_offset(f.log_start_offset)

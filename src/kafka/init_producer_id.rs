@@ -1,5 +1,6 @@
 //! InitProducerId v0-4: a new id from the controller's blocks (`shard/producer_ids.rs`), or
-//! the next epoch of the id a producer already has (KIP-360).
+//! the next epoch of the id a producer already has (KIP-360); with a transactional id, its
+//! transaction coordinator's answer (`txn.rs`).
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
@@ -13,11 +14,11 @@ pub async fn init_producer_id(
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let r = InitProducerIdResponse::default();
-    match request.transactional_id.as_deref().map(|t| t.is_empty()) {
+    match request.transactional_id.as_ref().map(|t| t.0.as_str()) {
         None => {}
         // Kafka's coordinator answers an empty transactional id so.
-        Some(true) => return r.with_error_code(errors::INVALID_REQUEST),
-        Some(false) => return r.with_error_code(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+        Some("") => return r.with_error_code(errors::INVALID_REQUEST),
+        Some(id) => return super::txn::init_producer_id(ctx, id, &request).await,
     }
     // v3+: a producer that knows its id asks for the next epoch (KIP-360).
     let current = request.producer_id.0;

@@ -1,7 +1,8 @@
 //! ListOffsets v1-7: earliest (-2), latest (-1), max timestamp (-3), and a timestamp
 //! T >= 0 with offsetsForTimes semantics (the first offset in offset order whose record
 //! timestamp is >= T, with that timestamp; none: offset -1). The same shard operation as
-//! the native ListOffsets.
+//! the native ListOffsets. With read_committed (v2+) "latest" is the last stable offset and
+//! a lookup by time answers only offsets below it.
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -11,9 +12,14 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use super::errors::{self, kafka_code};
 use super::{join_all, Context};
 use crate::broker_error::BrokerError;
-use crate::shard::messages::{OpOk, PartitionOp};
+use crate::shard::messages::{Isolation, OpOk, PartitionOp};
 
 pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffsetsResponse {
+    // v2+: read_committed answers below the last stable offset.
+    let isolation = match request.isolation_level {
+        1 => Isolation::ReadCommitted,
+        _ => Isolation::ReadUncommitted,
+    };
     let mut topics = Vec::with_capacity(request.topics.len());
     for t in request.topics {
         let name = t.name.0.to_string();
@@ -23,6 +29,7 @@ pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffse
             async move {
                 let op = PartitionOp::ListOffsets {
                     timestamp: p.timestamp,
+                    isolation,
                 };
                 let r =
                     ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);

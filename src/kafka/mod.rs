@@ -21,6 +21,7 @@ mod list_offsets;
 mod log_admin;
 mod metadata;
 mod produce;
+mod txn;
 
 pub use api_versions::ADVERTISED;
 pub use codec::{decode_response, encode, handle_frame};
@@ -138,6 +139,14 @@ async fn dispatch(
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(groups::offset_delete(ctx, r).await)
         }
+        RequestKind::AddPartitionsToTxn(r) => {
+            ResponseKind::AddPartitionsToTxn(txn::add_partitions(ctx, r).await)
+        }
+        RequestKind::EndTxn(r) => ResponseKind::EndTxn(txn::end_txn(ctx, r).await),
+        RequestKind::DescribeTransactions(r) => {
+            ResponseKind::DescribeTransactions(txn::describe(ctx, r).await)
+        }
+        RequestKind::ListTransactions(r) => ResponseKind::ListTransactions(txn::list(ctx, r).await),
         // The codec lets through only what api_versions::ADVERTISED lists.
         other => unreachable!("{other:?} is not advertised"),
     })

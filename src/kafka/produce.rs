@@ -17,9 +17,11 @@ pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<Produc
     let acks = request.acks;
     let refusal = refusal(&request);
     let asked = request.topic_data.len();
+    let txn = request.transactional_id.map(|id| id.0.to_string());
     let mut topics = Vec::with_capacity(asked);
     for topic in request.topic_data {
-        topics.push(produce_topic(ctx, topic, acks, refusal.clone()).await);
+        let how = (acks, txn.clone());
+        topics.push(produce_topic(ctx, topic, how, refusal.clone()).await);
     }
     debug_assert_eq!(topics.len(), asked, "one answer per topic produced to");
     (acks != ACKS_NONE).then(|| ProduceResponse::default().with_responses(topics))
@@ -27,12 +29,6 @@ pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<Produc
 
 /// An error that applies to the whole request.
 fn refusal(request: &ProduceRequest) -> Option<(i16, String)> {
-    if request.transactional_id.is_some() {
-        return Some((
-            errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "shardlog does not support transactions".into(),
-        ));
-    }
     if ![ACKS_NONE, ACKS_LEADER, ACKS_ALL].contains(&request.acks) {
         return Some((
             errors::INVALID_REQUIRED_ACKS,
@@ -42,10 +38,11 @@ fn refusal(request: &ProduceRequest) -> Option<(i16, String)> {
     None
 }
 
+/// `how`: the acks and the producer's transactional id, if any.
 async fn produce_topic(
     ctx: &Context<'_>,
     topic: TopicProduceData,
-    acks: i16,
+    how: (i16, Option<String>),
     refusal: Option<(i16, String)>,
 ) -> TopicProduceResponse {
     let name = topic.name.0.to_string();
@@ -55,11 +52,12 @@ async fn produce_topic(
         let shard = ctx.shard.clone();
         let name = name.clone();
         let refusal = refusal.clone();
+        let how = how.clone();
         async move {
             let index = p.index;
             let outcome = match refusal {
                 Some(e) => Err(e),
-                None => produce_partition(&shard, &name, p, acks, version).await,
+                None => produce_partition(&shard, &name, p, how, version).await,
             };
             partition_response(index, outcome, version)
         }
@@ -82,7 +80,7 @@ async fn produce_partition(
     shard: &std::rc::Rc<crate::shard::runtime::Shard>,
     topic: &str,
     p: PartitionProduceData,
-    acks: i16,
+    (acks, txn): (i16, Option<String>),
     version: i16,
 ) -> Produced {
     let Some(records) = p.records.filter(|r| !r.is_empty()) else {
@@ -91,9 +89,20 @@ async fn produce_partition(
             "the partition's records are empty".into(),
         ));
     };
-    let op = PartitionOp::Produce { acks, records };
     crate::catalog::internal_topics::refuse_client(topic, "produce to")
         .map_err(|e| (kafka_code(e.code, version >= 8), e.message))?;
+    let transactional = match txn {
+        Some(id) => {
+            in_transaction(shard, &id, topic, p.index, &records).await?;
+            true
+        }
+        None => false,
+    };
+    let op = PartitionOp::Produce {
+        acks,
+        records,
+        transactional,
+    };
     match shard.partition_op(topic, p.index, op).await {
         Ok(OpOk::Produced {
             base_offset,
@@ -111,6 +120,28 @@ async fn produce_partition(
             format!("unexpected produce result {other:?}"),
         )),
         Err(BrokerError { code, message: msg }) => Err((kafka_code(code, version >= 8), msg)),
+    }
+}
+
+/// A transactional produce writes only to a partition its producer's open transaction
+/// added (KIP-890 part 1: INVALID_TXN_STATE otherwise), under its current epoch.
+async fn in_transaction(
+    shard: &std::rc::Rc<crate::shard::runtime::Shard>,
+    id: &str,
+    topic: &str,
+    partition: i32,
+    records: &bytes::Bytes,
+) -> Result<(), (i16, String)> {
+    let header = crate::format::BatchHeader::parse(records)
+        .map_err(|e| (errors::CORRUPT_MESSAGE, e.to_string()))?;
+    let producer = (header.producer_id, header.producer_epoch);
+    let tp = crate::TopicPartition::new(topic, partition);
+    match super::txn::verify(shard, id, producer, tp).await {
+        errors::NONE => Ok(()),
+        code => Err((
+            code,
+            format!("partition {topic}-{partition} is not in transaction {id:?} of producer {} epoch {}", producer.0, producer.1),
+        )),
     }
 }
 

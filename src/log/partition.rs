@@ -817,7 +817,7 @@ fn first_batch_reaches(data: &ByteChain, offset: i64) -> bool {
 
 /// The whole batches of `data` (as a segment read returns them) that start below
 /// `visible_end`: records not yet acknowledged as written are never served.
-fn visible_prefix(data: ByteChain, visible_end: i64) -> ByteChain {
+pub(super) fn visible_prefix(data: ByteChain, visible_end: i64) -> ByteChain {
     let mut end = 0usize;
     for step in crate::format::cursor::BatchCursor::new(&data) {
         match step {

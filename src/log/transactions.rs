@@ -3,10 +3,12 @@
 //! transactions a read overlaps. Producer state tracks each producer's open transaction
 //! (`producer_state`); the index of aborted ones is `txn_index`.
 
-use super::partition::{AppendInfo, PartitionLog};
+use super::partition::{visible_prefix, AppendInfo, PartitionLog};
 use crate::error::Result;
 use crate::format::batch::set_base_offset;
 use crate::format::control::{marker_batch, EndTxnMarker};
+use crate::format::cursor::BatchCursor;
+use crate::io::chain::ByteChain;
 
 impl PartitionLog {
     /// Writes the marker ending `producer_id`'s transaction (the coordinator's call):
@@ -36,6 +38,26 @@ impl PartitionLog {
         self.producers
             .first_unstable_offset()
             .map_or(end, |first| first.min(end))
+    }
+
+    /// A read_committed read (Kafka's FetchIsolation.TXN_COMMITTED): as `read_bounded`,
+    /// with only the batches below the last stable offset, and the aborted transactions
+    /// those batches overlap (the client drops their records).
+    pub async fn read_committed(
+        &mut self,
+        offset: i64,
+        max_bytes: usize,
+        at_least_one: bool,
+    ) -> Result<(ByteChain, Vec<(i64, i64)>)> {
+        let stable = self.last_stable_offset();
+        let data = self.read_bounded(offset, max_bytes, at_least_one).await?;
+        let data = visible_prefix(data, stable);
+        let upper = BatchCursor::new(&data)
+            .filter_map(|step| step.ok())
+            .last()
+            .map(|(_, h)| h.last_offset() + 1);
+        let aborted = upper.map_or_else(Vec::new, |upper| self.aborted_transactions(offset, upper));
+        Ok((data, aborted))
     }
 
     /// (producer id, first offset) of the aborted transactions that records in

@@ -17,7 +17,7 @@ use crate::protocol::{
 };
 use crate::settings::advertised_host;
 use crate::shard::budget::{Budget, FetchPlan, Reservation};
-use crate::shard::messages::{OpOk, OpResult, PartitionOp};
+use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp};
 use crate::shard::runtime::Shard;
 
 /// Space a Fetch response needs besides its records.
@@ -183,6 +183,7 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
                 log_start_offset,
                 log_end_offset,
                 records,
+                ..
             },
         ) => {
             debug_assert!(log_start_offset <= log_end_offset);
@@ -303,7 +304,7 @@ async fn data_path(
         } => {
             check_acks(acks)?;
             crate::catalog::internal_topics::refuse_client(&topic, "produce to")?;
-            (topic, partition, PartitionOp::Produce { acks, records })
+            (topic, partition, PartitionOp::produce(acks, records))
         }
         Request::Fetch {
             topic,
@@ -316,6 +317,7 @@ async fn data_path(
                 offset,
                 max_bytes,
                 at_least_one: true,
+                isolation: Isolation::ReadUncommitted,
             };
             (topic, partition, op)
         }
@@ -336,7 +338,7 @@ async fn data_path(
             topic,
             partition,
             timestamp,
-        } => (topic, partition, PartitionOp::ListOffsets { timestamp }),
+        } => (topic, partition, uncommitted_list_offsets(timestamp)),
         Request::MultiProduce { acks, partitions } => {
             return crate::native::multi::produce(shard, acks, partitions).await
         }
@@ -496,4 +498,12 @@ fn metadata(shard: &Shard, topics: Option<Vec<String>>, peer: Peer) -> MetadataR
         })
         .collect();
     MetadataResponse { shards, topics }
+}
+
+/// The native ListOffsets: every record up to the high watermark counts.
+fn uncommitted_list_offsets(timestamp: i64) -> PartitionOp {
+    PartitionOp::ListOffsets {
+        timestamp,
+        isolation: Isolation::ReadUncommitted,
+    }
 }

@@ -12,7 +12,7 @@ use crate::native::handlers::{check_acks, fetch_bytes};
 use crate::protocol::multi::{FetchEntry, Fetched, ProduceEntry, Produced, MAX_PARTITIONS};
 use crate::protocol::{ErrorCode, ResponseBody};
 use crate::shard::budget::{Budget, Reservation};
-use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp};
+use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp, ShardOp};
 use crate::shard::runtime::Shard;
 
 type Refused = BrokerError;
@@ -72,7 +72,7 @@ pub async fn produce(
         let ops = group
             .into_iter()
             .map(|(_, topic, partition, records)| {
-                (topic, partition, PartitionOp::Produce { acks, records })
+                (topic, partition, PartitionOp::produce(acks, records))
             })
             .collect();
         ShardOp::Partitions(ops)
@@ -138,7 +138,7 @@ pub async fn fetch(
         .iter()
         .map(|e| (e.topic.clone(), e.partition, e.offset, e.max_bytes as usize))
         .collect();
-    let results = fetch_by_shard(shard, reads, total).await;
+    let results = fetch_by_shard(shard, reads, total, Isolation::ReadUncommitted).await;
     debug_assert_eq!(
         results.len(),
         entries.len(),
@@ -169,6 +169,7 @@ fn fetched(e: FetchEntry, r: OpResult) -> Fetched {
             log_start_offset,
             log_end_offset,
             records,
+            ..
         }) => (None, log_start_offset, log_end_offset, records),
         other => (
             Some(error_of(other).into_wire()),

@@ -235,6 +235,21 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         offsets_retention_check_interval_ms,
         1..=DAY_MS
     ),
+    number_key!(
+        "transaction.state.log.num.partitions",
+        transaction_state_log_num_partitions,
+        1..=1000
+    ),
+    number_key!(
+        "transaction.max.timeout.ms",
+        transaction_max_timeout_ms,
+        1..
+    ),
+    number_key!(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        transaction_abort_timed_out_transaction_cleanup_interval_ms,
+        1..=DAY_MS
+    ),
 ];
 
 /// The row of a key, or an error listing the known ones.

@@ -101,6 +101,15 @@ pub struct ServerConfig {
     pub offsets_retention_minutes: u64,
     /// How often each coordinator shard looks for expired offsets.
     pub offsets_retention_check_interval_ms: u64,
+    /// Partitions of `__transaction_state`, fixed when it is created on first
+    /// transactional use (Kafka's transaction.state.log.num.partitions).
+    pub transaction_state_log_num_partitions: i32,
+    /// Longest transaction timeout a producer may ask for (Kafka's
+    /// transaction.max.timeout.ms); longer ones get INVALID_TRANSACTION_TIMEOUT.
+    pub transaction_max_timeout_ms: i32,
+    /// How often each coordinator shard aborts transactions past their timeout (Kafka's
+    /// transaction.abort.timed.out.transaction.cleanup.interval.ms).
+    pub transaction_abort_timed_out_transaction_cleanup_interval_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -118,6 +127,9 @@ impl Default for ServerConfig {
             group_max_session_timeout_ms: 1_800_000,
             offsets_retention_minutes: 10_080,
             offsets_retention_check_interval_ms: 600_000,
+            transaction_state_log_num_partitions: 50,
+            transaction_max_timeout_ms: 900_000,
+            transaction_abort_timed_out_transaction_cleanup_interval_ms: 10_000,
             shards: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),

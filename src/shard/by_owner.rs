@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::messages::{OpOk, OpResult, ShardOp};
+use super::messages::{Isolation, OpOk, OpResult, ShardOp};
 use super::Shard;
 use crate::broker_error::BrokerError;
 use crate::protocol::ErrorCode;
@@ -91,6 +91,7 @@ pub(crate) async fn fetch_by_shard(
     shard: &Rc<Shard>,
     reads: Vec<(String, i32, i64, usize)>,
     total: usize,
+    isolation: Isolation,
 ) -> Vec<OpResult> {
     let count = reads.len().max(1);
     let items = reads
@@ -108,6 +109,7 @@ pub(crate) async fn fetch_by_shard(
             reads,
             max_bytes: share.max(1),
             first_at_least_one,
+            isolation,
         }
     })
     .await

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::messages::{OpOk, PartitionOp};
+use super::messages::{Isolation, OpOk, PartitionOp};
 use super::Shard;
 use crate::catalog::topics::TopicMeta;
 use crate::groups::host::{GroupHost, Host, HostFuture, HostResult};
@@ -58,6 +58,7 @@ impl GroupHost for ShardHost {
                 offset,
                 max_bytes,
                 at_least_one: true,
+                isolation: Isolation::ReadUncommitted,
             };
             match self.0.partition_op(OFFSETS_TOPIC, partition, op).await? {
                 OpOk::Fetched { records, .. } => Ok(records.to_bytes()),
@@ -78,10 +79,7 @@ impl GroupHost for ShardHost {
 
     fn append_offsets(&self, partition: i32, batch: Bytes) -> HostFuture<'_, HostResult<()>> {
         Box::pin(async move {
-            let op = PartitionOp::Produce {
-                acks: ACKS_ALL,
-                records: batch,
-            };
+            let op = PartitionOp::produce(ACKS_ALL, batch);
             self.0.partition_op(OFFSETS_TOPIC, partition, op).await?;
             Ok(())
         })

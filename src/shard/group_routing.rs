@@ -11,12 +11,13 @@ use crate::groups::ops::{GroupOp, GroupReply, ListedGroup};
 use crate::groups::{coordinator, partition_for, OFFSETS_TOPIC};
 use crate::protocol::ErrorCode;
 
-/// The offsets topic, created (compacted) on first use as Kafka does.
-async fn offsets_topic(shard: &Rc<Shard>) -> Result<TopicMeta, BrokerError> {
-    if let Some(meta) = shard.topic(OFFSETS_TOPIC) {
+/// An internal topic (the offsets or the transaction state topic), created (compacted)
+/// on first use as Kafka does.
+pub async fn internal_topic(shard: &Rc<Shard>, name: &str) -> Result<TopicMeta, BrokerError> {
+    if let Some(meta) = shard.topic(name) {
         return Ok(meta);
     }
-    match shard.create_internal_topic(OFFSETS_TOPIC.into()).await {
+    match shard.create_internal_topic(name.into()).await {
         Ok(_) => {}
         Err(BrokerError {
             code: ErrorCode::TopicAlreadyExists,
@@ -24,9 +25,9 @@ async fn offsets_topic(shard: &Rc<Shard>) -> Result<TopicMeta, BrokerError> {
         }) => {}
         Err(e) => return Err(e),
     }
-    shard.topic(OFFSETS_TOPIC).ok_or(BrokerError::new(
+    shard.topic(name).ok_or(BrokerError::new(
         ErrorCode::NotReady,
-        "the offsets topic is being created".to_string(),
+        format!("{name} is being created"),
     ))
 }
 
@@ -36,7 +37,7 @@ pub async fn route(
     group: String,
     op: GroupOp,
 ) -> Result<GroupReply, BrokerError> {
-    let meta = offsets_topic(shard).await?;
+    let meta = internal_topic(shard, OFFSETS_TOPIC).await?;
     let owner = meta.owners[partition_for(&group, meta.owners.len())] as usize;
     debug_assert!(owner < shard.n, "a coordinator among this run's shards");
     if owner == shard.id {

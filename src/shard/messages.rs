@@ -16,6 +16,15 @@ pub enum PartitionOp {
     Produce {
         acks: i16,
         records: Bytes,
+        /// A producer's transactional batches, verified by its transaction coordinator.
+        transactional: bool,
+    },
+    /// The marker ending a producer's transaction (the transaction coordinator's), made
+    /// durable before the reply.
+    WriteMarker {
+        producer_id: i64,
+        epoch: i16,
+        marker: crate::format::control::EndTxnMarker,
     },
     Fetch {
         offset: i64,
@@ -23,9 +32,11 @@ pub enum PartitionOp {
         /// Return the first batch even when larger than `max_bytes` (Kafka's rule for the
         /// first partition of a fetch); otherwise `max_bytes` is strict.
         at_least_one: bool,
+        isolation: Isolation,
     },
     ListOffsets {
         timestamp: i64,
+        isolation: Isolation,
     },
     /// ListOffsets, then a Fetch at the offset found, in one turn of the partition's task.
     FetchAtTime {
@@ -61,6 +72,27 @@ impl PartitionOp {
     }
 }
 
+impl PartitionOp {
+    /// A client's produce (never transactional: those come through their coordinator's
+    /// check).
+    pub fn produce(acks: i16, records: Bytes) -> PartitionOp {
+        PartitionOp::Produce {
+            acks,
+            records,
+            transactional: false,
+        }
+    }
+}
+
+/// What a fetch may read (Kafka's isolation_level): up to the high watermark, or up to the
+/// last stable offset with the aborted transactions the records overlap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Isolation {
+    ReadUncommitted,
+    ReadCommitted,
+}
+
 /// Successful outcomes.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -74,6 +106,10 @@ pub enum OpOk {
     Fetched {
         log_start_offset: i64,
         log_end_offset: i64,
+        last_stable_offset: i64,
+        /// read_committed: (producer id, first offset) of the aborted transactions the
+        /// records overlap; empty otherwise.
+        aborted: Vec<(i64, i64)>,
         records: ByteChain,
     },
     Offset {
@@ -97,6 +133,7 @@ pub enum OpOk {
     Maintained(MaintenanceSummary),
     ProducerId(i64),
     Group(crate::groups::ops::GroupReply),
+    Txn(crate::shard::txn_ops::TxnReply),
     /// One result per op of `ShardOp::Partitions`, in order.
     Results(Vec<OpResult>),
     Done,
@@ -109,6 +146,7 @@ pub struct PartitionSummary {
     pub log_end_offset: i64,
     pub size_bytes: u64,
     pub segments: u32,
+    pub last_stable_offset: i64,
     pub cleaner: crate::protocol::CleanerInfo,
 }
 
@@ -166,6 +204,7 @@ pub enum ShardOp {
         reads: Vec<(String, u32, i64, usize)>,
         max_bytes: usize,
         first_at_least_one: bool,
+        isolation: Isolation,
     },
     CreateTopic {
         name: String,
@@ -232,6 +271,11 @@ pub enum ShardOp {
     Group {
         group: String,
         op: crate::groups::ops::GroupOp,
+    },
+    /// A transactional id's operation, on its coordinator shard.
+    Txn {
+        id: String,
+        op: crate::shard::txn_ops::TxnOp,
     },
     /// The groups this shard coordinates.
     ListGroups,

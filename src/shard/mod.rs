@@ -16,5 +16,8 @@ mod partition_actor;
 pub(crate) mod producer_ids;
 pub(crate) mod runtime;
 pub(crate) mod slots;
+pub(crate) mod txn_coordinator;
+pub(crate) mod txn_ops;
+pub(crate) mod txn_routing;
 
 pub(crate) use runtime::Shard;

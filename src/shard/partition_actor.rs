@@ -16,7 +16,7 @@ use crate::log::{CleanStats, CleaningPlan, RetentionOutcome};
 use crate::metrics::{self, Stage};
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
 use crate::shard::append_watch::AppendWatch;
-use crate::shard::messages::{OpOk, OpResult, PartitionOp, PartitionSummary};
+use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp, PartitionSummary};
 
 #[non_exhaustive]
 pub enum Command {
@@ -216,13 +216,17 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             offset,
             max_bytes,
             at_least_one,
-        } => fetch(log, offset, max_bytes, at_least_one).await,
+            isolation,
+        } => fetch(log, offset, (max_bytes, at_least_one), isolation).await,
         PartitionOp::FetchAtTime {
             timestamp,
             max_bytes,
         } => fetch_at_time(log, timestamp, max_bytes).await,
         PartitionOp::DropOsCaches => log.drop_os_caches().await.map(|_| OpOk::Done),
-        PartitionOp::ListOffsets { timestamp } => list_offsets(log, timestamp).await,
+        PartitionOp::ListOffsets {
+            timestamp,
+            isolation,
+        } => list_offsets(log, timestamp, isolation).await,
         PartitionOp::DeleteRecords { offset } => {
             log.delete_records_before(offset).await.map(|low| {
                 debug_assert!(
@@ -233,11 +237,17 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             })
         }
         PartitionOp::Roll => log.roll_now().await.map(|_| OpOk::Done),
+        PartitionOp::WriteMarker {
+            producer_id,
+            epoch,
+            marker,
+        } => write_marker(log, producer_id, epoch, marker).await,
         PartitionOp::Describe => Ok(OpOk::Partition(PartitionSummary {
             log_start_offset: log.log_start_offset(),
             log_end_offset: log.visible_end_offset(),
             size_bytes: log.size_bytes(),
             segments: log.segments().len() as u32,
+            last_stable_offset: log.last_stable_offset(),
             cleaner: crate::shard::log_info::cleaner_info(log).await,
         })),
         PartitionOp::SetConfig(config) => log.set_config(config).map(|_| OpOk::Done),
@@ -255,21 +265,60 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
 async fn fetch(
     log: &mut PartitionLog,
     offset: i64,
-    max_bytes: usize,
-    at_least_one: bool,
+    (max_bytes, at_least_one): (usize, bool),
+    isolation: Isolation,
 ) -> crate::Result<OpOk> {
-    let records = log.read_bounded(offset, max_bytes, at_least_one).await?;
-    debug_assert!(log.log_start_offset() <= log.visible_end_offset());
+    let (records, aborted) = match isolation {
+        Isolation::ReadCommitted => log.read_committed(offset, max_bytes, at_least_one).await?,
+        _ => (
+            log.read_bounded(offset, max_bytes, at_least_one).await?,
+            Vec::new(),
+        ),
+    };
+    debug_assert!(log.log_start_offset() <= log.last_stable_offset());
+    debug_assert!(log.last_stable_offset() <= log.visible_end_offset());
     Ok(OpOk::Fetched {
         log_start_offset: log.log_start_offset(),
         log_end_offset: log.visible_end_offset(),
+        last_stable_offset: log.last_stable_offset(),
+        aborted,
         records,
     })
 }
 
-/// Kafka's ListOffsets for one partition: (-1, -1) when no record qualifies.
-async fn list_offsets(log: &mut PartitionLog, timestamp: i64) -> crate::Result<OpOk> {
-    let found = log.find_offset_by_timestamp(timestamp).await?;
+/// Appends a transaction's marker and makes it durable: the coordinator logs the
+/// transaction complete only once every marker is on disk.
+async fn write_marker(
+    log: &mut PartitionLog,
+    producer_id: i64,
+    epoch: i16,
+    marker: crate::format::control::EndTxnMarker,
+) -> crate::Result<OpOk> {
+    log.append_marker(producer_id, epoch, marker).await?;
+    log.sync().await?;
+    debug_assert!(log.last_stable_offset() <= log.visible_end_offset());
+    Ok(OpOk::Done)
+}
+
+/// Kafka's ListOffsets for one partition: (-1, -1) when no record qualifies. With
+/// read_committed the answers stop at the last stable offset (Kafka's
+/// `fetchOffsetForTimestamp`): "latest" is it, other answers must lie below it.
+async fn list_offsets(
+    log: &mut PartitionLog,
+    timestamp: i64,
+    isolation: Isolation,
+) -> crate::Result<OpOk> {
+    let mut found = log.find_offset_by_timestamp(timestamp).await?;
+    if isolation == Isolation::ReadCommitted {
+        let stable = log.last_stable_offset();
+        found = match timestamp {
+            crate::log::LATEST_TIMESTAMP => Some(crate::log::TimestampOffset {
+                offset: stable,
+                timestamp: -1,
+            }),
+            _ => found.filter(|t| t.offset < stable),
+        };
+    }
     let t = found.unwrap_or(crate::log::TimestampOffset {
         offset: -1,
         timestamp: -1,
@@ -352,13 +401,24 @@ async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
             Command::Close { reply, discard } => done.close = Some((reply, discard)),
             Command::Job(job) => run_job(log, job).await,
             Command::Op {
-                op: PartitionOp::Produce { acks, records },
+                op:
+                    PartitionOp::Produce {
+                        acks,
+                        records,
+                        transactional,
+                    },
                 reply,
                 sent,
             } => {
                 metrics::record_since(Stage::QueueWait, sent);
                 let end_before = log.log_end_offset();
-                let r = metrics::timed(Stage::PartitionOp, log.append(&records)).await;
+                let append = async {
+                    match transactional {
+                        true => log.append_transactional(&records).await,
+                        false => log.append(&records).await,
+                    }
+                };
+                let r = metrics::timed(Stage::PartitionOp, append).await;
                 done.wrote |= r.is_ok();
                 // The offsets answered are below the log end, which never moves back (a
                 // duplicate of an idempotent producer's batch answers its first offsets).

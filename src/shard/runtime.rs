@@ -23,7 +23,9 @@ use crate::config::LogConfig;
 use crate::io::{DmaStorage, PageCache, PooledStorage, SharedPageCache, Storage};
 use crate::log::{partition_dir, partition_dir_name, OpenOptions, PartitionLog};
 use crate::protocol::ErrorCode;
-use crate::shard::messages::{MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, ShardStats};
+use crate::shard::messages::{
+    Isolation, MeshMsg, OpOk, OpResult, PartitionOp, ShardOp, ShardStats,
+};
 use crate::shard::partition_actor::PartitionHandle;
 use crate::TopicPartition;
 
@@ -325,6 +327,7 @@ impl Shard {
         reads: Vec<(String, u32, i64, usize)>,
         max_bytes: usize,
         first_at_least_one: bool,
+        isolation: Isolation,
     ) -> Vec<OpResult> {
         let mut left = max_bytes;
         let mut out = Vec::with_capacity(reads.len());
@@ -338,6 +341,7 @@ impl Shard {
                 offset,
                 max_bytes: share,
                 at_least_one: i == 0 && first_at_least_one,
+                isolation,
             };
             let r = self.local_partition_op(&topic, partition, op).await;
             if let Ok(OpOk::Fetched { records, .. }) = &r {
@@ -577,6 +581,51 @@ impl Shard {
             .collect()
     }
 
+    /// Topic and config changes on the controller. Boxed by the caller: admin operations
+    /// run `execute` on every shard themselves.
+    async fn execute_admin(self: &Rc<Self>, op: ShardOp) -> OpResult {
+        use crate::shard::admin;
+        match op {
+            ShardOp::CreateTopic {
+                name,
+                partitions,
+                configs,
+            } => admin::create(self, name, partitions, configs).await,
+            ShardOp::CreateInternalTopic { name } => admin::create_internal(self, name).await,
+            ShardOp::DeleteTopic { name } => admin::delete(self, name).await,
+            ShardOp::AlterConfigs { name, set, delete } => {
+                admin::alter(self, name, set, delete).await
+            }
+            ShardOp::AlterBrokerConfigs { scope, set, delete } => {
+                admin::alter_broker(self, scope, set, delete).await
+            }
+            ShardOp::CreatePartitions { name, count } => {
+                admin::create_partitions(self, name, count).await
+            }
+            other => unreachable!("{other:?} is not an admin operation"),
+        }
+    }
+
+    /// The group and transaction coordinators of this shard.
+    async fn execute_coordinator(self: &Rc<Self>, op: ShardOp) -> OpResult {
+        use crate::groups::{coordinator, ops::GroupReply};
+        match op {
+            ShardOp::Group { group, op } => Ok(OpOk::Group(
+                coordinator::handle(&Shard::group_host(self), group, op).await,
+            )),
+            ShardOp::Txn { id, op } => {
+                Ok(OpOk::Txn(crate::shard::txn_ops::handle(self, id, op).await))
+            }
+            ShardOp::ListGroups => Ok(OpOk::Group(
+                match coordinator::list(&Shard::group_host(self)).await {
+                    Ok(groups) => GroupReply::Listed(groups),
+                    Err(code) => GroupReply::Code(code),
+                },
+            )),
+            other => unreachable!("{other:?} is not a coordinator operation"),
+        }
+    }
+
     pub(super) async fn execute(self: &Rc<Self>, op: ShardOp) -> OpResult {
         match op {
             ShardOp::Partition {
@@ -589,28 +638,17 @@ impl Shard {
                 reads,
                 max_bytes,
                 first_at_least_one,
+                isolation,
             } => Ok(OpOk::Results(
-                self.fetch_in_order(reads, max_bytes, first_at_least_one)
+                self.fetch_in_order(reads, max_bytes, first_at_least_one, isolation)
                     .await,
             )),
-            ShardOp::CreateTopic {
-                name,
-                partitions,
-                configs,
-                // Boxed: admin operations run `execute` on every shard themselves.
-            } => Box::pin(crate::shard::admin::create(self, name, partitions, configs)).await,
-            ShardOp::CreateInternalTopic { name } => {
-                Box::pin(crate::shard::admin::create_internal(self, name)).await
-            }
-            ShardOp::DeleteTopic { name } => {
-                Box::pin(crate::shard::admin::delete(self, name)).await
-            }
-            ShardOp::AlterConfigs { name, set, delete } => {
-                Box::pin(crate::shard::admin::alter(self, name, set, delete)).await
-            }
-            ShardOp::AlterBrokerConfigs { scope, set, delete } => {
-                Box::pin(crate::shard::admin::alter_broker(self, scope, set, delete)).await
-            }
+            op @ (ShardOp::CreateTopic { .. }
+            | ShardOp::CreateInternalTopic { .. }
+            | ShardOp::DeleteTopic { .. }
+            | ShardOp::AlterConfigs { .. }
+            | ShardOp::AlterBrokerConfigs { .. }
+            | ShardOp::CreatePartitions { .. }) => Box::pin(self.execute_admin(op)).await,
             ShardOp::OpenPartitions { meta, from } => self.open_new_partitions(&meta, from).await,
             ShardOp::PublishTopic(meta) => {
                 self.topics.borrow_mut().insert(meta.name.clone(), meta);
@@ -618,9 +656,6 @@ impl Shard {
             }
             ShardOp::RemoveTopic(meta) => self.remove_owned(&meta).await,
             ShardOp::RemovePartitions { meta, from } => self.discard_partitions(&meta, from).await,
-            ShardOp::CreatePartitions { name, count } => {
-                Box::pin(crate::shard::admin::create_partitions(self, name, count)).await
-            }
             ShardOp::AlterTopic(meta) => self.alter_owned(meta).await,
             ShardOp::SetBrokerDefaults(defaults) => self.set_broker_defaults(defaults).await,
             ShardOp::DropCaches => self.drop_local_caches().await,
@@ -631,15 +666,9 @@ impl Shard {
                 Ok(OpOk::Done)
             }
             ShardOp::AllocateProducerId => crate::shard::producer_ids::allocate(self).await,
-            ShardOp::Group { group, op } => Ok(OpOk::Group(
-                crate::groups::coordinator::handle(&Shard::group_host(self), group, op).await,
-            )),
-            ShardOp::ListGroups => Ok(OpOk::Group(
-                match crate::groups::coordinator::list(&Shard::group_host(self)).await {
-                    Ok(groups) => crate::groups::ops::GroupReply::Listed(groups),
-                    Err(code) => crate::groups::ops::GroupReply::Code(code),
-                },
-            )),
+            op @ (ShardOp::Group { .. } | ShardOp::Txn { .. } | ShardOp::ListGroups) => {
+                Box::pin(self.execute_coordinator(op)).await
+            }
             ShardOp::WaitForAppends { waits, timeout_ms } => {
                 crate::shard::long_poll::wait_here(self, &waits, timeout_ms).await;
                 Ok(OpOk::Done)

@@ -1,0 +1,274 @@
+//! Kafka's transaction APIs for clients (KIP-98): InitProducerId with a transactional id,
+//! AddPartitionsToTxn v0-3, EndTxn v0-3, and the admin side, DescribeTransactions v0 and
+//! ListTransactions v0-1. Each goes to the id's coordinator shard (`shard/txn_ops.rs`);
+//! codes are Kafka's, with PRODUCER_FENCED sent as INVALID_PRODUCER_EPOCH to the versions
+//! that predate it (InitProducerId < 4, AddPartitionsToTxn < 2, EndTxn < 2).
+
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::*;
+
+use super::errors;
+use super::{str_bytes, Context};
+use std::rc::Rc;
+
+use crate::kafka_codes as k;
+use crate::shard::runtime::Shard;
+use crate::shard::txn_ops::{TxnOp, TxnReply};
+use crate::shard::txn_routing::route;
+use crate::txn::meta::TxnState;
+use crate::TopicPartition;
+
+/// PRODUCER_FENCED as a request version from before it knows it.
+fn fenced_as(code: i16, knows_fenced: bool) -> i16 {
+    match code {
+        k::PRODUCER_FENCED if !knows_fenced => k::INVALID_PRODUCER_EPOCH,
+        other => other,
+    }
+}
+
+async fn ask_on(shard: &Rc<Shard>, id: &str, op: TxnOp) -> TxnReply {
+    match route(shard, id.to_string(), op).await {
+        Ok(reply) => reply,
+        Err(e) => {
+            tracing::warn!(id, error = %e.message, "transaction coordinator unreachable");
+            TxnReply::Code(k::COORDINATOR_NOT_AVAILABLE)
+        }
+    }
+}
+
+async fn ask(ctx: &Context<'_>, id: &str, op: TxnOp) -> TxnReply {
+    ask_on(ctx.shard, id, op).await
+}
+
+/// InitProducerId for a transactional id: its producer id and the next epoch.
+pub async fn init_producer_id(
+    ctx: &Context<'_>,
+    id: &str,
+    request: &InitProducerIdRequest,
+) -> InitProducerIdResponse {
+    let r = InitProducerIdResponse::default();
+    let max = ctx.shard.config.transaction_max_timeout_ms;
+    if request.transaction_timeout_ms <= 0 || request.transaction_timeout_ms > max {
+        return r.with_error_code(k::INVALID_TRANSACTION_TIMEOUT);
+    }
+    let (pid, epoch) = match ctx.version >= 3 {
+        true => (request.producer_id.0, request.producer_epoch),
+        false => (-1, -1),
+    };
+    if (pid < 0) != (epoch < 0) {
+        return r.with_error_code(errors::INVALID_REQUEST);
+    }
+    let op = TxnOp::InitProducerId {
+        timeout_ms: request.transaction_timeout_ms,
+        producer_id: pid,
+        epoch,
+    };
+    match ask(ctx, id, op).await {
+        TxnReply::Producer { producer_id, epoch } => r
+            .with_producer_id(ProducerId(producer_id))
+            .with_producer_epoch(epoch),
+        TxnReply::Code(code) => r
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1)
+            .with_error_code(fenced_as(code, ctx.version >= 4)),
+        _ => r.with_error_code(errors::UNKNOWN_SERVER_ERROR),
+    }
+}
+
+/// The partitions a request names, or the codes that fail it as a whole (Kafka: an
+/// unknown or internal partition fails the request; the others get OPERATION_NOT_ATTEMPTED).
+fn partitions_to_add(
+    ctx: &Context<'_>,
+    request: &AddPartitionsToTxnRequest,
+) -> Result<Vec<TopicPartition>, Vec<(TopicPartition, i16)>> {
+    let mut ok = Vec::new();
+    let mut failed = Vec::new();
+    for t in &request.v3_and_below_topics {
+        let name = t.name.0.to_string();
+        let count = ctx.shard.topic(&name).map(|m| m.partitions() as i32);
+        for &p in &t.partitions {
+            let tp = TopicPartition::new(name.as_str(), p);
+            let internal = crate::catalog::internal_topics::is_internal(&name);
+            match count {
+                Some(n) if (0..n).contains(&p) && !internal => ok.push(tp),
+                _ => failed.push((tp, k::UNKNOWN_TOPIC_OR_PARTITION)),
+            }
+        }
+    }
+    if failed.is_empty() {
+        return Ok(ok);
+    }
+    failed.extend(ok.into_iter().map(|tp| (tp, k::OPERATION_NOT_ATTEMPTED)));
+    Err(failed)
+}
+
+pub async fn add_partitions(
+    ctx: &Context<'_>,
+    request: AddPartitionsToTxnRequest,
+) -> AddPartitionsToTxnResponse {
+    let id = request.v3_and_below_transactional_id.0.to_string();
+    let codes = match partitions_to_add(ctx, &request) {
+        Err(codes) => codes,
+        Ok(partitions) => {
+            let op = TxnOp::AddPartitions {
+                producer_id: request.v3_and_below_producer_id.0,
+                epoch: request.v3_and_below_producer_epoch,
+                partitions: partitions.clone(),
+            };
+            let code = match ask(ctx, &id, op).await {
+                TxnReply::Code(code) => fenced_as(code, ctx.version >= 2),
+                _ => errors::UNKNOWN_SERVER_ERROR,
+            };
+            partitions.into_iter().map(|tp| (tp, code)).collect()
+        }
+    };
+    AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(by_topic(codes))
+}
+
+fn by_topic(codes: Vec<(TopicPartition, i16)>) -> Vec<AddPartitionsToTxnTopicResult> {
+    let mut out: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
+    for (tp, code) in codes {
+        let result = AddPartitionsToTxnPartitionResult::default()
+            .with_partition_index(tp.partition)
+            .with_partition_error_code(code);
+        match out.iter_mut().find(|t| t.name.0.as_str() == tp.topic) {
+            Some(t) => t.results_by_partition.push(result),
+            None => out.push(
+                AddPartitionsToTxnTopicResult::default()
+                    .with_name(TopicName(str_bytes(tp.topic)))
+                    .with_results_by_partition(vec![result]),
+            ),
+        }
+    }
+    out
+}
+
+pub async fn end_txn(ctx: &Context<'_>, request: EndTxnRequest) -> EndTxnResponse {
+    let op = TxnOp::EndTxn {
+        producer_id: request.producer_id.0,
+        epoch: request.producer_epoch,
+        commit: request.committed,
+    };
+    let code = match ask(ctx, &request.transactional_id.0, op).await {
+        TxnReply::Code(code) => fenced_as(code, ctx.version >= 2),
+        _ => errors::UNKNOWN_SERVER_ERROR,
+    };
+    EndTxnResponse::default().with_error_code(code)
+}
+
+/// The produce check (KIP-890 part 1): NONE when `partition` is in the producer's open
+/// transaction.
+pub async fn verify(
+    shard: &Rc<Shard>,
+    id: &str,
+    producer: (i64, i16),
+    partition: TopicPartition,
+) -> i16 {
+    let op = TxnOp::Verify {
+        producer_id: producer.0,
+        epoch: producer.1,
+        partition,
+    };
+    match ask_on(shard, id, op).await {
+        TxnReply::Code(code) => code,
+        _ => errors::UNKNOWN_SERVER_ERROR,
+    }
+}
+
+pub async fn describe(
+    ctx: &Context<'_>,
+    request: DescribeTransactionsRequest,
+) -> DescribeTransactionsResponse {
+    let mut states = Vec::with_capacity(request.transactional_ids.len());
+    for id in request.transactional_ids {
+        let s = describe_transactions_response::TransactionState::default()
+            .with_transactional_id(id.clone());
+        states.push(match ask(ctx, &id.0, TxnOp::Describe).await {
+            TxnReply::Described(m) => {
+                let mut topics: Vec<describe_transactions_response::TopicData> = Vec::new();
+                for tp in &m.partitions {
+                    match topics.iter_mut().find(|t| t.topic.0.as_str() == tp.topic) {
+                        Some(t) => t.partitions.push(tp.partition),
+                        None => topics.push(
+                            describe_transactions_response::TopicData::default()
+                                .with_topic(TopicName(str_bytes(tp.topic.clone())))
+                                .with_partitions(vec![tp.partition]),
+                        ),
+                    }
+                }
+                s.with_transaction_state(str_bytes(m.state.name()))
+                    .with_transaction_timeout_ms(m.timeout_ms)
+                    .with_transaction_start_time_ms(m.start_ms)
+                    .with_producer_id(ProducerId(m.producer_id))
+                    .with_producer_epoch(m.epoch)
+                    .with_topics(topics)
+            }
+            TxnReply::Code(code) => s.with_error_code(code),
+            _ => s.with_error_code(errors::UNKNOWN_SERVER_ERROR),
+        });
+    }
+    DescribeTransactionsResponse::default().with_transaction_states(states)
+}
+
+pub async fn list(ctx: &Context<'_>, request: ListTransactionsRequest) -> ListTransactionsResponse {
+    let known = |s: &str| ALL_STATES.iter().any(|k| k.name() == s);
+    let unknown: Vec<_> = request
+        .state_filters
+        .iter()
+        .filter(|s| !known(s.as_str()))
+        .cloned()
+        .collect();
+    let all = match crate::shard::txn_routing::list_all(ctx.shard).await {
+        Ok(all) => all,
+        Err(_) => {
+            return ListTransactionsResponse::default()
+                .with_error_code(k::COORDINATOR_NOT_AVAILABLE)
+        }
+    };
+    let min_duration = if ctx.version >= 1 {
+        request.duration_filter
+    } else {
+        -1
+    };
+    let now = crate::time::now_ms();
+    let listed = all
+        .into_iter()
+        .filter(|(_, m)| m.state != TxnState::Dead)
+        .filter(|(_, m)| {
+            request.state_filters.is_empty()
+                || request
+                    .state_filters
+                    .iter()
+                    .any(|s| s.as_str() == m.state.name())
+        })
+        .filter(|(_, m)| {
+            request.producer_id_filters.is_empty()
+                || request
+                    .producer_id_filters
+                    .iter()
+                    .any(|p| p.0 == m.producer_id)
+        })
+        .filter(|(_, m)| min_duration < 0 || (m.start_ms >= 0 && now - m.start_ms >= min_duration))
+        .map(|(id, m)| {
+            list_transactions_response::TransactionState::default()
+                .with_transactional_id(TransactionalId(str_bytes(id)))
+                .with_producer_id(ProducerId(m.producer_id))
+                .with_transaction_state(str_bytes(m.state.name()))
+        })
+        .collect();
+    ListTransactionsResponse::default()
+        .with_unknown_state_filters(unknown)
+        .with_transaction_states(listed)
+}
+
+const ALL_STATES: [TxnState; 7] = [
+    TxnState::Empty,
+    TxnState::Ongoing,
+    TxnState::PrepareCommit,
+    TxnState::PrepareAbort,
+    TxnState::CompleteCommit,
+    TxnState::CompleteAbort,
+    TxnState::PrepareEpochFence,
+];

@@ -1,0 +1,106 @@
+"""Transactions through real Kafka clients (run by tests/kafka_txn_e2e.rs):
+
+  python txn.py confluent HOST:PORT basic TOPIC
+      A transactional producer commits one transaction of 10 records over 3 partitions and
+      aborts one of 5; a second instance of the same transactional.id fences the first
+      (its next send or commit fails as fenced); a read_committed consumer sees exactly the
+      10 committed records, a read_uncommitted one all 15 (and the markers are skipped).
+      Prints OK.
+  python txn.py confluent HOST:PORT timeout TOPIC
+      A transaction left open past its transaction.timeout.ms is aborted by the
+      coordinator: read_committed consumers are not held back, and the late producer's
+      commit fails. Prints OK.
+"""
+import sys
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+client, bootstrap, mode, topic = sys.argv[1:5]
+PARTITIONS = 3
+DEADLINE_S = 60
+
+
+def producer(txn_id, timeout_ms=60000):
+    return Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
+                     "transaction.timeout.ms": timeout_ms, "linger.ms": 0})
+
+
+def read_all(isolation, expect_at_least):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}",
+                  "auto.offset.reset": "earliest", "isolation.level": isolation,
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    values, eof = [], set()
+    deadline = time.time() + DEADLINE_S
+    while time.time() < deadline and (len(eof) < PARTITIONS or len(values) < expect_at_least):
+        m = c.poll(0.2)
+        if m is None:
+            continue
+        if m.error():
+            if m.error().code() == -191:  # _PARTITION_EOF
+                eof.add(m.partition())
+                continue
+            raise KafkaException(m.error())
+        values.append(m.value().decode())
+    c.close()
+    return sorted(values)
+
+
+def create_topic():
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(timeout=30)
+
+
+def basic():
+    create_topic()
+    p = producer("tx-basic")
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(10):
+        p.produce(topic, value=f"c{i}".encode(), partition=i % PARTITIONS)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce(topic, value=f"a{i}".encode(), partition=i % PARTITIONS)
+    p.flush(30)
+    p.abort_transaction(30)
+    # A new instance of the same id fences the old one.
+    p.begin_transaction()
+    p.produce(topic, value=b"zombie", partition=0)
+    p.flush(30)
+    p2 = producer("tx-basic")
+    p2.init_transactions(30)
+    try:
+        p.commit_transaction(30)
+        raise AssertionError("the fenced producer committed")
+    except KafkaException as e:
+        assert e.args[0].fatal() or "fenced" in str(e).lower(), e
+    committed = read_all("read_committed", 10)
+    assert committed == sorted(f"c{i}" for i in range(10)), committed
+    everything = read_all("read_uncommitted", 16)
+    assert len(everything) == 16 and "zombie" in everything, everything
+    print("OK", flush=True)
+
+
+def timeout():
+    create_topic()
+    p = producer("tx-timeout", timeout_ms=2000)
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"late", partition=0)
+    p.flush(30)
+    time.sleep(6)
+    try:
+        p.commit_transaction(30)
+        raise AssertionError("a timed-out transaction committed")
+    except KafkaException:
+        pass
+    committed = read_all("read_committed", 0)
+    assert committed == [], committed
+    print("OK", flush=True)
+
+
+{"basic": basic, "timeout": timeout}[mode]()
