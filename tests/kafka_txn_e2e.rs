@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::kafka_clients::{run_bounded, script};
+use common::kafka_clients::{run_bounded, script, start_until};
 use common::server_proc::ServerProc;
 
 fn run_txn(server: &ServerProc, mode: &str, topic: &str) {
@@ -49,4 +49,33 @@ fn a_transaction_past_its_timeout_is_aborted_by_the_coordinator() {
     let tmp = tempfile::tempdir().unwrap();
     let server = server(&tmp);
     run_txn(&server, "timeout", "txn-timeout");
+}
+
+/// kill -9 with one transaction committed and one open: after the restart the committed
+/// one is whole, the open one is aborted by the coordinator (its timeout passed while the
+/// server was down) without any client coming back, and read_committed consumers reach
+/// the end of every partition.
+#[test]
+fn after_a_kill_the_open_transaction_is_aborted_and_readers_move_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = server(&tmp);
+    let mut holder = start_until(
+        &mut script(
+            "txn.py",
+            &["confluent", &server.kafka_addr(), "hold", "txn-crash"],
+        ),
+        "HOLDING",
+    );
+    server.kill9();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    server.respawn();
+    run_txn(&server, "after-crash", "txn-crash");
+    assert!(
+        server
+            .log_text()
+            .contains("aborting a transaction past its timeout"),
+        "{}",
+        server.log_text()
+    );
 }

@@ -280,6 +280,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
         .map_err(|e| startup(e.to_string()))?;
     shard.load_topics().await?;
     crate::groups::coordinator::start_loading(&Shard::group_host(shard));
+    crate::shard::txn_coordinator::start_loading(shard);
     crate::shard::maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;
     let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id))).await?;

@@ -89,20 +89,46 @@ pub async fn ensure_loaded(shard: &Rc<Shard>, id: &str) -> Result<(), i16> {
     if TC.with_borrow(|c| c.loaded.contains(&p)) {
         return Ok(());
     }
-    let fresh = TC.with_borrow_mut(|c| c.loading.insert(p));
+    match begin_load(shard, p) {
+        // The read runs in its own task: a request that goes away does not cut it short.
+        Some(load) => load
+            .detach()
+            .await
+            .unwrap_or(Err(k::COORDINATOR_NOT_AVAILABLE)),
+        None => Err(k::COORDINATOR_LOAD_IN_PROGRESS),
+    }
+}
+
+/// At start, once the shard's partitions are open: reads every state partition this shard
+/// owns, so prepared transactions are completed and open ones time out even if no client
+/// of theirs comes back (an undecided transaction would hold its partitions' LSO).
+pub fn start_loading(shard: &Rc<Shard>) {
+    let Some(meta) = shard.topic(TRANSACTION_STATE_TOPIC) else {
+        return;
+    };
+    for (p, &owner) in meta.owners.iter().enumerate() {
+        if owner as usize == shard.id {
+            if let Some(load) = begin_load(shard, p as i32) {
+                load.detach();
+            }
+        }
+    }
+}
+
+/// A task reading state partition `p`, or `None` if one already is (or it was read).
+fn begin_load(shard: &Rc<Shard>, p: i32) -> Option<glommio::Task<Result<(), i16>>> {
+    let fresh = TC.with_borrow_mut(|c| !c.loaded.contains(&p) && c.loading.insert(p));
     if !fresh {
-        return Err(k::COORDINATOR_LOAD_IN_PROGRESS);
+        return None;
     }
-    let shard2 = shard.clone();
-    let task = crate::tasks::spawn(async move { load(&shard2, p).await });
-    let read = task
-        .detach()
-        .await
-        .unwrap_or(Err(k::COORDINATOR_NOT_AVAILABLE));
-    if read.is_ok() && !TC.with_borrow_mut(|c| std::mem::replace(&mut c.scan_started, true)) {
-        super::txn_ops::spawn_timeout_scan(shard.clone());
-    }
-    read
+    let shard = shard.clone();
+    Some(crate::tasks::spawn(async move {
+        let read = load(&shard, p).await;
+        if read.is_ok() && !TC.with_borrow_mut(|c| std::mem::replace(&mut c.scan_started, true)) {
+            super::txn_ops::spawn_timeout_scan(shard.clone());
+        }
+        read
+    }))
 }
 
 async fn load(shard: &Rc<Shard>, p: i32) -> Result<(), i16> {

@@ -6,6 +6,13 @@
       (its next send or commit fails as fenced); a read_committed consumer sees exactly the
       10 committed records, a read_uncommitted one all 15 (and the markers are skipped).
       Prints OK.
+  python txn.py confluent HOST:PORT hold TOPIC
+      Commits a transaction of 6 records, then leaves a second one (3 records, 3 s timeout)
+      open: prints HOLDING and waits to be killed (the server is killed -9 meanwhile).
+  python txn.py confluent HOST:PORT after-crash TOPIC
+      After the restart: 3 records are produced after the open transaction's; a
+      read_committed consumer sees exactly the 6 committed records and those 3 (so the open
+      transaction was aborted: nothing holds the LSO). Prints OK.
   python txn.py confluent HOST:PORT timeout TOPIC
       A transaction left open past its transaction.timeout.ms is aborted by the
       coordinator: read_committed consumers are not held back, and the late producer's
@@ -103,4 +110,32 @@ def timeout():
     print("OK", flush=True)
 
 
-{"basic": basic, "timeout": timeout}[mode]()
+def hold():
+    create_topic()
+    p = producer("tx-hold", timeout_ms=3000)
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(6):
+        p.produce(topic, value=f"c{i}".encode(), partition=i % PARTITIONS)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(topic, value=f"u{i}".encode(), partition=i % PARTITIONS)
+    p.flush(30)
+    print("HOLDING", flush=True)
+    time.sleep(DEADLINE_S)
+
+
+def after_crash():
+    # Records written after the open transaction's are readable only once it is decided.
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(PARTITIONS):
+        p.produce(topic, value=f"n{i}".encode(), partition=i)
+    p.flush(30)
+    committed = read_all("read_committed", 6 + PARTITIONS)
+    want = sorted([f"c{i}" for i in range(6)] + [f"n{i}" for i in range(PARTITIONS)])
+    assert committed == want, committed
+    print("OK", flush=True)
+
+
+{"basic": basic, "timeout": timeout, "hold": hold, "after-crash": after_crash}[mode]()
