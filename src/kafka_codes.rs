@@ -47,6 +47,7 @@ pub const NON_EMPTY_GROUP: i16 = 68;
 pub const GROUP_ID_NOT_FOUND: i16 = 69;
 pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+pub const UNSTABLE_OFFSET_COMMIT: i16 = 88;
 pub const MEMBER_ID_REQUIRED: i16 = 79;
 pub const INVALID_RECORD: i16 = 87;
 pub const FENCED_INSTANCE_ID: i16 = 82;

@@ -79,3 +79,13 @@ fn after_a_kill_the_open_transaction_is_aborted_and_readers_move_on() {
         server.log_text()
     );
 }
+
+/// Exactly-once consume-transform-produce with send_offsets_to_transaction: the output
+/// holds each input record once, the group's offsets move only with committed
+/// transactions (an aborted round is redone from them).
+#[test]
+fn consume_transform_produce_runs_exactly_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = server(&tmp);
+    run_txn(&server, "ctp", "txn-ctp");
+}

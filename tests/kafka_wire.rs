@@ -433,17 +433,24 @@ fn what_cannot_be_served_gets_kafkas_answer() {
         panic!()
     };
     assert_ne!(r.responses[0].partition_responses[0].error_code, 0);
-    // Transactions are refused with a Kafka error, not a dropped connection.
-    let ResponseKind::InitProducerId(r) = c.call(
-        4,
+    // A transactional id with a timeout it cannot have: INVALID_TRANSACTION_TIMEOUT, then
+    // a valid one gets its producer id at epoch 0.
+    let init = |timeout_ms: i32| {
         RequestKind::InitProducerId(
             InitProducerIdRequest::default()
-                .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx")))),
-        ),
-    ) else {
+                .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx"))))
+                .with_transaction_timeout_ms(timeout_ms),
+        )
+    };
+    let ResponseKind::InitProducerId(r) = c.call(4, init(0)) else {
         panic!()
     };
-    assert_eq!(r.error_code, 53);
+    assert_eq!(r.error_code, 50);
+    let ResponseKind::InitProducerId(r) = c.call(4, init(60_000)) else {
+        panic!()
+    };
+    assert_eq!((r.error_code, r.producer_epoch), (0, 0), "{r:?}");
+    assert!(r.producer_id.0 >= 0);
 }
 
 #[test]

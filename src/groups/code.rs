@@ -31,6 +31,8 @@ pub enum GroupCode {
     OffsetMetadataTooLarge,
     /// A static member's instance id is bound to another member id (KIP-345).
     FencedInstanceId,
+    /// Offsets sent inside a transaction are waiting for its end (require_stable reads).
+    UnstableOffsetCommit,
     /// Writing the offsets log failed: the engine's error.
     Log(ErrorCode),
 }
@@ -61,6 +63,7 @@ impl GroupCode {
             G::UnknownTopicOrPartition => k::UNKNOWN_TOPIC_OR_PARTITION,
             G::OffsetMetadataTooLarge => k::OFFSET_METADATA_TOO_LARGE,
             G::FencedInstanceId => k::FENCED_INSTANCE_ID,
+            G::UnstableOffsetCommit => k::UNSTABLE_OFFSET_COMMIT,
             G::Log(engine) => k::kafka_code(engine, true),
         }
     }
@@ -82,9 +85,10 @@ impl GroupCode {
             G::InvalidGroupId | G::OffsetMetadataTooLarge | G::FencedInstanceId => {
                 ErrorCode::InvalidRequest
             }
-            G::CoordinatorLoadInProgress | G::CoordinatorNotAvailable | G::NotCoordinator => {
-                ErrorCode::NotReady
-            }
+            G::CoordinatorLoadInProgress
+            | G::CoordinatorNotAvailable
+            | G::NotCoordinator
+            | G::UnstableOffsetCommit => ErrorCode::NotReady,
             G::Log(engine) => engine,
             G::InconsistentGroupProtocol | G::InvalidSessionTimeout | G::MemberIdRequired => {
                 ErrorCode::Internal
@@ -110,3 +114,4 @@ pub const MEMBER_ID_REQUIRED: GroupCode = GroupCode::MemberIdRequired;
 pub const UNKNOWN_TOPIC_OR_PARTITION: GroupCode = GroupCode::UnknownTopicOrPartition;
 pub const OFFSET_METADATA_TOO_LARGE: GroupCode = GroupCode::OffsetMetadataTooLarge;
 pub const FENCED_INSTANCE_ID: GroupCode = GroupCode::FencedInstanceId;
+pub const UNSTABLE_OFFSET_COMMIT: GroupCode = GroupCode::UnstableOffsetCommit;

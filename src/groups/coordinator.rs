@@ -25,6 +25,9 @@ use crate::TopicPartition;
 #[derive(Default)]
 struct Coordinator {
     groups: HashMap<String, Group>,
+    /// Offsets sent inside a producer's transaction, by (offsets partition, producer id):
+    /// in force once its commit marker is written, dropped by an abort.
+    pending_txn: HashMap<(i32, i64), Vec<OffsetRecord>>,
     /// Offsets partitions read into `groups`, and those being read.
     loaded: HashSet<i32>,
     loading: HashSet<i32>,
@@ -45,6 +48,7 @@ pub fn with_group<T>(name: &str, f: impl FnOnce(&mut Group) -> T) -> T {
             && g.members.is_empty()
             && g.pending.is_empty()
             && g.offsets.is_empty()
+            && g.pending_txn_offsets == 0
             && g.nudge.is_none()
             && !g.expiry_running;
         if vacant {
@@ -94,9 +98,27 @@ pub async fn handle(shard: &Host, group: String, op: GroupOp) -> GroupReply {
             let who = (member_id.as_str(), instance.as_deref());
             GroupReply::PartitionCodes(commit(shard, &group, who, generation, offsets).await)
         }
-        GroupOp::FetchOffsets { partitions } => {
-            GroupReply::Offsets(fetch_offsets(&group, partitions))
+        GroupOp::TxnCommit {
+            producer_id,
+            epoch,
+            member_id,
+            group_instance_id: instance,
+            generation,
+            offsets,
+        } => {
+            let who = (member_id.as_str(), instance.as_deref());
+            let producer = (producer_id, epoch);
+            let codes =
+                super::txn_offsets::commit(shard, &group, who, generation, producer, offsets);
+            GroupReply::PartitionCodes(codes.await)
         }
+        GroupOp::FetchOffsets {
+            partitions,
+            require_stable,
+        } => match require_stable && super::txn_offsets::has_pending(&group) {
+            true => GroupReply::Code(e::UNSTABLE_OFFSET_COMMIT),
+            false => GroupReply::Offsets(fetch_offsets(&group, partitions)),
+        },
         GroupOp::Describe => GroupReply::Described(describe(&group)),
         GroupOp::Delete => GroupReply::Code(delete(shard, &group).await),
         GroupOp::DeleteOffsets { partitions } => {
@@ -260,12 +282,26 @@ async fn load_partition(shard: &Host, p: i32) -> Result<usize, LoadError> {
         for (start, h) in split_batches(&data).map_err(batch_error)? {
             let section =
                 RecordsSection::of(&data[start..start + h.size()], &h).map_err(batch_error)?;
+            let batch = &data[start..start + h.size()];
+            if h.is_control() {
+                // A transaction's end: its offsets count now, or never.
+                if let Some(m) = crate::format::control::read_marker(batch) {
+                    applied += complete_pending(p, h.producer_id, m.commit);
+                }
+                next = h.last_offset() + 1;
+                continue;
+            }
             for r in section.iter() {
                 let r = r.map_err(batch_error)?;
                 if r.offset < next {
                     continue;
                 }
-                if let Some(rec) = r.key.and_then(|k| OffsetRecord::decode(k, r.value)) {
+                let Some(rec) = r.key.and_then(|k| OffsetRecord::decode(k, r.value)) else {
+                    continue;
+                };
+                if h.is_transactional() {
+                    hold_pending(p, h.producer_id, vec![rec]);
+                } else {
                     apply(rec);
                     applied += 1;
                 }
@@ -569,4 +605,94 @@ async fn delete_offsets(
         .into_iter()
         .map(|tp| (tp.topic, tp.partition, written))
         .collect()
+}
+
+/// Holds offsets sent inside producer `producer_id`'s transaction until its end.
+pub(super) fn hold_pending(p: i32, producer_id: i64, records: Vec<OffsetRecord>) {
+    for r in &records {
+        // Pending offsets keep their group alive until the transaction ends.
+        with_group(&r.group, |g| g.pending_txn_offsets += 1);
+    }
+    COORDINATOR.with_borrow_mut(|c| {
+        c.pending_txn
+            .entry((p, producer_id))
+            .or_default()
+            .extend(records)
+    });
+}
+
+/// Ends the offsets producer `producer_id`'s transaction sent to offsets partition `p`:
+/// applied on commit, dropped on abort; how many were applied.
+pub(super) fn complete_pending(p: i32, producer_id: i64, commit: bool) -> usize {
+    let records = COORDINATOR
+        .with_borrow_mut(|c| c.pending_txn.remove(&(p, producer_id)))
+        .unwrap_or_default();
+    for r in &records {
+        with_group(&r.group, |g| g.pending_txn_offsets -= 1);
+    }
+    let n = records.len();
+    if commit {
+        apply_written(records);
+    }
+    if commit {
+        n
+    } else {
+        0
+    }
+}
+
+/// Whether offsets sent to `group` inside a transaction wait for its end.
+pub(super) fn group_has_pending(group: &str) -> bool {
+    COORDINATOR.with_borrow(|c| {
+        c.groups
+            .get(group)
+            .is_some_and(|g| g.pending_txn_offsets > 0)
+    })
+}
+
+/// After the transaction coordinator wrote producer `producer_id`'s marker into offsets
+/// partition `p`: its offsets there count now (commit) or never (abort). The partition is
+/// read first if it was not (the read then finds the marker itself).
+pub async fn complete_txn(shard: &Host, p: i32, producer_id: i64, commit: bool) -> GroupCode {
+    if let Err(code) = ensure_loaded(shard, p).await {
+        return code;
+    }
+    complete_pending(p, producer_id, commit);
+    e::NONE
+}
+
+/// The offsets partition of `group` (this shard must coordinate it).
+pub(super) fn partition_of(shard: &dyn GroupHost, group: &str) -> Result<i32, GroupCode> {
+    offsets_partition(shard, group)
+}
+
+/// Appends `batch` (a producer's transactional batch of commits) to the group's offsets
+/// partition; Kafka's code.
+pub(super) async fn write_txn(shard: &Host, group: &str, p: i32, batch: Vec<u8>) -> GroupCode {
+    match shard.append_txn_offsets(p, batch.into()).await {
+        Ok(()) => e::NONE,
+        Err(BrokerError { code, message: msg }) => {
+            tracing::warn!(group, %msg, "writing transactional offsets failed");
+            GroupCode::Log(code)
+        }
+    }
+}
+
+/// Kafka's check of a commit (offsets and metadata size) for one partition.
+pub(super) fn check_partition(
+    shard: &Host,
+    topic: &str,
+    partition: i32,
+    metadata: &str,
+) -> GroupCode {
+    let known = shard
+        .topic(topic)
+        .is_some_and(|t| (0..t.owners.len() as i32).contains(&partition));
+    if !known {
+        return e::UNKNOWN_TOPIC_OR_PARTITION;
+    }
+    if metadata.len() > shard.settings().offset_metadata_max_bytes {
+        return e::OFFSET_METADATA_TOO_LARGE;
+    }
+    e::NONE
 }

@@ -83,6 +83,8 @@ pub struct Group {
     pub nudge: Option<LocalSender<()>>,
     /// Whether a session-expiry task watches the members.
     pub expiry_running: bool,
+    /// Offsets sent to this group inside transactions not yet ended.
+    pub pending_txn_offsets: usize,
 }
 
 impl Default for Group {
@@ -95,6 +97,7 @@ impl Default for Group {
             leader: None,
             members: BTreeMap::new(),
             pending: HashMap::new(),
+            pending_txn_offsets: 0,
             offsets: BTreeMap::new(),
             nudge: None,
             expiry_running: false,

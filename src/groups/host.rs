@@ -38,4 +38,7 @@ pub trait GroupHost {
     fn offsets_log_start(&self, partition: i32) -> HostFuture<'_, HostResult<i64>>;
     /// Appends a batch to an offsets partition, durably (acks=all).
     fn append_offsets(&self, partition: i32, batch: Bytes) -> HostFuture<'_, HostResult<()>>;
+    /// Appends a transactional batch (offsets sent inside a producer's transaction) to an
+    /// offsets partition, durably; it counts once its transaction's marker is written.
+    fn append_txn_offsets(&self, partition: i32, batch: Bytes) -> HostFuture<'_, HostResult<()>>;
 }

@@ -12,6 +12,7 @@ pub(crate) mod membership;
 pub(crate) mod ops;
 pub mod records;
 pub(crate) mod static_members;
+pub(crate) mod txn_offsets;
 
 pub use crate::catalog::internal_topics::OFFSETS_TOPIC;
 

@@ -78,9 +78,21 @@ pub enum GroupOp {
         generation: i32,
         offsets: Vec<OffsetToCommit>,
     },
-    /// `None`: every partition the group committed.
+    /// Offsets sent inside a producer's transaction (Kafka's TxnOffsetCommit): written now
+    /// as the producer's transactional batch, in force once its commit marker is written.
+    TxnCommit {
+        producer_id: i64,
+        epoch: i16,
+        member_id: String,
+        group_instance_id: Option<String>,
+        generation: i32,
+        offsets: Vec<OffsetToCommit>,
+    },
+    /// `None`: every partition the group committed. `require_stable`: UNSTABLE_OFFSET_COMMIT
+    /// while offsets the group was sent inside a transaction wait for its end.
     FetchOffsets {
         partitions: Option<Vec<TopicPartition>>,
+        require_stable: bool,
     },
     Describe,
     Delete,

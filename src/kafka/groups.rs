@@ -25,7 +25,11 @@ fn opt(s: Option<String>) -> Option<StrBytes> {
 }
 
 /// Runs `op` for `group`; a routing failure becomes a Kafka code.
-async fn run(ctx: &Context<'_>, group: &GroupId, op: GroupOp) -> Result<GroupReply, GroupCode> {
+pub(super) async fn run(
+    ctx: &Context<'_>,
+    group: &GroupId,
+    op: GroupOp,
+) -> Result<GroupReply, GroupCode> {
     if group.0.is_empty() {
         return Err(GroupCode::InvalidGroupId);
     }
@@ -305,13 +309,25 @@ fn commit_results(
 /// (topic, partition, offset, leader epoch, metadata, error) of one group's fetch.
 type FetchedOffset = (String, i32, i64, i32, String, i16);
 
+/// `require_stable` (v7+, what read_committed consumers send): UNSTABLE_OFFSET_COMMIT while
+/// offsets sent inside a transaction wait for its end.
 async fn fetch_group(
     ctx: &Context<'_>,
     group: &GroupId,
     partitions: Option<Vec<TopicPartition>>,
+    require_stable: bool,
 ) -> (Vec<FetchedOffset>, i16) {
     let asked = partitions.clone();
-    match run(ctx, group, GroupOp::FetchOffsets { partitions }).await {
+    match run(
+        ctx,
+        group,
+        GroupOp::FetchOffsets {
+            partitions,
+            require_stable,
+        },
+    )
+    .await
+    {
         Ok(GroupReply::Offsets(found)) => (
             found
                 .into_iter()
@@ -357,11 +373,12 @@ pub async fn offset_fetch(ctx: &Context<'_>, r: OffsetFetchRequest) -> OffsetFet
     if ctx.version >= 8 {
         let mut groups = Vec::new();
         for g in &r.groups {
-            groups.push(offset_fetch_group(ctx, g).await);
+            groups.push(offset_fetch_group(ctx, g, r.require_stable).await);
         }
         return OffsetFetchResponse::default().with_groups(groups);
     }
-    let (rows, code) = fetch_group(ctx, &r.group_id, named_partitions(&r.topics)).await;
+    let stable = ctx.version >= 7 && r.require_stable;
+    let (rows, code) = fetch_group(ctx, &r.group_id, named_partitions(&r.topics), stable).await;
     let version = ctx.version;
     let topics = by_topic(rows, |row| {
         let p = offset_fetch_response::OffsetFetchResponsePartition::default()
@@ -434,8 +451,10 @@ impl<'a> NamedPartitions<'a> for &'a offset_fetch_request::OffsetFetchRequestTop
 async fn offset_fetch_group(
     ctx: &Context<'_>,
     g: &offset_fetch_request::OffsetFetchRequestGroup,
+    require_stable: bool,
 ) -> offset_fetch_response::OffsetFetchResponseGroup {
-    let (rows, code) = fetch_group(ctx, &g.group_id, named_partitions(&g.topics)).await;
+    let named = named_partitions(&g.topics);
+    let (rows, code) = fetch_group(ctx, &g.group_id, named, require_stable).await;
     let topics = by_topic(rows, |row| {
         offset_fetch_response::OffsetFetchResponsePartitions::default()
             .with_partition_index(row.1)

@@ -143,6 +143,12 @@ async fn dispatch(
             ResponseKind::AddPartitionsToTxn(txn::add_partitions(ctx, r).await)
         }
         RequestKind::EndTxn(r) => ResponseKind::EndTxn(txn::end_txn(ctx, r).await),
+        RequestKind::AddOffsetsToTxn(r) => {
+            ResponseKind::AddOffsetsToTxn(txn::add_offsets(ctx, r).await)
+        }
+        RequestKind::TxnOffsetCommit(r) => {
+            ResponseKind::TxnOffsetCommit(txn::txn_offset_commit(ctx, r).await)
+        }
         RequestKind::DescribeTransactions(r) => {
             ResponseKind::DescribeTransactions(txn::describe(ctx, r).await)
         }

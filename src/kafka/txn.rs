@@ -272,3 +272,113 @@ const ALL_STATES: [TxnState; 7] = [
     TxnState::CompleteAbort,
     TxnState::PrepareEpochFence,
 ];
+
+/// AddOffsetsToTxn: the group's offsets partition joins the transaction (its marker makes
+/// the offsets sent inside it count).
+pub async fn add_offsets(
+    ctx: &Context<'_>,
+    request: AddOffsetsToTxnRequest,
+) -> AddOffsetsToTxnResponse {
+    let offsets = crate::groups::OFFSETS_TOPIC;
+    let meta = match crate::shard::group_routing::internal_topic(ctx.shard, offsets).await {
+        Ok(meta) => meta,
+        Err(_) => {
+            return AddOffsetsToTxnResponse::default().with_error_code(k::COORDINATOR_NOT_AVAILABLE)
+        }
+    };
+    let p = crate::groups::partition_for(&request.group_id.0, meta.owners.len()) as i32;
+    let op = TxnOp::AddPartitions {
+        producer_id: request.producer_id.0,
+        epoch: request.producer_epoch,
+        partitions: vec![TopicPartition::new(offsets, p)],
+    };
+    let code = match ask(ctx, &request.transactional_id.0, op).await {
+        TxnReply::Code(code) => fenced_as(code, ctx.version >= 2),
+        _ => errors::UNKNOWN_SERVER_ERROR,
+    };
+    AddOffsetsToTxnResponse::default().with_error_code(code)
+}
+
+/// TxnOffsetCommit: the group coordinator writes the offsets as the producer's
+/// transactional batch; they count once the transaction commits.
+pub async fn txn_offset_commit(
+    ctx: &Context<'_>,
+    request: TxnOffsetCommitRequest,
+) -> TxnOffsetCommitResponse {
+    let offsets = request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                let metadata = p.committed_metadata.as_ref().map(|m| m.to_string());
+                let epoch = if ctx.version >= 2 {
+                    p.committed_leader_epoch
+                } else {
+                    -1
+                };
+                (
+                    t.name.0.to_string(),
+                    p.partition_index,
+                    p.committed_offset,
+                    epoch,
+                    metadata.unwrap_or_default(),
+                )
+            })
+        })
+        .collect();
+    let op = crate::groups::ops::GroupOp::TxnCommit {
+        producer_id: request.producer_id.0,
+        epoch: request.producer_epoch,
+        member_id: request.member_id.to_string(),
+        group_instance_id: request.group_instance_id.as_ref().map(|i| i.to_string()),
+        generation: request.generation_id,
+        offsets,
+    };
+    let codes = match super::groups::run(ctx, &request.group_id, op).await {
+        Ok(crate::groups::ops::GroupReply::PartitionCodes(codes)) => codes
+            .into_iter()
+            .map(|(t, p, c)| (TopicPartition::new(t, p), c.kafka()))
+            .collect(),
+        Ok(_) => partition_codes(&request, errors::UNKNOWN_SERVER_ERROR),
+        Err(code) => partition_codes(&request, code.kafka()),
+    };
+    // Kafka sends COORDINATOR_LOAD_IN_PROGRESS as COORDINATOR_NOT_AVAILABLE below v2.
+    let old = ctx.version < 2;
+    let topics = by_topic(codes)
+        .into_iter()
+        .map(|t| {
+            let partitions = t
+                .results_by_partition
+                .iter()
+                .map(|r| {
+                    let code = match r.partition_error_code {
+                        k::COORDINATOR_LOAD_IN_PROGRESS if old => k::COORDINATOR_NOT_AVAILABLE,
+                        c => c,
+                    };
+                    txn_offset_commit_response::TxnOffsetCommitResponsePartition::default()
+                        .with_partition_index(r.partition_index)
+                        .with_error_code(code)
+                })
+                .collect();
+            txn_offset_commit_response::TxnOffsetCommitResponseTopic::default()
+                .with_name(t.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+fn partition_codes(request: &TxnOffsetCommitRequest, code: i16) -> Vec<(TopicPartition, i16)> {
+    request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(move |p| {
+                (
+                    TopicPartition::new(t.name.0.as_str(), p.partition_index),
+                    code,
+                )
+            })
+        })
+        .collect()
+}

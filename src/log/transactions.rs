@@ -31,6 +31,20 @@ impl PartitionLog {
         Ok(info)
     }
 
+    /// Appends a batch a coordinator wrote for a producer's transaction (offsets sent inside
+    /// it, to an offsets partition): offsets from the log end, the producer's epoch checked
+    /// as a marker's, no sequence (Kafka's coordinator origin).
+    pub async fn append_for_coordinator(&mut self, batch: &[u8]) -> Result<AppendInfo> {
+        self.check_healthy().await?;
+        let header = crate::format::BatchHeader::parse(batch)
+            .map_err(|source| crate::error::Error::InvalidBatch { at: 0, source })?;
+        self.producers
+            .check_marker(header.producer_id, header.producer_epoch)?;
+        let mut batch = batch.to_vec();
+        set_base_offset(&mut batch, self.log_end_offset());
+        self.append_with_assigned_offsets(&batch).await
+    }
+
     /// The offset below which every transaction is decided (Kafka's LSO): the first offset
     /// of the earliest open transaction, else the visible end.
     pub fn last_stable_offset(&self) -> i64 {

@@ -76,7 +76,10 @@ async fn commit(
 }
 
 async fn fetch(shard: &Rc<Shard>, group: String, topics: Option<Vec<String>>) -> Answer {
-    let op = GroupOp::FetchOffsets { partitions: None };
+    let op = GroupOp::FetchOffsets {
+        partitions: None,
+        require_stable: false,
+    };
     match route(shard, group_id(&group)?, op).await? {
         GroupReply::Offsets(found) => Ok(ResponseBody::OffsetFetch(
             found

@@ -77,6 +77,14 @@ impl GroupHost for ShardHost {
         })
     }
 
+    fn append_txn_offsets(&self, partition: i32, batch: Bytes) -> HostFuture<'_, HostResult<()>> {
+        Box::pin(async move {
+            let op = PartitionOp::CoordinatorAppend { records: batch };
+            self.0.partition_op(OFFSETS_TOPIC, partition, op).await?;
+            Ok(())
+        })
+    }
+
     fn append_offsets(&self, partition: i32, batch: Bytes) -> HostFuture<'_, HostResult<()>> {
         Box::pin(async move {
             let op = PartitionOp::produce(ACKS_ALL, batch);

@@ -19,6 +19,11 @@ pub enum PartitionOp {
         /// A producer's transactional batches, verified by its transaction coordinator.
         transactional: bool,
     },
+    /// A batch of a producer's transaction written by a coordinator (offsets sent inside a
+    /// transaction), made durable before the reply.
+    CoordinatorAppend {
+        records: Bytes,
+    },
     /// The marker ending a producer's transaction (the transaction coordinator's), made
     /// durable before the reply.
     WriteMarker {
@@ -271,6 +276,13 @@ pub enum ShardOp {
     Group {
         group: String,
         op: crate::groups::ops::GroupOp,
+    },
+    /// A transaction ended on offsets partition `partition`: the offsets producer
+    /// `producer_id` sent inside it count now (commit) or never.
+    CompleteTxnOffsets {
+        partition: i32,
+        producer_id: i64,
+        commit: bool,
     },
     /// A transactional id's operation, on its coordinator shard.
     Txn {

@@ -242,6 +242,7 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             epoch,
             marker,
         } => write_marker(log, producer_id, epoch, marker).await,
+        PartitionOp::CoordinatorAppend { records } => coordinator_append(log, &records).await,
         PartitionOp::Describe => Ok(OpOk::Partition(PartitionSummary {
             log_start_offset: log.log_start_offset(),
             log_end_offset: log.visible_end_offset(),
@@ -284,6 +285,14 @@ async fn fetch(
         aborted,
         records,
     })
+}
+
+/// Appends a coordinator's batch of a producer's transaction and makes it durable.
+async fn coordinator_append(log: &mut PartitionLog, records: &[u8]) -> crate::Result<OpOk> {
+    let info = log.append_for_coordinator(records).await?;
+    log.sync().await?;
+    debug_assert!(info.last_offset < log.visible_end_offset());
+    Ok(OpOk::Done)
 }
 
 /// Appends a transaction's marker and makes it durable: the coordinator logs the

@@ -616,6 +616,15 @@ impl Shard {
             ShardOp::Txn { id, op } => {
                 Ok(OpOk::Txn(crate::shard::txn_ops::handle(self, id, op).await))
             }
+            ShardOp::CompleteTxnOffsets {
+                partition,
+                producer_id,
+                commit,
+            } => {
+                let host = Shard::group_host(self);
+                let code = coordinator::complete_txn(&host, partition, producer_id, commit).await;
+                Ok(OpOk::Group(GroupReply::Code(code)))
+            }
             ShardOp::ListGroups => Ok(OpOk::Group(
                 match coordinator::list(&Shard::group_host(self)).await {
                     Ok(groups) => GroupReply::Listed(groups),
@@ -626,7 +635,7 @@ impl Shard {
         }
     }
 
-    pub(super) async fn execute(self: &Rc<Self>, op: ShardOp) -> OpResult {
+    pub(crate) async fn execute(self: &Rc<Self>, op: ShardOp) -> OpResult {
         match op {
             ShardOp::Partition {
                 topic,
@@ -666,9 +675,10 @@ impl Shard {
                 Ok(OpOk::Done)
             }
             ShardOp::AllocateProducerId => crate::shard::producer_ids::allocate(self).await,
-            op @ (ShardOp::Group { .. } | ShardOp::Txn { .. } | ShardOp::ListGroups) => {
-                Box::pin(self.execute_coordinator(op)).await
-            }
+            op @ (ShardOp::Group { .. }
+            | ShardOp::Txn { .. }
+            | ShardOp::ListGroups
+            | ShardOp::CompleteTxnOffsets { .. }) => Box::pin(self.execute_coordinator(op)).await,
             ShardOp::WaitForAppends { waits, timeout_ms } => {
                 crate::shard::long_poll::wait_here(self, &waits, timeout_ms).await;
                 Ok(OpOk::Done)

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::txn_coordinator::{self as tc, claim, release};
 use crate::format::control::EndTxnMarker;
 use crate::kafka_codes as k;
-use crate::shard::messages::{OpOk, PartitionOp};
+use crate::shard::messages::{OpOk, PartitionOp, ShardOp};
 use crate::shard::runtime::Shard;
 use crate::txn::meta::{TxnMeta, TxnState, MAX_EPOCH};
 use crate::TopicPartition;
@@ -314,6 +314,13 @@ async fn write_markers(shard: &Rc<Shard>, id: &str, meta: &TxnMeta) {
                 marker,
             };
             match shard.partition_op(&tp.topic, tp.partition, op).await {
+                Ok(_) if tp.topic == crate::groups::OFFSETS_TOPIC => {
+                    if complete_offsets(shard, tp.partition, meta.producer_id, commit).await {
+                        break;
+                    }
+                    glommio::timer::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(1));
+                }
                 Ok(_) => break,
                 // A deleted topic has nothing left to mark.
                 Err(e) if e.code == crate::protocol::ErrorCode::UnknownTopic => break,
@@ -341,6 +348,37 @@ async fn write_markers(shard: &Rc<Shard>, id: &str, meta: &TxnMeta) {
             id,
             "logging a completed transaction failed; the next start completes it"
         );
+    }
+}
+
+/// Tells the group coordinator of offsets partition `p` that producer `producer_id`'s
+/// transaction ended there; whether it took note (else the marker is written again: a
+/// second marker completes nothing).
+async fn complete_offsets(shard: &Rc<Shard>, p: i32, producer_id: i64, commit: bool) -> bool {
+    let Some(meta) = shard.topic(crate::groups::OFFSETS_TOPIC) else {
+        return true;
+    };
+    let op = ShardOp::CompleteTxnOffsets {
+        partition: p,
+        producer_id,
+        commit,
+    };
+    let owner = meta.owners[p as usize] as usize;
+    let reply = match owner == shard.id {
+        true => Box::pin(shard.execute(op)).await,
+        false => shard.remote(owner, op).await,
+    };
+    match reply {
+        Ok(OpOk::Group(crate::groups::ops::GroupReply::Code(code))) if code.is_ok() => true,
+        other => {
+            tracing::warn!(
+                p,
+                producer_id,
+                ?other,
+                "completing transactional offsets failed; retrying"
+            );
+            false
+        }
     }
 }
 

@@ -13,6 +13,12 @@
       After the restart: 3 records are produced after the open transaction's; a
       read_committed consumer sees exactly the 6 committed records and those 3 (so the open
       transaction was aborted: nothing holds the LSO). Prints OK.
+  python txn.py confluent HOST:PORT ctp TOPIC
+      Consume-transform-produce exactly once: 30 records in TOPIC are read by a group and
+      written upper-cased to TOPIC-out in transactions that also send the group's offsets
+      (send_offsets_to_transaction); one round is aborted and redone from the committed
+      offsets. Then the output holds each record exactly once (read_committed) and the
+      group's committed offsets are the input's end. Prints OK.
   python txn.py confluent HOST:PORT timeout TOPIC
       A transaction left open past its transaction.timeout.ms is aborted by the
       coordinator: read_committed consumers are not held back, and the late producer's
@@ -36,6 +42,10 @@ def producer(txn_id, timeout_ms=60000):
 
 
 def read_all(isolation, expect_at_least):
+    return read_all_of(topic, isolation, expect_at_least)
+
+
+def read_all_of(topic, isolation, expect_at_least):
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}",
                   "auto.offset.reset": "earliest", "isolation.level": isolation,
                   "enable.auto.commit": False, "enable.partition.eof": True})
@@ -110,6 +120,56 @@ def timeout():
     print("OK", flush=True)
 
 
+def ctp():
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    out = f"{topic}-out"
+    for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1), NewTopic(out, PARTITIONS, 1)]).values():
+        f.result(timeout=30)
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(30):
+        p.produce(topic, value=f"r{i:02}".encode(), partition=i % PARTITIONS)
+    p.flush(30)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "ctp",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    consumer.subscribe([topic])
+    tx = producer("ctp-tx")
+    tx.init_transactions(30)
+    done, rounds, aborted = 0, 0, False
+    deadline = time.time() + DEADLINE_S
+    while done < 30 and time.time() < deadline:
+        msgs = consumer.consume(5, 1.0)
+        msgs = [m for m in msgs if not m.error()]
+        if not msgs:
+            continue
+        tx.begin_transaction()
+        for m in msgs:
+            tx.produce(out, value=m.value().upper(), partition=m.partition())
+        tx.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                       consumer.consumer_group_metadata(), 30)
+        rounds += 1
+        if rounds == 2 and not aborted:
+            aborted = True
+            tx.abort_transaction(30)
+            # Rewind to what the group committed: the aborted round is redone.
+            committed = consumer.committed(consumer.assignment(), 30)
+            for tp in committed:
+                consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
+            continue
+        tx.commit_transaction(30)
+        done += len(msgs)
+    consumer.close()
+    assert done == 30, done
+    check = Consumer({"bootstrap.servers": bootstrap, "group.id": "ctp",
+                      "isolation.level": "read_committed"})
+    committed = check.committed([TopicPartition(topic, i) for i in range(PARTITIONS)], 30)
+    check.close()
+    assert sum(tp.offset for tp in committed) == 30, committed
+    values = read_all_of(out, "read_committed", 30)
+    assert values == sorted(f"R{i:02}" for i in range(30)), values
+    print("OK", flush=True)
+
+
 def hold():
     create_topic()
     p = producer("tx-hold", timeout_ms=3000)
@@ -138,4 +198,4 @@ def after_crash():
     print("OK", flush=True)
 
 
-{"basic": basic, "timeout": timeout, "hold": hold, "after-crash": after_crash}[mode]()
+{"basic": basic, "timeout": timeout, "hold": hold, "after-crash": after_crash, "ctp": ctp}[mode]()
