@@ -139,20 +139,12 @@ async fn dispatch(
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(groups::offset_delete(ctx, r).await)
         }
-        RequestKind::AddPartitionsToTxn(r) => {
-            ResponseKind::AddPartitionsToTxn(txn::add_partitions(ctx, r).await)
-        }
-        RequestKind::EndTxn(r) => ResponseKind::EndTxn(txn::end_txn(ctx, r).await),
-        RequestKind::AddOffsetsToTxn(r) => {
-            ResponseKind::AddOffsetsToTxn(txn::add_offsets(ctx, r).await)
-        }
-        RequestKind::TxnOffsetCommit(r) => {
-            ResponseKind::TxnOffsetCommit(txn::txn_offset_commit(ctx, r).await)
-        }
-        RequestKind::DescribeTransactions(r) => {
-            ResponseKind::DescribeTransactions(txn::describe(ctx, r).await)
-        }
-        RequestKind::ListTransactions(r) => ResponseKind::ListTransactions(txn::list(ctx, r).await),
+        r @ (RequestKind::AddPartitionsToTxn(_)
+        | RequestKind::EndTxn(_)
+        | RequestKind::AddOffsetsToTxn(_)
+        | RequestKind::TxnOffsetCommit(_)
+        | RequestKind::DescribeTransactions(_)
+        | RequestKind::ListTransactions(_)) => txn::dispatch(ctx, r).await,
         // The codec lets through only what api_versions::ADVERTISED lists.
         other => unreachable!("{other:?} is not advertised"),
     })

@@ -20,6 +20,25 @@ use crate::shard::txn_routing::route;
 use crate::txn::meta::TxnState;
 use crate::TopicPartition;
 
+/// The transaction requests (InitProducerId aside: it serves idempotent producers too).
+pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {
+    match request {
+        RequestKind::AddPartitionsToTxn(r) => {
+            ResponseKind::AddPartitionsToTxn(add_partitions(ctx, r).await)
+        }
+        RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn(ctx, r).await),
+        RequestKind::AddOffsetsToTxn(r) => ResponseKind::AddOffsetsToTxn(add_offsets(ctx, r).await),
+        RequestKind::TxnOffsetCommit(r) => {
+            ResponseKind::TxnOffsetCommit(txn_offset_commit(ctx, r).await)
+        }
+        RequestKind::DescribeTransactions(r) => {
+            ResponseKind::DescribeTransactions(describe(ctx, r).await)
+        }
+        RequestKind::ListTransactions(r) => ResponseKind::ListTransactions(list(ctx, r).await),
+        other => unreachable!("{other:?} is not a transaction request"),
+    }
+}
+
 /// PRODUCER_FENCED as a request version from before it knows it.
 fn fenced_as(code: i16, knows_fenced: bool) -> i16 {
     match code {
