@@ -6,14 +6,19 @@
 
 mod common;
 
+use std::process::Command;
 use std::time::Duration;
 
 use common::kafka_clients::{run_bounded, script, start_until};
 use common::server_proc::ServerProc;
 
 fn run_txn(server: &ServerProc, mode: &str, topic: &str) {
+    run_client(server, "confluent", mode, topic);
+}
+
+fn run_client(server: &ServerProc, client: &str, mode: &str, topic: &str) {
     let out = run_bounded(
-        &mut script("txn.py", &["confluent", &server.kafka_addr(), mode, topic]),
+        &mut script("txn.py", &[client, &server.kafka_addr(), mode, topic]),
         Duration::from_secs(120),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -37,11 +42,68 @@ fn server(tmp: &tempfile::TempDir) -> ServerProc {
     ServerProc::start(&tmp.path().join("data"), 2, &config)
 }
 
+/// Commit, abort and a fenced zombie; then kcat (librdkafka, read_committed by default)
+/// reads exactly the committed records, and dump-log shows the markers and, once the
+/// segment is sealed, the `.txnindex` of the aborted transactions.
 #[test]
 fn commit_abort_and_fencing_with_read_committed_consumers() {
     let tmp = tempfile::tempdir().unwrap();
     let server = server(&tmp);
     run_txn(&server, "basic", "txn-basic");
+    let kcat = Command::new("kcat")
+        .args([
+            "-b",
+            &server.kafka_addr(),
+            "-C",
+            "-t",
+            "txn-basic",
+            "-e",
+            "-q",
+        ])
+        .args(["-f", "%s\\n"])
+        .output()
+        .unwrap();
+    let mut values: Vec<String> = String::from_utf8_lossy(&kcat.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    values.sort();
+    let want: Vec<String> = (0..10).map(|i| format!("c{i}")).collect();
+    assert_eq!(values, want, "{}", String::from_utf8_lossy(&kcat.stderr));
+    let addr = server.addr();
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        c.roll_segments("txn-basic", -1).await.unwrap();
+    });
+    let dir = tmp.path().join("data/txn-basic-0");
+    let files = ["00000000000000000000.log", "00000000000000000000.txnindex"]
+        .map(|f| dir.join(f).to_string_lossy().into_owned())
+        .join(",");
+    let (out, err, ok) =
+        common::cli::shardlog(&["dump-log", "--files", &files, "--print-data-log"], None);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("endTxnMarker: COMMIT coordinatorEpoch: 0"),
+        "{out}"
+    );
+    assert!(
+        out.contains("endTxnMarker: ABORT coordinatorEpoch: 0"),
+        "{out}"
+    );
+    let aborted = out
+        .lines()
+        .filter(|l| l.starts_with("version: 0 producerId:"))
+        .count();
+    assert_eq!(aborted, 2, "the abort and the fenced zombie's: {out}");
+}
+
+/// kafka-python's and aiokafka's transactional producers, at their older API versions.
+#[test]
+fn older_clients_commit_and_abort() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = server(&tmp);
+    run_client(&server, "kafka-python", "basic", "txn-kp");
+    run_client(&server, "aiokafka", "basic", "txn-aio");
 }
 
 #[test]

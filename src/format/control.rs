@@ -51,7 +51,12 @@ pub fn read_marker(batch: &[u8]) -> Option<EndTxnMarker> {
     }
     let records = RecordsSection::of(batch, &header).ok()?;
     let record = records.iter().next()?.ok()?;
-    let key = record.key?;
+    marker_of_record(record.key?, record.value)
+}
+
+/// The marker a control record's key and value describe (`None`: another control type
+/// or version).
+pub fn marker_of_record(key: &[u8], value: Option<&[u8]>) -> Option<EndTxnMarker> {
     if key.len() != 4 || key[..2] != [0, 0] {
         return None;
     }
@@ -60,7 +65,7 @@ pub fn read_marker(batch: &[u8]) -> Option<EndTxnMarker> {
         COMMIT => true,
         _ => return None,
     };
-    let coordinator_epoch = match record.value {
+    let coordinator_epoch = match value {
         Some(v) if v.len() >= 6 => i32::from_be_bytes([v[2], v[3], v[4], v[5]]),
         _ => 0,
     };

@@ -319,11 +319,39 @@ pub async fn add_offsets(
 }
 
 /// TxnOffsetCommit: the group coordinator writes the offsets as the producer's
-/// transactional batch; they count once the transaction commits.
+/// transactional batch; they count once the transaction commits. The group's offsets
+/// partition must be in the producer's open transaction (AddOffsetsToTxn first; KIP-890
+/// part 1), else nothing would ever end them.
 pub async fn txn_offset_commit(
     ctx: &Context<'_>,
     request: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
+    let refused = match offsets_partition_in_txn(ctx, &request).await {
+        k::NONE => None,
+        code => Some(partition_codes(&request, code)),
+    };
+    let codes = match refused {
+        Some(codes) => codes,
+        None => commit_in_txn(ctx, &request).await,
+    };
+    txn_offset_commit_response(ctx.version, codes)
+}
+
+/// NONE when the group's offsets partition is in the producer's open transaction.
+async fn offsets_partition_in_txn(ctx: &Context<'_>, request: &TxnOffsetCommitRequest) -> i16 {
+    let Some(meta) = ctx.shard.topic(crate::groups::OFFSETS_TOPIC) else {
+        return k::COORDINATOR_NOT_AVAILABLE;
+    };
+    let p = crate::groups::partition_for(&request.group_id.0, meta.owners.len()) as i32;
+    let tp = TopicPartition::new(crate::groups::OFFSETS_TOPIC, p);
+    let producer = (request.producer_id.0, request.producer_epoch);
+    verify(ctx.shard, &request.transactional_id.0, producer, tp).await
+}
+
+async fn commit_in_txn(
+    ctx: &Context<'_>,
+    request: &TxnOffsetCommitRequest,
+) -> Vec<(TopicPartition, i16)> {
     let offsets = request
         .topics
         .iter()
@@ -353,16 +381,22 @@ pub async fn txn_offset_commit(
         generation: request.generation_id,
         offsets,
     };
-    let codes = match super::groups::run(ctx, &request.group_id, op).await {
+    match super::groups::run(ctx, &request.group_id, op).await {
         Ok(crate::groups::ops::GroupReply::PartitionCodes(codes)) => codes
             .into_iter()
             .map(|(t, p, c)| (TopicPartition::new(t, p), c.kafka()))
             .collect(),
-        Ok(_) => partition_codes(&request, errors::UNKNOWN_SERVER_ERROR),
-        Err(code) => partition_codes(&request, code.kafka()),
-    };
+        Ok(_) => partition_codes(request, errors::UNKNOWN_SERVER_ERROR),
+        Err(code) => partition_codes(request, code.kafka()),
+    }
+}
+
+fn txn_offset_commit_response(
+    version: i16,
+    codes: Vec<(TopicPartition, i16)>,
+) -> TxnOffsetCommitResponse {
     // Kafka sends COORDINATOR_LOAD_IN_PROGRESS as COORDINATOR_NOT_AVAILABLE below v2.
-    let old = ctx.version < 2;
+    let old = version < 2;
     let topics = by_topic(codes)
         .into_iter()
         .map(|t| {

@@ -154,6 +154,8 @@ pub fn run(opts: &DumpOptions, out: &mut dyn Write, err: &mut dyn Write) -> std:
             dump_time_index(file, opts, &mut findings, out, err)
         } else if name.ends_with(INDEX_SUFFIX) {
             dump_index(file, opts, &mut findings, out, err)
+        } else if name.ends_with(crate::log::txn_index::TXN_INDEX_SUFFIX) {
+            dump_txn_index(file, out, err)
         } else {
             writeln!(err, "Ignoring unknown file {}", file.display())?;
             Ok(())
@@ -412,6 +414,21 @@ impl LogDump<'_> {
                 header_keys.join(", ")
             )?;
         }
+        let marker = h
+            .is_control()
+            .then(|| {
+                r.key
+                    .and_then(|k| crate::format::control::marker_of_record(k, r.value))
+            })
+            .flatten();
+        if let (true, Some(m)) = (opts.print_data_log, marker) {
+            let kind = if m.commit { "COMMIT" } else { "ABORT" };
+            write!(
+                self.out,
+                " endTxnMarker: {kind} coordinatorEpoch: {}",
+                m.coordinator_epoch
+            )?;
+        }
         if (opts.print_data_log || opts.skip_record_metadata) && !h.is_control() {
             if let Some(k) = r.key {
                 write!(self.out, " key: {}", lossy(k))?;
@@ -622,6 +639,34 @@ fn check_time_entry(
         out_of_order.push((e.ts, e.prev_ts));
     }
     true
+}
+
+/// A `.txnindex` in the line format of Kafka's DumpLogSegments.
+fn dump_txn_index(path: &Path, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<()> {
+    let bytes = std::fs::read(path)?;
+    let entries = crate::log::txn_index::AbortedTxns::parse_file(&bytes);
+    let (entries, bad_at) = match entries {
+        Ok(entries) => (entries, None),
+        Err(at) => {
+            let whole = crate::log::txn_index::AbortedTxns::parse_file(&bytes[..at]);
+            (whole.unwrap_or_default(), Some(at))
+        }
+    };
+    for e in entries {
+        writeln!(
+            out,
+            "version: 0 producerId: {} firstOffset: {} lastOffset: {} lastStableOffset: {}",
+            e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset
+        )?;
+    }
+    if let Some(at) = bad_at {
+        writeln!(
+            err,
+            "Invalid transaction index entry at byte {at} of {}",
+            path.display()
+        )?;
+    }
+    Ok(())
 }
 
 fn dump_time_index(

@@ -19,6 +19,10 @@
       (send_offsets_to_transaction); one round is aborted and redone from the committed
       offsets. Then the output holds each record exactly once (read_committed) and the
       group's committed offsets are the input's end. Prints OK.
+  python txn.py kafka-python|aiokafka HOST:PORT basic TOPIC
+      The older clients' transactional producers (InitProducerId, AddPartitionsToTxn and
+      EndTxn at their versions): one committed transaction of 6 records and one aborted of
+      3; a confluent read_committed consumer sees exactly the 6. Prints OK.
   python txn.py confluent HOST:PORT timeout TOPIC
       A transaction left open past its transaction.timeout.ms is aborted by the
       coordinator: read_committed consumers are not held back, and the late producer's
@@ -198,4 +202,59 @@ def after_crash():
     print("OK", flush=True)
 
 
+def kafka_python_basic():
+    from kafka import KafkaProducer
+    create_topic()
+    p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="tx-kp")
+    p.init_transactions()
+    p.begin_transaction()
+    for i in range(6):
+        p.send(topic, value=f"c{i}".encode(), partition=i % PARTITIONS)
+    p.commit_transaction()
+    p.begin_transaction()
+    for i in range(3):
+        p.send(topic, value=f"a{i}".encode(), partition=i % PARTITIONS)
+    p.flush()
+    p.abort_transaction()
+    p.close()
+    check_six_committed()
+
+
+def aiokafka_basic():
+    import asyncio
+    from aiokafka import AIOKafkaProducer
+
+    async def run():
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="tx-aio")
+        await p.start()
+        try:
+            async with p.transaction():
+                for i in range(6):
+                    await p.send(topic, value=f"c{i}".encode(), partition=i % PARTITIONS)
+            await p.begin_transaction()
+            for i in range(3):
+                await p.send(topic, value=f"a{i}".encode(), partition=i % PARTITIONS)
+            await p.abort_transaction()
+        finally:
+            await p.stop()
+
+    create_topic()
+    asyncio.run(run())
+    check_six_committed()
+
+
+def check_six_committed():
+    committed = read_all("read_committed", 6)
+    assert committed == sorted(f"c{i}" for i in range(6)), committed
+    everything = read_all("read_uncommitted", 9)
+    assert len(everything) == 9, everything
+    print("OK", flush=True)
+
+
+if client == "kafka-python":
+    {"basic": kafka_python_basic}[mode]()
+    sys.exit(0)
+if client == "aiokafka":
+    {"basic": aiokafka_basic}[mode]()
+    sys.exit(0)
 {"basic": basic, "timeout": timeout, "hold": hold, "after-crash": after_crash, "ctp": ctp}[mode]()
