@@ -208,3 +208,38 @@ fn a_crash_keeps_aborted_transactions_indexed_and_undecided_ones_open() {
         });
     }
 }
+
+/// Kafka's cleaner rules for transactional data: an aborted transaction's records go
+/// whatever their keys and never shadow a committed value of the same key; markers stay;
+/// nothing past the first offset of an open transaction is cleaned.
+#[test]
+fn compaction_drops_aborted_records_and_keeps_committed_values_and_markers() {
+    common::run(|dir| async move {
+        let mut config = LogConfig::default();
+        config.cleanup_policy = shardlog::config::CleanupPolicy::parse("compact").unwrap();
+        config.min_cleanable_dirty_ratio = 0.0;
+        let mut log = PartitionLog::open(&dir.join("t-0"), config).await.unwrap();
+        // k0 committed by producer 1, then written again by producer 2's aborted transaction.
+        txn(&mut log, 1, 0, 1).await;
+        log.append_marker(1, 0, commit()).await.unwrap();
+        let aborted = txn(&mut log, 2, 0, 1).await;
+        log.append_marker(2, 0, abort()).await.unwrap();
+        log.roll_now().await.unwrap();
+        let end = log.log_end_offset();
+        let plan = log.cleaning_plan(shardlog::time::now_ms(), true).await.unwrap();
+        let done = plan.expect("due").run(Default::default()).await.unwrap();
+        let stats = log.commit_cleaning(done).await.unwrap();
+        assert_eq!(stats.records_removed, 1, "{stats:?}");
+        assert_eq!(log.log_end_offset(), end);
+        let data = log.read(0, 1 << 20).await.unwrap().to_bytes();
+        let batches: Vec<_> = shardlog::format::batch::split_batches(&data)
+            .unwrap()
+            .into_iter()
+            .map(|(at, h)| (h.base_offset, h.is_control(), at))
+            .collect();
+        let offsets: Vec<(i64, bool)> = batches.iter().map(|b| (b.0, b.1)).collect();
+        // The committed record and both markers remain; the aborted record is gone.
+        assert_eq!(offsets, vec![(0, false), (1, true), (3, true)], "aborted at {aborted}");
+        log.close().await.unwrap();
+    });
+}

@@ -26,6 +26,7 @@ use super::file_names::segment_path;
 use super::index_state::IndexState;
 use super::partition::PartitionLog;
 use super::segment::Segment;
+use super::txn_index::AbortedTxn;
 use super::{CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
@@ -67,6 +68,9 @@ pub struct CleaningPlan {
     first_dirty: i64,
     /// Cleanable sealed segments, oldest first.
     segments: Vec<SegmentRef>,
+    /// Aborted transactions whose records may lie in the cleanable segments: their
+    /// records are removed whatever their keys, and never shadow committed ones.
+    aborted: Vec<AbortedTxn>,
 }
 
 /// One rewritten segment waiting to be swapped in.
@@ -180,6 +184,7 @@ impl PartitionLog {
             config: self.config.clone(),
             now_ms,
             first_dirty: view.first_dirty,
+            aborted: self.aborted.overlapping_entries(cleanable[0].base),
             segments: cleanable,
         }))
     }
@@ -377,6 +382,17 @@ impl CleaningPlan {
         self.first_dirty
     }
 
+    /// Whether a data batch belongs to an aborted transaction (its producer's, spanning it).
+    fn is_aborted(&self, h: &BatchHeader) -> bool {
+        h.is_transactional()
+            && !h.is_control()
+            && self.aborted.iter().any(|a| {
+                a.producer_id == h.producer_id
+                    && a.first_offset <= h.base_offset
+                    && h.last_offset() <= a.last_offset
+            })
+    }
+
     /// Builds the key map and writes the cleaned segments. On failure, every `.cleaned`
     /// file written is removed (the loader would remove them at the next open anyway).
     pub async fn run(self, limits: CleanerLimits) -> Result<CleanedLog> {
@@ -467,8 +483,9 @@ impl CleaningPlan {
         while let Some((position, bytes, h)) = batches.next().await? {
             stats.bytes_read += bytes.len() as u64;
             throttle.account(bytes.len()).await;
-            // Transaction markers are not keyed data: they are kept whole (copy_latest).
-            if h.last_offset() < self.first_dirty || h.is_control() {
+            // Transaction markers are not keyed data: they are kept whole (copy_latest); an
+            // aborted transaction's records must not shadow committed values of their keys.
+            if h.last_offset() < self.first_dirty || h.is_control() || self.is_aborted(&h) {
                 continue;
             }
             // Worst case for this batch: every record a new key.
@@ -560,6 +577,10 @@ impl CleaningPlan {
             let retained = if h.is_control() {
                 // A transaction's marker stays: readers need it to end the transaction.
                 Ok(Retained::All)
+            } else if self.is_aborted(&h) {
+                // Kafka's rule: aborted data goes, whatever its keys.
+                removed = h.records_count.max(0) as u64;
+                Ok(Retained::Nothing)
             } else {
                 retain_records(bytes, &h, new_horizon, |r| {
                     let latest = r

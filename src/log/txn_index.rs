@@ -112,6 +112,13 @@ impl AbortedTxns {
             .collect()
     }
 
+    /// The entries whose marker is at or after `from` (transactions whose records may lie
+    /// at or after it).
+    pub fn overlapping_entries(&self, from: i64) -> Vec<AbortedTxn> {
+        let start = self.entries.partition_point(|e| e.last_offset < from);
+        self.entries[start..].to_vec()
+    }
+
     /// The entries whose marker lies in `[base, next)` (one segment's).
     pub fn in_range(&self, base: i64, next: i64) -> &[AbortedTxn] {
         let from = self.entries.partition_point(|e| e.last_offset < base);
