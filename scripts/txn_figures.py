@@ -7,9 +7,10 @@
 2. EndTxn latency: commit_transaction() of one-record transactions, p50/p99 (the client's
    round trips: EndTxn plus its retries while markers are written);
 3. fetch MB/s of one consumer reading the same topic read_committed vs read_uncommitted;
-4. recovery: OPEN_TXNS (default 10000) transactional ids each left with an open transaction,
-   kill -9, restart: time until the coordinators have loaded their state, and until a
-   read_committed consumer reaches the end (the coordinators aborted every one).
+4. recovery: OPEN_TXNS (default 10000) transactional ids each left with an open transaction
+   (all timing out at one moment just after the kill), kill -9, restart: time until the
+   server serves again, and once the transactions are due, until a read_committed consumer
+   sees records written after them (the coordinators aborted every one).
 Prints one line per figure.
 """
 import os
@@ -75,6 +76,26 @@ def produce_rate(topic, transactional, n=20000, per_txn=100):
     return n / (time.perf_counter() - started)
 
 
+def round_trip_us(n=300):
+    """The same-run floor: a Kafka ApiVersions v0 round trip on loopback, median."""
+    import socket
+    import struct
+    host, port = KAFKA.split(":")
+    s = socket.create_connection((host, int(port)))
+    client = b"fig"
+    body = struct.pack(">hhih", 18, 0, 1, len(client)) + client
+    frame = struct.pack(">i", len(body)) + body
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        s.sendall(frame)
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        s.recv(size, socket.MSG_WAITALL)
+        samples.append((time.perf_counter() - started) * 1e6)
+    s.close()
+    return statistics.median(samples)
+
+
 def end_txn_latency(topic, n=300):
     p = Producer({"bootstrap.servers": KAFKA, "transactional.id": "fig-endtxn", "linger.ms": 0})
     p.init_transactions(30)
@@ -107,20 +128,34 @@ def fetch_rate(topic, isolation, expect):
     return size / took / 1e6
 
 
+def open_one(i, due_at):
+    timeout_ms = max(1000, int((due_at - time.time()) * 1000))
+    p = Producer({"bootstrap.servers": KAFKA, "transactional.id": f"open-{i}",
+                  "transaction.timeout.ms": timeout_ms, "linger.ms": 0})
+    p.init_transactions(60)
+    p.begin_transaction()
+    p.produce("fig-open", value=b"u", partition=i % 8)
+    p.flush(60)
+    return p
+
+
 def recovery(server):
+    """Opens `open_txns` transactions due (timed out) at one moment after the kill, so the
+    restart finds them all open and then aborts them all at once."""
+    from concurrent.futures import ThreadPoolExecutor
     create("fig-open", 8)
-    for i in range(open_txns):
-        p = Producer({"bootstrap.servers": KAFKA, "transactional.id": f"open-{i}",
-                      "transaction.timeout.ms": 1000, "linger.ms": 0})
-        p.init_transactions(30)
-        p.begin_transaction()
-        p.produce("fig-open", value=b"u", partition=i % 8)
-        p.flush(30)
+    due_at = time.time() + open_txns * 0.02 + 30
+    with ThreadPoolExecutor(16) as pool:
+        producers = list(pool.map(lambda i: open_one(i, due_at), range(open_txns)))
+    assert time.time() < due_at - 5, "raise the setup margin: transactions timed out before the kill"
     server.send_signal(signal.SIGKILL)
     server.wait()
+    del producers
     started = time.perf_counter()
     server = start()
     up = time.perf_counter() - started
+    time.sleep(max(0.0, due_at - time.time()))
+    started = time.perf_counter()
     # Records written now lie after every open transaction's: a read_committed consumer
     # sees them only once every one of those is aborted.
     p = Producer({"bootstrap.servers": KAFKA})
@@ -150,16 +185,18 @@ try:
           f"transaction) {txn:,.0f} rec/s, ratio {txn / idem:.2f}", flush=True)
     create("fig-end")
     p50, p99 = end_txn_latency("fig-end")
-    print(f"commit_transaction (EndTxn) latency: p50 {p50:.0f} us, p99 {p99:.0f} us", flush=True)
+    rtt = round_trip_us()
+    print(f"commit_transaction (EndTxn) latency: p50 {p50:.0f} us, p99 {p99:.0f} us; "
+          f"loopback round trip (ApiVersions) {rtt:.0f} us: p50 {p50 / rtt:.1f}x", flush=True)
     committed = fetch_rate("fig-txn", "read_committed", 20000)
     uncommitted = fetch_rate("fig-txn", "read_uncommitted", 20000)
     print(f"fetch of the transactional topic: read_committed {committed:.1f} MB/s, "
           f"read_uncommitted {uncommitted:.1f} MB/s (record bytes), ratio {committed / uncommitted:.2f}",
           flush=True)
     server, up, settled = recovery(server)
-    print(f"{open_txns} open transactions, kill -9, restart: serving after {up:.2f} s, "
-          f"every transaction aborted (read_committed at the log end) after {settled:.2f} s",
-          flush=True)
+    print(f"{open_txns} open transactions, kill -9, restart: serving after {up:.2f} s; once "
+          f"their timeout passed, all aborted (a read_committed consumer at the log end) in "
+          f"{settled:.2f} s ({open_txns / settled:,.0f} aborts/s)", flush=True)
 finally:
     server.send_signal(signal.SIGTERM)
     server.wait()

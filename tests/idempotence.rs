@@ -5,14 +5,14 @@
 
 mod common;
 
-use std::path::PathBuf;
+use common::sim_log::open_sim;
 
 use shardlog::error::Error;
 use shardlog::format::batch::set_producer;
 use shardlog::format::compression::Codec;
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::io::sim::{CrashKind, SimStorage};
-use shardlog::log::{OpenOptions, PartitionLog};
+use shardlog::log::PartitionLog;
 use shardlog::LogConfig;
 
 /// A batch of `n` records from producer `pid`/`epoch` starting at sequence `seq`.
@@ -104,21 +104,6 @@ fn retries_are_not_stored_twice_and_gaps_and_fenced_epochs_are_refused() {
         );
         log.close().await.unwrap();
     });
-}
-
-fn sim_dir() -> PathBuf {
-    PathBuf::from("/sim/data/t-0")
-}
-
-async fn open_sim(sim: &SimStorage) -> PartitionLog {
-    PartitionLog::open_with(
-        sim.as_storage(),
-        &sim_dir(),
-        LogConfig::default(),
-        OpenOptions::default(),
-    )
-    .await
-    .unwrap()
 }
 
 /// After a crash, the state is rebuilt from the last snapshot plus the log after it: a

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use common::sim_log::open_sim;
 
 use shardlog::error::Error;
 use shardlog::format::batch::{set_producer, set_transactional};
@@ -15,7 +15,7 @@ use shardlog::format::control::{read_marker, EndTxnMarker};
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::io::sim::{CrashKind, SimStorage};
 use shardlog::log::txn_index::{AbortedTxns, TXN_INDEX_SUFFIX};
-use shardlog::log::{OpenOptions, PartitionLog};
+use shardlog::log::PartitionLog;
 use shardlog::LogConfig;
 
 /// `n` records of producer `pid`/`epoch` from sequence `seq`, transactional or not.
@@ -158,21 +158,6 @@ fn aborted_transactions_are_indexed_per_segment_and_survive_a_restart() {
     });
 }
 
-fn sim_dir() -> PathBuf {
-    PathBuf::from("/sim/data/t-0")
-}
-
-async fn open_sim(sim: &SimStorage) -> PartitionLog {
-    PartitionLog::open_with(
-        sim.as_storage(),
-        &sim_dir(),
-        LogConfig::default(),
-        OpenOptions::default(),
-    )
-    .await
-    .unwrap()
-}
-
 /// After a crash the index and the open transactions come back from the last snapshot's
 /// segment files plus a replay of the log after it, whichever way the machine died.
 #[test]
@@ -226,7 +211,10 @@ fn compaction_drops_aborted_records_and_keeps_committed_values_and_markers() {
         log.append_marker(2, 0, abort()).await.unwrap();
         log.roll_now().await.unwrap();
         let end = log.log_end_offset();
-        let plan = log.cleaning_plan(shardlog::time::now_ms(), true).await.unwrap();
+        let plan = log
+            .cleaning_plan(shardlog::time::now_ms(), true)
+            .await
+            .unwrap();
         let done = plan.expect("due").run(Default::default()).await.unwrap();
         let stats = log.commit_cleaning(done).await.unwrap();
         assert_eq!(stats.records_removed, 1, "{stats:?}");
@@ -239,7 +227,11 @@ fn compaction_drops_aborted_records_and_keeps_committed_values_and_markers() {
             .collect();
         let offsets: Vec<(i64, bool)> = batches.iter().map(|b| (b.0, b.1)).collect();
         // The committed record and both markers remain; the aborted record is gone.
-        assert_eq!(offsets, vec![(0, false), (1, true), (3, true)], "aborted at {aborted}");
+        assert_eq!(
+            offsets,
+            vec![(0, false), (1, true), (3, true)],
+            "aborted at {aborted}"
+        );
         log.close().await.unwrap();
     });
 }

@@ -261,20 +261,14 @@ impl ProducerState {
         }
         let id = h.producer_id;
         let before = self.producers.len();
-        let p = self.producers.entry(id).or_insert(Producer {
-            epoch: h.producer_epoch,
-            batches: VecDeque::new(),
-            last_append_ms: now_ms,
-            txn_first_offset: None,
-        });
-        if h.is_transactional() && p.txn_first_offset.is_none() {
-            p.txn_first_offset = Some(h.base_offset);
+        let opens_txn = h.is_transactional() && !self.has_open_txn(id);
+        if opens_txn {
             self.open_txns.insert((h.base_offset, id));
         }
-        let aged_from = p.last_append_ms;
-        p.last_append_ms = p.last_append_ms.max(now_ms);
-        self.by_age.remove(&(aged_from, id));
-        self.by_age.insert((p.last_append_ms, id));
+        let p = self.touch(id, h.producer_epoch, now_ms);
+        if opens_txn {
+            p.txn_first_offset = Some(h.base_offset);
+        }
         if h.producer_epoch != p.epoch {
             p.epoch = h.producer_epoch;
             p.batches.clear();
@@ -292,6 +286,21 @@ impl ProducerState {
         debug_assert!(p.batches.len() <= BATCHES_PER_PRODUCER);
         self.account(before, self.producers.len());
         self.evict_beyond_bound(id);
+    }
+
+    /// Producer `id` (new at `epoch` when unknown), its last append moved up to `now_ms`.
+    fn touch(&mut self, id: i64, epoch: i16, now_ms: i64) -> &mut Producer {
+        let p = self.producers.entry(id).or_insert(Producer {
+            epoch,
+            batches: VecDeque::new(),
+            last_append_ms: now_ms,
+            txn_first_offset: None,
+        });
+        let aged_from = p.last_append_ms;
+        p.last_append_ms = p.last_append_ms.max(now_ms);
+        self.by_age.remove(&(aged_from, id));
+        self.by_age.insert((p.last_append_ms, id));
+        p
     }
 
     /// Applies a written batch (`bytes`, offsets assigned): a marker ends its producer's
@@ -323,21 +332,12 @@ impl ProducerState {
     fn complete(&mut self, h: &BatchHeader, commit: bool, now_ms: i64) -> Option<CompletedTxn> {
         let id = h.producer_id;
         let before = self.producers.len();
-        let p = self.producers.entry(id).or_insert(Producer {
-            epoch: h.producer_epoch,
-            batches: VecDeque::new(),
-            last_append_ms: now_ms,
-            txn_first_offset: None,
-        });
+        let p = self.touch(id, h.producer_epoch, now_ms);
         if h.producer_epoch > p.epoch {
             p.epoch = h.producer_epoch;
             p.batches.clear();
         }
-        let aged_from = p.last_append_ms;
-        p.last_append_ms = p.last_append_ms.max(now_ms);
-        let (appended, first) = (p.last_append_ms, p.txn_first_offset.take());
-        self.by_age.remove(&(aged_from, id));
-        self.by_age.insert((appended, id));
+        let first = p.txn_first_offset.take();
         self.account(before, self.producers.len());
         let first = first?;
         self.open_txns.remove(&(first, id));

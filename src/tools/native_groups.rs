@@ -258,30 +258,24 @@ impl NativeGroups {
             }
             other => return Err(unexpected(other)),
         };
-        let topics = r
-            .topics
-            .iter()
-            .map(|t| {
-                let partitions = codes
-                    .iter()
-                    .filter(|(name, _, _)| name == t.name.as_str())
-                    .map(|(_, p, code)| {
-                        // Natively "not empty"; per partition Kafka says the group
-                        // subscribes to the topic.
-                        let code = match code {
-                            ErrorCode::GroupNotEmpty => k::GROUP_SUBSCRIBED_TO_TOPIC,
-                            other => kafka_code(*other, true),
-                        };
-                        offset_delete_response::OffsetDeleteResponsePartition::default()
-                            .with_partition_index(*p)
-                            .with_error_code(code)
-                    })
-                    .collect();
-                offset_delete_response::OffsetDeleteResponseTopic::default()
-                    .with_name(t.name.clone())
-                    .with_partitions(partitions)
-            })
-            .collect();
+        let topics = per_topic(r.topics.iter().map(|t| &t.name), &codes, |p, code| {
+            // Natively "not empty"; per partition Kafka says the group subscribes to the
+            // topic.
+            let code = match code {
+                ErrorCode::GroupNotEmpty => k::GROUP_SUBSCRIBED_TO_TOPIC,
+                other => kafka_code(other, true),
+            };
+            offset_delete_response::OffsetDeleteResponsePartition::default()
+                .with_partition_index(p)
+                .with_error_code(code)
+        })
+        .into_iter()
+        .map(|(name, partitions)| {
+            offset_delete_response::OffsetDeleteResponseTopic::default()
+                .with_name(name)
+                .with_partitions(partitions)
+        })
+        .collect();
         Ok(OffsetDeleteResponse::default().with_topics(topics))
     }
 
@@ -312,24 +306,35 @@ impl NativeGroups {
             }
             other => return Err(unexpected(other)),
         };
-        let topics = r
-            .topics
-            .iter()
-            .map(|t| {
-                let partitions = codes
-                    .iter()
-                    .filter(|(name, _, _)| name == t.name.as_str())
-                    .map(|(_, p, code)| {
-                        offset_commit_response::OffsetCommitResponsePartition::default()
-                            .with_partition_index(*p)
-                            .with_error_code(kafka_code(*code, true))
-                    })
-                    .collect();
-                offset_commit_response::OffsetCommitResponseTopic::default()
-                    .with_name(t.name.clone())
-                    .with_partitions(partitions)
-            })
-            .collect();
+        let topics = per_topic(r.topics.iter().map(|t| &t.name), &codes, |p, code| {
+            offset_commit_response::OffsetCommitResponsePartition::default()
+                .with_partition_index(p)
+                .with_error_code(kafka_code(code, true))
+        })
+        .into_iter()
+        .map(|(name, partitions)| {
+            offset_commit_response::OffsetCommitResponseTopic::default()
+                .with_name(name)
+                .with_partitions(partitions)
+        })
+        .collect();
         Ok(OffsetCommitResponse::default().with_topics(topics))
     }
+}
+
+/// The native per-partition codes grouped under the request's topics, in its order.
+fn per_topic<'a, T>(
+    topics: impl Iterator<Item = &'a TopicName>,
+    codes: &[(String, i32, ErrorCode)],
+    partition: impl Fn(i32, ErrorCode) -> T,
+) -> Vec<(TopicName, Vec<T>)> {
+    topics
+        .map(|t| {
+            let mine = codes.iter().filter(|(name, _, _)| name == t.as_str());
+            (
+                t.clone(),
+                mine.map(|&(_, p, code)| partition(p, code)).collect(),
+            )
+        })
+        .collect()
 }

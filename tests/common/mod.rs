@@ -8,6 +8,7 @@ use std::path::PathBuf;
 pub mod cli;
 pub mod kafka_clients;
 pub mod server_proc;
+pub mod sim_log;
 
 use glommio::LocalExecutorBuilder;
 use shardlog::format::{BatchBuilder, RecordSpec};
