@@ -11,6 +11,9 @@ use std::time::Duration;
 
 use common::kafka_clients::{run_bounded, script, start_until};
 use common::server_proc::ServerProc;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use shardlog::kafka::blocking_client::BlockingClient;
 
 fn run_txn(server: &ServerProc, mode: &str, topic: &str) {
     run_client(server, "confluent", mode, topic);
@@ -150,4 +153,68 @@ fn consume_transform_produce_runs_exactly_once() {
     let tmp = tempfile::tempdir().unwrap();
     let server = server(&tmp);
     run_txn(&server, "ctp", "txn-ctp");
+}
+
+fn describe_txn(k: &mut BlockingClient, id: &str) -> i16 {
+    let r = DescribeTransactionsRequest::default()
+        .with_transactional_ids(vec![TransactionalId(StrBytes::from_string(id.into()))]);
+    let ResponseKind::DescribeTransactions(r) = k
+        .call(
+            ApiKey::DescribeTransactions,
+            0,
+            &RequestKind::DescribeTransactions(r),
+        )
+        .unwrap()
+    else {
+        panic!()
+    };
+    r.transaction_states[0].error_code
+}
+
+/// A transactional id idle past `transactional.id.expiration.ms` is forgotten (a
+/// tombstone: still gone after a restart), so ever-new ids cannot grow the state for ever.
+#[test]
+fn idle_transactional_ids_expire() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = [
+        ("kafka.listen", "auto"),
+        (
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            "100",
+        ),
+        ("transactional.id.expiration.ms", "300"),
+    ];
+    let mut server = ServerProc::start(&tmp.path().join("data"), 2, &config);
+    let mut k = BlockingClient::connect(&server.kafka_addr()).unwrap();
+    let init = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("idle"))))
+        .with_transaction_timeout_ms(60_000);
+    let ResponseKind::InitProducerId(r) = k
+        .call(
+            ApiKey::InitProducerId,
+            4,
+            &RequestKind::InitProducerId(init),
+        )
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(r.error_code, 0);
+    assert_eq!(describe_txn(&mut k, "idle"), 0, "known while fresh");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while describe_txn(&mut k, "idle") == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        describe_txn(&mut k, "idle"),
+        105,
+        "TRANSACTIONAL_ID_NOT_FOUND"
+    );
+    server.restart_after_kill();
+    let mut k = BlockingClient::connect(&server.kafka_addr()).unwrap();
+    assert_eq!(
+        describe_txn(&mut k, "idle"),
+        105,
+        "still gone after a restart"
+    );
 }

@@ -250,6 +250,11 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         transaction_abort_timed_out_transaction_cleanup_interval_ms,
         1..=DAY_MS
     ),
+    number_key!(
+        "transactional.id.expiration.ms",
+        transactional_id_expiration_ms,
+        1..=(i32::MAX as i64)
+    ),
 ];
 
 /// The row of a key, or an error listing the known ones.

@@ -110,6 +110,9 @@ pub struct ServerConfig {
     /// How often each coordinator shard aborts transactions past their timeout (Kafka's
     /// transaction.abort.timed.out.transaction.cleanup.interval.ms).
     pub transaction_abort_timed_out_transaction_cleanup_interval_ms: u64,
+    /// A transactional id idle this long with no open transaction is forgotten (Kafka's
+    /// transactional.id.expiration.ms, 7 days): the coordinators' state stays bounded.
+    pub transactional_id_expiration_ms: i64,
 }
 
 impl Default for ServerConfig {
@@ -130,6 +133,7 @@ impl Default for ServerConfig {
             transaction_state_log_num_partitions: 50,
             transaction_max_timeout_ms: 900_000,
             transaction_abort_timed_out_transaction_cleanup_interval_ms: 10_000,
+            transactional_id_expiration_ms: 604_800_000,
             shards: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),

@@ -70,6 +70,23 @@ pub async fn log_state(shard: &Rc<Shard>, id: &str, meta: TxnMeta) -> Result<(),
     Ok(())
 }
 
+/// Forgets `id` (a tombstone in its state partition, durable first).
+pub async fn forget(shard: &Rc<Shard>, id: &str) -> Result<(), i16> {
+    let p = state_partition(shard, id)?;
+    let batch = records::batch(id, None, crate::time::now_ms());
+    let op = PartitionOp::Produce {
+        acks: ACKS_ALL,
+        records: Bytes::from(batch),
+        transactional: false,
+    };
+    if let Err(e) = shard.partition_op(TRANSACTION_STATE_TOPIC, p, op).await {
+        tracing::warn!(id, error = %e.message, "forgetting a transactional id failed");
+        return Err(k::COORDINATOR_NOT_AVAILABLE);
+    }
+    TC.with_borrow_mut(|c| c.txns.remove(id));
+    Ok(())
+}
+
 /// The state partition of `id`, which this shard must own.
 fn state_partition(shard: &Shard, id: &str) -> Result<i32, i16> {
     let meta = shard

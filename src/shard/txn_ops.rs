@@ -410,19 +410,29 @@ pub fn spawn_timeout_scan(shard: Rc<Shard>) {
             if shard.shutting_down.get() {
                 return;
             }
-            let now = crate::time::now_ms();
-            for (id, meta) in tc::all() {
-                if meta.timed_out(now) && claim(&id) {
-                    tracing::info!(
-                        id,
-                        producer_id = meta.producer_id,
-                        "aborting a transaction past its timeout"
-                    );
-                    let _ = fence_and_abort(&shard, &id, meta).await;
-                    release(&id);
-                }
-            }
+            scan(&shard, crate::time::now_ms()).await;
         }
     })
     .detach();
+}
+
+/// One pass: transactions past their timeout are aborted; ids idle past
+/// `transactional.id.expiration.ms` are forgotten.
+async fn scan(shard: &Rc<Shard>, now: i64) {
+    let idle = shard.config.transactional_id_expiration_ms;
+    for (id, meta) in tc::all() {
+        if meta.timed_out(now) && claim(&id) {
+            tracing::info!(
+                id,
+                producer_id = meta.producer_id,
+                "aborting a transaction past its timeout"
+            );
+            let _ = fence_and_abort(shard, &id, meta).await;
+            release(&id);
+        } else if meta.expired(now, idle) && claim(&id) {
+            tracing::info!(id, "forgetting an idle transactional id");
+            let _ = tc::forget(shard, &id).await;
+            release(&id);
+        }
+    }
 }

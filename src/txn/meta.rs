@@ -101,6 +101,16 @@ impl TxnMeta {
         }
     }
 
+    /// Whether the id has been idle longer than `expiration_ms` with no transaction open
+    /// or being ended (Kafka's transactional.id.expiration.ms).
+    pub fn expired(&self, now_ms: i64, expiration_ms: i64) -> bool {
+        let idle = matches!(
+            self.state,
+            TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort
+        );
+        idle && self.update_ms.saturating_add(expiration_ms) <= now_ms
+    }
+
     /// Whether an Ongoing transaction has outlived its timeout.
     pub fn timed_out(&self, now_ms: i64) -> bool {
         self.state == TxnState::Ongoing && self.start_ms + self.timeout_ms as i64 <= now_ms
