@@ -32,6 +32,8 @@ KAFKA, NATIVE = "127.0.0.1:29392", "127.0.0.1:29311"
 config = os.path.join(data, "server.properties")
 with open(config, "w") as f:
     f.write("transaction.abort.timed.out.transaction.cleanup.interval.ms=100\n")
+    # Every open transaction is a live librdkafka producer (two connections each).
+    f.write("max.connections.per.ip=16000\nmax.connections.per.shard=8000\n")
 
 
 def start():
