@@ -218,3 +218,68 @@ fn idle_transactional_ids_expire() {
         "still gone after a restart"
     );
 }
+
+/// The coordinator stopped after logging a transaction's decision and before writing its
+/// markers: the test stops the server with one transaction open and logs PrepareCommit for
+/// it in its `__transaction_state` partition (what EndTxn logs first). The restarted
+/// coordinator writes the markers and completes it: its records become committed.
+#[test]
+fn a_decision_logged_before_a_crash_is_carried_out_after_the_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = server(&tmp);
+    let args = [
+        "confluent",
+        &server.kafka_addr(),
+        "hold-prepared",
+        "txn-prepared",
+    ];
+    let mut holder = start_until(&mut script("txn.py", &args), "HOLDING");
+    server.kill9();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let p = shardlog::txn::partition_for("tx-prepared", 50);
+    let dir = tmp.path().join(format!("data/__transaction_state-{p}"));
+    common::client(move || async move { log_prepare_commit(&dir, "tx-prepared").await });
+    server.respawn();
+    run_txn(&server, "after-prepared", "txn-prepared");
+    assert!(
+        server
+            .log_text()
+            .contains("completing a prepared transaction after a restart"),
+        "{}",
+        server.log_text()
+    );
+}
+
+/// Appends PrepareCommit for `id`'s open transaction to its state partition at `dir`.
+async fn log_prepare_commit(dir: &std::path::Path, id: &str) {
+    use shardlog::txn::meta::TxnState;
+    use shardlog::txn::records;
+    let mut log = shardlog::log::PartitionLog::open(dir, shardlog::LogConfig::default())
+        .await
+        .unwrap();
+    let data = log
+        .read(log.log_start_offset(), 1 << 20)
+        .await
+        .unwrap()
+        .to_bytes();
+    let mut last = None;
+    for (at, h) in shardlog::format::batch::split_batches(&data).unwrap() {
+        let batch = &data[at..at + h.size()];
+        let section = shardlog::format::batch::RecordsSection::of(batch, &h).unwrap();
+        for r in section.iter() {
+            let r = r.unwrap();
+            if let Some((found, Some(meta))) = records::decode(r.key.unwrap(), r.value) {
+                if found == id {
+                    last = Some(meta);
+                }
+            }
+        }
+    }
+    let mut meta = last.expect("the held transaction's state");
+    assert_eq!(meta.state, TxnState::Ongoing, "{meta:?}");
+    meta.state = TxnState::PrepareCommit;
+    let batch = records::batch(id, Some(&meta), shardlog::time::now_ms());
+    log.append(&batch).await.unwrap();
+    log.close().await.unwrap();
+}

@@ -9,6 +9,10 @@
   python txn.py confluent HOST:PORT hold TOPIC
       Commits a transaction of 6 records, then leaves a second one (3 records, 3 s timeout)
       open: prints HOLDING and waits to be killed (the server is killed -9 meanwhile).
+  python txn.py confluent HOST:PORT hold-prepared TOPIC / after-prepared TOPIC
+      As hold (id tx-prepared, a 10-minute timeout); after the restart the held
+      transaction, logged PrepareCommit while the server was down (the test writes it),
+      must be committed by the coordinator: read_committed sees all 9 records. Prints OK.
   python txn.py confluent HOST:PORT after-crash TOPIC
       After the restart: 3 records are produced after the open transaction's; a
       read_committed consumer sees exactly the 6 committed records and those 3 (so the open
@@ -174,9 +178,9 @@ def ctp():
     print("OK", flush=True)
 
 
-def hold():
+def hold(txn_id="tx-hold", timeout_ms=3000):
     create_topic()
-    p = producer("tx-hold", timeout_ms=3000)
+    p = producer(txn_id, timeout_ms=timeout_ms)
     p.init_transactions(30)
     p.begin_transaction()
     for i in range(6):
@@ -188,6 +192,15 @@ def hold():
     p.flush(30)
     print("HOLDING", flush=True)
     time.sleep(DEADLINE_S)
+
+
+def after_prepared():
+    # The held transaction was logged PrepareCommit before the kill: the restarted
+    # coordinator writes its markers, so its records are committed.
+    committed = read_all("read_committed", 9)
+    want = sorted([f"c{i}" for i in range(6)] + [f"u{i}" for i in range(3)])
+    assert committed == want, committed
+    print("OK", flush=True)
 
 
 def after_crash():
@@ -257,4 +270,5 @@ if client == "kafka-python":
 if client == "aiokafka":
     {"basic": aiokafka_basic}[mode]()
     sys.exit(0)
-{"basic": basic, "timeout": timeout, "hold": hold, "after-crash": after_crash, "ctp": ctp}[mode]()
+{"basic": basic, "timeout": timeout, "hold": hold, "after-crash": after_crash, "ctp": ctp,
+ "hold-prepared": lambda: hold("tx-prepared", 600000), "after-prepared": after_prepared}[mode]()
