@@ -283,3 +283,84 @@ async fn log_prepare_commit(dir: &std::path::Path, id: &str) {
     log.append(&batch).await.unwrap();
     log.close().await.unwrap();
 }
+
+fn producers(k: &mut BlockingClient, topic: &str) -> Vec<(i64, i16, i64)> {
+    let r = DescribeProducersRequest::default().with_topics(vec![
+        describe_producers_request::TopicRequest::default()
+            .with_name(TopicName(StrBytes::from_string(topic.into())))
+            .with_partition_indexes(vec![0]),
+    ]);
+    let ResponseKind::DescribeProducers(r) = k
+        .call(
+            ApiKey::DescribeProducers,
+            0,
+            &RequestKind::DescribeProducers(r),
+        )
+        .unwrap()
+    else {
+        panic!()
+    };
+    let p = &r.topics[0].partitions[0];
+    assert_eq!(p.error_code, 0, "{p:?}");
+    p.active_producers
+        .iter()
+        .map(|a| {
+            (
+                a.producer_id.0,
+                a.producer_epoch as i16,
+                a.current_txn_start_offset,
+            )
+        })
+        .collect()
+}
+
+/// KIP-664's tools: DescribeProducers shows a partition's open transaction (its first
+/// offset), and WriteTxnMarkers from an operator ends it there: readers move on.
+#[test]
+fn an_operator_finds_and_ends_an_open_transaction() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = server(&tmp);
+    let args = [
+        "confluent",
+        &server.kafka_addr(),
+        "hold-prepared",
+        "txn-hang",
+    ];
+    let mut holder = start_until(&mut script("txn.py", &args), "HOLDING");
+    let mut k = BlockingClient::connect(&server.kafka_addr()).unwrap();
+    let open: Vec<_> = producers(&mut k, "txn-hang")
+        .into_iter()
+        .filter(|p| p.2 >= 0)
+        .collect();
+    assert_eq!(
+        open.len(),
+        1,
+        "one open transaction on partition 0: {open:?}"
+    );
+    let (pid, epoch, first) = open[0];
+    let marker = write_txn_markers_request::WritableTxnMarker::default()
+        .with_producer_id(ProducerId(pid))
+        .with_producer_epoch(epoch)
+        .with_transaction_result(false)
+        .with_topics(vec![
+            write_txn_markers_request::WritableTxnMarkerTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("txn-hang")))
+                .with_partition_indexes(vec![0]),
+        ]);
+    let r = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
+    let ResponseKind::WriteTxnMarkers(r) = k
+        .call(ApiKey::WriteTxnMarkers, 1, &RequestKind::WriteTxnMarkers(r))
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(r.markers[0].topics[0].partitions[0].error_code, 0, "{r:?}");
+    let after = producers(&mut k, "txn-hang");
+    assert!(
+        after.iter().all(|p| p.2 == -1),
+        "no open transaction left: {after:?}"
+    );
+    assert!(first >= 0);
+    let _ = holder.kill();
+    let _ = holder.wait();
+}

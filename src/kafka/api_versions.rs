@@ -40,6 +40,8 @@ pub const ADVERTISED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::TxnOffsetCommit, 0, 3),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
+    (ApiKey::DescribeProducers, 0, 0),
+    (ApiKey::WriteTxnMarkers, 1, 1),
 ];
 
 /// Kafka's UNSUPPORTED_VERSION.

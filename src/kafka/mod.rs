@@ -22,6 +22,7 @@ mod log_admin;
 mod metadata;
 mod produce;
 mod txn;
+mod txn_admin;
 
 pub use api_versions::ADVERTISED;
 pub use codec::{decode_response, encode, handle_frame};
@@ -144,7 +145,9 @@ async fn dispatch(
         | RequestKind::AddOffsetsToTxn(_)
         | RequestKind::TxnOffsetCommit(_)
         | RequestKind::DescribeTransactions(_)
-        | RequestKind::ListTransactions(_)) => txn::dispatch(ctx, r).await,
+        | RequestKind::ListTransactions(_)
+        | RequestKind::DescribeProducers(_)
+        | RequestKind::WriteTxnMarkers(_)) => txn::dispatch(ctx, r).await,
         // The codec lets through only what api_versions::ADVERTISED lists.
         other => unreachable!("{other:?} is not advertised"),
     })

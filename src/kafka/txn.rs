@@ -35,6 +35,12 @@ pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {
             ResponseKind::DescribeTransactions(describe(ctx, r).await)
         }
         RequestKind::ListTransactions(r) => ResponseKind::ListTransactions(list(ctx, r).await),
+        RequestKind::DescribeProducers(r) => {
+            ResponseKind::DescribeProducers(super::txn_admin::describe_producers(ctx, r).await)
+        }
+        RequestKind::WriteTxnMarkers(r) => {
+            ResponseKind::WriteTxnMarkers(super::txn_admin::write_txn_markers(ctx, r).await)
+        }
         other => unreachable!("{other:?} is not a transaction request"),
     }
 }

@@ -82,6 +82,16 @@ struct Producer {
     txn_first_offset: Option<i64>,
 }
 
+/// A producer as DescribeProducers reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub last_sequence: i32,
+    pub last_timestamp: i64,
+    pub txn_first_offset: i64,
+}
+
 /// A transaction a marker ended on this partition (Kafka's CompletedTxn).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompletedTxn {
@@ -349,6 +359,22 @@ impl ProducerState {
             last_offset: h.base_offset,
             aborted: !commit,
         })
+    }
+
+    /// Every producer the partition remembers (Kafka's DescribeProducers): id, epoch, last
+    /// sequence (-1 none), last batch's timestamp (-1 none) and open transaction's first
+    /// offset (-1 none).
+    pub fn describe(&self) -> Vec<ActiveProducer> {
+        self.producers
+            .iter()
+            .map(|(&id, p)| ActiveProducer {
+                producer_id: id,
+                epoch: p.epoch,
+                last_sequence: p.batches.back().map_or(-1, |b| b.last_seq),
+                last_timestamp: p.batches.back().map_or(-1, |b| b.timestamp),
+                txn_first_offset: p.txn_first_offset.unwrap_or(-1),
+            })
+            .collect()
     }
 
     /// Whether `producer_id` has a transaction open on this partition.

@@ -74,6 +74,11 @@ impl PartitionLog {
         Ok((data, aborted))
     }
 
+    /// The producers this partition remembers (Kafka's DescribeProducers).
+    pub fn producers(&self) -> Vec<crate::log::producer_state::ActiveProducer> {
+        self.producers.describe()
+    }
+
     /// (producer id, first offset) of the aborted transactions that records in
     /// `[from, upper)` may belong to: what a read_committed fetch answers with them.
     pub fn aborted_transactions(&self, from: i64, upper: i64) -> Vec<(i64, i64)> {

@@ -19,6 +19,8 @@ pub enum PartitionOp {
         /// A producer's transactional batches, verified by its transaction coordinator.
         transactional: bool,
     },
+    /// The producers the partition remembers.
+    DescribeProducers,
     /// A batch of a producer's transaction written by a coordinator (offsets sent inside a
     /// transaction), made durable before the reply.
     CoordinatorAppend {
@@ -139,6 +141,7 @@ pub enum OpOk {
     ProducerId(i64),
     Group(crate::groups::ops::GroupReply),
     Txn(crate::shard::txn_ops::TxnReply),
+    Producers(Vec<crate::log::producer_state::ActiveProducer>),
     /// One result per op of `ShardOp::Partitions`, in order.
     Results(Vec<OpResult>),
     Done,

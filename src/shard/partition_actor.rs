@@ -243,6 +243,7 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             marker,
         } => write_marker(log, producer_id, epoch, marker).await,
         PartitionOp::CoordinatorAppend { records } => coordinator_append(log, &records).await,
+        PartitionOp::DescribeProducers => Ok(OpOk::Producers(log.producers())),
         PartitionOp::Describe => Ok(OpOk::Partition(PartitionSummary {
             log_start_offset: log.log_start_offset(),
             log_end_offset: log.visible_end_offset(),

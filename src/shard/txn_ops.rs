@@ -9,6 +9,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::txn_coordinator::{self as tc, claim, release};
+use crate::broker_error::BrokerError;
 use crate::format::control::EndTxnMarker;
 use crate::kafka_codes as k;
 use crate::shard::messages::{OpOk, PartitionOp, ShardOp};
@@ -305,23 +306,12 @@ async fn write_markers(shard: &Rc<Shard>, id: &str, meta: &TxnMeta) {
         commit,
         coordinator_epoch: 0,
     };
+    let producer = (meta.producer_id, meta.epoch);
     for tp in &meta.partitions {
         let mut delay = Duration::from_millis(10);
         loop {
-            let op = PartitionOp::WriteMarker {
-                producer_id: meta.producer_id,
-                epoch: meta.epoch,
-                marker,
-            };
-            match shard.partition_op(&tp.topic, tp.partition, op).await {
-                Ok(_) if tp.topic == crate::groups::OFFSETS_TOPIC => {
-                    if complete_offsets(shard, tp.partition, meta.producer_id, commit).await {
-                        break;
-                    }
-                    glommio::timer::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(1));
-                }
-                Ok(_) => break,
+            match write_marker(shard, tp, producer, marker).await {
+                Ok(()) => break,
                 // A deleted topic has nothing left to mark.
                 Err(e) if e.code == crate::protocol::ErrorCode::UnknownTopic => break,
                 Err(e) if shard.shutting_down.get() => {
@@ -349,6 +339,31 @@ async fn write_markers(shard: &Rc<Shard>, id: &str, meta: &TxnMeta) {
             "logging a completed transaction failed; the next start completes it"
         );
     }
+}
+
+/// Writes one marker of producer `(id, epoch)` into `tp`, durably; in an offsets partition
+/// the group coordinator then applies or drops the offsets sent inside the transaction.
+/// The coordinator's path and WriteTxnMarkers' (an operator ending a hanging transaction).
+pub async fn write_marker(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    (producer_id, epoch): (i64, i16),
+    marker: EndTxnMarker,
+) -> Result<(), BrokerError> {
+    let op = PartitionOp::WriteMarker {
+        producer_id,
+        epoch,
+        marker,
+    };
+    shard.partition_op(&tp.topic, tp.partition, op).await?;
+    let offsets = tp.topic == crate::groups::OFFSETS_TOPIC;
+    if offsets && !complete_offsets(shard, tp.partition, producer_id, marker.commit).await {
+        return Err(BrokerError::new(
+            crate::protocol::ErrorCode::NotReady,
+            "the group coordinator did not take the transaction's end; retry",
+        ));
+    }
+    Ok(())
 }
 
 /// Tells the group coordinator of offsets partition `p` that producer `producer_id`'s
