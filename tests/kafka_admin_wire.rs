@@ -168,11 +168,12 @@ fn describe_cluster_names_this_broker_and_its_operations_when_asked() {
     assert_eq!(g.groups[0].authorized_operations, 0b1_0100_1000);
 }
 
-fn topic_configs(k: &mut Kafka, topic: &str) -> Vec<(String, String, i8)> {
+/// (name, value, source) of every config DescribeConfigs v4 gives for a resource.
+fn configs_of(k: &mut Kafka, kind: i8, name: &str) -> Vec<(String, String, i8)> {
     let r = DescribeConfigsRequest::default().with_resources(vec![
         describe_configs_request::DescribeConfigsResource::default()
-            .with_resource_type(TOPIC)
-            .with_resource_name(s(topic))
+            .with_resource_type(kind)
+            .with_resource_name(s(name))
             .with_configuration_keys(None),
     ]);
     let ResponseKind::DescribeConfigs(r) =
@@ -180,6 +181,7 @@ fn topic_configs(k: &mut Kafka, topic: &str) -> Vec<(String, String, i8)> {
     else {
         panic!()
     };
+    assert_eq!(r.results[0].error_code, 0, "{r:?}");
     r.results[0]
         .configs
         .iter()
@@ -191,6 +193,10 @@ fn topic_configs(k: &mut Kafka, topic: &str) -> Vec<(String, String, i8)> {
             )
         })
         .collect()
+}
+
+fn topic_configs(k: &mut Kafka, topic: &str) -> Vec<(String, String, i8)> {
+    configs_of(k, TOPIC, topic)
 }
 
 fn value(configs: &[(String, String, i8)], key: &str) -> (String, i8) {
@@ -421,29 +427,7 @@ fn alter_configs_replaces_a_topics_whole_config_and_broker_configs_are_described
 }
 
 fn broker_configs(k: &mut Kafka, name: &str) -> Vec<(String, String, i8)> {
-    let r = DescribeConfigsRequest::default().with_resources(vec![
-        describe_configs_request::DescribeConfigsResource::default()
-            .with_resource_type(BROKER)
-            .with_resource_name(s(name))
-            .with_configuration_keys(None),
-    ]);
-    let ResponseKind::DescribeConfigs(r) =
-        k.call(ApiKey::DescribeConfigs, 4, RequestKind::DescribeConfigs(r))
-    else {
-        panic!()
-    };
-    assert_eq!(r.results[0].error_code, 0, "{r:?}");
-    r.results[0]
-        .configs
-        .iter()
-        .map(|c| {
-            (
-                c.name.to_string(),
-                c.value.as_ref().unwrap().to_string(),
-                c.config_source,
-            )
-        })
-        .collect()
+    configs_of(k, BROKER, name)
 }
 
 /// Segments of partition 0 of `topic` (native DescribeLogs).

@@ -27,6 +27,17 @@
       The older clients' transactional producers (InitProducerId, AddPartitionsToTxn and
       EndTxn at their versions): one committed transaction of 6 records and one aborted of
       3; a confluent read_committed consumer sees exactly the 6. Prints OK.
+  python txn.py confluent HOST:PORT ctp-worker TOPIC
+      A consume-transform-produce worker that survives a broker restart: TOPIC holds 300
+      records (the test writes them); it processes them in transactions with
+      send_offsets_to_transaction, printing PROGRESS n after each commit, recovering from
+      aborted or failed transactions by rewinding to the group's committed offsets, until
+      the group has committed all 300; then prints OK.
+  python txn.py confluent HOST:PORT check-output TOPIC
+      TOPIC-out holds each of the 300 inputs upper-cased exactly once (read_committed).
+      Prints OK.
+  python txn.py confluent HOST:PORT fill TOPIC
+      Creates TOPIC (3 partitions) and TOPIC-out and writes the 300 inputs. Prints OK.
   python txn.py confluent HOST:PORT timeout TOPIC
       A transaction left open past its transaction.timeout.ms is aborted by the
       coordinator: read_committed consumers are not held back, and the late producer's
@@ -178,6 +189,97 @@ def ctp():
     print("OK", flush=True)
 
 
+CTP_RECORDS = 300
+
+
+def fill():
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    out = f"{topic}-out"
+    for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1), NewTopic(out, PARTITIONS, 1)]).values():
+        f.result(timeout=30)
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(CTP_RECORDS):
+        p.produce(topic, value=f"r{i:03}".encode(), partition=i % PARTITIONS)
+    p.flush(30)
+    print("OK", flush=True)
+
+
+def committed_total(consumer):
+    parts = [TopicPartition(topic, i) for i in range(PARTITIONS)]
+    return sum(max(tp.offset, 0) for tp in consumer.committed(parts, 10))
+
+
+def rewind(consumer):
+    for tp in consumer.committed(consumer.assignment(), 10):
+        consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
+
+
+def ctp_worker():
+    out = f"{topic}-out"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "ctp-crash",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    consumer.subscribe([topic])
+    tx = producer("ctp-crash-tx", timeout_ms=5000)
+    tx.init_transactions(60)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        msgs = [m for m in consumer.consume(10, 0.5) if not m.error()]
+        if not msgs:
+            try:
+                total = committed_total(consumer)
+                print(f"idle: committed {total}", file=sys.stderr, flush=True)
+                if total >= CTP_RECORDS:
+                    print("OK", flush=True)
+                    return
+            except KafkaException as e:
+                print(f"committed() failed: {e}", file=sys.stderr, flush=True)
+            continue
+        try:
+            tx.begin_transaction()
+            for m in msgs:
+                tx.produce(out, value=m.value().upper(), partition=m.partition())
+            tx.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                           consumer.consumer_group_metadata(), 30)
+            commit_with_retries(tx)
+            print(f"PROGRESS {committed_total(consumer)}", flush=True)
+        except KafkaException as e:
+            err = e.args[0]
+            print(f"transaction failed: {err}", file=sys.stderr, flush=True)
+            if err.fatal():
+                tx = producer("ctp-crash-tx", timeout_ms=5000)
+                tx.init_transactions(60)
+            else:
+                try:
+                    tx.abort_transaction(30)
+                except KafkaException:
+                    pass
+            try:
+                rewind(consumer)
+            except KafkaException:
+                pass
+    raise AssertionError("the worker did not finish in time")
+
+
+def commit_with_retries(tx):
+    deadline = time.time() + 60
+    while True:
+        try:
+            tx.commit_transaction(30)
+            return
+        except KafkaException as e:
+            if e.args[0].retriable() and time.time() < deadline:
+                continue
+            raise
+
+
+def check_output():
+    values = read_all_of(f"{topic}-out", "read_committed", CTP_RECORDS)
+    want = sorted(f"R{i:03}" for i in range(CTP_RECORDS))
+    assert values == want, (len(values), len(set(values)))
+    print("OK", flush=True)
+
+
 def hold(txn_id="tx-hold", timeout_ms=3000):
     create_topic()
     p = producer(txn_id, timeout_ms=timeout_ms)
@@ -271,4 +373,5 @@ if client == "aiokafka":
     {"basic": aiokafka_basic}[mode]()
     sys.exit(0)
 {"basic": basic, "timeout": timeout, "hold": hold, "after-crash": after_crash, "ctp": ctp,
- "hold-prepared": lambda: hold("tx-prepared", 600000), "after-prepared": after_prepared}[mode]()
+ "hold-prepared": lambda: hold("tx-prepared", 600000), "after-prepared": after_prepared,
+ "fill": fill, "ctp-worker": ctp_worker, "check-output": check_output}[mode]()
