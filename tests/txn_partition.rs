@@ -195,14 +195,16 @@ fn a_crash_keeps_aborted_transactions_indexed_and_undecided_ones_open() {
 }
 
 /// Kafka's cleaner rules for transactional data: an aborted transaction's records go
-/// whatever their keys and never shadow a committed value of the same key; markers stay;
-/// nothing past the first offset of an open transaction is cleaned.
+/// whatever their keys and never shadow a committed value of the same key; a marker stays
+/// while its transaction has records left, and once none is it is stamped with a delete
+/// horizon and removed by a cleaning after it (KIP-534).
 #[test]
 fn compaction_drops_aborted_records_and_keeps_committed_values_and_markers() {
     common::run(|dir| async move {
         let mut config = LogConfig::default();
         config.cleanup_policy = shardlog::config::CleanupPolicy::parse("compact").unwrap();
         config.min_cleanable_dirty_ratio = 0.0;
+        config.delete_retention_ms = 0;
         let mut log = PartitionLog::open(&dir.join("t-0"), config).await.unwrap();
         // k0 committed by producer 1, then written again by producer 2's aborted transaction.
         txn(&mut log, 1, 0, 1).await;
@@ -211,27 +213,48 @@ fn compaction_drops_aborted_records_and_keeps_committed_values_and_markers() {
         log.append_marker(2, 0, abort()).await.unwrap();
         log.roll_now().await.unwrap();
         let end = log.log_end_offset();
-        let plan = log
-            .cleaning_plan(shardlog::time::now_ms(), true)
-            .await
-            .unwrap();
-        let done = plan.expect("due").run(Default::default()).await.unwrap();
-        let stats = log.commit_cleaning(done).await.unwrap();
+        let stats = clean(&mut log).await;
         assert_eq!(stats.records_removed, 1, "{stats:?}");
         assert_eq!(log.log_end_offset(), end);
-        let data = log.read(0, 1 << 20).await.unwrap().to_bytes();
-        let batches: Vec<_> = shardlog::format::batch::split_batches(&data)
-            .unwrap()
-            .into_iter()
-            .map(|(at, h)| (h.base_offset, h.is_control(), at))
+        // The committed record and both markers remain; the aborted record is gone, and
+        // its marker, with nothing left of its transaction, carries a delete horizon.
+        let batches = batches_of(&mut log).await;
+        let shape: Vec<(i64, bool, bool)> =
+            batches.iter().map(|b| (b.0, b.1, b.2.is_some())).collect();
+        let want = vec![(0, false, false), (1, true, false), (3, true, true)];
+        assert_eq!(shape, want, "aborted at {aborted}");
+        // A cleaning after the horizon removes that marker; the other stays.
+        clean(&mut log).await;
+        let left: Vec<(i64, bool)> = batches_of(&mut log)
+            .await
+            .iter()
+            .map(|b| (b.0, b.1))
             .collect();
-        let offsets: Vec<(i64, bool)> = batches.iter().map(|b| (b.0, b.1)).collect();
-        // The committed record and both markers remain; the aborted record is gone.
-        assert_eq!(
-            offsets,
-            vec![(0, false), (1, true), (3, true)],
-            "aborted at {aborted}"
-        );
+        assert_eq!(left, vec![(0, false), (1, true)]);
+        assert_eq!(log.log_end_offset(), end, "the log end never moves back");
         log.close().await.unwrap();
     });
+}
+
+async fn clean(log: &mut PartitionLog) -> shardlog::log::CleanStats {
+    let plan = log
+        .cleaning_plan(shardlog::time::now_ms(), true)
+        .await
+        .unwrap();
+    let done = plan.expect("due").run(Default::default()).await.unwrap();
+    log.commit_cleaning(done).await.unwrap()
+}
+
+/// (base offset, control, delete horizon) of every batch from the log start.
+async fn batches_of(log: &mut PartitionLog) -> Vec<(i64, bool, Option<i64>)> {
+    let data = log
+        .read(log.log_start_offset(), 1 << 20)
+        .await
+        .unwrap()
+        .to_bytes();
+    shardlog::format::batch::split_batches(&data)
+        .unwrap()
+        .into_iter()
+        .map(|(_, h)| (h.base_offset, h.is_control(), h.delete_horizon_ms()))
+        .collect()
 }

@@ -49,6 +49,19 @@ pub fn retain_records(
     Ok(Retained::Some(encode(batch, h, &kept, horizon)?))
 }
 
+/// The batch with `horizon` stamped as its delete horizon (bit 6, baseTimestamp), its
+/// records unchanged: a transaction marker whose transaction has no record left (KIP-534).
+pub fn stamp_delete_horizon(
+    batch: &[u8],
+    h: &BatchHeader,
+    horizon: i64,
+) -> Result<Vec<u8>, BatchError> {
+    let section = RecordsSection::of(batch, h)?;
+    let all = section.decode()?;
+    let kept: Vec<&Record<'_>> = all.iter().collect();
+    encode(batch, h, &kept, Some(horizon))
+}
+
 fn encode(
     batch: &[u8],
     h: &BatchHeader,

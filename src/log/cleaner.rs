@@ -31,7 +31,7 @@ use super::{CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SU
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::format::batch::{check_framing_and_crc, RecordsSection};
-use crate::format::retain::{retain_records, Retained};
+use crate::format::retain::{retain_records, stamp_delete_horizon, Retained};
 use crate::format::BatchError;
 use crate::format::BatchHeader;
 use crate::io::storage::{with_suffix, write_new_file_synced};
@@ -71,6 +71,9 @@ pub struct CleaningPlan {
     /// Aborted transactions whose records may lie in the cleanable segments: their
     /// records are removed whatever their keys, and never shadow committed ones.
     aborted: Vec<AbortedTxn>,
+    /// During the copy: producers with records of their current transaction kept since
+    /// their last marker (a marker whose transaction kept none may go, KIP-534).
+    kept_txn_data: std::cell::RefCell<std::collections::HashSet<i64>>,
 }
 
 /// One rewritten segment waiting to be swapped in.
@@ -185,6 +188,7 @@ impl PartitionLog {
             now_ms,
             first_dirty: view.first_dirty,
             aborted: self.aborted.overlapping_entries(cleanable[0].base),
+            kept_txn_data: Default::default(),
             segments: cleanable,
         }))
     }
@@ -382,6 +386,25 @@ impl CleaningPlan {
         self.first_dirty
     }
 
+    /// What becomes of a transaction marker (Kafka's rule, KIP-534): it stays while its
+    /// transaction has records left; once none is, it is stamped with a delete horizon,
+    /// and a cleaning after the horizon removes it.
+    fn marker_outcome(
+        &self,
+        bytes: &[u8],
+        h: &BatchHeader,
+        new_horizon: i64,
+    ) -> std::result::Result<Retained, BatchError> {
+        if self.kept_txn_data.borrow_mut().remove(&h.producer_id) {
+            return Ok(Retained::All);
+        }
+        match h.delete_horizon_ms() {
+            Some(t) if self.now_ms >= t => Ok(Retained::Nothing),
+            Some(_) => Ok(Retained::All),
+            None => stamp_delete_horizon(bytes, h, new_horizon).map(Retained::Some),
+        }
+    }
+
     /// Whether a data batch belongs to an aborted transaction (its producer's, spanning it).
     fn is_aborted(&self, h: &BatchHeader) -> bool {
         h.is_transactional()
@@ -575,8 +598,7 @@ impl CleaningPlan {
             let expired = h.delete_horizon_ms().is_some_and(|t| self.now_ms >= t);
             let (mut kept, mut removed) = (0u64, 0u64);
             let retained = if h.is_control() {
-                // A transaction's marker stays: readers need it to end the transaction.
-                Ok(Retained::All)
+                self.marker_outcome(bytes, &h, new_horizon)
             } else if self.is_aborted(&h) {
                 // Kafka's rule: aborted data goes, whatever its keys.
                 removed = h.records_count.max(0) as u64;
@@ -604,6 +626,9 @@ impl CleaningPlan {
                 }
             };
             let h2 = check_framing_and_crc(out_bytes).expect("a rewritten batch is well formed");
+            if h2.is_transactional() && !h2.is_control() {
+                self.kept_txn_data.borrow_mut().insert(h2.producer_id);
+            }
             if let Some(t) = h2.delete_horizon_ms() {
                 kept_horizon = Some(kept_horizon.map_or(t, |k| k.min(t)));
             }
