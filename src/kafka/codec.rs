@@ -59,6 +59,7 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
         budget: &budget,
         client_id,
     };
+    tracing::trace!(?key, version, correlation_id, client = %ctx.client_id, "kafka request");
     let Some(response) = super::dispatch(&ctx, *request, &mut reservation).await else {
         // Produce with acks=0: no reply by design.
         return Reply {
@@ -70,6 +71,7 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
             timed: true,
         };
     };
+    tracing::trace!(?key, correlation_id, ?response, "kafka response");
     let encode_start = std::time::Instant::now();
     let encoded = encode(key, version, correlation_id, &response);
     metrics::record_since(Stage::Encode, encode_start);

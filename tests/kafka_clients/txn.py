@@ -43,6 +43,8 @@
       coordinator: read_committed consumers are not held back, and the late producer's
       commit fails. Prints OK.
 """
+import faulthandler
+import signal
 import sys
 import time
 import uuid
@@ -51,6 +53,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 client, bootstrap, mode, topic = sys.argv[1:5]
+# `kill -USR1` prints every thread's stack (a stuck client tells where it waits).
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 PARTITIONS = 3
 DEADLINE_S = 60
 
