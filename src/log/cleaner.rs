@@ -175,7 +175,7 @@ impl PartitionLog {
         }
         self.reopen_if_needed().await?;
         let cleanable = self.cleanable_segments(now_ms);
-        let view = self.view_of(&cleanable, now_ms).await;
+        let view = self.view_of(&cleanable, now_ms);
         let due = force || view.due(self.config.min_cleanable_dirty_ratio);
         tracing::debug!(dir = %self.dir.display(), ?view, ratio = view.dirty_ratio(), force, cleanable = cleanable.len(), "cleaning check");
         if !due || cleanable.is_empty() {
@@ -218,6 +218,7 @@ impl PartitionLog {
             CLEANER_OFFSET
                 .write(self.io.storage.as_ref(), &self.dir, end)
                 .await?;
+            self.cleaner_checkpoint = end;
             self.tombstone_horizon = done.tombstone_horizon;
             self.last_cleaned_ms = Some(crate::time::now_ms());
         }
@@ -231,10 +232,7 @@ impl PartitionLog {
 
     /// First offset not compacted yet (the cleaner checkpoint, at least the log start).
     pub async fn cleaner_offset(&self) -> i64 {
-        CLEANER_OFFSET
-            .read(self.io.storage.as_ref(), &self.dir)
-            .await
-            .max(self.log_start_offset)
+        self.cleaner_checkpoint.max(self.log_start_offset)
     }
 
     /// The sealed segment the plan saw is still in the log, unchanged.

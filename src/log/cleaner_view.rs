@@ -2,7 +2,6 @@
 //! inputs, computed once for the cleaner's own decision (`cleaning_plan`) and for operators
 //! (`log-dirs`), so what they see is what the cleaner decides on.
 
-use super::checkpoint::CLEANER_OFFSET;
 use super::partition::PartitionLog;
 
 /// A sealed segment the cleaner may rewrite (older than min.compaction.lag.ms).
@@ -51,11 +50,11 @@ impl CleanerView {
 
 impl PartitionLog {
     /// The cleaner's view now; `None` when the policy does not compact.
-    pub async fn cleaner_view(&self, now_ms: i64) -> Option<CleanerView> {
+    pub fn cleaner_view(&self, now_ms: i64) -> Option<CleanerView> {
         if !self.config.cleanup_policy.compacts() {
             return None;
         }
-        Some(self.view_of(&self.cleanable_segments(now_ms), now_ms).await)
+        Some(self.view_of(&self.cleanable_segments(now_ms), now_ms))
     }
 
     /// Sealed segments, oldest first, up to the first one holding a record younger than
@@ -76,11 +75,10 @@ impl PartitionLog {
             .collect()
     }
 
-    pub(super) async fn view_of(&self, cleanable: &[SegmentRef], now_ms: i64) -> CleanerView {
-        let first_dirty = CLEANER_OFFSET
-            .read(self.io.storage.as_ref(), &self.dir)
-            .await
-            .max(self.log_start_offset);
+    /// The view from the cleaner checkpoint kept in memory (read at open, written by each
+    /// cleaning): no file is read, so DescribeLogs and every cleaning check stay cheap.
+    pub(super) fn view_of(&self, cleanable: &[SegmentRef], now_ms: i64) -> CleanerView {
+        let first_dirty = self.cleaner_checkpoint.max(self.log_start_offset);
         let (clean, dirty): (Vec<&SegmentRef>, Vec<&SegmentRef>) =
             cleanable.iter().partition(|s| s.next_offset <= first_dirty);
         let cleanable_bytes: u64 = cleanable.iter().map(|s| s.size).sum();

@@ -78,6 +78,8 @@ pub struct PartitionLog {
     pub(super) tombstone_horizon: Option<i64>,
     /// Wall-clock ms of the last cleaning since this process opened the partition.
     pub(super) last_cleaned_ms: Option<i64>,
+    /// The cleaner checkpoint (`cleaner-offset-checkpoint`), read at open.
+    pub(super) cleaner_checkpoint: i64,
     /// The active segment's index files on disk: (segment base, entries written), and when.
     active_indexes_written: Option<(IndexFilesState, std::time::Instant)>,
     /// Idempotent producers' epochs and last batches (retries are not stored twice).
@@ -124,6 +126,9 @@ impl PartitionLog {
         let loaded = load(storage.clone(), dir, &config, opts).await?;
         let visible_end = loaded.segments.last().map_or(0, |s| s.next_offset());
         let checkpointed = LOG_START_OFFSET.read(storage.as_ref(), dir).await;
+        let cleaner_checkpoint = super::checkpoint::CLEANER_OFFSET
+            .read(storage.as_ref(), dir)
+            .await;
         let (mut producers, mut aborted) =
             producer_state::rebuild(storage.as_ref(), dir, &loaded.segments, visible_end).await?;
         producers.count_on_shard();
@@ -152,6 +157,7 @@ impl PartitionLog {
             pending_removals: Vec::new(),
             tombstone_horizon: None,
             last_cleaned_ms: None,
+            cleaner_checkpoint,
             active_indexes_written: None,
             producers,
             aborted,

@@ -164,15 +164,13 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
     // glommio's MeshBuilder keeps its peer list in an `Rc`: cloning it on the executor
     // threads (at once) races on the count and freed it under a joining shard (SIGSEGV in
     // about one start in fifteen). Every clone is made here, on this thread, one per shard;
-    // each shard takes its own, and the original lives as long as the server. The Mutex is
-    // taken once per shard at start-up, never on a request path (ARCHITECTURE.md). Each
-    // shard also takes its end of the stop sockets there.
-    let per_shard = Arc::new(std::sync::Mutex::new(
-        (0..config.shards)
-            .map(|_| mesh.clone())
-            .zip(stop_listeners)
-            .collect::<Vec<_>>(),
-    ));
+    // each shard takes its own from a lock-free queue, and the original lives as long as
+    // the server. Each shard also takes its end of the stop sockets there.
+    let per_shard = Arc::new(crossbeam_queue::ArrayQueue::new(config.shards));
+    for item in (0..config.shards).map(|_| mesh.clone()).zip(stop_listeners) {
+        let pushed = per_shard.push(item).is_ok();
+        assert!(pushed, "the queue holds one item per shard");
+    }
     let config = Arc::new(config);
     let data_dir = config.data_dir.clone();
     let n = config.shards;
@@ -184,11 +182,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
             .name("shardlog-shard")
             .on_all_shards(move || {
                 let config = config.clone();
-                let (mesh, stop) = per_shard
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .pop()
-                    .expect("one mesh builder per shard");
+                let (mesh, stop) = per_shard.pop().expect("one mesh builder per shard");
                 let ready = ready_tx.clone();
                 async move {
                     run_shard(config, mesh, stop, ready, previous_shutdown_was_clean).await

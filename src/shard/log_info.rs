@@ -66,8 +66,8 @@ pub async fn describe_logs(
 }
 
 /// The cleaner's view of `log` now, as DescribeLogs carries it.
-pub async fn cleaner_info(log: &PartitionLog) -> CleanerInfo {
-    let Some(view) = log.cleaner_view(crate::time::now_ms()).await else {
+pub fn cleaner_info(log: &PartitionLog) -> CleanerInfo {
+    let Some(view) = log.cleaner_view(crate::time::now_ms()) else {
         return CleanerInfo::NOT_COMPACTED;
     };
     CleanerInfo {

@@ -250,7 +250,7 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             size_bytes: log.size_bytes(),
             segments: log.segments().len() as u32,
             last_stable_offset: log.last_stable_offset(),
-            cleaner: crate::shard::log_info::cleaner_info(log).await,
+            cleaner: crate::shard::log_info::cleaner_info(log),
         })),
         PartitionOp::SetConfig(config) => log.set_config(config).map(|_| OpOk::Done),
         PartitionOp::Maintain => {
