@@ -47,7 +47,7 @@ pub async fn handle(
     let max_wait = (request.max_wait_ms.max(0) as u64).min(ctx.shard.config.request_timeout_ms);
     let deadline = Instant::now() + Duration::from_millis(max_wait);
     let min_bytes = request.min_bytes.max(0) as usize;
-    let isolation = isolation_of(&request);
+    let isolation = Isolation::from_kafka(request.isolation_level);
     loop {
         // The reply's bytes count against the budgets before anything is read; under
         // memory pressure it gets smaller (always at least one batch). A long poll holds
@@ -69,14 +69,6 @@ pub async fn handle(
         }
         drop(reply);
         wait_for_append(ctx, &wanted, &results, deadline).await;
-    }
-}
-
-/// Fetch v4+'s isolation_level: 1 is read_committed.
-fn isolation_of(request: &FetchRequest) -> Isolation {
-    match request.isolation_level {
-        1 => Isolation::ReadCommitted,
-        _ => Isolation::ReadUncommitted,
     }
 }
 
@@ -226,7 +218,7 @@ fn response(
     wanted: &[Wanted],
     results: Vec<Fetched>,
 ) -> FetchResponse {
-    let isolation = isolation_of(request);
+    let isolation = Isolation::from_kafka(request.isolation_level);
     let mut results = results.into_iter();
     let mut topics: Vec<FetchableTopicResponse> = Vec::new();
     let mut i = 0;

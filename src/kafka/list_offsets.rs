@@ -16,10 +16,7 @@ use crate::shard::messages::{Isolation, OpOk, PartitionOp};
 
 pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffsetsResponse {
     // v2+: read_committed answers below the last stable offset.
-    let isolation = match request.isolation_level {
-        1 => Isolation::ReadCommitted,
-        _ => Isolation::ReadUncommitted,
-    };
+    let isolation = Isolation::from_kafka(request.isolation_level);
     let mut topics = Vec::with_capacity(request.topics.len());
     for t in request.topics {
         let name = t.name.0.to_string();

@@ -100,6 +100,16 @@ pub enum Isolation {
     ReadCommitted,
 }
 
+impl Isolation {
+    /// Kafka's isolation_level (Fetch v4+, ListOffsets v2+): 1 is read_committed.
+    pub fn from_kafka(level: i8) -> Isolation {
+        match level {
+            1 => Isolation::ReadCommitted,
+            _ => Isolation::ReadUncommitted,
+        }
+    }
+}
+
 /// Successful outcomes.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
