@@ -414,3 +414,105 @@ fn a_member_the_leader_leaves_out_gets_an_empty_assignment() {
         (0, Bytes::new())
     );
 }
+
+/// Heartbeat, retried while the restarted coordinator loads its offsets partition (14).
+fn heartbeat_after_restart(
+    c: &mut BlockingClient,
+    member: &JoinGroupResponse,
+    instance: &str,
+) -> i16 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let code = heartbeat(c, "kept", &member.member_id, instance, member.generation_id);
+        if code != 14 || Instant::now() >= deadline {
+            return code;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Members, generation and assignments are stored as Kafka stores them (group-metadata
+/// records in the offsets log): after a kill -9 and restart the members are still members of
+/// the same generation, their heartbeats are accepted and a restarted member gets its
+/// assignment back without a rebalance. A group emptied before a kill stays Empty.
+#[test]
+fn members_and_assignments_survive_a_kill() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = server(&tmp, "300");
+    let kafka = server.kafka_addr();
+    let joins: Vec<_> = ["ka", "kb"]
+        .into_iter()
+        .map(|instance| {
+            let kafka = kafka.clone();
+            std::thread::spawn(move || static_join(&mut connect(&kafka), "kept", instance, ""))
+        })
+        .collect();
+    let j: Vec<JoinGroupResponse> = joins.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(j.iter().all(|j| j.error_code == 0), "{j:?}");
+    let (leader, follower, follower_instance, leader_instance) = match j[0].leader == j[0].member_id
+    {
+        true => (j[0].clone(), j[1].clone(), "kb", "ka"),
+        false => (j[1].clone(), j[0].clone(), "ka", "kb"),
+    };
+    let assign = [
+        (leader.member_id.as_str(), "leader's"),
+        (follower.member_id.as_str(), "follower's"),
+    ];
+    let waiting = {
+        let (kafka, follower) = (kafka.clone(), follower.clone());
+        std::thread::spawn(move || sync(&mut connect(&kafka), "kept", &follower, &[]))
+    };
+    assert_eq!(sync(&mut connect(&kafka), "kept", &leader, &assign).0, 0);
+    assert_eq!(waiting.join().unwrap(), (0, Bytes::from("follower's")));
+
+    server.restart_after_kill();
+    let mut c = connect(&kafka);
+    for (member, instance) in [(&leader, leader_instance), (&follower, follower_instance)] {
+        assert_eq!(
+            heartbeat_after_restart(&mut c, member, instance),
+            0,
+            "a member of the stored generation; server log:\n{}",
+            server.log_text()
+        );
+    }
+    assert_eq!(group_state(&mut c, "kept"), "Stable");
+    // The follower restarts too: it is back in the same generation with its assignment.
+    let back = static_join(&mut c, "kept", follower_instance, "");
+    assert_eq!(
+        (back.error_code, back.generation_id),
+        (0, follower.generation_id),
+        "{back:?}"
+    );
+    assert_eq!(
+        sync(&mut c, "kept", &back, &[]),
+        (0, Bytes::from("follower's"))
+    );
+
+    // Both leave; the emptied group is stored too and is still Empty after another kill.
+    let leave = LeaveGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("kept")))
+        .with_members(
+            [leader_instance, follower_instance]
+                .into_iter()
+                .map(|i| {
+                    leave_group_request::MemberIdentity::default()
+                        .with_group_instance_id(Some(StrBytes::from_static_str(i)))
+                })
+                .collect(),
+        );
+    let Ok(ResponseKind::LeaveGroup(l)) =
+        c.call(ApiKey::LeaveGroup, 4, &RequestKind::LeaveGroup(leave))
+    else {
+        panic!()
+    };
+    assert_eq!(l.error_code, 0, "{l:?}");
+    assert_eq!(group_state(&mut c, "kept"), "Empty");
+    server.restart_after_kill();
+    let mut c = connect(&kafka);
+    assert_eq!(
+        heartbeat_after_restart(&mut c, &leader, leader_instance),
+        25,
+        "UNKNOWN_MEMBER_ID: the members left before the kill"
+    );
+    assert_ne!(group_state(&mut c, "kept"), "Stable");
+}

@@ -417,3 +417,50 @@ fn consume_transform_produce_is_exactly_once_across_a_kill() {
     run_txn(&server, "ctp-worker", "txn-ctp-crash");
     run_txn(&server, "check-output", "txn-ctp-crash");
 }
+
+/// The same pipeline, but the worker outlives the server: the server is killed -9 under a
+/// running worker and restarted on the same port. The group's membership is stored (Kafka's
+/// group-metadata records), so the worker's consumer is still a member after the restart
+/// (its heartbeats and its transactional offset commits are accepted); the worker finishes
+/// the input on its own and the output holds each input exactly once.
+#[test]
+fn a_worker_that_outlives_the_server_carries_on_exactly_once() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = server(&tmp);
+    run_txn(&server, "fill", "txn-ctp-survive");
+    let args = [
+        "confluent",
+        &server.kafka_addr(),
+        "ctp-worker",
+        "txn-ctp-survive",
+    ];
+    // Without re-bootstrap: librdkafka's KIP-899 re-bootstrap of a one-broker cluster
+    // leaves send_offsets_to_transaction() waiting for ever (librdkafka issue #5511).
+    let mut worker = script("txn.py", &args)
+        .env("SURVIVE_RESTART", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(worker.stdout.take().unwrap()).lines();
+    let mut progress = 0;
+    while progress < 60 {
+        let Some(Ok(line)) = lines.next() else {
+            panic!("the worker ended before committing 60 records")
+        };
+        progress = line
+            .strip_prefix("PROGRESS ")
+            .map_or(progress, |n| n.parse().unwrap());
+    }
+    server.kill9();
+    server.respawn();
+    // The worker's own deadline (120 s) bounds this wait.
+    let finished = lines.any(|line| line.is_ok_and(|l| l == "OK"));
+    let status = worker.wait().unwrap();
+    assert!(
+        finished && status.success(),
+        "the worker did not finish after the restart: {status}"
+    );
+    run_txn(&server, "check-output", "txn-ctp-survive");
+}

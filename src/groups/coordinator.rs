@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::code::{self as e, GroupCode};
 use super::group::{Group, State};
+use super::group_records::{restore, GroupRecord};
 use super::host::{GroupHost, Host};
 use super::ops::{GroupDescription, GroupOp, GroupReply, ListedGroup, OffsetToCommit};
 use super::records::{batch, Committed, OffsetRecord};
@@ -77,7 +78,7 @@ pub async fn handle(shard: &Host, group: String, op: GroupOp) -> GroupReply {
     }
     match op {
         GroupOp::Join(r) => GroupReply::Join(membership::join(shard, &group, r).await),
-        GroupOp::Sync(r) => GroupReply::Sync(membership::sync(&group, r).await),
+        GroupOp::Sync(r) => GroupReply::Sync(membership::sync(shard, &group, r).await),
         GroupOp::Heartbeat {
             member_id,
             group_instance_id: instance,
@@ -222,6 +223,9 @@ fn begin_load(shard: &Host, p: i32) -> Option<glommio::Task<Result<(), GroupCode
         if start_expiry {
             spawn_offset_expiry(shard.clone());
         }
+        if read.is_ok() {
+            watch_loaded_sessions(&shard);
+        }
         match read {
             Ok(records) => {
                 let elapsed_ms = started.elapsed().as_millis() as u64;
@@ -296,7 +300,13 @@ async fn load_partition(shard: &Host, p: i32) -> Result<usize, LoadError> {
                 if r.offset < next {
                     continue;
                 }
-                let Some(rec) = r.key.and_then(|k| OffsetRecord::decode(k, r.value)) else {
+                let Some(key) = r.key else { continue };
+                if let Some(rec) = GroupRecord::decode(key, r.value) {
+                    apply_group(rec);
+                    applied += 1;
+                    continue;
+                }
+                let Some(rec) = OffsetRecord::decode(key, r.value) else {
                     continue;
                 };
                 if h.is_transactional() {
@@ -308,6 +318,35 @@ async fn load_partition(shard: &Host, p: i32) -> Result<usize, LoadError> {
             }
             next = h.last_offset() + 1;
         }
+    }
+}
+
+/// A group's stored membership replaces what an earlier record of the log said (its
+/// offsets and pending transactional offsets are kept: they are records of their own).
+fn apply_group(rec: GroupRecord) {
+    with_group(&rec.group, |g| {
+        let offsets = std::mem::take(&mut g.offsets);
+        let pending_txn_offsets = g.pending_txn_offsets;
+        let expiry_running = g.expiry_running;
+        *g = rec.value.map(restore).unwrap_or_default();
+        g.offsets = offsets;
+        g.pending_txn_offsets = pending_txn_offsets;
+        g.expiry_running = expiry_running;
+    });
+}
+
+/// Loaded groups with members get a session watcher: a member that never comes back
+/// after a restart leaves once its session times out, as in Kafka.
+fn watch_loaded_sessions(shard: &Host) {
+    let names: Vec<String> = COORDINATOR.with_borrow(|c| {
+        c.groups
+            .iter()
+            .filter(|(_, g)| !g.members.is_empty() && !g.expiry_running)
+            .map(|(name, _)| name.clone())
+            .collect()
+    });
+    for name in names {
+        with_group(&name, |g| membership::watch_sessions(shard, &name, g));
     }
 }
 
@@ -364,7 +403,9 @@ fn spawn_offset_expiry(shard: Host) {
 async fn expire_offsets(shard: &Host) {
     let now = crate::time::now_ms();
     let retention = shard.settings().offsets_retention_minutes as i64 * 60_000;
-    let doomed: Vec<(String, Vec<OffsetRecord>)> = COORDINATOR.with_borrow(|c| {
+    // (group, its expired commits, whether the group goes with them: an Empty group whose
+    // last commit expires is forgotten, its metadata record deleted, as Kafka does).
+    let doomed: Vec<(String, Vec<OffsetRecord>, bool)> = COORDINATOR.with_borrow(|c| {
         c.groups
             .iter()
             .map(|(name, g)| {
@@ -383,13 +424,15 @@ async fn expire_offsets(shard: &Host) {
                         value: None,
                     })
                     .collect::<Vec<_>>();
-                (name.clone(), records)
+                let forget = g.state == State::Empty && records.len() == g.offsets.len();
+                (name.clone(), records, forget)
             })
-            .filter(|(_, r)| !r.is_empty())
+            .filter(|(_, r, _)| !r.is_empty())
             .collect()
     });
-    for (group, records) in doomed {
-        if write(shard, &group, &records, now).await == e::NONE {
+    for (group, records, forget) in doomed {
+        let tombstone = forget.then(|| GroupRecord::tombstone(&group));
+        if write(shard, &group, &records, tombstone.as_ref(), now).await == e::NONE {
             tracing::info!(group, expired = records.len(), "committed offsets expired");
             apply_written(records);
         }
@@ -465,7 +508,7 @@ async fn commit(
         }
         codes.push((topic, partition, code));
     }
-    let written = write(shard, group, &records, now).await;
+    let written = write(shard, group, &records, None, now).await;
     for c in codes.iter_mut().filter(|c| c.2 == e::NONE) {
         c.2 = written;
     }
@@ -475,19 +518,27 @@ async fn commit(
     codes
 }
 
-/// Appends `records` to the group's offsets partition with acks=all; Kafka's code.
-async fn write(shard: &Host, group: &str, records: &[OffsetRecord], now: i64) -> GroupCode {
-    if records.is_empty() {
+/// Appends `records` (and the group's metadata record, when given) to the group's offsets
+/// partition with acks=all; Kafka's code.
+async fn write(
+    shard: &Host,
+    group: &str,
+    records: &[OffsetRecord],
+    group_record: Option<&GroupRecord>,
+    now: i64,
+) -> GroupCode {
+    if records.is_empty() && group_record.is_none() {
         return e::NONE;
     }
     // A group's records all go to its own offsets partition.
     debug_assert!(records.iter().all(|r| r.group == group));
+    debug_assert!(group_record.is_none_or(|m| m.group == group));
     let Some(meta) = shard.topic(OFFSETS_TOPIC) else {
         return e::COORDINATOR_NOT_AVAILABLE;
     };
     let p = partition_for(group, meta.owners.len());
     match shard
-        .append_offsets(p as i32, batch(records, now).into())
+        .append_offsets(p as i32, batch(records, group_record, now).into())
         .await
     {
         Ok(_) => e::NONE,
@@ -566,7 +617,9 @@ async fn delete(shard: &Host, group: &str) -> GroupCode {
     let Some(records) = doomed else {
         return e::NON_EMPTY_GROUP;
     };
-    let written = write(shard, group, &records, crate::time::now_ms()).await;
+    // The offsets and the group's metadata go in one batch.
+    let forget = GroupRecord::tombstone(group);
+    let written = write(shard, group, &records, Some(&forget), crate::time::now_ms()).await;
     if written == e::NONE {
         apply_written(records);
     }
@@ -597,7 +650,7 @@ async fn delete_offsets(
             .map(|tp| (tp.topic, tp.partition, e::GROUP_SUBSCRIBED_TO_TOPIC))
             .collect();
     };
-    let written = write(shard, group, &records, crate::time::now_ms()).await;
+    let written = write(shard, group, &records, None, crate::time::now_ms()).await;
     if written == e::NONE {
         apply_written(records);
     }
@@ -605,6 +658,24 @@ async fn delete_offsets(
         .into_iter()
         .map(|tp| (tp.topic, tp.partition, written))
         .collect()
+}
+
+/// Writes the group's metadata record (acks=all); Kafka's code.
+pub(super) async fn store(shard: &Host, rec: &GroupRecord) -> GroupCode {
+    write(shard, &rec.group, &[], Some(rec), crate::time::now_ms()).await
+}
+
+/// Writes the group's metadata record from a task of its own (for state changes made
+/// where nothing can wait); records of one group are appended in the order given.
+pub(super) fn store_detached(shard: &Host, rec: GroupRecord) {
+    let shard = shard.clone();
+    crate::tasks::spawn(async move {
+        let code = store(&shard, &rec).await;
+        if code != e::NONE {
+            tracing::warn!(group = rec.group, ?code, "storing group metadata failed");
+        }
+    })
+    .detach();
 }
 
 /// Holds offsets sent inside producer `producer_id`'s transaction until its end.

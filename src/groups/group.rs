@@ -85,6 +85,8 @@ pub struct Group {
     pub expiry_running: bool,
     /// Offsets sent to this group inside transactions not yet ended.
     pub pending_txn_offsets: usize,
+    /// The leader's assignments are being stored (its SyncGroup waits for the write).
+    pub storing: bool,
 }
 
 impl Default for Group {
@@ -98,6 +100,7 @@ impl Default for Group {
             members: BTreeMap::new(),
             pending: HashMap::new(),
             pending_txn_offsets: 0,
+            storing: false,
             offsets: BTreeMap::new(),
             nudge: None,
             expiry_running: false,

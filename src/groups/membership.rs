@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use glommio::channels::local_channel;
 
 use super::code::{self as e, GroupCode};
-use super::coordinator::with_group;
+use super::coordinator::{store, store_detached, with_group};
 use super::group::{Group, Member, State};
+use super::group_records::GroupRecord;
 use super::host::Host;
 use super::ops::{JoinRequest, JoinResponse, SyncRequest, SyncResponse};
 use super::static_members::{self, StaticJoin};
@@ -109,7 +110,14 @@ fn member_id_for(
 ) -> Result<String, Box<JoinResponse>> {
     if let Some(instance) = &req.group_instance_id {
         return match static_members::join(g, req, instance, new_member_id(&req.client_id)) {
-            StaticJoin::Answer(answer) => Err(Box::new(answer)),
+            StaticJoin::Answer(answer) => {
+                if answer.error == e::NONE {
+                    // The instance moved to a new member id without a rebalance: stored,
+                    // so the old id stays fenced after a restart too.
+                    store_detached(shard, GroupRecord::of(name, g, crate::time::now_ms()));
+                }
+                Err(Box::new(answer))
+            }
             StaticJoin::Join(id) => Ok(id),
         };
     }
@@ -182,7 +190,7 @@ pub fn prepare_rebalance(shard: &Host, name: &str, g: &mut Group) {
     } else {
         0
     };
-    let name = name.to_string();
+    let (shard, name) = (shard.clone(), name.to_string());
     crate::tasks::spawn(async move {
         // glommio runs a spawned task at once, inside the caller's borrow of the group:
         // step out first.
@@ -193,7 +201,14 @@ pub fn prepare_rebalance(shard: &Host, name: &str, g: &mut Group) {
         } else {
             wait_for_rejoins(&name, &rx, deadline).await;
         }
-        with_group(&name, complete_join);
+        let emptied = with_group(&name, |g| {
+            complete_join(g);
+            (g.state == State::Empty).then(|| GroupRecord::of(&name, g, crate::time::now_ms()))
+        });
+        if let Some(rec) = emptied {
+            // Kafka stores the emptied group's new generation too.
+            store_detached(&shard, rec);
+        }
     })
     .detach();
 }
@@ -298,69 +313,110 @@ fn sync_error(error: GroupCode) -> SyncResponse {
     }
 }
 
-pub async fn sync(group: &str, req: SyncRequest) -> SyncResponse {
+/// What a SyncGroup does next.
+enum SyncStep {
+    Answer(SyncResponse),
+    /// Parked until the leader's assignments are stored (or the generation ends).
+    Wait,
+    /// The leader's assignments: store them, then the generation is Stable.
+    Store(GroupRecord),
+}
+
+pub async fn sync(shard: &Host, group: &str, req: SyncRequest) -> SyncResponse {
     let (tx, rx) = local_channel::new_bounded(1);
-    let immediate = with_group(group, |g| park_sync(g, &req, tx));
-    if let Some(response) = immediate {
-        return response;
+    let step = with_group(group, |g| park_sync(group, g, &req, tx));
+    match step {
+        SyncStep::Answer(response) => return response,
+        SyncStep::Wait => {}
+        SyncStep::Store(rec) => {
+            let stored = store(shard, &rec).await;
+            with_group(group, |g| {
+                assignments_stored(shard, group, g, req.generation, stored)
+            });
+        }
     }
     rx.recv()
         .await
         .unwrap_or_else(|| sync_error(e::REBALANCE_IN_PROGRESS))
 }
 
-/// Checks a SyncGroup; parks it (None) or answers it at once.
+/// The leader's assignments for `generation` are stored (or storing them failed, and the
+/// group rebalances, as in Kafka): a generation still current becomes Stable and every
+/// parked SyncGroup gets its assignment.
+fn assignments_stored(shard: &Host, name: &str, g: &mut Group, generation: i32, code: GroupCode) {
+    g.storing = false;
+    if g.generation != generation || g.state != State::CompletingRebalance {
+        // The generation ended meanwhile; its parked syncs were answered then.
+        return;
+    }
+    if code != e::NONE {
+        for m in g.members.values_mut() {
+            m.assignment = Default::default();
+        }
+        g.fail_parked_syncs(code);
+        prepare_rebalance(shard, name, g);
+        return;
+    }
+    g.state = State::Stable;
+    let ids: Vec<String> = g.members.keys().cloned().collect();
+    for id in ids {
+        let reply = assignment_of(g, &id);
+        if let Some(w) = g.members.get_mut(&id).and_then(|m| m.sync_waiter.take()) {
+            let _ = w.try_send(reply);
+        }
+    }
+    // Stable: every parked sync of this generation has its assignment.
+    debug_assert!(g.members.values().all(|m| m.sync_waiter.is_none()));
+}
+
+/// Checks a SyncGroup: answers it at once, parks it, or (the leader's) stores the
+/// generation's assignments.
 fn park_sync(
+    name: &str,
     g: &mut Group,
     req: &SyncRequest,
     waiter: local_channel::LocalSender<SyncResponse>,
-) -> Option<SyncResponse> {
+) -> SyncStep {
+    let answer = SyncStep::Answer;
     let fenced = static_members::check_fenced(g, &req.member_id, req.group_instance_id.as_deref());
     if fenced != e::NONE {
-        return Some(sync_error(fenced));
+        return answer(sync_error(fenced));
     }
     let Some(m) = g.members.get_mut(&req.member_id) else {
-        return Some(sync_error(e::UNKNOWN_MEMBER_ID));
+        return answer(sync_error(e::UNKNOWN_MEMBER_ID));
     };
     m.touch();
     if req.generation != g.generation {
-        return Some(sync_error(e::ILLEGAL_GENERATION));
+        return answer(sync_error(e::ILLEGAL_GENERATION));
     }
     let mismatch = |mine: &Option<String>, theirs: &Option<String>| {
         theirs.is_some() && mine.is_some() && mine != theirs
     };
     if mismatch(&g.protocol_type, &req.protocol_type) || mismatch(&g.protocol, &req.protocol_name) {
-        return Some(sync_error(e::INCONSISTENT_GROUP_PROTOCOL));
+        return answer(sync_error(e::INCONSISTENT_GROUP_PROTOCOL));
     }
     match g.state {
-        State::Empty | State::Dead => Some(sync_error(e::UNKNOWN_MEMBER_ID)),
-        State::PreparingRebalance => Some(sync_error(e::REBALANCE_IN_PROGRESS)),
-        State::Stable => Some(assignment_of(g, &req.member_id)),
+        State::Empty | State::Dead => answer(sync_error(e::UNKNOWN_MEMBER_ID)),
+        State::PreparingRebalance => answer(sync_error(e::REBALANCE_IN_PROGRESS)),
+        State::Stable => answer(assignment_of(g, &req.member_id)),
         State::CompletingRebalance => {
             m.sync_waiter = Some(waiter);
-            if g.leader.as_deref() == Some(req.member_id.as_str()) {
-                // Kafka's rule: the leader's assignments replace everyone's; a member it
-                // left out gets nothing, never what it held in an earlier generation.
-                for (id, member) in g.members.iter_mut() {
-                    member.assignment = req
-                        .assignments
-                        .iter()
-                        .find(|(to, _)| to == id)
-                        .map(|(_, a)| a.clone())
-                        .unwrap_or_default();
-                }
-                g.state = State::Stable;
-                let ids: Vec<String> = g.members.keys().cloned().collect();
-                for id in ids {
-                    let reply = assignment_of(g, &id);
-                    if let Some(w) = g.members.get_mut(&id).and_then(|m| m.sync_waiter.take()) {
-                        let _ = w.try_send(reply);
-                    }
-                }
-                // Stable: every parked sync of this generation has its assignment.
-                debug_assert!(g.members.values().all(|m| m.sync_waiter.is_none()));
+            let leads = g.leader.as_deref() == Some(req.member_id.as_str());
+            if !leads || g.storing {
+                return SyncStep::Wait;
             }
-            None
+            // Kafka's rule: the leader's assignments replace everyone's; a member it left
+            // out gets nothing, never what it held in an earlier generation.
+            for (id, member) in g.members.iter_mut() {
+                member.assignment = req
+                    .assignments
+                    .iter()
+                    .find(|(to, _)| to == id)
+                    .map(|(_, a)| a.clone())
+                    .unwrap_or_default();
+            }
+            g.storing = true;
+            SyncStep::Store(GroupRecord::of(name, g, crate::time::now_ms()))
         }
     }
 }
@@ -443,6 +499,7 @@ fn members_changed(shard: &Host, name: &str, g: &mut Group) {
         g.generation += 1;
         g.protocol = None;
         g.leader = None;
+        store_detached(shard, GroupRecord::of(name, g, crate::time::now_ms()));
         return;
     }
     prepare_rebalance(shard, name, g);
@@ -453,7 +510,7 @@ fn members_changed(shard: &Host, name: &str, g: &mut Group) {
 /// Starts the group's session watcher if it has none: it sleeps until the earliest
 /// member deadline, removes members past theirs (not those parked in a join), and stops
 /// when the group has no members left.
-fn watch_sessions(shard: &Host, name: &str, g: &mut Group) {
+pub(super) fn watch_sessions(shard: &Host, name: &str, g: &mut Group) {
     if g.expiry_running {
         return;
     }

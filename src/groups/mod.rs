@@ -7,6 +7,7 @@
 pub mod code;
 pub(crate) mod coordinator;
 pub(crate) mod group;
+pub mod group_records;
 pub mod host;
 pub(crate) mod membership;
 pub(crate) mod ops;

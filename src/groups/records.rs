@@ -9,6 +9,7 @@
 
 use bytes::{Buf, BufMut};
 
+use super::group_records::GroupRecord;
 use crate::format::{BatchBuilder, RecordSpec};
 
 const KEY_OFFSET_COMMIT: i16 = 1;
@@ -79,8 +80,8 @@ impl OffsetRecord {
         Some(v)
     }
 
-    /// Decodes a record of the offsets log; `None` for keys of other kinds (group
-    /// metadata, which shardlog does not write) or bytes that are not a commit.
+    /// Decodes a commit of the offsets log; `None` for keys of other kinds (group
+    /// metadata, `group_records.rs`) or bytes that are not a commit.
     pub fn decode(key: &[u8], value: Option<&[u8]>) -> Option<OffsetRecord> {
         let mut k = key;
         if k.remaining() < 2 || k.get_i16() != KEY_OFFSET_COMMIT {
@@ -121,14 +122,26 @@ impl OffsetRecord {
     }
 }
 
-/// One batch holding `records` (a commit of several partitions is one atomic append).
-pub fn batch(records: &[OffsetRecord], now_ms: i64) -> Vec<u8> {
-    let encoded: Vec<(Vec<u8>, Option<Vec<u8>>)> =
+/// One batch holding `records` and, when given, the group's metadata record (a commit of
+/// several partitions, or a deletion of a group with its offsets, is one atomic append).
+pub fn batch(records: &[OffsetRecord], group: Option<&GroupRecord>, now_ms: i64) -> Vec<u8> {
+    let mut encoded: Vec<(Vec<u8>, Option<Vec<u8>>)> =
         records.iter().map(|r| (r.key(), r.value())).collect();
-    let mut b = BatchBuilder::new(64 * records.len() + 128);
     for ((k, v), r) in encoded.iter().zip(records) {
         // What is written reads back as the commit it records (checked before the write).
         debug_assert_eq!(OffsetRecord::decode(k, v.as_deref()).as_ref(), Some(r));
+    }
+    if let Some(g) = group {
+        let (k, v) = (g.key(), g.value());
+        debug_assert_eq!(GroupRecord::decode(&k, v.as_deref()).as_ref(), Some(g));
+        encoded.push((k, v));
+    }
+    let size: usize = encoded
+        .iter()
+        .map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len) + 32)
+        .sum();
+    let mut b = BatchBuilder::new(size + 128);
+    for (k, v) in &encoded {
         b.push(RecordSpec::new(Some(k), v.as_deref()).timestamp(now_ms));
     }
     b.build()

@@ -90,7 +90,7 @@ async fn write(
         Ok(p) => p,
         Err(code) => return code,
     };
-    let mut bytes = batch(records, now);
+    let mut bytes = batch(records, None, now);
     crate::format::batch::set_producer(&mut bytes, producer_id, epoch, -1);
     crate::format::batch::set_transactional(&mut bytes);
     let written = write_txn(shard, group, p, bytes).await;

@@ -44,6 +44,7 @@
       commit fails. Prints OK.
 """
 import faulthandler
+import os
 import signal
 import sys
 import time
@@ -59,9 +60,19 @@ PARTITIONS = 3
 DEADLINE_S = 60
 
 
+# RDKAFKA_DEBUG=eos,... turns on librdkafka's debug log of the transactional producer.
+RDKAFKA_DEBUG = {"debug": os.environ["RDKAFKA_DEBUG"]} if os.environ.get("RDKAFKA_DEBUG") else {}
+# A worker that outlives a restart of its (single) broker: librdkafka's re-bootstrap
+# (KIP-899) decommissions the broker, and send_offsets_to_transaction() then waits on the
+# decommissioned group coordinator for ever (librdkafka issue #5511). Without re-bootstrap
+# the client reconnects to the broker it knows.
+SURVIVE_RESTART = {"metadata.recovery.strategy": "none"} if os.environ.get("SURVIVE_RESTART") else {}
+
+
 def producer(txn_id, timeout_ms=60000):
     return Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
-                     "transaction.timeout.ms": timeout_ms, "linger.ms": 0})
+                     "transaction.timeout.ms": timeout_ms, "linger.ms": 0, **RDKAFKA_DEBUG,
+                     **SURVIVE_RESTART})
 
 
 def read_all(isolation, expect_at_least):
@@ -222,7 +233,7 @@ def ctp_worker():
     out = f"{topic}-out"
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "ctp-crash",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "isolation.level": "read_committed"})
+                         "isolation.level": "read_committed", **SURVIVE_RESTART})
     consumer.subscribe([topic])
     tx = producer("ctp-crash-tx", timeout_ms=5000)
     tx.init_transactions(60)
