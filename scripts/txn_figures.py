@@ -26,14 +26,14 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 binary = sys.argv[1]
+# loadgen is built beside the server binary (cargo build --release --workspace).
+LOADGEN = os.path.join(os.path.dirname(os.path.abspath(binary)), "loadgen")
 open_txns = int(sys.argv[2]) if len(sys.argv) > 2 else 10000
 data = tempfile.mkdtemp(prefix="txn-figures-")
 KAFKA, NATIVE = "127.0.0.1:29392", "127.0.0.1:29311"
 config = os.path.join(data, "server.properties")
 with open(config, "w") as f:
     f.write("transaction.abort.timed.out.transaction.cleanup.interval.ms=100\n")
-    # Every open transaction is a live librdkafka producer (two connections each).
-    f.write("max.connections.per.ip=16000\nmax.connections.per.shard=8000\n")
 
 
 def start():
@@ -130,29 +130,19 @@ def fetch_rate(topic, isolation, expect):
     return size / took / 1e6
 
 
-def open_one(i, due_at):
-    timeout_ms = max(1000, int((due_at - time.time()) * 1000))
-    p = Producer({"bootstrap.servers": KAFKA, "transactional.id": f"open-{i}",
-                  "transaction.timeout.ms": timeout_ms, "linger.ms": 0})
-    p.init_transactions(60)
-    p.begin_transaction()
-    p.produce("fig-open", value=b"u", partition=i % 8)
-    p.flush(60)
-    return p
-
-
 def recovery(server):
     """Opens `open_txns` transactions due (timed out) at one moment after the kill, so the
-    restart finds them all open and then aborts them all at once."""
-    from concurrent.futures import ThreadPoolExecutor
+    restart finds them all open and then aborts them all at once. They are opened by
+    `loadgen open-txns` (raw Kafka requests, as crashed producers leave them): a live
+    librdkafka producer per transaction runs out of thread-local storage near a thousand."""
     create("fig-open", 8)
-    due_at = time.time() + open_txns * 0.02 + 30
-    with ThreadPoolExecutor(16) as pool:
-        producers = list(pool.map(lambda i: open_one(i, due_at), range(open_txns)))
+    due_at = time.time() + open_txns * 0.01 + 60
+    subprocess.run([LOADGEN, "open-txns", "--kafka", KAFKA, "--topic", "fig-open",
+                    "--partitions", "8", "--count", str(open_txns),
+                    "--due-unix-ms", str(int(due_at * 1000))], check=True)
     assert time.time() < due_at - 5, "raise the setup margin: transactions timed out before the kill"
     server.send_signal(signal.SIGKILL)
     server.wait()
-    del producers
     started = time.perf_counter()
     server = start()
     up = time.perf_counter() - started

@@ -6,6 +6,7 @@ mod bench;
 mod breakdown;
 mod cluster;
 mod lookup;
+mod open_txns;
 mod plot;
 mod report;
 mod units;
@@ -35,6 +36,8 @@ enum Command {
     Write(WriteArgs),
     /// Random lookups over the existing log, by offset or by timestamp, cold and/or warm.
     Lookup(LookupArgs),
+    /// Leave many transactions open on a Kafka listener (recovery figures of transactions).
+    OpenTxns(open_txns::OpenTxnsArgs),
     /// Start a server on a temp data dir, write, then look up (offset/timestamp, cold/warm).
     Bench {
         /// Where the temporary data directory goes [default: the system temp dir].
@@ -152,6 +155,7 @@ fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Write(args) => write_command(args),
         Command::Lookup(args) => lookup_command(args),
+        Command::OpenTxns(args) => open_txns::run(args),
         Command::Bench {
             data_dir,
             quick,

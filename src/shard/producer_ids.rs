@@ -6,6 +6,8 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use glommio::sync::Semaphore;
+
 use crate::broker_error::BrokerError;
 use crate::catalog::topics::META_DIR;
 use crate::log::checkpoint::Checkpoint;
@@ -23,6 +25,9 @@ thread_local! {
     /// (next id to hand out, end of the persisted block) on the controller shard; None
     /// until the file is read.
     static BLOCK: Cell<Option<(i64, i64)>> = const { Cell::new(None) };
+    /// One allocation at a time: two InitProducerIds that both found the block used up
+    /// would otherwise both write the block file (racing on it) and hand out the same id.
+    static ALLOCATING: Rc<Semaphore> = Rc::new(Semaphore::new(1));
 }
 
 /// Hands out the next id, persisting a new block first when the current one is used up.
@@ -33,6 +38,11 @@ pub async fn allocate(shard: &Rc<Shard>) -> OpResult {
         crate::shard::runtime::CONTROLLER,
         "producer ids come from the controller"
     );
+    let turn = ALLOCATING.with(Rc::clone);
+    let _turn = turn
+        .acquire_permit(1)
+        .await
+        .map_err(|e| BrokerError::new(ErrorCode::Internal, format!("producer ids: {e}")))?;
     let dir = shard.config.data_dir.join(META_DIR);
     let (next, end) = match BLOCK.get() {
         Some(b) => b,
@@ -56,10 +66,17 @@ pub async fn allocate(shard: &Rc<Shard>) -> OpResult {
             new_end > next && new_end >= end,
             "a new block ends past the old one"
         );
+        let storage_error =
+            |e: String| BrokerError::new(ErrorCode::StorageError, format!("producer ids: {e}"));
+        // A fresh data directory has no meta directory until its first topic.
+        shard
+            .storage
+            .create_dir_all(&dir)
+            .map_err(|e| storage_error(e.to_string()))?;
         BLOCK_END
             .write(&*shard.storage, &dir, new_end)
             .await
-            .map_err(|e| BrokerError::new(ErrorCode::StorageError, format!("producer ids: {e}")))?;
+            .map_err(|e| storage_error(e.to_string()))?;
         new_end
     };
     assert!(
