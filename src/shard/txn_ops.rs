@@ -8,6 +8,8 @@
 use std::rc::Rc;
 use std::time::Duration;
 
+use glommio::sync::Semaphore;
+
 use super::txn_coordinator::{self as tc, claim, release};
 use crate::broker_error::BrokerError;
 use crate::format::control::EndTxnMarker;
@@ -431,23 +433,41 @@ pub fn spawn_timeout_scan(shard: Rc<Shard>) {
     .detach();
 }
 
+/// Timed-out transactions one shard aborts at once: their state-log records and markers
+/// then share fdatasyncs (appends waiting together are flushed together), so a restart
+/// that finds thousands of them due clears them at the disk's pace, not one sync at a time.
+const CONCURRENT_CLEANUPS: u64 = 64;
+
 /// One pass: transactions past their timeout are aborted; ids idle past
-/// `transactional.id.expiration.ms` are forgotten.
+/// `transactional.id.expiration.ms` are forgotten. Up to CONCURRENT_CLEANUPS at a time; the
+/// pass ends when all of them have.
 async fn scan(shard: &Rc<Shard>, now: i64) {
     let idle = shard.config.transactional_id_expiration_ms;
+    let slots = Rc::new(Semaphore::new(CONCURRENT_CLEANUPS));
     for (id, meta) in tc::all() {
-        if meta.timed_out(now) && claim(&id) {
-            tracing::info!(
-                id,
-                producer_id = meta.producer_id,
-                "aborting a transaction past its timeout"
-            );
-            let _ = fence_and_abort(shard, &id, meta).await;
-            release(&id);
-        } else if meta.expired(now, idle) && claim(&id) {
-            tracing::info!(id, "forgetting an idle transactional id");
-            let _ = tc::forget(shard, &id).await;
-            release(&id);
+        let abort = meta.timed_out(now);
+        if !(abort || meta.expired(now, idle)) || !claim(&id) {
+            continue;
         }
+        let Ok(slot) = slots.acquire_static_permit(1).await else {
+            release(&id);
+            return;
+        };
+        let shard = shard.clone();
+        crate::tasks::spawn(async move {
+            if abort {
+                let producer_id = meta.producer_id;
+                tracing::info!(id, producer_id, "aborting a transaction past its timeout");
+                let _ = fence_and_abort(&shard, &id, meta).await;
+            } else {
+                tracing::info!(id, "forgetting an idle transactional id");
+                let _ = tc::forget(&shard, &id).await;
+            }
+            release(&id);
+            drop(slot);
+        })
+        .detach();
     }
+    // Every cleanup of this pass has ended once all slots are free again.
+    let _ = slots.acquire(CONCURRENT_CLEANUPS).await;
 }
