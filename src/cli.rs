@@ -115,7 +115,7 @@ pub enum Command {
     /// Run the server: one pinned shard per CPU, listening on --listen (all shards) and on
     /// port+1+i (shard i).
     #[command(
-        after_help = "Example: shardlog serve --data-dir /var/lib/shardlog --listen 0.0.0.0:7411 --config server.properties"
+        after_help = "Example: shardlog serve --data-dir /var/lib/shardlog --listen 127.0.0.1:7411 --config server.properties"
     )]
     Serve(ServeArgs),
     /// Create, list, describe, delete or alter topics; roll segments; run maintenance.
@@ -181,6 +181,11 @@ no zone means UTC. --dry-run is the default: the plan is printed and nothing cha
         after_help = "Example: shardlog dump-log --files data/orders-0/00000000000000000000.log --print-data-log"
     )]
     DumpLog(tools::dump_log::DumpOptions),
+    /// SASL/SCRAM users of a data directory, set offline before the server starts.
+    #[command(
+        after_help = "Example: echo \"$PASSWORD\" | shardlog users set --data-dir /var/lib/shardlog --user admin --mechanism SCRAM-SHA-256 --password-stdin"
+    )]
+    Users(tools::users::UsersArgs),
 }
 
 #[derive(Subcommand)]

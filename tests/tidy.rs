@@ -21,7 +21,7 @@ const FLOORS: &[&[&str]] = &[
     &["io", "config"],
     &["log"],
     &["protocol", "kafka_codes", "broker_error"],
-    &["settings"],
+    &["settings", "security"],
     &["catalog"],
     &["groups", "txn"],
     &["shard"],

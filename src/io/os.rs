@@ -63,6 +63,19 @@ pub fn write_marker(dir: &Path, name: &str) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Replaces `path` with `data` atomically and durably: a temporary file written and
+/// fsync'd, renamed over `path`, then the directory fsync'd (whole or absent after a crash).
+pub fn write_file_durably(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = path.with_extension("tmp");
+    let mut file = File::create(&tmp)?;
+    file.write_all(data)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    File::open(dir)?.sync_all()
+}
+
 /// The pid of a live process holding socket `inode`, if any (scans `/proc/*/fd`).
 pub fn socket_holder(inode: u64) -> Option<u32> {
     let target = format!("socket:[{inode}]");

@@ -10,12 +10,18 @@ use crate::settings::advertised_host;
 /// Kafka's value for "authorized operations were not asked for".
 pub const OPERATIONS_NOT_ASKED: i32 = i32::MIN;
 
-/// The Kafka listener's address as a client that came in at `ctx.peer.local` reaches it.
+/// The address of the Kafka listener a client came in on (`ctx.peer.local`), as that
+/// client reaches it: each listener advertises itself to its own clients.
 pub fn broker_address(ctx: &Context<'_>) -> (String, i32) {
     let cfg = &ctx.shard.config;
-    let listen = cfg
-        .kafka_listen
-        .expect("a Kafka request came through the Kafka listener");
+    let listeners = cfg.kafka_listeners();
+    let reached = ctx.peer.local.map(|a| a.port());
+    let listen = listeners
+        .iter()
+        .find(|l| Some(l.addr.port()) == reached)
+        .or(listeners.first())
+        .expect("a Kafka request came through a Kafka listener")
+        .addr;
     let host = advertised_host(&cfg.advertised_host, listen, ctx.peer.local);
     (host, listen.port() as i32)
 }

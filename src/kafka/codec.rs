@@ -18,7 +18,7 @@ use crate::shard::budget::{Budget, Reservation};
 use crate::shard::runtime::Shard;
 
 /// A decoded request, or why it cannot be served.
-enum Decoded {
+pub(super) enum Decoded {
     Request {
         key: ApiKey,
         version: i16,
@@ -103,7 +103,7 @@ fn close(why: String) -> Reply {
     }
 }
 
-fn decode(mut frame: Bytes) -> Decoded {
+pub(super) fn decode(mut frame: Bytes) -> Decoded {
     // The connection guarantees the 8 bytes of api key, version and correlation id.
     assert!(
         frame.len() >= 8,

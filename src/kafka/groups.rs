@@ -42,12 +42,7 @@ pub(super) async fn run(
 }
 
 pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoordinatorResponse {
-    let cfg = &ctx.shard.config;
-    let listen = cfg
-        .kafka_listen
-        .expect("a Kafka request came through the Kafka listener");
-    let host = crate::settings::advertised_host(&cfg.advertised_host, listen, ctx.peer.local);
-    let port = listen.port() as i32;
+    let (host, port) = super::cluster::broker_address(ctx);
     let response = FindCoordinatorResponse::default();
     if ctx.version >= 4 {
         let coordinators = r

@@ -21,15 +21,21 @@ mod list_offsets;
 mod log_admin;
 mod metadata;
 mod produce;
+mod sasl;
 mod txn;
 mod txn_admin;
 
 pub use api_versions::ADVERTISED;
 pub use codec::{decode_response, encode, handle_frame};
 
-/// The Kafka listener's front end: a frame that breaks the framing or a connection over
-/// the limits is closed without a word, as a Kafka broker does.
-pub struct Kafka;
+/// A Kafka listener's front end: a frame that breaks the framing or a connection over
+/// the limits is closed without a word, as a Kafka broker does. On a SASL listener every
+/// connection authenticates first (`sasl.rs`).
+pub struct Kafka {
+    pub protocol: crate::security::SecurityProtocol,
+    /// What a SASL listener offers (`sasl.enabled.mechanisms`).
+    pub mechanisms: Vec<crate::security::SaslMechanism>,
+}
 
 impl crate::net::FrontEnd for Kafka {
     fn label(&self) -> &'static str {
@@ -56,6 +62,13 @@ impl crate::net::FrontEnd for Kafka {
 
     fn refusal(&self, _why: String) -> Option<Vec<u8>> {
         None
+    }
+
+    fn handshake(&self) -> Option<Box<dyn crate::net::Handshake>> {
+        if !self.protocol.needs_sasl() {
+            return None;
+        }
+        Some(Box::new(sasl::KafkaSasl::new(self.mechanisms.clone())))
     }
 }
 
@@ -139,6 +152,9 @@ async fn dispatch(
         }
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(groups::offset_delete(ctx, r).await)
+        }
+        r @ (RequestKind::SaslHandshake(_) | RequestKind::SaslAuthenticate(_)) => {
+            sasl::out_of_turn(r)
         }
         r @ (RequestKind::AddPartitionsToTxn(_)
         | RequestKind::EndTxn(_)

@@ -22,7 +22,7 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::channels::local_channel::{self, LocalReceiver};
 use glommio::net::TcpStream;
 
-use super::{FrontEnd, Peer, Reply};
+use super::{FrontEnd, Handshake, HandshakeStep, Peer, Reply};
 use crate::io::deadline::within;
 use crate::metrics::{self, Stage};
 use crate::protocol::REQUEST_HEADER;
@@ -90,13 +90,34 @@ pub async fn serve(
         shard.config.max_inflight_bytes_per_connection,
         shard.inflight.clone(),
     );
+    // Buffered: a small request's size prefix and body usually arrive in one recv.
+    let mut reader = stream.buffered();
+    let mut writer = writer;
+    let mut first = true;
+    if let Some(handshake) = front.handshake() {
+        let done = authenticate(
+            &shard,
+            &mut reader,
+            &mut writer,
+            &budget,
+            &*front,
+            handshake,
+        );
+        match done.await {
+            Ok(principal) => {
+                tracing::debug!(shard = shard.id, %principal, "authenticated");
+                first = false;
+            }
+            Err(why) => {
+                tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "connection refused at authentication");
+                return;
+            }
+        }
+    }
     let (tx, rx) = local_channel::new_bounded(MAX_QUEUED_REQUESTS);
     let writer_task =
         crate::tasks::spawn(write_replies(writer, rx, request_timeout, front.label()));
-    // Buffered: a small request's size prefix and body usually arrive in one recv.
-    let mut reader = stream.buffered();
     let shutdown = shard.shutdown_listener();
-    let mut first = true;
     loop {
         let next = futures_lite::future::or(
             async { read_frame(&shard, &mut reader, &budget, &*front, first).await },
@@ -142,6 +163,55 @@ pub async fn serve(
     }
     drop(tx);
     writer_task.await;
+}
+
+/// Frames a handshake may take (SCRAM needs ApiVersions, SaslHandshake and two tokens).
+const MAX_HANDSHAKE_FRAMES: usize = 8;
+/// Kafka's connection.failed.authentication.delay.ms: a refused login waits this long before
+/// the close, so password guessing is slowed.
+const FAILED_AUTHENTICATION_DELAY: Duration = Duration::from_millis(100);
+
+/// Runs the front end's handshake to its end, one frame at a time and within the request
+/// timeout: the principal, or why the connection is closed.
+async fn authenticate(
+    shard: &Shard,
+    reader: &mut TcpStream<glommio::net::Preallocated>,
+    writer: &mut TcpStream,
+    budget: &Budget,
+    front: &dyn FrontEnd,
+    mut handshake: Box<dyn Handshake>,
+) -> Result<String, String> {
+    let deadline = Instant::now() + Duration::from_millis(shard.config.request_timeout_ms);
+    for n in 0..MAX_HANDSHAKE_FRAMES {
+        let body = match read_frame(shard, reader, budget, front, n == 0).await {
+            Next::Frame(body, _reservation, _, _) => body,
+            Next::Refuse(_) => return Err("a frame over the size limit".into()),
+            Next::Stop(why) => return Err(why),
+        };
+        let (reply, outcome) = match handshake.step(body) {
+            HandshakeStep::Continue(reply) => (Some(reply), None),
+            HandshakeStep::Authenticated(reply, principal) => (reply, Some(Ok(principal))),
+            HandshakeStep::Fail(reply, why) => (reply, Some(Err(why))),
+        };
+        if let Some(reply) = reply {
+            let left = deadline.saturating_duration_since(Instant::now());
+            within(left, writer.write_all(&reply))
+                .await
+                .map_err(|e| format!("writing a handshake reply: {e}"))?;
+        }
+        match outcome {
+            None if Instant::now() < deadline => continue,
+            None => return Err("the handshake took longer than the request timeout".into()),
+            Some(Ok(principal)) => return Ok(principal),
+            Some(Err(why)) => {
+                glommio::timer::sleep(FAILED_AUTHENTICATION_DELAY).await;
+                return Err(why);
+            }
+        }
+    }
+    Err(format!(
+        "no authentication within {MAX_HANDSHAKE_FRAMES} frames"
+    ))
 }
 
 /// Writes replies in request order. A reply the client does not take within the write

@@ -39,6 +39,29 @@ pub trait FrontEnd {
     fn answers_bad_frames(&self) -> bool;
     /// What a connection over the listener's limits is told before it is closed.
     fn refusal(&self, why: String) -> Option<Vec<u8>>;
+    /// The exchange a connection must complete before its requests are served (SASL
+    /// authentication); `None`: requests are served at once.
+    fn handshake(&self) -> Option<Box<dyn Handshake>> {
+        None
+    }
+}
+
+/// A connection's authentication, one frame at a time, before any request is served
+/// (and before requests are pipelined): each step's reply is written before the next frame
+/// is read.
+pub trait Handshake {
+    fn step(&mut self, frame: Bytes) -> HandshakeStep;
+}
+
+/// What a handshake frame leads to. Replies are whole frames (size prefix included).
+#[non_exhaustive]
+pub enum HandshakeStep {
+    /// Send this and read the next frame.
+    Continue(Vec<u8>),
+    /// Authenticated as this principal; send the reply (if any), then serve requests.
+    Authenticated(Option<Vec<u8>>, String),
+    /// Refused: send the reply (if any), then close; the reason is logged.
+    Fail(Option<Vec<u8>>, String),
 }
 
 /// Who a request comes from, as the connection saw it.

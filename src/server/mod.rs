@@ -201,7 +201,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
     let handle = wait_until_ready(handle, &ready_rx, n)?;
     tracing::info!(
         listen = %config.listen,
-        kafka_listen = ?config.kafka_listen,
+        kafka_listeners = %crate::security::listeners::format(&config.kafka_listeners()),
         shards = n,
         data_dir = %config.data_dir.display(),
         "shardlog serving"
@@ -273,6 +273,10 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
         .await
         .map_err(|e| startup(e.to_string()))?;
     shard.load_topics().await?;
+    let meta_dir = cfg.data_dir.join(crate::catalog::topics::META_DIR);
+    let credentials = crate::security::credentials::CredentialStore::read(&meta_dir)
+        .map_err(|e| startup(e.to_string()))?;
+    crate::security::credentials::install(credentials);
     crate::groups::coordinator::start_loading(&Shard::group_host(shard));
     crate::shard::txn_coordinator::start_loading(shard);
     crate::shard::maintenance::spawn(shard.clone());
@@ -284,10 +288,13 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
         slots: |shard| &shard.native_slots,
     };
     let mut listeners = vec![native(shared), native(own)];
-    if let Some(kafka) = cfg.kafka_listen {
+    for kafka in cfg.kafka_listeners() {
         listeners.push(Listener {
-            socket: bind(kafka).await?,
-            front: Rc::new(crate::kafka::Kafka),
+            socket: bind(kafka.addr).await?,
+            front: Rc::new(crate::kafka::Kafka {
+                protocol: kafka.protocol,
+                mechanisms: cfg.sasl_enabled_mechanisms.clone(),
+            }),
             slots: |shard| &shard.kafka_slots,
         });
     }

@@ -106,6 +106,47 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         check: unbounded,
     },
     ServerKey {
+        name: "listeners",
+        get: |c| crate::security::listeners::format(&c.listeners),
+        set: |c, v| {
+            c.listeners =
+                crate::security::listeners::parse(v).map_err(|e| bad("listeners", e.0))?;
+            Ok(())
+        },
+        check: unbounded,
+    },
+    ServerKey {
+        name: "sasl.enabled.mechanisms",
+        get: |c| {
+            let names: Vec<&str> = c.sasl_enabled_mechanisms.iter().map(|m| m.name()).collect();
+            names.join(",")
+        },
+        set: |c, v| {
+            c.sasl_enabled_mechanisms = v
+                .split(',')
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .map(|m| {
+                    crate::security::SaslMechanism::from_name(m).ok_or_else(|| {
+                        bad(
+                            "sasl.enabled.mechanisms",
+                            format!("{m:?}: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN"),
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(())
+        },
+        check: |c| match c.sasl_enabled_mechanisms.is_empty() {
+            true => Err(bad(
+                "sasl.enabled.mechanisms",
+                "needs at least one mechanism",
+            )),
+            false => Ok(()),
+        },
+    },
+    boolean_key!("allow.insecure.listeners", allow_insecure_listeners),
+    ServerKey {
         name: "metrics.listen",
         get: |c| {
             c.metrics_listen

@@ -78,6 +78,14 @@ pub struct ServerConfig {
     /// On at 127.0.0.1:9092 by default; embedded servers (tests, benches) turn it off so
     /// that several can run at once.
     pub kafka_listen: Option<SocketAddr>,
+    /// Kafka's `listeners`: each Kafka listener's security protocol and address. When set,
+    /// it replaces `kafka.listen` (which is one PLAINTEXT listener).
+    pub listeners: Vec<crate::security::KafkaListener>,
+    /// The SASL mechanisms SASL listeners offer (Kafka's sasl.enabled.mechanisms).
+    pub sasl_enabled_mechanisms: Vec<crate::security::SaslMechanism>,
+    /// Let a listener without encryption (PLAINTEXT, SASL_PLAINTEXT, the native protocol)
+    /// bind a non-loopback address. Off by default: the operator must mean it.
+    pub allow_insecure_listeners: bool,
     /// Address of the Prometheus endpoint (`GET /metrics`, served by shard 0); `None`: off,
     /// the default.
     pub metrics_listen: Option<SocketAddr>,
@@ -121,6 +129,12 @@ impl Default for ServerConfig {
             data_dir: PathBuf::from("./data"),
             listen: SocketAddr::from(([127, 0, 0, 1], 7411)),
             kafka_listen: Some(SocketAddr::from(([127, 0, 0, 1], 9092))),
+            listeners: Vec::new(),
+            sasl_enabled_mechanisms: vec![
+                crate::security::SaslMechanism::Scram(crate::security::scram::Mechanism::Sha256),
+                crate::security::SaslMechanism::Scram(crate::security::scram::Mechanism::Sha512),
+            ],
+            allow_insecure_listeners: false,
             metrics_listen: None,
             producer_id_block_size: 1000,
             offsets_topic_num_partitions: 50,
@@ -280,17 +294,21 @@ impl ServerConfig {
     /// The Kafka port is none of the native ones, and the per-shard ports fit above
     /// `listen`'s.
     fn validate_ports(&self) -> Result<(), SettingsError> {
-        if let Some(k) = self.kafka_listen {
+        for k in self.kafka_listeners() {
             if self.listen_addrs()[..=self.shards]
                 .iter()
-                .any(|a| a.port() == k.port())
+                .any(|a| a.port() == k.addr.port())
             {
                 return Err(bad(
-                    "kafka.listen",
-                    format!("port {} is one of the native listener's ports", k.port()),
+                    self.kafka_listeners_key(),
+                    format!(
+                        "port {} is one of the native listener's ports",
+                        k.addr.port()
+                    ),
                 ));
             }
         }
+        self.validate_insecure_listeners()?;
         if let Some(m) = self.metrics_listen {
             let taken = self.listen_addrs();
             if taken[..taken.len() - 1]
@@ -314,13 +332,59 @@ impl ServerConfig {
     }
 
     /// Every address the server listens on: the shared one, then each shard's own, then
-    /// the Kafka listener's, then the metrics endpoint's.
+    /// the Kafka listeners', then the metrics endpoint's.
     pub fn listen_addrs(&self) -> Vec<SocketAddr> {
         std::iter::once(self.listen)
             .chain((0..self.shards).map(|i| SocketAddr::new(self.listen.ip(), self.shard_port(i))))
-            .chain(self.kafka_listen)
+            .chain(self.kafka_listeners().into_iter().map(|l| l.addr))
             .chain(self.metrics_listen)
             .collect()
+    }
+
+    /// The Kafka listeners: `listeners` when set, else `kafka.listen` as one PLAINTEXT one.
+    pub fn kafka_listeners(&self) -> Vec<crate::security::KafkaListener> {
+        if !self.listeners.is_empty() {
+            return self.listeners.clone();
+        }
+        self.kafka_listen
+            .map(|addr| crate::security::KafkaListener {
+                protocol: crate::security::SecurityProtocol::Plaintext,
+                addr,
+            })
+            .into_iter()
+            .collect()
+    }
+
+    fn kafka_listeners_key(&self) -> &'static str {
+        if self.listeners.is_empty() {
+            "kafka.listen"
+        } else {
+            "listeners"
+        }
+    }
+
+    /// Unencrypted listeners stay on loopback unless `allow.insecure.listeners` is set.
+    fn validate_insecure_listeners(&self) -> Result<(), SettingsError> {
+        if self.allow_insecure_listeners {
+            return Ok(());
+        }
+        let native = [("listen", format!("native {}", self.listen), self.listen)];
+        let kafka = self
+            .kafka_listeners()
+            .into_iter()
+            .map(|l| (self.kafka_listeners_key(), l.to_string(), l.addr));
+        for (key, name, addr) in native.into_iter().chain(kafka) {
+            if !crate::net::connection::is_loopback(addr.ip()) {
+                return Err(bad(
+                    key,
+                    format!(
+                        "listener {name} is not encrypted and not on loopback; set \
+                         allow.insecure.listeners=true if you mean to expose it"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The per-shard port of shard `i`.

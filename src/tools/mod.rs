@@ -17,6 +17,7 @@ pub mod time_arg;
 pub mod time_window;
 pub mod timestamps;
 pub mod topics;
+pub mod users;
 
 use crate::client::{Client, ClientError};
 use crate::protocol::TopicMetadata;

@@ -1,0 +1,239 @@
+//! SASL authentication on a SASL_PLAINTEXT Kafka listener, as Kafka's
+//! SaslServerAuthenticator runs it before any other request: ApiVersions (any number),
+//! then SaslHandshake (v0: the tokens that follow are raw size-prefixed frames; v1: they
+//! ride in SaslAuthenticate v0-2), then the mechanism's tokens: PLAIN in one, SCRAM in two
+//! (client-first, client-final). Anything else before success closes the connection; a
+//! failed login is answered with SASL_AUTHENTICATION_FAILED (58) and closed.
+
+use bytes::Bytes;
+use kafka_protocol::messages::{
+    RequestKind, ResponseKind, SaslAuthenticateResponse, SaslHandshakeResponse,
+};
+
+use super::codec::{decode, encode, Decoded};
+use super::{api_versions, str_bytes};
+use crate::net::{Handshake, HandshakeStep};
+use crate::security::scram::{ScramError, ServerExchange};
+use crate::security::{credentials, plain, user_principal, SaslMechanism};
+
+const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+const ILLEGAL_SASL_STATE: i16 = 34;
+const SASL_AUTHENTICATION_FAILED: i16 = 58;
+
+enum State {
+    /// Waiting for SaslHandshake (ApiVersions may come first).
+    Start,
+    /// The mechanism is chosen; `raw`: tokens come as raw frames (SaslHandshake v0).
+    Chosen {
+        mechanism: SaslMechanism,
+        raw: bool,
+    },
+    /// SCRAM's server-first is sent; the client-final comes next.
+    Scram {
+        exchange: ServerExchange,
+        raw: bool,
+    },
+    Done,
+}
+
+pub struct KafkaSasl {
+    enabled: Vec<SaslMechanism>,
+    state: State,
+}
+
+/// What one token does to the exchange.
+enum TokenOutcome {
+    /// Send this and wait for the next token.
+    Challenge(Vec<u8>, State),
+    /// Authenticated as this user; send this last.
+    Success(Vec<u8>, String),
+}
+
+impl KafkaSasl {
+    pub fn new(enabled: Vec<SaslMechanism>) -> Self {
+        debug_assert!(!enabled.is_empty(), "a SASL listener offers a mechanism");
+        KafkaSasl {
+            enabled,
+            state: State::Start,
+        }
+    }
+
+    fn mechanism_names(&self) -> Vec<kafka_protocol::protocol::StrBytes> {
+        self.enabled.iter().map(|m| str_bytes(m.name())).collect()
+    }
+
+    /// Runs one token of the chosen mechanism.
+    fn token(&self, state: State, token: &[u8]) -> Result<TokenOutcome, ScramError> {
+        match state {
+            State::Chosen {
+                mechanism: SaslMechanism::Plain,
+                ..
+            } => {
+                let user = plain::authenticate(token)?;
+                Ok(TokenOutcome::Success(Vec::new(), user))
+            }
+            State::Chosen {
+                mechanism: SaslMechanism::Scram(m),
+                raw,
+            } => {
+                let user = crate::security::scram::client_first_user(token)?;
+                let stored = credentials::lookup(&user, m);
+                let (exchange, server_first) = ServerExchange::start(m, token, stored)?;
+                Ok(TokenOutcome::Challenge(
+                    server_first,
+                    State::Scram { exchange, raw },
+                ))
+            }
+            State::Scram { exchange, .. } => {
+                let user = exchange.user().to_string();
+                let server_final = exchange.finish(token)?;
+                Ok(TokenOutcome::Success(server_final, user))
+            }
+            State::Start | State::Done => Err(ScramError("no mechanism chosen")),
+        }
+    }
+
+    /// A token sent as a raw frame (after SaslHandshake v0): answered as a raw frame.
+    fn raw_token(&mut self, token: &[u8]) -> HandshakeStep {
+        let state = std::mem::replace(&mut self.state, State::Done);
+        match self.token(state, token) {
+            Ok(TokenOutcome::Challenge(reply, next)) => {
+                self.state = next;
+                HandshakeStep::Continue(raw_frame(&reply))
+            }
+            Ok(TokenOutcome::Success(reply, user)) => {
+                HandshakeStep::Authenticated(Some(raw_frame(&reply)), user_principal(&user))
+            }
+            // v0 has no error response: the connection is closed.
+            Err(why) => HandshakeStep::Fail(None, format!("SASL (v0 framing): {why}")),
+        }
+    }
+
+    fn handshake(&mut self, version: i16, mechanism: &str) -> (SaslHandshakeResponse, bool) {
+        let offered = SaslMechanism::from_name(mechanism).filter(|m| self.enabled.contains(m));
+        let response = SaslHandshakeResponse::default().with_mechanisms(self.mechanism_names());
+        match offered {
+            Some(mechanism) if matches!(self.state, State::Start) => {
+                self.state = State::Chosen {
+                    mechanism,
+                    raw: version == 0,
+                };
+                (response, true)
+            }
+            Some(_) => (response.with_error_code(ILLEGAL_SASL_STATE), false),
+            None => (response.with_error_code(UNSUPPORTED_SASL_MECHANISM), false),
+        }
+    }
+
+    fn authenticate(&mut self, token: &[u8]) -> (SaslAuthenticateResponse, Option<String>, bool) {
+        let state = std::mem::replace(&mut self.state, State::Done);
+        if !matches!(
+            state,
+            State::Chosen { raw: false, .. } | State::Scram { raw: false, .. }
+        ) {
+            let r = SaslAuthenticateResponse::default()
+                .with_error_code(ILLEGAL_SASL_STATE)
+                .with_error_message(Some(str_bytes("SaslAuthenticate before SaslHandshake v1")));
+            return (r, None, false);
+        }
+        match self.token(state, token) {
+            Ok(TokenOutcome::Challenge(reply, next)) => {
+                self.state = next;
+                (ok_token(reply), None, true)
+            }
+            Ok(TokenOutcome::Success(reply, user)) => (ok_token(reply), Some(user), true),
+            Err(why) => {
+                tracing::debug!(%why, "SASL authentication failed");
+                // One message whatever failed: whether a user exists does not leak.
+                let r = SaslAuthenticateResponse::default()
+                    .with_error_code(SASL_AUTHENTICATION_FAILED)
+                    .with_error_message(Some(str_bytes(
+                        "Authentication failed: invalid credentials",
+                    )));
+                (r, None, false)
+            }
+        }
+    }
+}
+
+fn ok_token(reply: Vec<u8>) -> SaslAuthenticateResponse {
+    SaslAuthenticateResponse::default().with_auth_bytes(Bytes::from(reply))
+}
+
+fn raw_frame(token: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + token.len());
+    out.extend_from_slice(&(token.len() as i32).to_be_bytes());
+    out.extend_from_slice(token);
+    out
+}
+
+impl Handshake for KafkaSasl {
+    fn step(&mut self, frame: Bytes) -> HandshakeStep {
+        if let State::Chosen { raw: true, .. } | State::Scram { raw: true, .. } = self.state {
+            return self.raw_token(&frame);
+        }
+        let (key, version, correlation_id, request) = match decode(frame) {
+            Decoded::Request {
+                key,
+                version,
+                correlation_id,
+                request,
+                ..
+            } => (key, version, correlation_id, request),
+            Decoded::NewerApiVersions { correlation_id } => {
+                let frame = api_versions::unsupported_version_frame(correlation_id);
+                return HandshakeStep::Continue(frame);
+            }
+            Decoded::Unparseable(why) => return HandshakeStep::Fail(None, why),
+        };
+        let reply = |response: ResponseKind| encode(key, version, correlation_id, &response);
+        let (response, outcome) = match *request {
+            RequestKind::ApiVersions(_) => (
+                ResponseKind::ApiVersions(api_versions::response()),
+                Ok(None),
+            ),
+            RequestKind::SaslHandshake(r) => {
+                let (response, ok) = self.handshake(version, r.mechanism.as_str());
+                let outcome = match ok {
+                    true => Ok(None),
+                    false => Err(format!("SASL mechanism {:?} refused", r.mechanism.as_str())),
+                };
+                (ResponseKind::SaslHandshake(response), outcome)
+            }
+            RequestKind::SaslAuthenticate(r) => {
+                let (response, user, ok) = self.authenticate(&r.auth_bytes);
+                let outcome = match (ok, user) {
+                    (true, user) => Ok(user),
+                    (false, _) => Err("SASL authentication failed".to_string()),
+                };
+                (ResponseKind::SaslAuthenticate(response), outcome)
+            }
+            _ => {
+                let why = format!("{key:?} before SASL authentication");
+                return HandshakeStep::Fail(None, why);
+            }
+        };
+        let Ok(frame) = reply(response) else {
+            return HandshakeStep::Fail(None, format!("encoding {key:?} v{version}"));
+        };
+        match outcome {
+            Ok(None) => HandshakeStep::Continue(frame),
+            Ok(Some(user)) => HandshakeStep::Authenticated(Some(frame), user_principal(&user)),
+            Err(why) => HandshakeStep::Fail(Some(frame), why),
+        }
+    }
+}
+
+/// After authentication (or on a PLAINTEXT listener), SASL requests are out of turn.
+pub fn out_of_turn(request: RequestKind) -> ResponseKind {
+    match request {
+        RequestKind::SaslHandshake(_) => ResponseKind::SaslHandshake(
+            SaslHandshakeResponse::default().with_error_code(ILLEGAL_SASL_STATE),
+        ),
+        _ => ResponseKind::SaslAuthenticate(
+            SaslAuthenticateResponse::default()
+                .with_error_code(ILLEGAL_SASL_STATE)
+                .with_error_message(Some(str_bytes("already authenticated"))),
+        ),
+    }
+}

@@ -1,0 +1,210 @@
+//! The SCRAM credentials the server checks logins against: per (user, mechanism) a salt,
+//! StoredKey, ServerKey and iteration count, never a password (FORMAT.md). Kept in
+//! `__shardlog_meta/scram-credentials`, replaced atomically (write, fsync, rename), so a
+//! change is whole or absent after a kill -9. Each shard holds a copy it reads at start.
+//!
+//! File: a header line, then one line per credential, fields separated by one space:
+//! mechanism name, iterations, then base64 of the user name, the salt, StoredKey, ServerKey.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+
+use super::scram::{Credential, Mechanism, MAX_ITERATIONS, MIN_ITERATIONS};
+
+const HEADER: &str = "# shardlog SCRAM credentials v1";
+const FILE: &str = "scram-credentials";
+/// Longest user name stored (Kafka's strings are int16-length).
+pub const MAX_USER: usize = 1024;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CredentialStore {
+    by_user: BTreeMap<(String, Mechanism), Credential>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {why}")]
+pub struct StoreError {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// The file in the server's meta directory (`__shardlog_meta`).
+pub fn file_path(meta_dir: &Path) -> PathBuf {
+    meta_dir.join(FILE)
+}
+
+/// Why a credential cannot be stored (Kafka's UNACCEPTABLE_CREDENTIAL cases).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unacceptable(pub String);
+
+pub fn check(user: &str, iterations: u32) -> Result<(), Unacceptable> {
+    if user.is_empty() || user.len() > MAX_USER {
+        return Err(Unacceptable(format!(
+            "a user name must have 1 to {MAX_USER} bytes, not {}",
+            user.len()
+        )));
+    }
+    if !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&iterations) {
+        return Err(Unacceptable(format!(
+            "iterations must be {MIN_ITERATIONS} to {MAX_ITERATIONS}, not {iterations}"
+        )));
+    }
+    Ok(())
+}
+
+impl CredentialStore {
+    pub fn get(&self, user: &str, mechanism: Mechanism) -> Option<&Credential> {
+        self.by_user.get(&(user.to_string(), mechanism))
+    }
+
+    /// Every (user, mechanism, iterations), in order.
+    pub fn list(&self) -> Vec<(String, Mechanism, u32)> {
+        self.by_user
+            .iter()
+            .map(|((u, m), c)| (u.clone(), *m, c.iterations))
+            .collect()
+    }
+
+    pub fn set(&mut self, user: &str, mechanism: Mechanism, credential: Credential) {
+        debug_assert!(check(user, credential.iterations).is_ok());
+        self.by_user
+            .insert((user.to_string(), mechanism), credential);
+    }
+
+    /// Whether there was one to remove.
+    pub fn remove(&mut self, user: &str, mechanism: Mechanism) -> bool {
+        self.by_user
+            .remove(&(user.to_string(), mechanism))
+            .is_some()
+    }
+
+    pub fn encode(&self) -> String {
+        let mut out = format!("{HEADER}\n");
+        for ((user, m), c) in &self.by_user {
+            out.push_str(&format!(
+                "{} {} {} {} {} {}\n",
+                m.name(),
+                c.iterations,
+                B64.encode(user),
+                B64.encode(&c.salt),
+                B64.encode(&c.stored_key),
+                B64.encode(&c.server_key)
+            ));
+        }
+        out
+    }
+
+    pub fn decode(text: &str) -> Result<Self, Unacceptable> {
+        let mut lines = text.lines();
+        if lines.next() != Some(HEADER) {
+            return Err(Unacceptable(
+                "not a shardlog credentials file (bad header)".into(),
+            ));
+        }
+        let mut store = CredentialStore::default();
+        for (n, line) in lines.enumerate().filter(|(_, l)| !l.is_empty()) {
+            let bad = |why: &str| Unacceptable(format!("line {}: {why}", n + 2));
+            let f: Vec<&str> = line.split(' ').collect();
+            let [mechanism, iterations, user, salt, stored, server] = f[..] else {
+                return Err(bad("expected 6 fields"));
+            };
+            let mechanism = Mechanism::from_name(mechanism).ok_or_else(|| bad("mechanism"))?;
+            let iterations: u32 = iterations.parse().map_err(|_| bad("iterations"))?;
+            let b64 = |s: &str, what: &str| B64.decode(s).map_err(|_| bad(what));
+            let user = String::from_utf8(b64(user, "user")?).map_err(|_| bad("user"))?;
+            check(&user, iterations).map_err(|e| bad(&e.0))?;
+            let credential = Credential {
+                salt: b64(salt, "salt")?,
+                stored_key: b64(stored, "stored key")?,
+                server_key: b64(server, "server key")?,
+                iterations,
+            };
+            store.set(&user, mechanism, credential);
+        }
+        Ok(store)
+    }
+
+    /// Reads the file in `meta_dir` (blocking; for the offline tool and start-up). No file:
+    /// no users.
+    pub fn read(meta_dir: &Path) -> Result<Self, StoreError> {
+        let path = file_path(meta_dir);
+        let fail = |why: String| StoreError {
+            path: path.clone(),
+            why,
+        };
+        match crate::io::os::read_text(&path) {
+            Ok(text) => Self::decode(&text).map_err(|e| fail(e.0)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(fail(e.to_string())),
+        }
+    }
+
+    /// Replaces the file in `meta_dir` atomically (blocking; the offline tool holds the data
+    /// directory's lock).
+    pub fn write(&self, meta_dir: &Path) -> Result<(), StoreError> {
+        let path = file_path(meta_dir);
+        let text = self.encode();
+        debug_assert_eq!(Self::decode(&text).as_ref(), Ok(self));
+        crate::io::os::write_file_durably(&path, text.as_bytes()).map_err(|e| StoreError {
+            path: path.clone(),
+            why: e.to_string(),
+        })
+    }
+}
+
+thread_local! {
+    /// This shard's copy, read at start.
+    static SHARD_STORE: RefCell<CredentialStore> = RefCell::new(CredentialStore::default());
+}
+
+/// Installs this shard's copy (at start).
+pub fn install(store: CredentialStore) {
+    SHARD_STORE.with_borrow_mut(|s| *s = store);
+}
+
+/// The credential a login checks against, from this shard's copy.
+pub fn lookup(user: &str, mechanism: Mechanism) -> Option<Credential> {
+    SHARD_STORE.with_borrow(|s| s.get(user, mechanism).cloned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_round_trips_and_refuses_what_it_cannot_read() {
+        let mut store = CredentialStore::default();
+        store.set(
+            "alice smith",
+            Mechanism::Sha256,
+            Credential::new(Mechanism::Sha256, "pw", 4096),
+        );
+        store.set(
+            "bob",
+            Mechanism::Sha512,
+            Credential::new(Mechanism::Sha512, "pw2", 8192),
+        );
+        let text = store.encode();
+        assert!(!text.contains("pw"), "no password is stored");
+        assert_eq!(CredentialStore::decode(&text), Ok(store.clone()));
+        assert_eq!(
+            store.list(),
+            vec![
+                ("alice smith".into(), Mechanism::Sha256, 4096),
+                ("bob".into(), Mechanism::Sha512, 8192)
+            ]
+        );
+        assert!(CredentialStore::decode("garbage").is_err());
+        let bad_iterations = text.replace(" 8192 ", " 100 ");
+        assert!(CredentialStore::decode(&bad_iterations).is_err());
+        let short = format!("{HEADER}\nSCRAM-SHA-256 4096 YQ==\n");
+        assert!(CredentialStore::decode(&short).is_err());
+        assert!(store.remove("bob", Mechanism::Sha512));
+        assert!(!store.remove("bob", Mechanism::Sha512));
+    }
+}

@@ -1,0 +1,41 @@
+//! Who may connect: listeners and their security protocols (Kafka's `listeners`), SASL
+//! authentication (SCRAM-SHA-256/512 and PLAIN) and the stored SCRAM credentials.
+
+pub mod credentials;
+pub mod listeners;
+pub mod plain;
+pub mod scram;
+
+pub use listeners::{KafkaListener, SecurityProtocol};
+
+/// A SASL mechanism a listener may enable (`sasl.enabled.mechanisms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SaslMechanism {
+    Scram(scram::Mechanism),
+    Plain,
+}
+
+impl SaslMechanism {
+    pub fn name(self) -> &'static str {
+        match self {
+            SaslMechanism::Scram(m) => m.name(),
+            SaslMechanism::Plain => "PLAIN",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<SaslMechanism> {
+        match name {
+            "PLAIN" => Some(SaslMechanism::Plain),
+            other => scram::Mechanism::from_name(other).map(SaslMechanism::Scram),
+        }
+    }
+}
+
+/// Kafka's principal of an authenticated user.
+pub fn user_principal(user: &str) -> String {
+    format!("User:{user}")
+}
+
+/// The principal of a connection that did not authenticate (PLAINTEXT).
+pub const ANONYMOUS: &str = "User:ANONYMOUS";

@@ -1,0 +1,82 @@
+"""SASL authentication through real Kafka clients (run by tests/kafka_sasl_e2e.rs):
+
+  python sasl.py confluent HOST:PORT MECHANISM USER PASSWORD TOPIC
+      confluent-kafka over SASL_PLAINTEXT: creates TOPIC (2 partitions) if missing,
+      produces 20 records, and a consumer group reads them back and commits. Prints OK.
+  python sasl.py kafka-python HOST:PORT MECHANISM USER PASSWORD TOPIC
+      The same with kafka-python (SaslHandshake v1, SaslAuthenticate up to v2; TOPIC exists).
+  python sasl.py refused HOST:PORT MECHANISM USER PASSWORD TOPIC
+      confluent-kafka with these credentials must be refused: listing topics fails with an
+      authentication error. Prints REFUSED.
+"""
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+client, bootstrap, mechanism, user, password, topic = sys.argv[1:7]
+DEADLINE_S = 60
+
+
+def librdkafka_conf():
+    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+
+
+def confluent():
+    admin = AdminClient(librdkafka_conf())
+    if topic not in admin.list_topics(timeout=30).topics:
+        admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(timeout=30)
+    p = Producer(librdkafka_conf())
+    for i in range(20):
+        p.produce(topic, value=f"{user}-{i}".encode(), partition=i % 2)
+    assert p.flush(30) == 0, "undelivered records"
+    c = Consumer({**librdkafka_conf(), "group.id": f"g-{user}-{mechanism}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    seen = set()
+    deadline = time.time() + DEADLINE_S
+    while len(seen) < 20 and time.time() < deadline:
+        for m in c.consume(100, 0.5):
+            if m.error():
+                raise KafkaException(m.error())
+            if m.value().decode().startswith(f"{user}-"):
+                seen.add(m.value())
+    assert len(seen) == 20, f"read {len(seen)} of 20"
+    c.commit(asynchronous=False)
+    c.close()
+    print("OK", flush=True)
+
+
+def kafka_python():
+    from kafka import KafkaConsumer, KafkaProducer
+    conf = {"bootstrap_servers": bootstrap, "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": mechanism, "sasl_plain_username": user,
+            "sasl_plain_password": password}
+    p = KafkaProducer(**conf)
+    for i in range(20):
+        p.send(topic, value=f"kp-{user}-{i}".encode(), partition=i % 2)
+    p.flush(30)
+    p.close()
+    c = KafkaConsumer(topic, group_id=f"kp-{user}", auto_offset_reset="earliest",
+                      consumer_timeout_ms=10_000, **conf)
+    seen = {m.value for m in c if m.value.decode().startswith(f"kp-{user}-")}
+    c.close()
+    assert len(seen) == 20, f"read {len(seen)} of 20"
+    print("OK", flush=True)
+
+
+def refused():
+    admin = AdminClient({**librdkafka_conf(), "reconnect.backoff.max.ms": 200})
+    try:
+        admin.list_topics(timeout=5)
+    except KafkaException as e:
+        err = e.args[0]
+        assert err.code() in (-169, -185, -195), f"not an authentication failure: {err}"
+        print("REFUSED", flush=True)
+        return
+    raise AssertionError("the server accepted these credentials")
+
+
+{"confluent": confluent, "kafka-python": kafka_python, "refused": refused}[client]()
