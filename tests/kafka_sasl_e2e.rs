@@ -133,6 +133,51 @@ fn scram_and_plain_logins_through_real_clients() {
     );
 }
 
+/// Users managed live through AdminClient (KIP-554): a user set with
+/// alter_user_scram_credentials logs in at once, on every shard, and after a kill -9; once
+/// deleted it is refused.
+#[test]
+fn users_are_managed_live_with_alter_user_scram_credentials() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (mut server, plain, sasl) = server(&data);
+    let set = [
+        "admin-set",
+        &plain,
+        "SCRAM-SHA-512",
+        "carol",
+        "carol-pw",
+        "-",
+    ];
+    run_client(&server, &set, "OK");
+    // Several logins: the connections land on both shards.
+    for _ in 0..3 {
+        let login = [
+            "confluent",
+            &sasl,
+            "SCRAM-SHA-512",
+            "carol",
+            "carol-pw",
+            "t",
+        ];
+        run_client(&server, &login, "OK");
+    }
+    server.restart_after_kill();
+    let login = [
+        "confluent",
+        &sasl,
+        "SCRAM-SHA-512",
+        "carol",
+        "carol-pw",
+        "t",
+    ];
+    run_client(&server, &login, "OK");
+    let delete = ["admin-delete", &plain, "SCRAM-SHA-512", "carol", "-", "-"];
+    run_client(&server, &delete, "OK");
+    let refused = ["refused", &sasl, "SCRAM-SHA-512", "carol", "carol-pw", "t"];
+    run_client(&server, &refused, "REFUSED");
+}
+
 fn call(c: &mut BlockingClient, version: i16, r: RequestKind) -> anyhow::Result<ResponseKind> {
     let key = match &r {
         RequestKind::ApiVersions(_) => ApiKey::ApiVersions,

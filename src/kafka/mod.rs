@@ -24,6 +24,7 @@ mod produce;
 mod sasl;
 mod txn;
 mod txn_admin;
+mod users;
 
 pub use api_versions::ADVERTISED;
 pub use codec::{decode_response, encode, handle_frame};
@@ -152,6 +153,12 @@ async fn dispatch(
         }
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(groups::offset_delete(ctx, r).await)
+        }
+        RequestKind::DescribeUserScramCredentials(r) => {
+            ResponseKind::DescribeUserScramCredentials(users::describe(ctx, r))
+        }
+        RequestKind::AlterUserScramCredentials(r) => {
+            ResponseKind::AlterUserScramCredentials(users::alter(ctx, r).await)
         }
         r @ (RequestKind::SaslHandshake(_) | RequestKind::SaslAuthenticate(_)) => {
             sasl::out_of_turn(r)

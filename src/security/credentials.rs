@@ -167,6 +167,32 @@ pub fn install(store: CredentialStore) {
     SHARD_STORE.with_borrow_mut(|s| *s = store);
 }
 
+/// This shard's copy (what DescribeUserScramCredentials reports and changes start from).
+pub fn snapshot() -> CredentialStore {
+    SHARD_STORE.with_borrow(|s| s.clone())
+}
+
+/// A validated change of the credentials (AlterUserScramCredentials).
+#[derive(Debug, Clone, Default)]
+pub struct Changes {
+    pub deletions: Vec<(String, Mechanism)>,
+    pub upsertions: Vec<(String, Mechanism, Credential)>,
+}
+
+impl CredentialStore {
+    /// The store with `changes` applied (deletions first, as Kafka applies them).
+    pub fn with(&self, changes: &Changes) -> CredentialStore {
+        let mut next = self.clone();
+        for (user, m) in &changes.deletions {
+            next.remove(user, *m);
+        }
+        for (user, m, c) in &changes.upsertions {
+            next.set(user, *m, c.clone());
+        }
+        next
+    }
+}
+
 /// The credential a login checks against, from this shard's copy.
 pub fn lookup(user: &str, mechanism: Mechanism) -> Option<Credential> {
     SHARD_STORE.with_borrow(|s| s.get(user, mechanism).cloned())
@@ -182,15 +208,21 @@ mod tests {
         store.set(
             "alice smith",
             Mechanism::Sha256,
-            Credential::new(Mechanism::Sha256, "pw", 4096),
+            Credential::new(Mechanism::Sha256, "correct-horse", 4096),
         );
         store.set(
             "bob",
             Mechanism::Sha512,
-            Credential::new(Mechanism::Sha512, "pw2", 8192),
+            Credential::new(Mechanism::Sha512, "battery-staple", 8192),
         );
         let text = store.encode();
-        assert!(!text.contains("pw"), "no password is stored");
+        let encoded = |s: &str| B64.encode(s);
+        for secret in ["correct-horse", "battery-staple"] {
+            assert!(
+                !text.contains(secret) && !text.contains(&encoded(secret)),
+                "no password is stored"
+            );
+        }
         assert_eq!(CredentialStore::decode(&text), Ok(store.clone()));
         assert_eq!(
             store.list(),

@@ -274,6 +274,10 @@ pub enum ShardOp {
     AlterTopic(TopicMeta),
     /// New dynamic broker configs: every topic's config is rebased on them.
     SetBrokerDefaults(crate::catalog::broker_defaults::BrokerDefaults),
+    /// Change the SCRAM credentials (on the controller: durable, then installed everywhere).
+    AlterScram(crate::security::credentials::Changes),
+    /// The SCRAM credentials the controller made durable: this shard's copy from now on.
+    SetCredentials(crate::security::credentials::CredentialStore),
     /// Clear this shard's caches (page cache, OS cache of its files); reply with its stats.
     DropCaches,
     /// Reply with this shard's stats.

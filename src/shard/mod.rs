@@ -19,5 +19,6 @@ pub(crate) mod slots;
 pub(crate) mod txn_coordinator;
 pub(crate) mod txn_ops;
 pub(crate) mod txn_routing;
+pub(crate) mod users;
 
 pub(crate) use runtime::Shard;

@@ -667,6 +667,10 @@ impl Shard {
             ShardOp::RemovePartitions { meta, from } => self.discard_partitions(&meta, from).await,
             ShardOp::AlterTopic(meta) => self.alter_owned(meta).await,
             ShardOp::SetBrokerDefaults(defaults) => self.set_broker_defaults(defaults).await,
+            ShardOp::AlterScram(changes) => {
+                Box::pin(crate::shard::users::alter(self, changes)).await
+            }
+            ShardOp::SetCredentials(store) => crate::shard::users::install(store),
             ShardOp::DropCaches => self.drop_local_caches().await,
             ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
             ShardOp::Metrics => Ok(OpOk::Metrics(Box::new(self.local_metrics()))),

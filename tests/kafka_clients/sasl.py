@@ -5,6 +5,12 @@
       produces 20 records, and a consumer group reads them back and commits. Prints OK.
   python sasl.py kafka-python HOST:PORT MECHANISM USER PASSWORD TOPIC
       The same with kafka-python (SaslHandshake v1, SaslAuthenticate up to v2; TOPIC exists).
+  python sasl.py admin-set HOST:PORT MECHANISM USER PASSWORD -
+      AdminClient (PLAINTEXT, loopback) sets USER's credential with
+      alter_user_scram_credentials (KIP-554); describe_user_scram_credentials then lists the
+      mechanism with 8192 iterations. Prints OK.
+  python sasl.py admin-delete HOST:PORT MECHANISM USER - -
+      Deletes it; describing USER then fails as not found. Prints OK.
   python sasl.py refused HOST:PORT MECHANISM USER PASSWORD TOPIC
       confluent-kafka with these credentials must be refused: listing topics fails with an
       authentication error. Prints REFUSED.
@@ -79,4 +85,34 @@ def refused():
     raise AssertionError("the server accepted these credentials")
 
 
-{"confluent": confluent, "kafka-python": kafka_python, "refused": refused}[client]()
+def admin_set():
+    from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    m = getattr(ScramMechanism, mechanism.replace("-", "_"))
+    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(m, 8192), password.encode())
+    for f in admin.alter_user_scram_credentials([upsert]).values():
+        f.result(timeout=30)
+    described = admin.describe_user_scram_credentials([user])[user].result(timeout=30)
+    infos = [(i.mechanism, i.iterations) for i in described.scram_credential_infos]
+    assert (m, 8192) in infos, infos
+    print("OK", flush=True)
+
+
+def admin_delete():
+    from confluent_kafka.admin import ScramMechanism, UserScramCredentialDeletion
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    m = getattr(ScramMechanism, mechanism.replace("-", "_"))
+    for f in admin.alter_user_scram_credentials([UserScramCredentialDeletion(user, m)]).values():
+        f.result(timeout=30)
+    try:
+        admin.describe_user_scram_credentials([user])[user].result(timeout=30)
+    except KafkaException as e:
+        assert "does not exist" in str(e), e
+        print("OK", flush=True)
+        return
+    raise AssertionError("the deleted user is still described")
+
+
+{"confluent": confluent, "kafka-python": kafka_python, "refused": refused,
+ "admin-set": admin_set, "admin-delete": admin_delete}[client]()
