@@ -36,6 +36,8 @@ pub struct Kafka {
     pub protocol: crate::security::SecurityProtocol,
     /// What a SASL listener offers (`sasl.enabled.mechanisms`).
     pub mechanisms: Vec<crate::security::SaslMechanism>,
+    /// The TLS of an SSL or SASL_SSL listener.
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 impl crate::net::FrontEnd for Kafka {
@@ -63,6 +65,10 @@ impl crate::net::FrontEnd for Kafka {
 
     fn refusal(&self, _why: String) -> Option<Vec<u8>> {
         None
+    }
+
+    fn tls(&self) -> Option<std::sync::Arc<rustls::ServerConfig>> {
+        self.tls.clone()
     }
 
     fn handshake(&self) -> Option<Box<dyn crate::net::Handshake>> {

@@ -22,6 +22,7 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::channels::local_channel::{self, LocalReceiver};
 use glommio::net::TcpStream;
 
+use super::stream::{ConnReader, ConnWriter};
 use super::{FrontEnd, Handshake, HandshakeStep, Peer, Reply};
 use crate::io::deadline::within;
 use crate::metrics::{self, Stage};
@@ -91,8 +92,19 @@ pub async fn serve(
         shard.inflight.clone(),
     );
     // Buffered: a small request's size prefix and body usually arrive in one recv.
-    let mut reader = stream.buffered();
-    let mut writer = writer;
+    let (mut reader, mut writer) = match front.tls() {
+        None => (
+            ConnReader::Plain(stream.buffered()),
+            ConnWriter::Plain(writer),
+        ),
+        Some(config) => match start_tls(config, stream.buffered(), writer).await {
+            Ok(halves) => halves,
+            Err(why) => {
+                tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "TLS handshake failed");
+                return;
+            }
+        },
+    };
     let mut first = true;
     if let Some(handshake) = front.handshake() {
         let done = authenticate(
@@ -165,6 +177,21 @@ pub async fn serve(
     writer_task.await;
 }
 
+/// The TLS handshake, within the request timeout; then the connection's halves under it.
+async fn start_tls(
+    config: std::sync::Arc<rustls::ServerConfig>,
+    mut reader: TcpStream<glommio::net::Preallocated>,
+    mut writer: TcpStream,
+) -> Result<(ConnReader, ConnWriter), String> {
+    // The same bound as a first request's (a silent client is dropped as soon).
+    let limit = Duration::from_secs(30);
+    let session = within(limit, super::tls::accept(config, &mut reader, &mut writer))
+        .await
+        .map_err(|e| e.to_string())?;
+    let reader = ConnReader::Tls(super::tls::TlsReader::new(reader, session.clone()));
+    Ok((reader, ConnWriter::Tls(writer, session)))
+}
+
 /// Frames a handshake may take (SCRAM needs ApiVersions, SaslHandshake and two tokens).
 const MAX_HANDSHAKE_FRAMES: usize = 8;
 /// Kafka's connection.failed.authentication.delay.ms: a refused login waits this long before
@@ -175,8 +202,8 @@ const FAILED_AUTHENTICATION_DELAY: Duration = Duration::from_millis(100);
 /// timeout: the principal, or why the connection is closed.
 async fn authenticate(
     shard: &Shard,
-    reader: &mut TcpStream<glommio::net::Preallocated>,
-    writer: &mut TcpStream,
+    reader: &mut ConnReader,
+    writer: &mut ConnWriter,
     budget: &Budget,
     front: &dyn FrontEnd,
     mut handshake: Box<dyn Handshake>,
@@ -217,7 +244,7 @@ async fn authenticate(
 /// Writes replies in request order. A reply the client does not take within the write
 /// timeout closes the connection (the reader then fails too), releasing its budget.
 async fn write_replies(
-    mut writer: TcpStream,
+    mut writer: ConnWriter,
     rx: LocalReceiver<Queued>,
     limit: Duration,
     wire: &'static str,
@@ -240,10 +267,9 @@ async fn write_replies(
             // client would lose its place in the stream.
             debug_assert_eq!(frame.declared_size(), Some(frame.len() - 4));
             let write_start = Instant::now();
-            if let Err(e) = within(limit, crate::net::send::write_frame(&mut writer, &frame)).await
-            {
+            if let Err(e) = within(limit, writer.write_frame(&frame)).await {
                 tracing::debug!(error = %e, "writing a reply failed; closing the connection");
-                let _ = writer.shutdown(std::net::Shutdown::Both).await;
+                writer.shutdown().await;
                 break;
             }
             if timed {
@@ -260,7 +286,7 @@ async fn write_replies(
         });
         if close {
             // The request could not be parsed: the stream cannot be trusted any further.
-            let _ = writer.shutdown(std::net::Shutdown::Both).await;
+            writer.shutdown().await;
             break;
         }
         // The bytes are on their way: release them.
@@ -281,7 +307,7 @@ enum Next {
 /// request timeout. The body is read only once the budgets grant its size.
 async fn read_frame(
     shard: &Shard,
-    reader: &mut TcpStream<glommio::net::Preallocated>,
+    reader: &mut ConnReader,
     budget: &Budget,
     front: &dyn FrontEnd,
     first: bool,
@@ -339,7 +365,7 @@ async fn read_frame(
 /// The front end's reply to a frame size that cannot be accepted; only the header is read
 /// (to echo the correlation id), never the body.
 async fn refusal(
-    reader: &mut TcpStream<glommio::net::Preallocated>,
+    reader: &mut ConnReader,
     size: i32,
     max_frame: usize,
     front: &dyn FrontEnd,

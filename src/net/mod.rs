@@ -7,6 +7,8 @@ pub(crate) mod accept;
 pub(crate) mod connection;
 pub(crate) mod metrics_http;
 pub(crate) mod send;
+pub(crate) mod stream;
+pub mod tls;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -42,6 +44,10 @@ pub trait FrontEnd {
     /// The exchange a connection must complete before its requests are served (SASL
     /// authentication); `None`: requests are served at once.
     fn handshake(&self) -> Option<Box<dyn Handshake>> {
+        None
+    }
+    /// The listener's TLS (SSL, SASL_SSL): run before anything else on the connection.
+    fn tls(&self) -> Option<std::sync::Arc<rustls::ServerConfig>> {
         None
     }
 }

@@ -9,19 +9,44 @@ use std::net::SocketAddr;
 pub enum SecurityProtocol {
     Plaintext,
     SaslPlaintext,
+    Ssl,
+    SaslSsl,
 }
 
 impl SecurityProtocol {
+    pub const ALL: [SecurityProtocol; 4] = [
+        SecurityProtocol::Plaintext,
+        SecurityProtocol::SaslPlaintext,
+        SecurityProtocol::Ssl,
+        SecurityProtocol::SaslSsl,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             SecurityProtocol::Plaintext => "PLAINTEXT",
             SecurityProtocol::SaslPlaintext => "SASL_PLAINTEXT",
+            SecurityProtocol::Ssl => "SSL",
+            SecurityProtocol::SaslSsl => "SASL_SSL",
         }
     }
 
     /// Whether a connection must authenticate (SASL) before anything else.
     pub fn needs_sasl(self) -> bool {
-        matches!(self, SecurityProtocol::SaslPlaintext)
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
+    }
+
+    /// Whether the connection runs under TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
+    }
+
+    /// Safe off loopback: encrypted and authenticated (SASL_SSL; SSL authenticates no one
+    /// until client certificates are supported).
+    pub fn is_secure(self) -> bool {
+        matches!(self, SecurityProtocol::SaslSsl)
     }
 }
 
@@ -61,18 +86,15 @@ fn parse_entries(value: &str) -> Result<Vec<KafkaListener>, String> {
         let (name, addr) = entry
             .split_once("://")
             .ok_or_else(|| format!("{entry:?}: expected PROTOCOL://HOST:PORT"))?;
-        let protocol = match name {
-            "PLAINTEXT" => SecurityProtocol::Plaintext,
-            "SASL_PLAINTEXT" => SecurityProtocol::SaslPlaintext,
-            "SSL" | "SASL_SSL" => {
-                return Err(format!("{entry:?}: {name} (TLS) is not supported yet"))
-            }
-            other => {
-                return Err(format!(
-                    "{entry:?}: unknown security protocol {other:?} (PLAINTEXT or SASL_PLAINTEXT)"
-                ))
-            }
-        };
+        let protocol = SecurityProtocol::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "{entry:?}: unknown security protocol {name:?} (PLAINTEXT, SSL, \
+                     SASL_PLAINTEXT or SASL_SSL)"
+                )
+            })?;
         let addr = resolve(addr).map_err(|e| format!("{entry:?}: {e}"))?;
         if out.iter().any(|l| l.addr.port() == addr.port()) {
             return Err(format!("{entry:?}: port {} is listed twice", addr.port()));
@@ -104,10 +126,10 @@ mod tests {
         assert!(parse("").unwrap().is_empty());
         assert!(parse("127.0.0.1:9092").is_err());
         assert!(parse("FOO://127.0.0.1:9092").is_err());
-        assert!(parse("SASL_SSL://127.0.0.1:9093")
-            .unwrap_err()
-            .0
-            .contains("not supported yet"));
+        assert_eq!(
+            parse("SASL_SSL://127.0.0.1:9093").unwrap()[0].protocol,
+            SecurityProtocol::SaslSsl
+        );
         assert!(parse("PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9092").is_err());
     }
 }

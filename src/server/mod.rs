@@ -289,11 +289,18 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     };
     let mut listeners = vec![native(shared), native(own)];
     for kafka in cfg.kafka_listeners() {
+        let tls = match (&cfg.ssl_keystore_location, kafka.protocol.is_tls()) {
+            (Some(keystore), true) => {
+                Some(crate::net::tls::server_config(keystore).map_err(|e| startup(e.to_string()))?)
+            }
+            _ => None,
+        };
         listeners.push(Listener {
             socket: bind(kafka.addr).await?,
             front: Rc::new(crate::kafka::Kafka {
                 protocol: kafka.protocol,
                 mechanisms: cfg.sasl_enabled_mechanisms.clone(),
+                tls,
             }),
             slots: |shard| &shard.kafka_slots,
         });

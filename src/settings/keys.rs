@@ -147,6 +147,43 @@ pub const SERVER_KEYS: &[ServerKey] = &[
     },
     boolean_key!("allow.insecure.listeners", allow_insecure_listeners),
     ServerKey {
+        name: "ssl.keystore.location",
+        get: |c| {
+            c.ssl_keystore_location
+                .as_ref()
+                .map_or(String::new(), |p| p.display().to_string())
+        },
+        set: |c, v| {
+            c.ssl_keystore_location = (!v.is_empty()).then(|| PathBuf::from(v));
+            Ok(())
+        },
+        check: unbounded,
+    },
+    ServerKey {
+        name: "ssl.keystore.type",
+        get: |_| "PEM".to_string(),
+        set: |_, v| match v {
+            "PEM" => Ok(()),
+            other => Err(bad(
+                "ssl.keystore.type",
+                format!("{other:?}: only PEM (KIP-651)"),
+            )),
+        },
+        check: unbounded,
+    },
+    ServerKey {
+        name: "ssl.client.auth",
+        get: |_| "none".to_string(),
+        set: |_, v| match v {
+            "none" => Ok(()),
+            other => Err(bad(
+                "ssl.client.auth",
+                format!("{other:?}: client certificates are not supported yet (none)"),
+            )),
+        },
+        check: unbounded,
+    },
+    ServerKey {
         name: "metrics.listen",
         get: |c| {
             c.metrics_listen

@@ -86,6 +86,9 @@ pub struct ServerConfig {
     /// Let a listener without encryption (PLAINTEXT, SASL_PLAINTEXT, the native protocol)
     /// bind a non-loopback address. Off by default: the operator must mean it.
     pub allow_insecure_listeners: bool,
+    /// PEM file with the TLS listeners' certificate chain (leaf first) and private key
+    /// (Kafka's ssl.keystore.location with ssl.keystore.type=PEM, KIP-651).
+    pub ssl_keystore_location: Option<PathBuf>,
     /// Address of the Prometheus endpoint (`GET /metrics`, served by shard 0); `None`: off,
     /// the default.
     pub metrics_listen: Option<SocketAddr>,
@@ -135,6 +138,7 @@ impl Default for ServerConfig {
                 crate::security::SaslMechanism::Scram(crate::security::scram::Mechanism::Sha512),
             ],
             allow_insecure_listeners: false,
+            ssl_keystore_location: None,
             metrics_listen: None,
             producer_id_block_size: 1000,
             offsets_topic_num_partitions: 50,
@@ -309,6 +313,16 @@ impl ServerConfig {
             }
         }
         self.validate_insecure_listeners()?;
+        let tls = self
+            .kafka_listeners()
+            .into_iter()
+            .find(|l| l.protocol.is_tls());
+        if let (Some(l), None) = (tls, &self.ssl_keystore_location) {
+            return Err(bad(
+                "ssl.keystore.location",
+                format!("listener {l} needs a PEM keystore (certificate chain and key)"),
+            ));
+        }
         if let Some(m) = self.metrics_listen {
             let taken = self.listen_addrs();
             if taken[..taken.len() - 1]
@@ -373,13 +387,15 @@ impl ServerConfig {
             .kafka_listeners()
             .into_iter()
             .map(|l| (self.kafka_listeners_key(), l.to_string(), l.addr));
+        let kafka = kafka.filter(|(_, name, _)| !name.starts_with("SASL_SSL://"));
         for (key, name, addr) in native.into_iter().chain(kafka) {
             if !crate::net::connection::is_loopback(addr.ip()) {
                 return Err(bad(
                     key,
                     format!(
-                        "listener {name} is not encrypted and not on loopback; set \
-                         allow.insecure.listeners=true if you mean to expose it"
+                        "listener {name} is not both encrypted and authenticated (SASL_SSL) \
+                         and not on loopback; set allow.insecure.listeners=true if you mean \
+                         to expose it"
                     ),
                 ));
             }

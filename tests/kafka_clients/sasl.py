@@ -11,10 +11,13 @@
       mechanism with 8192 iterations. Prints OK.
   python sasl.py admin-delete HOST:PORT MECHANISM USER - -
       Deletes it; describing USER then fails as not found. Prints OK.
+  With SSL_CA=FILE in the environment every client connects over TLS trusting that CA:
+  SASL_SSL, or SSL when MECHANISM is "-" (no SASL).
   python sasl.py refused HOST:PORT MECHANISM USER PASSWORD TOPIC
       confluent-kafka with these credentials must be refused: listing topics fails with an
       authentication error. Prints REFUSED.
 """
+import os
 import sys
 import time
 
@@ -25,9 +28,20 @@ client, bootstrap, mechanism, user, password, topic = sys.argv[1:7]
 DEADLINE_S = 60
 
 
+SSL_CA = os.environ.get("SSL_CA")
+SASL = mechanism != "-"
+PROTOCOL = {(True, True): "SASL_SSL", (True, False): "SSL",
+            (False, True): "SASL_PLAINTEXT", (False, False): "PLAINTEXT"}[(bool(SSL_CA), SASL)]
+
+
 def librdkafka_conf():
-    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+    conf = {"bootstrap.servers": bootstrap, "security.protocol": PROTOCOL}
+    if SASL:
+        conf.update({"sasl.mechanism": mechanism, "sasl.username": user,
+                     "sasl.password": password})
+    if SSL_CA:
+        conf["ssl.ca.location"] = SSL_CA
+    return conf
 
 
 def confluent():
@@ -57,9 +71,12 @@ def confluent():
 
 def kafka_python():
     from kafka import KafkaConsumer, KafkaProducer
-    conf = {"bootstrap_servers": bootstrap, "security_protocol": "SASL_PLAINTEXT",
-            "sasl_mechanism": mechanism, "sasl_plain_username": user,
-            "sasl_plain_password": password}
+    conf = {"bootstrap_servers": bootstrap, "security_protocol": PROTOCOL}
+    if SASL:
+        conf.update({"sasl_mechanism": mechanism, "sasl_plain_username": user,
+                     "sasl_plain_password": password})
+    if SSL_CA:
+        conf.update({"ssl_cafile": SSL_CA, "ssl_check_hostname": True})
     p = KafkaProducer(**conf)
     for i in range(20):
         p.send(topic, value=f"kp-{user}-{i}".encode(), partition=i % 2)
@@ -80,6 +97,7 @@ def refused():
     except KafkaException as e:
         err = e.args[0]
         assert err.code() in (-169, -185, -195), f"not an authentication failure: {err}"
+        print(f"refused: {err}", file=sys.stderr, flush=True)
         print("REFUSED", flush=True)
         return
     raise AssertionError("the server accepted these credentials")

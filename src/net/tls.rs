@@ -1,0 +1,179 @@
+//! TLS on a listener (SSL, SASL_SSL), in user space with rustls: the handshake runs before
+//! anything else on the connection; then the reading half decrypts what the socket brings
+//! and the writing half encrypts each reply. Both halves run on the connection's shard and
+//! share the one rustls session through an `Rc<RefCell>`, borrowed only between awaits
+//! (never across one), so there is no lock.
+//!
+//! Kernel TLS (the session's keys handed to the socket, so replies keep the zero-copy
+//! vectored send) needs the kernel's `tls` module, which the machines shardlog is tested on
+//! do not have; user space costs one copy per reply byte (the encryption's own output).
+
+use std::cell::RefCell;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_lite::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use glommio::net::{Preallocated, TcpStream};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::ServerConnection;
+
+/// Bytes read from the socket at a time.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Why a TLS listener cannot be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {why}")]
+pub struct TlsSetupError {
+    pub what: String,
+    pub why: String,
+}
+
+/// The server side of TLS from a PEM keystore (KIP-651's `ssl.keystore.type=PEM`: the
+/// certificate chain, leaf first, and its private key in one file). TLS 1.2 and 1.3; no
+/// session tickets (nothing is resumed), no client certificates yet.
+pub fn server_config(keystore: &Path) -> Result<Arc<rustls::ServerConfig>, TlsSetupError> {
+    let fail = |why: String| TlsSetupError {
+        what: format!("ssl.keystore.location {}", keystore.display()),
+        why,
+    };
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(keystore)
+        .map_err(|e| fail(e.to_string()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| fail(e.to_string()))?;
+    if chain.is_empty() {
+        return Err(fail("no certificate in the file".into()));
+    }
+    let key = PrivateKeyDer::from_pem_file(keystore).map_err(|e| fail(e.to_string()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| fail(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| fail(e.to_string()))?;
+    config.send_tls13_tickets = 0;
+    Ok(Arc::new(config))
+}
+
+pub type Session = Rc<RefCell<ServerConnection>>;
+
+/// Sends whatever TLS records the session has ready.
+async fn flush(session: &Session, writer: &mut TcpStream) -> std::io::Result<()> {
+    loop {
+        let mut out = Vec::new();
+        {
+            let mut s = session.borrow_mut();
+            while s.wants_write() {
+                s.write_tls(&mut out)?;
+            }
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        writer.write_all(&out).await?;
+    }
+}
+
+/// Feeds `bytes` from the socket to the session and processes them.
+fn absorb(session: &Session, mut bytes: &[u8]) -> std::io::Result<()> {
+    let mut s = session.borrow_mut();
+    while !bytes.is_empty() {
+        s.read_tls(&mut bytes)?;
+        s.process_new_packets()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    }
+    Ok(())
+}
+
+/// Runs the TLS handshake (the alert of a failed one is sent before the error returns).
+pub async fn accept(
+    config: Arc<rustls::ServerConfig>,
+    reader: &mut TcpStream<Preallocated>,
+    writer: &mut TcpStream,
+) -> std::io::Result<Session> {
+    let conn = ServerConnection::new(config).map_err(std::io::Error::other)?;
+    let session = Rc::new(RefCell::new(conn));
+    let mut buf = vec![0u8; READ_CHUNK];
+    while session.borrow().is_handshaking() {
+        flush(&session, writer).await?;
+        let n = reader.read(&mut buf).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        if let Err(e) = absorb(&session, &buf[..n]) {
+            let _ = flush(&session, writer).await;
+            return Err(e);
+        }
+    }
+    flush(&session, writer).await?;
+    debug_assert!(!session.borrow().is_handshaking());
+    Ok(session)
+}
+
+/// The reading half: plaintext out of what the socket brings.
+pub struct TlsReader {
+    pub socket: TcpStream<Preallocated>,
+    pub session: Session,
+    buf: Vec<u8>,
+}
+
+impl TlsReader {
+    pub fn new(socket: TcpStream<Preallocated>, session: Session) -> Self {
+        TlsReader {
+            socket,
+            session,
+            buf: vec![0u8; READ_CHUNK],
+        }
+    }
+}
+
+impl AsyncRead for TlsReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let me = self.get_mut();
+        loop {
+            match me.session.borrow_mut().reader().read(out) {
+                Ok(n) => return Poll::Ready(Ok(n)),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+            let n = match Pin::new(&mut me.socket).poll_read(cx, &mut me.buf) {
+                Poll::Ready(Ok(n)) => n,
+                other => return other,
+            };
+            if n == 0 {
+                return Poll::Ready(Ok(0));
+            }
+            if let Err(e) = absorb(&me.session, &me.buf[..n]) {
+                return Poll::Ready(Err(e));
+            }
+        }
+    }
+}
+
+/// Encrypts `parts` (one reply frame) and sends the records.
+pub async fn write_parts(
+    session: &Session,
+    writer: &mut TcpStream,
+    parts: &[&[u8]],
+) -> std::io::Result<()> {
+    for part in parts {
+        session.borrow_mut().writer().write_all(part)?;
+        flush(session, writer).await?;
+    }
+    Ok(())
+}
+
+/// Sends TLS's close_notify (best effort; the connection is closing).
+pub async fn close(session: &Session, writer: &mut TcpStream) {
+    session.borrow_mut().send_close_notify();
+    let _ = flush(session, writer).await;
+}
