@@ -64,6 +64,8 @@ fn wildcard_listen_advertises_the_address_clients_reach() {
     let tmp = tempfile::tempdir().unwrap();
     let (server, port) = start_server(tmp.path(), 1, |c| {
         c.listen = std::net::SocketAddr::new([0, 0, 0, 0].into(), c.listen.port());
+        // An unencrypted listener off loopback: the operator has to mean it.
+        c.allow_insecure_listeners = true;
     });
     client(move || async move {
         let mut c = Client::connect(&format!("127.0.0.1:{port}")).await.unwrap();

@@ -512,7 +512,8 @@ fn members_and_assignments_survive_a_kill() {
     assert_eq!(
         heartbeat_after_restart(&mut c, &leader, leader_instance),
         25,
-        "UNKNOWN_MEMBER_ID: the members left before the kill"
+        "UNKNOWN_MEMBER_ID: the members left before the kill; server log:\n{}",
+        server.log_text()
     );
     assert_ne!(group_state(&mut c, "kept"), "Stable");
 }

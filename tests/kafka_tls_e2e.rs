@@ -17,19 +17,17 @@ use common::server_proc::{free_port, ServerProc};
 use kafka_protocol::messages::*;
 use shardlog::kafka::blocking_client::BlockingClient;
 
-/// Writes `keystore.pem` (server certificate, then the CA's, then the key) and `ca.pem`;
-/// (keystore, ca). A second, unrelated CA goes to `other-ca.pem`.
-fn mint_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+/// A CA and a server certificate it signs for 127.0.0.1 and localhost: (keystore PEM:
+/// server certificate, CA certificate, key; CA certificate PEM).
+fn mint(ca_name: &str) -> (String, String) {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
-    let ca = |name: &str| {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        let key = KeyPair::generate().unwrap();
-        (params.self_signed(&key).unwrap(), key)
-    };
-    let (ca_cert, ca_key) = ca("shardlog test CA");
-    let (other_ca, _) = ca("someone else's CA");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, ca_name);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
     let mut params =
         CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
     params
@@ -37,13 +35,27 @@ fn mint_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
         .push(DnType::CommonName, "shardlog test server");
     let key = KeyPair::generate().unwrap();
     let cert = params.signed_by(&key, &ca_cert, &ca_key).unwrap();
-    let keystore = dir.join("keystore.pem");
-    let pem = format!("{}{}{}", cert.pem(), ca_cert.pem(), key.serialize_pem());
-    std::fs::write(&keystore, pem).unwrap();
-    let (ca_path, other_path) = (dir.join("ca.pem"), dir.join("other-ca.pem"));
-    std::fs::write(&ca_path, ca_cert.pem()).unwrap();
-    std::fs::write(&other_path, other_ca.pem()).unwrap();
-    (keystore, ca_path, other_path)
+    let keystore = format!("{}{}{}", cert.pem(), ca_cert.pem(), key.serialize_pem());
+    (keystore, ca_cert.pem())
+}
+
+/// Writes `keystore.pem` and `ca.pem` of one CA, and `other-ca.pem` and `other-keystore.pem`
+/// of an unrelated one; (keystore, ca, other ca, other keystore).
+fn mint_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let paths = [
+        "keystore.pem",
+        "ca.pem",
+        "other-ca.pem",
+        "other-keystore.pem",
+    ]
+    .map(|f| dir.join(f));
+    let (keystore, ca) = mint("shardlog test CA");
+    let (other_keystore, other_ca) = mint("someone else's CA");
+    for (path, text) in paths.iter().zip([keystore, ca, other_ca, other_keystore]) {
+        std::fs::write(path, text).unwrap();
+    }
+    let [a, b, c, d] = paths;
+    (a, b, c, d)
 }
 
 fn users_set(data: &Path, user: &str, mechanism: &str, password: &str) {
@@ -76,7 +88,7 @@ fn run_client(server: &ServerProc, ca: &Path, args: &[&str], expect: &str) {
 #[test]
 fn ssl_and_sasl_ssl_with_real_clients() {
     let tmp = tempfile::tempdir().unwrap();
-    let (keystore, ca, other_ca) = mint_certificates(tmp.path());
+    let (keystore, ca, other_ca, _) = mint_certificates(tmp.path());
     let data = tmp.path().join("data");
     users_set(&data, "alice", "SCRAM-SHA-256", "alice-secret");
     users_set(&data, "alice", "SCRAM-SHA-512", "alice-secret");
@@ -163,4 +175,41 @@ fn a_tls_listener_without_a_keystore_is_refused_at_start() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("ssl.keystore.location"), "{stderr}");
+}
+
+/// A rotated certificate is in force for new connections without a restart: the keystore
+/// file is replaced (as a certificate manager does, by rename), and within a few seconds
+/// clients that trust only the new CA connect while those that trust only the old one fail.
+#[test]
+fn a_rotated_certificate_is_picked_up_without_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (keystore, ca, other_ca, other_keystore) = mint_certificates(tmp.path());
+    let ssl = format!("127.0.0.1:{}", free_port());
+    let listeners = format!("SSL://{ssl}");
+    let keystore_text = keystore.display().to_string();
+    let config = [
+        ("listeners", listeners.as_str()),
+        ("ssl.keystore.location", keystore_text.as_str()),
+    ];
+    let server = ServerProc::start(&tmp.path().join("data"), 2, &config);
+    let probe = |ca: &Path| {
+        let mut cmd = script("sasl.py", &["probe", &ssl, "-", "anon", "-", "-"]);
+        cmd.env("SSL_CA", ca);
+        let out = run_bounded(&mut cmd, Duration::from_secs(30));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(probe(&ca), "OK");
+    assert_eq!(probe(&other_ca), "REFUSED");
+    let staged = tmp.path().join("keystore.pem.new");
+    std::fs::copy(&other_keystore, &staged).unwrap();
+    std::fs::rename(&staged, &keystore).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while probe(&other_ca) != "OK" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new certificate was not picked up; server log:\n{}",
+            server.log_text()
+        );
+    }
+    assert_eq!(probe(&ca), "REFUSED", "the old certificate is gone");
 }

@@ -11,12 +11,14 @@ use std::path::PathBuf;
 use kafka_protocol::messages::{ApiKey as KafkaApi, RequestHeader, RequestKind};
 use kafka_protocol::protocol::Decodable;
 use shardlog::format::batch::{split_batches, validate, RecordsSection};
+use shardlog::groups::group_records::GroupRecord;
 use shardlog::groups::records::OffsetRecord;
 use shardlog::kafka::ADVERTISED;
 use shardlog::log::offset_index::OffsetIndex;
 use shardlog::log::producer_state::ProducerState;
 use shardlog::log::time_index::TimeIndex;
 use shardlog::protocol::{ApiKey, Request, Response, ResponseBody, WireReader};
+use shardlog::security::credentials::CredentialStore;
 use shardlog::tools::dump_log::{self, DumpOptions};
 
 /// One target's check over one input.
@@ -31,6 +33,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("stored_state", stored_state),
     ("index_files", index_files),
     ("dump_log", dump_log_files),
+    ("sasl", sasl),
 ];
 
 /// A native request frame body: header, then the body of its API (PROTOCOL.md). What
@@ -140,6 +143,42 @@ pub fn stored_state(data: &[u8]) {
     if let Some(v) = shardlog::log::checkpoint::parse(data) {
         assert!(v >= 0);
     }
+    if let Some(g) = GroupRecord::decode(key, (!value.is_empty()).then_some(value)) {
+        let again = GroupRecord::decode(&g.key(), g.value().as_deref());
+        assert_eq!(again, Some(g));
+    }
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(store) = CredentialStore::decode(text) {
+            assert_eq!(CredentialStore::decode(&store.encode()), Ok(store));
+        }
+    }
+}
+
+/// A SASL exchange against user `u` (password `pw`): the first byte picks the mechanism
+/// (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), the second where the client's first token ends;
+/// the rest is the client's tokens. Nothing may panic, and no proof but the right one passes.
+pub fn sasl(data: &[u8]) {
+    use shardlog::security::scram::{Credential, Mechanism, ServerExchange};
+    let [which, split, rest @ ..] = data else {
+        return;
+    };
+    let (first, last) = rest.split_at((*split as usize).min(rest.len()));
+    let mechanism = match which % 3 {
+        0 => {
+            let _ = shardlog::security::plain::authenticate(first);
+            return;
+        }
+        1 => Mechanism::Sha256,
+        _ => Mechanism::Sha512,
+    };
+    let salted = mechanism.salted_password(b"pw", b"fuzz-salt", 4096);
+    let stored = Credential::from_salted(mechanism, &salted, b"fuzz-salt".to_vec(), 4096);
+    let Ok((exchange, server_first)) = ServerExchange::start(mechanism, first, Some(stored)) else {
+        return;
+    };
+    assert!(server_first.starts_with(b"r="));
+    // A random final message carries no valid proof (the nonce is the server's, random).
+    assert!(exchange.finish(last).is_err());
 }
 
 /// `.index` and `.timeindex` bytes (first byte: which, next 8: the base offset): what

@@ -89,7 +89,9 @@ pub async fn handle(shard: &Host, group: String, op: GroupOp) -> GroupReply {
             instance.as_deref(),
             generation,
         )),
-        GroupOp::Leave { members } => GroupReply::Code(membership::leave(shard, &group, &members)),
+        GroupOp::Leave { members } => {
+            GroupReply::Code(membership::leave(shard, &group, &members).await)
+        }
         GroupOp::Commit {
             member_id,
             group_instance_id: instance,
@@ -665,11 +667,23 @@ pub(super) async fn store(shard: &Host, rec: &GroupRecord) -> GroupCode {
     write(shard, &rec.group, &[], Some(rec), crate::time::now_ms()).await
 }
 
-/// Writes the group's metadata record from a task of its own (for state changes made
-/// where nothing can wait); records of one group are appended in the order given.
-pub(super) fn store_detached(shard: &Host, rec: GroupRecord) {
-    let shard = shard.clone();
+/// Stores an emptied group from a task of its own (for changes nothing waits on: a join
+/// phase that ended with no member, sessions that expired). The record is taken when the
+/// task runs, from the group as it is then: Empty, or a tombstone if nothing is left of it
+/// (no members, no offsets: forgotten, as Kafka forgets a Dead group); nothing if members
+/// joined meanwhile. Appended in the order of the group's changes, it never overwrites a
+/// later state with an older one.
+pub(super) fn store_detached(shard: &Host, name: &str) {
+    let (shard, name) = (shard.clone(), name.to_string());
     crate::tasks::spawn(async move {
+        let rec = COORDINATOR.with_borrow(|c| match c.groups.get(&name) {
+            None => Some(GroupRecord::tombstone(&name)),
+            Some(g) if g.state == State::Empty => {
+                Some(GroupRecord::of(&name, g, crate::time::now_ms()))
+            }
+            Some(_) => None,
+        });
+        let Some(rec) = rec else { return };
         let code = store(&shard, &rec).await;
         if code != e::NONE {
             tracing::warn!(group = rec.group, ?code, "storing group metadata failed");

@@ -46,7 +46,16 @@ pub async fn join(shard: &Host, group: &str, req: JoinRequest) -> JoinResponse {
     }
     let (tx, rx) = local_channel::new_bounded(1);
     if let Some(answer) = with_group(group, |g| admit(shard, group, g, &req, tx)) {
-        return answer;
+        if answer.error != e::NONE || answer.member_id == req.member_id {
+            return answer;
+        }
+        // A static member took its place under a new member id without a rebalance: stored
+        // before the answer, so the old id stays fenced after a restart too.
+        let rec = with_group(group, |g| GroupRecord::of(group, g, crate::time::now_ms()));
+        return match store(shard, &rec).await {
+            e::NONE => answer,
+            failed => join_error(failed, &req.member_id),
+        };
     }
     rx.recv()
         .await
@@ -110,14 +119,7 @@ fn member_id_for(
 ) -> Result<String, Box<JoinResponse>> {
     if let Some(instance) = &req.group_instance_id {
         return match static_members::join(g, req, instance, new_member_id(&req.client_id)) {
-            StaticJoin::Answer(answer) => {
-                if answer.error == e::NONE {
-                    // The instance moved to a new member id without a rebalance: stored,
-                    // so the old id stays fenced after a restart too.
-                    store_detached(shard, GroupRecord::of(name, g, crate::time::now_ms()));
-                }
-                Err(Box::new(answer))
-            }
+            StaticJoin::Answer(answer) => Err(Box::new(answer)),
             StaticJoin::Join(id) => Ok(id),
         };
     }
@@ -201,13 +203,12 @@ pub fn prepare_rebalance(shard: &Host, name: &str, g: &mut Group) {
         } else {
             wait_for_rejoins(&name, &rx, deadline).await;
         }
-        let emptied = with_group(&name, |g| {
+        if with_group(&name, |g| {
             complete_join(g);
-            (g.state == State::Empty).then(|| GroupRecord::of(&name, g, crate::time::now_ms()))
-        });
-        if let Some(rec) = emptied {
+            g.state == State::Empty
+        }) {
             // Kafka stores the emptied group's new generation too.
-            store_detached(&shard, rec);
+            store_detached(&shard, &name);
         }
     })
     .detach();
@@ -462,14 +463,31 @@ pub fn heartbeat(
 
 /// Removes members (a static one may be named by its instance id alone); the rest
 /// rebalance. UNKNOWN_MEMBER_ID if none of them was a member, FENCED_INSTANCE_ID when an
-/// instance id is bound to another member id than the one given.
-pub fn leave(shard: &Host, group: &str, members: &[(String, Option<String>)]) -> GroupCode {
-    with_group(group, |g| {
+/// instance id is bound to another member id than the one given. A group the leave empties
+/// is stored Empty before the answer, so the members are gone after a restart too.
+pub async fn leave(shard: &Host, group: &str, members: &[(String, Option<String>)]) -> GroupCode {
+    let (code, emptied) = with_group(group, |g| remove_members(shard, group, g, members));
+    match emptied {
+        Some(rec) => match store(shard, &rec).await {
+            e::NONE => code,
+            failed => failed,
+        },
+        None => code,
+    }
+}
+
+fn remove_members(
+    shard: &Host,
+    group: &str,
+    g: &mut Group,
+    members: &[(String, Option<String>)],
+) -> (GroupCode, Option<GroupRecord>) {
+    {
         let mut ids = Vec::with_capacity(members.len());
         for (member_id, instance) in members {
             match instance.as_deref().map(|i| static_members::member_of(g, i)) {
                 Some(Some(bound)) if !member_id.is_empty() && bound != *member_id => {
-                    return e::FENCED_INSTANCE_ID
+                    return (e::FENCED_INSTANCE_ID, None)
                 }
                 Some(Some(bound)) => ids.push(bound),
                 _ => ids.push(member_id.clone()),
@@ -483,28 +501,28 @@ pub fn leave(shard: &Host, group: &str, members: &[(String, Option<String>)]) ->
             g.pending.remove(id);
         }
         if g.members.len() == before {
-            return e::UNKNOWN_MEMBER_ID;
+            return (e::UNKNOWN_MEMBER_ID, None);
         }
         debug_assert!(ids.iter().all(|id| !g.members.contains_key(id)));
-        members_changed(shard, group, g);
-        e::NONE
-    })
+        (e::NONE, members_changed(shard, group, g))
+    }
 }
 
-/// After members were removed: the survivors rebalance; an emptied group becomes Empty.
-fn members_changed(shard: &Host, name: &str, g: &mut Group) {
+/// After members were removed: the survivors rebalance; an emptied group becomes Empty,
+/// and the record that stores it so is returned (the caller writes it).
+fn members_changed(shard: &Host, name: &str, g: &mut Group) -> Option<GroupRecord> {
     if g.members.is_empty() && g.state != State::PreparingRebalance {
         g.fail_parked_syncs(e::REBALANCE_IN_PROGRESS);
         g.state = State::Empty;
         g.generation += 1;
         g.protocol = None;
         g.leader = None;
-        store_detached(shard, GroupRecord::of(name, g, crate::time::now_ms()));
-        return;
+        return Some(GroupRecord::of(name, g, crate::time::now_ms()));
     }
     prepare_rebalance(shard, name, g);
     // Survivors always rebalance: none keeps an assignment that counted the departed.
     debug_assert_eq!(g.state, State::PreparingRebalance);
+    None
 }
 
 /// Starts the group's session watcher if it has none: it sleeps until the earliest
@@ -556,7 +574,10 @@ fn expire(shard: &Host, name: &str, g: &mut Group) -> Option<Instant> {
         g.members.remove(id);
     }
     if !expired.is_empty() {
-        members_changed(shard, name, g);
+        if members_changed(shard, name, g).is_some() {
+            // Nothing waits on an expiry: the record is written by a task of its own.
+            store_detached(shard, name);
+        }
     }
     // Only members parked in a join (their deadline starts after it) outlive their session.
     debug_assert!(g

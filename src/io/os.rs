@@ -63,6 +63,11 @@ pub fn write_marker(dir: &Path, name: &str) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// When `path` was last modified.
+pub fn modified(path: &Path) -> std::io::Result<std::time::SystemTime> {
+    std::fs::metadata(path)?.modified()
+}
+
 /// Replaces `path` with `data` atomically and durably: a temporary file written and
 /// fsync'd, renamed over `path`, then the directory fsync'd (whole or absent after a crash).
 pub fn write_file_durably(path: &Path, data: &[u8]) -> std::io::Result<()> {

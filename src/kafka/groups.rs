@@ -613,3 +613,23 @@ pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetD
         .collect();
     OffsetDeleteResponse::default().with_topics(topics)
 }
+
+/// The group APIs (the codec lets through only these keys here).
+pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {
+    match request {
+        RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(find_coordinator(ctx, r)),
+        RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(join(ctx, r).await),
+        RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(sync(ctx, r).await),
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat(ctx, r).await),
+        RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave(ctx, r).await),
+        RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit(ctx, r).await),
+        RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch(ctx, r).await),
+        RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups(ctx, r).await),
+        RequestKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(describe_groups(ctx, r).await)
+        }
+        RequestKind::DeleteGroups(r) => ResponseKind::DeleteGroups(delete_groups(ctx, r).await),
+        RequestKind::OffsetDelete(r) => ResponseKind::OffsetDelete(offset_delete(ctx, r).await),
+        other => unreachable!("{other:?} is not a group API"),
+    }
+}

@@ -37,7 +37,7 @@ pub struct Kafka {
     /// What a SASL listener offers (`sasl.enabled.mechanisms`).
     pub mechanisms: Vec<crate::security::SaslMechanism>,
     /// The TLS of an SSL or SASL_SSL listener.
-    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    pub tls: Option<std::rc::Rc<crate::net::tls::TlsSource>>,
 }
 
 impl crate::net::FrontEnd for Kafka {
@@ -68,7 +68,7 @@ impl crate::net::FrontEnd for Kafka {
     }
 
     fn tls(&self) -> Option<std::sync::Arc<rustls::ServerConfig>> {
-        self.tls.clone()
+        self.tls.as_ref().map(|source| source.config())
     }
 
     fn handshake(&self) -> Option<Box<dyn crate::net::Handshake>> {
@@ -137,38 +137,21 @@ async fn dispatch(
         RequestKind::InitProducerId(r) => {
             ResponseKind::InitProducerId(init_producer_id::init_producer_id(ctx, r).await)
         }
-        RequestKind::FindCoordinator(r) => {
-            ResponseKind::FindCoordinator(groups::find_coordinator(ctx, r))
-        }
-        RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(groups::join(ctx, r).await),
-        RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(groups::sync(ctx, r).await),
-        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(groups::heartbeat(ctx, r).await),
-        RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(groups::leave(ctx, r).await),
-        RequestKind::OffsetCommit(r) => {
-            ResponseKind::OffsetCommit(groups::offset_commit(ctx, r).await)
-        }
-        RequestKind::OffsetFetch(r) => {
-            ResponseKind::OffsetFetch(groups::offset_fetch(ctx, r).await)
-        }
-        RequestKind::ListGroups(r) => ResponseKind::ListGroups(groups::list_groups(ctx, r).await),
-        RequestKind::DescribeGroups(r) => {
-            ResponseKind::DescribeGroups(groups::describe_groups(ctx, r).await)
-        }
-        RequestKind::DeleteGroups(r) => {
-            ResponseKind::DeleteGroups(groups::delete_groups(ctx, r).await)
-        }
-        RequestKind::OffsetDelete(r) => {
-            ResponseKind::OffsetDelete(groups::offset_delete(ctx, r).await)
-        }
-        RequestKind::DescribeUserScramCredentials(r) => {
-            ResponseKind::DescribeUserScramCredentials(users::describe(ctx, r))
-        }
-        RequestKind::AlterUserScramCredentials(r) => {
-            ResponseKind::AlterUserScramCredentials(users::alter(ctx, r).await)
-        }
-        r @ (RequestKind::SaslHandshake(_) | RequestKind::SaslAuthenticate(_)) => {
-            sasl::out_of_turn(r)
-        }
+        r @ (RequestKind::FindCoordinator(_)
+        | RequestKind::JoinGroup(_)
+        | RequestKind::SyncGroup(_)
+        | RequestKind::Heartbeat(_)
+        | RequestKind::LeaveGroup(_)
+        | RequestKind::OffsetCommit(_)
+        | RequestKind::OffsetFetch(_)
+        | RequestKind::ListGroups(_)
+        | RequestKind::DescribeGroups(_)
+        | RequestKind::DeleteGroups(_)
+        | RequestKind::OffsetDelete(_)) => groups::dispatch(ctx, r).await,
+        r @ (RequestKind::DescribeUserScramCredentials(_)
+        | RequestKind::AlterUserScramCredentials(_)
+        | RequestKind::SaslHandshake(_)
+        | RequestKind::SaslAuthenticate(_)) => users::dispatch(ctx, r).await,
         r @ (RequestKind::AddPartitionsToTxn(_)
         | RequestKind::EndTxn(_)
         | RequestKind::AddOffsetsToTxn(_)

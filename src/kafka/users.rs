@@ -11,7 +11,8 @@ use kafka_protocol::messages::describe_user_scram_credentials_response::{
 };
 use kafka_protocol::messages::{
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
-    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, RequestKind,
+    ResponseKind,
 };
 
 use super::errors::{self, kafka_code};
@@ -23,6 +24,20 @@ const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const RESOURCE_NOT_FOUND: i16 = 91;
 const DUPLICATE_RESOURCE: i16 = 92;
 const UNACCEPTABLE_CREDENTIAL: i16 = 93;
+
+/// The user and SASL APIs once a connection is being served.
+pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {
+    match request {
+        RequestKind::DescribeUserScramCredentials(r) => {
+            ResponseKind::DescribeUserScramCredentials(describe(ctx, r))
+        }
+        RequestKind::AlterUserScramCredentials(r) => {
+            ResponseKind::AlterUserScramCredentials(alter(ctx, r).await)
+        }
+        // SASL is over (or was never asked for, on a PLAINTEXT listener).
+        r => super::sasl::out_of_turn(r),
+    }
+}
 
 pub fn describe(
     _ctx: &Context<'_>,
@@ -116,10 +131,9 @@ fn users_named_twice(r: &AlterUserScramCredentialsRequest) -> BTreeSet<String> {
         .collect()
 }
 
-pub async fn alter(
-    ctx: &Context<'_>,
-    r: AlterUserScramCredentialsRequest,
-) -> AlterUserScramCredentialsResponse {
+/// Each named user's part of the request, checked (refused as a whole from a remote peer
+/// unless `allow.remote.admin`).
+fn check_all(ctx: &Context<'_>, r: &AlterUserScramCredentialsRequest) -> BTreeMap<String, Checked> {
     let users: BTreeSet<String> = r
         .deletions
         .iter()
@@ -127,9 +141,9 @@ pub async fn alter(
         .chain(r.upsertions.iter().map(|u| u.name.to_string()))
         .collect();
     let allowed = ctx.peer.is_loopback || ctx.shard.config.allow_remote_admin;
-    let twice = users_named_twice(&r);
-    let mut outcome: BTreeMap<String, Checked> = BTreeMap::new();
-    for user in &users {
+    let twice = users_named_twice(r);
+    let mut outcome = BTreeMap::new();
+    for user in users {
         let deletions: Vec<i8> = r
             .deletions
             .iter()
@@ -149,16 +163,24 @@ pub async fn alter(
                 )
             })
             .collect();
-        let checked = match (allowed, twice.contains(user)) {
+        let checked = match (allowed, twice.contains(&user)) {
             (false, _) => Err((
                 errors::CLUSTER_AUTHORIZATION_FAILED,
                 "credentials are altered from loopback only (allow.remote.admin)".to_string(),
             )),
             (true, true) => Err((DUPLICATE_RESOURCE, format!("user {user} named twice"))),
-            (true, false) => check_user(user, &deletions, &upsertions),
+            (true, false) => check_user(&user, &deletions, &upsertions),
         };
-        outcome.insert(user.clone(), checked);
+        outcome.insert(user, checked);
     }
+    outcome
+}
+
+pub async fn alter(
+    ctx: &Context<'_>,
+    r: AlterUserScramCredentialsRequest,
+) -> AlterUserScramCredentialsResponse {
+    let outcome = check_all(ctx, &r);
     let mut all = Changes::default();
     for changes in outcome.values().flatten() {
         all.deletions.extend(changes.deletions.iter().cloned());

@@ -12,7 +12,6 @@
 //! request for `connections.max.idle.ms` is closed; once a frame has started, its rest must
 //! arrive within `request.timeout.ms`, and each reply must be taken by the client within it.
 
-use std::net::IpAddr;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -27,6 +26,7 @@ use super::{FrontEnd, Handshake, HandshakeStep, Peer, Reply};
 use crate::io::deadline::within;
 use crate::metrics::{self, Stage};
 use crate::protocol::REQUEST_HEADER;
+use crate::security::listeners::is_loopback;
 use crate::shard::budget::{Budget, Reservation};
 use crate::shard::Shard;
 
@@ -42,17 +42,6 @@ struct Queued {
     /// How long the frame's body took to arrive (a stage, once the API is known).
     frame_read: Duration,
     bytes_in: usize,
-}
-
-/// Whether an address is loopback, counting IPv4 loopback seen through an IPv6 socket
-/// (`::ffff:127.0.0.1`, what a `[::]` listener reports for an IPv4 peer).
-pub fn is_loopback(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map_or(v6.is_loopback(), |v4| v4.is_loopback()),
-    }
 }
 
 fn peer_of(stream: &TcpStream) -> Peer {
@@ -91,41 +80,13 @@ pub async fn serve(
         shard.config.max_inflight_bytes_per_connection,
         shard.inflight.clone(),
     );
-    // Buffered: a small request's size prefix and body usually arrive in one recv.
-    let (mut reader, mut writer) = match front.tls() {
-        None => (
-            ConnReader::Plain(stream.buffered()),
-            ConnWriter::Plain(writer),
-        ),
-        Some(config) => match start_tls(config, stream.buffered(), writer).await {
-            Ok(halves) => halves,
-            Err(why) => {
-                tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "TLS handshake failed");
-                return;
-            }
-        },
-    };
-    let mut first = true;
-    if let Some(handshake) = front.handshake() {
-        let done = authenticate(
-            &shard,
-            &mut reader,
-            &mut writer,
-            &budget,
-            &*front,
-            handshake,
-        );
-        match done.await {
-            Ok(principal) => {
-                tracing::debug!(shard = shard.id, %principal, "authenticated");
-                first = false;
-            }
-            Err(why) => {
-                tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "connection refused at authentication");
-                return;
-            }
+    let (mut reader, writer, mut first) = match open(&shard, stream, writer, &budget, &*front).await
+    {
+        Ok(open) => open,
+        Err(why) => {
+            return tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "connection refused")
         }
-    }
+    };
     let (tx, rx) = local_channel::new_bounded(MAX_QUEUED_REQUESTS);
     let writer_task =
         crate::tasks::spawn(write_replies(writer, rx, request_timeout, front.label()));
@@ -177,17 +138,47 @@ pub async fn serve(
     writer_task.await;
 }
 
+/// Why a connection was closed before its first request was served.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Refused(String);
+
+/// The connection's halves, ready for requests: under TLS after its handshake (TLS
+/// listeners), authenticated (SASL listeners); and whether the next frame is the first.
+async fn open(
+    shard: &Shard,
+    stream: TcpStream,
+    writer: TcpStream,
+    budget: &Budget,
+    front: &dyn FrontEnd,
+) -> Result<(ConnReader, ConnWriter, bool), Refused> {
+    // Buffered: a small request's size prefix and body usually arrive in one recv.
+    let (mut reader, mut writer) = match front.tls() {
+        None => (
+            ConnReader::Plain(stream.buffered()),
+            ConnWriter::Plain(writer),
+        ),
+        Some(config) => start_tls(config, stream.buffered(), writer).await?,
+    };
+    let Some(handshake) = front.handshake() else {
+        return Ok((reader, writer, true));
+    };
+    let principal = authenticate(shard, &mut reader, &mut writer, budget, front, handshake).await?;
+    tracing::debug!(shard = shard.id, %principal, "authenticated");
+    Ok((reader, writer, false))
+}
+
 /// The TLS handshake, within the request timeout; then the connection's halves under it.
 async fn start_tls(
     config: std::sync::Arc<rustls::ServerConfig>,
     mut reader: TcpStream<glommio::net::Preallocated>,
     mut writer: TcpStream,
-) -> Result<(ConnReader, ConnWriter), String> {
+) -> Result<(ConnReader, ConnWriter), Refused> {
     // The same bound as a first request's (a silent client is dropped as soon).
     let limit = Duration::from_secs(30);
     let session = within(limit, super::tls::accept(config, &mut reader, &mut writer))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Refused(format!("TLS handshake: {e}")))?;
     let reader = ConnReader::Tls(super::tls::TlsReader::new(reader, session.clone()));
     Ok((reader, ConnWriter::Tls(writer, session)))
 }
@@ -207,13 +198,14 @@ async fn authenticate(
     budget: &Budget,
     front: &dyn FrontEnd,
     mut handshake: Box<dyn Handshake>,
-) -> Result<String, String> {
+) -> Result<String, Refused> {
     let deadline = Instant::now() + Duration::from_millis(shard.config.request_timeout_ms);
+    let refused = |why: String| Refused(format!("authentication: {why}"));
     for n in 0..MAX_HANDSHAKE_FRAMES {
         let body = match read_frame(shard, reader, budget, front, n == 0).await {
             Next::Frame(body, _reservation, _, _) => body,
-            Next::Refuse(_) => return Err("a frame over the size limit".into()),
-            Next::Stop(why) => return Err(why),
+            Next::Refuse(_) => return Err(refused("a frame over the size limit".into())),
+            Next::Stop(why) => return Err(refused(why)),
         };
         let (reply, outcome) = match handshake.step(body) {
             HandshakeStep::Continue(reply) => (Some(reply), None),
@@ -224,21 +216,19 @@ async fn authenticate(
             let left = deadline.saturating_duration_since(Instant::now());
             within(left, writer.write_all(&reply))
                 .await
-                .map_err(|e| format!("writing a handshake reply: {e}"))?;
+                .map_err(|e| refused(format!("writing a handshake reply: {e}")))?;
         }
         match outcome {
             None if Instant::now() < deadline => continue,
-            None => return Err("the handshake took longer than the request timeout".into()),
+            None => return Err(refused("longer than the request timeout".into())),
             Some(Ok(principal)) => return Ok(principal),
             Some(Err(why)) => {
                 glommio::timer::sleep(FAILED_AUTHENTICATION_DELAY).await;
-                return Err(why);
+                return Err(refused(why));
             }
         }
     }
-    Err(format!(
-        "no authentication within {MAX_HANDSHAKE_FRAMES} frames"
-    ))
+    Err(refused(format!("more than {MAX_HANDSHAKE_FRAMES} frames")))
 }
 
 /// Writes replies in request order. A reply the client does not take within the write
@@ -387,22 +377,4 @@ pub async fn refuse_connection(mut stream: TcpStream, front: Rc<dyn FrontEnd>, w
         let _ = within(Duration::from_secs(1), stream.write_all(&frame)).await;
     }
     let _ = stream.close().await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ipv4_loopback_through_an_ipv6_socket_is_loopback() {
-        for (ip, want) in [
-            ("127.0.0.1", true),
-            ("::1", true),
-            ("::ffff:127.0.0.1", true),
-            ("::ffff:10.0.0.1", false),
-            ("10.0.0.1", false),
-        ] {
-            assert_eq!(is_loopback(ip.parse().unwrap()), want, "{ip}");
-        }
-    }
 }

@@ -8,9 +8,9 @@
 //! vectored send) needs the kernel's `tls` module, which the machines shardlog is tested on
 //! do not have; user space costs one copy per reply byte (the encryption's own output).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -58,6 +58,52 @@ pub fn server_config(keystore: &Path) -> Result<Arc<rustls::ServerConfig>, TlsSe
         .map_err(|e| fail(e.to_string()))?;
     config.send_tls13_tickets = 0;
     Ok(Arc::new(config))
+}
+
+/// How often a TLS listener looks at its keystore file for a new certificate.
+pub const RELOAD_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A TLS listener's certificate, reloaded when its keystore file changes (a rotated
+/// certificate is in force for new connections within `RELOAD_CHECK`; open ones keep
+/// theirs). One per listener per shard.
+pub struct TlsSource {
+    keystore: PathBuf,
+    current: RefCell<Arc<rustls::ServerConfig>>,
+    modified: Cell<Option<std::time::SystemTime>>,
+}
+
+impl TlsSource {
+    pub fn load(keystore: &Path) -> Result<Rc<TlsSource>, TlsSetupError> {
+        let modified = crate::io::os::modified(keystore).ok();
+        Ok(Rc::new(TlsSource {
+            keystore: keystore.to_path_buf(),
+            current: RefCell::new(server_config(keystore)?),
+            modified: Cell::new(modified),
+        }))
+    }
+
+    pub fn config(&self) -> Arc<rustls::ServerConfig> {
+        self.current.borrow().clone()
+    }
+
+    /// Reloads the keystore if the file changed; a file that does not load keeps the
+    /// certificate in force (and is tried again at its next change).
+    pub fn refresh(&self) {
+        let Ok(modified) = crate::io::os::modified(&self.keystore) else {
+            return;
+        };
+        if self.modified.get() == Some(modified) {
+            return;
+        }
+        self.modified.set(Some(modified));
+        match server_config(&self.keystore) {
+            Ok(config) => {
+                *self.current.borrow_mut() = config;
+                tracing::info!(keystore = %self.keystore.display(), "TLS certificate reloaded");
+            }
+            Err(e) => tracing::error!(%e, "TLS certificate not reloaded; the old one stays"),
+        }
+    }
 }
 
 pub type Session = Rc<RefCell<ServerConnection>>;

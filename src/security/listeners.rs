@@ -2,7 +2,18 @@
 //! each a security protocol and an address. `kafka.listen` stays the shorthand for one
 //! PLAINTEXT listener (used when `listeners` is not set).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+
+/// Whether an address is loopback, counting IPv4 loopback seen through an IPv6 socket
+/// (`::ffff:127.0.0.1`, what a `[::]` listener reports for an IPv4 peer).
+pub fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -67,37 +78,35 @@ impl std::fmt::Display for KafkaListener {
 #[error("{0}")]
 pub struct ListenersError(pub String);
 
-fn resolve(addr: &str) -> Result<SocketAddr, String> {
+fn resolve(addr: &str) -> Result<SocketAddr, ListenersError> {
     use std::net::ToSocketAddrs;
     addr.to_socket_addrs()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| ListenersError(e.to_string()))?
         .next()
-        .ok_or_else(|| "resolves to no address".to_string())
+        .ok_or_else(|| ListenersError("resolves to no address".to_string()))
 }
 
 /// Parses a `listeners` value (empty: none, so `kafka.listen` applies).
 pub fn parse(value: &str) -> Result<Vec<KafkaListener>, ListenersError> {
-    parse_entries(value).map_err(ListenersError)
-}
-
-fn parse_entries(value: &str) -> Result<Vec<KafkaListener>, String> {
+    let bad = |why: String| ListenersError(why);
     let mut out: Vec<KafkaListener> = Vec::new();
     for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, addr) = entry
             .split_once("://")
-            .ok_or_else(|| format!("{entry:?}: expected PROTOCOL://HOST:PORT"))?;
+            .ok_or_else(|| bad(format!("{entry:?}: expected PROTOCOL://HOST:PORT")))?;
         let protocol = SecurityProtocol::ALL
             .into_iter()
             .find(|p| p.name() == name)
             .ok_or_else(|| {
-                format!(
+                bad(format!(
                     "{entry:?}: unknown security protocol {name:?} (PLAINTEXT, SSL, \
                      SASL_PLAINTEXT or SASL_SSL)"
-                )
+                ))
             })?;
-        let addr = resolve(addr).map_err(|e| format!("{entry:?}: {e}"))?;
+        let addr = resolve(addr).map_err(|e| bad(format!("{entry:?}: {e}")))?;
         if out.iter().any(|l| l.addr.port() == addr.port()) {
-            return Err(format!("{entry:?}: port {} is listed twice", addr.port()));
+            let why = format!("{entry:?}: port {} is listed twice", addr.port());
+            return Err(bad(why));
         }
         out.push(KafkaListener { protocol, addr });
     }
@@ -113,6 +122,19 @@ pub fn format(listeners: &[KafkaListener]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv4_loopback_through_an_ipv6_socket_is_loopback() {
+        for (ip, want) in [
+            ("127.0.0.1", true),
+            ("::1", true),
+            ("::ffff:127.0.0.1", true),
+            ("::ffff:10.0.0.1", false),
+            ("10.0.0.1", false),
+        ] {
+            assert_eq!(is_loopback(ip.parse().unwrap()), want, "{ip}");
+        }
+    }
 
     #[test]
     fn listeners_parse_as_kafka_writes_them() {

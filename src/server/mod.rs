@@ -291,7 +291,10 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     for kafka in cfg.kafka_listeners() {
         let tls = match (&cfg.ssl_keystore_location, kafka.protocol.is_tls()) {
             (Some(keystore), true) => {
-                Some(crate::net::tls::server_config(keystore).map_err(|e| startup(e.to_string()))?)
+                let source = crate::net::tls::TlsSource::load(keystore)
+                    .map_err(|e| startup(e.to_string()))?;
+                spawn_tls_reloader(shard.clone(), source.clone());
+                Some(source)
             }
             _ => None,
         };
@@ -310,6 +313,17 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
         crate::tasks::spawn(crate::net::metrics_http::serve(shard.clone(), listener)).detach();
     }
     Ok(listeners)
+}
+
+/// Looks at a TLS listener's keystore every `RELOAD_CHECK` until the shard stops.
+fn spawn_tls_reloader(shard: Rc<Shard>, source: Rc<crate::net::tls::TlsSource>) {
+    crate::tasks::spawn(async move {
+        while !shard.shutting_down.get() {
+            glommio::timer::sleep(crate::net::tls::RELOAD_CHECK).await;
+            source.refresh();
+        }
+    })
+    .detach();
 }
 
 async fn run_shard(

@@ -389,7 +389,7 @@ impl ServerConfig {
             .map(|l| (self.kafka_listeners_key(), l.to_string(), l.addr));
         let kafka = kafka.filter(|(_, name, _)| !name.starts_with("SASL_SSL://"));
         for (key, name, addr) in native.into_iter().chain(kafka) {
-            if !crate::net::connection::is_loopback(addr.ip()) {
+            if !crate::security::listeners::is_loopback(addr.ip()) {
                 return Err(bad(
                     key,
                     format!(

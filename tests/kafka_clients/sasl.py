@@ -13,6 +13,8 @@
       Deletes it; describing USER then fails as not found. Prints OK.
   With SSL_CA=FILE in the environment every client connects over TLS trusting that CA:
   SASL_SSL, or SSL when MECHANISM is "-" (no SASL).
+  python sasl.py probe HOST:PORT MECHANISM USER PASSWORD -
+      Lists topics once (5 s): prints OK if the server answers, REFUSED if not.
   python sasl.py refused HOST:PORT MECHANISM USER PASSWORD TOPIC
       confluent-kafka with these credentials must be refused: listing topics fails with an
       authentication error. Prints REFUSED.
@@ -103,6 +105,15 @@ def refused():
     raise AssertionError("the server accepted these credentials")
 
 
+def probe():
+    admin = AdminClient({**librdkafka_conf(), "reconnect.backoff.max.ms": 200})
+    try:
+        admin.list_topics(timeout=5)
+        print("OK", flush=True)
+    except KafkaException:
+        print("REFUSED", flush=True)
+
+
 def admin_set():
     from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism,
                                        UserScramCredentialUpsertion)
@@ -133,4 +144,4 @@ def admin_delete():
 
 
 {"confluent": confluent, "kafka-python": kafka_python, "refused": refused,
- "admin-set": admin_set, "admin-delete": admin_delete}[client]()
+ "admin-set": admin_set, "probe": probe, "admin-delete": admin_delete}[client]()

@@ -1,0 +1,221 @@
+"""Issue 22's figures, against a server this script starts (release build):
+
+  python scripts/security_figures.py BINARY
+
+1. produce and fetch MB/s of one confluent-kafka client over PLAINTEXT, SSL and SASL_SSL
+   (SCRAM-SHA-256), same run, same topic size (1 KB records);
+2. connection set-up p50/p99 over 300 fresh connections each: TCP connect + ApiVersions
+   (PLAINTEXT, the floor), + TLS handshake (SSL), + TLS + SaslHandshake + the two SCRAM
+   round trips (SASL_SSL; the client's PBKDF2 is computed once and reused, so the figure
+   is the server's and the network's part, not the client's key derivation).
+The certificates (a CA and a server certificate for 127.0.0.1) are minted with the
+`openssl` command. Prints one line per figure.
+"""
+import base64
+import hashlib
+import hmac
+import os
+import shutil
+import signal
+import socket
+import ssl
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+binary = sys.argv[1]
+data = tempfile.mkdtemp(prefix="security-figures-")
+PLAIN, SSL_PORT, SASL_SSL = "127.0.0.1:29692", "127.0.0.1:29693", "127.0.0.1:29694"
+NATIVE = "127.0.0.1:29611"
+USER, PASSWORD = "bench", "bench-password"
+
+def openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=data)
+
+
+ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+        "-subj", "/CN=figures CA")
+openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
+with open(os.path.join(data, "san.ext"), "w") as f:
+    f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+keystore = os.path.join(data, "keystore.pem")
+with open(keystore, "w") as f:
+    for name in ["server.pem", "ca.pem", "server.key"]:
+        f.write(open(os.path.join(data, name)).read())
+ca_file = os.path.join(data, "ca.pem")
+config = os.path.join(data, "server.properties")
+with open(config, "w") as f:
+    f.write(f"listeners=PLAINTEXT://{PLAIN},SSL://{SSL_PORT},SASL_SSL://{SASL_SSL}\n")
+    f.write(f"ssl.keystore.type=PEM\nssl.keystore.location={keystore}\n")
+
+
+def start():
+    d = os.path.join(data, "d")
+    users = subprocess.run([binary, "users", "set", "--data-dir", d, "--user", USER,
+                            "--mechanism", "SCRAM-SHA-256", "--password-stdin"],
+                           input=PASSWORD + "\n", text=True, capture_output=True)
+    assert users.returncode == 0, users.stderr
+    log = open(os.path.join(data, "server.log"), "a")
+    p = subprocess.Popen([binary, "serve", "--data-dir", d, "--listen", NATIVE,
+                          "--config", config], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            AdminClient({"bootstrap.servers": PLAIN}).list_topics(timeout=1)
+            return p
+        except Exception:
+            time.sleep(0.05)
+    raise SystemExit("server did not start")
+
+
+def client_conf(protocol):
+    addr = {"PLAINTEXT": PLAIN, "SSL": SSL_PORT, "SASL_SSL": SASL_SSL}[protocol]
+    conf = {"bootstrap.servers": addr, "security.protocol": protocol}
+    if protocol != "PLAINTEXT":
+        conf["ssl.ca.location"] = ca_file
+    if protocol == "SASL_SSL":
+        conf.update({"sasl.mechanism": "SCRAM-SHA-256", "sasl.username": USER,
+                     "sasl.password": PASSWORD})
+    return conf
+
+
+N, SIZE = 200_000, 1000
+
+
+def produce_rate(protocol, topic):
+    p = Producer({**client_conf(protocol), "linger.ms": 5, "batch.size": 1 << 20})
+    value = b"x" * SIZE
+    started = time.perf_counter()
+    for i in range(N):
+        while True:
+            try:
+                p.produce(topic, value=value, partition=i % 2)
+                break
+            except BufferError:
+                p.poll(0.01)
+    assert p.flush(120) == 0
+    return N * SIZE / (time.perf_counter() - started) / 1e6
+
+
+def fetch_rate(protocol, topic):
+    c = Consumer({**client_conf(protocol), "group.id": f"fig-{protocol}",
+                  "enable.auto.commit": False, "fetch.max.bytes": 8 << 20})
+    c.assign([TopicPartition(topic, p, 0) for p in range(2)])
+    got, started = 0, time.perf_counter()
+    while got < N:
+        for m in c.consume(10000, 1.0):
+            if not m.error():
+                got += 1
+    took = time.perf_counter() - started
+    c.close()
+    return N * SIZE / took / 1e6
+
+
+def frame(key, version, cid, body):
+    header = struct.pack(">hhih", key, version, cid, 3) + b"fig"
+    msg = header + body
+    return struct.pack(">i", len(msg)) + msg
+
+
+def read_frame(sock):
+    def exactly(n):
+        out = b""
+        while len(out) < n:
+            chunk = sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("closed")
+            out += chunk
+        return out
+    size = struct.unpack(">i", exactly(4))[0]
+    return exactly(size)[4:]
+
+
+def kbytes(b):
+    return struct.pack(">i", len(b)) + b
+
+
+def read_auth_bytes(body):
+    error = struct.unpack(">h", body[:2])[0]
+    assert error == 0, f"SaslAuthenticate error {error}"
+    msg_len = struct.unpack(">h", body[2:4])[0]
+    at = 4 + max(msg_len, 0)
+    n = struct.unpack(">i", body[at:at + 4])[0]
+    return body[at + 4:at + 4 + n]
+
+
+SALTED = {}
+
+
+def scram_login(sock):
+    sock.sendall(frame(17, 1, 2, struct.pack(">h", 13) + b"SCRAM-SHA-256"))
+    assert struct.unpack(">h", read_frame(sock)[:2])[0] == 0
+    cnonce = base64.b64encode(os.urandom(18)).decode()
+    first_bare = f"n={USER},r={cnonce}"
+    sock.sendall(frame(36, 0, 3, kbytes(f"n,,{first_bare}".encode())))
+    server_first = read_auth_bytes(read_frame(sock)).decode()
+    attrs = dict(a.split("=", 1) for a in server_first.split(","))
+    salt, iterations = base64.b64decode(attrs["s"]), int(attrs["i"])
+    key = (salt, iterations)
+    if key not in SALTED:
+        SALTED[key] = hashlib.pbkdf2_hmac("sha256", PASSWORD.encode(), salt, iterations)
+    salted = SALTED[key]
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    stored = hashlib.sha256(client_key).digest()
+    without_proof = f"c=biws,r={attrs['r']}"
+    auth = f"{first_bare},{server_first},{without_proof}".encode()
+    signature = hmac.new(stored, auth, "sha256").digest()
+    proof = bytes(a ^ b for a, b in zip(client_key, signature))
+    final = f"{without_proof},p={base64.b64encode(proof).decode()}"
+    sock.sendall(frame(36, 0, 4, kbytes(final.encode())))
+    assert read_auth_bytes(read_frame(sock)).startswith(b"v=")
+
+
+def connect_time(protocol, n=300):
+    addr = {"PLAINTEXT": PLAIN, "SSL": SSL_PORT, "SASL_SSL": SASL_SSL}[protocol]
+    host, port = addr.split(":")
+    context = ssl.create_default_context(cafile=ca_file)
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        sock = socket.create_connection((host, int(port)))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if protocol != "PLAINTEXT":
+            sock = context.wrap_socket(sock, server_hostname="127.0.0.1")
+        sock.sendall(frame(18, 0, 1, b""))
+        read_frame(sock)
+        if protocol == "SASL_SSL":
+            scram_login(sock)
+        times.append((time.perf_counter() - started) * 1e6)
+        sock.close()
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.99) - 1]
+
+
+server = start()
+try:
+    admin = AdminClient({"bootstrap.servers": PLAIN})
+    rates = {}
+    for protocol in ["PLAINTEXT", "SSL", "SASL_SSL"]:
+        topic = f"fig-{protocol.lower()}"
+        admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(timeout=30)
+        rates[protocol] = (produce_rate(protocol, topic), fetch_rate(protocol, topic))
+    base_p, base_f = rates["PLAINTEXT"]
+    for protocol, (p, f) in rates.items():
+        print(f"{protocol}: produce {p:.0f} MB/s ({p / base_p:.2f}x), fetch {f:.0f} MB/s "
+              f"({f / base_f:.2f}x), 1 KB records, one confluent-kafka client", flush=True)
+    for protocol in ["PLAINTEXT", "SSL", "SASL_SSL"]:
+        p50, p99 = connect_time(protocol)
+        print(f"connection set-up {protocol}: p50 {p50:.0f} us, p99 {p99:.0f} us", flush=True)
+finally:
+    server.send_signal(signal.SIGTERM)
+    server.wait()
+    shutil.rmtree(data, ignore_errors=True)
