@@ -573,11 +573,9 @@ fn expire(shard: &Host, name: &str, g: &mut Group) -> Option<Instant> {
         tracing::info!(group = name, member = %id, "member session expired");
         g.members.remove(id);
     }
-    if !expired.is_empty() {
-        if members_changed(shard, name, g).is_some() {
-            // Nothing waits on an expiry: the record is written by a task of its own.
-            store_detached(shard, name);
-        }
+    // Nothing waits on an expiry: an emptied group is stored by a task of its own.
+    if !expired.is_empty() && members_changed(shard, name, g).is_some() {
+        store_detached(shard, name);
     }
     // Only members parked in a join (their deadline starts after it) outlive their session.
     debug_assert!(g
