@@ -88,21 +88,26 @@ def client_conf(protocol):
     return conf
 
 
-N, SIZE = 200_000, 1000
+N, SIZE = 100_000, 1000
 
 
 def produce_rate(protocol, topic):
-    p = Producer({**client_conf(protocol), "linger.ms": 5, "batch.size": 1 << 20})
+    p = Producer({**client_conf(protocol), "linger.ms": 5})
     value = b"x" * SIZE
+    failed = []
+    def delivered(err, _msg):
+        if err is not None:
+            failed.append(err)
     started = time.perf_counter()
     for i in range(N):
         while True:
             try:
-                p.produce(topic, value=value, partition=i % 2)
+                p.produce(topic, value=value, partition=i % 2, on_delivery=delivered)
                 break
             except BufferError:
                 p.poll(0.01)
-    assert p.flush(120) == 0
+    left = p.flush(120)
+    assert left == 0 and not failed, (left, failed[:3])
     return N * SIZE / (time.perf_counter() - started) / 1e6
 
 
@@ -218,4 +223,7 @@ try:
 finally:
     server.send_signal(signal.SIGTERM)
     server.wait()
-    shutil.rmtree(data, ignore_errors=True)
+    if not os.environ.get("KEEP"):
+        shutil.rmtree(data, ignore_errors=True)
+    else:
+        print("kept", data, flush=True)

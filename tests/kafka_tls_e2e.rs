@@ -72,8 +72,13 @@ fn users_set(data: &Path, user: &str, mechanism: &str, password: &str) {
 }
 
 fn run_client(server: &ServerProc, ca: &Path, args: &[&str], expect: &str) {
+    run_client_padded(server, ca, args, expect, 0);
+}
+
+/// With `pad` more bytes in every record (requests and replies of many TLS records).
+fn run_client_padded(server: &ServerProc, ca: &Path, args: &[&str], expect: &str, pad: usize) {
     let mut cmd = script("sasl.py", args);
-    cmd.env("SSL_CA", ca);
+    cmd.env("SSL_CA", ca).env("PAD", pad.to_string());
     let out = run_bounded(&mut cmd, Duration::from_secs(90));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -131,6 +136,17 @@ fn ssl_and_sasl_ssl_with_real_clients() {
         "t",
     ]);
     ok(&["kafka-python", ssl, "-", "anon", "-", "t"]);
+    // 200 KB records: each request and reply spans many TLS records (more than the 16 KiB
+    // of decrypted data a session holds at once).
+    let big = [
+        "confluent",
+        sasl_ssl,
+        "SCRAM-SHA-512",
+        "alice",
+        "alice-secret",
+        "big",
+    ];
+    run_client_padded(&server, &ca, &big, "OK", 200_000);
     let refused = |ca: &Path, args: &[&str]| run_client(&server, ca, args, "REFUSED");
     refused(
         &ca,

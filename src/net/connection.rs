@@ -176,10 +176,10 @@ async fn start_tls(
 ) -> Result<(ConnReader, ConnWriter), Refused> {
     // The same bound as a first request's (a silent client is dropped as soon).
     let limit = Duration::from_secs(30);
-    let session = within(limit, super::tls::accept(config, &mut reader, &mut writer))
+    let (session, pending) = within(limit, super::tls::accept(config, &mut reader, &mut writer))
         .await
         .map_err(|e| Refused(format!("TLS handshake: {e}")))?;
-    let reader = ConnReader::Tls(super::tls::TlsReader::new(reader, session.clone()));
+    let reader = ConnReader::Tls(super::tls::TlsReader::new(reader, session.clone(), pending));
     Ok((reader, ConnWriter::Tls(writer, session)))
 }
 

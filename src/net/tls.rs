@@ -125,15 +125,15 @@ async fn flush(session: &Session, writer: &mut TcpStream) -> std::io::Result<()>
     }
 }
 
-/// Feeds `bytes` from the socket to the session and processes them.
-fn absorb(session: &Session, mut bytes: &[u8]) -> std::io::Result<()> {
+/// Feeds the session what it takes of `bytes` (it refuses more while 16 KiB of decrypted
+/// data wait to be read) and processes it; returns how many bytes it took.
+fn absorb(session: &Session, mut bytes: &[u8]) -> std::io::Result<usize> {
     let mut s = session.borrow_mut();
-    while !bytes.is_empty() {
-        s.read_tls(&mut bytes)?;
-        s.process_new_packets()
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-    }
-    Ok(())
+    let offered = bytes.len();
+    s.read_tls(&mut bytes)?;
+    s.process_new_packets()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    Ok(offered - bytes.len())
 }
 
 /// Runs the TLS handshake (the alert of a failed one is sent before the error returns).
@@ -141,39 +141,81 @@ pub async fn accept(
     config: Arc<rustls::ServerConfig>,
     reader: &mut TcpStream<Preallocated>,
     writer: &mut TcpStream,
-) -> std::io::Result<Session> {
-    let conn = ServerConnection::new(config).map_err(std::io::Error::other)?;
+) -> std::io::Result<(Session, Pending)> {
+    let mut conn = ServerConnection::new(config).map_err(std::io::Error::other)?;
+    // A reply is encrypted whole and sent at once (its size is already budgeted).
+    conn.set_buffer_limit(None);
     let session = Rc::new(RefCell::new(conn));
-    let mut buf = vec![0u8; READ_CHUNK];
+    let mut pending = Pending::default();
     while session.borrow().is_handshaking() {
         flush(&session, writer).await?;
-        let n = reader.read(&mut buf).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        if pending.is_empty() {
+            let n = reader.read(&mut pending.buf).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            pending.filled(n);
         }
-        if let Err(e) = absorb(&session, &buf[..n]) {
+        if let Err(e) = pending.feed(&session) {
             let _ = flush(&session, writer).await;
             return Err(e);
         }
     }
     flush(&session, writer).await?;
     debug_assert!(!session.borrow().is_handshaking());
-    Ok(session)
+    Ok((session, pending))
+}
+
+/// Bytes read from the socket and not yet taken by the session.
+pub struct Pending {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Pending {
+            buf: vec![0u8; READ_CHUNK],
+            start: 0,
+            end: 0,
+        }
+    }
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    fn filled(&mut self, n: usize) {
+        debug_assert!(self.is_empty() && n <= self.buf.len());
+        (self.start, self.end) = (0, n);
+    }
+
+    /// Gives the session what it takes now.
+    fn feed(&mut self, session: &Session) -> std::io::Result<()> {
+        let taken = absorb(session, &self.buf[self.start..self.end])?;
+        self.start += taken;
+        debug_assert!(self.start <= self.end);
+        Ok(())
+    }
 }
 
 /// The reading half: plaintext out of what the socket brings.
 pub struct TlsReader {
     pub socket: TcpStream<Preallocated>,
     pub session: Session,
-    buf: Vec<u8>,
+    pending: Pending,
 }
 
 impl TlsReader {
-    pub fn new(socket: TcpStream<Preallocated>, session: Session) -> Self {
+    /// `pending`: what the handshake read beyond its own records.
+    pub fn new(socket: TcpStream<Preallocated>, session: Session, pending: Pending) -> Self {
         TlsReader {
             socket,
             session,
-            buf: vec![0u8; READ_CHUNK],
+            pending,
         }
     }
 }
@@ -186,19 +228,23 @@ impl AsyncRead for TlsReader {
     ) -> Poll<std::io::Result<usize>> {
         let me = self.get_mut();
         loop {
+            // Decrypted data first: the session takes no more while 16 KiB of it wait.
             match me.session.borrow_mut().reader().read(out) {
                 Ok(n) => return Poll::Ready(Ok(n)),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) => return Poll::Ready(Err(e)),
             }
-            let n = match Pin::new(&mut me.socket).poll_read(cx, &mut me.buf) {
-                Poll::Ready(Ok(n)) => n,
-                other => return other,
-            };
-            if n == 0 {
-                return Poll::Ready(Ok(0));
+            if me.pending.is_empty() {
+                let n = match Pin::new(&mut me.socket).poll_read(cx, &mut me.pending.buf) {
+                    Poll::Ready(Ok(n)) => n,
+                    other => return other,
+                };
+                if n == 0 {
+                    return Poll::Ready(Ok(0));
+                }
+                me.pending.filled(n);
             }
-            if let Err(e) = absorb(&me.session, &me.buf[..n]) {
+            if let Err(e) = me.pending.feed(&me.session) {
                 return Poll::Ready(Err(e));
             }
         }

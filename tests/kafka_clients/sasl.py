@@ -11,6 +11,8 @@
       mechanism with 8192 iterations. Prints OK.
   python sasl.py admin-delete HOST:PORT MECHANISM USER - -
       Deletes it; describing USER then fails as not found. Prints OK.
+  With PAD=N in the environment each record carries N more bytes (large requests and
+  replies, many TLS records each).
   With SSL_CA=FILE in the environment every client connects over TLS trusting that CA:
   SASL_SSL, or SSL when MECHANISM is "-" (no SASL).
   python sasl.py probe HOST:PORT MECHANISM USER PASSWORD -
@@ -51,8 +53,9 @@ def confluent():
     if topic not in admin.list_topics(timeout=30).topics:
         admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(timeout=30)
     p = Producer(librdkafka_conf())
+    pad = b"p" * int(os.environ.get("PAD", "0"))
     for i in range(20):
-        p.produce(topic, value=f"{user}-{i}".encode(), partition=i % 2)
+        p.produce(topic, value=f"{user}-{i}".encode() + pad, partition=i % 2)
     assert p.flush(30) == 0, "undelivered records"
     c = Consumer({**librdkafka_conf(), "group.id": f"g-{user}-{mechanism}",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False})
