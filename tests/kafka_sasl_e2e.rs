@@ -7,32 +7,14 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use bytes::Bytes;
-use common::kafka_clients::{run_bounded, script};
+use common::security::{run_sasl_client, serve_refuses, users_set};
 use common::server_proc::{free_port, ServerProc};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use shardlog::kafka::blocking_client::BlockingClient;
-
-fn users_set(data: &Path, user: &str, mechanism: &str, password: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(["users", "set", "--data-dir"])
-        .arg(data)
-        .args(["--user", user, "--mechanism", mechanism, "--password-stdin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "users set: {out:?}");
-}
 
 /// A server with a PLAINTEXT and a SASL_PLAINTEXT Kafka listener; (server, plain, sasl).
 fn server(data: &Path) -> (ServerProc, String, String) {
@@ -52,15 +34,7 @@ fn server(data: &Path) -> (ServerProc, String, String) {
 }
 
 fn run_client(server: &ServerProc, args: &[&str], expect: &str) {
-    let out = run_bounded(&mut script("sasl.py", args), Duration::from_secs(90));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.lines().any(|l| l == expect),
-        "sasl.py {args:?}: {}\n{stdout}\n{}\nserver log:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
-        server.log_text()
-    );
+    run_sasl_client(server, &[], args, expect);
 }
 
 #[test]
@@ -290,23 +264,11 @@ fn unauthenticated_connections_get_nothing_but_sasl() {
 #[test]
 fn an_unencrypted_listener_off_loopback_is_refused_at_start() {
     let tmp = tempfile::tempdir().unwrap();
-    let conf = tmp.path().join("server.properties");
     let port = free_port();
-    std::fs::write(
-        &conf,
-        format!("listeners=SASL_PLAINTEXT://0.0.0.0:{port}\n"),
-    )
-    .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(["serve", "--data-dir"])
-        .arg(tmp.path().join("data"))
-        .args(["--listen", &format!("127.0.0.1:{}", free_port())])
-        .arg("--config")
-        .arg(&conf)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    let stderr = serve_refuses(
+        tmp.path(),
+        &format!("listeners=SASL_PLAINTEXT://0.0.0.0:{port}\n"),
+    );
     assert!(
         stderr.contains(&format!("SASL_PLAINTEXT://0.0.0.0:{port}"))
             && stderr.contains("allow.insecure.listeners"),

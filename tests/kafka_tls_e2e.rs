@@ -7,12 +7,11 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::kafka_clients::{run_bounded, script};
+use common::security::{run_sasl_client, serve_refuses, users_set};
 use common::server_proc::{free_port, ServerProc};
 use kafka_protocol::messages::*;
 use shardlog::kafka::blocking_client::BlockingClient;
@@ -58,36 +57,17 @@ fn mint_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
     (a, b, c, d)
 }
 
-fn users_set(data: &Path, user: &str, mechanism: &str, password: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(["users", "set", "--data-dir"])
-        .arg(data)
-        .args(["--user", user, "--mechanism", mechanism, "--password-stdin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
-    assert!(child.wait().unwrap().success());
-}
-
 fn run_client(server: &ServerProc, ca: &Path, args: &[&str], expect: &str) {
     run_client_padded(server, ca, args, expect, 0);
 }
 
 /// With `pad` more bytes in every record (requests and replies of many TLS records).
 fn run_client_padded(server: &ServerProc, ca: &Path, args: &[&str], expect: &str, pad: usize) {
-    let mut cmd = script("sasl.py", args);
-    cmd.env("SSL_CA", ca).env("PAD", pad.to_string());
-    let out = run_bounded(&mut cmd, Duration::from_secs(90));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.lines().any(|l| l == expect),
-        "sasl.py {args:?}: {}\n{stdout}\n{}\nserver log:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
-        server.log_text()
-    );
+    let env = [
+        ("SSL_CA", ca.display().to_string()),
+        ("PAD", pad.to_string()),
+    ];
+    run_sasl_client(server, &env, args, expect);
 }
 
 #[test]
@@ -177,19 +157,8 @@ fn ssl_and_sasl_ssl_with_real_clients() {
 #[test]
 fn a_tls_listener_without_a_keystore_is_refused_at_start() {
     let tmp = tempfile::tempdir().unwrap();
-    let conf = tmp.path().join("server.properties");
-    let port = free_port();
-    std::fs::write(&conf, format!("listeners=SASL_SSL://127.0.0.1:{port}\n")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(["serve", "--data-dir"])
-        .arg(tmp.path().join("data"))
-        .args(["--listen", &format!("127.0.0.1:{}", free_port())])
-        .arg("--config")
-        .arg(&conf)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    let config = format!("listeners=SASL_SSL://127.0.0.1:{}\n", free_port());
+    let stderr = serve_refuses(tmp.path(), &config);
     assert!(stderr.contains("ssl.keystore.location"), "{stderr}");
 }
 

@@ -378,24 +378,26 @@ fn an_operator_finds_and_ends_an_open_transaction() {
     let _ = holder.wait();
 }
 
-/// Exactly once across a kill -9 of the server: a consume-transform-produce worker runs
-/// until part of the input is committed, the server is killed -9 under it (the worker
-/// goes too, mid-transaction) and restarted; a new worker resumes from the group's
-/// committed offsets once the interrupted transaction is aborted. The output then holds
-/// each input exactly once (read_committed): none lost, none twice.
-#[test]
-fn consume_transform_produce_is_exactly_once_across_a_kill() {
+/// Lines of a running worker's stdout.
+type WorkerLines = std::io::Lines<std::io::BufReader<std::process::ChildStdout>>;
+
+/// Starts a consume-transform-produce worker on `topic` (filled first) and waits until it
+/// has committed 60 records; `survive`: it outlives a restart of the server.
+fn worker_past_60(
+    server: &ServerProc,
+    topic: &str,
+    survive: bool,
+) -> (std::process::Child, WorkerLines) {
     use std::io::BufRead;
-    let tmp = tempfile::tempdir().unwrap();
-    let mut server = server(&tmp);
-    run_txn(&server, "fill", "txn-ctp-crash");
-    let args = [
-        "confluent",
-        &server.kafka_addr(),
-        "ctp-worker",
-        "txn-ctp-crash",
-    ];
-    let mut worker = script("txn.py", &args)
+    run_txn(server, "fill", topic);
+    let args = ["confluent", &server.kafka_addr(), "ctp-worker", topic];
+    let mut cmd = script("txn.py", &args);
+    if survive {
+        // Without re-bootstrap: librdkafka's KIP-899 re-bootstrap of a one-broker cluster
+        // leaves send_offsets_to_transaction() waiting for ever (librdkafka issue #5511).
+        cmd.env("SURVIVE_RESTART", "1");
+    }
+    let mut worker = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -410,6 +412,19 @@ fn consume_transform_produce_is_exactly_once_across_a_kill() {
             .strip_prefix("PROGRESS ")
             .map_or(progress, |n| n.parse().unwrap());
     }
+    (worker, lines)
+}
+
+/// Exactly once across a kill -9 of the server: a consume-transform-produce worker runs
+/// until part of the input is committed, the server is killed -9 under it (the worker
+/// goes too, mid-transaction) and restarted; a new worker resumes from the group's
+/// committed offsets once the interrupted transaction is aborted. The output then holds
+/// each input exactly once (read_committed): none lost, none twice.
+#[test]
+fn consume_transform_produce_is_exactly_once_across_a_kill() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = server(&tmp);
+    let (mut worker, _) = worker_past_60(&server, "txn-ctp-crash", false);
     server.kill9();
     let _ = worker.kill();
     let _ = worker.wait();
@@ -425,34 +440,9 @@ fn consume_transform_produce_is_exactly_once_across_a_kill() {
 /// the input on its own and the output holds each input exactly once.
 #[test]
 fn a_worker_that_outlives_the_server_carries_on_exactly_once() {
-    use std::io::BufRead;
     let tmp = tempfile::tempdir().unwrap();
     let mut server = server(&tmp);
-    run_txn(&server, "fill", "txn-ctp-survive");
-    let args = [
-        "confluent",
-        &server.kafka_addr(),
-        "ctp-worker",
-        "txn-ctp-survive",
-    ];
-    // Without re-bootstrap: librdkafka's KIP-899 re-bootstrap of a one-broker cluster
-    // leaves send_offsets_to_transaction() waiting for ever (librdkafka issue #5511).
-    let mut worker = script("txn.py", &args)
-        .env("SURVIVE_RESTART", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(worker.stdout.take().unwrap()).lines();
-    let mut progress = 0;
-    while progress < 60 {
-        let Some(Ok(line)) = lines.next() else {
-            panic!("the worker ended before committing 60 records")
-        };
-        progress = line
-            .strip_prefix("PROGRESS ")
-            .map_or(progress, |n| n.parse().unwrap());
-    }
+    let (mut worker, mut lines) = worker_past_60(&server, "txn-ctp-survive", true);
     server.kill9();
     server.respawn();
     // The worker's own deadline (120 s) bounds this wait.

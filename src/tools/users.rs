@@ -8,12 +8,24 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use crate::security::credentials::{check, CredentialStore};
-use crate::security::scram::{Credential, Mechanism, MIN_ITERATIONS};
+use crate::security::scram::{self, Mechanism, MIN_ITERATIONS};
 
 #[derive(clap::Args, Debug)]
 pub struct UsersArgs {
     #[command(subcommand)]
     pub action: UsersAction,
+}
+
+/// Whose credential, for which mechanism, in which data directory.
+#[derive(clap::Args, Debug)]
+pub struct Credential {
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    #[arg(long)]
+    pub user: String,
+    /// SCRAM-SHA-256 or SCRAM-SHA-512.
+    #[arg(long, default_value = "SCRAM-SHA-256")]
+    pub mechanism: String,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -26,13 +38,8 @@ pub enum UsersAction {
     },
     /// Set (create or replace) a user's credential for one mechanism.
     Set {
-        #[arg(long)]
-        data_dir: PathBuf,
-        #[arg(long)]
-        user: String,
-        /// SCRAM-SHA-256 or SCRAM-SHA-512.
-        #[arg(long, default_value = "SCRAM-SHA-256")]
-        mechanism: String,
+        #[command(flatten)]
+        who: Credential,
         #[arg(long, default_value_t = MIN_ITERATIONS)]
         iterations: u32,
         /// Read the password from stdin (one line; the newline is dropped).
@@ -44,12 +51,8 @@ pub enum UsersAction {
     },
     /// Delete a user's credential for one mechanism.
     Delete {
-        #[arg(long)]
-        data_dir: PathBuf,
-        #[arg(long)]
-        user: String,
-        #[arg(long, default_value = "SCRAM-SHA-256")]
-        mechanism: String,
+        #[command(flatten)]
+        who: Credential,
     },
 }
 
@@ -74,9 +77,8 @@ fn password_from(source: impl Read) -> Result<String, String> {
 
 pub fn run(args: UsersArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
     let data_dir = match &args.action {
-        UsersAction::List { data_dir }
-        | UsersAction::Set { data_dir, .. }
-        | UsersAction::Delete { data_dir, .. } => data_dir.clone(),
+        UsersAction::List { data_dir } => data_dir.clone(),
+        UsersAction::Set { who, .. } | UsersAction::Delete { who } => who.data_dir.clone(),
     };
     // A running server holds the lock: its copy would not see the change.
     let _lock = crate::catalog::data_dir::lock(&data_dir)
@@ -101,12 +103,15 @@ pub fn run(args: UsersArgs, out: &mut dyn std::io::Write) -> Result<(), String> 
             Ok(())
         }
         UsersAction::Set {
-            user,
-            mechanism: name,
+            who:
+                Credential {
+                    user,
+                    mechanism: name,
+                    ..
+                },
             iterations,
             password_stdin,
             password_file,
-            ..
         } => {
             let m = mechanism(&name)?;
             check(&user, iterations).map_err(|e| e.0)?;
@@ -117,14 +122,17 @@ pub fn run(args: UsersArgs, out: &mut dyn std::io::Write) -> Result<(), String> 
                 )?,
                 (false, None) => return Err("give --password-stdin or --password-file".into()),
             };
-            store.set(&user, m, Credential::new(m, &password, iterations));
+            store.set(&user, m, scram::Credential::new(m, &password, iterations));
             write(&store)?;
             print(out, format!("Set {} credential of user {user}.", m.name()))
         }
         UsersAction::Delete {
-            user,
-            mechanism: name,
-            ..
+            who:
+                Credential {
+                    user,
+                    mechanism: name,
+                    ..
+                },
         } => {
             let m = mechanism(&name)?;
             if !store.remove(&user, m) {

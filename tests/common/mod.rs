@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 pub mod cli;
 pub mod kafka_clients;
+pub mod security;
 pub mod server_proc;
 pub mod sim_log;
 
