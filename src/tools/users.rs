@@ -75,6 +75,17 @@ fn password_from(source: impl Read) -> Result<String, String> {
     Ok(line)
 }
 
+/// The password from stdin or from a file, as the flags say.
+fn read_password(stdin: bool, file: Option<PathBuf>) -> Result<String, String> {
+    match (stdin, file) {
+        (true, _) => password_from(std::io::stdin().lock()),
+        (false, Some(f)) => {
+            password_from(std::fs::File::open(&f).map_err(|e| format!("{}: {e}", f.display()))?)
+        }
+        (false, None) => Err("give --password-stdin or --password-file".into()),
+    }
+}
+
 pub fn run(args: UsersArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
     let data_dir = match &args.action {
         UsersAction::List { data_dir } => data_dir.clone(),
@@ -115,13 +126,7 @@ pub fn run(args: UsersArgs, out: &mut dyn std::io::Write) -> Result<(), String> 
         } => {
             let m = mechanism(&name)?;
             check(&user, iterations).map_err(|e| e.0)?;
-            let password = match (password_stdin, password_file) {
-                (true, _) => password_from(std::io::stdin().lock())?,
-                (false, Some(f)) => password_from(
-                    std::fs::File::open(&f).map_err(|e| format!("{}: {e}", f.display()))?,
-                )?,
-                (false, None) => return Err("give --password-stdin or --password-file".into()),
-            };
+            let password = read_password(password_stdin, password_file)?;
             store.set(&user, m, scram::Credential::new(m, &password, iterations));
             write(&store)?;
             print(out, format!("Set {} credential of user {user}.", m.name()))
