@@ -173,7 +173,8 @@ pub fn sasl(data: &[u8]) {
     };
     let salted = mechanism.salted_password(b"pw", b"fuzz-salt", 4096);
     let stored = Credential::from_salted(mechanism, &salted, b"fuzz-salt".to_vec(), 4096);
-    let Ok((exchange, server_first)) = ServerExchange::start(mechanism, first, Some(stored)) else {
+    let Ok((exchange, server_first)) = ServerExchange::start(mechanism, first, |_| Some(stored))
+    else {
         return;
     };
     assert!(server_first.starts_with(b"r="));

@@ -76,9 +76,8 @@ impl KafkaSasl {
                 mechanism: SaslMechanism::Scram(m),
                 raw,
             } => {
-                let user = crate::security::scram::client_first_user(token)?;
-                let stored = credentials::lookup(&user, m);
-                let (exchange, server_first) = ServerExchange::start(m, token, stored)?;
+                let lookup = |user: &str| credentials::lookup(user, m);
+                let (exchange, server_first) = ServerExchange::start(m, token, lookup)?;
                 Ok(TokenOutcome::Challenge(
                     server_first,
                     State::Scram { exchange, raw },

@@ -17,7 +17,7 @@ use kafka_protocol::messages::{
 
 use super::errors::{self, kafka_code};
 use super::{str_bytes, Context};
-use crate::security::credentials::{self, check, Changes};
+use crate::security::credentials::{self, check, Changes, CredentialStore};
 use crate::security::scram::{Credential, Mechanism};
 
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
@@ -83,8 +83,12 @@ pub fn describe(
 /// One user's part of an alteration, validated: its changes, or its error.
 type Checked = Result<Changes, (i16, String)>;
 
-fn check_user(user: &str, deletions: &[i8], upsertions: &[(i8, i32, &[u8], &[u8])]) -> Checked {
-    let store = credentials::snapshot();
+fn check_user(
+    store: &CredentialStore,
+    user: &str,
+    deletions: &[i8],
+    upsertions: &[(i8, i32, &[u8], &[u8])],
+) -> Checked {
     let mut changes = Changes::default();
     for &t in deletions {
         let m = Mechanism::from_kafka_type(t)
@@ -142,6 +146,7 @@ fn check_all(ctx: &Context<'_>, r: &AlterUserScramCredentialsRequest) -> BTreeMa
         .collect();
     let allowed = ctx.peer.is_loopback || ctx.shard.config.allow_remote_admin;
     let twice = users_named_twice(r);
+    let store = credentials::snapshot();
     let mut outcome = BTreeMap::new();
     for user in users {
         let deletions: Vec<i8> = r
@@ -169,7 +174,7 @@ fn check_all(ctx: &Context<'_>, r: &AlterUserScramCredentialsRequest) -> BTreeMa
                 "credentials are altered from loopback only (allow.remote.admin)".to_string(),
             )),
             (true, true) => Err((DUPLICATE_RESOURCE, format!("user {user} named twice"))),
-            (true, false) => check_user(&user, &deletions, &upsertions),
+            (true, false) => check_user(&store, &user, &deletions, &upsertions),
         };
         outcome.insert(user, checked);
     }

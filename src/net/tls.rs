@@ -251,17 +251,19 @@ impl AsyncRead for TlsReader {
     }
 }
 
-/// Encrypts `parts` (one reply frame) and sends the records.
+/// Encrypts `parts` (one reply frame) and sends its records in one go.
 pub async fn write_parts(
     session: &Session,
     writer: &mut TcpStream,
     parts: &[&[u8]],
 ) -> std::io::Result<()> {
-    for part in parts {
-        session.borrow_mut().writer().write_all(part)?;
-        flush(session, writer).await?;
+    {
+        let mut s = session.borrow_mut();
+        for part in parts {
+            s.writer().write_all(part)?;
+        }
     }
-    Ok(())
+    flush(session, writer).await
 }
 
 /// Sends TLS's close_notify (best effort; the connection is closing).

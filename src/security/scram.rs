@@ -141,18 +141,12 @@ pub struct ServerExchange {
     nonce: String,
 }
 
-/// The user a client-first message names (to look up its credential), after RFC 5802's
-/// `=2C`/`=3D` unescaping.
-pub fn client_first_user(message: &[u8]) -> Result<String, ScramError> {
-    Ok(parse_client_first(message)?.0)
-}
-
 /// (user, client nonce, client-first-bare) of a client-first message.
 fn parse_client_first(message: &[u8]) -> Result<(String, String, String), ScramError> {
-    let text = std::str::from_utf8(message).map_err(|_| ScramError("not UTF-8"))?;
     if message.len() > MAX_MESSAGE {
         return Err(ScramError("client-first message too long"));
     }
+    let text = std::str::from_utf8(message).map_err(|_| ScramError("not UTF-8"))?;
     // gs2 header: "n,," or "n,a=<authzid>," (no channel binding).
     let rest = text
         .strip_prefix("n,")
@@ -204,14 +198,17 @@ fn unescape(name: &str) -> Result<String, ScramError> {
 }
 
 impl ServerExchange {
-    /// Answers a client-first message. An unknown user (no credential) gets a well-formed
-    /// server-first with a random salt: it fails at the proof, exactly as a wrong password.
+    /// Answers a client-first message, with the credential `lookup` finds for the user it
+    /// names (after RFC 5802's `=2C`/`=3D` unescaping). An unknown user (no credential) gets
+    /// a well-formed server-first with a random salt: it fails at the proof, exactly as a
+    /// wrong password.
     pub fn start(
         mechanism: Mechanism,
         client_first: &[u8],
-        credential: Option<Credential>,
+        lookup: impl FnOnce(&str) -> Option<Credential>,
     ) -> Result<(ServerExchange, Vec<u8>), ScramError> {
         let (user, client_nonce, client_first_bare) = parse_client_first(client_first)?;
+        let credential = lookup(&user);
         let server_nonce: String = (0..24).map(|_| fastrand::alphanumeric()).collect();
         let nonce = format!("{client_nonce}{server_nonce}");
         let (salt, iterations) = match &credential {
@@ -335,7 +332,7 @@ mod tests {
             let stored = Credential::new(m, "s3cret", 4096);
             let first = b"n,,n=al=2Cice,r=abc123";
             let attempt = |credential: Option<Credential>, password: &str| {
-                let (ex, server_first) = ServerExchange::start(m, first, credential).unwrap();
+                let (ex, server_first) = ServerExchange::start(m, first, |_| credential).unwrap();
                 assert_eq!(ex.user(), "al,ice");
                 let server_first = String::from_utf8(server_first).unwrap();
                 let last = client_final(m, password, "n=al=2Cice,r=abc123", &server_first);
@@ -363,10 +360,16 @@ mod tests {
             b"n,a=other,n=u,r=x",
             b"\xff",
         ] {
-            assert!(ServerExchange::start(m, bad, None).is_err(), "{bad:?}");
+            assert!(ServerExchange::start(m, bad, |_| None).is_err(), "{bad:?}");
         }
         let long = vec![b'a'; MAX_MESSAGE + 1];
-        assert!(ServerExchange::start(m, &long, None).is_err());
-        assert_eq!(client_first_user(b"n,a=u,n=u,r=x").unwrap(), "u");
+        assert!(ServerExchange::start(m, &long, |_| None).is_err());
+        let named = std::cell::RefCell::new(String::new());
+        let looked_up = |user: &str| {
+            *named.borrow_mut() = user.to_string();
+            None
+        };
+        assert!(ServerExchange::start(m, b"n,a=u,n=u,r=x", looked_up).is_ok());
+        assert_eq!(*named.borrow(), "u");
     }
 }
