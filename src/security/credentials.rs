@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 
+use super::meta_file::{self, StoreError};
 use super::scram::{Credential, Mechanism, MAX_ITERATIONS, MIN_ITERATIONS};
 
 const HEADER: &str = "# shardlog SCRAM credentials v1";
@@ -23,13 +24,6 @@ pub const MAX_USER: usize = 1024;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CredentialStore {
     by_user: BTreeMap<(String, Mechanism), Credential>,
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {why}")]
-pub struct StoreError {
-    pub path: PathBuf,
-    pub why: String,
 }
 
 /// The file in the server's meta directory (`__shardlog_meta`).
@@ -100,15 +94,12 @@ impl CredentialStore {
     }
 
     pub fn decode(text: &str) -> Result<Self, Unacceptable> {
-        let mut lines = text.lines();
-        if lines.next() != Some(HEADER) {
-            return Err(Unacceptable(
-                "not a shardlog credentials file (bad header)".into(),
-            ));
-        }
+        let lines = meta_file::data_lines(text, HEADER).ok_or_else(|| {
+            Unacceptable("not a shardlog credentials file (bad header)".into())
+        })?;
         let mut store = CredentialStore::default();
-        for (n, line) in lines.enumerate().filter(|(_, l)| !l.is_empty()) {
-            let bad = |why: &str| Unacceptable(format!("line {}: {why}", n + 2));
+        for (n, line) in lines {
+            let bad = |why: &str| Unacceptable(format!("line {n}: {why}"));
             let f: Vec<&str> = line.split(' ').collect();
             let [mechanism, iterations, user, salt, stored, server] = f[..] else {
                 return Err(bad("expected 6 fields"));
@@ -132,28 +123,15 @@ impl CredentialStore {
     /// Reads the file in `meta_dir` (blocking; for the offline tool and start-up). No file:
     /// no users.
     pub fn read(meta_dir: &Path) -> Result<Self, StoreError> {
-        let path = file_path(meta_dir);
-        let fail = |why: String| StoreError {
-            path: path.clone(),
-            why,
-        };
-        match crate::io::os::read_text(&path) {
-            Ok(text) => Self::decode(&text).map_err(|e| fail(e.0)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(e) => Err(fail(e.to_string())),
-        }
+        meta_file::read(meta_dir, FILE, Self::decode)
     }
 
     /// Replaces the file in `meta_dir` atomically (blocking; the offline tool holds the data
     /// directory's lock).
     pub fn write(&self, meta_dir: &Path) -> Result<(), StoreError> {
-        let path = file_path(meta_dir);
         let text = self.encode();
         debug_assert_eq!(Self::decode(&text).as_ref(), Ok(self));
-        crate::io::os::write_file_durably(&path, text.as_bytes()).map_err(|e| StoreError {
-            path: path.clone(),
-            why: e.to_string(),
-        })
+        meta_file::write(meta_dir, FILE, &text)
     }
 }
 

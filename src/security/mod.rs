@@ -1,8 +1,13 @@
 //! Who may connect: listeners and their security protocols (Kafka's `listeners`), SASL
-//! authentication (SCRAM-SHA-256/512 and PLAIN) and the stored SCRAM credentials.
+//! authentication (SCRAM-SHA-256/512 and PLAIN), the stored SCRAM credentials, and what
+//! each principal may do (Kafka's ACLs and authorizer).
 
+pub mod acl;
+pub mod acl_store;
+pub mod authorizer;
 pub mod credentials;
 pub mod listeners;
+pub mod meta_file;
 pub mod plain;
 pub mod scram;
 
