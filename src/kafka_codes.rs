@@ -23,7 +23,10 @@ pub const INVALID_SESSION_TIMEOUT: i16 = 26;
 pub const REBALANCE_IN_PROGRESS: i16 = 27;
 pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
 pub const INVALID_REQUIRED_ACKS: i16 = 21;
+pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+pub const SECURITY_DISABLED: i16 = 54;
 pub const INVALID_TIMESTAMP: i16 = 32;
 pub const UNSUPPORTED_VERSION: i16 = 35;
 pub const TOPIC_ALREADY_EXISTS: i16 = 36;
@@ -87,7 +90,9 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::ShuttingDown => NOT_LEADER_OR_FOLLOWER,
         E::MalformedRequest | E::InvalidRequest => INVALID_REQUEST,
         E::UnsupportedApiKey | E::UnsupportedVersion => UNSUPPORTED_VERSION,
-        E::AdminNotAllowed => CLUSTER_AUTHORIZATION_FAILED,
+        E::AdminNotAllowed | E::ClusterAuthorizationFailed => CLUSTER_AUTHORIZATION_FAILED,
+        E::TopicAuthorizationFailed => TOPIC_AUTHORIZATION_FAILED,
+        E::GroupAuthorizationFailed => GROUP_AUTHORIZATION_FAILED,
         E::Internal | E::TooManyConnections => UNKNOWN_SERVER_ERROR,
     }
 }

@@ -55,6 +55,7 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
     let ctx = super::Context {
         shard: &shard,
         version,
+        host: peer.host(),
         peer,
         budget: &budget,
         client_id,

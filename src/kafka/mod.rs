@@ -8,7 +8,9 @@
 //! budgets, timeouts) is `net/connection.rs`, shared with the native listener.
 
 mod admin;
+mod acls;
 mod api_versions;
+mod authorize;
 pub mod blocking_client;
 mod cluster;
 mod codec;
@@ -96,6 +98,8 @@ pub struct Context<'a> {
     /// The request's API version: responses carry only that version's fields.
     pub version: i16,
     pub peer: Peer,
+    /// The client's IP as ACLs name hosts.
+    pub host: String,
     pub budget: &'a Budget,
     /// The request header's client id (consumer groups report it per member).
     pub client_id: String,
@@ -160,6 +164,9 @@ async fn dispatch(
         | RequestKind::ListTransactions(_)
         | RequestKind::DescribeProducers(_)
         | RequestKind::WriteTxnMarkers(_)) => txn::dispatch(ctx, r).await,
+        r @ (RequestKind::CreateAcls(_)
+        | RequestKind::DescribeAcls(_)
+        | RequestKind::DeleteAcls(_)) => acls::dispatch(ctx, r).await,
         // The codec lets through only what api_versions::ADVERTISED lists.
         other => unreachable!("{other:?} is not advertised"),
     })

@@ -47,6 +47,7 @@ struct Queued {
 fn peer_of(stream: &TcpStream) -> Peer {
     let remote = stream.peer_addr().ok();
     Peer {
+        principal: crate::security::ANONYMOUS.into(),
         is_loopback: remote.is_some_and(|a| is_loopback(a.ip())),
         local: stream.local_addr().ok(),
         remote,
@@ -74,7 +75,7 @@ pub async fn serve(
     front: Rc<dyn FrontEnd>,
 ) {
     let _ = stream.set_nodelay(true);
-    let peer = peer_of(&stream);
+    let mut peer = peer_of(&stream);
     let request_timeout = Duration::from_millis(shard.config.request_timeout_ms);
     let budget = Budget::new(
         shard.config.max_inflight_bytes_per_connection,
@@ -82,7 +83,12 @@ pub async fn serve(
     );
     let (mut reader, writer, mut first) = match open(&shard, stream, writer, &budget, &*front).await
     {
-        Ok(open) => open,
+        Ok(open) => {
+            if let Some(principal) = open.3 {
+                peer.principal = principal.into();
+            }
+            (open.0, open.1, open.2)
+        }
         Err(why) => {
             return tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "connection refused")
         }
@@ -105,7 +111,7 @@ pub async fn serve(
             Next::Frame(body, reservation, started, frame_read) => {
                 let bytes_in = body.len() + 4;
                 let task =
-                    crate::tasks::spawn(front.handle(shard.clone(), body, peer, budget.clone()));
+                    crate::tasks::spawn(front.handle(shard.clone(), body, peer.clone(), budget.clone()));
                 let queued = Queued {
                     task,
                     request_budget: reservation,
@@ -138,20 +144,24 @@ pub async fn serve(
     writer_task.await;
 }
 
+/// A connection ready for requests (see [`open`]).
+type Opened = (ConnReader, ConnWriter, bool, Option<String>);
+
 /// Why a connection was closed before its first request was served.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 struct Refused(String);
 
 /// The connection's halves, ready for requests: under TLS after its handshake (TLS
-/// listeners), authenticated (SASL listeners); and whether the next frame is the first.
+/// listeners), authenticated (SASL listeners); whether the next frame is the first; and
+/// the principal it authenticated as (none: anonymous).
 async fn open(
     shard: &Shard,
     stream: TcpStream,
     writer: TcpStream,
     budget: &Budget,
     front: &dyn FrontEnd,
-) -> Result<(ConnReader, ConnWriter, bool), Refused> {
+) -> Result<Opened, Refused> {
     // Buffered: a small request's size prefix and body usually arrive in one recv.
     let (mut reader, mut writer) = match front.tls() {
         None => (
@@ -161,11 +171,11 @@ async fn open(
         Some(config) => start_tls(config, stream.buffered(), writer).await?,
     };
     let Some(handshake) = front.handshake() else {
-        return Ok((reader, writer, true));
+        return Ok((reader, writer, true, None));
     };
     let principal = authenticate(shard, &mut reader, &mut writer, budget, front, handshake).await?;
     tracing::debug!(shard = shard.id, %principal, "authenticated");
-    Ok((reader, writer, false))
+    Ok((reader, writer, false, Some(principal)))
 }
 
 /// The TLS handshake, within the request timeout; then the connection's halves under it.

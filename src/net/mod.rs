@@ -71,13 +71,28 @@ pub enum HandshakeStep {
 }
 
 /// Who a request comes from, as the connection saw it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Peer {
+    /// Kafka's principal: `User:NAME` once SASL authenticated, else `User:ANONYMOUS`.
+    pub principal: Rc<str>,
     pub is_loopback: bool,
     /// The address the client connected to (what Metadata advertises on a wildcard listen).
     pub local: Option<std::net::SocketAddr>,
     /// The client's address (consumer groups report members' hosts).
     pub remote: Option<std::net::SocketAddr>,
+}
+
+impl Peer {
+    /// The client's IP as ACLs name hosts (an IPv4 client seen through an IPv6 socket
+    /// is its IPv4 address); empty when unknown.
+    pub fn host(&self) -> String {
+        self.remote.map_or(String::new(), |a| match a.ip() {
+            std::net::IpAddr::V6(v6) => v6
+                .to_ipv4_mapped()
+                .map_or(v6.to_string(), |v4| v4.to_string()),
+            v4 => v4.to_string(),
+        })
+    }
 }
 
 /// A reply frame (`None`: send nothing, acks=0 produce) and the budget its bytes hold until

@@ -66,10 +66,16 @@ pub enum ErrorCode {
     /// A producer's batch does not fit its transaction's state (a non-transactional batch
     /// while its transaction is open); Kafka's INVALID_TXN_STATE.
     InvalidTxnState = 33,
+    /// The principal may not do this to the topic (its ACLs; Kafka's 29).
+    TopicAuthorizationFailed = 34,
+    /// The principal may not do this to the group (Kafka's 30).
+    GroupAuthorizationFailed = 35,
+    /// The principal may not do this to the cluster (Kafka's 31).
+    ClusterAuthorizationFailed = 36,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 34] = [
+    pub const ALL: [ErrorCode; 37] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -104,6 +110,9 @@ impl ErrorCode {
         ErrorCode::GroupNotFound,
         ErrorCode::InternalTopic,
         ErrorCode::InvalidTxnState,
+        ErrorCode::TopicAuthorizationFailed,
+        ErrorCode::GroupAuthorizationFailed,
+        ErrorCode::ClusterAuthorizationFailed,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

@@ -17,7 +17,7 @@ use super::meta_file::{self, StoreError};
 use super::scram::{Credential, Mechanism, MAX_ITERATIONS, MIN_ITERATIONS};
 
 const HEADER: &str = "# shardlog SCRAM credentials v1";
-const FILE: &str = "scram-credentials";
+pub const FILE: &str = "scram-credentials";
 /// Longest user name stored (Kafka's strings are int16-length).
 pub const MAX_USER: usize = 1024;
 

@@ -277,6 +277,9 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     let credentials = crate::security::credentials::CredentialStore::read(&meta_dir)
         .map_err(|e| startup(e.to_string()))?;
     crate::security::credentials::install(credentials);
+    let acls = crate::security::acl_store::AclStore::read(&meta_dir)
+        .map_err(|e| startup(e.to_string()))?;
+    crate::security::authorizer::install(acls);
     crate::groups::coordinator::start_loading(&Shard::group_host(shard));
     crate::shard::txn_coordinator::start_loading(shard);
     crate::shard::maintenance::spawn(shard.clone());

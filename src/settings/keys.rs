@@ -43,6 +43,23 @@ fn within<T: PartialOrd + Display, R: RangeBounds<T> + Debug>(
     }
 }
 
+/// Kafka's `super.users`: principals separated by `;` (a DN may hold commas).
+fn parse_super_users(v: &str) -> Result<Vec<String>, SettingsError> {
+    let users: Vec<String> = v
+        .split(';')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(String::from)
+        .collect();
+    match users.iter().find(|u| !u.contains(':')) {
+        Some(u) => Err(bad(
+            "super.users",
+            format!("{u:?} is not a principal (User:NAME)"),
+        )),
+        None => Ok(users),
+    }
+}
+
 fn unbounded(_: &ServerConfig) -> Result<(), SettingsError> {
     Ok(())
 }
@@ -62,12 +79,12 @@ macro_rules! number_key {
 }
 
 macro_rules! boolean_key {
-    ($name:literal, $field:ident) => {
+    ($name:literal, $($field:ident).+) => {
         ServerKey {
             name: $name,
-            get: |c| c.$field.to_string(),
+            get: |c| c.$($field).+.to_string(),
             set: |c, v| {
-                c.$field = boolean($name, v)?;
+                c.$($field).+ = boolean($name, v)?;
                 Ok(())
             },
             check: unbounded,
@@ -146,6 +163,20 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         },
     },
     boolean_key!("allow.insecure.listeners", allow_insecure_listeners),
+    boolean_key!("authorizer.enable", authorizer.enabled),
+    boolean_key!(
+        "allow.everyone.if.no.acl.found",
+        authorizer.allow_everyone_if_no_acl_found
+    ),
+    ServerKey {
+        name: "super.users",
+        get: |c| c.authorizer.super_users.join(";"),
+        set: |c, v| {
+            c.authorizer.super_users = parse_super_users(v)?;
+            Ok(())
+        },
+        check: unbounded,
+    },
     ServerKey {
         name: "ssl.keystore.location",
         get: |c| {

@@ -86,6 +86,8 @@ pub struct ServerConfig {
     /// Let a listener without encryption (PLAINTEXT, SASL_PLAINTEXT, the native protocol)
     /// bind a non-loopback address. Off by default: the operator must mean it.
     pub allow_insecure_listeners: bool,
+    /// Kafka's authorizer: `authorizer.enable`, `super.users`, `allow.everyone.if.no.acl.found`.
+    pub authorizer: crate::security::authorizer::AuthorizerConfig,
     /// PEM file with the TLS listeners' certificate chain (leaf first) and private key
     /// (Kafka's ssl.keystore.location with ssl.keystore.type=PEM, KIP-651).
     pub ssl_keystore_location: Option<PathBuf>,
@@ -138,6 +140,7 @@ impl Default for ServerConfig {
                 crate::security::SaslMechanism::Scram(crate::security::scram::Mechanism::Sha512),
             ],
             allow_insecure_listeners: false,
+            authorizer: Default::default(),
             ssl_keystore_location: None,
             metrics_listen: None,
             producer_id_block_size: 1000,

@@ -152,6 +152,8 @@ pub enum OpOk {
     Group(crate::groups::ops::GroupReply),
     Txn(crate::shard::txn_ops::TxnReply),
     Producers(Vec<crate::log::producer_state::ActiveProducer>),
+    /// What each filter of an ACL change removed, in order.
+    AclsRemoved(Vec<Vec<crate::security::acl::AclBinding>>),
     /// One result per op of `ShardOp::Partitions`, in order.
     Results(Vec<OpResult>),
     Done,
@@ -278,6 +280,10 @@ pub enum ShardOp {
     AlterScram(crate::security::credentials::Changes),
     /// The SCRAM credentials the controller made durable: this shard's copy from now on.
     SetCredentials(crate::security::credentials::CredentialStore),
+    /// Change the ACLs (on the controller: durable, then installed everywhere).
+    AlterAcls(crate::shard::acls::AclChange),
+    /// The ACLs the controller made durable: this shard's copy from now on.
+    SetAcls(crate::security::acl_store::AclStore),
     /// Clear this shard's caches (page cache, OS cache of its files); reply with its stats.
     DropCaches,
     /// Reply with this shard's stats.

@@ -2,6 +2,7 @@
 //! (locally or on the owner shard over the channel mesh) and knows no wire protocol; the
 //! services below it (catalog, groups) are called through narrow interfaces.
 
+pub(crate) mod acls;
 pub(crate) mod admin;
 mod append_watch;
 pub(crate) mod budget;
@@ -15,6 +16,7 @@ pub(crate) mod messages;
 mod partition_actor;
 pub(crate) mod producer_ids;
 pub(crate) mod runtime;
+mod security_files;
 pub(crate) mod slots;
 pub(crate) mod txn_coordinator;
 pub(crate) mod txn_ops;

@@ -671,6 +671,8 @@ impl Shard {
                 Box::pin(crate::shard::users::alter(self, changes)).await
             }
             ShardOp::SetCredentials(store) => crate::shard::users::install(store),
+            ShardOp::AlterAcls(change) => Box::pin(crate::shard::acls::alter(self, change)).await,
+            ShardOp::SetAcls(store) => crate::shard::acls::install(store),
             ShardOp::DropCaches => self.drop_local_caches().await,
             ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
             ShardOp::Metrics => Ok(OpOk::Metrics(Box::new(self.local_metrics()))),

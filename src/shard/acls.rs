@@ -1,0 +1,56 @@
+//! Changes of the ACLs (CreateAcls, DeleteAcls, `shardlog acls` against a live server),
+//! made by the controller shard one at a time and installed everywhere
+//! (`security_files.rs`): a check on any shard sees a change once it is acknowledged.
+
+use std::rc::Rc;
+
+use crate::broker_error::BrokerError;
+use crate::protocol::ErrorCode;
+use crate::security::acl::{AclBinding, AclFilter};
+use crate::security::acl_store::{self, AclStore, MAX_ACLS};
+use crate::security::authorizer;
+use crate::shard::messages::{OpOk, OpResult, ShardOp};
+use crate::shard::runtime::{Shard, CONTROLLER};
+
+/// One change: bindings to add (validated) and filters whose matches are removed.
+#[derive(Debug, Clone, Default)]
+pub struct AclChange {
+    pub add: Vec<AclBinding>,
+    pub remove: Vec<AclFilter>,
+}
+
+/// Applies `change` from any shard: the bindings each filter removed, in order.
+pub async fn alter(shard: &Rc<Shard>, change: AclChange) -> OpResult {
+    if shard.id != CONTROLLER {
+        return shard.remote(CONTROLLER, ShardOp::AlterAcls(change)).await;
+    }
+    let _turn = shard.admin_turn().await?;
+    let mut next = authorizer::snapshot();
+    let removed: Vec<Vec<AclBinding>> = change
+        .remove
+        .iter()
+        .map(|f| next.remove_matching(f))
+        .collect();
+    for b in &change.add {
+        next.add(b.clone());
+    }
+    if next.len() > MAX_ACLS {
+        return Err(BrokerError::new(
+            ErrorCode::InvalidRequest,
+            format!("a server holds at most {MAX_ACLS} ACLs"),
+        ));
+    }
+    let (file, text) = (acl_store::FILE, next.encode());
+    let install = ShardOp::SetAcls(next.clone());
+    super::security_files::replace_everywhere(shard, file, text, install).await?;
+    debug_assert_eq!(authorizer::snapshot(), next, "installed on this shard too");
+    let deleted: usize = removed.iter().map(Vec::len).sum();
+    tracing::info!(added = change.add.len(), deleted, "ACLs changed");
+    Ok(OpOk::AclsRemoved(removed))
+}
+
+/// Installs the ACLs the controller made durable.
+pub fn install(store: AclStore) -> OpResult {
+    authorizer::install(store);
+    Ok(OpOk::Done)
+}
