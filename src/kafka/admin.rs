@@ -15,7 +15,7 @@ use kafka_protocol::messages::{
 use super::configs::described;
 use super::errors::{self, kafka_code};
 use super::{str_bytes, Context};
-use crate::broker_error::BrokerError;
+use crate::security::acl::{Operation, ResourceType};
 use crate::catalog::topics::TopicConfig;
 use crate::protocol::ErrorCode;
 
@@ -56,6 +56,10 @@ async fn create_one(
         ));
     }
     let name = topic.name.0.to_string();
+    if !super::metadata::may_create(ctx, &name) {
+        let denied = super::authorize::denied(ResourceType::Topic, &name);
+        return Err((errors::TOPIC_AUTHORIZATION_FAILED, denied));
+    }
     // A null value means "the default": leave the key out.
     let configs: Vec<(String, String)> = topic
         .configs
@@ -133,10 +137,15 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
     let mut results = Vec::with_capacity(names.len());
     for name in names {
         let r = DeletableTopicResult::default().with_name(Some(name.clone()));
-        results.push(match ctx.shard.delete_topic(name.0.to_string()).await {
+        let outcome = match ctx.topic_refusal(Operation::Delete, &name.0) {
+            Some(denied) => Err(denied),
+            None => (ctx.shard.delete_topic(name.0.to_string()).await)
+                .map_err(|e| (kafka_code(e.code, true), e.message)),
+        };
+        results.push(match outcome {
             Ok(_) => r,
-            Err(BrokerError { code, message: msg }) => {
-                let r = r.with_error_code(kafka_code(code, true));
+            Err((code, msg)) => {
+                let r = r.with_error_code(code);
                 if ctx.version >= 5 {
                     r.with_error_message(Some(str_bytes(msg)))
                 } else {
@@ -158,7 +167,9 @@ pub async fn create_partitions(
     let mut results = Vec::with_capacity(request.topics.len());
     for t in request.topics {
         let name = t.name.0.to_string();
-        let outcome = if t.assignments.is_some() {
+        let outcome = if let Some(denied) = ctx.topic_refusal(Operation::Alter, &name) {
+            Err(denied)
+        } else if t.assignments.is_some() {
             Err((
                 errors::INVALID_REPLICA_ASSIGNMENT,
                 "manual replica assignments are not supported: partitions are placed on shards"

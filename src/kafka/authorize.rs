@@ -2,6 +2,7 @@
 //! resource the request touches (PROTOCOL.md has the table). With the authorizer off
 //! every check passes at once.
 
+use super::errors::TOPIC_AUTHORIZATION_FAILED;
 use super::Context;
 use crate::security::acl::{Operation, ResourceType, CLUSTER_NAME};
 use crate::security::authorizer::Who;
@@ -38,6 +39,13 @@ impl Context<'_> {
         self.allowed(op, ResourceType::Topic, topic)
     }
 
+    /// TOPIC_AUTHORIZATION_FAILED and Kafka's message, when the principal may not `op`
+    /// the topic.
+    pub fn topic_refusal(&self, op: Operation, topic: &str) -> Option<(i16, String)> {
+        let denied = || (TOPIC_AUTHORIZATION_FAILED, denied(ResourceType::Topic, topic));
+        (!self.on_topic(op, topic)).then(denied)
+    }
+
     pub fn on_group(&self, op: Operation, group: &str) -> bool {
         self.allowed(op, ResourceType::Group, group)
     }
@@ -48,6 +56,17 @@ impl Context<'_> {
 
     pub fn on_transactional_id(&self, op: Operation, id: &str) -> bool {
         self.allowed(op, ResourceType::TransactionalId, id)
+    }
+
+    /// Of the operations in `all` (bit n = operation code n), those this principal may do
+    /// on the named resource (KIP-430's authorized operations).
+    pub fn authorized_operations(&self, kind: ResourceType, name: &str, all: i32) -> i32 {
+        let allowed = |op: &Operation| all & (1 << op.code()) != 0 && self.allowed(*op, kind, name);
+        Operation::ALL_VALUES
+            .iter()
+            .copied()
+            .filter(allowed)
+            .fold(0, |bits, op| bits | (1 << op.code()))
     }
 
     /// KIP-679: whether `op` is allowed on at least one resource of `kind`.

@@ -26,6 +26,8 @@ pub fn broker_address(ctx: &Context<'_>) -> (String, i32) {
     (host, listen.port() as i32)
 }
 
+use crate::security::acl::ResourceType;
+
 /// Without an authorizer Kafka allows every operation a resource type has; these are the
 /// bit sets it reports (bit n = AclOperation n).
 pub mod operations {
@@ -57,7 +59,8 @@ pub fn describe_cluster(
         .with_host(str_bytes(host))
         .with_port(port);
     let operations = if request.include_cluster_authorized_operations {
-        operations::CLUSTER
+        let name = crate::security::acl::CLUSTER_NAME;
+        ctx.authorized_operations(ResourceType::Cluster, name, operations::CLUSTER)
     } else {
         OPERATIONS_NOT_ASKED
     };

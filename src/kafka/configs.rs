@@ -16,6 +16,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use crate::security::acl::{Operation, ResourceType};
 use super::errors::{self, kafka_code};
 use super::{str_bytes, Context};
 use crate::catalog::broker_defaults::{self, BrokerDefaults, Scope};
@@ -84,6 +85,10 @@ pub fn describe(ctx: &Context<'_>, request: DescribeConfigsRequest) -> DescribeC
             let r = DescribeConfigsResult::default()
                 .with_resource_type(res.resource_type)
                 .with_resource_name(res.resource_name);
+            let refusal = config_refusal(ctx, res.resource_type, &name, Operation::DescribeConfigs);
+            if let Some((code, why)) = refusal {
+                return r.with_error_code(code).with_error_message(Some(str_bytes(why)));
+            }
             match res.resource_type {
                 RESOURCE_TOPIC => match ctx.shard.topic(&name) {
                     Some(meta) => r.with_configs(topic_configs(ctx, &meta, keys.as_deref())),
@@ -353,7 +358,11 @@ async fn incremental_one(
     res: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
     validate_only: bool,
 ) -> Outcome {
-    let current = Current::of(ctx, res.resource_type, res.resource_name.as_str())?;
+    let (kind, name) = (res.resource_type, res.resource_name.as_str());
+    if let Some(denied) = config_refusal(ctx, kind, name, Operation::AlterConfigs) {
+        return Err(denied);
+    }
+    let current = Current::of(ctx, kind, name)?;
     let (mut set, mut delete) = (Vec::new(), Vec::new());
     for c in &res.configs {
         let key = c.name.to_string();
@@ -396,7 +405,11 @@ async fn alter_one(
     res: &kafka_protocol::messages::alter_configs_request::AlterConfigsResource,
     validate_only: bool,
 ) -> Outcome {
-    let current = Current::of(ctx, res.resource_type, res.resource_name.as_str())?;
+    let (kind, name) = (res.resource_type, res.resource_name.as_str());
+    if let Some(denied) = config_refusal(ctx, kind, name, Operation::AlterConfigs) {
+        return Err(denied);
+    }
+    let current = Current::of(ctx, kind, name)?;
     let set: Vec<(String, String)> = res
         .configs
         .iter()
@@ -427,6 +440,24 @@ pub async fn alter(ctx: &Context<'_>, request: AlterConfigsRequest) -> AlterConf
         );
     }
     AlterConfigsResponse::default().with_responses(responses)
+}
+
+/// DescribeConfigs needs DESCRIBE_CONFIGS, the alters ALTER_CONFIGS: on the topic (else
+/// 29) or on the cluster for the broker's configs (else 31).
+fn config_refusal(
+    ctx: &Context<'_>,
+    resource_type: i8,
+    name: &str,
+    op: Operation,
+) -> Option<(i16, String)> {
+    match resource_type {
+        RESOURCE_TOPIC => ctx.topic_refusal(op, name),
+        RESOURCE_BROKER if !ctx.on_cluster(op) => Some((
+            errors::CLUSTER_AUTHORIZATION_FAILED,
+            super::authorize::denied(ResourceType::Cluster, name),
+        )),
+        _ => None,
+    }
 }
 
 fn split(outcome: Outcome) -> (i16, Option<StrBytes>) {

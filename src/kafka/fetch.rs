@@ -17,6 +17,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 use super::errors::{self, kafka_code};
 use super::Context;
 use crate::broker_error::BrokerError;
+use crate::security::acl::Operation;
 use crate::shard::budget::{FetchPlan, Reservation};
 use crate::shard::messages::{Isolation, OpOk, PartitionOp};
 
@@ -30,6 +31,8 @@ struct Wanted {
     partition: i32,
     offset: i64,
     max_bytes: usize,
+    /// The principal may READ the topic (else answered TOPIC_AUTHORIZATION_FAILED, unread).
+    authorized: bool,
 }
 
 pub async fn handle(
@@ -37,7 +40,7 @@ pub async fn handle(
     request: FetchRequest,
     reservation: &mut Reservation,
 ) -> FetchResponse {
-    let wanted = wanted(&request);
+    let wanted = wanted(ctx, &request);
     let plan = FetchPlan::new(
         request.max_bytes.max(1) as usize,
         overhead(wanted.len()),
@@ -62,8 +65,9 @@ pub async fn handle(
             ready <= limit || results.iter().skip(1).map(Fetched::bytes).sum::<usize>() <= limit,
             "{ready} record bytes for a grant of {limit}"
         );
-        let any_error = results.iter().any(|r| r.error != errors::NONE);
-        if ready >= min_bytes.max(1) || any_error || Instant::now() >= deadline {
+        let any_error = (results.iter().zip(&wanted)).any(|(r, w)| w.authorized && r.error != 0);
+        let none_readable = !wanted.iter().any(|w| w.authorized);
+        if ready >= min_bytes.max(1) || any_error || none_readable || Instant::now() >= deadline {
             reservation.merge(reply);
             return response(ctx, &request, &wanted, results);
         }
@@ -76,9 +80,10 @@ fn overhead(partitions: usize) -> usize {
     RESPONSE_OVERHEAD + PARTITION_OVERHEAD * partitions
 }
 
-fn wanted(request: &FetchRequest) -> Vec<Wanted> {
+fn wanted(ctx: &Context<'_>, request: &FetchRequest) -> Vec<Wanted> {
     let mut out = Vec::new();
     for t in &request.topics {
+        let authorized = ctx.on_topic(Operation::Read, &t.topic.0);
         for FetchPartition {
             partition,
             fetch_offset,
@@ -91,6 +96,7 @@ fn wanted(request: &FetchRequest) -> Vec<Wanted> {
                 partition: *partition,
                 offset: *fetch_offset,
                 max_bytes: (*partition_max_bytes).max(1) as usize,
+                authorized,
             });
         }
     }
@@ -123,18 +129,22 @@ async fn read_all(
     limit: usize,
     isolation: Isolation,
 ) -> Vec<Fetched> {
-    let reads = wanted
+    let reads: Vec<_> = wanted
         .iter()
+        .filter(|w| w.authorized)
         .map(|w| (w.topic.clone(), w.partition, w.offset, w.max_bytes))
         .collect();
+    let asked = reads.len();
     let results = crate::shard::by_owner::fetch_by_shard(ctx.shard, reads, limit, isolation).await;
-    debug_assert_eq!(
-        results.len(),
-        wanted.len(),
-        "one result per partition asked"
-    );
+    debug_assert_eq!(results.len(), asked, "one result per partition read");
+    let mut results = results.into_iter();
     let mut out = Vec::with_capacity(wanted.len());
-    for (w, r) in wanted.iter().zip(results) {
+    for w in wanted {
+        if !w.authorized {
+            out.push(failed(errors::TOPIC_AUTHORIZATION_FAILED));
+            continue;
+        }
+        let r = results.next().expect("one result per partition read");
         out.push(match r {
             Ok(OpOk::Fetched {
                 log_start_offset,
@@ -207,6 +217,7 @@ async fn wait_for_append(
     let waits = wanted
         .iter()
         .zip(results)
+        .filter(|(w, _)| w.authorized)
         .map(|(w, r)| (w.topic.clone(), w.partition, r.high_watermark))
         .collect();
     crate::shard::long_poll::wait_any(ctx.shard, waits, deadline).await;

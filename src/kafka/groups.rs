@@ -11,7 +11,10 @@ use crate::broker_error::BrokerError;
 use crate::groups::code::GroupCode;
 use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, OffsetToCommit, SyncRequest};
 use crate::shard::group_routing::{list_all, route};
+use crate::security::acl::{Operation, ResourceType};
 use crate::TopicPartition;
+use super::cluster::operations;
+use super::group_acls;
 
 /// The type of every group here (KIP-848's "consumer" groups are not served).
 const GROUP_TYPE: &str = "classic";
@@ -33,12 +36,24 @@ pub(super) async fn run(
     if group.0.is_empty() {
         return Err(GroupCode::InvalidGroupId);
     }
+    super::group_acls::check(ctx, &group.0, &op)?;
     route(ctx.shard, text(&group.0), op)
         .await
         .map_err(|e| match e.code {
             crate::protocol::ErrorCode::NotReady => GroupCode::CoordinatorNotAvailable,
             other => GroupCode::Log(other),
         })
+}
+
+/// The error for a coordinator key the principal may not DESCRIBE (key type 0: a group,
+/// 1: a transactional id), with its message.
+fn coordinator_denied(ctx: &Context<'_>, key_type: i8, key: &str) -> Option<(i16, String)> {
+    let (kind, code) = match key_type {
+        1 => (ResourceType::TransactionalId, e::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+        _ => (ResourceType::Group, e::GROUP_AUTHORIZATION_FAILED),
+    };
+    let allowed = ctx.allowed(Operation::Describe, kind, key);
+    (!allowed).then(|| (code, super::authorize::denied(kind, key)))
 }
 
 pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoordinatorResponse {
@@ -49,14 +64,19 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
             .coordinator_keys
             .into_iter()
             .map(|key| {
-                find_coordinator_response::Coordinator::default()
-                    .with_key(key)
-                    .with_node_id(BrokerId(NODE_ID))
-                    .with_host(str_bytes(host.clone()))
-                    .with_port(port)
+                let c = find_coordinator_response::Coordinator::default();
+                match coordinator_denied(ctx, r.key_type, &key) {
+                    Some((code, why)) => c.with_error_code(code).with_error_message(Some(str_bytes(why))),
+                    None => c.with_node_id(BrokerId(NODE_ID)).with_host(str_bytes(host.clone())).with_port(port),
+                }
+                .with_key(key)
             })
             .collect();
         return response.with_coordinators(coordinators);
+    }
+    if let Some((code, why)) = coordinator_denied(ctx, r.key_type, &r.key) {
+        let message = (ctx.version >= 1).then(|| str_bytes(why));
+        return response.with_error_code(code).with_error_message(message).with_node_id(BrokerId(-1));
     }
     response
         .with_node_id(BrokerId(NODE_ID))
@@ -254,15 +274,23 @@ fn offsets_to_commit(ctx: &Context<'_>, r: &OffsetCommitRequest) -> Vec<OffsetTo
 }
 
 pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetCommitResponse {
-    let offsets = offsets_to_commit(ctx, &r);
+    let (offsets, denied) =
+        group_acls::split_by_topic(ctx, Operation::Read, offsets_to_commit(ctx, &r), |o| &o.0);
+    let denied: Vec<TopicPartition> = denied.iter().map(|o| TopicPartition::new(&o.0, o.1)).collect();
     let op = GroupOp::Commit {
         member_id: text(&r.member_id),
         group_instance_id: r.group_instance_id.as_ref().map(text),
         generation: r.generation_id_or_member_epoch,
         offsets,
     };
-    let codes: Vec<(String, i32, GroupCode)> = match run(ctx, &r.group_id, op).await {
-        Ok(GroupReply::PartitionCodes(c)) => c,
+    let outcome = match (group_acls::check(ctx, &r.group_id.0, &op), &op) {
+        (Ok(()), GroupOp::Commit { offsets, .. }) if offsets.is_empty() => {
+            Ok(GroupReply::PartitionCodes(Vec::new()))
+        }
+        _ => run(ctx, &r.group_id, op).await,
+    };
+    let codes: Vec<(String, i32, GroupCode)> = match outcome {
+        Ok(GroupReply::PartitionCodes(c)) => c.into_iter().chain(group_acls::denied_codes(&denied)).collect(),
         Ok(GroupReply::Code(code)) | Err(code) => r
             .topics
             .iter()
@@ -312,24 +340,34 @@ async fn fetch_group(
     partitions: Option<Vec<TopicPartition>>,
     require_stable: bool,
 ) -> (Vec<FetchedOffset>, i16) {
+    let (partitions, denied) = match partitions {
+        Some(named) => {
+            let (allowed, denied) =
+                group_acls::split_by_topic(ctx, Operation::Describe, named, |tp| &tp.topic);
+            (Some(allowed), denied)
+        }
+        None => (None, Vec::new()),
+    };
     let asked = partitions.clone();
-    match run(
-        ctx,
-        group,
-        GroupOp::FetchOffsets {
-            partitions,
-            require_stable,
-        },
-    )
-    .await
-    {
+    let denied_rows = denied.into_iter().map(|tp| {
+        let code = group_acls::TOPIC_DENIED.kafka();
+        (tp.topic, tp.partition, -1, -1, String::new(), code)
+    });
+    let op = GroupOp::FetchOffsets {
+        partitions,
+        require_stable,
+    };
+    match run(ctx, group, op).await {
         Ok(GroupReply::Offsets(found)) => (
             found
                 .into_iter()
+                // Of every committed partition, only those on topics it may describe.
+                .filter(|(t, _, _)| asked.is_some() || ctx.on_topic(Operation::Describe, t))
                 .map(|(t, p, c)| match c {
                     Some(c) => (t, p, c.offset, c.leader_epoch, c.metadata, e::NONE),
                     None => (t, p, -1, -1, String::new(), e::NONE),
                 })
+                .chain(denied_rows)
                 .collect(),
             e::NONE,
         ),
@@ -488,9 +526,11 @@ pub async fn list_groups(ctx: &Context<'_>, r: ListGroupsRequest) -> ListGroupsR
         || r.types_filter
             .iter()
             .any(|t| t.eq_ignore_ascii_case(GROUP_TYPE));
+    let every_group = ctx.on_cluster(Operation::Describe);
     let listed = groups
         .into_iter()
         .filter(|_| classic_wanted)
+        .filter(|(name, _, _)| every_group || ctx.on_group(Operation::Describe, name))
         .filter(|(_, _, state)| {
             states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(state))
         })
@@ -517,14 +557,13 @@ pub async fn describe_groups(
     ctx: &Context<'_>,
     r: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
-    // Asked for (v3+): every operation, as Kafka reports them without an authorizer.
-    let operations = if r.include_authorized_operations {
-        super::cluster::operations::GROUP
-    } else {
-        super::cluster::OPERATIONS_NOT_ASKED
-    };
     let mut groups = Vec::new();
     for id in r.groups {
+        // Asked for (v3+): what the principal may do to the group.
+        let operations = match r.include_authorized_operations {
+            true => ctx.authorized_operations(ResourceType::Group, &id.0, operations::GROUP),
+            false => super::cluster::OPERATIONS_NOT_ASKED,
+        };
         let d = describe_groups_response::DescribedGroup::default().with_group_id(id.clone());
         groups.push(match run(ctx, &id, GroupOp::Describe).await {
             Ok(GroupReply::Described(g)) => {
@@ -581,8 +620,10 @@ pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetD
                 .map(move |p| TopicPartition::new(text(&t.name.0), p.partition_index))
         })
         .collect();
+    let (partitions, denied) =
+        group_acls::split_by_topic(ctx, Operation::Read, partitions, |tp| &tp.topic);
     let codes = match run(ctx, &r.group_id, GroupOp::DeleteOffsets { partitions }).await {
-        Ok(GroupReply::PartitionCodes(c)) => c,
+        Ok(GroupReply::PartitionCodes(c)) => c.into_iter().chain(group_acls::denied_codes(&denied)).collect::<Vec<_>>(),
         Ok(GroupReply::Code(code)) | Err(code) => {
             return OffsetDeleteResponse::default().with_error_code(code.kafka())
         }

@@ -7,6 +7,7 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 use super::errors::{self, kafka_code};
 use super::Context;
 use crate::broker_error::BrokerError;
+use crate::security::acl::{Operation, ResourceType};
 use crate::shard::messages::OpOk;
 
 pub async fn init_producer_id(
@@ -19,6 +20,13 @@ pub async fn init_producer_id(
         // Kafka's coordinator answers an empty transactional id so.
         Some("") => return r.with_error_code(errors::INVALID_REQUEST),
         Some(id) => return super::txn::init_producer_id(ctx, id, &request).await,
+    }
+    // An idempotent producer: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+    // (KIP-679).
+    let may_write = ctx.on_cluster(Operation::IdempotentWrite)
+        || ctx.on_any(Operation::Write, ResourceType::Topic);
+    if !may_write {
+        return r.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED);
     }
     // v3+: a producer that knows its id asks for the next epoch (KIP-360).
     let current = request.producer_id.0;

@@ -12,6 +12,7 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use super::errors::{self, kafka_code};
 use super::{join_all, Context};
 use crate::broker_error::BrokerError;
+use crate::security::acl::Operation;
 use crate::shard::messages::{Isolation, OpOk, PartitionOp};
 
 pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffsetsResponse {
@@ -20,10 +21,16 @@ pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffse
     let mut topics = Vec::with_capacity(request.topics.len());
     for t in request.topics {
         let name = t.name.0.to_string();
+        let authorized = ctx.on_topic(Operation::Describe, &name);
         let ops = t.partitions.into_iter().map(|p| {
             let shard = ctx.shard.clone();
             let name = name.clone();
             async move {
+                if !authorized {
+                    return ListOffsetsPartitionResponse::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
+                }
                 let op = PartitionOp::ListOffsets {
                     timestamp: p.timestamp,
                     isolation,

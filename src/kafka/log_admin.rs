@@ -14,9 +14,10 @@ use kafka_protocol::messages::{
     DeleteRecordsRequest, DeleteRecordsResponse, DescribeLogDirsRequest, DescribeLogDirsResponse,
 };
 
-use super::errors::kafka_code;
+use super::errors::{self, kafka_code};
 use super::{join_all, str_bytes, topic_name, Context};
 use crate::protocol::ErrorCode;
+use crate::security::acl::Operation;
 
 pub async fn delete_records(
     ctx: &Context<'_>,
@@ -26,11 +27,17 @@ pub async fn delete_records(
     for t in request.topics {
         let name = t.name.0.to_string();
         let asked = t.partitions.len();
+        let authorized = ctx.on_topic(Operation::Delete, &name);
         let ops = t.partitions.into_iter().map(|p| {
             let (shard, name) = (ctx.shard.clone(), name.clone());
             async move {
                 let r =
                     DeleteRecordsPartitionResult::default().with_partition_index(p.partition_index);
+                if !authorized {
+                    return r
+                        .with_low_watermark(-1)
+                        .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
+                }
                 let deleted =
                     crate::shard::admin::delete_records(&shard, &name, p.partition_index, p.offset)
                         .await;
@@ -57,6 +64,13 @@ pub async fn describe_log_dirs(
     ctx: &Context<'_>,
     request: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {
+    if !ctx.on_cluster(Operation::Describe) {
+        let response = DescribeLogDirsResponse::default();
+        return match ctx.version >= 3 {
+            true => response.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED),
+            false => response,
+        };
+    }
     // (topic, partitions asked; empty: all) or every topic.
     let asked: Option<Vec<(String, Vec<i32>)>> = request.topics.map(|ts| {
         ts.into_iter()

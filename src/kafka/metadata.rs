@@ -10,7 +10,9 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 
 use super::errors;
 use super::{str_bytes, topic_name, Context, CLUSTER_ID, NODE_ID};
+use super::cluster::operations;
 use crate::catalog::topics::validate_topic_name;
+use crate::security::acl::{Operation, ResourceType};
 
 pub async fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResponse {
     create_on_use(ctx, &request).await;
@@ -42,7 +44,8 @@ async fn create_on_use(ctx: &Context<'_>, request: &MetadataRequest) {
     for name in requested(ctx, request).unwrap_or_default() {
         let creatable = !ctx.shard.has_topic(&name)
             && validate_topic_name(&name).is_ok()
-            && !crate::catalog::internal_topics::is_internal(&name);
+            && !crate::catalog::internal_topics::is_internal(&name)
+            && may_create(ctx, &name);
         if !creatable {
             continue;
         }
@@ -63,6 +66,11 @@ async fn create_on_use(ctx: &Context<'_>, request: &MetadataRequest) {
     }
 }
 
+/// Kafka's rule for creating a topic: CREATE on the cluster, or on the topic.
+pub fn may_create(ctx: &Context<'_>, topic: &str) -> bool {
+    ctx.on_cluster(Operation::Create) || ctx.on_topic(Operation::Create, topic)
+}
+
 /// Null (or, in v0, empty) asks for every topic.
 fn requested(ctx: &Context<'_>, request: &MetadataRequest) -> Option<Vec<String>> {
     let names: Vec<String> = request
@@ -74,18 +82,20 @@ fn requested(ctx: &Context<'_>, request: &MetadataRequest) -> Option<Vec<String>
     (ctx.version > 0 || !names.is_empty()).then_some(names)
 }
 
+/// The topics answered: a named topic the principal may not DESCRIBE gets
+/// TOPIC_AUTHORIZATION_FAILED (whether or not it exists); from "every topic" such topics
+/// are left out without a word, as Kafka does.
 fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseTopic> {
     let names = requested(ctx, request);
-    // Asked for (v8+): every operation, as Kafka reports them without an authorizer.
-    let operations = if request.include_topic_authorized_operations {
-        super::cluster::operations::TOPIC
-    } else {
-        super::cluster::OPERATIONS_NOT_ASKED
-    };
+    let every_topic = names.is_none();
+    let describable = |name: &str| ctx.on_topic(Operation::Describe, name);
     ctx.shard
         .topics_snapshot(names.as_deref())
         .into_iter()
+        .filter(|t| !every_topic || t.as_ref().is_ok_and(|m| describable(&m.name)))
         .map(|t| match t {
+            Ok(meta) if !describable(&meta.name) => denied(meta.name.clone()),
+            Err(UnknownTopic(name)) if !describable(&name) => denied(name),
             Ok(meta) => MetadataResponseTopic::default()
                 .with_name(Some(topic_name(meta.name.clone())))
                 .with_is_internal(crate::catalog::internal_topics::is_internal(&meta.name))
@@ -94,7 +104,7 @@ fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseT
                         .map(|p| partition(ctx.version, p))
                         .collect(),
                 )
-                .with_topic_authorized_operations(operations),
+                .with_topic_authorized_operations(operations(ctx, request, &meta.name)),
             Err(UnknownTopic(name)) => {
                 let code = if validate_topic_name(&name).is_err() {
                     errors::INVALID_TOPIC_EXCEPTION
@@ -107,6 +117,20 @@ fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseT
             }
         })
         .collect()
+}
+
+fn denied(name: String) -> MetadataResponseTopic {
+    MetadataResponseTopic::default()
+        .with_name(Some(topic_name(name)))
+        .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED)
+}
+
+/// Asked for (v8+): the operations the principal may do on the topic.
+fn operations(ctx: &Context<'_>, request: &MetadataRequest, topic: &str) -> i32 {
+    match request.include_topic_authorized_operations {
+        true => ctx.authorized_operations(ResourceType::Topic, topic, operations::TOPIC),
+        false => super::cluster::OPERATIONS_NOT_ASKED,
+    }
 }
 
 fn partition(version: i16, index: i32) -> MetadataResponsePartition {

@@ -17,6 +17,7 @@ mod codec;
 mod configs;
 pub use crate::kafka_codes as errors;
 mod fetch;
+mod group_acls;
 mod groups;
 mod init_producer_id;
 mod list_offsets;

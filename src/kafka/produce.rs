@@ -9,33 +9,45 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use super::errors::{self, kafka_code};
 use super::{join_all, str_bytes, Context};
 use crate::broker_error::BrokerError;
+use crate::security::acl::{Operation, ResourceType};
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_LEADER, ACKS_NONE};
 use crate::shard::messages::{OpOk, PartitionOp};
 
 /// The reply, or `None` for acks=0.
 pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<ProduceResponse> {
     let acks = request.acks;
-    let refusal = refusal(&request);
+    let refusal = refusal(ctx, &request);
     let asked = request.topic_data.len();
     let txn = request.transactional_id.map(|id| id.0.to_string());
     let mut topics = Vec::with_capacity(asked);
     for topic in request.topic_data {
         let how = (acks, txn.clone());
-        topics.push(produce_topic(ctx, topic, how, refusal.clone()).await);
+        let name = topic.name.0.as_str();
+        let refusal = refusal.clone().or_else(|| {
+            let denied = super::authorize::denied(ResourceType::Topic, name);
+            (!ctx.on_topic(Operation::Write, name))
+                .then_some((errors::TOPIC_AUTHORIZATION_FAILED, denied))
+        });
+        topics.push(produce_topic(ctx, topic, how, refusal).await);
     }
     debug_assert_eq!(topics.len(), asked, "one answer per topic produced to");
     (acks != ACKS_NONE).then(|| ProduceResponse::default().with_responses(topics))
 }
 
-/// An error that applies to the whole request.
-fn refusal(request: &ProduceRequest) -> Option<(i16, String)> {
+/// An error that applies to the whole request: bad acks, or a transactional id the
+/// principal may not write with.
+fn refusal(ctx: &Context<'_>, request: &ProduceRequest) -> Option<(i16, String)> {
     if ![ACKS_NONE, ACKS_LEADER, ACKS_ALL].contains(&request.acks) {
         return Some((
             errors::INVALID_REQUIRED_ACKS,
             format!("acks must be 0, 1 or -1 (all), got {}", request.acks),
         ));
     }
-    None
+    let id = request.transactional_id.as_ref()?.0.as_str();
+    (!ctx.on_transactional_id(Operation::Write, id)).then(|| {
+        let denied = super::authorize::denied(ResourceType::TransactionalId, id);
+        (errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, denied)
+    })
 }
 
 /// `how`: the acks and the producer's transactional id, if any.

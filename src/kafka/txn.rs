@@ -17,6 +17,7 @@ use crate::kafka_codes as k;
 use crate::shard::runtime::Shard;
 use crate::shard::txn_ops::{TxnOp, TxnReply};
 use crate::shard::txn_routing::route;
+use crate::security::acl::Operation;
 use crate::txn::meta::TxnState;
 use crate::TopicPartition;
 
@@ -63,7 +64,16 @@ async fn ask_on(shard: &Rc<Shard>, id: &str, op: TxnOp) -> TxnReply {
     }
 }
 
+/// Runs `op` on the transactional id's coordinator, once the principal may: WRITE on the
+/// transactional id for what changes a transaction, DESCRIBE to describe it.
 async fn ask(ctx: &Context<'_>, id: &str, op: TxnOp) -> TxnReply {
+    let needed = match op {
+        TxnOp::Describe => Operation::Describe,
+        _ => Operation::Write,
+    };
+    if !ctx.on_transactional_id(needed, id) {
+        return TxnReply::Code(k::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+    }
     ask_on(ctx.shard, id, op).await
 }
 
@@ -113,10 +123,12 @@ fn partitions_to_add(
     for t in &request.v3_and_below_topics {
         let name = t.name.0.to_string();
         let count = ctx.shard.topic(&name).map(|m| m.partitions() as i32);
+        let writable = ctx.on_topic(Operation::Write, &name);
         for &p in &t.partitions {
             let tp = TopicPartition::new(name.as_str(), p);
             let internal = crate::catalog::internal_topics::is_internal(&name);
             match count {
+                _ if !writable => failed.push((tp, k::TOPIC_AUTHORIZATION_FAILED)),
                 Some(n) if (0..n).contains(&p) && !internal => ok.push(tp),
                 _ => failed.push((tp, k::UNKNOWN_TOPIC_OR_PARTITION)),
             }
@@ -261,6 +273,7 @@ pub async fn list(ctx: &Context<'_>, request: ListTransactionsRequest) -> ListTr
     let listed = all
         .into_iter()
         .filter(|(_, m)| m.state != TxnState::Dead)
+        .filter(|(id, _)| ctx.on_transactional_id(Operation::Describe, id))
         .filter(|(_, m)| {
             request.state_filters.is_empty()
                 || request
@@ -304,6 +317,9 @@ pub async fn add_offsets(
     ctx: &Context<'_>,
     request: AddOffsetsToTxnRequest,
 ) -> AddOffsetsToTxnResponse {
+    if !ctx.on_group(Operation::Read, &request.group_id.0) {
+        return AddOffsetsToTxnResponse::default().with_error_code(k::GROUP_AUTHORIZATION_FAILED);
+    }
     let offsets = crate::groups::OFFSETS_TOPIC;
     let meta = match crate::shard::group_routing::internal_topic(ctx.shard, offsets).await {
         Ok(meta) => meta,
@@ -332,15 +348,41 @@ pub async fn txn_offset_commit(
     ctx: &Context<'_>,
     request: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
-    let refused = match offsets_partition_in_txn(ctx, &request).await {
-        k::NONE => None,
-        code => Some(partition_codes(&request, code)),
+    let refused = match txn_offset_commit_refusal(ctx, &request) {
+        Some(codes) => Some(codes),
+        None => match offsets_partition_in_txn(ctx, &request).await {
+            k::NONE => None,
+            code => Some(partition_codes(&request, code)),
+        },
     };
     let codes = match refused {
         Some(codes) => codes,
         None => commit_in_txn(ctx, &request).await,
     };
     txn_offset_commit_response(ctx.version, codes)
+}
+
+/// TxnOffsetCommit needs WRITE on the transactional id (else 53 for every partition) and
+/// READ on each topic: when one is denied, its partitions get 29 and the others
+/// OPERATION_NOT_ATTEMPTED (the offsets are committed together or not at all). READ on
+/// the group is the group coordinator's check.
+fn txn_offset_commit_refusal(
+    ctx: &Context<'_>,
+    request: &TxnOffsetCommitRequest,
+) -> Option<Vec<(TopicPartition, i16)>> {
+    if !ctx.on_transactional_id(Operation::Write, &request.transactional_id.0) {
+        return Some(partition_codes(request, k::TRANSACTIONAL_ID_AUTHORIZATION_FAILED));
+    }
+    let denied = |topic: &str| !ctx.on_topic(Operation::Read, topic);
+    if !request.topics.iter().any(|t| denied(&t.name.0)) {
+        return None;
+    }
+    let codes = partition_codes(request, k::OPERATION_NOT_ATTEMPTED).into_iter();
+    let codes = codes.map(|(tp, code)| match denied(&tp.topic) {
+        true => (tp, k::TOPIC_AUTHORIZATION_FAILED),
+        false => (tp, code),
+    });
+    Some(codes.collect())
 }
 
 /// NONE when the group's offsets partition is in the producer's open transaction.

@@ -1,14 +1,16 @@
 //! The tools for hanging transactions (KIP-664, `kafka-transactions.sh`): DescribeProducers
 //! v0 (each partition's producers, with the first offset of an open transaction) and
 //! WriteTxnMarkers v1 (an operator writes the marker that ends a transaction no
-//! coordinator will end). WriteTxnMarkers changes what readers see, so it is taken from
-//! loopback only unless `allow.remote.admin` (CLUSTER_AUTHORIZATION_FAILED otherwise).
+//! coordinator will end). WriteTxnMarkers changes what readers see, so it needs
+//! CLUSTER_ACTION on the cluster (authorizer on) or comes from loopback only unless
+//! `allow.remote.admin` (CLUSTER_AUTHORIZATION_FAILED otherwise).
 
 use kafka_protocol::messages::*;
 
 use super::errors::{self, kafka_code};
 use super::Context;
 use crate::format::control::EndTxnMarker;
+use crate::security::acl::Operation;
 use crate::shard::messages::{OpOk, PartitionOp};
 use crate::TopicPartition;
 
@@ -19,9 +21,14 @@ pub async fn describe_producers(
     let mut topics = Vec::with_capacity(request.topics.len());
     for t in request.topics {
         let mut partitions = Vec::with_capacity(t.partition_indexes.len());
+        let authorized = ctx.on_topic(Operation::Read, &t.name.0);
         for &p in &t.partition_indexes {
             let r =
                 describe_producers_response::PartitionResponse::default().with_partition_index(p);
+            if !authorized {
+                partitions.push(r.with_error_code(errors::TOPIC_AUTHORIZATION_FAILED));
+                continue;
+            }
             let op = PartitionOp::DescribeProducers;
             partitions.push(match ctx.shard.partition_op(&t.name.0, p, op).await {
                 Ok(OpOk::Producers(producers)) => r.with_active_producers(
@@ -57,7 +64,7 @@ pub async fn write_txn_markers(
     ctx: &Context<'_>,
     request: WriteTxnMarkersRequest,
 ) -> WriteTxnMarkersResponse {
-    let allowed = ctx.peer.is_loopback || ctx.shard.config.allow_remote_admin;
+    let allowed = ctx.admin_allowed(Operation::ClusterAction);
     let mut markers = Vec::with_capacity(request.markers.len());
     for m in request.markers {
         let marker = EndTxnMarker {

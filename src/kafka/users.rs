@@ -17,6 +17,7 @@ use kafka_protocol::messages::{
 
 use super::errors::{self, kafka_code};
 use super::{str_bytes, Context};
+use crate::security::acl::Operation;
 use crate::security::credentials::{self, check, Changes, CredentialStore};
 use crate::security::scram::{Credential, Mechanism};
 
@@ -40,9 +41,15 @@ pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {
 }
 
 pub fn describe(
-    _ctx: &Context<'_>,
+    ctx: &Context<'_>,
     r: DescribeUserScramCredentialsRequest,
 ) -> DescribeUserScramCredentialsResponse {
+    if !ctx.on_cluster(Operation::Describe) {
+        let why = super::authorize::denied(crate::security::acl::ResourceType::Cluster, "");
+        return DescribeUserScramCredentialsResponse::default()
+            .with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
+            .with_error_message(Some(str_bytes(why)));
+    }
     let store = credentials::snapshot();
     let mut by_user: BTreeMap<String, Vec<CredentialInfo>> = BTreeMap::new();
     for (user, m, iterations) in store.list() {
@@ -144,7 +151,7 @@ fn check_all(ctx: &Context<'_>, r: &AlterUserScramCredentialsRequest) -> BTreeMa
         .map(|d| d.name.to_string())
         .chain(r.upsertions.iter().map(|u| u.name.to_string()))
         .collect();
-    let allowed = ctx.peer.is_loopback || ctx.shard.config.allow_remote_admin;
+    let allowed = ctx.admin_allowed(Operation::Alter);
     let twice = users_named_twice(r);
     let store = credentials::snapshot();
     let mut outcome = BTreeMap::new();
