@@ -242,6 +242,7 @@ async fn dispatch(
             "server is shutting down",
         ));
     }
+    crate::native::authorize::check(&shard.config.authorizer, &request, &peer)?;
     let key = request.api_key();
     if key.is_data_path() {
         return data_path(shard, request, budget, reservation).await;
@@ -427,7 +428,9 @@ async fn drop_caches(
     peer: Peer,
     drop_kernel_page_cache: bool,
 ) -> Result<crate::shard::messages::ShardStats, BrokerError> {
-    if !peer.is_loopback && !shard.config.allow_remote_admin {
+    // With the authorizer on, CLUSTER_ACTION was checked instead.
+    let cfg = &shard.config;
+    if !cfg.authorizer.enabled && !peer.is_loopback && !cfg.allow_remote_admin {
         return Err(BrokerError::new(
             ErrorCode::AdminNotAllowed,
             "DropCaches is accepted from loopback only (set allow.remote.admin=true)",
@@ -461,8 +464,14 @@ fn stats_body(shard: &Shard, s: crate::shard::messages::ShardStats) -> StatsResp
     }
 }
 
+/// Topics the peer may not DESCRIBE: named, they answer TopicAuthorizationFailed; from
+/// "every topic" they are left out, as Kafka hides them.
 fn metadata(shard: &Shard, topics: Option<Vec<String>>, peer: Peer) -> MetadataResponse {
     let cfg = &shard.config;
+    let every_topic = topics.is_none();
+    let describable = |name: &str| {
+        crate::native::authorize::may_describe_topic(&cfg.authorizer, &peer, name)
+    };
     let host = advertised_host(&cfg.advertised_host, cfg.listen, peer.local);
     let shards = (0..shard.n)
         .map(|i| ShardInfo {
@@ -474,7 +483,12 @@ fn metadata(shard: &Shard, topics: Option<Vec<String>>, peer: Peer) -> MetadataR
     let topics = shard
         .topics_snapshot(topics.as_deref())
         .into_iter()
+        .filter(|t| !every_topic || t.as_ref().is_ok_and(|m| describable(&m.name)))
         .map(|t| match t {
+            Ok(meta) if !describable(&meta.name) => denied_topic(meta.name.clone()),
+            Err(crate::catalog::error::UnknownTopic(name)) if !describable(&name) => {
+                denied_topic(name)
+            }
             Ok(meta) => TopicMetadata {
                 name: meta.name.clone(),
                 error_code: ErrorCode::None,
@@ -498,6 +512,15 @@ fn metadata(shard: &Shard, topics: Option<Vec<String>>, peer: Peer) -> MetadataR
         })
         .collect();
     MetadataResponse { shards, topics }
+}
+
+fn denied_topic(name: String) -> TopicMetadata {
+    TopicMetadata {
+        name,
+        error_code: ErrorCode::TopicAuthorizationFailed,
+        partitions: Vec::new(),
+        configs: Vec::new(),
+    }
 }
 
 /// The native ListOffsets: every record up to the high watermark counts.

@@ -1,6 +1,7 @@
 //! The native front end: decodes shardlog's own protocol (PROTOCOL.md) into shard
 //! operations and encodes their results.
 
+mod authorize;
 mod group_admin;
 pub(crate) mod handlers;
 mod log_admin;
