@@ -181,6 +181,12 @@ no zone means UTC. --dry-run is the default: the plan is printed and nothing cha
         after_help = "Example: shardlog dump-log --files data/orders-0/00000000000000000000.log --print-data-log"
     )]
     DumpLog(tools::dump_log::DumpOptions),
+    /// Kafka's ACLs, with kafka-acls' flags: on a running server (--bootstrap-server, its
+    /// Kafka listener) or a stopped server's data directory (--data-dir).
+    #[command(
+        after_help = "Example: shardlog acls --bootstrap-server 127.0.0.1:9092 --add --allow-principal User:alice --operation Read --topic orders --group billing"
+    )]
+    Acls(tools::acls::AclsArgs),
     /// SASL/SCRAM users of a data directory, set offline before the server starts.
     #[command(
         after_help = "Example: echo \"$PASSWORD\" | shardlog users set --data-dir /var/lib/shardlog --user admin --mechanism SCRAM-SHA-256 --password-stdin"

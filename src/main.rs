@@ -273,6 +273,7 @@ fn main() -> ExitCode {
         }
         Command::CrashCheck { action } => crash_check(action),
         Command::DumpLog(args) => dump_log(args),
+        Command::Acls(args) => tools::acls::run(args, &mut std::io::stdout().lock()),
         Command::Users(args) => tools::users::run(args, &mut std::io::stdout().lock()),
     };
     match result {

@@ -10,8 +10,12 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
+/// A connection's bytes: plain TCP or a TLS stream over it.
+pub trait Transport: Read + Write + Send {}
+impl<T: Read + Write + Send> Transport for T {}
+
 pub struct BlockingClient {
-    stream: TcpStream,
+    stream: Box<dyn Transport>,
     next_correlation_id: i32,
     timeout: Duration,
 }
@@ -31,16 +35,67 @@ impl BlockingClient {
                     stream.set_read_timeout(Some(timeout))?;
                     stream.set_write_timeout(Some(timeout))?;
                     stream.set_nodelay(true)?;
-                    return Ok(BlockingClient {
-                        stream,
-                        next_correlation_id: 1,
-                        timeout,
-                    });
+                    return Ok(Self::over(Box::new(stream), timeout));
                 }
                 Err(e) => last = Some(e),
             }
         }
         Err(last.unwrap_or_else(|| std::io::Error::other(format!("{addr} resolves to nothing"))))
+    }
+
+    /// A client over a connected stream whose reads and writes time out after `timeout`.
+    pub fn over(stream: Box<dyn Transport>, timeout: Duration) -> Self {
+        BlockingClient {
+            stream,
+            next_correlation_id: 1,
+            timeout,
+        }
+    }
+
+    /// SASL authentication as Kafka's clients run it (SaslHandshake v1, then the
+    /// mechanism's tokens in SaslAuthenticate v1).
+    pub fn authenticate(
+        &mut self,
+        mechanism: crate::security::SaslMechanism,
+        user: &str,
+        password: &str,
+    ) -> anyhow::Result<()> {
+        use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+        let name = StrBytes::from_string(mechanism.name().to_string());
+        let handshake = SaslHandshakeRequest::default().with_mechanism(name);
+        match self.call(ApiKey::SaslHandshake, 1, &RequestKind::SaslHandshake(handshake))? {
+            ResponseKind::SaslHandshake(r) if r.error_code == 0 => {}
+            ResponseKind::SaslHandshake(r) => {
+                let offered: Vec<String> = r.mechanisms.iter().map(|m| m.to_string()).collect();
+                anyhow::bail!("the server refused {} (it offers {offered:?})", mechanism.name())
+            }
+            other => anyhow::bail!("unexpected answer to SaslHandshake: {other:?}"),
+        }
+        let mut token = |bytes: Vec<u8>| -> anyhow::Result<Vec<u8>> {
+            let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(bytes));
+            match self.call(ApiKey::SaslAuthenticate, 1, &RequestKind::SaslAuthenticate(request))? {
+                ResponseKind::SaslAuthenticate(r) if r.error_code == 0 => Ok(r.auth_bytes.to_vec()),
+                ResponseKind::SaslAuthenticate(r) => anyhow::bail!(
+                    "SASL authentication as {user:?} failed (error {}): {}",
+                    r.error_code,
+                    r.error_message.map(|m| m.to_string()).unwrap_or_default()
+                ),
+                other => anyhow::bail!("unexpected answer to SaslAuthenticate: {other:?}"),
+            }
+        };
+        match mechanism {
+            crate::security::SaslMechanism::Plain => {
+                token(format!("\0{user}\0{password}").into_bytes())?;
+            }
+            crate::security::SaslMechanism::Scram(m) => {
+                use crate::security::scram_client::ClientExchange;
+                let (exchange, first) = ClientExchange::start(m, user, password);
+                let server_first = token(first)?;
+                let (awaiting, last) = exchange.respond(&server_first)?;
+                awaiting.finish(&token(last)?)?;
+            }
+        }
+        Ok(())
     }
 
     /// Sends a request with a raw body (which may be anything); returns its correlation id.

@@ -10,6 +10,7 @@ pub mod listeners;
 pub mod meta_file;
 pub mod plain;
 pub mod scram;
+pub mod scram_client;
 
 pub use listeners::{KafkaListener, SecurityProtocol};
 

@@ -1,5 +1,9 @@
 //! Command-line tools: `dump-log` works on files offline; the others talk to a server.
 
+pub mod acls;
+mod acls_live;
+mod acls_offline;
+pub mod client_config;
 pub mod consume;
 pub mod consumer_groups;
 pub mod crash_check;
@@ -12,6 +16,7 @@ pub mod native_blocking;
 pub mod native_groups;
 pub mod partitioner;
 pub mod probe;
+pub mod secure_stream;
 pub mod produce;
 pub mod time_arg;
 pub mod time_window;
