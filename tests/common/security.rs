@@ -28,7 +28,18 @@ pub fn users_set(data: &Path, user: &str, mechanism: &str, password: &str) {
 
 /// Runs `sasl.py args` with `env` and checks it printed the line `expect`.
 pub fn run_sasl_client(server: &ServerProc, env: &[(&str, String)], args: &[&str], expect: &str) {
-    let mut cmd = script("sasl.py", args);
+    run_client_script(server, "sasl.py", env, args, expect);
+}
+
+/// Runs the client script `name` with `args` and `env` and checks it printed `expect`.
+pub fn run_client_script(
+    server: &ServerProc,
+    name: &str,
+    env: &[(&str, String)],
+    args: &[&str],
+    expect: &str,
+) {
+    let mut cmd = script(name, args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -36,11 +47,23 @@ pub fn run_sasl_client(server: &ServerProc, env: &[(&str, String)], args: &[&str
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.lines().any(|l| l == expect),
-        "sasl.py {args:?}: {}\n{stdout}\n{}\nserver log:\n{}",
+        "{name} {args:?}: {}\n{stdout}\n{}\nserver log:\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr),
         server.log_text()
     );
+}
+
+/// `shardlog acls ARGS`; its stdout (it must succeed).
+pub fn acls_tool(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .arg("acls")
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "acls {args:?}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout
 }
 
 /// `shardlog serve` with this config file text must exit at once; its stderr.
