@@ -130,3 +130,57 @@ fn offline_acls_are_in_force_at_the_first_start() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("stop the server first"));
 }
+
+/// `shardlog ARGS` against the native listener: (success, stdout + stderr).
+fn native_tool(args: &[&str], stdin: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn the_native_protocol_applies_the_same_acls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    users_set(&data, "admin", SCRAM, "admin-secret");
+    let (server, _plain, sasl) = server(&data, &[]);
+    let native = server.addr();
+    let create = ["topics", "create", "-b", &native, "--topic", "n", "--partitions", "2"];
+    let (ok, text) = native_tool(&create, "");
+    assert!(!ok && text.contains("Authorization"), "created without CREATE: {text}");
+    let (ok, text) = native_tool(&["log-dirs", "-b", &native], "");
+    assert!(!ok && text.contains("ClusterAuthorizationFailed"), "{text}");
+
+    let props = admin_properties(tmp.path());
+    let tool = |more: &[&str]| {
+        let mut args = vec!["--bootstrap-server", sasl.as_str(), "--command-config", props.as_str()];
+        args.extend_from_slice(more);
+        acls_tool(&args)
+    };
+    tool(&["--add", "--allow-principal", "User:ANONYMOUS", "--producer", "--topic", "n"]);
+    let (ok, text) = native_tool(&create, "");
+    assert!(ok, "create with CREATE on the topic: {text}");
+    let produce = ["produce", "-b", &native, "--topic", "n", "--partition", "0"];
+    let (ok, text) = native_tool(&produce, "a\nb\n");
+    assert!(ok, "produce with WRITE: {text}");
+    let consume = ["consume", "-b", &native, "--topic", "n", "--partition", "0", "--offset", "0", "--max-records", "2"];
+    let (ok, text) = native_tool(&consume, "");
+    assert!(!ok && text.contains("TopicAuthorizationFailed"), "read without READ: {text}");
+    tool(&["--add", "--allow-principal", "User:ANONYMOUS", "--operation", "Describe", "--cluster"]);
+    let (ok, text) = native_tool(&["log-dirs", "-b", &native], "");
+    assert!(ok, "{text}");
+    drop(server);
+}
