@@ -16,26 +16,10 @@ use common::server_proc::{free_port, ServerProc};
 use kafka_protocol::messages::*;
 use shardlog::kafka::blocking_client::BlockingClient;
 
-/// A CA and a server certificate it signs for 127.0.0.1 and localhost: (keystore PEM:
-/// server certificate, CA certificate, key; CA certificate PEM).
+/// A CA and a server certificate it signs: (keystore PEM, CA certificate PEM).
 fn mint(ca_name: &str) -> (String, String) {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, ca_name);
-    let ca_key = KeyPair::generate().unwrap();
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let mut params =
-        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "shardlog test server");
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, &ca_cert, &ca_key).unwrap();
-    let keystore = format!("{}{}{}", cert.pem(), ca_cert.pem(), key.serialize_pem());
-    (keystore, ca_cert.pem())
+    let ca = common::certs::TestCa::new(ca_name);
+    (ca.server_keystore(), ca.pem())
 }
 
 /// Writes `keystore.pem` and `ca.pem` of one CA, and `other-ca.pem` and `other-keystore.pem`

@@ -41,6 +41,8 @@ pub struct Kafka {
     pub mechanisms: Vec<crate::security::SaslMechanism>,
     /// The TLS of an SSL or SASL_SSL listener.
     pub tls: Option<std::rc::Rc<crate::net::tls::TlsSource>>,
+    /// How a client certificate's DN becomes the principal (SSL listeners).
+    pub mapper: crate::security::principal_mapping::PrincipalMapper,
 }
 
 impl crate::net::FrontEnd for Kafka {
@@ -72,6 +74,10 @@ impl crate::net::FrontEnd for Kafka {
 
     fn tls(&self) -> Option<std::sync::Arc<rustls::ServerConfig>> {
         self.tls.as_ref().map(|source| source.config())
+    }
+
+    fn principal_mapper(&self) -> Option<&crate::security::principal_mapping::PrincipalMapper> {
+        Some(&self.mapper)
     }
 
     fn handshake(&self) -> Option<Box<dyn crate::net::Handshake>> {

@@ -163,34 +163,45 @@ async fn open(
     front: &dyn FrontEnd,
 ) -> Result<Opened, Refused> {
     // Buffered: a small request's size prefix and body usually arrive in one recv.
-    let (mut reader, mut writer) = match front.tls() {
+    let (mut reader, mut writer, certified) = match front.tls() {
         None => (
             ConnReader::Plain(stream.buffered()),
             ConnWriter::Plain(writer),
+            None,
         ),
-        Some(config) => start_tls(config, stream.buffered(), writer).await?,
+        Some(config) => start_tls(config, stream.buffered(), writer, front).await?,
     };
     let Some(handshake) = front.handshake() else {
-        return Ok((reader, writer, true, None));
+        return Ok((reader, writer, true, certified));
     };
     let principal = authenticate(shard, &mut reader, &mut writer, budget, front, handshake).await?;
     tracing::debug!(shard = shard.id, %principal, "authenticated");
     Ok((reader, writer, false, Some(principal)))
 }
 
-/// The TLS handshake, within the request timeout; then the connection's halves under it.
+/// The TLS handshake, within the request timeout; then the connection's halves under it,
+/// and the principal of the client's certificate if it sent one.
 async fn start_tls(
     config: std::sync::Arc<rustls::ServerConfig>,
     mut reader: TcpStream<glommio::net::Preallocated>,
     mut writer: TcpStream,
-) -> Result<(ConnReader, ConnWriter), Refused> {
+    front: &dyn FrontEnd,
+) -> Result<(ConnReader, ConnWriter, Option<String>), Refused> {
     // The same bound as a first request's (a silent client is dropped as soon).
     let limit = Duration::from_secs(30);
     let (session, pending) = within(limit, super::tls::accept(config, &mut reader, &mut writer))
         .await
         .map_err(|e| Refused(format!("TLS handshake: {e}")))?;
+    let leaf = session.borrow().peer_certificates().and_then(|c| c.first().cloned());
+    let principal = match (leaf, front.principal_mapper()) {
+        (Some(leaf), Some(mapper)) => {
+            let principal = mapper.principal(&leaf).map_err(|e| Refused(e.to_string()))?;
+            Some(principal)
+        }
+        _ => None,
+    };
     let reader = ConnReader::Tls(super::tls::TlsReader::new(reader, session.clone(), pending));
-    Ok((reader, ConnWriter::Tls(writer, session)))
+    Ok((reader, ConnWriter::Tls(writer, session), principal))
 }
 
 /// Frames a handshake may take (SCRAM needs ApiVersions, SaslHandshake and two tokens).

@@ -50,6 +50,10 @@ pub trait FrontEnd {
     fn tls(&self) -> Option<std::sync::Arc<rustls::ServerConfig>> {
         None
     }
+    /// How a client certificate becomes a principal (`ssl.principal.mapping.rules`).
+    fn principal_mapper(&self) -> Option<&crate::security::principal_mapping::PrincipalMapper> {
+        None
+    }
 }
 
 /// A connection's authentication, one frame at a time, before any request is served

@@ -22,6 +22,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConnection;
 
+use crate::security::listeners::ClientAuth;
+
 /// Bytes read from the socket at a time.
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -33,29 +35,77 @@ pub struct TlsSetupError {
     pub why: String,
 }
 
+/// A TLS listener's files and whether it asks for client certificates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// The certificate chain (leaf first) and its private key (KIP-651 PEM).
+    pub keystore: PathBuf,
+    /// The CAs that sign client certificates.
+    pub truststore: Option<PathBuf>,
+    pub client_auth: ClientAuth,
+}
+
+fn certificates(path: &Path, key: &str) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
+    let fail = |why: String| TlsSetupError {
+        what: format!("{key} {}", path.display()),
+        why,
+    };
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| fail(e.to_string()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| fail(e.to_string()))?;
+    match certs.is_empty() {
+        true => Err(fail("no certificate in the file".into())),
+        false => Ok(certs),
+    }
+}
+
+/// Checks client certificates against the truststore (`requested`: a client may send none).
+fn client_verifier(
+    settings: &TlsSettings,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, TlsSetupError> {
+    let path = settings.truststore.as_deref().ok_or_else(|| TlsSetupError {
+        what: "ssl.truststore.location".into(),
+        why: "client certificates need the CAs that sign them".into(),
+    })?;
+    let fail = |why: String| TlsSetupError {
+        what: format!("ssl.truststore.location {}", path.display()),
+        why,
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in certificates(path, "ssl.truststore.location")? {
+        roots.add(ca).map_err(|e| fail(e.to_string()))?;
+    }
+    let builder = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+    let builder = match settings.client_auth {
+        ClientAuth::Requested => builder.allow_unauthenticated(),
+        _ => builder,
+    };
+    builder.build().map_err(|e| fail(e.to_string()))
+}
+
 /// The server side of TLS from a PEM keystore (KIP-651's `ssl.keystore.type=PEM`: the
-/// certificate chain, leaf first, and its private key in one file). TLS 1.2 and 1.3; no
-/// session tickets (nothing is resumed), no client certificates yet.
-pub fn server_config(keystore: &Path) -> Result<Arc<rustls::ServerConfig>, TlsSetupError> {
+/// certificate chain, leaf first, and its private key in one file), checking client
+/// certificates against the truststore when `ssl.client.auth` asks for them. TLS 1.2 and
+/// 1.3; no session tickets (nothing is resumed).
+pub fn server_config(settings: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsSetupError> {
+    let keystore = &settings.keystore;
     let fail = |why: String| TlsSetupError {
         what: format!("ssl.keystore.location {}", keystore.display()),
         why,
     };
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(keystore)
-        .map_err(|e| fail(e.to_string()))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| fail(e.to_string()))?;
-    if chain.is_empty() {
-        return Err(fail("no certificate in the file".into()));
-    }
+    let chain = certificates(keystore, "ssl.keystore.location")?;
     let key = PrivateKeyDer::from_pem_file(keystore).map_err(|e| fail(e.to_string()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| fail(e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
         .map_err(|e| fail(e.to_string()))?;
+    let builder = match settings.client_auth {
+        ClientAuth::None => builder.with_no_client_auth(),
+        _ => builder.with_client_cert_verifier(client_verifier(settings, provider)?),
+    };
+    let mut config = builder.with_single_cert(chain, key).map_err(|e| fail(e.to_string()))?;
     config.send_tls13_tickets = 0;
     Ok(Arc::new(config))
 }
@@ -67,18 +117,25 @@ pub const RELOAD_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
 /// certificate is in force for new connections within `RELOAD_CHECK`; open ones keep
 /// theirs). One per listener per shard.
 pub struct TlsSource {
-    keystore: PathBuf,
+    settings: TlsSettings,
     current: RefCell<Arc<rustls::ServerConfig>>,
-    modified: Cell<Option<std::time::SystemTime>>,
+    modified: Cell<Modified>,
+}
+
+/// When the keystore and the truststore were last changed.
+type Modified = (Option<std::time::SystemTime>, Option<std::time::SystemTime>);
+
+fn modified(settings: &TlsSettings) -> Modified {
+    let of = |p: &Path| crate::io::os::modified(p).ok();
+    (of(&settings.keystore), settings.truststore.as_deref().and_then(of))
 }
 
 impl TlsSource {
-    pub fn load(keystore: &Path) -> Result<Rc<TlsSource>, TlsSetupError> {
-        let modified = crate::io::os::modified(keystore).ok();
+    pub fn load(settings: TlsSettings) -> Result<Rc<TlsSource>, TlsSetupError> {
         Ok(Rc::new(TlsSource {
-            keystore: keystore.to_path_buf(),
-            current: RefCell::new(server_config(keystore)?),
-            modified: Cell::new(modified),
+            current: RefCell::new(server_config(&settings)?),
+            modified: Cell::new(modified(&settings)),
+            settings,
         }))
     }
 
@@ -89,17 +146,16 @@ impl TlsSource {
     /// Reloads the keystore if the file changed; a file that does not load keeps the
     /// certificate in force (and is tried again at its next change).
     pub fn refresh(&self) {
-        let Ok(modified) = crate::io::os::modified(&self.keystore) else {
-            return;
-        };
-        if self.modified.get() == Some(modified) {
+        let now = modified(&self.settings);
+        if self.modified.get() == now || now.0.is_none() {
             return;
         }
-        self.modified.set(Some(modified));
-        match server_config(&self.keystore) {
+        self.modified.set(now);
+        match server_config(&self.settings) {
             Ok(config) => {
                 *self.current.borrow_mut() = config;
-                tracing::info!(keystore = %self.keystore.display(), "TLS certificate reloaded");
+                let keystore = self.settings.keystore.display();
+                tracing::info!(%keystore, "TLS certificate and truststore reloaded");
             }
             Err(e) => tracing::error!(%e, "TLS certificate not reloaded; the old one stays"),
         }

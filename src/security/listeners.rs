@@ -54,10 +54,42 @@ impl SecurityProtocol {
         matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
     }
 
-    /// Safe off loopback: encrypted and authenticated (SASL_SSL; SSL authenticates no one
-    /// until client certificates are supported).
-    pub fn is_secure(self) -> bool {
-        matches!(self, SecurityProtocol::SaslSsl)
+    /// Safe off loopback: encrypted and authenticated (SASL_SSL, or SSL when client
+    /// certificates are required).
+    pub fn is_secure(self, client_auth: ClientAuth) -> bool {
+        match self {
+            SecurityProtocol::SaslSsl => true,
+            SecurityProtocol::Ssl => client_auth == ClientAuth::Required,
+            _ => false,
+        }
+    }
+}
+
+/// Kafka's `ssl.client.auth`: whether a TLS listener asks clients for a certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ClientAuth {
+    #[default]
+    None,
+    /// Asked for; a client without one is anonymous.
+    Requested,
+    /// A client without a certificate the truststore's CAs signed is refused.
+    Required,
+}
+
+impl ClientAuth {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientAuth::None => "none",
+            ClientAuth::Requested => "requested",
+            ClientAuth::Required => "required",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ClientAuth> {
+        [ClientAuth::None, ClientAuth::Requested, ClientAuth::Required]
+            .into_iter()
+            .find(|c| c.name() == name)
     }
 }
 

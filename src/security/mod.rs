@@ -9,6 +9,7 @@ pub mod credentials;
 pub mod listeners;
 pub mod meta_file;
 pub mod plain;
+pub mod principal_mapping;
 pub mod scram;
 pub mod scram_client;
 

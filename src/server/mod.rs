@@ -292,21 +292,32 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     };
     let mut listeners = vec![native(shared), native(own)];
     for kafka in cfg.kafka_listeners() {
-        let tls = match (&cfg.ssl_keystore_location, kafka.protocol.is_tls()) {
+        let own = cfg.for_listener(&kafka);
+        let tls = match (&own.ssl_keystore_location, kafka.protocol.is_tls()) {
             (Some(keystore), true) => {
-                let source = crate::net::tls::TlsSource::load(keystore)
+                let settings = crate::net::tls::TlsSettings {
+                    keystore: keystore.clone(),
+                    truststore: own.ssl_truststore_location.clone(),
+                    client_auth: own.ssl_client_auth,
+                };
+                let source = crate::net::tls::TlsSource::load(settings)
                     .map_err(|e| startup(e.to_string()))?;
                 spawn_tls_reloader(shard.clone(), source.clone());
                 Some(source)
             }
             _ => None,
         };
+        let mapper = crate::security::principal_mapping::PrincipalMapper::parse(
+            &own.ssl_principal_mapping_rules,
+        )
+        .map_err(|e| startup(e.to_string()))?;
         listeners.push(Listener {
             socket: bind(kafka.addr).await?,
             front: Rc::new(crate::kafka::Kafka {
                 protocol: kafka.protocol,
-                mechanisms: cfg.sasl_enabled_mechanisms.clone(),
+                mechanisms: own.sasl_enabled_mechanisms.clone(),
                 tls,
+                mapper,
             }),
             slots: |shard| &shard.kafka_slots,
         });

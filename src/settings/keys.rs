@@ -8,6 +8,7 @@ use std::fmt::{Debug, Display};
 use std::ops::RangeBounds;
 use std::path::PathBuf;
 
+use crate::security::listeners::ClientAuth;
 use crate::settings::{bad, parse_listen, parse_optional_listen, ServerConfig, SettingsError};
 
 pub struct ServerKey {
@@ -204,13 +205,48 @@ pub const SERVER_KEYS: &[ServerKey] = &[
     },
     ServerKey {
         name: "ssl.client.auth",
-        get: |_| "none".to_string(),
+        get: |c| c.ssl_client_auth.name().to_string(),
+        set: |c, v| {
+            c.ssl_client_auth = ClientAuth::from_name(v).ok_or_else(|| {
+                bad("ssl.client.auth", format!("{v:?}: none, requested or required"))
+            })?;
+            Ok(())
+        },
+        check: unbounded,
+    },
+    ServerKey {
+        name: "ssl.truststore.location",
+        get: |c| {
+            c.ssl_truststore_location
+                .as_ref()
+                .map_or(String::new(), |p| p.display().to_string())
+        },
+        set: |c, v| {
+            c.ssl_truststore_location = (!v.is_empty()).then(|| PathBuf::from(v));
+            Ok(())
+        },
+        check: unbounded,
+    },
+    ServerKey {
+        name: "ssl.truststore.type",
+        get: |_| "PEM".to_string(),
         set: |_, v| match v {
-            "none" => Ok(()),
+            "PEM" => Ok(()),
             other => Err(bad(
-                "ssl.client.auth",
-                format!("{other:?}: client certificates are not supported yet (none)"),
+                "ssl.truststore.type",
+                format!("{other:?}: only PEM (KIP-651)"),
             )),
+        },
+        check: unbounded,
+    },
+    ServerKey {
+        name: "ssl.principal.mapping.rules",
+        get: |c| c.ssl_principal_mapping_rules.clone(),
+        set: |c, v| {
+            crate::security::principal_mapping::PrincipalMapper::parse(v)
+                .map_err(|e| bad("ssl.principal.mapping.rules", e))?;
+            c.ssl_principal_mapping_rules = v.to_string();
+            Ok(())
         },
         check: unbounded,
     },

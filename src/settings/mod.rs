@@ -5,6 +5,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 pub mod keys;
+mod listener_security;
 
 use crate::protocol::DEFAULT_MAX_FRAME_BYTES;
 use keys::{server_key, SERVER_KEYS};
@@ -88,6 +89,15 @@ pub struct ServerConfig {
     pub allow_insecure_listeners: bool,
     /// Kafka's authorizer: `authorizer.enable`, `super.users`, `allow.everyone.if.no.acl.found`.
     pub authorizer: crate::security::authorizer::AuthorizerConfig,
+    /// Kafka's ssl.client.auth (TLS listeners): none, requested or required.
+    pub ssl_client_auth: crate::security::listeners::ClientAuth,
+    /// PEM file with the CAs that sign client certificates (ssl.client.auth).
+    pub ssl_truststore_location: Option<PathBuf>,
+    /// How a client certificate's DN becomes its principal (KIP-371).
+    pub ssl_principal_mapping_rules: String,
+    /// Kafka's `listener.name.<name>.<key>`: (listener name, key, value), applied over the
+    /// server-wide value for that listener only.
+    pub listener_overrides: Vec<(String, String, String)>,
     /// PEM file with the TLS listeners' certificate chain (leaf first) and private key
     /// (Kafka's ssl.keystore.location with ssl.keystore.type=PEM, KIP-651).
     pub ssl_keystore_location: Option<PathBuf>,
@@ -141,6 +151,10 @@ impl Default for ServerConfig {
             ],
             allow_insecure_listeners: false,
             authorizer: Default::default(),
+            ssl_client_auth: Default::default(),
+            ssl_truststore_location: None,
+            ssl_principal_mapping_rules: "DEFAULT".to_string(),
+            listener_overrides: Vec::new(),
             ssl_keystore_location: None,
             metrics_listen: None,
             producer_id_block_size: 1000,
@@ -249,6 +263,9 @@ impl ServerConfig {
     }
 
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SettingsError> {
+        if let Some(rest) = key.strip_prefix(listener_security::PREFIX) {
+            return self.set_listener_key(rest, v);
+        }
         (server_key(key)?.set)(self, v)
     }
 
@@ -315,17 +332,7 @@ impl ServerConfig {
                 ));
             }
         }
-        self.validate_insecure_listeners()?;
-        let tls = self
-            .kafka_listeners()
-            .into_iter()
-            .find(|l| l.protocol.is_tls());
-        if let (Some(l), None) = (tls, &self.ssl_keystore_location) {
-            return Err(bad(
-                "ssl.keystore.location",
-                format!("listener {l} needs a PEM keystore (certificate chain and key)"),
-            ));
-        }
+        self.validate_listener_security()?;
         if let Some(m) = self.metrics_listen {
             let taken = self.listen_addrs();
             if taken[..taken.len() - 1]
@@ -378,32 +385,6 @@ impl ServerConfig {
         } else {
             "listeners"
         }
-    }
-
-    /// Unencrypted listeners stay on loopback unless `allow.insecure.listeners` is set.
-    fn validate_insecure_listeners(&self) -> Result<(), SettingsError> {
-        if self.allow_insecure_listeners {
-            return Ok(());
-        }
-        let native = [("listen", format!("native {}", self.listen), self.listen)];
-        let kafka = self
-            .kafka_listeners()
-            .into_iter()
-            .map(|l| (self.kafka_listeners_key(), l.to_string(), l.addr));
-        let kafka = kafka.filter(|(_, name, _)| !name.starts_with("SASL_SSL://"));
-        for (key, name, addr) in native.into_iter().chain(kafka) {
-            if !crate::security::listeners::is_loopback(addr.ip()) {
-                return Err(bad(
-                    key,
-                    format!(
-                        "listener {name} is not both encrypted and authenticated (SASL_SSL) \
-                         and not on loopback; set allow.insecure.listeners=true if you mean \
-                         to expose it"
-                    ),
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// The per-shard port of shard `i`.

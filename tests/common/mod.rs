@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::path::PathBuf;
 
+pub mod certs;
 pub mod cli;
 pub mod kafka_clients;
 pub mod security;

@@ -3,7 +3,8 @@
   python acls.py denied HOST:PORT MECHANISM USER PASSWORD TOPIC
       confluent-kafka as USER (MECHANISM "-": PLAINTEXT, anonymous): TOPIC is not in the
       topic list, producing to it fails with TOPIC_AUTHORIZATION_FAILED, and a consumer
-      group on it fails with an authorization error. Prints DENIED.
+      group on it fails with an authorization error. Prints DENIED. With SSL_CA=FILE in
+      the environment it connects over TLS (SSL, or SASL_SSL with a mechanism).
   python acls.py visible-not-writable HOST:PORT MECHANISM USER PASSWORD TOPIC
       The same, but TOPIC must be listed (DESCRIBE allowed). Prints DENIED.
   python acls.py admin-api HOST:PORT MECHANISM USER PASSWORD TOPIC
@@ -16,6 +17,7 @@
   python acls.py admin-api-disabled HOST:PORT - - - TOPIC
       create_acls without an authorizer fails with SECURITY_DISABLED. Prints DISABLED.
 """
+import os
 import sys
 import time
 
@@ -27,11 +29,17 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation,
 mode, bootstrap, mechanism, user, password, topic = sys.argv[1:7]
 
 
+SSL_CA = os.environ.get("SSL_CA")
+
+
 def conf():
     c = {"bootstrap.servers": bootstrap}
     if mechanism != "-":
         c.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
                   "sasl.username": user, "sasl.password": password})
+    if SSL_CA:
+        c.update({"security.protocol": "SSL" if mechanism == "-" else "SASL_SSL",
+                  "ssl.ca.location": SSL_CA})
     return c
 
 

@@ -14,7 +14,8 @@
   With PAD=N in the environment each record carries N more bytes (large requests and
   replies, many TLS records each).
   With SSL_CA=FILE in the environment every client connects over TLS trusting that CA:
-  SASL_SSL, or SSL when MECHANISM is "-" (no SASL).
+  SASL_SSL, or SSL when MECHANISM is "-" (no SASL); with SSL_CERT=FILE and SSL_KEY=FILE
+  they present that client certificate (ssl.client.auth).
   python sasl.py probe HOST:PORT MECHANISM USER PASSWORD -
       Lists topics once (5 s): prints OK if the server answers, REFUSED if not.
   python sasl.py refused HOST:PORT MECHANISM USER PASSWORD TOPIC
@@ -33,6 +34,8 @@ DEADLINE_S = 60
 
 
 SSL_CA = os.environ.get("SSL_CA")
+SSL_CERT = os.environ.get("SSL_CERT")
+SSL_KEY = os.environ.get("SSL_KEY")
 SASL = mechanism != "-"
 PROTOCOL = {(True, True): "SASL_SSL", (True, False): "SSL",
             (False, True): "SASL_PLAINTEXT", (False, False): "PLAINTEXT"}[(bool(SSL_CA), SASL)]
@@ -45,6 +48,8 @@ def librdkafka_conf():
                      "sasl.password": password})
     if SSL_CA:
         conf["ssl.ca.location"] = SSL_CA
+    if SSL_CERT:
+        conf.update({"ssl.certificate.location": SSL_CERT, "ssl.key.location": SSL_KEY})
     return conf
 
 
@@ -82,6 +87,8 @@ def kafka_python():
                      "sasl_plain_password": password})
     if SSL_CA:
         conf.update({"ssl_cafile": SSL_CA, "ssl_check_hostname": True})
+    if SSL_CERT:
+        conf.update({"ssl_certfile": SSL_CERT, "ssl_keyfile": SSL_KEY})
     p = KafkaProducer(**conf)
     for i in range(20):
         p.send(topic, value=f"kp-{user}-{i}".encode(), partition=i % 2)
