@@ -18,18 +18,23 @@ use shardlog::kafka::blocking_client::BlockingClient;
 
 /// A server with a PLAINTEXT and a SASL_PLAINTEXT Kafka listener; (server, plain, sasl).
 fn server(data: &Path) -> (ServerProc, String, String) {
+    server_with(data, &[])
+}
+
+fn server_with(data: &Path, extra: &[(&str, &str)]) -> (ServerProc, String, String) {
     let (plain, sasl) = (
         format!("127.0.0.1:{}", free_port()),
         format!("127.0.0.1:{}", free_port()),
     );
     let listeners = format!("PLAINTEXT://{plain},SASL_PLAINTEXT://{sasl}");
-    let config = [
+    let mut config = vec![
         ("listeners", listeners.as_str()),
         (
             "sasl.enabled.mechanisms",
             "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
         ),
     ];
+    config.extend_from_slice(extra);
     (ServerProc::start(data, 2, &config), plain, sasl)
 }
 
@@ -274,4 +279,45 @@ fn an_unencrypted_listener_off_loopback_is_refused_at_start() {
             && stderr.contains("allow.insecure.listeners"),
         "{stderr}"
     );
+}
+
+#[test]
+fn sessions_expire_and_clients_reauthenticate_on_the_live_connection() {
+    use shardlog::security::{scram::Mechanism, SaslMechanism};
+    use std::time::Duration;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    users_set(&data, "alice", "SCRAM-SHA-256", "alice-secret");
+    users_set(&data, "bob", "SCRAM-SHA-256", "bob-secret");
+    let (server, _plain, sasl) = server_with(&data, &[("connections.max.reauth.ms", "1500")]);
+    let scram = SaslMechanism::Scram(Mechanism::Sha256);
+    let connect = || BlockingClient::connect(&sasl).unwrap();
+    // v1+ clients are told the session's lifetime.
+    let mut c = connect();
+    assert_eq!(handshake(&mut c, "PLAIN").error_code, 0);
+    let a = authenticate(&mut c, b"\0alice\0alice-secret".to_vec());
+    assert_eq!((a.error_code, a.session_lifetime_ms), (0, 1500), "{a:?}");
+    // A client that re-authenticates before the end keeps its connection.
+    let mut c = connect();
+    c.authenticate(scram, "alice", "alice-secret").unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    c.authenticate(scram, "alice", "alice-secret").unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(call(&mut c, 9, metadata()).is_ok(), "re-authenticated 1 s ago");
+    // One that does not is closed at its next request after the end.
+    let mut d = connect();
+    d.authenticate(scram, "alice", "alice-secret").unwrap();
+    assert!(call(&mut d, 9, metadata()).is_ok());
+    std::thread::sleep(Duration::from_millis(1700));
+    assert!(call(&mut d, 9, metadata()).is_err(), "served after the session ended");
+    // Re-authenticating as someone else closes the connection.
+    let mut e = connect();
+    e.authenticate(scram, "alice", "alice-secret").unwrap();
+    assert!(e.authenticate(scram, "bob", "bob-secret").is_err());
+    assert!(closed(&mut e));
+    // librdkafka re-authenticates by itself across four lifetimes.
+    run_client(&server, &["confluent", &sasl, "SCRAM-SHA-256", "alice", "alice-secret", "long-lived"], "OK");
+    run_client(&server, &["long", &sasl, "SCRAM-SHA-256", "alice", "alice-secret", "long-lived"], "OK");
+    let expired = server.log_text().matches("SASL session expired").count();
+    assert_eq!(expired, 1, "only the client that did not re-authenticate was cut");
 }

@@ -43,6 +43,8 @@ pub struct Kafka {
     pub tls: Option<std::rc::Rc<crate::net::tls::TlsSource>>,
     /// How a client certificate's DN becomes the principal (SSL listeners).
     pub mapper: crate::security::principal_mapping::PrincipalMapper,
+    /// KIP-368: `connections.max.reauth.ms` (None: sessions do not expire).
+    pub session_lifetime: Option<std::time::Duration>,
 }
 
 impl crate::net::FrontEnd for Kafka {
@@ -84,7 +86,17 @@ impl crate::net::FrontEnd for Kafka {
         if !self.protocol.needs_sasl() {
             return None;
         }
-        Some(Box::new(sasl::KafkaSasl::new(self.mechanisms.clone())))
+        let lifetime = self.session_lifetime.map_or(0, |d| d.as_millis() as i64);
+        Some(Box::new(sasl::KafkaSasl::new(self.mechanisms.clone(), lifetime)))
+    }
+
+    fn session_lifetime(&self) -> Option<std::time::Duration> {
+        self.session_lifetime.filter(|_| self.protocol.needs_sasl())
+    }
+
+    fn starts_reauthentication(&self, frame: &[u8]) -> bool {
+        const SASL_HANDSHAKE: i16 = 17;
+        self.protocol.needs_sasl() && frame.len() >= 2 && i16::from_be_bytes([frame[0], frame[1]]) == SASL_HANDSHAKE
     }
 }
 

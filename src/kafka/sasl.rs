@@ -39,6 +39,11 @@ enum State {
 pub struct KafkaSasl {
     enabled: Vec<SaslMechanism>,
     state: State,
+    /// KIP-368's session lifetime told to v1+ clients (0: none).
+    session_lifetime_ms: i64,
+    /// (version, correlation id) of the last SaslAuthenticate, so its answer can be turned
+    /// into a refusal.
+    last_authenticate: Option<(i16, i32)>,
 }
 
 /// What one token does to the exchange.
@@ -50,11 +55,13 @@ enum TokenOutcome {
 }
 
 impl KafkaSasl {
-    pub fn new(enabled: Vec<SaslMechanism>) -> Self {
+    pub fn new(enabled: Vec<SaslMechanism>, session_lifetime_ms: i64) -> Self {
         debug_assert!(!enabled.is_empty(), "a SASL listener offers a mechanism");
         KafkaSasl {
             enabled,
             state: State::Start,
+            session_lifetime_ms,
+            last_authenticate: None,
         }
     }
 
@@ -167,6 +174,15 @@ fn raw_frame(token: &[u8]) -> Vec<u8> {
 }
 
 impl Handshake for KafkaSasl {
+    fn refusal(&mut self, why: &str) -> Option<Vec<u8>> {
+        let (version, correlation_id) = self.last_authenticate?;
+        let response = SaslAuthenticateResponse::default()
+            .with_error_code(SASL_AUTHENTICATION_FAILED)
+            .with_error_message(Some(str_bytes(why)));
+        let key = kafka_protocol::messages::ApiKey::SaslAuthenticate;
+        encode(key, version, correlation_id, &ResponseKind::SaslAuthenticate(response)).ok()
+    }
+
     fn step(&mut self, frame: Bytes) -> HandshakeStep {
         if let State::Chosen { raw: true, .. } | State::Scram { raw: true, .. } = self.state {
             return self.raw_token(&frame);
@@ -200,7 +216,11 @@ impl Handshake for KafkaSasl {
                 (ResponseKind::SaslHandshake(response), outcome)
             }
             RequestKind::SaslAuthenticate(r) => {
-                let (response, user, ok) = self.authenticate(&r.auth_bytes);
+                self.last_authenticate = Some((version, correlation_id));
+                let (mut response, user, ok) = self.authenticate(&r.auth_bytes);
+                if user.is_some() && version >= 1 {
+                    response.session_lifetime_ms = self.session_lifetime_ms;
+                }
                 let outcome = match (ok, user) {
                     (true, user) => Ok(user),
                     (false, _) => Err("SASL authentication failed".to_string()),

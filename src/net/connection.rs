@@ -44,6 +44,19 @@ struct Queued {
     bytes_in: usize,
 }
 
+impl Queued {
+    /// A reply that needs no handler (a refusal, a re-authentication step).
+    fn ready(frame: Vec<u8>) -> Queued {
+        Queued {
+            task: crate::tasks::spawn(async move { Reply::frame(frame) }),
+            request_budget: Reservation::default(),
+            started: Instant::now(),
+            frame_read: Duration::ZERO,
+            bytes_in: 0,
+        }
+    }
+}
+
 fn peer_of(stream: &TcpStream) -> Peer {
     let remote = stream.peer_addr().ok();
     Peer {
@@ -93,6 +106,9 @@ pub async fn serve(
             return tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "connection refused")
         }
     };
+    // KIP-368: when a SASL session ends; the client re-authenticates before it.
+    let lifetime = front.session_lifetime().filter(|_| !first);
+    let mut session_ends = lifetime.map(|l| Instant::now() + l);
     let (tx, rx) = local_channel::new_bounded(MAX_QUEUED_REQUESTS);
     let writer_task =
         crate::tasks::spawn(write_replies(writer, rx, request_timeout, front.label()));
@@ -108,6 +124,20 @@ pub async fn serve(
         .await;
         first = false;
         match next {
+            Next::Frame(body, _, _, _) if lifetime.is_some() && front.starts_reauthentication(&body) => {
+                let again = Reauthentication { first: body, principal: &peer.principal };
+                match reauthenticate(&shard, &mut reader, &tx, &budget, &*front, again).await {
+                    Ok(()) => session_ends = lifetime.map(|l| Instant::now() + l),
+                    Err(why) => {
+                        tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "re-authentication refused");
+                        break;
+                    }
+                }
+            }
+            Next::Frame(..) if session_ends.is_some_and(|t| Instant::now() >= t) => {
+                tracing::info!(shard = shard.id, remote = ?peer.remote, "SASL session expired; closing");
+                break;
+            }
             Next::Frame(body, reservation, started, frame_read) => {
                 let bytes_in = body.len() + 4;
                 let task =
@@ -124,14 +154,7 @@ pub async fn serve(
                 }
             }
             Next::Refuse(frame) => {
-                let queued = Queued {
-                    task: crate::tasks::spawn(async move { Reply::frame(frame) }),
-                    request_budget: Reservation::default(),
-                    started: Instant::now(),
-                    frame_read: Duration::ZERO,
-                    bytes_in: 0,
-                };
-                let _ = tx.send(queued).await;
+                let _ = tx.send(Queued::ready(frame)).await;
                 break;
             }
             Next::Stop(why) => {
@@ -228,11 +251,7 @@ async fn authenticate(
             Next::Refuse(_) => return Err(refused("a frame over the size limit".into())),
             Next::Stop(why) => return Err(refused(why)),
         };
-        let (reply, outcome) = match handshake.step(body) {
-            HandshakeStep::Continue(reply) => (Some(reply), None),
-            HandshakeStep::Authenticated(reply, principal) => (reply, Some(Ok(principal))),
-            HandshakeStep::Fail(reply, why) => (reply, Some(Err(why))),
-        };
+        let (reply, outcome) = split_step(handshake.step(body));
         if let Some(reply) = reply {
             let left = deadline.saturating_duration_since(Instant::now());
             within(left, writer.write_all(&reply))
@@ -250,6 +269,60 @@ async fn authenticate(
         }
     }
     Err(refused(format!("more than {MAX_HANDSHAKE_FRAMES} frames")))
+}
+
+/// A handshake step's reply (if any) and its outcome (none yet: the exchange goes on).
+fn split_step(step: HandshakeStep) -> (Option<Vec<u8>>, Option<Result<String, String>>) {
+    match step {
+        HandshakeStep::Continue(reply) => (Some(reply), None),
+        HandshakeStep::Authenticated(reply, principal) => (reply, Some(Ok(principal))),
+        HandshakeStep::Fail(reply, why) => (reply, Some(Err(why))),
+    }
+}
+
+/// A re-authentication's first frame and the principal it must prove again.
+struct Reauthentication<'a> {
+    first: Bytes,
+    principal: &'a str,
+}
+
+/// KIP-368: a new SASL exchange on the live connection (its replies queued after the
+/// replies of earlier requests), which must end as the same principal.
+async fn reauthenticate(
+    shard: &Shard,
+    reader: &mut ConnReader,
+    tx: &local_channel::LocalSender<Queued>,
+    budget: &Budget,
+    front: &dyn FrontEnd,
+    again: Reauthentication<'_>,
+) -> Result<(), Refused> {
+    let mut handshake = front.handshake().ok_or_else(|| Refused("no SASL here".into()))?;
+    let mut body = again.first;
+    for _ in 0..MAX_HANDSHAKE_FRAMES {
+        let (mut reply, mut outcome) = split_step(handshake.step(body));
+        if let Some(Ok(p)) = outcome.as_ref().filter(|o| o.as_ref().is_ok_and(|p| p != again.principal)) {
+            let why = format!("Cannot change principals during re-authentication from {} to {p}", again.principal);
+            reply = handshake.refusal(&why);
+            outcome = Some(Err(why));
+        }
+        if let Some(reply) = reply {
+            tx.send(Queued::ready(reply)).await.map_err(|_| Refused("closing".into()))?;
+        }
+        match outcome {
+            Some(Ok(_)) => return Ok(()),
+            Some(Err(why)) => {
+                glommio::timer::sleep(FAILED_AUTHENTICATION_DELAY).await;
+                return Err(Refused(why));
+            }
+            None => {}
+        }
+        body = match read_frame(shard, reader, budget, front, false).await {
+            Next::Frame(body, ..) => body,
+            Next::Refuse(_) => return Err(Refused("a frame over the size limit".into())),
+            Next::Stop(why) => return Err(Refused(why)),
+        };
+    }
+    Err(Refused(format!("re-authentication took more than {MAX_HANDSHAKE_FRAMES} frames")))
 }
 
 /// Writes replies in request order. A reply the client does not take within the write

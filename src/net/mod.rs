@@ -50,6 +50,14 @@ pub trait FrontEnd {
     fn tls(&self) -> Option<std::sync::Arc<rustls::ServerConfig>> {
         None
     }
+    /// KIP-368: how long an authenticated session lasts (None: for ever).
+    fn session_lifetime(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// Whether a request frame, after authentication, starts a re-authentication.
+    fn starts_reauthentication(&self, _frame: &[u8]) -> bool {
+        false
+    }
     /// How a client certificate becomes a principal (`ssl.principal.mapping.rules`).
     fn principal_mapper(&self) -> Option<&crate::security::principal_mapping::PrincipalMapper> {
         None
@@ -61,6 +69,11 @@ pub trait FrontEnd {
 /// is read.
 pub trait Handshake {
     fn step(&mut self, frame: Bytes) -> HandshakeStep;
+    /// The reply that refuses the exchange's last step instead of its own (a
+    /// re-authentication that ends as another principal).
+    fn refusal(&mut self, _why: &str) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// What a handshake frame leads to. Replies are whole frames (size prefix included).

@@ -318,6 +318,8 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
                 mechanisms: own.sasl_enabled_mechanisms.clone(),
                 tls,
                 mapper,
+                session_lifetime: (own.connections_max_reauth_ms > 0)
+                    .then(|| std::time::Duration::from_millis(own.connections_max_reauth_ms)),
             }),
             slots: |shard| &shard.kafka_slots,
         });

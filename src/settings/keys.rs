@@ -272,6 +272,11 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         check: unbounded,
     },
     number_key!("shards", shards, 1..),
+    number_key!(
+        "connections.max.reauth.ms",
+        connections_max_reauth_ms,
+        0..=(i64::MAX as u64)
+    ),
     number_key!("max.frame.bytes", max_frame_bytes, 1024..=(1 << 30)),
     number_key!(
         "max.inflight.bytes.per.connection",

@@ -53,6 +53,9 @@ pub struct ServerConfig {
     pub max_open_sealed_files_per_shard: usize,
     /// A connection with no request for this long is closed (Kafka's connections.max.idle.ms).
     pub connections_max_idle_ms: u64,
+    /// KIP-368: a SASL session lasts this long; then the client re-authenticates on the
+    /// live connection or the connection is closed at its next request (0: for ever).
+    pub connections_max_reauth_ms: u64,
     /// Once a frame has started, its rest must arrive within this; and a reply must be
     /// taken by the client within it. Otherwise the connection is closed.
     pub request_timeout_ms: u64,
@@ -188,6 +191,7 @@ impl Default for ServerConfig {
             max_inflight_bytes_per_shard: 256 << 20,
             max_open_sealed_files_per_shard: 1000,
             connections_max_idle_ms: 600_000,
+            connections_max_reauth_ms: 0,
             request_timeout_ms: 30_000,
             advertised_host: String::new(),
             allow_drop_kernel_cache: false,

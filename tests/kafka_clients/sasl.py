@@ -16,6 +16,9 @@
   With SSL_CA=FILE in the environment every client connects over TLS trusting that CA:
   SASL_SSL, or SSL when MECHANISM is "-" (no SASL); with SSL_CERT=FILE and SSL_KEY=FILE
   they present that client certificate (ssl.client.auth).
+  python sasl.py long HOST:PORT MECHANISM USER PASSWORD TOPIC
+      A producer sends a record every 250 ms for 6 s to partition 0 of TOPIC (which exists);
+      every one is delivered (KIP-368 re-authentication underneath). Prints OK.
   python sasl.py probe HOST:PORT MECHANISM USER PASSWORD -
       Lists topics once (5 s): prints OK if the server answers, REFUSED if not.
   python sasl.py refused HOST:PORT MECHANISM USER PASSWORD TOPIC
@@ -115,6 +118,23 @@ def refused():
     raise AssertionError("the server accepted these credentials")
 
 
+def long_lived():
+    """Produces a record every 250 ms for 6 s on one connection (KIP-368 re-authentication
+    happens underneath when the server's session lifetime is shorter); all delivered."""
+    errors, delivered = [], []
+    p = Producer(librdkafka_conf())
+    deadline = time.time() + 6
+    i = 0
+    while time.time() < deadline:
+        p.produce(topic, value=f"long-{i}".encode(), partition=0,
+                  on_delivery=lambda err, m: (errors if err else delivered).append(err or m))
+        p.poll(0.25)
+        i += 1
+    assert p.flush(30) == 0, "undelivered records"
+    assert not errors and len(delivered) == i, f"{errors} {len(delivered)}/{i}"
+    print("OK", flush=True)
+
+
 def probe():
     admin = AdminClient({**librdkafka_conf(), "reconnect.backoff.max.ms": 200})
     try:
@@ -153,5 +173,5 @@ def admin_delete():
     raise AssertionError("the deleted user is still described")
 
 
-{"confluent": confluent, "kafka-python": kafka_python, "refused": refused,
+{"confluent": confluent, "kafka-python": kafka_python, "refused": refused, "long": long_lived,
  "admin-set": admin_set, "probe": probe, "admin-delete": admin_delete}[client]()
