@@ -182,3 +182,46 @@ fn a_rotated_certificate_is_picked_up_without_a_restart() {
     }
     assert_eq!(probe(&ca), "REFUSED", "the old certificate is gone");
 }
+
+#[test]
+fn sighup_reloads_a_certificate_whose_file_time_did_not_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (keystore, ca, other_ca, other_keystore) = mint_certificates(tmp.path());
+    let ssl = format!("127.0.0.1:{}", free_port());
+    let listeners = format!("SSL://{ssl}");
+    let keystore_text = keystore.display().to_string();
+    let config = [
+        ("listeners", listeners.as_str()),
+        ("ssl.keystore.location", keystore_text.as_str()),
+    ];
+    let server = ServerProc::start(&tmp.path().join("data"), 2, &config);
+    let probe = |ca: &Path| {
+        let mut cmd = script("sasl.py", &["probe", &ssl, "-", "anon", "-", "-"]);
+        cmd.env("SSL_CA", ca);
+        let out = run_bounded(&mut cmd, Duration::from_secs(30));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(probe(&ca), "OK");
+    // The new certificate, with the old file's time: only the signal can tell.
+    let before = std::fs::metadata(&keystore).unwrap().modified().unwrap();
+    std::fs::write(&keystore, std::fs::read(&other_keystore).unwrap()).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&keystore)
+        .unwrap()
+        .set_modified(before)
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(probe(&ca), "OK", "reloaded without a signal");
+    // SAFETY: sending a signal to the server process this test started.
+    assert_eq!(unsafe { libc::kill(server.pid() as i32, libc::SIGHUP) }, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while probe(&other_ca) != "OK" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "SIGHUP did not reload; server log:\n{}",
+            server.log_text()
+        );
+    }
+    assert!(server.log_text().contains("reloaded"));
+}

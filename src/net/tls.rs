@@ -110,8 +110,26 @@ pub fn server_config(settings: &TlsSettings) -> Result<Arc<rustls::ServerConfig>
     Ok(Arc::new(config))
 }
 
-/// How often a TLS listener looks at its keystore file for a new certificate.
+/// How often a TLS listener looks at its keystore file for a new certificate (and
+/// whether SIGHUP asked for a reload).
 pub const RELOAD_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Counts SIGHUPs: each shard's reloader reloads its TLS files when it changes. An atomic
+/// counter is what a signal handler may touch; shards only read it, off the request path.
+static RELOADS_ASKED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// SIGHUP reloads every TLS listener's keystore and truststore, as a file change does.
+pub fn reload_on_sighup() -> std::io::Result<()> {
+    let bump = || {
+        RELOADS_ASKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    };
+    // SAFETY: the handler only increments an atomic, which is async-signal-safe.
+    unsafe { signal_hook::low_level::register(signal_hook::consts::SIGHUP, bump) }.map(|_| ())
+}
+
+fn reloads_asked() -> u64 {
+    RELOADS_ASKED.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// A TLS listener's certificate, reloaded when its keystore file changes (a rotated
 /// certificate is in force for new connections within `RELOAD_CHECK`; open ones keep
@@ -120,6 +138,8 @@ pub struct TlsSource {
     settings: TlsSettings,
     current: RefCell<Arc<rustls::ServerConfig>>,
     modified: Cell<Modified>,
+    /// The SIGHUP count last acted on.
+    reloads_seen: Cell<u64>,
 }
 
 /// When the keystore and the truststore were last changed.
@@ -135,6 +155,7 @@ impl TlsSource {
         Ok(Rc::new(TlsSource {
             current: RefCell::new(server_config(&settings)?),
             modified: Cell::new(modified(&settings)),
+            reloads_seen: Cell::new(reloads_asked()),
             settings,
         }))
     }
@@ -143,11 +164,13 @@ impl TlsSource {
         self.current.borrow().clone()
     }
 
-    /// Reloads the keystore if the file changed; a file that does not load keeps the
-    /// certificate in force (and is tried again at its next change).
+    /// Reloads the keystore and truststore if a file changed or SIGHUP asked; files that
+    /// do not load keep the certificate in force (tried again at the next change).
     pub fn refresh(&self) {
         let now = modified(&self.settings);
-        if self.modified.get() == now || now.0.is_none() {
+        let asked = reloads_asked();
+        let signalled = self.reloads_seen.replace(asked) != asked;
+        if (self.modified.get() == now && !signalled) || now.0.is_none() {
             return;
         }
         self.modified.set(now);
