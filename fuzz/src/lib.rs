@@ -27,6 +27,7 @@ pub type Check = fn(&[u8]);
 /// The targets by name, for the corpus replay.
 pub const TARGETS: &[(&str, Check)] = &[
     ("native_request", native_request),
+    ("tls_handshake", tls_handshake),
     ("native_response", native_response),
     ("record_batch", record_batch),
     ("kafka_request", kafka_request),
@@ -250,4 +251,56 @@ pub fn scratch_dir() -> PathBuf {
     let dir = base.join(format!("shardlog-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
+}
+
+/// A self-signed certificate and its key (O=shardlog fuzz, CN=localhost): the fuzzed
+/// listener's keystore, and its truststore (client certificates are requested).
+const FUZZ_KEYSTORE: &str = include_str!("tls_keystore.pem");
+
+fn fuzz_tls_config() -> std::sync::Arc<rustls::ServerConfig> {
+    static CONFIG: std::sync::OnceLock<std::sync::Arc<rustls::ServerConfig>> =
+        std::sync::OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let dir = scratch_dir();
+            std::fs::create_dir_all(&dir).expect("scratch dir");
+            let path = dir.join("tls_keystore.pem");
+            std::fs::write(&path, FUZZ_KEYSTORE).expect("keystore");
+            let settings = shardlog::net::tls::TlsSettings {
+                keystore: path.clone(),
+                truststore: Some(path),
+                client_auth: shardlog::security::listeners::ClientAuth::Requested,
+            };
+            shardlog::net::tls::server_config(&settings).expect("the fuzz keystore loads")
+        })
+        .clone()
+}
+
+/// What a TLS listener does with a client's first bytes (first input byte: the chunk size
+/// they arrive in), and the client-certificate paths: a DN read from arbitrary DER and
+/// arbitrary mapping rules. Whatever the bytes, an error or a handshake in progress; never
+/// a panic, and never a finished handshake (no client has the keys).
+pub fn tls_handshake(data: &[u8]) {
+    let [chunk, rest @ ..] = data else {
+        return;
+    };
+    let chunk = (*chunk as usize).max(1);
+    let mut conn = rustls::ServerConnection::new(fuzz_tls_config()).expect("a session");
+    for mut piece in rest.chunks(chunk) {
+        let fed = conn.read_tls(&mut piece).and_then(|_| {
+            conn.process_new_packets()
+                .map(|_| ())
+                .map_err(std::io::Error::other)
+        });
+        if fed.is_err() {
+            break;
+        }
+    }
+    assert!(conn.is_handshaking(), "a handshake finished from random bytes");
+    let _ = shardlog::security::principal_mapping::subject_dn(rest);
+    if let Ok(mapper) =
+        shardlog::security::principal_mapping::PrincipalMapper::parse(&String::from_utf8_lossy(rest))
+    {
+        let _ = mapper.map("CN=alice,O=acme,C=US");
+    }
 }
