@@ -9,6 +9,7 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{Preallocated, TcpStream};
 
 use crate::io::deadline::within;
+pub use crate::security::client::ClientSecurity;
 use crate::protocol::{
     ApiKey, ErrorCode, LogDirInfo, MetadataResponse, Request, Response, ResponseBody,
     StatsResponse, ACKS_NONE, DEFAULT_MAX_FRAME_BYTES,
@@ -35,6 +36,9 @@ pub enum ClientError {
     Timeout { addr: String, ms: u64 },
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// TLS or SASL could not be set up (a file, a certificate, the credentials).
+    #[error("{0}")]
+    Security(String),
 }
 
 impl ClientError {
@@ -57,8 +61,12 @@ pub struct FetchResult {
     pub records: Bytes,
 }
 
+/// The connection's bytes: plain TCP, or TLS over it.
+trait ClientStream: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin {}
+impl<T: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin> ClientStream for T {}
+
 pub struct Client {
-    stream: TcpStream<Preallocated>,
+    stream: Box<dyn ClientStream>,
     addr: String,
     next_correlation_id: i32,
     max_frame: usize,
@@ -78,6 +86,89 @@ impl Client {
 
     /// Connects within `timeout`; every later request must also be answered within it.
     pub async fn connect_with_timeout(addr: &str, timeout: Duration) -> ClientResult<Self> {
+        Self::connect_secure(addr, &ClientSecurity::plaintext(), timeout).await
+    }
+
+    /// Connects under the listener's security protocol: TLS first (SSL, SASL_SSL), then
+    /// SASL authentication (SASL_PLAINTEXT, SASL_SSL).
+    pub async fn connect_secure(
+        addr: &str,
+        security: &ClientSecurity,
+        timeout: Duration,
+    ) -> ClientResult<Self> {
+        let tcp = Self::connect_tcp(addr, timeout).await?;
+        let stream: Box<dyn ClientStream> = match security.protocol.is_tls() {
+            false => Box::new(tcp.buffered()),
+            true => Box::new(Self::start_tls(addr, security, tcp, timeout).await?),
+        };
+        let mut client = Client {
+            stream,
+            addr: addr.to_string(),
+            next_correlation_id: 0,
+            max_frame: DEFAULT_MAX_FRAME_BYTES + 1024,
+            timeout,
+        };
+        if let Some((mechanism, user, password)) = &security.sasl {
+            client.authenticate(*mechanism, user, password).await?;
+        }
+        Ok(client)
+    }
+
+    async fn start_tls(
+        addr: &str,
+        security: &ClientSecurity,
+        tcp: TcpStream,
+        timeout: Duration,
+    ) -> ClientResult<futures_rustls::client::TlsStream<TcpStream<Preallocated>>> {
+        let setup = |e: crate::security::client::ClientSetupError| ClientError::Security(e.0);
+        let config = security.tls_config().map_err(setup)?;
+        let name = crate::security::client::server_name(addr).map_err(setup)?;
+        let connector = futures_rustls::TlsConnector::from(config);
+        within(timeout, connector.connect(name, tcp.buffered()))
+            .await
+            .map_err(|e| ClientError::Security(format!("TLS handshake with {addr}: {e}")))
+    }
+
+    /// SASL as the native protocol frames it: SaslHandshake, then the mechanism's tokens.
+    async fn authenticate(
+        &mut self,
+        mechanism: crate::security::SaslMechanism,
+        user: &str,
+        password: &str,
+    ) -> ClientResult<()> {
+        use crate::security::scram_client::ClientExchange;
+        let refused = |e: crate::security::scram::ScramError| ClientError::Security(format!("SASL: {e}"));
+        let handshake = Request::SaslHandshake {
+            mechanism: mechanism.name().to_string(),
+        };
+        self.call_once(&handshake).await?;
+        match mechanism {
+            crate::security::SaslMechanism::Scram(m) => {
+                let (exchange, first) = ClientExchange::start(m, user, password);
+                let server_first = self.sasl_token(first).await?;
+                let (awaiting, last) = exchange.respond(&server_first).map_err(refused)?;
+                let server_final = self.sasl_token(last).await?;
+                awaiting.finish(&server_final).map_err(refused)
+            }
+            _ => {
+                self.sasl_token(format!("\0{user}\0{password}").into_bytes()).await?;
+                Ok(())
+            }
+        }
+    }
+
+    async fn sasl_token(&mut self, token: Vec<u8>) -> ClientResult<Vec<u8>> {
+        let request = Request::SaslAuthenticate {
+            auth_bytes: Bytes::from(token),
+        };
+        match self.call_once(&request).await? {
+            ResponseBody::SaslAuthenticate { auth_bytes, .. } => Ok(auth_bytes.to_vec()),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// A TCP connection to `addr` within `timeout`.
+    async fn connect_tcp(addr: &str, timeout: Duration) -> ClientResult<TcpStream> {
         let connect_err = |source: std::io::Error| ClientError::Connect {
             addr: addr.to_string(),
             source,
@@ -103,13 +194,7 @@ impl Client {
             _ => connect_err(e),
         })?;
         let _ = stream.set_nodelay(true);
-        Ok(Client {
-            stream: stream.buffered(),
-            addr: addr.to_string(),
-            next_correlation_id: 0,
-            max_frame: DEFAULT_MAX_FRAME_BYTES + 1024,
-            timeout,
-        })
+        Ok(stream)
     }
 
     pub fn addr(&self) -> &str {
@@ -134,15 +219,23 @@ impl Client {
         let cid = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
         let frame = req.encode_frame(cid);
-        within(self.timeout, self.stream.write_all(&frame))
-            .await
-            .map_err(|e| self.io(e))?;
+        // A flush sends what TLS still holds (plain TCP has nothing to flush).
+        within(self.timeout, async {
+            self.stream.write_all(&frame).await?;
+            self.stream.flush().await
+        })
+        .await
+        .map_err(|e| self.io(e))?;
         Ok(cid)
     }
 
     /// Writes raw bytes (tests use it to send malformed frames).
     pub async fn send_raw(&mut self, bytes: &[u8]) -> ClientResult<()> {
-        self.stream.write_all(bytes).await.map_err(|e| self.io(e))
+        let written = async {
+            self.stream.write_all(bytes).await?;
+            self.stream.flush().await
+        };
+        written.await.map_err(|e| self.io(e))
     }
 
     /// Reads one response frame and decodes it as the reply to a `key` request.

@@ -93,6 +93,9 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::AdminNotAllowed | E::ClusterAuthorizationFailed => CLUSTER_AUTHORIZATION_FAILED,
         E::TopicAuthorizationFailed => TOPIC_AUTHORIZATION_FAILED,
         E::GroupAuthorizationFailed => GROUP_AUTHORIZATION_FAILED,
+        E::UnsupportedSaslMechanism => 33,
+        E::IllegalSaslState => 34,
+        E::SaslAuthenticationFailed => 58,
         E::Internal | E::TooManyConnections => UNKNOWN_SERVER_ERROR,
     }
 }

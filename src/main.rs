@@ -248,16 +248,11 @@ fn main() -> ExitCode {
             to_stdout(|mut out| async move { tools::timestamps::run(args, &mut out).await })
         }
         Command::LogDirs {
-            server: tools::ServerAddr { bootstrap, .. },
+            mut server,
             topic_list,
         } => run_tool(async move {
-            tools::log_dirs::run(
-                &bootstrap,
-                timeout_ms,
-                topic_list,
-                &mut std::io::stdout().lock(),
-            )
-            .await
+            server.timeout_ms = timeout_ms;
+            tools::log_dirs::run(&server, topic_list, &mut std::io::stdout().lock()).await
         }),
         Command::Produce(mut args) => {
             args.server.timeout_ms = timeout_ms;

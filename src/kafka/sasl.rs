@@ -13,32 +13,17 @@ use kafka_protocol::messages::{
 use super::codec::{decode, encode, Decoded};
 use super::{api_versions, str_bytes};
 use crate::net::{Handshake, HandshakeStep};
-use crate::security::scram::{ScramError, ServerExchange};
-use crate::security::{credentials, plain, user_principal, SaslMechanism};
+use crate::security::sasl_server::{Choice, SaslServer, TokenStep};
+use crate::security::{user_principal, SaslMechanism};
 
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const ILLEGAL_SASL_STATE: i16 = 34;
 const SASL_AUTHENTICATION_FAILED: i16 = 58;
 
-enum State {
-    /// Waiting for SaslHandshake (ApiVersions may come first).
-    Start,
-    /// The mechanism is chosen; `raw`: tokens come as raw frames (SaslHandshake v0).
-    Chosen {
-        mechanism: SaslMechanism,
-        raw: bool,
-    },
-    /// SCRAM's server-first is sent; the client-final comes next.
-    Scram {
-        exchange: ServerExchange,
-        raw: bool,
-    },
-    Done,
-}
-
 pub struct KafkaSasl {
-    enabled: Vec<SaslMechanism>,
-    state: State,
+    server: SaslServer,
+    /// SaslHandshake v0: the tokens come as raw frames.
+    raw: bool,
     /// KIP-368's session lifetime told to v1+ clients (0: none).
     session_lifetime_ms: i64,
     /// (version, correlation id) of the last SaslAuthenticate, so its answer can be turned
@@ -46,68 +31,25 @@ pub struct KafkaSasl {
     last_authenticate: Option<(i16, i32)>,
 }
 
-/// What one token does to the exchange.
-enum TokenOutcome {
-    /// Send this and wait for the next token.
-    Challenge(Vec<u8>, State),
-    /// Authenticated as this user; send this last.
-    Success(Vec<u8>, String),
-}
-
 impl KafkaSasl {
     pub fn new(enabled: Vec<SaslMechanism>, session_lifetime_ms: i64) -> Self {
-        debug_assert!(!enabled.is_empty(), "a SASL listener offers a mechanism");
         KafkaSasl {
-            enabled,
-            state: State::Start,
+            server: SaslServer::new(enabled),
+            raw: false,
             session_lifetime_ms,
             last_authenticate: None,
         }
     }
 
     fn mechanism_names(&self) -> Vec<kafka_protocol::protocol::StrBytes> {
-        self.enabled.iter().map(|m| str_bytes(m.name())).collect()
-    }
-
-    /// Runs one token of the chosen mechanism.
-    fn token(&self, state: State, token: &[u8]) -> Result<TokenOutcome, ScramError> {
-        match state {
-            State::Chosen {
-                mechanism: SaslMechanism::Plain,
-                ..
-            } => {
-                let user = plain::authenticate(token)?;
-                Ok(TokenOutcome::Success(Vec::new(), user))
-            }
-            State::Chosen {
-                mechanism: SaslMechanism::Scram(m),
-                raw,
-            } => {
-                let lookup = |user: &str| credentials::lookup(user, m);
-                let (exchange, server_first) = ServerExchange::start(m, token, lookup)?;
-                Ok(TokenOutcome::Challenge(
-                    server_first,
-                    State::Scram { exchange, raw },
-                ))
-            }
-            State::Scram { exchange, .. } => {
-                let user = exchange.user().to_string();
-                let server_final = exchange.finish(token)?;
-                Ok(TokenOutcome::Success(server_final, user))
-            }
-            State::Start | State::Done => Err(ScramError("no mechanism chosen")),
-        }
+        self.server.enabled().iter().map(|m| str_bytes(m.name())).collect()
     }
 
     /// A token sent as a raw frame (after SaslHandshake v0): answered as a raw frame.
     fn raw_token(&mut self, token: &[u8]) -> HandshakeStep {
-        let state = std::mem::replace(&mut self.state, State::Done);
-        match self.token(state, token) {
-            Ok(TokenOutcome::Challenge(reply, next)) => {
-                self.state = next;
-                HandshakeStep::Continue(raw_frame(&reply))
-            }
-            Ok(TokenOutcome::Success(reply, user)) => {
+        match self.server.token(token) {
+            Ok(TokenStep::Challenge(reply)) => HandshakeStep::Continue(raw_frame(&reply)),
+            Ok(TokenStep::Success(reply, user)) => {
                 HandshakeStep::Authenticated(Some(raw_frame(&reply)), user_principal(&user))
             }
             // v0 has no error response: the connection is closed.
@@ -116,38 +58,27 @@ impl KafkaSasl {
     }
 
     fn handshake(&mut self, version: i16, mechanism: &str) -> (SaslHandshakeResponse, bool) {
-        let offered = SaslMechanism::from_name(mechanism).filter(|m| self.enabled.contains(m));
         let response = SaslHandshakeResponse::default().with_mechanisms(self.mechanism_names());
-        match offered {
-            Some(mechanism) if matches!(self.state, State::Start) => {
-                self.state = State::Chosen {
-                    mechanism,
-                    raw: version == 0,
-                };
+        match self.server.choose(mechanism) {
+            Choice::Chosen => {
+                self.raw = version == 0;
                 (response, true)
             }
-            Some(_) => (response.with_error_code(ILLEGAL_SASL_STATE), false),
-            None => (response.with_error_code(UNSUPPORTED_SASL_MECHANISM), false),
+            Choice::IllegalState => (response.with_error_code(ILLEGAL_SASL_STATE), false),
+            _ => (response.with_error_code(UNSUPPORTED_SASL_MECHANISM), false),
         }
     }
 
     fn authenticate(&mut self, token: &[u8]) -> (SaslAuthenticateResponse, Option<String>, bool) {
-        let state = std::mem::replace(&mut self.state, State::Done);
-        if !matches!(
-            state,
-            State::Chosen { raw: false, .. } | State::Scram { raw: false, .. }
-        ) {
+        if self.raw || !self.server.expects_token() {
             let r = SaslAuthenticateResponse::default()
                 .with_error_code(ILLEGAL_SASL_STATE)
                 .with_error_message(Some(str_bytes("SaslAuthenticate before SaslHandshake v1")));
             return (r, None, false);
         }
-        match self.token(state, token) {
-            Ok(TokenOutcome::Challenge(reply, next)) => {
-                self.state = next;
-                (ok_token(reply), None, true)
-            }
-            Ok(TokenOutcome::Success(reply, user)) => (ok_token(reply), Some(user), true),
+        match self.server.token(token) {
+            Ok(TokenStep::Challenge(reply)) => (ok_token(reply), None, true),
+            Ok(TokenStep::Success(reply, user)) => (ok_token(reply), Some(user), true),
             Err(why) => {
                 tracing::debug!(%why, "SASL authentication failed");
                 // One message whatever failed: whether a user exists does not leak.
@@ -184,7 +115,7 @@ impl Handshake for KafkaSasl {
     }
 
     fn step(&mut self, frame: Bytes) -> HandshakeStep {
-        if let State::Chosen { raw: true, .. } | State::Scram { raw: true, .. } = self.state {
+        if self.raw && self.server.expects_token() {
             return self.raw_token(&frame);
         }
         let (key, version, correlation_id, request) = match decode(frame) {

@@ -60,7 +60,10 @@ fn needs(request: &Request) -> Vec<Need<'_>> {
             needs.extend(topics(Read, partitions.iter().map(|p| &p.0)));
             needs
         }
-        Request::ApiVersions | Request::Metadata { .. } => Vec::new(),
+        Request::ApiVersions
+        | Request::Metadata { .. }
+        | Request::SaslHandshake { .. }
+        | Request::SaslAuthenticate { .. } => Vec::new(),
     }
 }
 

@@ -59,10 +59,10 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
 }
 
 /// A request decoded.
-struct Decoded {
-    cid: i32,
-    key: ApiKey,
-    request: Request,
+pub(super) struct Decoded {
+    pub cid: i32,
+    pub key: ApiKey,
+    pub request: Request,
 }
 
 /// The error frame answering a request that did not decode, and its API when the header
@@ -70,7 +70,7 @@ struct Decoded {
 type Undecoded = (Option<ApiKey>, Frame);
 
 /// Checks the header (known key, supported version) and decodes the body.
-fn decode_request(frame: &Bytes) -> Result<Decoded, Undecoded> {
+pub(super) fn decode_request(frame: &Bytes) -> Result<Decoded, Undecoded> {
     if frame.len() < REQUEST_HEADER {
         let why = format!(
             "frame of {} bytes is shorter than the 8-byte request header",
@@ -254,11 +254,10 @@ async fn dispatch(
         ))
     };
     match request {
-        Request::ApiVersions => Ok(ResponseBody::ApiVersions(
-            ApiKey::ALL
-                .iter()
-                .map(|k| (*k as i16, k.versions().0, k.versions().1))
-                .collect(),
+        Request::ApiVersions => Ok(api_versions_body()),
+        Request::SaslHandshake { .. } | Request::SaslAuthenticate { .. } => Err(BrokerError::new(
+            ErrorCode::IllegalSaslState,
+            "SASL requests come before any other, on a SASL listener (or to re-authenticate)",
         )),
         Request::Metadata { topics } => Ok(ResponseBody::Metadata(metadata(shard, topics, peer))),
         Request::CreateTopic {
@@ -286,6 +285,12 @@ async fn dispatch(
             .await
             .unwrap_or_else(no_handler),
     }
+}
+
+/// Every API and its versions.
+pub(super) fn api_versions_body() -> ResponseBody {
+    let versions = ApiKey::ALL.iter().map(|k| (*k as i16, k.versions().0, k.versions().1));
+    ResponseBody::ApiVersions(versions.collect())
 }
 
 /// Produce, Fetch and the lookups: each partition's work on its owner shard.

@@ -6,6 +6,7 @@ mod group_admin;
 pub(crate) mod handlers;
 mod log_admin;
 mod multi;
+mod sasl;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -18,8 +19,19 @@ use crate::protocol::{ErrorCode, Response, REQUEST_HEADER};
 use crate::shard::budget::Budget;
 use crate::shard::Shard;
 
-/// The native protocol's listeners.
-pub struct Native;
+/// The native protocol's listeners, under their security protocol
+/// (`native.security.protocol`, with the same TLS and SASL settings as Kafka's listeners).
+pub struct Native {
+    pub protocol: crate::security::SecurityProtocol,
+    /// What a SASL listener offers (`sasl.enabled.mechanisms`).
+    pub mechanisms: Vec<crate::security::SaslMechanism>,
+    /// The TLS of an SSL or SASL_SSL listener.
+    pub tls: Option<Rc<crate::net::tls::TlsSource>>,
+    /// How a client certificate's DN becomes the principal.
+    pub mapper: crate::security::principal_mapping::PrincipalMapper,
+    /// KIP-368: `connections.max.reauth.ms` (None: sessions do not expire).
+    pub session_lifetime: Option<std::time::Duration>,
+}
 
 impl FrontEnd for Native {
     fn label(&self) -> &'static str {
@@ -58,6 +70,31 @@ impl FrontEnd for Native {
 
     fn refusal(&self, why: String) -> Option<Vec<u8>> {
         Some(error_frame(-1, ErrorCode::TooManyConnections, why))
+    }
+
+    fn tls(&self) -> Option<std::sync::Arc<rustls::ServerConfig>> {
+        self.tls.as_ref().map(|source| source.config())
+    }
+
+    fn principal_mapper(&self) -> Option<&crate::security::principal_mapping::PrincipalMapper> {
+        Some(&self.mapper)
+    }
+
+    fn handshake(&self) -> Option<Box<dyn crate::net::Handshake>> {
+        if !self.protocol.needs_sasl() {
+            return None;
+        }
+        let lifetime = self.session_lifetime.map_or(0, |d| d.as_millis() as i64);
+        Some(Box::new(sasl::NativeSasl::new(self.mechanisms.clone(), lifetime)))
+    }
+
+    fn session_lifetime(&self) -> Option<std::time::Duration> {
+        self.session_lifetime.filter(|_| self.protocol.needs_sasl())
+    }
+
+    fn starts_reauthentication(&self, frame: &[u8]) -> bool {
+        let key = frame.get(..2).map(|k| i16::from_be_bytes([k[0], k[1]]));
+        self.protocol.needs_sasl() && key == Some(crate::protocol::ApiKey::SaslHandshake as i16)
     }
 }
 

@@ -72,10 +72,16 @@ pub enum ErrorCode {
     GroupAuthorizationFailed = 35,
     /// The principal may not do this to the cluster (Kafka's 31).
     ClusterAuthorizationFailed = 36,
+    /// SaslHandshake named a mechanism the listener does not offer (Kafka's 33).
+    UnsupportedSaslMechanism = 37,
+    /// A SASL request out of turn (Kafka's 34).
+    IllegalSaslState = 38,
+    /// Wrong credentials, an unknown user or a malformed exchange, all alike (Kafka's 58).
+    SaslAuthenticationFailed = 39,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 37] = [
+    pub const ALL: [ErrorCode; 40] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -113,6 +119,9 @@ impl ErrorCode {
         ErrorCode::TopicAuthorizationFailed,
         ErrorCode::GroupAuthorizationFailed,
         ErrorCode::ClusterAuthorizationFailed,
+        ErrorCode::UnsupportedSaslMechanism,
+        ErrorCode::IllegalSaslState,
+        ErrorCode::SaslAuthenticationFailed,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

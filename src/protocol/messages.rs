@@ -135,6 +135,10 @@ requests! {
     MultiProduce { acks: i16 = "acks", partitions: Vec<ProduceEntry> = "partition" };
     /// Fetch from several partitions in one request, at most `max_bytes` in all.
     MultiFetch { max_bytes: i32 = "max_bytes", partitions: Vec<FetchEntry> = "partition" };
+    /// On a SASL listener, before anything but ApiVersions: the mechanism to use.
+    SaslHandshake { mechanism: String = "mechanism" };
+    /// One token of the chosen mechanism.
+    SaslAuthenticate { auth_bytes: Bytes = "auth bytes" };
 }
 
 /// Request header fields.
@@ -394,6 +398,13 @@ responses! {
     /// (group, protocol type, state)
     ListGroups(groups: Vec<(String, String, String)> = "group count") for ListGroups;
     DescribeGroup(group: GroupInfo = "group") for DescribeGroup;
+    /// The mechanisms the listener offers.
+    SaslHandshake(mechanisms: Vec<String> = "mechanism count") for SaslHandshake;
+    /// The mechanism's reply token, and how long the session lasts (ms; 0: for ever).
+    SaslAuthenticate {
+        auth_bytes: Bytes = "auth bytes",
+        session_lifetime_ms: i64 = "session_lifetime_ms",
+    } for SaslAuthenticate;
     /// AlterConfigs, RollSegments, DeleteGroup and CreatePartitions.
     Empty for AlterConfigs, RollSegments, DeleteGroup, CreatePartitions;
 }

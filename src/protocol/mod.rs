@@ -53,10 +53,12 @@ pub enum ApiKey {
     MultiFetch = 22,
     CreatePartitions = 23,
     OffsetDelete = 24,
+    SaslHandshake = 25,
+    SaslAuthenticate = 26,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 25] = [
+    pub const ALL: [ApiKey; 27] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -82,6 +84,8 @@ impl ApiKey {
         ApiKey::MultiFetch,
         ApiKey::CreatePartitions,
         ApiKey::OffsetDelete,
+        ApiKey::SaslHandshake,
+        ApiKey::SaslAuthenticate,
     ];
 
     /// Produce, Fetch, ListOffsets, FetchAtTime and the multi-partition ones: the requests the stage metrics time (admin and

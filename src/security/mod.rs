@@ -4,12 +4,14 @@
 
 pub mod acl;
 pub mod acl_store;
+pub mod client;
 pub mod authorizer;
 pub mod credentials;
 pub mod listeners;
 pub mod meta_file;
 pub mod plain;
 pub mod principal_mapping;
+pub mod sasl_server;
 pub mod scram;
 pub mod scram_client;
 

@@ -286,15 +286,58 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     crate::shard::maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;
     let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id))).await?;
+    let native_listener = cfg.native_listener();
+    let security = ListenerSecurity::of(shard, &cfg.for_native(), native_listener.protocol)?;
+    let front: Rc<dyn crate::net::FrontEnd> = Rc::new(crate::native::Native {
+        protocol: native_listener.protocol,
+        mechanisms: security.mechanisms,
+        tls: security.tls,
+        mapper: security.mapper,
+        session_lifetime: security.session_lifetime,
+    });
     let native = |socket| Listener {
         socket,
-        front: Rc::new(crate::native::Native),
+        front: front.clone(),
         slots: |shard| &shard.native_slots,
     };
     let mut listeners = vec![native(shared), native(own)];
     for kafka in cfg.kafka_listeners() {
-        let own = cfg.for_listener(&kafka);
-        let tls = match (&own.ssl_keystore_location, kafka.protocol.is_tls()) {
+        let security = ListenerSecurity::of(shard, &cfg.for_listener(&kafka), kafka.protocol)?;
+        listeners.push(Listener {
+            socket: bind(kafka.addr).await?,
+            front: Rc::new(crate::kafka::Kafka {
+                protocol: kafka.protocol,
+                mechanisms: security.mechanisms,
+                tls: security.tls,
+                mapper: security.mapper,
+                session_lifetime: security.session_lifetime,
+            }),
+            slots: |shard| &shard.kafka_slots,
+        });
+    }
+    if let (Some(addr), 0) = (cfg.metrics_listen, shard.id) {
+        let listener = bind(addr).await?;
+        crate::tasks::spawn(crate::net::metrics_http::serve(shard.clone(), listener)).detach();
+    }
+    Ok(listeners)
+}
+
+/// What a listener's front end needs of its security settings (`own`: the server's
+/// settings with the listener's own keys over them).
+struct ListenerSecurity {
+    mechanisms: Vec<crate::security::SaslMechanism>,
+    tls: Option<Rc<crate::net::tls::TlsSource>>,
+    mapper: crate::security::principal_mapping::PrincipalMapper,
+    session_lifetime: Option<std::time::Duration>,
+}
+
+impl ListenerSecurity {
+    fn of(
+        shard: &Rc<Shard>,
+        own: &ServerConfig,
+        protocol: crate::security::SecurityProtocol,
+    ) -> Result<ListenerSecurity, ServerError> {
+        let tls = match (&own.ssl_keystore_location, protocol.is_tls()) {
             (Some(keystore), true) => {
                 let settings = crate::net::tls::TlsSettings {
                     keystore: keystore.clone(),
@@ -308,28 +351,17 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
             }
             _ => None,
         };
-        let mapper = crate::security::principal_mapping::PrincipalMapper::parse(
-            &own.ssl_principal_mapping_rules,
-        )
-        .map_err(|e| startup(e.to_string()))?;
-        listeners.push(Listener {
-            socket: bind(kafka.addr).await?,
-            front: Rc::new(crate::kafka::Kafka {
-                protocol: kafka.protocol,
-                mechanisms: own.sasl_enabled_mechanisms.clone(),
-                tls,
-                mapper,
-                session_lifetime: (own.connections_max_reauth_ms > 0)
-                    .then(|| std::time::Duration::from_millis(own.connections_max_reauth_ms)),
-            }),
-            slots: |shard| &shard.kafka_slots,
-        });
+        let rules = &own.ssl_principal_mapping_rules;
+        let mapper = crate::security::principal_mapping::PrincipalMapper::parse(rules)
+            .map_err(|e| startup(e.to_string()))?;
+        let reauth = own.connections_max_reauth_ms;
+        Ok(ListenerSecurity {
+            mechanisms: own.sasl_enabled_mechanisms.clone(),
+            tls,
+            mapper,
+            session_lifetime: (reauth > 0).then(|| std::time::Duration::from_millis(reauth)),
+        })
     }
-    if let (Some(addr), 0) = (cfg.metrics_listen, shard.id) {
-        let listener = bind(addr).await?;
-        crate::tasks::spawn(crate::net::metrics_http::serve(shard.clone(), listener)).detach();
-    }
-    Ok(listeners)
 }
 
 /// Looks at a TLS listener's keystore every `RELOAD_CHECK` until the shard stops.

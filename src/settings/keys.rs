@@ -164,6 +164,21 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         },
     },
     boolean_key!("allow.insecure.listeners", allow_insecure_listeners),
+    ServerKey {
+        name: "native.security.protocol",
+        get: |c| c.native_security_protocol.name().to_string(),
+        set: |c, v| {
+            let protocol = crate::security::SecurityProtocol::ALL.into_iter().find(|p| p.name() == v);
+            c.native_security_protocol = protocol.ok_or_else(|| {
+                bad(
+                    "native.security.protocol",
+                    format!("{v:?}: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
+                )
+            })?;
+            Ok(())
+        },
+        check: unbounded,
+    },
     boolean_key!("authorizer.enable", authorizer.enabled),
     boolean_key!(
         "allow.everyone.if.no.acl.found",

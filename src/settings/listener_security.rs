@@ -9,6 +9,8 @@ use crate::security::listeners::{is_loopback, ClientAuth};
 use crate::security::KafkaListener;
 
 pub const PREFIX: &str = "listener.name.";
+/// The native protocol's listener, as `listener.name.` names it.
+pub const NATIVE: &str = "native";
 
 /// The keys a listener may set for itself.
 const PER_LISTENER: &[&str] = &[
@@ -41,9 +43,25 @@ impl ServerConfig {
         Ok(())
     }
 
-    /// The settings in force on listener `l`: the server's, with its own keys over them.
+    /// The settings in force on Kafka listener `l`: the server's, with its own keys over them.
     pub fn for_listener(&self, l: &KafkaListener) -> ServerConfig {
-        let name = listener_name(l);
+        self.with_overrides(&listener_name(l))
+    }
+
+    /// The settings in force on the native listener (`listener.name.native.`).
+    pub fn for_native(&self) -> ServerConfig {
+        self.with_overrides(NATIVE)
+    }
+
+    /// The native listener (`listen`) with its security protocol.
+    pub fn native_listener(&self) -> KafkaListener {
+        KafkaListener {
+            protocol: self.native_security_protocol,
+            addr: self.listen,
+        }
+    }
+
+    fn with_overrides(&self, name: &str) -> ServerConfig {
         let mut cfg = self.clone();
         for (_, key, value) in self.listener_overrides.iter().filter(|(n, _, _)| *n == name) {
             let set = server_key(key).expect("checked when set").set;
@@ -56,13 +74,14 @@ impl ServerConfig {
     pub(super) fn validate_listener_security(&self) -> Result<(), SettingsError> {
         let listeners = self.kafka_listeners();
         for (name, key, _) in &self.listener_overrides {
-            if !listeners.iter().any(|l| listener_name(l) == *name) {
+            if name != NATIVE && !listeners.iter().any(|l| listener_name(l) == *name) {
                 return Err(bad(&format!("{PREFIX}{name}.{key}"), format!("there is no listener {name}")));
             }
         }
         for l in &listeners {
             self.for_listener(l).validate_tls(l)?;
         }
+        self.for_native().validate_tls(&self.native_listener())?;
         self.validate_insecure_listeners()
     }
 
@@ -87,13 +106,16 @@ impl ServerConfig {
         if self.allow_insecure_listeners {
             return Ok(());
         }
-        let native = [("listen", format!("native {}", self.listen), self.listen)];
+        let native = self.native_listener();
+        let native_secure = native.protocol.is_secure(self.for_native().ssl_client_auth);
+        let native = [("listen", format!("native {native}"), self.listen)];
+        let native = native.into_iter().filter(|_| !native_secure);
         let kafka = self.kafka_listeners().into_iter().filter(|l| {
             let client_auth = self.for_listener(l).ssl_client_auth;
             !l.protocol.is_secure(client_auth)
         });
         let kafka = kafka.map(|l| (self.kafka_listeners_key(), l.to_string(), l.addr));
-        for (key, name, addr) in native.into_iter().chain(kafka) {
+        for (key, name, addr) in native.chain(kafka) {
             if !is_loopback(addr.ip()) {
                 return Err(bad(
                     key,

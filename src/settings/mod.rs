@@ -101,6 +101,9 @@ pub struct ServerConfig {
     /// Kafka's `listener.name.<name>.<key>`: (listener name, key, value), applied over the
     /// server-wide value for that listener only.
     pub listener_overrides: Vec<(String, String, String)>,
+    /// The native listener's security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL),
+    /// with the same TLS and SASL keys as the Kafka listeners (`listener.name.native.`).
+    pub native_security_protocol: crate::security::SecurityProtocol,
     /// PEM file with the TLS listeners' certificate chain (leaf first) and private key
     /// (Kafka's ssl.keystore.location with ssl.keystore.type=PEM, KIP-651).
     pub ssl_keystore_location: Option<PathBuf>,
@@ -158,6 +161,7 @@ impl Default for ServerConfig {
             ssl_truststore_location: None,
             ssl_principal_mapping_rules: "DEFAULT".to_string(),
             listener_overrides: Vec::new(),
+            native_security_protocol: crate::security::SecurityProtocol::Plaintext,
             ssl_keystore_location: None,
             metrics_listen: None,
             producer_id_block_size: 1000,

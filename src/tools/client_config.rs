@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use crate::security::client::ClientSecurity;
 use crate::security::{SaslMechanism, SecurityProtocol};
 
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -19,28 +20,6 @@ pub struct ClientConfigArgs {
     /// One client property, kcat-style (`-X security.protocol=sasl_ssl`); repeatable.
     #[arg(short = 'X', value_name = "KEY=VALUE")]
     pub property: Vec<String>,
-}
-
-/// A tool's connection security.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientSecurity {
-    pub protocol: SecurityProtocol,
-    /// SASL: the mechanism, user and password.
-    pub sasl: Option<(SaslMechanism, String, String)>,
-    pub ca_location: Option<PathBuf>,
-    /// A client certificate chain and its key (PEM).
-    pub certificate: Option<(PathBuf, PathBuf)>,
-}
-
-impl ClientSecurity {
-    pub fn plaintext() -> ClientSecurity {
-        ClientSecurity {
-            protocol: SecurityProtocol::Plaintext,
-            sasl: None,
-            ca_location: None,
-            certificate: None,
-        }
-    }
 }
 
 /// `key=value` lines; `#` and `!` start comments (Java properties, without continuations).

@@ -176,7 +176,7 @@ fn is_transient(e: &ClientError) -> bool {
         ClientError::Server { code, .. } => {
             matches!(code, ErrorCode::NotReady | ErrorCode::ShuttingDown)
         }
-        ClientError::Protocol(_) => false,
+        ClientError::Protocol(_) | ClientError::Security(_) => false,
     }
 }
 
@@ -188,7 +188,7 @@ async fn reconnect(args: &ConsumeArgs, cause: &ClientError) -> crate::client::Cl
     );
     loop {
         glommio::timer::sleep(Duration::from_secs(1)).await;
-        if let Ok(c) = super::connect(&args.server.bootstrap, args.server.timeout_ms).await {
+        if let Ok(c) = super::connect(&args.server).await {
             eprintln!("reconnected to {}", args.server.bootstrap);
             return c;
         }
@@ -295,7 +295,7 @@ pub async fn run(mut args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSu
         printed: 0,
         limit: args.max_records.unwrap_or(u64::MAX),
     };
-    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
+    let mut client = super::connect(&args.server).await?;
     let partitions = select_partitions(&mut client, &args).await?;
     let committed = committed_offsets(&mut client, &args, &args.topic).await?;
     let mut summary = ConsumeSummary::default();

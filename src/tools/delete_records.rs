@@ -74,7 +74,7 @@ fn parse_targets(text: &str) -> Result<Vec<(String, i32, i64)>, String> {
 
 pub async fn run(args: DeleteRecordsArgs, out: &mut dyn Write) -> Result<(), String> {
     let targets = args.targets()?;
-    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
+    let mut client = super::connect(&args.server).await?;
     writeln!(out, "Records delete operation completed:").map_err(|e| e.to_string())?;
     let mut failed = 0;
     for (topic, partition, offset) in targets {

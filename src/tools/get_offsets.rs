@@ -84,7 +84,7 @@ fn selectors(args: &GetOffsetsArgs) -> Result<Vec<Selector>, String> {
 pub async fn run(args: GetOffsetsArgs, out: &mut dyn Write) -> Result<(), String> {
     let target = parse_offset_target(&args.time)?;
     let selectors = selectors(&args)?;
-    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
+    let mut client = super::connect(&args.server).await?;
     let md = client.metadata(None).await.map_err(|e| e.to_string())?;
     // (topic, partition) pairs, sorted.
     let mut chosen: Vec<(String, i32)> = Vec::new();

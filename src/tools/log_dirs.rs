@@ -11,12 +11,11 @@ use serde_json::{json, Value};
 use crate::protocol::{CleanerInfo, ErrorCode, PartitionLogInfo};
 
 pub async fn run(
-    bootstrap: &str,
-    timeout_ms: u64,
+    server: &super::ServerAddr,
     topics: Option<Vec<String>>,
     out: &mut dyn Write,
 ) -> Result<(), String> {
-    let mut client = super::connect(bootstrap, timeout_ms).await?;
+    let mut client = super::connect(server).await?;
     let logs = client
         .describe_logs(topics)
         .await

@@ -44,6 +44,9 @@ pub struct ServerAddr {
     /// Connect and per-request timeout: the command line's global --timeout-ms.
     #[arg(skip = DEFAULT_TIMEOUT_MS)]
     pub timeout_ms: u64,
+    /// The listener's security (--command-config, -X).
+    #[command(flatten)]
+    pub client: client_config::ClientConfigArgs,
 }
 
 impl ServerAddr {
@@ -51,6 +54,7 @@ impl ServerAddr {
         ServerAddr {
             bootstrap: bootstrap.into(),
             timeout_ms,
+            client: Default::default(),
         }
     }
 }
@@ -59,8 +63,16 @@ impl ServerAddr {
 /// request. Pointed at shardlog's Kafka listener, the tool finds the native listener of the
 /// same server and uses it (saying so on stderr); pointed at another Kafka broker, it says
 /// in one line that this tool speaks shardlog's native protocol.
-pub(crate) async fn connect(bootstrap: &str, timeout_ms: u64) -> Result<Client, String> {
-    let timeout = std::time::Duration::from_millis(timeout_ms.max(1));
+/// On a secured listener (`--command-config`, `-X security.protocol=...`) it connects
+/// under TLS and SASL as configured, without the probe.
+pub(crate) async fn connect(server: &ServerAddr) -> Result<Client, String> {
+    let bootstrap = server.bootstrap.as_str();
+    let timeout = std::time::Duration::from_millis(server.timeout_ms.max(1));
+    let security = server.client.security()?;
+    if security.protocol != crate::security::SecurityProtocol::Plaintext {
+        let connected = Client::connect_secure(bootstrap, &security, timeout).await;
+        return connected.map_err(|e| e.to_string());
+    }
     let addr = match probe::probe(bootstrap, timeout)? {
         probe::Protocol::Native => bootstrap.to_string(),
         _ => {

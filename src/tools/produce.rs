@@ -270,7 +270,7 @@ fn warn_if_suspicious(n: usize, line: &Line, warned: &mut bool) {
 
 pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, String> {
     let acks = parse_acks(&args.acks)?;
-    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
+    let mut client = super::connect(&args.server).await?;
     let meta = super::topic_metadata(&mut client, &args.topic).await?;
     let partitions = meta.partitions.len() as u32;
     if let Some(p) = args.partition {

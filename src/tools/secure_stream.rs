@@ -3,54 +3,12 @@
 //! a client certificate when one is configured). SASL runs on top (`BlockingClient`).
 
 use std::net::{TcpStream, ToSocketAddrs};
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 use super::client_config::ClientSecurity;
 
 use crate::kafka::blocking_client::Transport;
-
-fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let fail = |e: String| format!("{}: {e}", path.display());
-    let certs: Vec<_> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| fail(e.to_string()))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| fail(e.to_string()))?;
-    match certs.is_empty() {
-        true => Err(fail("no certificate in the file".into())),
-        false => Ok(certs),
-    }
-}
-
-fn tls_config(security: &ClientSecurity) -> Result<Arc<rustls::ClientConfig>, String> {
-    let ca = security
-        .ca_location
-        .as_ref()
-        .ok_or("TLS needs ssl.ca.location (the CA that signed the server's certificate)")?;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in certificates(ca)? {
-        roots.add(cert).map_err(|e| format!("{}: {e}", ca.display()))?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots);
-    let config = match &security.certificate {
-        None => builder.with_no_client_auth(),
-        Some((chain, key)) => {
-            let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
-            builder
-                .with_client_auth_cert(certificates(chain)?, key)
-                .map_err(|e| format!("client certificate: {e}"))?
-        }
-    };
-    Ok(Arc::new(config))
-}
 
 /// Connects to `addr` within `timeout` (each later read and write too), under TLS when
 /// the security protocol says so.
@@ -72,9 +30,8 @@ pub fn connect(addr: &str, security: &ClientSecurity, timeout: Duration) -> Resu
     if !security.protocol.is_tls() {
         return Ok(Box::new(tcp));
     }
-    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_matches(['[', ']']);
-    let name = ServerName::try_from(host.to_string()).map_err(|e| format!("{host}: {e}"))?;
-    let session = rustls::ClientConnection::new(tls_config(security)?, name).map_err(|e| e.to_string())?;
+    let name = crate::security::client::server_name(addr).map_err(|e| e.0)?;
+    let session = rustls::ClientConnection::new(security.tls_config().map_err(|e| e.0)?, name).map_err(|e| e.to_string())?;
     let mut stream = rustls::StreamOwned::new(session, tcp);
     // The handshake now, so a certificate problem is reported as one.
     while stream.conn.is_handshaking() {

@@ -122,7 +122,7 @@ fn observe_batch(
 
 pub async fn run(args: TimestampsArgs, out: &mut dyn Write) -> Result<(), String> {
     let (from, to) = parse_window(args.from_time.as_deref(), args.to_time.as_deref())?;
-    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
+    let mut client = super::connect(&args.server).await?;
     let meta = super::topic_metadata(&mut client, &args.topic).await?;
     let ts_type = meta
         .configs

@@ -58,7 +58,7 @@ fn io(e: std::io::Error) -> String {
 }
 
 pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
-    let mut client = super::connect(&args.server.bootstrap, args.server.timeout_ms).await?;
+    let mut client = super::connect(&args.server).await?;
     let need_topic = || {
         args.topic
             .clone()
