@@ -34,13 +34,28 @@ fn binding(name: String, pattern: PatternType, principal: String, op: Operation)
 fn store(n: usize) -> AclStore {
     let mut store = AclStore::default();
     for i in 0..n.saturating_sub(101) {
-        let b = binding(format!("topic-{i}"), PatternType::Literal, format!("User:u{}", i % 50), Operation::Read);
+        let b = binding(
+            format!("topic-{i}"),
+            PatternType::Literal,
+            format!("User:u{}", i % 50),
+            Operation::Read,
+        );
         store.add(b);
     }
     for i in 0..100.min(n) {
-        store.add(binding(format!("team{i}-"), PatternType::Prefixed, "User:*".into(), Operation::Write));
+        store.add(binding(
+            format!("team{i}-"),
+            PatternType::Prefixed,
+            "User:*".into(),
+            Operation::Write,
+        ));
     }
-    store.add(binding("*".into(), PatternType::Literal, "User:ops".into(), Operation::Describe));
+    store.add(binding(
+        "*".into(),
+        PatternType::Literal,
+        "User:ops".into(),
+        Operation::Describe,
+    ));
     store
 }
 
@@ -48,7 +63,12 @@ fn store(n: usize) -> AclStore {
 fn per_check(config: &AuthorizerConfig, who: &Who<'_>, topic: &str, rounds: u32) -> f64 {
     let start = Instant::now();
     for _ in 0..rounds {
-        black_box(config.authorize(black_box(who), Operation::Read, ResourceType::Topic, black_box(topic)));
+        black_box(config.authorize(
+            black_box(who),
+            Operation::Read,
+            ResourceType::Topic,
+            black_box(topic),
+        ));
     }
     start.elapsed().as_nanos() as f64 / rounds as f64
 }
@@ -88,19 +108,40 @@ fn main() {
         super_users: vec!["User:admin".into()],
         allow_everyone_if_no_acl_found: false,
     };
-    let alice = Who { principal: "User:u7", host: "10.1.2.3" };
-    let admin = Who { principal: "User:admin", host: "10.1.2.3" };
+    let alice = Who {
+        principal: "User:u7",
+        host: "10.1.2.3",
+    };
+    let admin = Who {
+        principal: "User:admin",
+        host: "10.1.2.3",
+    };
     let row = |label: &str, ns: f64| {
-        println!("{label:<48} {ns:>8.1} ns/check  {:>7.4} of a round trip", ns / rtt);
+        println!(
+            "{label:<48} {ns:>8.1} ns/check  {:>7.4} of a round trip",
+            ns / rtt
+        );
     };
     authorizer::install(store(10));
-    row("authorizer off", per_check(&AuthorizerConfig::default(), &alice, "topic-7", rounds));
+    row(
+        "authorizer off",
+        per_check(&AuthorizerConfig::default(), &alice, "topic-7", rounds),
+    );
     row("super user", per_check(&on, &admin, "topic-7", rounds));
     for n in [10, 1_000, 100_000] {
         authorizer::install(store(n));
         let hit = format!("topic-{}", 7.min(n.saturating_sub(102)));
-        row(&format!("{n} ACLs, literal allow"), per_check(&on, &alice, &hit, rounds));
-        row(&format!("{n} ACLs, prefixed match"), per_check(&on, &alice, "team42-orders", rounds));
-        row(&format!("{n} ACLs, no ACL names it (deny)"), per_check(&on, &alice, "unnamed", rounds));
+        row(
+            &format!("{n} ACLs, literal allow"),
+            per_check(&on, &alice, &hit, rounds),
+        );
+        row(
+            &format!("{n} ACLs, prefixed match"),
+            per_check(&on, &alice, "team42-orders", rounds),
+        );
+        row(
+            &format!("{n} ACLs, no ACL names it (deny)"),
+            per_check(&on, &alice, "unnamed", rounds),
+        );
     }
 }

@@ -9,11 +9,11 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{Preallocated, TcpStream};
 
 use crate::io::deadline::within;
-pub use crate::security::client::ClientSecurity;
 use crate::protocol::{
     ApiKey, ErrorCode, LogDirInfo, MetadataResponse, Request, Response, ResponseBody,
     StatsResponse, ACKS_NONE, DEFAULT_MAX_FRAME_BYTES,
 };
+pub use crate::security::client::ClientSecurity;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -137,7 +137,8 @@ impl Client {
         password: &str,
     ) -> ClientResult<()> {
         use crate::security::scram_client::ClientExchange;
-        let refused = |e: crate::security::scram::ScramError| ClientError::Security(format!("SASL: {e}"));
+        let refused =
+            |e: crate::security::scram::ScramError| ClientError::Security(format!("SASL: {e}"));
         let handshake = Request::SaslHandshake {
             mechanism: mechanism.name().to_string(),
         };
@@ -151,7 +152,8 @@ impl Client {
                 awaiting.finish(&server_final).map_err(refused)
             }
             _ => {
-                self.sasl_token(format!("\0{user}\0{password}").into_bytes()).await?;
+                self.sasl_token(format!("\0{user}\0{password}").into_bytes())
+                    .await?;
                 Ok(())
             }
         }

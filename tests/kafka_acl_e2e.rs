@@ -52,28 +52,75 @@ fn acls_decide_who_may_do_what_and_survive_a_kill() {
     users_set(&data, "admin", SCRAM, "admin-secret");
     users_set(&data, "alice", SCRAM, "alice-secret");
     let (mut server, plain, sasl) = server(&data, &[]);
-    let admin = |s: &ServerProc| run_sasl_client(s, &[], &["confluent", &sasl, SCRAM, "admin", "admin-secret", "orders"], "OK");
+    let admin = |s: &ServerProc| {
+        run_sasl_client(
+            s,
+            &[],
+            &["confluent", &sasl, SCRAM, "admin", "admin-secret", "orders"],
+            "OK",
+        )
+    };
     admin(&server);
     let alice_denied = |s: &ServerProc| {
-        acls(&["denied", &sasl, SCRAM, "alice", "alice-secret", "orders"], s, "DENIED")
+        acls(
+            &["denied", &sasl, SCRAM, "alice", "alice-secret", "orders"],
+            s,
+            "DENIED",
+        )
     };
     alice_denied(&server);
-    acls(&["denied", &plain, "-", "anonymous", "-", "orders"], &server, "DENIED");
+    acls(
+        &["denied", &plain, "-", "anonymous", "-", "orders"],
+        &server,
+        "DENIED",
+    );
 
     let props = admin_properties(tmp.path());
     let tool = |more: &[&str]| {
-        let mut args = vec!["--bootstrap-server", sasl.as_str(), "--command-config", props.as_str()];
+        let mut args = vec![
+            "--bootstrap-server",
+            sasl.as_str(),
+            "--command-config",
+            props.as_str(),
+        ];
         args.extend_from_slice(more);
         acls_tool(&args)
     };
-    tool(&["--add", "--allow-principal", "User:alice", "--producer", "--consumer", "--topic", "orders"]);
-    tool(&["--add", "--allow-principal", "User:alice", "--operation", "Read", "--group", "g-alice", "--resource-pattern-type", "prefixed"]);
+    tool(&[
+        "--add",
+        "--allow-principal",
+        "User:alice",
+        "--producer",
+        "--consumer",
+        "--topic",
+        "orders",
+    ]);
+    tool(&[
+        "--add",
+        "--allow-principal",
+        "User:alice",
+        "--operation",
+        "Read",
+        "--group",
+        "g-alice",
+        "--resource-pattern-type",
+        "prefixed",
+    ]);
     let listed = tool(&["--list", "--principal", "User:alice"]);
-    for line in ["name=orders, patternType=LITERAL", "operation=WRITE", "name=g-alice, patternType=PREFIXED"] {
+    for line in [
+        "name=orders, patternType=LITERAL",
+        "operation=WRITE",
+        "name=g-alice, patternType=PREFIXED",
+    ] {
         assert!(listed.contains(line), "{line} not in:\n{listed}");
     }
     let alice_ok = |s: &ServerProc| {
-        run_sasl_client(s, &[], &["confluent", &sasl, SCRAM, "alice", "alice-secret", "orders"], "OK")
+        run_sasl_client(
+            s,
+            &[],
+            &["confluent", &sasl, SCRAM, "alice", "alice-secret", "orders"],
+            "OK",
+        )
     };
     alice_ok(&server);
 
@@ -82,7 +129,13 @@ fn acls_decide_who_may_do_what_and_survive_a_kill() {
     alice_ok(&server);
     admin(&server);
 
-    let removed = tool(&["--remove", "--allow-principal", "User:alice", "--topic", "orders"]);
+    let removed = tool(&[
+        "--remove",
+        "--allow-principal",
+        "User:alice",
+        "--topic",
+        "orders",
+    ]);
     assert!(removed.contains("operation=READ"), "{removed}");
     alice_denied(&server);
 }
@@ -94,15 +147,34 @@ fn acl_apis_serve_admin_clients_and_refuse_everyone_else() {
     users_set(&data, "admin", SCRAM, "admin-secret");
     users_set(&data, "carol", SCRAM, "carol-secret");
     let (server, _plain, sasl) = server(&data, &[]);
-    acls(&["admin-api", &sasl, SCRAM, "admin", "admin-secret", "orders"], &server, "OK");
-    acls(&["admin-api-denied", &sasl, SCRAM, "carol", "carol-secret", "orders"], &server, "DENIED");
+    acls(
+        &["admin-api", &sasl, SCRAM, "admin", "admin-secret", "orders"],
+        &server,
+        "OK",
+    );
+    acls(
+        &[
+            "admin-api-denied",
+            &sasl,
+            SCRAM,
+            "carol",
+            "carol-secret",
+            "orders",
+        ],
+        &server,
+        "DENIED",
+    );
     drop(server);
 
     let plain_only = tmp.path().join("plain");
     let listen = format!("127.0.0.1:{}", free_port());
     let unsecured = ServerProc::start(&plain_only, 1, &[("kafka.listen", listen.as_str())]);
     let kafka = unsecured.kafka_addr();
-    acls(&["admin-api-disabled", &kafka, "-", "-", "-", "orders"], &unsecured, "DISABLED");
+    acls(
+        &["admin-api-disabled", &kafka, "-", "-", "-", "orders"],
+        &unsecured,
+        "DISABLED",
+    );
 }
 
 #[test]
@@ -115,12 +187,36 @@ fn offline_acls_are_in_force_at_the_first_start() {
         args.extend_from_slice(more);
         acls_tool(&args)
     };
-    offline(&["--add", "--allow-principal", "User:ANONYMOUS", "--operation", "Describe", "--topic", "*"]);
+    offline(&[
+        "--add",
+        "--allow-principal",
+        "User:ANONYMOUS",
+        "--operation",
+        "Describe",
+        "--topic",
+        "*",
+    ]);
     assert!(offline(&["--list"]).contains("principal=User:ANONYMOUS"));
     let (server, plain, sasl) = server(&data, &[]);
     // Anonymous may see topics but not write them.
-    run_sasl_client(&server, &[], &["confluent", &sasl, SCRAM, "admin", "admin-secret", "seen"], "OK");
-    acls(&["visible-not-writable", &plain, "-", "anonymous", "-", "seen"], &server, "DENIED");
+    run_sasl_client(
+        &server,
+        &[],
+        &["confluent", &sasl, SCRAM, "admin", "admin-secret", "seen"],
+        "OK",
+    );
+    acls(
+        &[
+            "visible-not-writable",
+            &plain,
+            "-",
+            "anonymous",
+            "-",
+            "seen",
+        ],
+        &server,
+        "DENIED",
+    );
     // The data directory is the running server's: the offline tool refuses it.
     let refused = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
         .args(["acls", "--list", "--data-dir"])
@@ -141,7 +237,12 @@ fn native_tool(args: &[&str], stdin: &str) -> (bool, String) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let text = format!(
         "{}{}",
@@ -158,28 +259,74 @@ fn the_native_protocol_applies_the_same_acls() {
     users_set(&data, "admin", SCRAM, "admin-secret");
     let (server, _plain, sasl) = server(&data, &[]);
     let native = server.addr();
-    let create = ["topics", "create", "-b", &native, "--topic", "n", "--partitions", "2"];
+    let create = [
+        "topics",
+        "create",
+        "-b",
+        &native,
+        "--topic",
+        "n",
+        "--partitions",
+        "2",
+    ];
     let (ok, text) = native_tool(&create, "");
-    assert!(!ok && text.contains("Authorization"), "created without CREATE: {text}");
+    assert!(
+        !ok && text.contains("Authorization"),
+        "created without CREATE: {text}"
+    );
     let (ok, text) = native_tool(&["log-dirs", "-b", &native], "");
     assert!(!ok && text.contains("ClusterAuthorizationFailed"), "{text}");
 
     let props = admin_properties(tmp.path());
     let tool = |more: &[&str]| {
-        let mut args = vec!["--bootstrap-server", sasl.as_str(), "--command-config", props.as_str()];
+        let mut args = vec![
+            "--bootstrap-server",
+            sasl.as_str(),
+            "--command-config",
+            props.as_str(),
+        ];
         args.extend_from_slice(more);
         acls_tool(&args)
     };
-    tool(&["--add", "--allow-principal", "User:ANONYMOUS", "--producer", "--topic", "n"]);
+    tool(&[
+        "--add",
+        "--allow-principal",
+        "User:ANONYMOUS",
+        "--producer",
+        "--topic",
+        "n",
+    ]);
     let (ok, text) = native_tool(&create, "");
     assert!(ok, "create with CREATE on the topic: {text}");
     let produce = ["produce", "-b", &native, "--topic", "n", "--partition", "0"];
     let (ok, text) = native_tool(&produce, "a\nb\n");
     assert!(ok, "produce with WRITE: {text}");
-    let consume = ["consume", "-b", &native, "--topic", "n", "--partition", "0", "--offset", "0", "--max-records", "2"];
+    let consume = [
+        "consume",
+        "-b",
+        &native,
+        "--topic",
+        "n",
+        "--partition",
+        "0",
+        "--offset",
+        "0",
+        "--max-records",
+        "2",
+    ];
     let (ok, text) = native_tool(&consume, "");
-    assert!(!ok && text.contains("TopicAuthorizationFailed"), "read without READ: {text}");
-    tool(&["--add", "--allow-principal", "User:ANONYMOUS", "--operation", "Describe", "--cluster"]);
+    assert!(
+        !ok && text.contains("TopicAuthorizationFailed"),
+        "read without READ: {text}"
+    );
+    tool(&[
+        "--add",
+        "--allow-principal",
+        "User:ANONYMOUS",
+        "--operation",
+        "Describe",
+        "--cluster",
+    ]);
     let (ok, text) = native_tool(&["log-dirs", "-b", &native], "");
     assert!(ok, "{text}");
     drop(server);

@@ -36,28 +36,43 @@ fn mint(dir: &Path) -> Files {
         keystore: write(dir, "keystore.pem", ca.server_keystore()),
         truststore: write(dir, "ca.pem", ca.pem()),
         alice: (write(dir, "alice.pem", cert), write(dir, "alice.key", key)),
-        forged: (write(dir, "forged.pem", fcert), write(dir, "forged.key", fkey)),
+        forged: (
+            write(dir, "forged.pem", fcert),
+            write(dir, "forged.key", fkey),
+        ),
     }
 }
 
 /// A PLAINTEXT and an SSL listener; the SSL one asks for certificates (`client_auth`);
 /// "CN=alice,O=acme" maps to "alice", a super user. (server, plain, ssl)
 fn server(data: &Path, f: &Files, client_auth: &str) -> (ServerProc, String, String) {
-    let (plain, ssl) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+    let (plain, ssl) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
     let listeners = format!("PLAINTEXT://{plain},SSL://{ssl}");
     let config = [
         ("listeners", listeners.as_str()),
         ("ssl.keystore.location", f.keystore.as_str()),
         ("ssl.truststore.location", f.truststore.as_str()),
         ("listener.name.ssl.ssl.client.auth", client_auth),
-        ("ssl.principal.mapping.rules", "RULE:^CN=([^,]*),O=acme$/$1/L,DEFAULT"),
+        (
+            "ssl.principal.mapping.rules",
+            "RULE:^CN=([^,]*),O=acme$/$1/L,DEFAULT",
+        ),
         ("authorizer.enable", "true"),
         ("super.users", "User:alice"),
     ];
     (ServerProc::start(data, 2, &config), plain, ssl)
 }
 
-fn client(server: &ServerProc, f: &Files, cert: Option<&(String, String)>, args: &[&str], expect: &str) {
+fn client(
+    server: &ServerProc,
+    f: &Files,
+    cert: Option<&(String, String)>,
+    args: &[&str],
+    expect: &str,
+) {
     let mut env = vec![("SSL_CA", f.truststore.clone())];
     if let Some((c, k)) = cert {
         env.extend([("SSL_CERT", c.clone()), ("SSL_KEY", k.clone())]);
@@ -71,12 +86,42 @@ fn client_certificates_are_principals_on_an_ssl_listener() {
     let f = mint(tmp.path());
     let (server, _plain, ssl) = server(&tmp.path().join("data"), &f, "required");
     let alice = Some(&f.alice);
-    client(&server, &f, alice, &["confluent", &ssl, "-", "alice", "-", "certs"], "OK");
-    client(&server, &f, alice, &["kafka-python", &ssl, "-", "alice", "-", "certs"], "OK");
-    client(&server, &f, None, &["probe", &ssl, "-", "nobody", "-", "-"], "REFUSED");
-    client(&server, &f, Some(&f.forged), &["probe", &ssl, "-", "alice", "-", "-"], "REFUSED");
+    client(
+        &server,
+        &f,
+        alice,
+        &["confluent", &ssl, "-", "alice", "-", "certs"],
+        "OK",
+    );
+    client(
+        &server,
+        &f,
+        alice,
+        &["kafka-python", &ssl, "-", "alice", "-", "certs"],
+        "OK",
+    );
+    client(
+        &server,
+        &f,
+        None,
+        &["probe", &ssl, "-", "nobody", "-", "-"],
+        "REFUSED",
+    );
+    client(
+        &server,
+        &f,
+        Some(&f.forged),
+        &["probe", &ssl, "-", "alice", "-", "-"],
+        "REFUSED",
+    );
     // Still serving the one with the right certificate.
-    client(&server, &f, alice, &["probe", &ssl, "-", "alice", "-", "-"], "OK");
+    client(
+        &server,
+        &f,
+        alice,
+        &["probe", &ssl, "-", "alice", "-", "-"],
+        "OK",
+    );
     let log = server.log_text();
     assert!(!log.contains("panicked"), "{log}");
 }
@@ -87,13 +132,32 @@ fn requested_certificates_let_anonymous_clients_in_under_the_acls() {
     let f = mint(tmp.path());
     let data = tmp.path().join("data");
     acls_tool(&[
-        "--data-dir", data.to_str().unwrap(), "--add", "--allow-principal", "User:ANONYMOUS",
-        "--operation", "Describe", "--topic", "*",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--add",
+        "--allow-principal",
+        "User:ANONYMOUS",
+        "--operation",
+        "Describe",
+        "--topic",
+        "*",
     ]);
     let (server, _plain, ssl) = server(&data, &f, "requested");
-    client(&server, &f, Some(&f.alice), &["confluent", &ssl, "-", "alice", "-", "open"], "OK");
+    client(
+        &server,
+        &f,
+        Some(&f.alice),
+        &["confluent", &ssl, "-", "alice", "-", "open"],
+        "OK",
+    );
     // Without a certificate: connected, anonymous, may list topics but not write them.
-    client(&server, &f, None, &["probe", &ssl, "-", "nobody", "-", "-"], "OK");
+    client(
+        &server,
+        &f,
+        None,
+        &["probe", &ssl, "-", "nobody", "-", "-"],
+        "OK",
+    );
     let env = [("SSL_CA", f.truststore.clone())];
     common::security::run_client_script(
         &server,
@@ -115,7 +179,10 @@ fn required_client_certificates_need_a_truststore() {
     );
     let stderr = common::security::serve_refuses(tmp.path(), &config);
     assert!(stderr.contains("ssl.truststore.location"), "{stderr}");
-    let bad = format!("listeners=SSL://127.0.0.1:{}\nlistener.name.ssl.ssl.cipher.suites=x\n", free_port());
+    let bad = format!(
+        "listeners=SSL://127.0.0.1:{}\nlistener.name.ssl.ssl.cipher.suites=x\n",
+        free_port()
+    );
     let stderr = common::security::serve_refuses(tmp.path(), &bad);
     assert!(stderr.contains("cannot be set per listener"), "{stderr}");
 }

@@ -303,21 +303,52 @@ fn sessions_expire_and_clients_reauthenticate_on_the_live_connection() {
     std::thread::sleep(Duration::from_millis(1000));
     c.authenticate(scram, "alice", "alice-secret").unwrap();
     std::thread::sleep(Duration::from_millis(1000));
-    assert!(call(&mut c, 9, metadata()).is_ok(), "re-authenticated 1 s ago");
+    assert!(
+        call(&mut c, 9, metadata()).is_ok(),
+        "re-authenticated 1 s ago"
+    );
     // One that does not is closed at its next request after the end.
     let mut d = connect();
     d.authenticate(scram, "alice", "alice-secret").unwrap();
     assert!(call(&mut d, 9, metadata()).is_ok());
     std::thread::sleep(Duration::from_millis(1700));
-    assert!(call(&mut d, 9, metadata()).is_err(), "served after the session ended");
+    assert!(
+        call(&mut d, 9, metadata()).is_err(),
+        "served after the session ended"
+    );
     // Re-authenticating as someone else closes the connection.
     let mut e = connect();
     e.authenticate(scram, "alice", "alice-secret").unwrap();
     assert!(e.authenticate(scram, "bob", "bob-secret").is_err());
     assert!(closed(&mut e));
     // librdkafka re-authenticates by itself across four lifetimes.
-    run_client(&server, &["confluent", &sasl, "SCRAM-SHA-256", "alice", "alice-secret", "long-lived"], "OK");
-    run_client(&server, &["long", &sasl, "SCRAM-SHA-256", "alice", "alice-secret", "long-lived"], "OK");
+    run_client(
+        &server,
+        &[
+            "confluent",
+            &sasl,
+            "SCRAM-SHA-256",
+            "alice",
+            "alice-secret",
+            "long-lived",
+        ],
+        "OK",
+    );
+    run_client(
+        &server,
+        &[
+            "long",
+            &sasl,
+            "SCRAM-SHA-256",
+            "alice",
+            "alice-secret",
+            "long-lived",
+        ],
+        "OK",
+    );
     let expired = server.log_text().matches("SASL session expired").count();
-    assert_eq!(expired, 1, "only the client that did not re-authenticate was cut");
+    assert_eq!(
+        expired, 1,
+        "only the client that did not re-authenticate was cut"
+    );
 }

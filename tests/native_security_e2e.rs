@@ -22,7 +22,12 @@ fn shardlog(args: &[&str], stdin: &str) -> (bool, String) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let text = format!(
         "{}{}",
@@ -70,29 +75,70 @@ fn native_tools_work_over_sasl_ssl_with_command_config() {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         shardlog(&refs, stdin)
     };
-    let (ok, text) = run(with(&["topics", "create", "--topic", "secure", "--partitions", "2"]), "");
+    let (ok, text) = run(
+        with(&["topics", "create", "--topic", "secure", "--partitions", "2"]),
+        "",
+    );
     assert!(ok, "create over SASL_SSL: {text}");
-    let (ok, text) = run(with(&["produce", "--topic", "secure", "--partition", "0"]), "one\ntwo\n");
+    let (ok, text) = run(
+        with(&["produce", "--topic", "secure", "--partition", "0"]),
+        "one\ntwo\n",
+    );
     assert!(ok, "produce over SASL_SSL: {text}");
-    let consume = with(&["consume", "--topic", "secure", "--partition", "0", "--offset", "0", "--max-records", "2"]);
+    let consume = with(&[
+        "consume",
+        "--topic",
+        "secure",
+        "--partition",
+        "0",
+        "--offset",
+        "0",
+        "--max-records",
+        "2",
+    ]);
     let (ok, text) = run(consume, "");
-    assert!(ok && text.contains("one") && text.contains("two"), "consume: {text}");
+    assert!(
+        ok && text.contains("one") && text.contains("two"),
+        "consume: {text}"
+    );
     // kcat-style -X instead of a file.
     let x = |k: &str, v: &str| format!("{k}={v}");
     let (ok, text) = shardlog(
         &[
-            "topics", "list", "-b", &addr,
-            "-X", &x("security.protocol", "sasl_ssl"), "-X", &x("sasl.mechanism", "SCRAM-SHA-512"),
-            "-X", &x("sasl.username", "admin"), "-X", &x("sasl.password", "admin-secret"),
-            "-X", &x("ssl.ca.location", &ca_file),
+            "topics",
+            "list",
+            "-b",
+            &addr,
+            "-X",
+            &x("security.protocol", "sasl_ssl"),
+            "-X",
+            &x("sasl.mechanism", "SCRAM-SHA-512"),
+            "-X",
+            &x("sasl.username", "admin"),
+            "-X",
+            &x("sasl.password", "admin-secret"),
+            "-X",
+            &x("ssl.ca.location", &ca_file),
         ],
         "",
     );
     assert!(ok && text.contains("secure"), "list with -X: {text}");
     // A wrong password, and a plaintext client on the TLS port, are refused clearly.
-    let wrong = properties(tmp.path(), "wrong.properties", &std::fs::read_to_string(&admin).unwrap().replace("admin-secret", "nope"));
-    let (ok, text) = shardlog(&["topics", "list", "-b", &addr, "--command-config", &wrong], "");
-    assert!(!ok && text.contains("SaslAuthenticationFailed"), "wrong password: {text}");
+    let wrong = properties(
+        tmp.path(),
+        "wrong.properties",
+        &std::fs::read_to_string(&admin)
+            .unwrap()
+            .replace("admin-secret", "nope"),
+    );
+    let (ok, text) = shardlog(
+        &["topics", "list", "-b", &addr, "--command-config", &wrong],
+        "",
+    );
+    assert!(
+        !ok && text.contains("SaslAuthenticationFailed"),
+        "wrong password: {text}"
+    );
     let (ok, text) = shardlog(&["topics", "list", "-b", &addr, "--timeout-ms", "5000"], "");
     assert!(!ok, "plaintext on the TLS port: {text}");
     // Still serving.
@@ -113,13 +159,25 @@ fn a_sasl_plaintext_native_listener_answers_nothing_before_authentication() {
     let server = ServerProc::start(&data, 2, &config);
     let addr = server.addr();
     let (ok, text) = shardlog(&["topics", "list", "-b", &addr], "");
-    assert!(!ok && text.contains("IllegalSaslState"), "unauthenticated: {text}");
+    assert!(
+        !ok && text.contains("IllegalSaslState"),
+        "unauthenticated: {text}"
+    );
     for mechanism in ["SCRAM-SHA-256", "PLAIN"] {
         let (ok, text) = shardlog(
             &[
-                "topics", "list", "-b", &addr, "-X", "security.protocol=SASL_PLAINTEXT",
-                "-X", &format!("sasl.mechanism={mechanism}"), "-X", "sasl.username=alice",
-                "-X", "sasl.password=alice-secret",
+                "topics",
+                "list",
+                "-b",
+                &addr,
+                "-X",
+                "security.protocol=SASL_PLAINTEXT",
+                "-X",
+                &format!("sasl.mechanism={mechanism}"),
+                "-X",
+                "sasl.username=alice",
+                "-X",
+                "sasl.password=alice-secret",
             ],
             "",
         );
@@ -127,8 +185,18 @@ fn a_sasl_plaintext_native_listener_answers_nothing_before_authentication() {
     }
     let (ok, text) = shardlog(
         &[
-            "topics", "list", "-b", &addr, "-X", "security.protocol=SASL_PLAINTEXT",
-            "-X", "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=alice", "-X", "sasl.password=x",
+            "topics",
+            "list",
+            "-b",
+            &addr,
+            "-X",
+            "security.protocol=SASL_PLAINTEXT",
+            "-X",
+            "sasl.mechanism=SCRAM-SHA-512",
+            "-X",
+            "sasl.username=alice",
+            "-X",
+            "sasl.password=x",
         ],
         "",
     );

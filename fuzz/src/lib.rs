@@ -296,11 +296,14 @@ pub fn tls_handshake(data: &[u8]) {
             break;
         }
     }
-    assert!(conn.is_handshaking(), "a handshake finished from random bytes");
+    assert!(
+        conn.is_handshaking(),
+        "a handshake finished from random bytes"
+    );
     let _ = shardlog::security::principal_mapping::subject_dn(rest);
-    if let Ok(mapper) =
-        shardlog::security::principal_mapping::PrincipalMapper::parse(&String::from_utf8_lossy(rest))
-    {
+    if let Ok(mapper) = shardlog::security::principal_mapping::PrincipalMapper::parse(
+        &String::from_utf8_lossy(rest),
+    ) {
         let _ = mapper.map("CN=alice,O=acme,C=US");
     }
 }

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_acls_response::AclCreationResult;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
-use kafka_protocol::messages::delete_acls_response::{DeleteAclsFilterResult, DeleteAclsMatchingAcl};
+use kafka_protocol::messages::delete_acls_response::{
+    DeleteAclsFilterResult, DeleteAclsMatchingAcl,
+};
 use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
 use kafka_protocol::messages::{
     CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
@@ -97,7 +99,15 @@ async fn create(ctx: &Context<'_>, r: CreateAclsRequest) -> CreateAclsResponse {
 
 /// A filter from its wire fields: (resource type, name, pattern type, principal, host,
 /// operation, permission); codes 1 (ANY) match everything.
-type WireFilter<'a> = (i8, Option<&'a StrBytes>, i8, Option<&'a StrBytes>, Option<&'a StrBytes>, i8, i8);
+type WireFilter<'a> = (
+    i8,
+    Option<&'a StrBytes>,
+    i8,
+    Option<&'a StrBytes>,
+    Option<&'a StrBytes>,
+    i8,
+    i8,
+);
 
 fn filter_of(w: WireFilter<'_>) -> Result<AclFilter, InvalidAcl> {
     let (kind, name, pattern, principal, host, operation, permission) = w;
@@ -108,9 +118,15 @@ fn filter_of(w: WireFilter<'_>) -> Result<AclFilter, InvalidAcl> {
         c if parse(c) => Ok(true),
         c => Err(bad(what, c)),
     };
-    coded(kind, "resourceType", |c| ResourceType::from_code(c).is_some())?;
-    coded(operation, "operation", |c| Operation::from_code(c).is_some())?;
-    coded(permission, "permissionType", |c| Permission::from_code(c).is_some())?;
+    coded(kind, "resourceType", |c| {
+        ResourceType::from_code(c).is_some()
+    })?;
+    coded(operation, "operation", |c| {
+        Operation::from_code(c).is_some()
+    })?;
+    coded(permission, "permissionType", |c| {
+        Permission::from_code(c).is_some()
+    })?;
     Ok(AclFilter {
         kind: ResourceType::from_code(kind),
         name: name.map(|n| n.to_string()),
@@ -125,7 +141,9 @@ fn filter_of(w: WireFilter<'_>) -> Result<AclFilter, InvalidAcl> {
 fn describe(ctx: &Context<'_>, r: DescribeAclsRequest) -> DescribeAclsResponse {
     let response = DescribeAclsResponse::default();
     if let Some((code, why)) = refusal(ctx, Operation::Describe) {
-        return response.with_error_code(code).with_error_message(Some(str_bytes(why)));
+        return response
+            .with_error_code(code)
+            .with_error_message(Some(str_bytes(why)));
     }
     let wire = (
         r.resource_type_filter,
@@ -187,8 +205,11 @@ async fn delete(ctx: &Context<'_>, r: DeleteAclsRequest) -> DeleteAclsResponse {
         let results = r.filters.iter().map(|_| failed(code, why.clone()));
         return DeleteAclsResponse::default().with_filter_results(results.collect());
     }
-    let parsed: Vec<Result<AclFilter, InvalidAcl>> =
-        r.filters.iter().map(|f| filter_of(wire_filter(f))).collect();
+    let parsed: Vec<Result<AclFilter, InvalidAcl>> = r
+        .filters
+        .iter()
+        .map(|f| filter_of(wire_filter(f)))
+        .collect();
     let change = AclChange {
         add: Vec::new(),
         remove: parsed.iter().filter_map(|p| p.clone().ok()).collect(),
@@ -207,7 +228,8 @@ async fn delete(ctx: &Context<'_>, r: DeleteAclsRequest) -> DeleteAclsResponse {
         Err(e) => failed(errors::INVALID_REQUEST, e.0),
         Ok(_) => {
             let gone = removed.next().unwrap_or_default();
-            DeleteAclsFilterResult::default().with_matching_acls(gone.iter().map(matching).collect())
+            DeleteAclsFilterResult::default()
+                .with_matching_acls(gone.iter().map(matching).collect())
         }
     });
     DeleteAclsResponse::default().with_filter_results(results.collect())

@@ -15,9 +15,9 @@ use kafka_protocol::messages::{
 use super::configs::described;
 use super::errors::{self, kafka_code};
 use super::{str_bytes, Context};
-use crate::security::acl::{Operation, ResourceType};
 use crate::catalog::topics::TopicConfig;
 use crate::protocol::ErrorCode;
+use crate::security::acl::{Operation, ResourceType};
 
 type Outcome = Result<(), (i16, String)>;
 

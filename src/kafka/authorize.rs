@@ -42,7 +42,12 @@ impl Context<'_> {
     /// TOPIC_AUTHORIZATION_FAILED and Kafka's message, when the principal may not `op`
     /// the topic.
     pub fn topic_refusal(&self, op: Operation, topic: &str) -> Option<(i16, String)> {
-        let denied = || (TOPIC_AUTHORIZATION_FAILED, denied(ResourceType::Topic, topic));
+        let denied = || {
+            (
+                TOPIC_AUTHORIZATION_FAILED,
+                denied(ResourceType::Topic, topic),
+            )
+        };
         (!self.on_topic(op, topic)).then(denied)
     }
 

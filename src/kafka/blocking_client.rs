@@ -63,17 +63,28 @@ impl BlockingClient {
         use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
         let name = StrBytes::from_string(mechanism.name().to_string());
         let handshake = SaslHandshakeRequest::default().with_mechanism(name);
-        match self.call(ApiKey::SaslHandshake, 1, &RequestKind::SaslHandshake(handshake))? {
+        match self.call(
+            ApiKey::SaslHandshake,
+            1,
+            &RequestKind::SaslHandshake(handshake),
+        )? {
             ResponseKind::SaslHandshake(r) if r.error_code == 0 => {}
             ResponseKind::SaslHandshake(r) => {
                 let offered: Vec<String> = r.mechanisms.iter().map(|m| m.to_string()).collect();
-                anyhow::bail!("the server refused {} (it offers {offered:?})", mechanism.name())
+                anyhow::bail!(
+                    "the server refused {} (it offers {offered:?})",
+                    mechanism.name()
+                )
             }
             other => anyhow::bail!("unexpected answer to SaslHandshake: {other:?}"),
         }
         let mut token = |bytes: Vec<u8>| -> anyhow::Result<Vec<u8>> {
             let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(bytes));
-            match self.call(ApiKey::SaslAuthenticate, 1, &RequestKind::SaslAuthenticate(request))? {
+            match self.call(
+                ApiKey::SaslAuthenticate,
+                1,
+                &RequestKind::SaslAuthenticate(request),
+            )? {
                 ResponseKind::SaslAuthenticate(r) if r.error_code == 0 => Ok(r.auth_bytes.to_vec()),
                 ResponseKind::SaslAuthenticate(r) => anyhow::bail!(
                     "SASL authentication as {user:?} failed (error {}): {}",

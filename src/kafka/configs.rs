@@ -16,12 +16,12 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::security::acl::{Operation, ResourceType};
 use super::errors::{self, kafka_code};
 use super::{str_bytes, Context};
 use crate::catalog::broker_defaults::{self, BrokerDefaults, Scope};
 use crate::catalog::topics::{TopicConfig, TopicMeta};
 use crate::protocol::ErrorCode;
+use crate::security::acl::{Operation, ResourceType};
 
 /// Config resource types.
 const RESOURCE_TOPIC: i8 = 2;
@@ -87,7 +87,9 @@ pub fn describe(ctx: &Context<'_>, request: DescribeConfigsRequest) -> DescribeC
                 .with_resource_name(res.resource_name);
             let refusal = config_refusal(ctx, res.resource_type, &name, Operation::DescribeConfigs);
             if let Some((code, why)) = refusal {
-                return r.with_error_code(code).with_error_message(Some(str_bytes(why)));
+                return r
+                    .with_error_code(code)
+                    .with_error_message(Some(str_bytes(why)));
             }
             match res.resource_type {
                 RESOURCE_TOPIC => match ctx.shard.topic(&name) {

@@ -5,16 +5,16 @@
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
+use super::cluster::operations;
 use super::errors::{self as e, kafka_code};
+use super::group_acls;
 use super::{str_bytes, Context, NODE_ID};
 use crate::broker_error::BrokerError;
 use crate::groups::code::GroupCode;
 use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, OffsetToCommit, SyncRequest};
-use crate::shard::group_routing::{list_all, route};
 use crate::security::acl::{Operation, ResourceType};
+use crate::shard::group_routing::{list_all, route};
 use crate::TopicPartition;
-use super::cluster::operations;
-use super::group_acls;
 
 /// The type of every group here (KIP-848's "consumer" groups are not served).
 const GROUP_TYPE: &str = "classic";
@@ -49,7 +49,10 @@ pub(super) async fn run(
 /// 1: a transactional id), with its message.
 fn coordinator_denied(ctx: &Context<'_>, key_type: i8, key: &str) -> Option<(i16, String)> {
     let (kind, code) = match key_type {
-        1 => (ResourceType::TransactionalId, e::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+        1 => (
+            ResourceType::TransactionalId,
+            e::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        ),
         _ => (ResourceType::Group, e::GROUP_AUTHORIZATION_FAILED),
     };
     let allowed = ctx.allowed(Operation::Describe, kind, key);
@@ -66,8 +69,13 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
             .map(|key| {
                 let c = find_coordinator_response::Coordinator::default();
                 match coordinator_denied(ctx, r.key_type, &key) {
-                    Some((code, why)) => c.with_error_code(code).with_error_message(Some(str_bytes(why))),
-                    None => c.with_node_id(BrokerId(NODE_ID)).with_host(str_bytes(host.clone())).with_port(port),
+                    Some((code, why)) => c
+                        .with_error_code(code)
+                        .with_error_message(Some(str_bytes(why))),
+                    None => c
+                        .with_node_id(BrokerId(NODE_ID))
+                        .with_host(str_bytes(host.clone()))
+                        .with_port(port),
                 }
                 .with_key(key)
             })
@@ -76,7 +84,10 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
     }
     if let Some((code, why)) = coordinator_denied(ctx, r.key_type, &r.key) {
         let message = (ctx.version >= 1).then(|| str_bytes(why));
-        return response.with_error_code(code).with_error_message(message).with_node_id(BrokerId(-1));
+        return response
+            .with_error_code(code)
+            .with_error_message(message)
+            .with_node_id(BrokerId(-1));
     }
     response
         .with_node_id(BrokerId(NODE_ID))
@@ -276,7 +287,10 @@ fn offsets_to_commit(ctx: &Context<'_>, r: &OffsetCommitRequest) -> Vec<OffsetTo
 pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetCommitResponse {
     let (offsets, denied) =
         group_acls::split_by_topic(ctx, Operation::Read, offsets_to_commit(ctx, &r), |o| &o.0);
-    let denied: Vec<TopicPartition> = denied.iter().map(|o| TopicPartition::new(&o.0, o.1)).collect();
+    let denied: Vec<TopicPartition> = denied
+        .iter()
+        .map(|o| TopicPartition::new(&o.0, o.1))
+        .collect();
     let op = GroupOp::Commit {
         member_id: text(&r.member_id),
         group_instance_id: r.group_instance_id.as_ref().map(text),
@@ -290,7 +304,10 @@ pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetC
         _ => run(ctx, &r.group_id, op).await,
     };
     let codes: Vec<(String, i32, GroupCode)> = match outcome {
-        Ok(GroupReply::PartitionCodes(c)) => c.into_iter().chain(group_acls::denied_codes(&denied)).collect(),
+        Ok(GroupReply::PartitionCodes(c)) => c
+            .into_iter()
+            .chain(group_acls::denied_codes(&denied))
+            .collect(),
         Ok(GroupReply::Code(code)) | Err(code) => r
             .topics
             .iter()
@@ -623,7 +640,10 @@ pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetD
     let (partitions, denied) =
         group_acls::split_by_topic(ctx, Operation::Read, partitions, |tp| &tp.topic);
     let codes = match run(ctx, &r.group_id, GroupOp::DeleteOffsets { partitions }).await {
-        Ok(GroupReply::PartitionCodes(c)) => c.into_iter().chain(group_acls::denied_codes(&denied)).collect::<Vec<_>>(),
+        Ok(GroupReply::PartitionCodes(c)) => c
+            .into_iter()
+            .chain(group_acls::denied_codes(&denied))
+            .collect::<Vec<_>>(),
         Ok(GroupReply::Code(code)) | Err(code) => {
             return OffsetDeleteResponse::default().with_error_code(code.kafka())
         }

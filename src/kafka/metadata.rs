@@ -8,9 +8,9 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 
+use super::cluster::operations;
 use super::errors;
 use super::{str_bytes, topic_name, Context, CLUSTER_ID, NODE_ID};
-use super::cluster::operations;
 use crate::catalog::topics::validate_topic_name;
 use crate::security::acl::{Operation, ResourceType};
 

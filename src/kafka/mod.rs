@@ -7,8 +7,8 @@
 //! as raw bytes to shardlog's own validator. Connection handling (framing, pipelining,
 //! budgets, timeouts) is `net/connection.rs`, shared with the native listener.
 
-mod admin;
 mod acls;
+mod admin;
 mod api_versions;
 mod authorize;
 pub mod blocking_client;
@@ -87,7 +87,10 @@ impl crate::net::FrontEnd for Kafka {
             return None;
         }
         let lifetime = self.session_lifetime.map_or(0, |d| d.as_millis() as i64);
-        Some(Box::new(sasl::KafkaSasl::new(self.mechanisms.clone(), lifetime)))
+        Some(Box::new(sasl::KafkaSasl::new(
+            self.mechanisms.clone(),
+            lifetime,
+        )))
     }
 
     fn session_lifetime(&self) -> Option<std::time::Duration> {
@@ -96,7 +99,9 @@ impl crate::net::FrontEnd for Kafka {
 
     fn starts_reauthentication(&self, frame: &[u8]) -> bool {
         const SASL_HANDSHAKE: i16 = 17;
-        self.protocol.needs_sasl() && frame.len() >= 2 && i16::from_be_bytes([frame[0], frame[1]]) == SASL_HANDSHAKE
+        self.protocol.needs_sasl()
+            && frame.len() >= 2
+            && i16::from_be_bytes([frame[0], frame[1]]) == SASL_HANDSHAKE
     }
 }
 

@@ -9,8 +9,8 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use super::errors::{self, kafka_code};
 use super::{join_all, str_bytes, Context};
 use crate::broker_error::BrokerError;
-use crate::security::acl::{Operation, ResourceType};
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_LEADER, ACKS_NONE};
+use crate::security::acl::{Operation, ResourceType};
 use crate::shard::messages::{OpOk, PartitionOp};
 
 /// The reply, or `None` for acks=0.

@@ -42,7 +42,11 @@ impl KafkaSasl {
     }
 
     fn mechanism_names(&self) -> Vec<kafka_protocol::protocol::StrBytes> {
-        self.server.enabled().iter().map(|m| str_bytes(m.name())).collect()
+        self.server
+            .enabled()
+            .iter()
+            .map(|m| str_bytes(m.name()))
+            .collect()
     }
 
     /// A token sent as a raw frame (after SaslHandshake v0): answered as a raw frame.
@@ -111,7 +115,13 @@ impl Handshake for KafkaSasl {
             .with_error_code(SASL_AUTHENTICATION_FAILED)
             .with_error_message(Some(str_bytes(why)));
         let key = kafka_protocol::messages::ApiKey::SaslAuthenticate;
-        encode(key, version, correlation_id, &ResponseKind::SaslAuthenticate(response)).ok()
+        encode(
+            key,
+            version,
+            correlation_id,
+            &ResponseKind::SaslAuthenticate(response),
+        )
+        .ok()
     }
 
     fn step(&mut self, frame: Bytes) -> HandshakeStep {

@@ -14,10 +14,10 @@ use super::{str_bytes, Context};
 use std::rc::Rc;
 
 use crate::kafka_codes as k;
+use crate::security::acl::Operation;
 use crate::shard::runtime::Shard;
 use crate::shard::txn_ops::{TxnOp, TxnReply};
 use crate::shard::txn_routing::route;
-use crate::security::acl::Operation;
 use crate::txn::meta::TxnState;
 use crate::TopicPartition;
 
@@ -371,7 +371,10 @@ fn txn_offset_commit_refusal(
     request: &TxnOffsetCommitRequest,
 ) -> Option<Vec<(TopicPartition, i16)>> {
     if !ctx.on_transactional_id(Operation::Write, &request.transactional_id.0) {
-        return Some(partition_codes(request, k::TRANSACTIONAL_ID_AUTHORIZATION_FAILED));
+        return Some(partition_codes(
+            request,
+            k::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        ));
     }
     let denied = |topic: &str| !ctx.on_topic(Operation::Read, topic);
     if !request.topics.iter().any(|t| denied(&t.name.0)) {

@@ -15,7 +15,9 @@ type Need<'a> = (Operation, ResourceType, &'a str);
 
 fn topics<'a>(op: Operation, names: impl IntoIterator<Item = &'a String>) -> Vec<Need<'a>> {
     let named = names.into_iter();
-    named.map(|t| (op, ResourceType::Topic, t.as_str())).collect()
+    named
+        .map(|t| (op, ResourceType::Topic, t.as_str()))
+        .collect()
 }
 
 fn cluster(op: Operation) -> Vec<Need<'static>> {
@@ -31,7 +33,9 @@ fn needs(request: &Request) -> Vec<Need<'_>> {
     use Operation::*;
     match request {
         Request::Produce { topic, .. } => topics(Write, [topic]),
-        Request::MultiProduce { partitions, .. } => topics(Write, partitions.iter().map(|p| &p.topic)),
+        Request::MultiProduce { partitions, .. } => {
+            topics(Write, partitions.iter().map(|p| &p.topic))
+        }
         Request::Fetch { topic, .. } | Request::FetchAtTime { topic, .. } => topics(Read, [topic]),
         Request::MultiFetch { partitions, .. } => topics(Read, partitions.iter().map(|p| &p.topic)),
         Request::ListOffsets { topic, .. } => topics(Describe, [topic]),
@@ -40,9 +44,9 @@ fn needs(request: &Request) -> Vec<Need<'_>> {
         Request::CreatePartitions { topic, .. } => topics(Alter, [topic]),
         Request::DeleteRecords { topic, .. } => topics(Delete, [topic]),
         Request::AlterConfigs { topic, .. } => topics(AlterConfigs, [topic]),
-        Request::DropCaches { .. } | Request::RollSegments { .. } | Request::RunLogMaintenance { .. } => {
-            cluster(ClusterAction)
-        }
+        Request::DropCaches { .. }
+        | Request::RollSegments { .. }
+        | Request::RunLogMaintenance { .. } => cluster(ClusterAction),
         Request::Stats | Request::Metrics | Request::DescribeLogs { .. } | Request::ListGroups => {
             cluster(Describe)
         }
@@ -55,7 +59,10 @@ fn needs(request: &Request) -> Vec<Need<'_>> {
             group(Describe, g)
         }
         Request::DeleteGroup { group: g } => group(Delete, g),
-        Request::OffsetDelete { group: g, partitions } => {
+        Request::OffsetDelete {
+            group: g,
+            partitions,
+        } => {
             let mut needs = group(Delete, g);
             needs.extend(topics(Read, partitions.iter().map(|p| &p.0)));
             needs
@@ -86,7 +93,8 @@ pub fn check(config: &AuthorizerConfig, request: &Request, peer: &Peer) -> Resul
         principal: &peer.principal,
         host: &host,
     };
-    let cluster_creates = || config.authorize(&who, Operation::Create, ResourceType::Cluster, CLUSTER_NAME);
+    let cluster_creates =
+        || config.authorize(&who, Operation::Create, ResourceType::Cluster, CLUSTER_NAME);
     if matches!(request, Request::CreateTopic { .. }) && cluster_creates() {
         return Ok(());
     }

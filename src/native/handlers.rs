@@ -289,7 +289,9 @@ async fn dispatch(
 
 /// Every API and its versions.
 pub(super) fn api_versions_body() -> ResponseBody {
-    let versions = ApiKey::ALL.iter().map(|k| (*k as i16, k.versions().0, k.versions().1));
+    let versions = ApiKey::ALL
+        .iter()
+        .map(|k| (*k as i16, k.versions().0, k.versions().1));
     ResponseBody::ApiVersions(versions.collect())
 }
 
@@ -474,9 +476,8 @@ fn stats_body(shard: &Shard, s: crate::shard::messages::ShardStats) -> StatsResp
 fn metadata(shard: &Shard, topics: Option<Vec<String>>, peer: Peer) -> MetadataResponse {
     let cfg = &shard.config;
     let every_topic = topics.is_none();
-    let describable = |name: &str| {
-        crate::native::authorize::may_describe_topic(&cfg.authorizer, &peer, name)
-    };
+    let describable =
+        |name: &str| crate::native::authorize::may_describe_topic(&cfg.authorizer, &peer, name);
     let host = advertised_host(&cfg.advertised_host, cfg.listen, peer.local);
     let shards = (0..shard.n)
         .map(|i| ShardInfo {

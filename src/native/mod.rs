@@ -85,7 +85,10 @@ impl FrontEnd for Native {
             return None;
         }
         let lifetime = self.session_lifetime.map_or(0, |d| d.as_millis() as i64);
-        Some(Box::new(sasl::NativeSasl::new(self.mechanisms.clone(), lifetime)))
+        Some(Box::new(sasl::NativeSasl::new(
+            self.mechanisms.clone(),
+            lifetime,
+        )))
     }
 
     fn session_lifetime(&self) -> Option<std::time::Duration> {

@@ -37,16 +37,29 @@ impl NativeSasl {
     }
 
     fn choose(&mut self, cid: i32, mechanism: &str) -> HandshakeStep {
-        let offered: Vec<String> = self.server.enabled().iter().map(|m| m.name().to_string()).collect();
+        let offered: Vec<String> = self
+            .server
+            .enabled()
+            .iter()
+            .map(|m| m.name().to_string())
+            .collect();
         let refuse = |code: ErrorCode, why: String| {
             HandshakeStep::Fail(Some(reply(cid, Err((code, why.clone())))), why)
         };
         match self.server.choose(mechanism) {
-            Choice::Chosen => HandshakeStep::Continue(reply(cid, Ok(ResponseBody::SaslHandshake(offered)))),
-            Choice::IllegalState => refuse(ErrorCode::IllegalSaslState, "a mechanism is already chosen".into()),
+            Choice::Chosen => {
+                HandshakeStep::Continue(reply(cid, Ok(ResponseBody::SaslHandshake(offered))))
+            }
+            Choice::IllegalState => refuse(
+                ErrorCode::IllegalSaslState,
+                "a mechanism is already chosen".into(),
+            ),
             _ => refuse(
                 ErrorCode::UnsupportedSaslMechanism,
-                format!("SASL mechanism {mechanism:?} is not offered here (offered: {})", offered.join(", ")),
+                format!(
+                    "SASL mechanism {mechanism:?} is not offered here (offered: {})",
+                    offered.join(", ")
+                ),
             ),
         }
     }
@@ -54,7 +67,10 @@ impl NativeSasl {
     fn token(&mut self, cid: i32, token: &[u8]) -> HandshakeStep {
         if !self.server.expects_token() {
             let why = "SaslAuthenticate before SaslHandshake".to_string();
-            return HandshakeStep::Fail(Some(reply(cid, Err((ErrorCode::IllegalSaslState, why.clone())))), why);
+            return HandshakeStep::Fail(
+                Some(reply(cid, Err((ErrorCode::IllegalSaslState, why.clone())))),
+                why,
+            );
         }
         let body = |auth: Vec<u8>, lifetime: i64| {
             Ok(ResponseBody::SaslAuthenticate {
@@ -92,8 +108,14 @@ impl Handshake for NativeSasl {
             Request::SaslHandshake { mechanism } => self.choose(cid, &mechanism),
             Request::SaslAuthenticate { auth_bytes } => self.token(cid, &auth_bytes),
             other => {
-                let why = format!("{:?} before SASL authentication (SaslHandshake, SaslAuthenticate first)", other.api_key());
-                HandshakeStep::Fail(Some(reply(cid, Err((ErrorCode::IllegalSaslState, why.clone())))), why)
+                let why = format!(
+                    "{:?} before SASL authentication (SaslHandshake, SaslAuthenticate first)",
+                    other.api_key()
+                );
+                HandshakeStep::Fail(
+                    Some(reply(cid, Err((ErrorCode::IllegalSaslState, why.clone())))),
+                    why,
+                )
             }
         }
     }

@@ -124,8 +124,13 @@ pub async fn serve(
         .await;
         first = false;
         match next {
-            Next::Frame(body, _, _, _) if lifetime.is_some() && front.starts_reauthentication(&body) => {
-                let again = Reauthentication { first: body, principal: &peer.principal };
+            Next::Frame(body, _, _, _)
+                if lifetime.is_some() && front.starts_reauthentication(&body) =>
+            {
+                let again = Reauthentication {
+                    first: body,
+                    principal: &peer.principal,
+                };
                 match reauthenticate(&shard, &mut reader, &tx, &budget, &*front, again).await {
                     Ok(()) => session_ends = lifetime.map(|l| Instant::now() + l),
                     Err(why) => {
@@ -140,8 +145,12 @@ pub async fn serve(
             }
             Next::Frame(body, reservation, started, frame_read) => {
                 let bytes_in = body.len() + 4;
-                let task =
-                    crate::tasks::spawn(front.handle(shard.clone(), body, peer.clone(), budget.clone()));
+                let task = crate::tasks::spawn(front.handle(
+                    shard.clone(),
+                    body,
+                    peer.clone(),
+                    budget.clone(),
+                ));
                 let queued = Queued {
                     task,
                     request_budget: reservation,
@@ -215,10 +224,15 @@ async fn start_tls(
     let (session, pending) = within(limit, super::tls::accept(config, &mut reader, &mut writer))
         .await
         .map_err(|e| Refused(format!("TLS handshake: {e}")))?;
-    let leaf = session.borrow().peer_certificates().and_then(|c| c.first().cloned());
+    let leaf = session
+        .borrow()
+        .peer_certificates()
+        .and_then(|c| c.first().cloned());
     let principal = match (leaf, front.principal_mapper()) {
         (Some(leaf), Some(mapper)) => {
-            let principal = mapper.principal(&leaf).map_err(|e| Refused(e.to_string()))?;
+            let principal = mapper
+                .principal(&leaf)
+                .map_err(|e| Refused(e.to_string()))?;
             Some(principal)
         }
         _ => None,
@@ -296,17 +310,27 @@ async fn reauthenticate(
     front: &dyn FrontEnd,
     again: Reauthentication<'_>,
 ) -> Result<(), Refused> {
-    let mut handshake = front.handshake().ok_or_else(|| Refused("no SASL here".into()))?;
+    let mut handshake = front
+        .handshake()
+        .ok_or_else(|| Refused("no SASL here".into()))?;
     let mut body = again.first;
     for _ in 0..MAX_HANDSHAKE_FRAMES {
         let (mut reply, mut outcome) = split_step(handshake.step(body));
-        if let Some(Ok(p)) = outcome.as_ref().filter(|o| o.as_ref().is_ok_and(|p| p != again.principal)) {
-            let why = format!("Cannot change principals during re-authentication from {} to {p}", again.principal);
+        if let Some(Ok(p)) = outcome
+            .as_ref()
+            .filter(|o| o.as_ref().is_ok_and(|p| p != again.principal))
+        {
+            let why = format!(
+                "Cannot change principals during re-authentication from {} to {p}",
+                again.principal
+            );
             reply = handshake.refusal(&why);
             outcome = Some(Err(why));
         }
         if let Some(reply) = reply {
-            tx.send(Queued::ready(reply)).await.map_err(|_| Refused("closing".into()))?;
+            tx.send(Queued::ready(reply))
+                .await
+                .map_err(|_| Refused("closing".into()))?;
         }
         match outcome {
             Some(Ok(_)) => return Ok(()),
@@ -322,7 +346,9 @@ async fn reauthenticate(
             Next::Stop(why) => return Err(Refused(why)),
         };
     }
-    Err(Refused(format!("re-authentication took more than {MAX_HANDSHAKE_FRAMES} frames")))
+    Err(Refused(format!(
+        "re-authentication took more than {MAX_HANDSHAKE_FRAMES} frames"
+    )))
 }
 
 /// Writes replies in request order. A reply the client does not take within the write

@@ -65,10 +65,13 @@ fn client_verifier(
     settings: &TlsSettings,
     provider: Arc<rustls::crypto::CryptoProvider>,
 ) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, TlsSetupError> {
-    let path = settings.truststore.as_deref().ok_or_else(|| TlsSetupError {
-        what: "ssl.truststore.location".into(),
-        why: "client certificates need the CAs that sign them".into(),
-    })?;
+    let path = settings
+        .truststore
+        .as_deref()
+        .ok_or_else(|| TlsSetupError {
+            what: "ssl.truststore.location".into(),
+            why: "client certificates need the CAs that sign them".into(),
+        })?;
     let fail = |why: String| TlsSetupError {
         what: format!("ssl.truststore.location {}", path.display()),
         why,
@@ -77,7 +80,8 @@ fn client_verifier(
     for ca in certificates(path, "ssl.truststore.location")? {
         roots.add(ca).map_err(|e| fail(e.to_string()))?;
     }
-    let builder = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+    let builder =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
     let builder = match settings.client_auth {
         ClientAuth::Requested => builder.allow_unauthenticated(),
         _ => builder,
@@ -105,7 +109,9 @@ pub fn server_config(settings: &TlsSettings) -> Result<Arc<rustls::ServerConfig>
         ClientAuth::None => builder.with_no_client_auth(),
         _ => builder.with_client_cert_verifier(client_verifier(settings, provider)?),
     };
-    let mut config = builder.with_single_cert(chain, key).map_err(|e| fail(e.to_string()))?;
+    let mut config = builder
+        .with_single_cert(chain, key)
+        .map_err(|e| fail(e.to_string()))?;
     config.send_tls13_tickets = 0;
     Ok(Arc::new(config))
 }
@@ -147,7 +153,10 @@ type Modified = (Option<std::time::SystemTime>, Option<std::time::SystemTime>);
 
 fn modified(settings: &TlsSettings) -> Modified {
     let of = |p: &Path| crate::io::os::modified(p).ok();
-    (of(&settings.keystore), settings.truststore.as_deref().and_then(of))
+    (
+        of(&settings.keystore),
+        settings.truststore.as_deref().and_then(of),
+    )
 }
 
 impl TlsSource {

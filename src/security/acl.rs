@@ -174,7 +174,10 @@ impl AclBinding {
             return bad("Resource name should not be empty".into());
         }
         if r.kind == ResourceType::Cluster && r.name != CLUSTER_NAME {
-            return bad(format!("the cluster resource is named {CLUSTER_NAME}, not {:?}", r.name));
+            return bad(format!(
+                "the cluster resource is named {CLUSTER_NAME}, not {:?}",
+                r.name
+            ));
         }
         match e.principal.split_once(':') {
             Some((kind, name)) if !kind.is_empty() && !name.is_empty() => {}
@@ -183,7 +186,11 @@ impl AclBinding {
         if e.host.is_empty() {
             return bad("host must be an IP address or *".into());
         }
-        for (what, value) in [("name", &r.name), ("principal", &e.principal), ("host", &e.host)] {
+        for (what, value) in [
+            ("name", &r.name),
+            ("principal", &e.principal),
+            ("host", &e.host),
+        ] {
             if value.len() > MAX_FIELD {
                 return bad(format!("{what} is over {MAX_FIELD} bytes"));
             }
@@ -274,7 +281,12 @@ impl AclFilter {
 mod tests {
     use super::*;
 
-    pub fn binding(kind: ResourceType, name: &str, pattern: PatternType, op: Operation) -> AclBinding {
+    pub fn binding(
+        kind: ResourceType,
+        name: &str,
+        pattern: PatternType,
+        op: Operation,
+    ) -> AclBinding {
         AclBinding {
             resource: ResourcePattern {
                 kind,
@@ -296,7 +308,10 @@ mod tests {
             assert_eq!(Operation::from_code(op.code()), Some(*op));
             assert_eq!(Operation::from_name(op.name()), Some(*op));
         }
-        assert_eq!(Operation::from_name("cluster_action"), Some(Operation::ClusterAction));
+        assert_eq!(
+            Operation::from_name("cluster_action"),
+            Some(Operation::ClusterAction)
+        );
         assert_eq!(ResourceType::from_code(4), Some(ResourceType::Cluster));
         assert_eq!(Permission::from_code(3), Some(Permission::Allow));
         assert_eq!(PatternFilter::from_code(2), Some(PatternFilter::Match));
@@ -308,7 +323,10 @@ mod tests {
         assert!(Operation::Read.allows(Operation::Describe));
         assert!(Operation::AlterConfigs.allows(Operation::DescribeConfigs));
         assert!(!Operation::Describe.allows(Operation::Read));
-        assert!(!Operation::Read.denies(Operation::Describe), "DENY READ keeps DESCRIBE");
+        assert!(
+            !Operation::Read.denies(Operation::Describe),
+            "DENY READ keeps DESCRIBE"
+        );
         assert!(Operation::All.denies(Operation::Write));
     }
 
@@ -337,7 +355,12 @@ mod tests {
 
     #[test]
     fn new_acls_are_validated() {
-        let ok = binding(ResourceType::Topic, "t", PatternType::Literal, Operation::Read);
+        let ok = binding(
+            ResourceType::Topic,
+            "t",
+            PatternType::Literal,
+            Operation::Read,
+        );
         assert!(ok.validate().is_ok());
         let mut b = ok.clone();
         b.entry.principal = "alice".into();

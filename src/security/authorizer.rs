@@ -72,7 +72,9 @@ impl AclIndex {
         let index = self.by_type.get(&kind);
         let literal = index.into_iter().flat_map(move |i| {
             let exact = i.literal.get(name);
-            let wildcard = (name != WILDCARD).then(|| i.literal.get(WILDCARD)).flatten();
+            let wildcard = (name != WILDCARD)
+                .then(|| i.literal.get(WILDCARD))
+                .flatten();
             exact.into_iter().chain(wildcard)
         });
         let prefixed = index.into_iter().flat_map(move |i| {
@@ -108,7 +110,13 @@ impl AclIndex {
         let Some(index) = self.by_type.get(&kind) else {
             return Decision::NoAcl;
         };
-        let entries = || index.literal.values().chain(index.prefixed.values()).flatten();
+        let entries = || {
+            index
+                .literal
+                .values()
+                .chain(index.prefixed.values())
+                .flatten()
+        };
         let wildcard_denied = index.literal.get(WILDCARD).into_iter().flatten().any(|e| {
             e.permission == Permission::Deny && e.operation.denies(op) && who.is_named_by(e)
         });
@@ -250,13 +258,25 @@ mod tests {
         install(store);
         let c = config();
         assert!(c.authorize(&ALICE, Read, Topic, "orders"));
-        assert!(c.authorize(&ALICE, Describe, Topic, "orders"), "READ implies DESCRIBE");
+        assert!(
+            c.authorize(&ALICE, Describe, Topic, "orders"),
+            "READ implies DESCRIBE"
+        );
         assert!(!c.authorize(&ALICE, Write, Topic, "orders"));
-        assert!(!c.authorize(&BOB, Read, Topic, "orders"), "ACLs for others deny");
-        assert!(c.authorize(&BOB, Write, Topic, "payments"), "prefix, any user");
+        assert!(
+            !c.authorize(&BOB, Read, Topic, "orders"),
+            "ACLs for others deny"
+        );
+        assert!(
+            c.authorize(&BOB, Write, Topic, "payments"),
+            "prefix, any user"
+        );
         assert!(!c.authorize(&BOB, Write, Topic, "payroll"), "DENY wins");
         assert!(c.authorize(&ALICE, Read, Group, "billing"), "wildcard");
-        assert!(!c.authorize(&ALICE, Read, Topic, "unnamed"), "no ACL, default deny");
+        assert!(
+            !c.authorize(&ALICE, Read, Topic, "unnamed"),
+            "no ACL, default deny"
+        );
         let admin = Who {
             principal: "User:admin",
             host: "1.2.3.4",
@@ -267,8 +287,14 @@ mod tests {
             ..config()
         };
         assert!(open.authorize(&ALICE, Read, Topic, "unnamed"));
-        assert!(!open.authorize(&BOB, Read, Topic, "orders"), "named resources stay shut");
-        assert!(c.authorize_any(&BOB, Write, Topic), "KIP-679 via the prefix");
+        assert!(
+            !open.authorize(&BOB, Read, Topic, "orders"),
+            "named resources stay shut"
+        );
+        assert!(
+            c.authorize_any(&BOB, Write, Topic),
+            "KIP-679 via the prefix"
+        );
         assert!(!c.authorize_any(&ALICE, Alter, Topic));
         let off = AuthorizerConfig::default();
         assert!(off.authorize(&BOB, Write, Topic, "payroll"));

@@ -84,6 +84,10 @@ impl ClientSecurity {
 
 /// The name a TLS client checks the server's certificate against: the host of `addr`.
 pub fn server_name(addr: &str) -> Result<rustls::pki_types::ServerName<'static>, ClientSetupError> {
-    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_matches(['[', ']']);
-    rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| ClientSetupError(format!("{host}: {e}")))
+    let host = addr
+        .rsplit_once(':')
+        .map_or(addr, |(h, _)| h)
+        .trim_matches(['[', ']']);
+    rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|e| ClientSetupError(format!("{host}: {e}")))
 }

@@ -94,9 +94,8 @@ impl CredentialStore {
     }
 
     pub fn decode(text: &str) -> Result<Self, Unacceptable> {
-        let lines = meta_file::data_lines(text, HEADER).ok_or_else(|| {
-            Unacceptable("not a shardlog credentials file (bad header)".into())
-        })?;
+        let lines = meta_file::data_lines(text, HEADER)
+            .ok_or_else(|| Unacceptable("not a shardlog credentials file (bad header)".into()))?;
         let mut store = CredentialStore::default();
         for (n, line) in lines {
             let bad = |why: &str| Unacceptable(format!("line {n}: {why}"));

@@ -87,9 +87,13 @@ impl ClientAuth {
     }
 
     pub fn from_name(name: &str) -> Option<ClientAuth> {
-        [ClientAuth::None, ClientAuth::Requested, ClientAuth::Required]
-            .into_iter()
-            .find(|c| c.name() == name)
+        [
+            ClientAuth::None,
+            ClientAuth::Requested,
+            ClientAuth::Required,
+        ]
+        .into_iter()
+        .find(|c| c.name() == name)
     }
 }
 

@@ -50,8 +50,10 @@ pub fn data_lines<'a>(
     if lines.next() != Some(header) {
         return None;
     }
-    Some(lines
-        .enumerate()
-        .map(|(n, l)| (n + 2, l))
-        .filter(|(_, l)| !l.is_empty()))
+    Some(
+        lines
+            .enumerate()
+            .map(|(n, l)| (n + 2, l))
+            .filter(|(_, l)| !l.is_empty()),
+    )
 }

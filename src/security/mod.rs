@@ -4,8 +4,8 @@
 
 pub mod acl;
 pub mod acl_store;
-pub mod client;
 pub mod authorizer;
+pub mod client;
 pub mod credentials;
 pub mod listeners;
 pub mod meta_file;

@@ -31,7 +31,10 @@ fn escape(value: &str) -> String {
     let last = value.chars().count().saturating_sub(1);
     for (i, c) in value.chars().enumerate() {
         let edge_space = c == ' ' && (i == 0 || i == last);
-        if matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';') || edge_space || (i == 0 && c == '#') {
+        if matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';')
+            || edge_space
+            || (i == 0 && c == '#')
+        {
             out.push('\\');
         }
         out.push(c);
@@ -41,7 +44,10 @@ fn escape(value: &str) -> String {
 
 fn attribute(a: &x509_parser::x509::AttributeTypeAndValue<'_>) -> String {
     let oid = a.attr_type().to_id_string();
-    let name = NAMES.iter().find(|(o, _)| *o == oid).map(|(_, n)| n.to_string());
+    let name = NAMES
+        .iter()
+        .find(|(o, _)| *o == oid)
+        .map(|(_, n)| n.to_string());
     match (name, a.as_str()) {
         (Some(name), Ok(value)) => format!("{name}={}", escape(value)),
         (name, _) => {
@@ -100,26 +106,41 @@ fn until_slash(text: &str) -> Option<(String, &str)> {
     None
 }
 
+fn bad(why: String) -> MappingError {
+    MappingError(format!("ssl.principal.mapping.rules: {why}"))
+}
+
+/// The first rule of `text` and what follows it.
+fn parse_rule(text: &str) -> Result<(Rule, &str), MappingError> {
+    if let Some(r) = text.strip_prefix("DEFAULT") {
+        return Ok((Rule::Default, r));
+    }
+    let r = text
+        .strip_prefix("RULE:")
+        .ok_or_else(|| bad(format!("{text:?}: expected DEFAULT or RULE:")))?;
+    let (pattern, r) =
+        until_slash(r).ok_or_else(|| bad(format!("{text:?}: RULE:regex/replacement/[LU]")))?;
+    let (replacement, r) = until_slash(r).ok_or_else(|| bad(format!("{text:?}: no closing /")))?;
+    let case = r.chars().next().filter(|c| matches!(c, 'L' | 'U'));
+    let pattern = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| bad(e.to_string()))?;
+    // Java's `$1` is `${1}` here (`$1x` would name a group "1x").
+    let group = Regex::new(r"\$(\d+)").expect("a valid regex");
+    let replacement = group.replace_all(&replacement, "$${$1}").to_string();
+    let rule = Rule::Rewrite {
+        pattern,
+        replacement,
+        case,
+    };
+    Ok((rule, &r[case.map_or(0, |_| 1)..]))
+}
+
 impl PrincipalMapper {
     pub fn parse(rules: &str) -> Result<PrincipalMapper, MappingError> {
-        let bad = |why: String| MappingError(format!("ssl.principal.mapping.rules: {why}"));
         let mut parsed = Vec::new();
         let mut rest = rules.trim();
         while !rest.is_empty() {
-            let after = if let Some(r) = rest.strip_prefix("DEFAULT") {
-                parsed.push(Rule::Default);
-                r
-            } else if let Some(r) = rest.strip_prefix("RULE:") {
-                let (pattern, r) = until_slash(r).ok_or_else(|| bad(format!("{rest:?}: RULE:regex/replacement/[LU]")))?;
-                let (replacement, r) = until_slash(r).ok_or_else(|| bad(format!("{rest:?}: no closing /")))?;
-                let case = r.chars().next().filter(|c| matches!(c, 'L' | 'U'));
-                let pattern = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| bad(e.to_string()))?;
-                let replacement = Regex::new(r"\$(\d+)").unwrap().replace_all(&replacement, "$${$1}").to_string();
-                parsed.push(Rule::Rewrite { pattern, replacement, case });
-                &r[case.map_or(0, |_| 1)..]
-            } else {
-                return Err(bad(format!("{rest:?}: expected DEFAULT or RULE:")));
-            };
+            let (rule, after) = parse_rule(rest)?;
+            parsed.push(rule);
             let after = after.trim_start();
             rest = match after.strip_prefix(',') {
                 Some(r) => r.trim_start(),
@@ -138,7 +159,11 @@ impl PrincipalMapper {
         for rule in &self.rules {
             match rule {
                 Rule::Default => return Ok(dn.to_string()),
-                Rule::Rewrite { pattern, replacement, case } if pattern.is_match(dn) => {
+                Rule::Rewrite {
+                    pattern,
+                    replacement,
+                    case,
+                } if pattern.is_match(dn) => {
                     let mapped = pattern.replace(dn, replacement.as_str()).to_string();
                     return Ok(match case {
                         Some('L') => mapped.to_lowercase(),
@@ -149,7 +174,9 @@ impl PrincipalMapper {
                 Rule::Rewrite { .. } => {}
             }
         }
-        Err(MappingError(format!("no ssl.principal.mapping.rules rule matches {dn:?}")))
+        Err(MappingError(format!(
+            "no ssl.principal.mapping.rules rule matches {dn:?}"
+        )))
     }
 
     /// The principal of a certificate chain's leaf.
@@ -170,14 +197,24 @@ mod tests {
         )
         .unwrap();
         assert_eq!(m.map("CN=Duke,OU=ServiceUsers,O=Org,C=US").unwrap(), "duke");
-        assert_eq!(m.map("CN=Duke,OU=JavaSoft,O=Sun Microsystems").unwrap(), "Duke@JavaSoft");
+        assert_eq!(
+            m.map("CN=Duke,OU=JavaSoft,O=Sun Microsystems").unwrap(),
+            "Duke@JavaSoft"
+        );
         assert_eq!(m.map("CN=Plain").unwrap(), "CN=Plain");
         let only = PrincipalMapper::parse("RULE:^CN=(.*)$/$1/U").unwrap();
         assert_eq!(only.map("CN=alice").unwrap(), "ALICE");
         assert!(only.map("O=nobody").is_err(), "no rule matches");
         let slash = PrincipalMapper::parse(r"RULE:^CN=(.*)\/x$/$1/").unwrap();
         assert_eq!(slash.map("CN=a/x").unwrap(), "a");
-        for bad in ["", "RULE:x", "RULE:x/y", "NOPE", "DEFAULT DEFAULT", "RULE:(/x/"] {
+        for bad in [
+            "",
+            "RULE:x",
+            "RULE:x/y",
+            "NOPE",
+            "DEFAULT DEFAULT",
+            "RULE:(/x/",
+        ] {
             assert!(PrincipalMapper::parse(bad).is_err(), "{bad:?}");
         }
     }
@@ -200,8 +237,14 @@ mod tests {
         params.distinguished_name = dn;
         let key = rcgen::KeyPair::generate().unwrap();
         let cert = params.self_signed(&key).unwrap();
-        assert_eq!(subject_dn(cert.der()).unwrap(), "CN=alice,O=Acme\\, Inc,C=US");
+        assert_eq!(
+            subject_dn(cert.der()).unwrap(),
+            "CN=alice,O=Acme\\, Inc,C=US"
+        );
         let m = PrincipalMapper::parse("DEFAULT").unwrap();
-        assert_eq!(m.principal(cert.der()).unwrap(), "User:CN=alice,O=Acme\\, Inc,C=US");
+        assert_eq!(
+            m.principal(cert.der()).unwrap(),
+            "User:CN=alice,O=Acme\\, Inc,C=US"
+        );
     }
 }

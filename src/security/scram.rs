@@ -78,7 +78,11 @@ impl Mechanism {
         let client_key = self.hmac(salted, b"Client Key");
         let stored = self.hash(&client_key);
         let signature = self.hmac(&stored, auth_message);
-        let proof = client_key.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+        let proof = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(a, b)| a ^ b)
+            .collect();
         let server_key = self.hmac(salted, b"Server Key");
         (proof, self.hmac(&server_key, auth_message))
     }
@@ -328,7 +332,9 @@ mod tests {
                 assert_eq!(ex.user(), "al,ice");
                 let (awaiting, last) = client.respond(&server_first).unwrap();
                 let server_final = ex.finish(&last)?;
-                awaiting.finish(&server_final).expect("the client checks the server's signature");
+                awaiting
+                    .finish(&server_final)
+                    .expect("the client checks the server's signature");
                 Ok(())
             };
             assert!(attempt(Some(stored.clone()), "s3cret").is_ok());

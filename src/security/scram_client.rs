@@ -38,8 +38,12 @@ impl ClientExchange {
     }
 
     /// Answers server-first with client-final (the proof).
-    pub fn respond(self, server_first: &[u8]) -> Result<(AwaitingServerFinal, Vec<u8>), ScramError> {
-        let text = std::str::from_utf8(server_first).map_err(|_| ScramError("server-first is not UTF-8"))?;
+    pub fn respond(
+        self,
+        server_first: &[u8],
+    ) -> Result<(AwaitingServerFinal, Vec<u8>), ScramError> {
+        let text = std::str::from_utf8(server_first)
+            .map_err(|_| ScramError("server-first is not UTF-8"))?;
         let field = |prefix: &str| {
             text.split(',')
                 .find_map(|f| f.strip_prefix(prefix))
@@ -49,8 +53,12 @@ impl ClientExchange {
         if !nonce.starts_with(&self.nonce) || nonce.len() == self.nonce.len() {
             return Err(ScramError("the server's nonce does not extend ours"));
         }
-        let salt = B64.decode(field("s=")?).map_err(|_| ScramError("bad salt"))?;
-        let iterations: u32 = field("i=")?.parse().map_err(|_| ScramError("bad iterations"))?;
+        let salt = B64
+            .decode(field("s=")?)
+            .map_err(|_| ScramError("bad salt"))?;
+        let iterations: u32 = field("i=")?
+            .parse()
+            .map_err(|_| ScramError("bad iterations"))?;
         if !(1..=MAX_ITERATIONS).contains(&iterations) {
             return Err(ScramError("iterations out of range"));
         }
@@ -70,16 +78,23 @@ impl ClientExchange {
 impl AwaitingServerFinal {
     /// Checks server-final (`v=` the server's signature).
     pub fn finish(self, server_final: &[u8]) -> Result<(), ScramError> {
-        let text = std::str::from_utf8(server_final).map_err(|_| ScramError("server-final is not UTF-8"))?;
+        let text = std::str::from_utf8(server_final)
+            .map_err(|_| ScramError("server-final is not UTF-8"))?;
         if let Some(e) = text.strip_prefix("e=") {
             tracing::debug!(error = e, "the server refused the SCRAM exchange");
             return Err(ScramError("the server refused the credentials"));
         }
-        let v = text.strip_prefix("v=").ok_or(ScramError("server-final has no signature"))?;
-        let signature = B64.decode(v).map_err(|_| ScramError("bad server signature"))?;
+        let v = text
+            .strip_prefix("v=")
+            .ok_or(ScramError("server-final has no signature"))?;
+        let signature = B64
+            .decode(v)
+            .map_err(|_| ScramError("bad server signature"))?;
         match bool::from(signature.ct_eq(&self.expected_signature)) {
             true => Ok(()),
-            false => Err(ScramError("the server's signature is wrong (not the real server?)")),
+            false => Err(ScramError(
+                "the server's signature is wrong (not the real server?)",
+            )),
         }
     }
 }

@@ -83,7 +83,8 @@ impl ServerHandle {
     /// SIGINT and SIGTERM stop the server (as `stop` does).
     /// SIGHUP reloads the TLS listeners' certificates.
     pub fn stop_on_signals(&self) -> Result<(), ServerError> {
-        let failed = |e: std::io::Error| ServerError::Startup(format!("installing signal handlers: {e}"));
+        let failed =
+            |e: std::io::Error| ServerError::Startup(format!("installing signal handlers: {e}"));
         self.stop.on_signals().map_err(failed)?;
         crate::net::tls::reload_on_sighup().map_err(failed)
     }

@@ -168,7 +168,9 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         name: "native.security.protocol",
         get: |c| c.native_security_protocol.name().to_string(),
         set: |c, v| {
-            let protocol = crate::security::SecurityProtocol::ALL.into_iter().find(|p| p.name() == v);
+            let protocol = crate::security::SecurityProtocol::ALL
+                .into_iter()
+                .find(|p| p.name() == v);
             c.native_security_protocol = protocol.ok_or_else(|| {
                 bad(
                     "native.security.protocol",
@@ -223,7 +225,10 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         get: |c| c.ssl_client_auth.name().to_string(),
         set: |c, v| {
             c.ssl_client_auth = ClientAuth::from_name(v).ok_or_else(|| {
-                bad("ssl.client.auth", format!("{v:?}: none, requested or required"))
+                bad(
+                    "ssl.client.auth",
+                    format!("{v:?}: none, requested or required"),
+                )
             })?;
             Ok(())
         },

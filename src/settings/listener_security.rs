@@ -34,12 +34,20 @@ impl ServerConfig {
             .split_once('.')
             .ok_or_else(|| bad(&full, "expected listener.name.<listener>.<key>"))?;
         if !PER_LISTENER.contains(&key) {
-            return Err(bad(&full, format!("{key} cannot be set per listener (only {})", PER_LISTENER.join(", "))));
+            return Err(bad(
+                &full,
+                format!(
+                    "{key} cannot be set per listener (only {})",
+                    PER_LISTENER.join(", ")
+                ),
+            ));
         }
         // Checked now, with the key's own parser.
         (server_key(key)?.set)(&mut self.clone(), v).map_err(|e| bad(&full, e))?;
-        self.listener_overrides.retain(|(n, k, _)| !(n == name && k == key));
-        self.listener_overrides.push((name.to_string(), key.to_string(), v.to_string()));
+        self.listener_overrides
+            .retain(|(n, k, _)| !(n == name && k == key));
+        self.listener_overrides
+            .push((name.to_string(), key.to_string(), v.to_string()));
         Ok(())
     }
 
@@ -63,7 +71,11 @@ impl ServerConfig {
 
     fn with_overrides(&self, name: &str) -> ServerConfig {
         let mut cfg = self.clone();
-        for (_, key, value) in self.listener_overrides.iter().filter(|(n, _, _)| *n == name) {
+        for (_, key, value) in self
+            .listener_overrides
+            .iter()
+            .filter(|(n, _, _)| *n == name)
+        {
             let set = server_key(key).expect("checked when set").set;
             set(&mut cfg, value).expect("checked when set");
         }
@@ -75,7 +87,10 @@ impl ServerConfig {
         let listeners = self.kafka_listeners();
         for (name, key, _) in &self.listener_overrides {
             if name != NATIVE && !listeners.iter().any(|l| listener_name(l) == *name) {
-                return Err(bad(&format!("{PREFIX}{name}.{key}"), format!("there is no listener {name}")));
+                return Err(bad(
+                    &format!("{PREFIX}{name}.{key}"),
+                    format!("there is no listener {name}"),
+                ));
             }
         }
         for l in &listeners {
@@ -94,7 +109,8 @@ impl ServerConfig {
             return Err(bad("ssl.keystore.location", why));
         }
         if self.ssl_client_auth != ClientAuth::None && self.ssl_truststore_location.is_none() {
-            let why = format!("listener {l} asks for client certificates: name the CAs that sign them");
+            let why =
+                format!("listener {l} asks for client certificates: name the CAs that sign them");
             return Err(bad("ssl.truststore.location", why));
         }
         Ok(())

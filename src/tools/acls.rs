@@ -75,7 +75,11 @@ pub struct AclsArgs {
 }
 
 fn resources(args: &AclsArgs, pattern: PatternType) -> Vec<ResourcePattern> {
-    fn named(kind: ResourceType, names: &[String], pattern: PatternType) -> impl Iterator<Item = ResourcePattern> + '_ {
+    fn named(
+        kind: ResourceType,
+        names: &[String],
+        pattern: PatternType,
+    ) -> impl Iterator<Item = ResourcePattern> + '_ {
         names.iter().map(move |n| ResourcePattern {
             kind,
             name: n.clone(),
@@ -89,7 +93,11 @@ fn resources(args: &AclsArgs, pattern: PatternType) -> Vec<ResourcePattern> {
     });
     named(ResourceType::Topic, &args.topic, pattern)
         .chain(named(ResourceType::Group, &args.group, pattern))
-        .chain(named(ResourceType::TransactionalId, &args.transactional_id, pattern))
+        .chain(named(
+            ResourceType::TransactionalId,
+            &args.transactional_id,
+            pattern,
+        ))
         .chain(cluster)
         .collect()
 }
@@ -98,7 +106,8 @@ fn operations(args: &AclsArgs) -> Result<Vec<Operation>, String> {
     if args.operation.is_empty() {
         return Ok(vec![Operation::All]);
     }
-    let parse = |o: &String| Operation::from_name(o).ok_or_else(|| format!("unknown operation {o:?}"));
+    let parse =
+        |o: &String| Operation::from_name(o).ok_or_else(|| format!("unknown operation {o:?}"));
     args.operation.iter().map(parse).collect()
 }
 
@@ -124,15 +133,28 @@ fn operations_for(args: &AclsArgs, kind: ResourceType) -> Result<Vec<Operation>,
 }
 
 fn pattern_type(args: &AclsArgs) -> Result<PatternType, String> {
-    match args.resource_pattern_type.as_deref().map(str::to_ascii_lowercase).as_deref() {
+    match args
+        .resource_pattern_type
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         None | Some("literal") => Ok(PatternType::Literal),
         Some("prefixed") => Ok(PatternType::Prefixed),
-        Some(other) => Err(format!("--resource-pattern-type {other}: literal or prefixed to add")),
+        Some(other) => Err(format!(
+            "--resource-pattern-type {other}: literal or prefixed to add"
+        )),
     }
 }
 
 fn entries(args: &AclsArgs, ops: &[Operation]) -> Vec<AccessEntry> {
-    let hosts = |h: &[String]| if h.is_empty() { vec!["*".to_string()] } else { h.to_vec() };
+    let hosts = |h: &[String]| {
+        if h.is_empty() {
+            vec!["*".to_string()]
+        } else {
+            h.to_vec()
+        }
+    };
     let side = |principals: &[String], hosts: Vec<String>, permission: Permission| {
         let mut out = Vec::new();
         for p in principals {
@@ -149,8 +171,16 @@ fn entries(args: &AclsArgs, ops: &[Operation]) -> Vec<AccessEntry> {
         }
         out
     };
-    let mut out = side(&args.allow_principal, hosts(&args.allow_host), Permission::Allow);
-    out.extend(side(&args.deny_principal, hosts(&args.deny_host), Permission::Deny));
+    let mut out = side(
+        &args.allow_principal,
+        hosts(&args.allow_host),
+        Permission::Allow,
+    );
+    out.extend(side(
+        &args.deny_principal,
+        hosts(&args.deny_host),
+        Permission::Deny,
+    ));
     out
 }
 
@@ -180,7 +210,12 @@ fn bindings(args: &AclsArgs) -> Result<Vec<AclBinding>, String> {
 /// The filters --list and --remove use: per resource named (or one for every resource),
 /// per principal given.
 fn filters(args: &AclsArgs) -> Result<Vec<AclFilter>, String> {
-    let pattern = match args.resource_pattern_type.as_deref().map(str::to_ascii_lowercase).as_deref() {
+    let pattern = match args
+        .resource_pattern_type
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         None if args.list => PatternFilter::Any,
         Some("any") => PatternFilter::Any,
         Some("match") => PatternFilter::Match,
@@ -198,14 +233,22 @@ fn filters(args: &AclsArgs) -> Result<Vec<AclFilter>, String> {
         .chain(&args.deny_principal)
         .map(|p| Some(p.clone()))
         .collect();
-    let principals = if principals.is_empty() { vec![None] } else { principals };
+    let principals = if principals.is_empty() {
+        vec![None]
+    } else {
+        principals
+    };
     let mut out = Vec::new();
     for r in &resources {
         for p in &principals {
             out.push(AclFilter {
                 kind: r.as_ref().map(|r| r.kind),
                 name: r.as_ref().map(|r| r.name.clone()),
-                pattern: if r.is_some() { pattern } else { PatternFilter::Any },
+                pattern: if r.is_some() {
+                    pattern
+                } else {
+                    PatternFilter::Any
+                },
                 principal: p.clone(),
                 ..AclFilter::any()
             });
@@ -224,10 +267,16 @@ pub trait AclTarget {
 pub fn run(args: AclsArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
     let mut target: Box<dyn AclTarget> = match (&args.data_dir, &args.bootstrap_server) {
         (Some(dir), _) => Box::new(super::acls_offline::Offline::open(dir)?),
-        (None, Some(server)) => Box::new(super::acls_live::Live::connect(server, &args.client, args.timeout_ms)?),
+        (None, Some(server)) => Box::new(super::acls_live::Live::connect(
+            server,
+            &args.client,
+            args.timeout_ms,
+        )?),
         (None, None) => unreachable!("clap requires a target"),
     };
-    let print = |out: &mut dyn std::io::Write, text: String| write!(out, "{text}").map_err(|e| e.to_string());
+    let print = |out: &mut dyn std::io::Write, text: String| {
+        write!(out, "{text}").map_err(|e| e.to_string())
+    };
     if args.add {
         let added = bindings(&args)?;
         print(out, format!("Adding ACLs:\n{}", listing(&added)))?;

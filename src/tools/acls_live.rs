@@ -27,24 +27,36 @@ const ANY: i8 = 1;
 pub struct Live(BlockingClient);
 
 /// A connected, authenticated Kafka-protocol client for a tool.
-pub fn connect(server: &str, config: &ClientConfigArgs, timeout_ms: u64) -> Result<BlockingClient, String> {
+pub fn connect(
+    server: &str,
+    config: &ClientConfigArgs,
+    timeout_ms: u64,
+) -> Result<BlockingClient, String> {
     let security = config.security()?;
     let timeout = Duration::from_millis(timeout_ms);
     let stream = super::secure_stream::connect(server, &security, timeout)?;
     let mut client = BlockingClient::over(stream, timeout);
     if let Some((mechanism, user, password)) = &security.sasl {
-        client.authenticate(*mechanism, user, password).map_err(|e| e.to_string())?;
+        client
+            .authenticate(*mechanism, user, password)
+            .map_err(|e| e.to_string())?;
     }
     Ok(client)
 }
 
 impl Live {
-    pub fn connect(server: &str, config: &ClientConfigArgs, timeout_ms: u64) -> Result<Live, String> {
+    pub fn connect(
+        server: &str,
+        config: &ClientConfigArgs,
+        timeout_ms: u64,
+    ) -> Result<Live, String> {
         connect(server, config, timeout_ms).map(Live)
     }
 
     fn call(&mut self, key: ApiKey, request: RequestKind) -> Result<ResponseKind, String> {
-        self.0.call(key, VERSION, &request).map_err(|e| e.to_string())
+        self.0
+            .call(key, VERSION, &request)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -58,7 +70,15 @@ fn failed(code: i16, message: Option<&StrBytes>) -> String {
 }
 
 /// (type, name, pattern, principal, host, operation, permission) of a filter.
-type WireFilter = (i8, Option<StrBytes>, i8, Option<StrBytes>, Option<StrBytes>, i8, i8);
+type WireFilter = (
+    i8,
+    Option<StrBytes>,
+    i8,
+    Option<StrBytes>,
+    Option<StrBytes>,
+    i8,
+    i8,
+);
 
 fn wire_filter(f: &AclFilter) -> WireFilter {
     let pattern = match f.pattern {
@@ -81,7 +101,9 @@ fn binding(
     (kind, name, pattern): (i8, &StrBytes, i8),
     (principal, host, operation, permission): (&StrBytes, &StrBytes, i8, i8),
 ) -> Result<AclBinding, String> {
-    let bad = || format!("the server sent an ACL this tool cannot read ({kind}/{pattern}/{operation}/{permission})");
+    let bad = || {
+        format!("the server sent an ACL this tool cannot read ({kind}/{pattern}/{operation}/{permission})")
+    };
     Ok(AclBinding {
         resource: ResourcePattern {
             kind: ResourceType::from_code(kind).ok_or_else(bad)?,
@@ -132,14 +154,19 @@ impl AclTarget for Live {
             .with_permission_type(permission);
         let r = match self.call(ApiKey::DescribeAcls, RequestKind::DescribeAcls(request))? {
             ResponseKind::DescribeAcls(r) if r.error_code == 0 => r,
-            ResponseKind::DescribeAcls(r) => return Err(failed(r.error_code, r.error_message.as_ref())),
+            ResponseKind::DescribeAcls(r) => {
+                return Err(failed(r.error_code, r.error_message.as_ref()))
+            }
             other => return Err(format!("unexpected answer to DescribeAcls: {other:?}")),
         };
         let mut out = Vec::new();
         for res in &r.resources {
             for a in &res.acls {
                 let resource = (res.resource_type, &res.resource_name, res.pattern_type);
-                out.push(binding(resource, (&a.principal, &a.host, a.operation, a.permission_type))?);
+                out.push(binding(
+                    resource,
+                    (&a.principal, &a.host, a.operation, a.permission_type),
+                )?);
             }
         }
         Ok(out)
@@ -169,7 +196,10 @@ impl AclTarget for Live {
             }
             for m in &f.matching_acls {
                 let resource = (m.resource_type, &m.resource_name, m.pattern_type);
-                out.push(binding(resource, (&m.principal, &m.host, m.operation, m.permission_type))?);
+                out.push(binding(
+                    resource,
+                    (&m.principal, &m.host, m.operation, m.permission_type),
+                )?);
             }
         }
         Ok(out)

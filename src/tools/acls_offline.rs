@@ -47,7 +47,10 @@ impl AclTarget for Offline {
     }
 
     fn delete(&mut self, filters: Vec<AclFilter>) -> Result<Vec<AclBinding>, String> {
-        let removed = filters.iter().flat_map(|f| self.store.remove_matching(f)).collect();
+        let removed = filters
+            .iter()
+            .flat_map(|f| self.store.remove_matching(f))
+            .collect();
         self.save()?;
         Ok(removed)
     }

@@ -41,7 +41,8 @@ impl ClientConfigArgs {
     fn properties(&self) -> Result<BTreeMap<String, String>, String> {
         let mut props = BTreeMap::new();
         if let Some(path) = &self.command_config {
-            let text = crate::io::os::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let text =
+                crate::io::os::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
             parse_properties(&text, &mut props).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         for p in &self.property {
@@ -58,7 +59,9 @@ impl ClientConfigArgs {
             Some(p) => SecurityProtocol::ALL
                 .into_iter()
                 .find(|s| s.name() == p)
-                .ok_or_else(|| format!("security.protocol={p}: plaintext, ssl, sasl_plaintext or sasl_ssl"))?,
+                .ok_or_else(|| {
+                    format!("security.protocol={p}: plaintext, ssl, sasl_plaintext or sasl_ssl")
+                })?,
         };
         let sasl = match protocol.needs_sasl() {
             false => None,
@@ -78,7 +81,9 @@ impl ClientConfigArgs {
     }
 }
 
-fn sasl_of(get: &dyn Fn(&str) -> Option<String>) -> Result<(SaslMechanism, String, String), String> {
+fn sasl_of(
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<(SaslMechanism, String, String), String> {
     let name = get("sasl.mechanism")
         .or_else(|| get("sasl.mechanisms"))
         .unwrap_or_else(|| "PLAIN".to_string());
@@ -118,10 +123,16 @@ mod tests {
         };
         assert!(bad.security().is_err());
         let no_password = ClientConfigArgs {
-            property: vec!["security.protocol=sasl_plaintext".into(), "sasl.username=u".into()],
+            property: vec![
+                "security.protocol=sasl_plaintext".into(),
+                "sasl.username=u".into(),
+            ],
             ..Default::default()
         };
         assert!(no_password.security().is_err());
-        assert_eq!(ClientConfigArgs::default().security().unwrap(), ClientSecurity::plaintext());
+        assert_eq!(
+            ClientConfigArgs::default().security().unwrap(),
+            ClientSecurity::plaintext()
+        );
     }
 }

@@ -5,14 +5,17 @@
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-
 use super::client_config::ClientSecurity;
 
 use crate::kafka::blocking_client::Transport;
 
 /// Connects to `addr` within `timeout` (each later read and write too), under TLS when
 /// the security protocol says so.
-pub fn connect(addr: &str, security: &ClientSecurity, timeout: Duration) -> Result<Box<dyn Transport>, String> {
+pub fn connect(
+    addr: &str,
+    security: &ClientSecurity,
+    timeout: Duration,
+) -> Result<Box<dyn Transport>, String> {
     let timeout = timeout.max(Duration::from_millis(1));
     let target = addr
         .to_socket_addrs()
@@ -31,7 +34,8 @@ pub fn connect(addr: &str, security: &ClientSecurity, timeout: Duration) -> Resu
         return Ok(Box::new(tcp));
     }
     let name = crate::security::client::server_name(addr).map_err(|e| e.0)?;
-    let session = rustls::ClientConnection::new(security.tls_config().map_err(|e| e.0)?, name).map_err(|e| e.to_string())?;
+    let session = rustls::ClientConnection::new(security.tls_config().map_err(|e| e.0)?, name)
+        .map_err(|e| e.to_string())?;
     let mut stream = rustls::StreamOwned::new(session, tcp);
     // The handshake now, so a certificate problem is reported as one.
     while stream.conn.is_handshaking() {

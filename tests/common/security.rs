@@ -62,7 +62,11 @@ pub fn acls_tool(args: &[&str]) -> String {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "acls {args:?}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "acls {args:?}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     stdout
 }
 
