@@ -1,6 +1,6 @@
 """Issue 22's figures, against a server this script starts (release build):
 
-  python scripts/security_figures.py BINARY
+  python scripts/security_figures.py BINARY [LOADGEN]
 
 1. produce and fetch MB/s of one confluent-kafka client over PLAINTEXT, SSL and SASL_SSL
    (SCRAM-SHA-256), same run, same topic size (1 KB records);
@@ -8,6 +8,9 @@
    (PLAINTEXT, the floor), + TLS handshake (SSL), + TLS + SaslHandshake + the two SCRAM
    round trips (SASL_SSL; the client's PBKDF2 is computed once and reused, so the figure
    is the server's and the network's part, not the client's key derivation).
+3. with LOADGEN (target/release/loadgen): `loadgen write` MB/s (512 MiB, 1 KiB records, 2
+   connections, acks=1, shard-aware) on the native listener over PLAINTEXT and SASL_SSL
+   (`native.security.protocol`, SCRAM-SHA-256; loadgen's -X), servers alternated A B A B.
 The certificates (a CA and a server certificate for 127.0.0.1) are minted with the
 `openssl` command. Prints one line per figure.
 """
@@ -205,6 +208,66 @@ def connect_time(protocol, n=300):
     return statistics.median(times), times[int(len(times) * 0.99) - 1]
 
 
+def native_server(protocol, n):
+    """A fresh server whose native listener speaks `protocol` (its Kafka listener off)."""
+    d = os.path.join(data, f"native-{n}")
+    users = subprocess.run([binary, "users", "set", "--data-dir", d, "--user", USER,
+                            "--mechanism", "SCRAM-SHA-256", "--password-stdin"],
+                           input=PASSWORD + "\n", text=True, capture_output=True)
+    assert users.returncode == 0, users.stderr
+    conf = os.path.join(data, f"native-{n}.properties")
+    with open(conf, "w") as f:
+        f.write(f"native.security.protocol={protocol}\nkafka.listen=off\n")
+        f.write(f"ssl.keystore.location={keystore}\n")
+    log = open(os.path.join(data, "server.log"), "a")
+    p = subprocess.Popen([binary, "serve", "--data-dir", d, "--listen", NATIVE, "--config", conf],
+                         stdout=log, stderr=subprocess.STDOUT)
+    host, port = NATIVE.split(":")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            time.sleep(0.5)
+            return p
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("server did not start")
+
+
+def loadgen_rate(loadgen, protocol, n):
+    import re
+    args = [loadgen, "write", "--bootstrap", NATIVE, "--topic", f"lg-{n}", "--create",
+            "--total-bytes", "512MiB", "--record-size", "1KiB", "--connections", "2"]
+    if protocol == "SASL_SSL":
+        for kv in ["security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-256",
+                   f"sasl.username={USER}", f"sasl.password={PASSWORD}", f"ssl.ca.location={ca_file}"]:
+            args += ["-X", kv]
+    out = subprocess.run(args, capture_output=True, text=True)
+    m = re.search(r"write\s+([\d.]+) MB/s", out.stdout)
+    assert m, out.stdout + out.stderr
+    return float(m.group(1))
+
+
+def loadgen_figures(loadgen):
+    rates = {"PLAINTEXT": [], "SASL_SSL": []}
+    n = 0
+    for _ in range(2):
+        for protocol in ["PLAINTEXT", "SASL_SSL"]:
+            n += 1
+            p = native_server(protocol, n)
+            try:
+                rates[protocol].append(loadgen_rate(loadgen, protocol, n))
+            finally:
+                p.send_signal(signal.SIGTERM)
+                p.wait()
+    base = statistics.median(rates["PLAINTEXT"])
+    for protocol, rs in rates.items():
+        med = statistics.median(rs)
+        print(f"loadgen write, native {protocol}: {med:.0f} MB/s ({med / base:.2f}x; runs "
+              f"{', '.join(f'{r:.0f}' for r in rs)}), 1 KiB records, 2 connections, acks=1",
+              flush=True)
+
+
 server = start()
 try:
     admin = AdminClient({"bootstrap.servers": PLAIN})
@@ -223,6 +286,8 @@ try:
 finally:
     server.send_signal(signal.SIGTERM)
     server.wait()
+    if len(sys.argv) > 2:
+        loadgen_figures(sys.argv[2])
     if not os.environ.get("KEEP"):
         shutil.rmtree(data, ignore_errors=True)
     else:

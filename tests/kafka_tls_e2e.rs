@@ -225,3 +225,43 @@ fn sighup_reloads_a_certificate_whose_file_time_did_not_change() {
     }
     assert!(server.log_text().contains("reloaded"));
 }
+
+#[test]
+fn the_metrics_endpoint_can_be_https() {
+    use std::io::{Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let (keystore, ca, _, _) = mint_certificates(tmp.path());
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let keystore_text = keystore.display().to_string();
+    let config = [
+        ("metrics.listen", metrics.as_str()),
+        ("metrics.security.protocol", "SSL"),
+        ("ssl.keystore.location", keystore_text.as_str()),
+    ];
+    let server = ServerProc::start(&tmp.path().join("data"), 2, &config);
+    let security = shardlog::security::client::ClientSecurity {
+        protocol: shardlog::security::SecurityProtocol::Ssl,
+        sasl: None,
+        ca_location: Some(ca),
+        certificate: None,
+    };
+    let timeout = Duration::from_secs(10);
+    let mut https = shardlog::tools::secure_stream::connect(&metrics, &security, timeout).unwrap();
+    https
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    let _ = https.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    assert!(answer.contains("shardlog_"), "{answer}");
+    // Plain HTTP on the HTTPS port gets no metrics.
+    let mut plain = std::net::TcpStream::connect(&metrics).unwrap();
+    plain.set_read_timeout(Some(timeout)).unwrap();
+    plain
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut bytes = Vec::new();
+    let _ = plain.read_to_end(&mut bytes);
+    assert!(!String::from_utf8_lossy(&bytes).contains("shardlog_"));
+    drop(server);
+}

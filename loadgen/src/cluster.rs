@@ -1,7 +1,6 @@
 //! Finding where a topic's partitions live: with shard-aware routing every partition is
 //! reached on its owner shard's own port (no forwarding hop), otherwise on the bootstrap.
 
-use shardlog::client::Client;
 use shardlog::protocol::ErrorCode;
 
 #[derive(Debug, Clone)]
@@ -16,9 +15,7 @@ pub async fn routes(
     topic: &str,
     shard_aware: bool,
 ) -> Result<Vec<PartitionRoute>, String> {
-    let mut c = Client::connect(bootstrap)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut c = crate::connect::connect(bootstrap).await?;
     let md = c
         .metadata(Some(vec![topic.to_string()]))
         .await

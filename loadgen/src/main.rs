@@ -5,6 +5,7 @@
 mod bench;
 mod breakdown;
 mod cluster;
+mod connect;
 mod lookup;
 mod open_txns;
 mod plot;
@@ -80,6 +81,9 @@ fn parse_acks(s: &str) -> Result<i16, String> {
 struct WriteArgs {
     #[arg(long, default_value = "127.0.0.1:7411")]
     bootstrap: String,
+    /// The native listener's security (Kafka's --command-config, kcat's -X).
+    #[command(flatten)]
+    client: shardlog::tools::client_config::ClientConfigArgs,
     #[arg(long)]
     topic: String,
     /// Partitions when creating the topic.
@@ -173,6 +177,7 @@ fn run(cli: Cli) -> Result<(), String> {
 fn write_command(args: WriteArgs) -> Result<(), String> {
     let WriteArgs {
         bootstrap,
+        client,
         topic,
         partitions,
         create,
@@ -191,13 +196,12 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         plot,
     } = args;
     let acks = parse_acks(&acks)?;
+    connect::set_security(client.security()?);
     if create {
         let (b, t) = (bootstrap.clone(), topic.clone());
         glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
-                let mut c = shardlog::client::Client::connect(&b)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let mut c = connect::connect(&b).await?;
                 c.create_topic(&t, partitions, vec![])
                     .await
                     .map_err(|e| e.to_string())

@@ -13,7 +13,6 @@ use bytes::Bytes;
 use glommio::{LocalExecutorPoolBuilder, PoolPlacement};
 use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
-use shardlog::client::Client;
 use shardlog::format::batch::restamp_uniform;
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::protocol::multi::ProduceEntry;
@@ -145,7 +144,7 @@ async fn one_connection(
         interval,
         progress,
     } = pacing;
-    let mut c = Client::connect(&addr).await.map_err(|e| e.to_string())?;
+    let mut c = crate::connect::connect(&addr).await?;
     let value: Vec<u8> = (0..opts.record_size).map(|_| fastrand::u8(..)).collect();
     let mut request = ProduceFrame::new(
         &opts.topic,

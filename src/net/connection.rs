@@ -94,62 +94,105 @@ pub async fn serve(
         shard.config.max_inflight_bytes_per_connection,
         shard.inflight.clone(),
     );
-    let (mut reader, writer, mut first) = match open(&shard, stream, writer, &budget, &*front).await
-    {
-        Ok(open) => {
-            if let Some(principal) = open.3 {
-                peer.principal = principal.into();
-            }
-            (open.0, open.1, open.2)
-        }
+    let opened = match open(&shard, stream, writer, &budget, &*front).await {
+        Ok(opened) => opened,
         Err(why) => {
             return tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "connection refused")
         }
     };
-    // KIP-368: when a SASL session ends; the client re-authenticates before it.
-    let lifetime = front.session_lifetime().filter(|_| !first);
-    let mut session_ends = lifetime.map(|l| Instant::now() + l);
+    if let Some(principal) = opened.principal {
+        peer.principal = principal.into();
+    }
     let (tx, rx) = local_channel::new_bounded(MAX_QUEUED_REQUESTS);
-    let writer_task =
-        crate::tasks::spawn(write_replies(writer, rx, request_timeout, front.label()));
-    let shutdown = shard.shutdown_listener();
-    loop {
-        let next = futures_lite::future::or(
-            async { read_frame(&shard, &mut reader, &budget, &*front, first).await },
-            async {
-                shutdown.recv().await;
-                Next::Stop("shutting down".into())
-            },
-        )
-        .await;
-        first = false;
+    let writer_task = crate::tasks::spawn(write_replies(
+        opened.writer,
+        rx,
+        request_timeout,
+        front.label(),
+    ));
+    // KIP-368: a SASL session ends; the client re-authenticates before it.
+    let lifetime = front.session_lifetime().filter(|_| !opened.first);
+    let conn = Served {
+        shard: &shard,
+        front: &*front,
+        reader: opened.reader,
+        budget,
+        peer,
+        tx,
+        lifetime,
+        session_ends: lifetime.map(|l| Instant::now() + l),
+    };
+    conn.run(opened.first).await;
+    writer_task.await;
+}
+
+/// A connection being served: its reader, and the queue of replies to its writer.
+struct Served<'a> {
+    shard: &'a Rc<Shard>,
+    front: &'a dyn FrontEnd,
+    reader: ConnReader,
+    budget: Budget,
+    peer: Peer,
+    tx: local_channel::LocalSender<Queued>,
+    lifetime: Option<Duration>,
+    session_ends: Option<Instant>,
+}
+
+impl Served<'_> {
+    /// Reads and dispatches requests until the connection ends (dropping the queue ends
+    /// the writer once it has written what is queued).
+    async fn run(mut self, mut first: bool) {
+        let shutdown = self.shard.shutdown_listener();
+        loop {
+            let (shard, front, budget) = (self.shard, self.front, &self.budget);
+            let reader = &mut self.reader;
+            let next = futures_lite::future::or(
+                async { read_frame(shard, reader, budget, front, first).await },
+                async {
+                    shutdown.recv().await;
+                    Next::Stop("shutting down".into())
+                },
+            )
+            .await;
+            first = false;
+            if !self.take(next).await {
+                break;
+            }
+        }
+    }
+
+    /// Acts on what was read; false once the connection is to close.
+    async fn take(&mut self, next: Next) -> bool {
+        let (shard, remote) = (self.shard, self.peer.remote);
         match next {
-            Next::Frame(body, _, _, _)
-                if lifetime.is_some() && front.starts_reauthentication(&body) =>
+            Next::Frame(body, ..)
+                if self.lifetime.is_some() && self.front.starts_reauthentication(&body) =>
             {
                 let again = Reauthentication {
                     first: body,
-                    principal: &peer.principal,
+                    principal: &self.peer.principal,
                 };
-                match reauthenticate(&shard, &mut reader, &tx, &budget, &*front, again).await {
-                    Ok(()) => session_ends = lifetime.map(|l| Instant::now() + l),
+                let (reader, budget) = (&mut self.reader, &self.budget);
+                match reauthenticate(shard, reader, &self.tx, budget, self.front, again).await {
+                    Ok(()) => self.session_ends = self.lifetime.map(|l| Instant::now() + l),
                     Err(why) => {
-                        tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "re-authentication refused");
-                        break;
+                        tracing::info!(shard = shard.id, ?remote, %why, "re-authentication refused");
+                        return false;
                     }
                 }
+                true
             }
-            Next::Frame(..) if session_ends.is_some_and(|t| Instant::now() >= t) => {
-                tracing::info!(shard = shard.id, remote = ?peer.remote, "SASL session expired; closing");
-                break;
+            Next::Frame(..) if self.session_ends.is_some_and(|t| Instant::now() >= t) => {
+                tracing::info!(shard = shard.id, ?remote, "SASL session expired; closing");
+                false
             }
             Next::Frame(body, reservation, started, frame_read) => {
                 let bytes_in = body.len() + 4;
-                let task = crate::tasks::spawn(front.handle(
+                let task = crate::tasks::spawn(self.front.handle(
                     shard.clone(),
                     body,
-                    peer.clone(),
-                    budget.clone(),
+                    self.peer.clone(),
+                    self.budget.clone(),
                 ));
                 let queued = Queued {
                     task,
@@ -158,26 +201,29 @@ pub async fn serve(
                     frame_read,
                     bytes_in,
                 };
-                if tx.send(queued).await.is_err() {
-                    break;
-                }
+                self.tx.send(queued).await.is_ok()
             }
             Next::Refuse(frame) => {
-                let _ = tx.send(Queued::ready(frame)).await;
-                break;
+                let _ = self.tx.send(Queued::ready(frame)).await;
+                false
             }
             Next::Stop(why) => {
                 tracing::debug!(shard = shard.id, %why, "closing connection");
-                break;
+                false
             }
         }
     }
-    drop(tx);
-    writer_task.await;
 }
 
 /// A connection ready for requests (see [`open`]).
-type Opened = (ConnReader, ConnWriter, bool, Option<String>);
+struct Opened {
+    reader: ConnReader,
+    writer: ConnWriter,
+    /// Whether the next frame is the connection's first (no handshake ran).
+    first: bool,
+    /// Who it authenticated as (SASL, or a client certificate); none: anonymous.
+    principal: Option<String>,
+}
 
 /// Why a connection was closed before its first request was served.
 #[derive(Debug, thiserror::Error)]
@@ -204,11 +250,21 @@ async fn open(
         Some(config) => start_tls(config, stream.buffered(), writer, front).await?,
     };
     let Some(handshake) = front.handshake() else {
-        return Ok((reader, writer, true, certified));
+        return Ok(Opened {
+            reader,
+            writer,
+            first: true,
+            principal: certified,
+        });
     };
     let principal = authenticate(shard, &mut reader, &mut writer, budget, front, handshake).await?;
     tracing::debug!(shard = shard.id, %principal, "authenticated");
-    Ok((reader, writer, false, Some(principal)))
+    Ok(Opened {
+        reader,
+        writer,
+        first: false,
+        principal: Some(principal),
+    })
 }
 
 /// The TLS handshake, within the request timeout; then the connection's halves under it,
@@ -275,8 +331,8 @@ async fn authenticate(
         match outcome {
             None if Instant::now() < deadline => continue,
             None => return Err(refused("longer than the request timeout".into())),
-            Some(Ok(principal)) => return Ok(principal),
-            Some(Err(why)) => {
+            Some(Ending::Authenticated(principal)) => return Ok(principal),
+            Some(Ending::Refused(why)) => {
                 glommio::timer::sleep(FAILED_AUTHENTICATION_DELAY).await;
                 return Err(refused(why));
             }
@@ -285,12 +341,20 @@ async fn authenticate(
     Err(refused(format!("more than {MAX_HANDSHAKE_FRAMES} frames")))
 }
 
-/// A handshake step's reply (if any) and its outcome (none yet: the exchange goes on).
-fn split_step(step: HandshakeStep) -> (Option<Vec<u8>>, Option<Result<String, String>>) {
+/// How a handshake ends: as a principal, or refused (why).
+enum Ending {
+    Authenticated(String),
+    Refused(String),
+}
+
+/// A handshake step's reply (if any) and its ending (none yet: the exchange goes on).
+fn split_step(step: HandshakeStep) -> (Option<Vec<u8>>, Option<Ending>) {
     match step {
         HandshakeStep::Continue(reply) => (Some(reply), None),
-        HandshakeStep::Authenticated(reply, principal) => (reply, Some(Ok(principal))),
-        HandshakeStep::Fail(reply, why) => (reply, Some(Err(why))),
+        HandshakeStep::Authenticated(reply, principal) => {
+            (reply, Some(Ending::Authenticated(principal)))
+        }
+        HandshakeStep::Fail(reply, why) => (reply, Some(Ending::Refused(why))),
     }
 }
 
@@ -316,16 +380,15 @@ async fn reauthenticate(
     let mut body = again.first;
     for _ in 0..MAX_HANDSHAKE_FRAMES {
         let (mut reply, mut outcome) = split_step(handshake.step(body));
-        if let Some(Ok(p)) = outcome
-            .as_ref()
-            .filter(|o| o.as_ref().is_ok_and(|p| p != again.principal))
-        {
-            let why = format!(
-                "Cannot change principals during re-authentication from {} to {p}",
-                again.principal
-            );
-            reply = handshake.refusal(&why);
-            outcome = Some(Err(why));
+        if let Some(Ending::Authenticated(p)) = &outcome {
+            if p != again.principal {
+                let why = format!(
+                    "Cannot change principals during re-authentication from {} to {p}",
+                    again.principal
+                );
+                reply = handshake.refusal(&why);
+                outcome = Some(Ending::Refused(why));
+            }
         }
         if let Some(reply) = reply {
             tx.send(Queued::ready(reply))
@@ -333,8 +396,8 @@ async fn reauthenticate(
                 .map_err(|_| Refused("closing".into()))?;
         }
         match outcome {
-            Some(Ok(_)) => return Ok(()),
-            Some(Err(why)) => {
+            Some(Ending::Authenticated(_)) => return Ok(()),
+            Some(Ending::Refused(why)) => {
                 glommio::timer::sleep(FAILED_AUTHENTICATION_DELAY).await;
                 return Err(Refused(why));
             }

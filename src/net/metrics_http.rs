@@ -5,7 +5,8 @@
 //! stray client can never hold the shard. Connections are accepted at once, never left in
 //! the backlog behind stalled ones (slowloris): each gets its own 5 s deadline, and a peer
 //! may hold at most `MAX_PER_PEER` of the `MAX_CONNECTIONS` slots (more are closed at
-//! once), so a scraper from elsewhere is always served.
+//! once), so a scraper from elsewhere is always served. With `metrics.security.protocol=SSL`
+//! the endpoint is HTTPS (the same rustls settings as the listeners', within the same 5 s).
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -25,8 +26,12 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_CONNECTIONS: usize = 1024;
 const MAX_PER_PEER: usize = 64;
 
-/// Accepts scrapes until the shard shuts down.
-pub async fn serve(shard: Rc<Shard>, listener: TcpListener) {
+/// Accepts scrapes until the shard shuts down; under TLS when `tls` is given.
+pub async fn serve(
+    shard: Rc<Shard>,
+    listener: TcpListener,
+    tls: Option<Rc<super::tls::TlsSource>>,
+) {
     let stop = shard.shutdown_listener();
     let slots = crate::shard::slots::Slots::new(MAX_CONNECTIONS, MAX_PER_PEER);
     loop {
@@ -38,8 +43,12 @@ pub async fn serve(shard: Rc<Shard>, listener: TcpListener) {
                     continue;
                 };
                 let shard = shard.clone();
+                let tls = tls.as_ref().map(|source| source.config());
                 crate::tasks::spawn(async move {
-                    one_request(&shard, stream).await;
+                    match tls {
+                        None => one_request(&shard, stream).await,
+                        Some(config) => one_tls_request(&shard, stream, config).await,
+                    }
                     drop(slot);
                 })
                 .detach();
@@ -52,7 +61,23 @@ pub async fn serve(shard: Rc<Shard>, listener: TcpListener) {
     }
 }
 
-async fn one_request(shard: &Rc<Shard>, mut stream: TcpStream) {
+/// The TLS handshake within the request's deadline, then the request over it.
+async fn one_tls_request(
+    shard: &Rc<Shard>,
+    stream: TcpStream,
+    config: std::sync::Arc<rustls::ServerConfig>,
+) {
+    let acceptor = futures_rustls::TlsAcceptor::from(config);
+    match within(TIMEOUT, acceptor.accept(stream)).await {
+        Ok(tls) => one_request(shard, tls).await,
+        Err(e) => tracing::debug!(error = %e, "metrics endpoint: TLS handshake failed"),
+    }
+}
+
+async fn one_request<S>(shard: &Rc<Shard>, mut stream: S)
+where
+    S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin,
+{
     let answer = match within(TIMEOUT, read_head(&mut stream)).await {
         Ok(head) => answer(shard, &head).await,
         Err(e) => {
@@ -60,12 +85,18 @@ async fn one_request(shard: &Rc<Shard>, mut stream: TcpStream) {
             return;
         }
     };
-    let _ = within(TIMEOUT, stream.write_all(&answer)).await;
+    let sent = async {
+        stream.write_all(&answer).await?;
+        stream.flush().await
+    };
+    let _ = within(TIMEOUT, sent).await;
     let _ = stream.close().await;
 }
 
 /// Reads until the end of the request head (a blank line), at most `MAX_HEAD` bytes.
-async fn read_head(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+async fn read_head(
+    stream: &mut (impl futures_lite::AsyncRead + Unpin),
+) -> std::io::Result<Vec<u8>> {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {

@@ -318,7 +318,14 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     }
     if let (Some(addr), 0) = (cfg.metrics_listen, shard.id) {
         let listener = bind(addr).await?;
-        crate::tasks::spawn(crate::net::metrics_http::serve(shard.clone(), listener)).detach();
+        let metrics = cfg.for_metrics();
+        let tls = ListenerSecurity::of(shard, &metrics, metrics.metrics_security_protocol)?.tls;
+        crate::tasks::spawn(crate::net::metrics_http::serve(
+            shard.clone(),
+            listener,
+            tls,
+        ))
+        .detach();
     }
     Ok(listeners)
 }

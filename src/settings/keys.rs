@@ -165,6 +165,23 @@ pub const SERVER_KEYS: &[ServerKey] = &[
     },
     boolean_key!("allow.insecure.listeners", allow_insecure_listeners),
     ServerKey {
+        name: "metrics.security.protocol",
+        get: |c| c.metrics_security_protocol.name().to_string(),
+        set: |c, v| {
+            use crate::security::SecurityProtocol::{Plaintext, Ssl};
+            c.metrics_security_protocol = match v {
+                "PLAINTEXT" => Plaintext,
+                "SSL" => Ssl,
+                other => {
+                    let why = format!("{other:?}: PLAINTEXT (HTTP) or SSL (HTTPS)");
+                    return Err(bad("metrics.security.protocol", why));
+                }
+            };
+            Ok(())
+        },
+        check: unbounded,
+    },
+    ServerKey {
         name: "native.security.protocol",
         get: |c| c.native_security_protocol.name().to_string(),
         set: |c, v| {

@@ -11,6 +11,8 @@ use crate::security::KafkaListener;
 pub const PREFIX: &str = "listener.name.";
 /// The native protocol's listener, as `listener.name.` names it.
 pub const NATIVE: &str = "native";
+/// The metrics endpoint, as `listener.name.` names it.
+pub const METRICS: &str = "metrics";
 
 /// The keys a listener may set for itself.
 const PER_LISTENER: &[&str] = &[
@@ -61,6 +63,11 @@ impl ServerConfig {
         self.with_overrides(NATIVE)
     }
 
+    /// The settings in force on the metrics endpoint (`listener.name.metrics.`).
+    pub fn for_metrics(&self) -> ServerConfig {
+        self.with_overrides(METRICS)
+    }
+
     /// The native listener (`listen`) with its security protocol.
     pub fn native_listener(&self) -> KafkaListener {
         KafkaListener {
@@ -86,7 +93,8 @@ impl ServerConfig {
     pub(super) fn validate_listener_security(&self) -> Result<(), SettingsError> {
         let listeners = self.kafka_listeners();
         for (name, key, _) in &self.listener_overrides {
-            if name != NATIVE && !listeners.iter().any(|l| listener_name(l) == *name) {
+            let known = [NATIVE, METRICS].contains(&name.as_str());
+            if !known && !listeners.iter().any(|l| listener_name(l) == *name) {
                 return Err(bad(
                     &format!("{PREFIX}{name}.{key}"),
                     format!("there is no listener {name}"),
@@ -97,6 +105,11 @@ impl ServerConfig {
             self.for_listener(l).validate_tls(l)?;
         }
         self.for_native().validate_tls(&self.native_listener())?;
+        if let Some(addr) = self.metrics_listen {
+            let protocol = self.metrics_security_protocol;
+            self.for_metrics()
+                .validate_tls(&KafkaListener { protocol, addr })?;
+        }
         self.validate_insecure_listeners()
     }
 

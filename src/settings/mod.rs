@@ -104,6 +104,8 @@ pub struct ServerConfig {
     /// The native listener's security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL),
     /// with the same TLS and SASL keys as the Kafka listeners (`listener.name.native.`).
     pub native_security_protocol: crate::security::SecurityProtocol,
+    /// The metrics endpoint's: PLAINTEXT (HTTP) or SSL (HTTPS; `listener.name.metrics.`).
+    pub metrics_security_protocol: crate::security::SecurityProtocol,
     /// PEM file with the TLS listeners' certificate chain (leaf first) and private key
     /// (Kafka's ssl.keystore.location with ssl.keystore.type=PEM, KIP-651).
     pub ssl_keystore_location: Option<PathBuf>,
@@ -162,6 +164,7 @@ impl Default for ServerConfig {
             ssl_principal_mapping_rules: "DEFAULT".to_string(),
             listener_overrides: Vec::new(),
             native_security_protocol: crate::security::SecurityProtocol::Plaintext,
+            metrics_security_protocol: crate::security::SecurityProtocol::Plaintext,
             ssl_keystore_location: None,
             metrics_listen: None,
             producer_id_block_size: 1000,
