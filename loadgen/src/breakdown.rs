@@ -67,7 +67,7 @@ pub async fn since(c: &mut Client, start: &MetricsReport, ops: u64) -> Result<Br
 pub fn mark_blocking(bootstrap: &str) -> Result<MetricsReport, String> {
     let b = bootstrap.to_string();
     blocking(move || async move {
-        let mut c = Client::connect(&b).await.map_err(|e| e.to_string())?;
+        let mut c = crate::connect::connect(&b).await?;
         mark(&mut c).await
     })
 }
@@ -80,7 +80,7 @@ pub fn since_blocking(
 ) -> Result<Breakdown, String> {
     let b = bootstrap.to_string();
     blocking(move || async move {
-        let mut c = Client::connect(&b).await.map_err(|e| e.to_string())?;
+        let mut c = crate::connect::connect(&b).await?;
         since(&mut c, &start, ops).await
     })
 }

@@ -166,9 +166,7 @@ pub async fn run(
     progress: &ProgressBar,
 ) -> Result<Vec<(String, LookupResult)>, String> {
     let routes = routes(&opts.bootstrap, &opts.topic, opts.shard_aware).await?;
-    let mut admin = Client::connect(&opts.bootstrap)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut admin = crate::connect::connect(&opts.bootstrap).await?;
     let partitions: Vec<i32> = routes.iter().map(|r| r.partition).collect();
     let spans = spans(&mut admin, &opts.topic, &partitions).await?;
     if spans.is_empty() {
@@ -186,7 +184,7 @@ pub async fn run(
     };
     for addr in peers.addr_of.values() {
         if !peers.conns.contains_key(addr) {
-            let c = Client::connect(addr).await.map_err(|e| e.to_string())?;
+            let c = crate::connect::connect(addr).await?;
             peers.conns.insert(addr.clone(), c);
         }
     }
