@@ -44,6 +44,9 @@ pub struct ConsumerGroupsArgs {
     /// The server to talk to, either listener (Kafka's --bootstrap-server; -b as every tool).
     #[arg(long, short = 'b', default_value = "127.0.0.1:9092")]
     pub bootstrap_server: String,
+    /// The listener's security (--command-config, -X).
+    #[command(flatten)]
+    pub client: tools::client_config::ClientConfigArgs,
     #[arg(long)]
     pub list: bool,
     #[arg(long)]

@@ -136,25 +136,19 @@ impl Client {
         user: &str,
         password: &str,
     ) -> ClientResult<()> {
-        use crate::security::scram_client::ClientExchange;
         let refused =
             |e: crate::security::scram::ScramError| ClientError::Security(format!("SASL: {e}"));
         let handshake = Request::SaslHandshake {
             mechanism: mechanism.name().to_string(),
         };
         self.call_once(&handshake).await?;
-        match mechanism {
-            crate::security::SaslMechanism::Scram(m) => {
-                let (exchange, first) = ClientExchange::start(m, user, password);
-                let server_first = self.sasl_token(first).await?;
-                let (awaiting, last) = exchange.respond(&server_first).map_err(refused)?;
-                let server_final = self.sasl_token(last).await?;
-                awaiting.finish(&server_final).map_err(refused)
-            }
-            _ => {
-                self.sasl_token(format!("\0{user}\0{password}").into_bytes())
-                    .await?;
-                Ok(())
+        let (mut exchange, mut next) =
+            crate::security::scram_client::ClientSasl::start(mechanism, user, password);
+        loop {
+            let answer = self.sasl_token(next).await?;
+            match exchange.next(&answer).map_err(refused)? {
+                Some(more) => next = more,
+                None => return Ok(()),
             }
         }
     }

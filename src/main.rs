@@ -87,13 +87,12 @@ fn consumer_groups(a: ConsumerGroupsArgs, timeout_ms: u64) -> Result<(), String>
         (Some(g), false) => Groups::One(g),
         (None, false) => Groups::None,
     };
-    run(
-        &a.bootstrap_server,
-        std::time::Duration::from_millis(timeout_ms),
-        groups,
-        action,
-        &mut std::io::stdout().lock(),
-    )
+    let server = shardlog::tools::consumer_groups::Server {
+        bootstrap: &a.bootstrap_server,
+        timeout: std::time::Duration::from_millis(timeout_ms),
+        client: &a.client,
+    };
+    run(server, groups, action, &mut std::io::stdout().lock())
 }
 
 fn produce(args: tools::produce::ProduceArgs) -> Result<(), String> {

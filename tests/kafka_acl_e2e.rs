@@ -123,6 +123,24 @@ fn acls_decide_who_may_do_what_and_survive_a_kill() {
         )
     };
     alice_ok(&server);
+    // consumer-groups over SASL with the same --command-config.
+    let groups = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args([
+            "consumer-groups",
+            "--bootstrap-server",
+            &sasl,
+            "--command-config",
+            &props,
+            "--list",
+        ])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&groups.stdout);
+    assert!(
+        listed.contains("g-alice-SCRAM-SHA-256"),
+        "{listed}{}",
+        String::from_utf8_lossy(&groups.stderr)
+    );
 
     server.kill9();
     server.restart_after_kill();

@@ -141,9 +141,19 @@ fn native_tools_work_over_sasl_ssl_with_command_config() {
     );
     let (ok, text) = shardlog(&["topics", "list", "-b", &addr, "--timeout-ms", "5000"], "");
     assert!(!ok, "plaintext on the TLS port: {text}");
-    // Still serving.
+    // Still serving; consumer-groups too (its native requests over SASL_SSL).
     let (ok, text) = run(with(&["topics", "list"]), "");
     assert!(ok && text.contains("secure"), "{text}");
+    let groups = [
+        "consumer-groups",
+        "--bootstrap-server",
+        &addr,
+        "--command-config",
+        &admin,
+        "--list",
+    ];
+    let (ok, text) = shardlog(&groups, "");
+    assert!(ok, "consumer-groups over SASL_SSL: {text}");
 }
 
 #[test]

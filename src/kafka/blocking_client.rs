@@ -10,6 +10,8 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
+use crate::security::scram_client::ClientSasl;
+
 /// A connection's bytes: plain TCP or a TLS stream over it.
 pub trait Transport: Read + Write + Send {}
 impl<T: Read + Write + Send> Transport for T {}
@@ -60,7 +62,7 @@ impl BlockingClient {
         user: &str,
         password: &str,
     ) -> anyhow::Result<()> {
-        use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+        use kafka_protocol::messages::SaslHandshakeRequest;
         let name = StrBytes::from_string(mechanism.name().to_string());
         let handshake = SaslHandshakeRequest::default().with_mechanism(name);
         match self.call(
@@ -78,35 +80,31 @@ impl BlockingClient {
             }
             other => anyhow::bail!("unexpected answer to SaslHandshake: {other:?}"),
         }
-        let mut token = |bytes: Vec<u8>| -> anyhow::Result<Vec<u8>> {
-            let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(bytes));
-            match self.call(
-                ApiKey::SaslAuthenticate,
-                1,
-                &RequestKind::SaslAuthenticate(request),
-            )? {
-                ResponseKind::SaslAuthenticate(r) if r.error_code == 0 => Ok(r.auth_bytes.to_vec()),
-                ResponseKind::SaslAuthenticate(r) => anyhow::bail!(
-                    "SASL authentication as {user:?} failed (error {}): {}",
-                    r.error_code,
-                    r.error_message.map(|m| m.to_string()).unwrap_or_default()
-                ),
-                other => anyhow::bail!("unexpected answer to SaslAuthenticate: {other:?}"),
-            }
-        };
-        match mechanism {
-            crate::security::SaslMechanism::Plain => {
-                token(format!("\0{user}\0{password}").into_bytes())?;
-            }
-            crate::security::SaslMechanism::Scram(m) => {
-                use crate::security::scram_client::ClientExchange;
-                let (exchange, first) = ClientExchange::start(m, user, password);
-                let server_first = token(first)?;
-                let (awaiting, last) = exchange.respond(&server_first)?;
-                awaiting.finish(&token(last)?)?;
+        let (mut exchange, mut next) = ClientSasl::start(mechanism, user, password);
+        loop {
+            let answer = self.sasl_token(user, next)?;
+            match exchange.next(&answer)? {
+                Some(more) => next = more,
+                None => break,
             }
         }
         Ok(())
+    }
+
+    /// One SASL token in a SaslAuthenticate v1; the server's token back.
+    fn sasl_token(&mut self, user: &str, token: Vec<u8>) -> anyhow::Result<Vec<u8>> {
+        use kafka_protocol::messages::SaslAuthenticateRequest;
+        let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
+        let kind = RequestKind::SaslAuthenticate(request);
+        match self.call(ApiKey::SaslAuthenticate, 1, &kind)? {
+            ResponseKind::SaslAuthenticate(r) if r.error_code == 0 => Ok(r.auth_bytes.to_vec()),
+            ResponseKind::SaslAuthenticate(r) => anyhow::bail!(
+                "SASL authentication as {user:?} failed (error {}): {}",
+                r.error_code,
+                r.error_message.map(|m| m.to_string()).unwrap_or_default()
+            ),
+            other => anyhow::bail!("unexpected answer to SaslAuthenticate: {other:?}"),
+        }
     }
 
     /// Sends a request with a raw body (which may be anything); returns its correlation id.

@@ -98,3 +98,49 @@ impl AwaitingServerFinal {
         }
     }
 }
+
+/// A client's side of a whole SASL exchange, whatever frames carry it: the first token,
+/// then for each server token the next one to send, until it is done.
+pub struct ClientSasl {
+    state: ClientState,
+}
+
+enum ClientState {
+    /// PLAIN: the one token is sent; the (empty) answer ends it.
+    PlainSent,
+    ScramFirst(ClientExchange),
+    ScramFinal(AwaitingServerFinal),
+    Done,
+}
+
+impl ClientSasl {
+    /// The exchange and its first token.
+    pub fn start(mechanism: super::SaslMechanism, user: &str, password: &str) -> (Self, Vec<u8>) {
+        match mechanism {
+            super::SaslMechanism::Scram(m) => {
+                let (exchange, first) = ClientExchange::start(m, user, password);
+                let state = ClientState::ScramFirst(exchange);
+                (ClientSasl { state }, first)
+            }
+            _ => {
+                let token = format!("\0{user}\0{password}").into_bytes();
+                let state = ClientState::PlainSent;
+                (ClientSasl { state }, token)
+            }
+        }
+    }
+
+    /// The token answering the server's; `None` once authenticated.
+    pub fn next(&mut self, server_token: &[u8]) -> Result<Option<Vec<u8>>, ScramError> {
+        match std::mem::replace(&mut self.state, ClientState::Done) {
+            ClientState::PlainSent => Ok(None),
+            ClientState::ScramFirst(exchange) => {
+                let (awaiting, last) = exchange.respond(server_token)?;
+                self.state = ClientState::ScramFinal(awaiting);
+                Ok(Some(last))
+            }
+            ClientState::ScramFinal(awaiting) => awaiting.finish(server_token).map(|()| None),
+            ClientState::Done => Err(ScramError("the exchange is over")),
+        }
+    }
+}

@@ -78,25 +78,41 @@ fn name(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
 
-pub fn run(
-    bootstrap: &str,
-    timeout: std::time::Duration,
-    groups: Groups,
-    action: Action,
-    out: Out,
-) -> Result<()> {
-    // The native listener gets the native requests; anything else (a Kafka listener, no
-    // answer, no server) is the Kafka client's to report, in its own words.
-    let client: Box<dyn GroupsApi> =
-        if super::probe::probe(bootstrap, timeout) == Ok(super::probe::Protocol::Native) {
-            Box::new(NativeGroups::connect(bootstrap, timeout)?)
-        } else {
-            Box::new(
-                BlockingClient::connect_with_timeout(bootstrap, timeout)
-                    .map_err(|e| format!("connecting to the Kafka listener at {bootstrap}: {e}"))?,
-            )
-        };
-    let mut tool = Tool { client };
+/// Where the tool connects and how.
+pub struct Server<'a> {
+    pub bootstrap: &'a str,
+    pub timeout: std::time::Duration,
+    /// The listener's security (--command-config, -X).
+    pub client: &'a super::client_config::ClientConfigArgs,
+}
+
+/// The groups API of the listener at `server`: the native requests on the native
+/// listener; anything else (a Kafka listener, no answer, no server) is the Kafka client's to
+/// report, in its own words. A secured listener cannot be probed in plaintext: the native
+/// SASL/TLS exchange is tried first, then Kafka's.
+fn groups_api(server: &Server<'_>) -> Result<Box<dyn GroupsApi>> {
+    let (bootstrap, timeout) = (server.bootstrap, server.timeout);
+    let security = server.client.security()?;
+    if security.protocol != crate::security::SecurityProtocol::Plaintext {
+        if let Ok(native) = NativeGroups::connect_secure(bootstrap, &security, timeout) {
+            return Ok(Box::new(native));
+        }
+        let kafka =
+            super::acls_live::connect(bootstrap, server.client, timeout.as_millis() as u64)?;
+        return Ok(Box::new(kafka));
+    }
+    if super::probe::probe(bootstrap, timeout) == Ok(super::probe::Protocol::Native) {
+        return Ok(Box::new(NativeGroups::connect(bootstrap, timeout)?));
+    }
+    let kafka = BlockingClient::connect_with_timeout(bootstrap, timeout)
+        .map_err(|e| format!("connecting to the Kafka listener at {bootstrap}: {e}"))?;
+    Ok(Box::new(kafka))
+}
+
+pub fn run(server: Server<'_>, groups: Groups, action: Action, out: Out) -> Result<()> {
+    let mut tool = Tool {
+        client: groups_api(&server)?,
+    };
     let need_group = || match &groups {
         Groups::One(g) => Ok(g.clone()),
         _ => Err("--group is required".to_string()),

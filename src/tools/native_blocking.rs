@@ -4,12 +4,14 @@
 //! and reads them.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use bytes::Bytes;
 
 use crate::protocol::{ErrorCode, Request, Response, ResponseBody};
+use crate::security::client::ClientSecurity;
+use crate::security::scram_client::ClientSasl;
+use crate::security::SaslMechanism;
 
 /// Largest reply a tool accepts (a group's description or commits; never records).
 const MAX_REPLY_BYTES: i32 = 64 << 20;
@@ -37,28 +39,56 @@ impl std::fmt::Display for CallError {
 }
 
 pub struct NativeBlocking {
-    stream: TcpStream,
+    stream: Box<dyn crate::kafka::blocking_client::Transport>,
     next_id: i32,
 }
 
 impl NativeBlocking {
     /// Connects with `timeout` for the connect and for each read and write.
     pub fn connect(addr: &str, timeout: Duration) -> Result<Self, String> {
-        use std::net::ToSocketAddrs;
-        let target = addr
-            .to_socket_addrs()
-            .map_err(|e| format!("{addr}: {e}"))?
-            .next()
-            .ok_or_else(|| format!("{addr}: no address"))?;
-        let timeout = timeout.max(Duration::from_millis(1));
-        let stream = TcpStream::connect_timeout(&target, timeout)
+        Self::connect_secure(addr, &ClientSecurity::plaintext(), timeout)
+    }
+
+    /// Connects under the listener's security protocol (TLS, then SASL as configured).
+    pub fn connect_secure(
+        addr: &str,
+        security: &ClientSecurity,
+        timeout: Duration,
+    ) -> Result<Self, String> {
+        let stream = super::secure_stream::connect(addr, security, timeout)
             .map_err(|e| format!("cannot connect to a shardlog server at {addr}: {e}"))?;
-        let set = |s: &TcpStream| {
-            s.set_read_timeout(Some(timeout))?;
-            s.set_write_timeout(Some(timeout))
+        let mut connection = NativeBlocking { stream, next_id: 1 };
+        if let Some((mechanism, user, password)) = &security.sasl {
+            connection.authenticate(*mechanism, user, password)?;
+        }
+        Ok(connection)
+    }
+
+    /// SASL as the native protocol frames it: SaslHandshake, then SaslAuthenticate per token.
+    fn authenticate(
+        &mut self,
+        mechanism: SaslMechanism,
+        user: &str,
+        password: &str,
+    ) -> Result<(), String> {
+        let handshake = Request::SaslHandshake {
+            mechanism: mechanism.name().to_string(),
         };
-        set(&stream).map_err(|e| e.to_string())?;
-        Ok(NativeBlocking { stream, next_id: 1 })
+        self.call(&handshake).map_err(|e| e.to_string())?;
+        let (mut exchange, mut next) = ClientSasl::start(mechanism, user, password);
+        loop {
+            let request = Request::SaslAuthenticate {
+                auth_bytes: Bytes::from(next),
+            };
+            let answer = match self.call(&request).map_err(|e| e.to_string())? {
+                ResponseBody::SaslAuthenticate { auth_bytes, .. } => auth_bytes,
+                other => return Err(format!("unexpected answer to SaslAuthenticate: {other:?}")),
+            };
+            match exchange.next(&answer).map_err(|e| format!("SASL: {e}"))? {
+                Some(more) => next = more,
+                None => return Ok(()),
+            }
+        }
     }
 
     /// Sends `request` and reads its reply.

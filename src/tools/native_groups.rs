@@ -32,6 +32,15 @@ impl NativeGroups {
         NativeBlocking::connect(addr, timeout).map(NativeGroups)
     }
 
+    /// Connects under the listener's security protocol.
+    pub fn connect_secure(
+        addr: &str,
+        security: &crate::security::client::ClientSecurity,
+        timeout: Duration,
+    ) -> Result<Self, String> {
+        NativeBlocking::connect_secure(addr, security, timeout).map(NativeGroups)
+    }
+
     /// A native call whose server error is an answer (`Err(code)`), not a failure.
     fn ask(&mut self, request: Request) -> Result<Result<ResponseBody, ErrorCode>, String> {
         match self.0.call(&request) {
