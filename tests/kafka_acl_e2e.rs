@@ -76,16 +76,7 @@ fn acls_decide_who_may_do_what_and_survive_a_kill() {
     );
 
     let props = admin_properties(tmp.path());
-    let tool = |more: &[&str]| {
-        let mut args = vec![
-            "--bootstrap-server",
-            sasl.as_str(),
-            "--command-config",
-            props.as_str(),
-        ];
-        args.extend_from_slice(more);
-        acls_tool(&args)
-    };
+    let tool = |more: &[&str]| acls_live(&sasl, &props, more);
     tool(&[
         "--add",
         "--allow-principal",
@@ -245,29 +236,17 @@ fn offline_acls_are_in_force_at_the_first_start() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("stop the server first"));
 }
 
-/// `shardlog ARGS` against the native listener: (success, stdout + stderr).
+/// `shardlog ARGS` with `stdin`: (success, stdout and stderr).
 fn native_tool(args: &[&str], stdin: &str) -> (bool, String) {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    let (out, err, ok) = common::cli::shardlog(args, Some(stdin));
+    (ok, format!("{out}{err}"))
+}
+
+/// `shardlog acls --bootstrap-server SASL --command-config PROPS MORE...` (must succeed).
+fn acls_live(sasl: &str, props: &str, more: &[&str]) -> String {
+    let mut args = vec!["--bootstrap-server", sasl, "--command-config", props];
+    args.extend_from_slice(more);
+    acls_tool(&args)
 }
 
 #[test]
@@ -296,16 +275,7 @@ fn the_native_protocol_applies_the_same_acls() {
     assert!(!ok && text.contains("ClusterAuthorizationFailed"), "{text}");
 
     let props = admin_properties(tmp.path());
-    let tool = |more: &[&str]| {
-        let mut args = vec![
-            "--bootstrap-server",
-            sasl.as_str(),
-            "--command-config",
-            props.as_str(),
-        ];
-        args.extend_from_slice(more);
-        acls_tool(&args)
-    };
+    let tool = |more: &[&str]| acls_live(&sasl, &props, more);
     tool(&[
         "--add",
         "--allow-principal",

@@ -149,10 +149,8 @@ fn a_tls_listener_without_a_keystore_is_refused_at_start() {
 /// A rotated certificate is in force for new connections without a restart: the keystore
 /// file is replaced (as a certificate manager does, by rename), and within a few seconds
 /// clients that trust only the new CA connect while those that trust only the old one fail.
-#[test]
-fn a_rotated_certificate_is_picked_up_without_a_restart() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (keystore, ca, other_ca, other_keystore) = mint_certificates(tmp.path());
+/// A server with one SSL listener on `keystore`: (server, the listener's address).
+fn ssl_only(dir: &Path, keystore: &Path) -> (ServerProc, String) {
     let ssl = format!("127.0.0.1:{}", free_port());
     let listeners = format!("SSL://{ssl}");
     let keystore_text = keystore.display().to_string();
@@ -160,13 +158,23 @@ fn a_rotated_certificate_is_picked_up_without_a_restart() {
         ("listeners", listeners.as_str()),
         ("ssl.keystore.location", keystore_text.as_str()),
     ];
-    let server = ServerProc::start(&tmp.path().join("data"), 2, &config);
-    let probe = |ca: &Path| {
-        let mut cmd = script("sasl.py", &["probe", &ssl, "-", "anon", "-", "-"]);
-        cmd.env("SSL_CA", ca);
-        let out = run_bounded(&mut cmd, Duration::from_secs(30));
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
+    (ServerProc::start(&dir.join("data"), 2, &config), ssl)
+}
+
+/// "OK" when a TLS client trusting `ca` lists topics at `ssl`, "REFUSED" when not.
+fn probe(ssl: &str, ca: &Path) -> String {
+    let mut cmd = script("sasl.py", &["probe", ssl, "-", "anon", "-", "-"]);
+    cmd.env("SSL_CA", ca);
+    let out = run_bounded(&mut cmd, Duration::from_secs(30));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_rotated_certificate_is_picked_up_without_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (keystore, ca, other_ca, other_keystore) = mint_certificates(tmp.path());
+    let (server, ssl) = ssl_only(tmp.path(), &keystore);
+    let probe = |ca: &Path| probe(&ssl, ca);
     assert_eq!(probe(&ca), "OK");
     assert_eq!(probe(&other_ca), "REFUSED");
     let staged = tmp.path().join("keystore.pem.new");
@@ -187,20 +195,8 @@ fn a_rotated_certificate_is_picked_up_without_a_restart() {
 fn sighup_reloads_a_certificate_whose_file_time_did_not_change() {
     let tmp = tempfile::tempdir().unwrap();
     let (keystore, ca, other_ca, other_keystore) = mint_certificates(tmp.path());
-    let ssl = format!("127.0.0.1:{}", free_port());
-    let listeners = format!("SSL://{ssl}");
-    let keystore_text = keystore.display().to_string();
-    let config = [
-        ("listeners", listeners.as_str()),
-        ("ssl.keystore.location", keystore_text.as_str()),
-    ];
-    let server = ServerProc::start(&tmp.path().join("data"), 2, &config);
-    let probe = |ca: &Path| {
-        let mut cmd = script("sasl.py", &["probe", &ssl, "-", "anon", "-", "-"]);
-        cmd.env("SSL_CA", ca);
-        let out = run_bounded(&mut cmd, Duration::from_secs(30));
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
+    let (server, ssl) = ssl_only(tmp.path(), &keystore);
+    let probe = |ca: &Path| probe(&ssl, ca);
     assert_eq!(probe(&ca), "OK");
     // The new certificate, with the old file's time: only the signal can tell.
     let before = std::fs::metadata(&keystore).unwrap().modified().unwrap();

@@ -13,28 +13,10 @@ use common::certs::TestCa;
 use common::security::users_set;
 use common::server_proc::ServerProc;
 
+/// `shardlog ARGS` with `stdin`: (success, stdout and stderr).
 fn shardlog(args: &[&str], stdin: &str) -> (bool, String) {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    let (out, err, ok) = common::cli::shardlog(args, Some(stdin));
+    (ok, format!("{out}{err}"))
 }
 
 fn properties(dir: &Path, name: &str, lines: &str) -> String {

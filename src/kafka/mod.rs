@@ -36,15 +36,7 @@ pub use codec::{decode_response, encode, handle_frame};
 /// the limits is closed without a word, as a Kafka broker does. On a SASL listener every
 /// connection authenticates first (`sasl.rs`).
 pub struct Kafka {
-    pub protocol: crate::security::SecurityProtocol,
-    /// What a SASL listener offers (`sasl.enabled.mechanisms`).
-    pub mechanisms: Vec<crate::security::SaslMechanism>,
-    /// The TLS of an SSL or SASL_SSL listener.
-    pub tls: Option<std::rc::Rc<crate::net::tls::TlsSource>>,
-    /// How a client certificate's DN becomes the principal (SSL listeners).
-    pub mapper: crate::security::principal_mapping::PrincipalMapper,
-    /// KIP-368: `connections.max.reauth.ms` (None: sessions do not expire).
-    pub session_lifetime: Option<std::time::Duration>,
+    pub security: crate::net::listener_security::ListenerSecurity,
 }
 
 impl crate::net::FrontEnd for Kafka {
@@ -74,34 +66,17 @@ impl crate::net::FrontEnd for Kafka {
         None
     }
 
-    fn tls(&self) -> Option<std::sync::Arc<rustls::ServerConfig>> {
-        self.tls.as_ref().map(|source| source.config())
-    }
-
-    fn principal_mapper(&self) -> Option<&crate::security::principal_mapping::PrincipalMapper> {
-        Some(&self.mapper)
+    fn security(&self) -> Option<&crate::net::listener_security::ListenerSecurity> {
+        Some(&self.security)
     }
 
     fn handshake(&self) -> Option<Box<dyn crate::net::Handshake>> {
-        if !self.protocol.needs_sasl() {
-            return None;
-        }
-        let lifetime = self.session_lifetime.map_or(0, |d| d.as_millis() as i64);
-        Some(Box::new(sasl::KafkaSasl::new(
-            self.mechanisms.clone(),
-            lifetime,
-        )))
-    }
-
-    fn session_lifetime(&self) -> Option<std::time::Duration> {
-        self.session_lifetime.filter(|_| self.protocol.needs_sasl())
+        self.security.sasl_exchange(sasl::KafkaSasl::new)
     }
 
     fn starts_reauthentication(&self, frame: &[u8]) -> bool {
         const SASL_HANDSHAKE: i16 = 17;
-        self.protocol.needs_sasl()
-            && frame.len() >= 2
-            && i16::from_be_bytes([frame[0], frame[1]]) == SASL_HANDSHAKE
+        self.security.is_sasl_request(frame, SASL_HANDSHAKE)
     }
 }
 

@@ -22,15 +22,7 @@ use crate::shard::Shard;
 /// The native protocol's listeners, under their security protocol
 /// (`native.security.protocol`, with the same TLS and SASL settings as Kafka's listeners).
 pub struct Native {
-    pub protocol: crate::security::SecurityProtocol,
-    /// What a SASL listener offers (`sasl.enabled.mechanisms`).
-    pub mechanisms: Vec<crate::security::SaslMechanism>,
-    /// The TLS of an SSL or SASL_SSL listener.
-    pub tls: Option<Rc<crate::net::tls::TlsSource>>,
-    /// How a client certificate's DN becomes the principal.
-    pub mapper: crate::security::principal_mapping::PrincipalMapper,
-    /// KIP-368: `connections.max.reauth.ms` (None: sessions do not expire).
-    pub session_lifetime: Option<std::time::Duration>,
+    pub security: crate::net::listener_security::ListenerSecurity,
 }
 
 impl FrontEnd for Native {
@@ -72,32 +64,17 @@ impl FrontEnd for Native {
         Some(error_frame(-1, ErrorCode::TooManyConnections, why))
     }
 
-    fn tls(&self) -> Option<std::sync::Arc<rustls::ServerConfig>> {
-        self.tls.as_ref().map(|source| source.config())
-    }
-
-    fn principal_mapper(&self) -> Option<&crate::security::principal_mapping::PrincipalMapper> {
-        Some(&self.mapper)
+    fn security(&self) -> Option<&crate::net::listener_security::ListenerSecurity> {
+        Some(&self.security)
     }
 
     fn handshake(&self) -> Option<Box<dyn crate::net::Handshake>> {
-        if !self.protocol.needs_sasl() {
-            return None;
-        }
-        let lifetime = self.session_lifetime.map_or(0, |d| d.as_millis() as i64);
-        Some(Box::new(sasl::NativeSasl::new(
-            self.mechanisms.clone(),
-            lifetime,
-        )))
-    }
-
-    fn session_lifetime(&self) -> Option<std::time::Duration> {
-        self.session_lifetime.filter(|_| self.protocol.needs_sasl())
+        self.security.sasl_exchange(sasl::NativeSasl::new)
     }
 
     fn starts_reauthentication(&self, frame: &[u8]) -> bool {
-        let key = frame.get(..2).map(|k| i16::from_be_bytes([k[0], k[1]]));
-        self.protocol.needs_sasl() && key == Some(crate::protocol::ApiKey::SaslHandshake as i16)
+        let key = crate::protocol::ApiKey::SaslHandshake as i16;
+        self.security.is_sasl_request(frame, key)
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub(crate) mod accept;
 pub(crate) mod connection;
+pub mod listener_security;
 pub(crate) mod metrics_http;
 pub(crate) mod send;
 pub(crate) mod stream;
@@ -46,13 +47,21 @@ pub trait FrontEnd {
     fn handshake(&self) -> Option<Box<dyn Handshake>> {
         None
     }
+    /// The listener's security settings (None: PLAINTEXT, nothing to apply).
+    fn security(&self) -> Option<&listener_security::ListenerSecurity> {
+        None
+    }
     /// The listener's TLS (SSL, SASL_SSL): run before anything else on the connection.
     fn tls(&self) -> Option<std::sync::Arc<rustls::ServerConfig>> {
-        None
+        let source = self.security()?.tls.as_ref()?;
+        Some(source.config())
     }
     /// KIP-368: how long an authenticated session lasts (None: for ever).
     fn session_lifetime(&self) -> Option<std::time::Duration> {
-        None
+        let security = self.security()?;
+        security
+            .session_lifetime
+            .filter(|_| security.protocol.needs_sasl())
     }
     /// Whether a request frame, after authentication, starts a re-authentication.
     fn starts_reauthentication(&self, _frame: &[u8]) -> bool {
@@ -60,7 +69,7 @@ pub trait FrontEnd {
     }
     /// How a client certificate becomes a principal (`ssl.principal.mapping.rules`).
     fn principal_mapper(&self) -> Option<&crate::security::principal_mapping::PrincipalMapper> {
-        None
+        Some(&self.security()?.mapper)
     }
 }
 

@@ -288,14 +288,8 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     let shared = bind(cfg.listen).await?;
     let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id))).await?;
     let native_listener = cfg.native_listener();
-    let security = ListenerSecurity::of(shard, &cfg.for_native(), native_listener.protocol)?;
-    let front: Rc<dyn crate::net::FrontEnd> = Rc::new(crate::native::Native {
-        protocol: native_listener.protocol,
-        mechanisms: security.mechanisms,
-        tls: security.tls,
-        mapper: security.mapper,
-        session_lifetime: security.session_lifetime,
-    });
+    let security = listener_security(shard, &cfg.for_native(), native_listener.protocol)?;
+    let front: Rc<dyn crate::net::FrontEnd> = Rc::new(crate::native::Native { security });
     let native = |socket| Listener {
         socket,
         front: front.clone(),
@@ -303,23 +297,17 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     };
     let mut listeners = vec![native(shared), native(own)];
     for kafka in cfg.kafka_listeners() {
-        let security = ListenerSecurity::of(shard, &cfg.for_listener(&kafka), kafka.protocol)?;
+        let security = listener_security(shard, &cfg.for_listener(&kafka), kafka.protocol)?;
         listeners.push(Listener {
             socket: bind(kafka.addr).await?,
-            front: Rc::new(crate::kafka::Kafka {
-                protocol: kafka.protocol,
-                mechanisms: security.mechanisms,
-                tls: security.tls,
-                mapper: security.mapper,
-                session_lifetime: security.session_lifetime,
-            }),
+            front: Rc::new(crate::kafka::Kafka { security }),
             slots: |shard| &shard.kafka_slots,
         });
     }
     if let (Some(addr), 0) = (cfg.metrics_listen, shard.id) {
         let listener = bind(addr).await?;
         let metrics = cfg.for_metrics();
-        let tls = ListenerSecurity::of(shard, &metrics, metrics.metrics_security_protocol)?.tls;
+        let tls = listener_security(shard, &metrics, metrics.metrics_security_protocol)?.tls;
         crate::tasks::spawn(crate::net::metrics_http::serve(
             shard.clone(),
             listener,
@@ -330,46 +318,38 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     Ok(listeners)
 }
 
-/// What a listener's front end needs of its security settings (`own`: the server's
-/// settings with the listener's own keys over them).
-struct ListenerSecurity {
-    mechanisms: Vec<crate::security::SaslMechanism>,
-    tls: Option<Rc<crate::net::tls::TlsSource>>,
-    mapper: crate::security::principal_mapping::PrincipalMapper,
-    session_lifetime: Option<std::time::Duration>,
-}
-
-impl ListenerSecurity {
-    fn of(
-        shard: &Rc<Shard>,
-        own: &ServerConfig,
-        protocol: crate::security::SecurityProtocol,
-    ) -> Result<ListenerSecurity, ServerError> {
-        let tls = match (&own.ssl_keystore_location, protocol.is_tls()) {
-            (Some(keystore), true) => {
-                let settings = crate::net::tls::TlsSettings {
-                    keystore: keystore.clone(),
-                    truststore: own.ssl_truststore_location.clone(),
-                    client_auth: own.ssl_client_auth,
-                };
-                let source = crate::net::tls::TlsSource::load(settings)
-                    .map_err(|e| startup(e.to_string()))?;
-                spawn_tls_reloader(shard.clone(), source.clone());
-                Some(source)
-            }
-            _ => None,
-        };
-        let rules = &own.ssl_principal_mapping_rules;
-        let mapper = crate::security::principal_mapping::PrincipalMapper::parse(rules)
-            .map_err(|e| startup(e.to_string()))?;
-        let reauth = own.connections_max_reauth_ms;
-        Ok(ListenerSecurity {
-            mechanisms: own.sasl_enabled_mechanisms.clone(),
-            tls,
-            mapper,
-            session_lifetime: (reauth > 0).then(|| std::time::Duration::from_millis(reauth)),
-        })
-    }
+/// A listener's security from its settings (`own`: the server's, with the listener's own
+/// keys over them); a TLS listener's certificate is watched for changes from now on.
+fn listener_security(
+    shard: &Rc<Shard>,
+    own: &ServerConfig,
+    protocol: crate::security::SecurityProtocol,
+) -> Result<crate::net::listener_security::ListenerSecurity, ServerError> {
+    let tls = match (&own.ssl_keystore_location, protocol.is_tls()) {
+        (Some(keystore), true) => {
+            let settings = crate::net::tls::TlsSettings {
+                keystore: keystore.clone(),
+                truststore: own.ssl_truststore_location.clone(),
+                client_auth: own.ssl_client_auth,
+            };
+            let source =
+                crate::net::tls::TlsSource::load(settings).map_err(|e| startup(e.to_string()))?;
+            spawn_tls_reloader(shard.clone(), source.clone());
+            Some(source)
+        }
+        _ => None,
+    };
+    let rules = &own.ssl_principal_mapping_rules;
+    let mapper = crate::security::principal_mapping::PrincipalMapper::parse(rules)
+        .map_err(|e| startup(e.to_string()))?;
+    let reauth = own.connections_max_reauth_ms;
+    Ok(crate::net::listener_security::ListenerSecurity {
+        protocol,
+        mechanisms: own.sasl_enabled_mechanisms.clone(),
+        tls,
+        mapper,
+        session_lifetime: (reauth > 0).then(|| std::time::Duration::from_millis(reauth)),
+    })
 }
 
 /// Looks at a TLS listener's keystore every `RELOAD_CHECK` until the shard stops.

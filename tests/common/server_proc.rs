@@ -133,7 +133,8 @@ impl ServerProc {
             .unwrap_or_else(|| panic!("started with {key}"))
     }
 
-    /// Waits until the port accepts, or the process exits (false).
+    /// Waits until the port accepts and every listener is bound, or the process exits
+    /// (false).
     pub fn wait_ready(&mut self, within: Duration) -> bool {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
@@ -142,6 +143,11 @@ impl ServerProc {
                 return false;
             }
             if std::net::TcpStream::connect(self.addr()).is_ok() {
+                // Every listener is bound once the server says it is serving (the Kafka
+                // listeners bind after the native one).
+                while !self.log_text().contains("shardlog serving") && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
                 return true;
             }
             std::thread::sleep(Duration::from_millis(20));
