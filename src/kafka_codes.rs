@@ -27,6 +27,9 @@ pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 pub const SECURITY_DISABLED: i16 = 54;
+pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+pub const ILLEGAL_SASL_STATE: i16 = 34;
+pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
 pub const INVALID_TIMESTAMP: i16 = 32;
 pub const UNSUPPORTED_VERSION: i16 = 35;
 pub const TOPIC_ALREADY_EXISTS: i16 = 36;
@@ -93,9 +96,9 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::AdminNotAllowed | E::ClusterAuthorizationFailed => CLUSTER_AUTHORIZATION_FAILED,
         E::TopicAuthorizationFailed => TOPIC_AUTHORIZATION_FAILED,
         E::GroupAuthorizationFailed => GROUP_AUTHORIZATION_FAILED,
-        E::UnsupportedSaslMechanism => 33,
-        E::IllegalSaslState => 34,
-        E::SaslAuthenticationFailed => 58,
+        E::UnsupportedSaslMechanism => UNSUPPORTED_SASL_MECHANISM,
+        E::IllegalSaslState => ILLEGAL_SASL_STATE,
+        E::SaslAuthenticationFailed => SASL_AUTHENTICATION_FAILED,
         E::Internal | E::TooManyConnections => UNKNOWN_SERVER_ERROR,
     }
 }

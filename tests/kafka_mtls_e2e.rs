@@ -1,7 +1,7 @@
 //! Client certificates (`ssl.client.auth`) on an SSL listener of the real `shardlog serve`
 //! binary, set for that listener alone (`listener.name.ssl.`): the certificate's DN, through
 //! `ssl.principal.mapping.rules`, is the principal the ACLs see; confluent-kafka and
-//! kafka-python with a certificate the truststore's CA signed produce, consume and commit;
+//! kafka-python (and kcat) with a certificate the truststore's CA signed produce, consume and commit;
 //! no certificate, or one from another CA, is refused while the server keeps serving;
 //! `requested` lets a client without one in as User:ANONYMOUS.
 
@@ -99,6 +99,18 @@ fn client_certificates_are_principals_on_an_ssl_listener() {
         alice,
         &["kafka-python", &ssl, "-", "alice", "-", "certs"],
         "OK",
+    );
+    // kcat with the same certificate lists the topic (it is alice, a super user).
+    let props = [
+        "security.protocol=SSL".to_string(),
+        format!("ssl.ca.location={}", f.truststore),
+        format!("ssl.certificate.location={}", f.alice.0),
+        format!("ssl.key.location={}", f.alice.1),
+    ];
+    let listed = common::security::kcat(&ssl, &props, &["-L", "-t", "certs"], "");
+    assert!(
+        listed.contains("topic \"certs\" with 2 partitions"),
+        "{listed}"
     );
     client(
         &server,

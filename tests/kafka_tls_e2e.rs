@@ -1,7 +1,7 @@
 //! TLS listeners (SSL, SASL_SSL) of the real `shardlog serve` binary with certificates minted
 //! in the test (a CA and a server certificate for 127.0.0.1 and localhost, in a PEM
 //! keystore as KIP-651 reads them): confluent-kafka and kafka-python produce, consume and
-//! commit over SSL and over SASL_SSL with SCRAM; a plaintext client on a TLS port, a TLS
+//! commit over SSL and over SASL_SSL with SCRAM (kcat too); a plaintext client on a TLS port, a TLS
 //! client that does not trust the CA, and a wrong password are refused cleanly while the
 //! server keeps serving.
 
@@ -100,6 +100,22 @@ fn ssl_and_sasl_ssl_with_real_clients() {
         "t",
     ]);
     ok(&["kafka-python", ssl, "-", "anon", "-", "t"]);
+    // kcat (librdkafka as Debian ships it) over SASL_SSL with SCRAM-SHA-512.
+    let props = [
+        "security.protocol=SASL_SSL".to_string(),
+        "sasl.mechanisms=SCRAM-SHA-512".to_string(),
+        "sasl.username=alice".to_string(),
+        "sasl.password=alice-secret".to_string(),
+        format!("ssl.ca.location={}", ca.display()),
+    ];
+    common::security::kcat(sasl_ssl, &props, &["-P", "-t", "kc", "-p", "0"], "k1\nk2\n");
+    let read = common::security::kcat(
+        sasl_ssl,
+        &props,
+        &["-C", "-t", "kc", "-p", "0", "-o", "beginning", "-e"],
+        "",
+    );
+    assert_eq!(read.lines().collect::<Vec<_>>(), ["k1", "k2"], "{read}");
     // 200 KB records: each request and reply spans many TLS records (more than the 16 KiB
     // of decrypted data a session holds at once).
     let big = [

@@ -5,7 +5,6 @@
 use super::errors::TOPIC_AUTHORIZATION_FAILED;
 use super::Context;
 use crate::security::acl::{Operation, ResourceType, CLUSTER_NAME};
-use crate::security::authorizer::Who;
 
 /// The message of an authorization error (Kafka's text, so clients' logs read the same).
 pub fn denied(kind: ResourceType, name: &str) -> String {
@@ -18,19 +17,12 @@ pub fn denied(kind: ResourceType, name: &str) -> String {
 }
 
 impl Context<'_> {
-    fn who(&self) -> Who<'_> {
-        Who {
-            principal: &self.peer.principal,
-            host: &self.host,
-        }
-    }
-
     /// Whether this request's principal may do `op` on the named resource.
     pub fn allowed(&self, op: Operation, kind: ResourceType, name: &str) -> bool {
         let authorizer = &self.shard.config.authorizer;
-        let allowed = authorizer.authorize(&self.who(), op, kind, name);
+        let allowed = authorizer.authorize(&self.peer.who(), op, kind, name);
         if !allowed {
-            tracing::debug!(principal = %self.peer.principal, host = %self.host, %op, %kind, name, "denied");
+            tracing::debug!(principal = %self.peer.principal, host = %self.peer.host, %op, %kind, name, "denied");
         }
         allowed
     }
@@ -79,7 +71,7 @@ impl Context<'_> {
         self.shard
             .config
             .authorizer
-            .authorize_any(&self.who(), op, kind)
+            .authorize_any(&self.peer.who(), op, kind)
     }
 
     /// The administrative gate (user credentials, transaction administration): with the

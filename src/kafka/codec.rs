@@ -55,7 +55,6 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
     let ctx = super::Context {
         shard: &shard,
         version,
-        host: peer.host(),
         peer,
         budget: &budget,
         client_id,

@@ -92,31 +92,47 @@ fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseT
     ctx.shard
         .topics_snapshot(names.as_deref())
         .into_iter()
-        .filter(|t| !every_topic || t.as_ref().is_ok_and(|m| describable(&m.name)))
-        .map(|t| match t {
-            Ok(meta) if !describable(&meta.name) => denied(meta.name.clone()),
-            Err(UnknownTopic(name)) if !describable(&name) => denied(name),
-            Ok(meta) => MetadataResponseTopic::default()
-                .with_name(Some(topic_name(meta.name.clone())))
-                .with_is_internal(crate::catalog::internal_topics::is_internal(&meta.name))
-                .with_partitions(
-                    (0..meta.owners.len() as i32)
-                        .map(|p| partition(ctx.version, p))
-                        .collect(),
-                )
-                .with_topic_authorized_operations(operations(ctx, request, &meta.name)),
-            Err(UnknownTopic(name)) => {
-                let code = if validate_topic_name(&name).is_err() {
-                    errors::INVALID_TOPIC_EXCEPTION
-                } else {
-                    errors::UNKNOWN_TOPIC_OR_PARTITION
-                };
-                MetadataResponseTopic::default()
-                    .with_name(Some(topic_name(name)))
-                    .with_error_code(code)
+        .filter_map(|t| {
+            let name = match &t {
+                Ok(meta) => meta.name.as_str(),
+                Err(UnknownTopic(name)) => name.as_str(),
+            };
+            match (describable(name), every_topic) {
+                (true, _) => Some(described(ctx, request, t)),
+                (false, true) => None,
+                (false, false) => Some(denied(name.to_string())),
             }
         })
         .collect()
+}
+
+/// A topic the principal may describe: its partitions, or why there are none.
+fn described(
+    ctx: &Context<'_>,
+    request: &MetadataRequest,
+    t: Result<crate::catalog::topics::TopicMeta, UnknownTopic>,
+) -> MetadataResponseTopic {
+    match t {
+        Ok(meta) => MetadataResponseTopic::default()
+            .with_name(Some(topic_name(meta.name.clone())))
+            .with_is_internal(crate::catalog::internal_topics::is_internal(&meta.name))
+            .with_partitions(
+                (0..meta.owners.len() as i32)
+                    .map(|p| partition(ctx.version, p))
+                    .collect(),
+            )
+            .with_topic_authorized_operations(operations(ctx, request, &meta.name)),
+        Err(UnknownTopic(name)) => {
+            let code = if validate_topic_name(&name).is_err() {
+                errors::INVALID_TOPIC_EXCEPTION
+            } else {
+                errors::UNKNOWN_TOPIC_OR_PARTITION
+            };
+            MetadataResponseTopic::default()
+                .with_name(Some(topic_name(name)))
+                .with_error_code(code)
+        }
+    }
 }
 
 fn denied(name: String) -> MetadataResponseTopic {

@@ -97,8 +97,6 @@ pub struct Context<'a> {
     /// The request's API version: responses carry only that version's fields.
     pub version: i16,
     pub peer: Peer,
-    /// The client's IP as ACLs name hosts.
-    pub host: String,
     pub budget: &'a Budget,
     /// The request header's client id (consumer groups report it per member).
     pub client_id: String,

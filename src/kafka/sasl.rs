@@ -16,9 +16,7 @@ use crate::net::{Handshake, HandshakeStep};
 use crate::security::sasl_server::{Choice, SaslServer, TokenStep};
 use crate::security::{user_principal, SaslMechanism};
 
-const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-const ILLEGAL_SASL_STATE: i16 = 34;
-const SASL_AUTHENTICATION_FAILED: i16 = 58;
+use super::errors::{ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM};
 
 pub struct KafkaSasl {
     server: SaslServer,

@@ -21,7 +21,7 @@ use crate::security::acl::Operation;
 use crate::security::credentials::{self, check, Changes, CredentialStore};
 use crate::security::scram::{Credential, Mechanism};
 
-const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+use super::errors::UNSUPPORTED_SASL_MECHANISM;
 const RESOURCE_NOT_FOUND: i16 = 91;
 const DUPLICATE_RESOURCE: i16 = 92;
 const UNACCEPTABLE_CREDENTIAL: i16 = 93;

@@ -8,7 +8,7 @@ use crate::broker_error::BrokerError;
 use crate::net::Peer;
 use crate::protocol::{ErrorCode, Request};
 use crate::security::acl::{Operation, ResourceType, CLUSTER_NAME};
-use crate::security::authorizer::{AuthorizerConfig, Who};
+use crate::security::authorizer::AuthorizerConfig;
 
 /// (operation, resource type, name) a request needs, each.
 type Need<'a> = (Operation, ResourceType, &'a str);
@@ -88,11 +88,7 @@ pub fn check(config: &AuthorizerConfig, request: &Request, peer: &Peer) -> Resul
     if !config.enabled {
         return Ok(());
     }
-    let host = peer.host();
-    let who = Who {
-        principal: &peer.principal,
-        host: &host,
-    };
+    let who = peer.who();
     let cluster_creates =
         || config.authorize(&who, Operation::Create, ResourceType::Cluster, CLUSTER_NAME);
     if matches!(request, Request::CreateTopic { .. }) && cluster_creates() {
@@ -108,10 +104,6 @@ pub fn check(config: &AuthorizerConfig, request: &Request, peer: &Peer) -> Resul
 
 /// Whether Metadata lists the topic to this peer (DESCRIBE, as Kafka hides topics).
 pub fn may_describe_topic(config: &AuthorizerConfig, peer: &Peer, topic: &str) -> bool {
-    let host = peer.host();
-    let who = Who {
-        principal: &peer.principal,
-        host: &host,
-    };
+    let who = peer.who();
     config.authorize(&who, Operation::Describe, ResourceType::Topic, topic)
 }

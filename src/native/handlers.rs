@@ -489,35 +489,47 @@ fn metadata(shard: &Shard, topics: Option<Vec<String>>, peer: Peer) -> MetadataR
     let topics = shard
         .topics_snapshot(topics.as_deref())
         .into_iter()
-        .filter(|t| !every_topic || t.as_ref().is_ok_and(|m| describable(&m.name)))
-        .map(|t| match t {
-            Ok(meta) if !describable(&meta.name) => denied_topic(meta.name.clone()),
-            Err(crate::catalog::error::UnknownTopic(name)) if !describable(&name) => {
-                denied_topic(name)
+        .filter_map(|t| {
+            let name = match &t {
+                Ok(meta) => meta.name.as_str(),
+                Err(crate::catalog::error::UnknownTopic(name)) => name.as_str(),
+            };
+            match (describable(name), every_topic) {
+                (true, _) => Some(topic_metadata(t)),
+                (false, true) => None,
+                (false, false) => Some(denied_topic(name.to_string())),
             }
-            Ok(meta) => TopicMetadata {
-                name: meta.name.clone(),
-                error_code: ErrorCode::None,
-                partitions: meta
-                    .owners
-                    .iter()
-                    .enumerate()
-                    .map(|(p, &o)| PartitionMetadata {
-                        partition: p as i32,
-                        owner_shard: o as i32,
-                    })
-                    .collect(),
-                configs: meta.config.to_pairs(),
-            },
-            Err(crate::catalog::error::UnknownTopic(name)) => TopicMetadata {
-                name,
-                error_code: ErrorCode::UnknownTopic,
-                partitions: Vec::new(),
-                configs: Vec::new(),
-            },
         })
         .collect();
     MetadataResponse { shards, topics }
+}
+
+/// A topic the peer may describe: its partitions and configs, or UnknownTopic.
+fn topic_metadata(
+    t: Result<crate::catalog::topics::TopicMeta, crate::catalog::error::UnknownTopic>,
+) -> TopicMetadata {
+    match t {
+        Ok(meta) => TopicMetadata {
+            name: meta.name.clone(),
+            error_code: ErrorCode::None,
+            partitions: meta
+                .owners
+                .iter()
+                .enumerate()
+                .map(|(p, &o)| PartitionMetadata {
+                    partition: p as i32,
+                    owner_shard: o as i32,
+                })
+                .collect(),
+            configs: meta.config.to_pairs(),
+        },
+        Err(crate::catalog::error::UnknownTopic(name)) => TopicMetadata {
+            name,
+            error_code: ErrorCode::UnknownTopic,
+            partitions: Vec::new(),
+            configs: Vec::new(),
+        },
+    }
 }
 
 fn denied_topic(name: String) -> TopicMetadata {

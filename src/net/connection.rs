@@ -63,6 +63,7 @@ fn peer_of(stream: &TcpStream) -> Peer {
         principal: crate::security::ANONYMOUS.into(),
         is_loopback: remote.is_some_and(|a| is_loopback(a.ip())),
         local: stream.local_addr().ok(),
+        host: Peer::acl_host(remote),
         remote,
     }
 }

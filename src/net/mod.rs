@@ -106,18 +106,29 @@ pub struct Peer {
     pub local: Option<std::net::SocketAddr>,
     /// The client's address (consumer groups report members' hosts).
     pub remote: Option<std::net::SocketAddr>,
+    /// The client's IP as ACLs name hosts, written once per connection.
+    pub host: Rc<str>,
 }
 
 impl Peer {
     /// The client's IP as ACLs name hosts (an IPv4 client seen through an IPv6 socket
     /// is its IPv4 address); empty when unknown.
-    pub fn host(&self) -> String {
-        self.remote.map_or(String::new(), |a| match a.ip() {
+    pub fn acl_host(remote: Option<std::net::SocketAddr>) -> Rc<str> {
+        let text = remote.map_or(String::new(), |a| match a.ip() {
             std::net::IpAddr::V6(v6) => v6
                 .to_ipv4_mapped()
                 .map_or(v6.to_string(), |v4| v4.to_string()),
             v4 => v4.to_string(),
-        })
+        });
+        text.into()
+    }
+
+    /// Who the authorizer checks.
+    pub fn who(&self) -> crate::security::authorizer::Who<'_> {
+        crate::security::authorizer::Who {
+            principal: &self.principal,
+            host: &self.host,
+        }
     }
 }
 

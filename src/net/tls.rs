@@ -18,8 +18,7 @@ use std::task::{Context, Poll};
 
 use futures_lite::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use glommio::net::{Preallocated, TcpStream};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::CertificateDer;
 use rustls::ServerConnection;
 
 use crate::security::listeners::ClientAuth;
@@ -46,18 +45,10 @@ pub struct TlsSettings {
 }
 
 fn certificates(path: &Path, key: &str) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
-    let fail = |why: String| TlsSetupError {
+    crate::security::pem::certificates(path).map_err(|e| TlsSetupError {
         what: format!("{key} {}", path.display()),
-        why,
-    };
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| fail(e.to_string()))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| fail(e.to_string()))?;
-    match certs.is_empty() {
-        true => Err(fail("no certificate in the file".into())),
-        false => Ok(certs),
-    }
+        why: e.0,
+    })
 }
 
 /// Checks client certificates against the truststore (`requested`: a client may send none).
@@ -100,7 +91,7 @@ pub fn server_config(settings: &TlsSettings) -> Result<Arc<rustls::ServerConfig>
         why,
     };
     let chain = certificates(keystore, "ssl.keystore.location")?;
-    let key = PrivateKeyDer::from_pem_file(keystore).map_err(|e| fail(e.to_string()))?;
+    let key = crate::security::pem::private_key(keystore).map_err(|e| fail(e.0))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

@@ -5,8 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::CertificateDer;
 
 use super::{SaslMechanism, SecurityProtocol};
 
@@ -38,15 +37,7 @@ impl ClientSecurity {
 }
 
 fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, ClientSetupError> {
-    let fail = |e: String| ClientSetupError(format!("{}: {e}", path.display()));
-    let certs: Vec<_> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| fail(e.to_string()))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| fail(e.to_string()))?;
-    match certs.is_empty() {
-        true => Err(fail("no certificate in the file".into())),
-        false => Ok(certs),
-    }
+    super::pem::certificates(path).map_err(|e| ClientSetupError(format!("{}: {e}", path.display())))
 }
 
 impl ClientSecurity {
@@ -71,7 +62,7 @@ impl ClientSecurity {
         let config = match &self.certificate {
             None => builder.with_no_client_auth(),
             Some((chain, key)) => {
-                let key = PrivateKeyDer::from_pem_file(key)
+                let key = super::pem::private_key(key)
                     .map_err(|e| fail(format!("{}: {e}", key.display())))?;
                 builder
                     .with_client_auth_cert(certificates(chain)?, key)

@@ -9,6 +9,7 @@ pub mod client;
 pub mod credentials;
 pub mod listeners;
 pub mod meta_file;
+pub mod pem;
 pub mod plain;
 pub mod principal_mapping;
 pub mod sasl_server;

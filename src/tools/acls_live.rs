@@ -26,31 +26,15 @@ const ANY: i8 = 1;
 
 pub struct Live(BlockingClient);
 
-/// A connected, authenticated Kafka-protocol client for a tool.
-pub fn connect(
-    server: &str,
-    config: &ClientConfigArgs,
-    timeout_ms: u64,
-) -> Result<BlockingClient, String> {
-    let security = config.security()?;
-    let timeout = Duration::from_millis(timeout_ms);
-    let stream = super::secure_stream::connect(server, &security, timeout)?;
-    let mut client = BlockingClient::over(stream, timeout);
-    if let Some((mechanism, user, password)) = &security.sasl {
-        client
-            .authenticate(*mechanism, user, password)
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(client)
-}
-
 impl Live {
     pub fn connect(
         server: &str,
         config: &ClientConfigArgs,
         timeout_ms: u64,
     ) -> Result<Live, String> {
-        connect(server, config, timeout_ms).map(Live)
+        let security = config.security()?;
+        let timeout = Duration::from_millis(timeout_ms);
+        super::secure_stream::kafka_client(server, &security, timeout).map(Live)
     }
 
     fn call(&mut self, key: ApiKey, request: RequestKind) -> Result<ResponseKind, String> {

@@ -97,8 +97,7 @@ fn groups_api(server: &Server<'_>) -> Result<Box<dyn GroupsApi>> {
         if let Ok(native) = NativeGroups::connect_secure(bootstrap, &security, timeout) {
             return Ok(Box::new(native));
         }
-        let kafka =
-            super::acls_live::connect(bootstrap, server.client, timeout.as_millis() as u64)?;
+        let kafka = super::secure_stream::kafka_client(bootstrap, &security, timeout)?;
         return Ok(Box::new(kafka));
     }
     if super::probe::probe(bootstrap, timeout) == Ok(super::probe::Protocol::Native) {

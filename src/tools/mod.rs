@@ -1,7 +1,7 @@
 //! Command-line tools: `dump-log` works on files offline; the others talk to a server.
 
 pub mod acls;
-pub(crate) mod acls_live;
+mod acls_live;
 mod acls_offline;
 pub mod client_config;
 pub mod consume;

@@ -46,3 +46,19 @@ pub fn connect(
     }
     Ok(Box::new(stream))
 }
+
+/// A Kafka-protocol client for a tool, connected and authenticated as `security` says.
+pub fn kafka_client(
+    server: &str,
+    security: &ClientSecurity,
+    timeout: Duration,
+) -> Result<crate::kafka::blocking_client::BlockingClient, String> {
+    let stream = connect(server, security, timeout)?;
+    let mut client = crate::kafka::blocking_client::BlockingClient::over(stream, timeout);
+    if let Some((mechanism, user, password)) = &security.sasl {
+        client
+            .authenticate(*mechanism, user, password)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(client)
+}

@@ -54,6 +54,29 @@ pub fn run_client_script(
     );
 }
 
+/// kcat (librdkafka) against `addr` with `-X` properties `props`, then `args`, fed
+/// `stdin`; its stdout (it must succeed within 30 s).
+pub fn kcat(addr: &str, props: &[String], args: &[&str], stdin: &str) -> String {
+    let mut cmd = Command::new("kcat");
+    cmd.arg("-b").arg(addr);
+    for p in props {
+        cmd.arg("-X").arg(p);
+    }
+    let input = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(input.path(), stdin).unwrap();
+    cmd.args(args)
+        .stdin(std::fs::File::open(input.path()).unwrap());
+    let out = run_bounded(&mut cmd, Duration::from_secs(30));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "kcat {props:?} {args:?}: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// `shardlog acls ARGS`; its stdout (it must succeed).
 pub fn acls_tool(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))

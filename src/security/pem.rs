@@ -1,0 +1,30 @@
+//! PEM files as Kafka's `ssl.*.type=PEM` (KIP-651) and librdkafka's `ssl.*.location`
+//! hold them: certificates (a chain, or trusted CAs) and a private key. One reader for the
+//! listeners' keystores and truststores and for the tools' client certificates.
+
+use std::path::Path;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+/// Why a PEM file gave nothing usable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PemError(pub String);
+
+/// Every certificate in the file, in order; none is an error.
+pub fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, PemError> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| PemError(e.to_string()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| PemError(e.to_string()))?;
+    match certs.is_empty() {
+        true => Err(PemError("no certificate in the file".into())),
+        false => Ok(certs),
+    }
+}
+
+/// The file's private key.
+pub fn private_key(path: &Path) -> Result<PrivateKeyDer<'static>, PemError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| PemError(e.to_string()))
+}
