@@ -91,7 +91,17 @@ pub struct LogConfig {
     pub timestamp_before_max_ms: i64,
     /// message.timestamp.after.max.ms: how far in the future a CreateTime timestamp may be.
     pub timestamp_after_max_ms: i64,
+    /// remote.storage.enable: sealed segments are copied to the object store (tiered).
+    pub remote_storage_enable: bool,
+    /// local.retention.ms: how long a tiered log keeps a copied segment locally (-2: as
+    /// retention.ms).
+    pub local_retention_ms: i64,
+    /// local.retention.bytes: local bytes a tiered log keeps (-2: as retention.bytes).
+    pub local_retention_bytes: i64,
 }
+
+/// local.retention.*: the same as the total retention (Kafka's -2).
+pub const SAME_AS_TOTAL: i64 = -2;
 
 impl Default for LogConfig {
     fn default() -> Self {
@@ -112,6 +122,9 @@ impl Default for LogConfig {
             file_delete_delay_ms: 60_000,
             timestamp_before_max_ms: i64::MAX,
             timestamp_after_max_ms: i64::MAX,
+            remote_storage_enable: false,
+            local_retention_ms: SAME_AS_TOTAL,
+            local_retention_bytes: SAME_AS_TOTAL,
         }
     }
 }
@@ -177,6 +190,20 @@ pub const TOPIC_KEYS: &[TopicKey] = &[
     numeric_key!("file.delete.delay.ms", file_delete_delay_ms),
     numeric_key!("message.timestamp.before.max.ms", timestamp_before_max_ms),
     numeric_key!("message.timestamp.after.max.ms", timestamp_after_max_ms),
+    TopicKey {
+        name: "remote.storage.enable",
+        get: |c| c.remote_storage_enable.to_string(),
+        set: |c, v| {
+            c.remote_storage_enable = match v {
+                "true" => true,
+                "false" => false,
+                _ => return Err("use true or false"),
+            };
+            Ok(())
+        },
+    },
+    numeric_key!("local.retention.ms", local_retention_ms),
+    numeric_key!("local.retention.bytes", local_retention_bytes),
 ];
 
 /// Kafka's older name, before 3.6: one bound for both directions.
@@ -301,7 +328,55 @@ impl LogConfig {
         if !(0.0..=1.0).contains(&self.min_cleanable_dirty_ratio) {
             return Err(invalid("min.cleanable.dirty.ratio", "must be in [0, 1]"));
         }
+        self.validate_tiering()
+    }
+
+    /// Kafka's rules for tiered topics (LogConfig.validateRemoteStorage*): no compaction,
+    /// and the local retention within the total one.
+    fn validate_tiering(&self) -> Result<()> {
+        for (key, local, total) in [
+            ("local.retention.ms", self.local_retention_ms, self.retention_ms),
+            (
+                "local.retention.bytes",
+                self.local_retention_bytes,
+                self.retention_bytes,
+            ),
+        ] {
+            if local < SAME_AS_TOTAL {
+                return Err(invalid(key, "must be >= -2 (-2: as the total retention)"));
+            }
+            if local == -1 && total != -1 {
+                return Err(invalid(key, format!("cannot be unlimited while the total retention is {total}")));
+            }
+            if local >= 0 && total >= 0 && local > total {
+                return Err(invalid(key, format!("{local} exceeds the total retention {total}")));
+            }
+        }
+        if self.remote_storage_enable && self.cleanup_policy.compacts() {
+            return Err(invalid(
+                "remote.storage.enable",
+                "compacted topics cannot be tiered (cleanup.policy contains compact), as in Kafka",
+            ));
+        }
         Ok(())
+    }
+
+    /// retention.ms of the local copy: local.retention.ms when tiered, else the total.
+    pub fn local_retention_ms(&self) -> i64 {
+        match self.local_retention_ms {
+            SAME_AS_TOTAL => self.retention_ms,
+            ms if self.remote_storage_enable => ms,
+            _ => self.retention_ms,
+        }
+    }
+
+    /// retention.bytes of the local copy: local.retention.bytes when tiered, else the total.
+    pub fn local_retention_bytes(&self) -> i64 {
+        match self.local_retention_bytes {
+            SAME_AS_TOTAL => self.retention_bytes,
+            b if self.remote_storage_enable => b,
+            _ => self.retention_bytes,
+        }
     }
 
     /// Entry capacity of the offset index (8-byte entries).

@@ -38,6 +38,7 @@ pub use error::{Error, Result};
 pub use topic_partition::TopicPartition;
 pub mod client;
 pub mod protocol;
+pub mod remote;
 pub mod security;
 pub mod server;
 

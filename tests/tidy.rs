@@ -23,6 +23,7 @@ const FLOORS: &[&[&str]] = &[
     &["protocol", "kafka_codes", "broker_error"],
     &["settings", "security"],
     &["catalog"],
+    &["remote"],
     &["groups", "txn"],
     &["shard"],
     &["net"],

@@ -40,6 +40,8 @@ pub const BROKER_SYNONYMS: &[(&str, &str)] = &[
         "log.message.timestamp.after.max.ms",
         "message.timestamp.after.max.ms",
     ),
+    ("log.local.retention.ms", "local.retention.ms"),
+    ("log.local.retention.bytes", "local.retention.bytes"),
 ];
 
 /// Which broker resource a dynamic config belongs to.

@@ -166,3 +166,8 @@ pub fn disk_space(path: &Path) -> std::io::Result<(u64, u64)> {
     let block = st.f_frsize as u64;
     Ok((st.f_blocks as u64 * block, st.f_bavail as u64 * block))
 }
+
+/// Creates a directory and its parents (the local object store of tiered storage).
+pub fn create_dir_all(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}

@@ -19,6 +19,7 @@ pub(crate) mod scan;
 pub(crate) mod segment;
 pub(crate) mod sparse_index;
 pub(crate) mod stale_index;
+pub mod tiering;
 pub mod time_index;
 mod transactions;
 pub mod txn_index;
@@ -29,6 +30,7 @@ pub use loader::OpenOptions;
 pub use partition::{partition_dir, partition_dir_name, AppendInfo, PartitionLog, TimestampOffset};
 pub use retention::RetentionOutcome;
 pub use segment::{Segment, Truncation};
+pub use tiering::SealedSegment;
 
 /// Target of a timestamp lookup meaning "log start offset" (Kafka's EARLIEST_TIMESTAMP).
 pub const EARLIEST_TIMESTAMP: i64 = -2;

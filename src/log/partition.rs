@@ -86,6 +86,9 @@ pub struct PartitionLog {
     pub(super) producers: ProducerState,
     /// Aborted transactions (the `.txnindex` entries of every segment).
     pub(super) aborted: AbortedTxns,
+    /// Tiered logs: the offset below which the remote tier holds every record (committed
+    /// uploads); local retention deletes only below it. `None`: nothing copied yet.
+    pub(super) remote_copied_end: Option<i64>,
 }
 
 /// Which index files are on disk: the segment's base offset and entries (offset, time).
@@ -161,6 +164,7 @@ impl PartitionLog {
             active_indexes_written: None,
             producers,
             aborted,
+            remote_copied_end: None,
         };
         log.assert_invariants();
         Ok(log)

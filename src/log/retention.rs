@@ -63,6 +63,11 @@ enum Rule {
 
 impl Rule {
     fn allows(&mut self, log: &PartitionLog, seg: &Segment, next: Option<&Segment>) -> bool {
+        // A tiered log deletes by size or time only what the remote tier already holds
+        // (Kafka's UnifiedLog: up to the highest offset copied); DeleteRecords goes anyway.
+        if !matches!(self, Rule::StartOffset) && !log.copied_to_remote(seg) {
+            return false;
+        }
         match self {
             Rule::StartOffset => next.is_some_and(|n| n.base_offset() <= log.log_start_offset),
             Rule::Size { excess } => {
@@ -73,7 +78,9 @@ impl Rule {
                 }
                 ok
             }
-            Rule::Time { now_ms } => *now_ms - seg.largest_timestamp() > log.config.retention_ms,
+            Rule::Time { now_ms } => {
+                *now_ms - seg.largest_timestamp() > log.config.local_retention_ms()
+            }
         }
     }
 }
@@ -81,18 +88,19 @@ impl Rule {
 impl PartitionLog {
     /// Kafka's retention pass: segments below the log start offset always go; with a
     /// cleanup.policy containing `delete`, also the oldest segments beyond retention.bytes
-    /// and those older than retention.ms. Then `.deleted` files whose delay passed are
-    /// removed.
+    /// and those older than retention.ms (for a tiered log: the local retention, and only
+    /// segments already copied). Then `.deleted` files whose delay passed are removed.
     pub async fn apply_retention(&mut self, now_ms: i64) -> Result<RetentionOutcome> {
         self.reopen_if_needed().await?;
         let (start_before, end_before) = (self.log_start_offset, self.visible_end);
         let mut out = self.delete_by(Rule::StartOffset, now_ms).await?;
         if self.config.cleanup_policy.deletes() {
-            if self.config.retention_bytes >= 0 {
-                let excess = self.size_bytes() as i64 - self.config.retention_bytes;
+            let retention_bytes = self.config.local_retention_bytes();
+            if retention_bytes >= 0 {
+                let excess = self.size_bytes() as i64 - retention_bytes;
                 out.add(self.delete_by(Rule::Size { excess }, now_ms).await?);
             }
-            if self.config.retention_ms >= 0 {
+            if self.config.local_retention_ms() >= 0 {
                 out.add(self.delete_by(Rule::Time { now_ms }, now_ms).await?);
             }
         }

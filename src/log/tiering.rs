@@ -1,0 +1,73 @@
+//! What a tiered log offers the remote tier: its sealed segments that may be copied (whole,
+//! below the last stable offset, so no undecided transaction goes up), with the files of
+//! each; and the copied end that local retention waits for.
+
+use std::path::PathBuf;
+
+use super::file_names::{segment_path, SNAPSHOT_SUFFIX};
+use super::partition::PartitionLog;
+use super::segment::Segment;
+use super::txn_index::TXN_INDEX_SUFFIX;
+use super::{INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+
+/// A sealed segment ready to be copied: sealed segments never change, so its files can be
+/// read outside the partition's task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedSegment {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp_ms: i64,
+    pub size_bytes: u64,
+    /// (suffix, path) of each file that exists: `.log`, `.index`, `.timeindex`, and the
+    /// `.txnindex` and producer snapshot (at the next segment's base) when there are some.
+    pub files: Vec<(&'static str, PathBuf)>,
+}
+
+impl PartitionLog {
+    /// Sealed, non-empty segments from `from_offset` on whose successor starts at or below
+    /// the last stable offset (Kafka's RLM candidate rule), oldest first, at most `limit`.
+    pub fn segments_to_copy(&self, from_offset: i64, limit: usize) -> Vec<SealedSegment> {
+        let stable = self.last_stable_offset();
+        self.segments
+            .windows(2)
+            .filter(|pair| pair[0].base_offset() >= from_offset && !pair[0].is_empty())
+            .take_while(|pair| pair[1].base_offset() <= stable)
+            .take(limit)
+            .map(|pair| self.sealed(&pair[0], pair[1].base_offset()))
+            .collect()
+    }
+
+    fn sealed(&self, seg: &Segment, next_base: i64) -> SealedSegment {
+        debug_assert!(seg.next_offset() <= next_base);
+        let base = seg.base_offset();
+        let mut files: Vec<(&'static str, PathBuf)> = [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX]
+            .into_iter()
+            .map(|suffix| (suffix, segment_path(&self.dir, base, suffix)))
+            .filter(|(_, p)| self.io.storage.exists(p))
+            .collect();
+        let snapshot = segment_path(&self.dir, next_base, SNAPSHOT_SUFFIX);
+        if self.io.storage.exists(&snapshot) {
+            files.push((SNAPSHOT_SUFFIX, snapshot));
+        }
+        SealedSegment {
+            base_offset: base,
+            last_offset: seg.next_offset() - 1,
+            max_timestamp_ms: seg.max_timestamp(),
+            size_bytes: seg.size(),
+            files,
+        }
+    }
+
+    /// The remote tier now holds every record below `end` (a committed upload).
+    pub fn set_remote_copied_end(&mut self, end: i64) {
+        debug_assert!(self.remote_copied_end.is_none_or(|e| e <= end), "the copied end never moves back");
+        self.remote_copied_end = Some(end);
+    }
+
+    /// Whether local retention may delete `seg` as far as tiering goes: always for a log
+    /// that is not tiered, else once the remote tier holds all of it.
+    pub(super) fn copied_to_remote(&self, seg: &Segment) -> bool {
+        !self.config.remote_storage_enable
+            || self.remote_copied_end.is_some_and(|end| seg.next_offset() <= end)
+    }
+}

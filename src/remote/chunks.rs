@@ -1,0 +1,157 @@
+//! Each shard's cache of remote bytes: fixed-size chunks of remote objects (so a ranged GET
+//! fetches at most a chunk more than asked, and neighbouring reads share it) and whole
+//! index objects once their CRC matched the manifest's. Least recently used first out,
+//! within the shard's share of `remote.cache.bytes`. A thread-local: reached only by the
+//! shard's own tasks, never across an await.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use lru::LruCache;
+
+use super::error::RemoteError;
+use super::manifest::RemoteFile;
+use super::store::RemoteStore;
+
+/// The unit of ranged GETs and of the cache.
+pub const CHUNK_BYTES: u64 = 1 << 20;
+
+/// Which part of an object an entry holds: a chunk number, or the whole verified object.
+const WHOLE: u64 = u64::MAX;
+
+struct ChunkCache {
+    entries: LruCache<(Rc<str>, u64), Bytes>,
+    bytes: u64,
+    budget: u64,
+    hits: u64,
+    misses: u64,
+}
+
+thread_local! {
+    static CACHE: RefCell<ChunkCache> = RefCell::new(ChunkCache {
+        entries: LruCache::unbounded(),
+        bytes: 0,
+        budget: 0,
+        hits: 0,
+        misses: 0,
+    });
+}
+
+/// Sets this shard's share of `remote.cache.bytes`.
+pub fn set_budget(bytes: u64) {
+    CACHE.with(|c| c.borrow_mut().budget = bytes);
+}
+
+/// (hits, misses, bytes held) of this shard's cache.
+pub fn stats() -> (u64, u64, u64) {
+    CACHE.with(|c| {
+        let c = c.borrow();
+        (c.hits, c.misses, c.bytes)
+    })
+}
+
+fn lookup(key: &Rc<str>, part: u64) -> Option<Bytes> {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        let hit = c.entries.get(&(key.clone(), part)).cloned();
+        match hit {
+            Some(_) => c.hits += 1,
+            None => c.misses += 1,
+        }
+        hit
+    })
+}
+
+fn insert(key: Rc<str>, part: u64, data: Bytes) {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if data.len() as u64 > c.budget {
+            return;
+        }
+        c.bytes += data.len() as u64;
+        if let Some(old) = c.entries.put((key, part), data) {
+            c.bytes -= old.len() as u64;
+        }
+        while c.bytes > c.budget {
+            match c.entries.pop_lru() {
+                Some((_, old)) => c.bytes -= old.len() as u64,
+                None => break,
+            }
+        }
+        debug_assert!(c.bytes <= c.budget, "the cache stays within its budget");
+    })
+}
+
+/// Drops every cached part of an object (its bytes failed a check).
+pub fn forget(key: &str) {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        let stale: Vec<(Rc<str>, u64)> =
+            c.entries.iter().filter(|((k, _), _)| &**k == key).map(|(k, _)| k.clone()).collect();
+        for k in stale {
+            if let Some(old) = c.entries.pop(&k) {
+                c.bytes -= old.len() as u64;
+            }
+        }
+    })
+}
+
+/// Bytes `start..end` of a remote file, through the cache.
+pub async fn read_range(
+    store: &RemoteStore,
+    file: &RemoteFile,
+    start: u64,
+    end: u64,
+) -> Result<Bytes, RemoteError> {
+    let end = end.min(file.size);
+    if start >= end {
+        return Ok(Bytes::new());
+    }
+    let key: Rc<str> = file.key.as_str().into();
+    let (first, last) = (start / CHUNK_BYTES, (end - 1) / CHUNK_BYTES);
+    let mut out = BytesMut::new();
+    for n in first..=last {
+        let chunk = chunk(store, file, &key, n).await?;
+        let from = start.saturating_sub(n * CHUNK_BYTES) as usize;
+        let to = ((end - n * CHUNK_BYTES) as usize).min(chunk.len());
+        if first == last {
+            return Ok(chunk.slice(from..to));
+        }
+        out.extend_from_slice(&chunk[from..to]);
+    }
+    debug_assert_eq!(out.len() as u64, end - start);
+    Ok(out.freeze())
+}
+
+async fn chunk(store: &RemoteStore, file: &RemoteFile, key: &Rc<str>, n: u64) -> Result<Bytes, RemoteError> {
+    if let Some(hit) = lookup(key, n) {
+        return Ok(hit);
+    }
+    let range = n * CHUNK_BYTES..((n + 1) * CHUNK_BYTES).min(file.size);
+    let want = range.end - range.start;
+    let data = store.get_range(store.key(&file.key), range).await?;
+    if data.len() as u64 != want {
+        return Err(RemoteError::corrupt(&file.key, format!("chunk {n} has {} bytes, not {want}", data.len())));
+    }
+    insert(key.clone(), n, data.clone());
+    Ok(data)
+}
+
+/// A whole remote file whose size and CRC-32C match the manifest (indexes, snapshots).
+pub async fn whole_file(store: &RemoteStore, file: &RemoteFile) -> Result<Bytes, RemoteError> {
+    let key: Rc<str> = file.key.as_str().into();
+    if let Some(hit) = lookup(&key, WHOLE) {
+        return Ok(hit);
+    }
+    let (data, _) = store.get(store.key(&file.key)).await?;
+    let crc = crc32c::crc32c(&data);
+    if data.len() as u64 != file.size || crc != file.crc32c {
+        return Err(RemoteError::corrupt(
+            &file.key,
+            format!("{} bytes with CRC {crc:#x}; the manifest says {} bytes, CRC {:#x}", data.len(), file.size, file.crc32c),
+        ));
+    }
+    insert(key, WHOLE, data.clone());
+    Ok(data)
+}

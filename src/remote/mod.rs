@@ -1,0 +1,136 @@
+//! Tiered storage (Kafka's KIP-405, Redpanda's tiered storage): sealed segments of topics
+//! with `remote.storage.enable=true` are copied, as Kafka's own files, to an object store
+//! (S3, GCS, Azure, or a local directory) through the `object_store` crate; a manifest per
+//! partition is the commit point of every change; reads below the local log's start are
+//! served from there. This module knows the store, the manifests and the remote reads; the
+//! shard (`shard/tiering.rs`) drives them.
+
+pub mod chunks;
+pub mod error;
+pub mod expire;
+pub mod keys;
+pub mod manifest;
+pub mod partition;
+pub mod read;
+pub mod store;
+pub mod upload;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use error::RemoteError;
+pub use partition::{RemoteLog, RemoteStats};
+pub use store::RemoteStore;
+
+use object_store::path::Path as ObjectPath;
+use object_store::{ClientOptions, ObjectStore, RetryConfig};
+
+/// Retries inside one request: a few, quickly; the upload loop retries with its own
+/// backoff, and a remote read fails fast with a retriable error rather than hang.
+fn retry() -> RetryConfig {
+    RetryConfig {
+        backoff: object_store::BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            base: 2.0,
+        },
+        max_retries: 3,
+        retry_timeout: Duration::from_secs(15),
+    }
+}
+
+fn client() -> ClientOptions {
+    ClientOptions::new()
+        .with_timeout(Duration::from_secs(20))
+        .with_connect_timeout(Duration::from_secs(5))
+}
+
+/// `scheme://bucket/prefix` split into (bucket URL, prefix).
+fn split_url(url: &str) -> Result<(String, ObjectPath), RemoteError> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| RemoteError::Config(format!("{url:?} is not scheme://bucket/prefix")))?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if bucket.is_empty() {
+        return Err(RemoteError::Config(format!("{url:?} names no bucket")));
+    }
+    Ok((format!("{scheme}://{bucket}"), ObjectPath::from(prefix.trim_matches('/'))))
+}
+
+/// The object store `remote.storage.url` names, with credentials and region from the
+/// standard environment variables (`AWS_*`, `GOOGLE_*`, `AZURE_*`), never from topic
+/// configs; `endpoint` (S3-compatible stores: MinIO, Ceph RGW) overrides the provider's.
+pub fn open_store(url: &str, endpoint: &str) -> Result<RemoteStore, RemoteError> {
+    let bad = |e: object_store::Error| RemoteError::Config(format!("{url}: {e}"));
+    if let Some(dir) = url.strip_prefix("file://") {
+        let dir = Path::new(dir);
+        crate::io::os::create_dir_all(dir).map_err(|e| RemoteError::Config(format!("{url}: {e}")))?;
+        let store = object_store::local::LocalFileSystem::new_with_prefix(dir).map_err(bad)?;
+        return start(Arc::new(store), ObjectPath::default());
+    }
+    let (bucket, prefix) = split_url(url)?;
+    let store: Arc<dyn ObjectStore> = match url.split_once("://").map(|(s, _)| s) {
+        Some("s3" | "s3a") => {
+            let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(&bucket);
+            if !endpoint.is_empty() {
+                b = b.with_endpoint(endpoint);
+            }
+            Arc::new(b.with_retry(retry()).with_client_options(client()).build().map_err(bad)?)
+        }
+        Some("gs") => Arc::new(
+            object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                .with_url(&bucket)
+                .with_retry(retry())
+                .with_client_options(client())
+                .build()
+                .map_err(bad)?,
+        ),
+        Some("az" | "abfs" | "abfss" | "azure") => {
+            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env().with_url(&bucket);
+            if !endpoint.is_empty() {
+                b = b.with_endpoint(endpoint.to_string());
+            }
+            Arc::new(b.with_retry(retry()).with_client_options(client()).build().map_err(bad)?)
+        }
+        _ => {
+            return Err(RemoteError::Config(format!(
+                "{url:?}: use s3://, gs://, az:// or file:///"
+            )))
+        }
+    };
+    start(store, prefix)
+}
+
+fn start(store: Arc<dyn ObjectStore>, prefix: ObjectPath) -> Result<RemoteStore, RemoteError> {
+    RemoteStore::start(store, prefix).map_err(|e| RemoteError::Config(format!("starting the object store's thread: {e}")))
+}
+
+/// This data directory's writer id (created at the first start with tiering): the
+/// manifests it writes name it, and it refuses manifests naming another.
+pub fn writer_id(data_dir: &Path) -> std::io::Result<String> {
+    let path = data_dir.join("remote-writer-id");
+    match crate::io::os::read_text(&path) {
+        Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_string()),
+        Ok(_) => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} is empty", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let id = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+            crate::io::os::write_file_durably(&path, id.as_bytes())?;
+            Ok(id)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn urls_split_into_bucket_and_prefix() {
+        let (b, p) = super::split_url("s3://bkt/some/prefix/").unwrap();
+        assert_eq!((b.as_str(), p.as_ref()), ("s3://bkt", "some/prefix"));
+        let (b, p) = super::split_url("s3://bkt").unwrap();
+        assert_eq!((b.as_str(), p.as_ref()), ("s3://bkt", ""));
+        assert!(super::split_url("bkt").is_err());
+        assert!(super::split_url("s3:///x").is_err());
+    }
+}

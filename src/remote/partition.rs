@@ -1,0 +1,178 @@
+//! One partition's remote tier on its owner shard: the manifest as last read or written,
+//! and the one way to change it (a conditional write of the whole manifest, one change at a
+//! time). A writer refuses a manifest another node writes; a read replica only reads.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use glommio::sync::Semaphore;
+
+use super::error::RemoteError;
+use super::keys;
+use super::manifest::PartitionManifest;
+use super::store::{RemoteStore, Version};
+
+/// What the remote tier holds and who may change it.
+struct State {
+    manifest: PartitionManifest,
+    /// The manifest's version in the store; `None` while none has been written.
+    version: Option<Version>,
+    /// Whether `manifest` is what the store holds (false until read, and after a write
+    /// whose outcome is unknown).
+    loaded: bool,
+}
+
+/// Counters shown by `log-dirs`, `topics describe` and the metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RemoteStats {
+    pub uploaded_bytes: u64,
+    pub uploaded_segments: u64,
+    pub failed_uploads: u64,
+    pub remote_reads: u64,
+    pub deleted_segments: u64,
+}
+
+pub struct RemoteLog {
+    pub topic: Rc<str>,
+    pub partition: u32,
+    pub store: RemoteStore,
+    /// This node's writer id; a manifest naming another one is not ours to change.
+    writer: Rc<str>,
+    read_only: bool,
+    state: RefCell<State>,
+    /// One manifest change at a time (uploads, retention, DeleteRecords).
+    turn: Semaphore,
+    /// The local log's start, as its task last reported it.
+    pub local_start: Cell<i64>,
+    pub stats: Cell<RemoteStats>,
+}
+
+impl RemoteLog {
+    pub fn new(store: RemoteStore, writer: Rc<str>, topic: &str, partition: u32, read_only: bool) -> Rc<Self> {
+        Rc::new(RemoteLog {
+            topic: topic.into(),
+            partition,
+            store,
+            state: RefCell::new(State {
+                manifest: PartitionManifest::new(&writer, topic, partition, 0),
+                version: None,
+                loaded: false,
+            }),
+            writer,
+            read_only,
+            turn: Semaphore::new(1),
+            local_start: Cell::new(0),
+            stats: Cell::new(RemoteStats::default()),
+        })
+    }
+
+    fn manifest_key(&self) -> String {
+        keys::partition_manifest(&self.topic, self.partition)
+    }
+
+    pub fn bump(&self, f: impl FnOnce(&mut RemoteStats)) {
+        let mut s = self.stats.get();
+        f(&mut s);
+        self.stats.set(s);
+    }
+
+    /// The manifest as last read or written (read from the store first if need be).
+    pub async fn manifest(&self) -> Result<PartitionManifest, RemoteError> {
+        if !self.state.borrow().loaded {
+            self.reload().await?;
+        }
+        Ok(self.state.borrow().manifest.clone())
+    }
+
+    /// The manifest as last known, without asking the store (may be stale or empty).
+    pub fn cached_manifest(&self) -> PartitionManifest {
+        self.state.borrow().manifest.clone()
+    }
+
+    /// Reads the manifest from the store. A writer refuses one another node writes.
+    pub async fn reload(&self) -> Result<(), RemoteError> {
+        let key = self.manifest_key();
+        let (manifest, version) = match self.store.get(self.store.key(&key)).await {
+            Ok((bytes, version)) => (PartitionManifest::parse(&key, &bytes)?, Some(version)),
+            Err(RemoteError::NotFound(_)) => {
+                let start = self.local_start.get();
+                (PartitionManifest::new(&self.writer, &self.topic, self.partition, start), None)
+            }
+            Err(e) => return Err(e),
+        };
+        if !self.read_only && manifest.writer != *self.writer {
+            return Err(RemoteError::Refused {
+                key,
+                why: format!("written by {:?}, and this node is {:?}", manifest.writer, self.writer),
+            });
+        }
+        debug_assert!(manifest.topic == *self.topic && manifest.partition == self.partition);
+        *self.state.borrow_mut() = State { manifest, version, loaded: true };
+        Ok(())
+    }
+
+    /// Applies `change` to the current manifest and writes it if the store still holds the
+    /// version read (the commit point). A lost race or an unknown outcome makes the next
+    /// use read the manifest again.
+    pub async fn commit(
+        &self,
+        change: impl FnOnce(&mut PartitionManifest),
+    ) -> Result<PartitionManifest, RemoteError> {
+        if self.read_only {
+            return Err(RemoteError::Refused {
+                key: self.manifest_key(),
+                why: "this node is a read replica".into(),
+            });
+        }
+        let _turn = self.turn.acquire_permit(1).await.map_err(|e| RemoteError::Unavailable(e.to_string()))?;
+        let mut next = self.manifest().await?;
+        let version = self.state.borrow().version.clone();
+        change(&mut next);
+        let key = self.manifest_key();
+        match self.store.put_if(self.store.key(&key), next.to_bytes(), version).await {
+            Ok(v) => {
+                *self.state.borrow_mut() = State { manifest: next.clone(), version: Some(v), loaded: true };
+                Ok(next)
+            }
+            Err(e) => {
+                self.state.borrow_mut().loaded = false;
+                Err(match e {
+                    RemoteError::Conflict(_) | RemoteError::AlreadyExists(_) => RemoteError::Refused {
+                        key,
+                        why: "changed by another writer since it was read".into(),
+                    },
+                    other => other,
+                })
+            }
+        }
+    }
+
+    /// The first offset the partition serves, counting both tiers.
+    pub fn log_start(&self, local_start: i64) -> i64 {
+        let state = self.state.borrow();
+        match state.manifest.start_offset() {
+            Some(remote) => remote.min(local_start),
+            None => local_start,
+        }
+    }
+
+    /// Whether `offset` lies in the remote tier only (below the local log's start).
+    pub fn serves(&self, offset: i64) -> bool {
+        let local = self.local_start.get();
+        offset < local
+            && self
+                .state
+                .borrow()
+                .manifest
+                .start_offset()
+                .is_some_and(|start| offset >= start)
+    }
+
+    /// Moves the partition's log start (DeleteRecords) in the manifest too.
+    pub async fn advance_log_start(&self, offset: i64) -> Result<(), RemoteError> {
+        if self.manifest().await?.log_start_offset >= offset {
+            return Ok(());
+        }
+        self.commit(|m| m.log_start_offset = m.log_start_offset.max(offset)).await.map(|_| ())
+    }
+}

@@ -1,0 +1,177 @@
+//! Reads below the local log's start, from the remote tier: the segment from the manifest,
+//! the byte position from its offset (or time) index, fetched whole once and checked
+//! against the manifest's CRC, then ranged reads of just the batches needed, each batch
+//! checked (framing, CRC-32C, offsets within the segment) before it is served.
+
+use bytes::Bytes;
+
+use super::chunks::{self, read_range};
+use super::error::RemoteError;
+use super::manifest::{RemoteFile, RemoteSegment};
+use super::partition::RemoteLog;
+use crate::format::batch::{check_framing_and_crc, RecordsSection};
+use crate::format::{BatchHeader, HEADER_SIZE};
+use crate::log::offset_index::OffsetIndex;
+use crate::log::time_index::TimeIndex;
+use crate::log::{INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+
+/// Whole batches from the one holding `offset` (or the first after it), up to `max_bytes`
+/// (at least one batch when `at_least_one`), from the remote tier. Empty when the remote
+/// tier holds nothing at or after `offset`.
+pub async fn read(log: &RemoteLog, offset: i64, max_bytes: usize, at_least_one: bool) -> Result<Bytes, RemoteError> {
+    let manifest = log.manifest().await?;
+    log.bump(|s| s.remote_reads += 1);
+    let mut from = offset.max(manifest.log_start_offset);
+    while let Some(seg) = manifest.segment_for(from) {
+        let data = read_segment(log, seg, from, max_bytes, at_least_one).await?;
+        if !data.is_empty() {
+            return Ok(data);
+        }
+        from = seg.last_offset + 1;
+    }
+    Ok(Bytes::new())
+}
+
+fn log_file(seg: &RemoteSegment) -> Result<&RemoteFile, RemoteError> {
+    seg.file(LOG_SUFFIX)
+        .ok_or_else(|| RemoteError::corrupt(format!("segment {}", seg.base_offset), "no .log"))
+}
+
+/// The batches of one segment from the one holding `offset`.
+async fn read_segment(
+    log: &RemoteLog,
+    seg: &RemoteSegment,
+    offset: i64,
+    max_bytes: usize,
+    at_least_one: bool,
+) -> Result<Bytes, RemoteError> {
+    let file = log_file(seg)?;
+    let mut pos = index_position(log, seg, offset).await?;
+    // The batch holding the offset.
+    let first = loop {
+        let Some(h) = header_at(log, seg, file, pos).await? else {
+            return Ok(Bytes::new());
+        };
+        if h.last_offset() >= offset {
+            break h;
+        }
+        pos += h.size() as u64;
+    };
+    let mut end = pos + first.size() as u64;
+    if !at_least_one && first.size() > max_bytes {
+        return Ok(Bytes::new());
+    }
+    while let Some(h) = header_at(log, seg, file, end).await? {
+        if (end - pos) as usize + h.size() > max_bytes {
+            break;
+        }
+        end += h.size() as u64;
+    }
+    let data = read_range(&log.store, file, pos, end).await?;
+    verify_batches(seg, file, &data)?;
+    Ok(data)
+}
+
+/// The header of the batch at `pos`, or `None` at the segment's end.
+async fn header_at(
+    log: &RemoteLog,
+    seg: &RemoteSegment,
+    file: &RemoteFile,
+    pos: u64,
+) -> Result<Option<BatchHeader>, RemoteError> {
+    if pos >= file.size {
+        return Ok(None);
+    }
+    let head = read_range(&log.store, file, pos, pos + HEADER_SIZE as u64).await?;
+    let corrupt = |what: String| {
+        chunks::forget(&file.key);
+        RemoteError::corrupt(&file.key, format!("at {pos}: {what}"))
+    };
+    let h = BatchHeader::parse(&head).map_err(|e| corrupt(e.to_string()))?;
+    if pos + h.size() as u64 > file.size || h.base_offset < seg.base_offset || h.last_offset() > seg.last_offset {
+        return Err(corrupt(format!("batch {}..={} of {} bytes does not fit the segment", h.base_offset, h.last_offset(), h.size())));
+    }
+    Ok(Some(h))
+}
+
+/// Checks framing and CRC of every batch before it is served; bad bytes leave the cache.
+fn verify_batches(seg: &RemoteSegment, file: &RemoteFile, data: &[u8]) -> Result<(), RemoteError> {
+    let mut at = 0usize;
+    while at < data.len() {
+        let checked = check_framing_and_crc(&data[at..]).map_err(|e| e.to_string()).and_then(|h| {
+            match h.base_offset >= seg.base_offset && h.last_offset() <= seg.last_offset {
+                true => Ok(h),
+                false => Err(format!("offsets {}..={} outside the segment", h.base_offset, h.last_offset())),
+            }
+        });
+        match checked {
+            Ok(h) => at += h.size(),
+            Err(what) => {
+                chunks::forget(&file.key);
+                return Err(RemoteError::corrupt(&file.key, format!("batch at +{at}: {what}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The byte position to start from for `offset`: the offset index's floor entry (0 when
+/// the segment has no index).
+async fn index_position(log: &RemoteLog, seg: &RemoteSegment, offset: i64) -> Result<u64, RemoteError> {
+    let Some(file) = seg.file(INDEX_SUFFIX) else {
+        return Ok(0);
+    };
+    let bytes = chunks::whole_file(&log.store, file).await?;
+    let index = OffsetIndex::decode(seg.base_offset, &bytes, bytes.len() / 8 + 1)
+        .map_err(|e| RemoteError::corrupt(&file.key, e.to_string()))?;
+    Ok(index.lookup(offset).position as u64)
+}
+
+/// Kafka's offsetsForTimes over the remote tier: the first record at or after `start`
+/// with a timestamp >= `target`, as (offset, timestamp).
+pub async fn find_by_timestamp(log: &RemoteLog, target: i64, start: i64) -> Result<Option<(i64, i64)>, RemoteError> {
+    let manifest = log.manifest().await?;
+    let start = start.max(manifest.log_start_offset);
+    for seg in manifest.segments.iter().filter(|s| s.last_offset >= start && s.max_timestamp_ms >= target) {
+        if let Some(found) = find_in_segment(log, seg, target, start).await? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
+async fn find_in_segment(
+    log: &RemoteLog,
+    seg: &RemoteSegment,
+    target: i64,
+    start: i64,
+) -> Result<Option<(i64, i64)>, RemoteError> {
+    // Entry (T, O): every record up to O has a timestamp <= T (as the local lookup).
+    let from = match seg.file(TIME_INDEX_SUFFIX) {
+        Some(file) => {
+            let bytes = chunks::whole_file(&log.store, file).await?;
+            let index = TimeIndex::decode(seg.base_offset, &bytes, bytes.len() / 12 + 1)
+                .map_err(|e| RemoteError::corrupt(&file.key, e.to_string()))?;
+            let e = index.lookup(target);
+            if e.timestamp >= 0 && e.timestamp < target { e.offset + 1 } else { e.offset }
+        }
+        None => seg.base_offset,
+    }
+    .max(start);
+    let file = log_file(seg)?;
+    let mut pos = index_position(log, seg, from).await?;
+    while let Some(h) = header_at(log, seg, file, pos).await? {
+        if h.last_offset() >= from && h.max_timestamp >= target {
+            let batch = read_range(&log.store, file, pos, pos + h.size() as u64).await?;
+            verify_batches(seg, file, &batch)?;
+            let corrupt = |e: crate::format::BatchError| RemoteError::corrupt(&file.key, e.to_string());
+            let section = RecordsSection::of(&batch, &h).map_err(corrupt)?;
+            let records = section.decode().map_err(corrupt)?;
+            if let Some(r) = records.iter().find(|r| r.timestamp >= target && r.offset >= from) {
+                return Ok(Some((r.offset, r.timestamp)));
+            }
+        }
+        pos += h.size() as u64;
+    }
+    Ok(None)
+}

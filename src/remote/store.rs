@@ -1,0 +1,297 @@
+//! The object store, reached from the shards. `object_store`'s futures need tokio (its
+//! retries sleep on tokio timers, its HTTP client is hyper on tokio), and a shard's thread
+//! runs glommio, so the store lives on one I/O thread of its own with a current-thread
+//! tokio runtime. A shard sends it a request over a lock-free unbounded channel (tokio's
+//! `mpsc`, an atomic list of blocks) and awaits the answer on a oneshot, which any executor
+//! can await (it wakes through the waker it was polled with). Nothing else is shared: the
+//! store itself never leaves the I/O thread.
+
+use std::future::Future;
+use std::ops::Range;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use object_store::path::Path as ObjectPath;
+use object_store::{
+    ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use super::error::RemoteError;
+
+/// One request, run on the I/O thread with the store.
+type Job = Box<dyn FnOnce(Arc<dyn ObjectStore>) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// How long one request may take, retries included, before it is reported unavailable.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A version of an object that a conditional write may replace (S3's ETag).
+pub type Version = UpdateVersion;
+
+/// The shards' handle on the object store (cheap to clone; one per shard).
+#[derive(Clone)]
+pub struct RemoteStore {
+    jobs: mpsc::UnboundedSender<Job>,
+    /// Where the store's keys start (`s3://bucket/PREFIX`): every key is below it.
+    prefix: ObjectPath,
+}
+
+impl std::fmt::Debug for RemoteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RemoteStore({})", self.prefix)
+    }
+}
+
+impl RemoteStore {
+    /// Starts the I/O thread serving `store`; it ends when every handle is dropped.
+    pub fn start(store: Arc<dyn ObjectStore>, prefix: ObjectPath) -> std::io::Result<Self> {
+        let (jobs, mut rx) = mpsc::unbounded_channel::<Job>();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        std::thread::Builder::new()
+            .name("shardlog-remote".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    while let Some(job) = rx.recv().await {
+                        tokio::spawn(job(store.clone()));
+                    }
+                })
+            })?;
+        Ok(RemoteStore { jobs, prefix })
+    }
+
+    /// The full key of `rel` below the store's prefix.
+    pub fn key(&self, rel: &str) -> ObjectPath {
+        let mut key = self.prefix.clone();
+        for part in rel.split('/') {
+            key = key.clone().join(part);
+        }
+        key
+    }
+
+    /// Runs `op` with the store on the I/O thread, within the request timeout.
+    async fn run<T, F, Fut>(&self, what: &'static str, op: F) -> Result<T, RemoteError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<dyn ObjectStore>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, object_store::Error>> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |store| {
+            Box::pin(async move {
+                let out = match tokio::time::timeout(REQUEST_TIMEOUT, op(store)).await {
+                    Ok(r) => r.map_err(|e| RemoteError::from_store(what, e)),
+                    Err(_) => Err(RemoteError::Unavailable(format!(
+                        "{what}: no answer within {REQUEST_TIMEOUT:?}"
+                    ))),
+                };
+                let _ = tx.send(out);
+            })
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| RemoteError::Unavailable("the object store's thread ended".into()))?;
+        rx.await
+            .map_err(|_| RemoteError::Unavailable(format!("{what}: the request was dropped")))?
+    }
+
+    /// Writes a new object; `AlreadyExists` if the key is taken (keys of data objects are
+    /// unique per upload, so this never replaces data a manifest names).
+    pub async fn put_new(&self, key: ObjectPath, data: Bytes) -> Result<(), RemoteError> {
+        self.run("put", move |s| async move {
+            let opts = PutOptions {
+                mode: PutMode::Create,
+                ..Default::default()
+            };
+            s.put_opts(&key, PutPayload::from_bytes(data), opts).await
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Writes `data` if the object is still at `expected` (`None`: if it does not exist);
+    /// returns the new version. The commit point of a manifest change.
+    pub async fn put_if(
+        &self,
+        key: ObjectPath,
+        data: Bytes,
+        expected: Option<Version>,
+    ) -> Result<Version, RemoteError> {
+        self.run("conditional put", move |s| async move {
+            let mode = match expected {
+                Some(v) => PutMode::Update(v),
+                None => PutMode::Create,
+            };
+            let opts = PutOptions {
+                mode,
+                ..Default::default()
+            };
+            s.put_opts(&key, PutPayload::from_bytes(data), opts).await
+        })
+        .await
+        .map(Version::from)
+    }
+
+    /// Replaces an object whatever it held (a topic's description, rewritten whole).
+    pub async fn put_overwrite(&self, key: ObjectPath, data: Bytes) -> Result<(), RemoteError> {
+        self.run("put", move |s| async move {
+            s.put(&key, PutPayload::from_bytes(data)).await
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// A whole object with its version.
+    pub async fn get(&self, key: ObjectPath) -> Result<(Bytes, Version), RemoteError> {
+        self.run("get", move |s| async move {
+            let got = s.get(&key).await?;
+            let version = Version {
+                e_tag: got.meta.e_tag.clone(),
+                version: got.meta.version.clone(),
+            };
+            Ok((got.bytes().await?, version))
+        })
+        .await
+    }
+
+    /// Bytes `range` of an object (a ranged GET).
+    pub async fn get_range(&self, key: ObjectPath, range: Range<u64>) -> Result<Bytes, RemoteError> {
+        self.run("ranged get", move |s| async move {
+            s.get_range(&key, range).await
+        })
+        .await
+    }
+
+    /// Deletes an object; one already gone is not an error.
+    pub async fn delete(&self, key: ObjectPath) -> Result<(), RemoteError> {
+        match self
+            .run("delete", move |s| async move { s.delete(&key).await })
+            .await
+        {
+            Err(RemoteError::NotFound(_)) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// The keys below `rel` (one level: topic names below the prefix, say).
+    pub async fn list_dirs(&self, rel: &str) -> Result<Vec<String>, RemoteError> {
+        let prefix = if rel.is_empty() {
+            self.prefix.clone()
+        } else {
+            self.key(rel)
+        };
+        self.run("list", move |s| async move {
+            let listed = s.list_with_delimiter(Some(&prefix)).await?;
+            Ok(listed
+                .common_prefixes
+                .iter()
+                .filter_map(|p| p.filename().map(String::from))
+                .collect())
+        })
+        .await
+    }
+
+    /// Starts a multipart upload of a new object whose parts are sent one at a time.
+    pub fn multipart(&self, key: ObjectPath) -> Result<MultipartWriter, RemoteError> {
+        let (parts, mut rx) = mpsc::unbounded_channel::<PartMsg>();
+        let job: Job = Box::new(move |store| {
+            Box::pin(async move {
+                let upload = match store.put_multipart(&key).await {
+                    Ok(u) => u,
+                    Err(e) => {
+                        fail_parts(&mut rx, RemoteError::from_store("multipart start", e)).await;
+                        return;
+                    }
+                };
+                run_multipart(upload, rx).await;
+            })
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| RemoteError::Unavailable("the object store's thread ended".into()))?;
+        Ok(MultipartWriter { parts })
+    }
+}
+
+/// A message to a multipart upload on the I/O thread.
+enum PartMsg {
+    Part(Bytes, oneshot::Sender<Result<(), RemoteError>>),
+    Complete(oneshot::Sender<Result<(), RemoteError>>),
+}
+
+/// Answers every later message with the error that ended the upload.
+async fn fail_parts(rx: &mut mpsc::UnboundedReceiver<PartMsg>, e: RemoteError) {
+    while let Some(msg) = rx.recv().await {
+        let (PartMsg::Part(_, ack) | PartMsg::Complete(ack)) = msg;
+        let _ = ack.send(Err(e.clone()));
+    }
+}
+
+/// Uploads the parts as they come; completes on `Complete`, aborts when the writer goes
+/// without completing or a part fails (no half object ever appears).
+async fn run_multipart(
+    mut upload: Box<dyn object_store::MultipartUpload>,
+    mut rx: mpsc::UnboundedReceiver<PartMsg>,
+) {
+    while let Some(msg) = rx.recv().await {
+        match msg {
+            PartMsg::Part(data, ack) => {
+                let put = upload.put_part(PutPayload::from_bytes(data));
+                let r = tokio::time::timeout(REQUEST_TIMEOUT, put).await;
+                let r = match r {
+                    Ok(r) => r.map_err(|e| RemoteError::from_store("multipart part", e)),
+                    Err(_) => Err(RemoteError::Unavailable("multipart part timed out".into())),
+                };
+                let failed = r.clone().err();
+                let _ = ack.send(r);
+                if let Some(e) = failed {
+                    let _ = upload.abort().await;
+                    fail_parts(&mut rx, e).await;
+                    return;
+                }
+            }
+            PartMsg::Complete(ack) => {
+                let r = upload
+                    .complete()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| RemoteError::from_store("multipart complete", e));
+                let _ = ack.send(r);
+                return;
+            }
+        }
+    }
+    let _ = upload.abort().await;
+}
+
+/// The shard's end of a multipart upload: parts in order, then `complete`.
+pub struct MultipartWriter {
+    parts: mpsc::UnboundedSender<PartMsg>,
+}
+
+impl MultipartWriter {
+    fn gone() -> RemoteError {
+        RemoteError::Unavailable("the multipart upload ended".into())
+    }
+
+    /// Uploads one part (at least 5 MiB, except the last) and waits for it.
+    pub async fn part(&self, data: Bytes) -> Result<(), RemoteError> {
+        let (ack, rx) = oneshot::channel();
+        self.parts
+            .send(PartMsg::Part(data, ack))
+            .map_err(|_| Self::gone())?;
+        rx.await.map_err(|_| Self::gone())?
+    }
+
+    /// Makes the object appear, whole.
+    pub async fn complete(self) -> Result<(), RemoteError> {
+        let (ack, rx) = oneshot::channel();
+        self.parts
+            .send(PartMsg::Complete(ack))
+            .map_err(|_| Self::gone())?;
+        rx.await.map_err(|_| Self::gone())?
+    }
+}
