@@ -158,6 +158,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
     }
     let previous_shutdown_was_clean = prepare_data_dir(&config)?;
     raise_fd_limit(&config);
+    let tiering = open_tiering(&config)?;
 
     let (stop, stop_listeners) = stop::stop_pair(config.shards)
         .map_err(|e| startup(format!("creating stop sockets: {e}")))?;
@@ -186,8 +187,13 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
                 let config = config.clone();
                 let (mesh, stop) = per_shard.pop().expect("one mesh builder per shard");
                 let ready = ready_tx.clone();
+                let tiering = tiering.clone();
                 async move {
-                    run_shard(config, mesh, stop, ready, previous_shutdown_was_clean).await
+                    let start = ShardStart {
+                        previous_shutdown_clean: previous_shutdown_was_clean,
+                        tiering,
+                    };
+                    run_shard(config, mesh, stop, ready, start).await
                 }
             })
             .map_err(|e| startup(format!("starting {n} shard executors: {e}")))?
@@ -255,6 +261,25 @@ async fn take_clean_shutdown_marker(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// The object store of tiered storage and this data directory's writer id, when
+/// `remote.storage.url` is set.
+fn open_tiering(config: &ServerConfig) -> Result<Option<crate::shard::tiering::Tiering>, ServerError> {
+    if config.remote_storage_url.is_empty() {
+        return Ok(None);
+    }
+    let store = crate::remote::open_store(&config.remote_storage_url, &config.remote_storage_endpoint)
+        .map_err(|e| startup(e.to_string()))?;
+    let writer = crate::remote::writer_id(&config.data_dir)
+        .map_err(|e| startup(format!("the remote writer id in {}: {e}", config.data_dir.display())))?;
+    Ok(Some(crate::shard::tiering::Tiering { store, writer }))
+}
+
+/// What every shard starts from besides its config.
+struct ShardStart {
+    previous_shutdown_clean: bool,
+    tiering: Option<crate::shard::tiering::Tiering>,
 }
 
 fn startup(why: String) -> ServerError {
@@ -368,7 +393,7 @@ async fn run_shard(
     mesh: MeshBuilder<MeshMsg, Full>,
     stop: stop::StopListener,
     ready: mpsc::Sender<Result<usize, ServerError>>,
-    previous_shutdown_clean: bool,
+    start: ShardStart,
 ) -> Result<(), ServerError> {
     // Join first: every peer must join, or the others wait forever.
     let (senders, mut receivers) = mesh
@@ -380,7 +405,8 @@ async fn run_shard(
         id,
         Rc::new((*config).clone()),
         senders,
-        previous_shutdown_clean,
+        start.previous_shutdown_clean,
+        start.tiering,
     );
     for (_, rx) in receivers.streams() {
         let shard = shard.clone();

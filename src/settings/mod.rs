@@ -144,6 +144,18 @@ pub struct ServerConfig {
     /// A transactional id idle this long with no open transaction is forgotten (Kafka's
     /// transactional.id.expiration.ms, 7 days): the coordinators' state stays bounded.
     pub transactional_id_expiration_ms: i64,
+    /// Tiered storage: where sealed segments of tiered topics go (`s3://BUCKET/PREFIX`,
+    /// `gs://...`, `az://...`, `file:///PATH`); empty: tiering is off.
+    pub remote_storage_url: String,
+    /// An S3-compatible store's endpoint (MinIO, Ceph RGW, ...); empty: the provider's.
+    pub remote_storage_endpoint: String,
+    /// How often each shard copies newly sealed segments and applies remote retention.
+    pub remote_upload_interval_ms: u64,
+    /// Memory for remote chunks and indexes, split between the shards.
+    pub remote_cache_bytes: u64,
+    /// Serve the tiered topics found in the bucket, read-only (Kafka clients may fetch and
+    /// look up offsets; produce is refused).
+    pub remote_read_replica: bool,
 }
 
 impl Default for ServerConfig {
@@ -179,6 +191,11 @@ impl Default for ServerConfig {
             transaction_max_timeout_ms: 900_000,
             transaction_abort_timed_out_transaction_cleanup_interval_ms: 10_000,
             transactional_id_expiration_ms: 604_800_000,
+            remote_storage_url: String::new(),
+            remote_storage_endpoint: String::new(),
+            remote_upload_interval_ms: 30_000,
+            remote_cache_bytes: 256 << 20,
+            remote_read_replica: false,
             shards: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
@@ -297,6 +314,12 @@ impl ServerConfig {
             return Err(bad(
                 "shards",
                 format!("{} must be between 1 and the {cpus} available CPUs (one pinned executor per CPU)", self.shards),
+            ));
+        }
+        if self.remote_read_replica && self.remote_storage_url.is_empty() {
+            return Err(bad(
+                "remote.read.replica",
+                "needs remote.storage.url (the bucket to read)",
             ));
         }
         if self.num_partitions > self.max_partitions_per_topic {

@@ -40,6 +40,7 @@ pub fn check_create(
         );
     }
     let config = TopicConfig::from_pairs(&shard.topic_base(), configs)?;
+    check_tiering(shard, &config)?;
     if shard.has_topic(name) {
         return err(
             ErrorCode::TopicAlreadyExists,
@@ -53,6 +54,17 @@ pub fn check_create(
         );
     }
     Ok(config)
+}
+
+/// A tiered topic needs a server with a remote store.
+fn check_tiering(shard: &Shard, config: &TopicConfig) -> Result<(), AdminError> {
+    if config.log.remote_storage_enable && shard.config.remote_storage_url.is_empty() {
+        return err(
+            ErrorCode::InvalidConfig,
+            "remote.storage.enable=true needs the server key remote.storage.url (the object store)",
+        );
+    }
+    Ok(())
 }
 
 /// Creates a topic a client asked for (never an internal one).
@@ -234,6 +246,7 @@ pub fn check_alter(
         return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
     };
     let config = meta.config.altered(&shard.topic_base(), set, delete)?;
+    check_tiering(shard, &config)?;
     Ok(TopicMeta { config, ..meta })
 }
 

@@ -69,6 +69,16 @@ async fn run(shard: Rc<Shard>) {
         }
         Err(e) => tracing::error!(error = %e, "could not start the log cleaner"),
     }
+    if shard.tiering.is_some() {
+        let cache_share = shard.config.remote_cache_bytes / shard.n as u64;
+        crate::remote::chunks::set_budget(cache_share);
+        match crate::tasks::spawn_into(crate::shard::tiering::upload_loop(shard.clone()), queue()) {
+            Ok(task) => {
+                task.detach();
+            }
+            Err(e) => tracing::error!(error = %e, "could not start the remote tier's uploader"),
+        }
+    }
     retention_loop(shard).await
 }
 

@@ -18,6 +18,7 @@ pub(crate) mod producer_ids;
 pub(crate) mod runtime;
 mod security_files;
 pub(crate) mod slots;
+pub(crate) mod tiering;
 pub(crate) mod txn_coordinator;
 pub(crate) mod txn_ops;
 pub(crate) mod txn_routing;

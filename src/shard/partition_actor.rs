@@ -56,7 +56,27 @@ pub enum Job {
         cleaned: Box<CleanedLog>,
         reply: LocalSender<crate::Result<CleanStats>>,
     },
+    /// Tiered logs: records the remote tier's copied end (if known) and lists the sealed
+    /// segments to copy from `from_offset` on.
+    Tiering {
+        from_offset: i64,
+        copied_end: Option<i64>,
+        reply: LocalSender<TieringView>,
+    },
 }
+
+/// A tiered log as its uploader sees it.
+#[derive(Debug, Clone, Default)]
+pub struct TieringView {
+    pub to_copy: Vec<crate::log::SealedSegment>,
+    pub local_start: i64,
+    /// Bytes of the local segments not (wholly) copied yet: what remote retention.bytes
+    /// counts besides the remote tier.
+    pub local_only_bytes: u64,
+}
+
+/// Segments one uploader pass takes from a partition.
+const COPY_BATCH: usize = 4;
 
 /// Handle used by the shard to reach the actor.
 #[derive(Clone)]
@@ -199,6 +219,27 @@ async fn run_job(log: &mut PartitionLog, job: Job) {
         }
         Job::CommitCleaning { cleaned, reply } => {
             let _ = reply.try_send(log.commit_cleaning(*cleaned).await);
+        }
+        Job::Tiering {
+            from_offset,
+            copied_end,
+            reply,
+        } => {
+            if let Some(end) = copied_end {
+                log.set_remote_copied_end(end);
+            }
+            let copied = copied_end.unwrap_or(i64::MIN);
+            let view = TieringView {
+                to_copy: log.segments_to_copy(from_offset, COPY_BATCH),
+                local_start: log.log_start_offset(),
+                local_only_bytes: log
+                    .segments()
+                    .iter()
+                    .filter(|s| s.next_offset() > copied)
+                    .map(|s| s.size())
+                    .sum(),
+            };
+            let _ = reply.try_send(view);
         }
     }
 }

@@ -70,6 +70,10 @@ pub struct Shard {
     pub drained_peers: Cell<usize>,
     /// Request and reply bytes all connections of this shard may hold at once.
     pub inflight: Rc<Semaphore>,
+    /// The object store, when tiering is on (`remote.storage.url`).
+    pub(crate) tiering: Option<crate::shard::tiering::Tiering>,
+    /// The remote tier of each tiered partition this shard owns.
+    pub(crate) remote_logs: RefCell<HashMap<TopicPartition, Rc<crate::remote::RemoteLog>>>,
 }
 
 /// A request sent to a peer and not yet answered: dropped early (its requester gave up),
@@ -99,6 +103,7 @@ impl Shard {
         config: Rc<ServerConfig>,
         senders: Senders<MeshMsg>,
         previous_shutdown_clean: bool,
+        tiering: Option<crate::shard::tiering::Tiering>,
     ) -> Rc<Self> {
         let (native_slots, kafka_slots) =
             (Self::listener_slots(&config), Self::listener_slots(&config));
@@ -128,6 +133,8 @@ impl Shard {
             native_slots,
             kafka_slots,
             drained_peers: Cell::new(0),
+            tiering,
+            remote_logs: RefCell::new(HashMap::new()),
         })
     }
 
@@ -392,7 +399,10 @@ impl Shard {
             Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
                 crate::shard::maintenance::maintain_now(self, &h).await,
             )),
-            Some(h) => h.call(op).await,
+            Some(h) => match self.remote_log(&TopicPartition::new(topic, partition as i32)) {
+                Some(remote) => self.tiered_op(&h, &remote, op).await,
+                None => h.call(op).await,
+            },
             None if !self.ready.get() => err(
                 ErrorCode::NotReady,
                 format!(
@@ -818,6 +828,7 @@ impl Shard {
     /// the trash in the background.
     async fn remove_owned(&self, meta: &TopicMeta) -> OpResult {
         self.topics.borrow_mut().remove(&meta.name);
+        self.detach_remote(&meta.name);
         self.discard_partitions(meta, 0).await
     }
 
@@ -869,6 +880,11 @@ impl Shard {
         first_err.map_or(Ok(OpOk::Done), Err)
     }
 
+    /// The task of a partition this shard owns.
+    pub fn partition_handle(&self, tp: &TopicPartition) -> Option<PartitionHandle> {
+        self.partitions.borrow().get(tp).cloned()
+    }
+
     /// Every partition task this shard runs (a snapshot).
     pub fn partition_handles(&self) -> Vec<PartitionHandle> {
         self.partitions.borrow().values().cloned().collect()
@@ -888,6 +904,9 @@ impl Shard {
                     .cloned()
             })
             .collect();
+        for p in self.owned_partitions(&meta, 0) {
+            self.attach_remote(&meta.name, p, log_config.remote_storage_enable);
+        }
         self.topics.borrow_mut().insert(meta.name.clone(), meta);
         for h in handles {
             h.call(PartitionOp::SetConfig(log_config.clone())).await?;
@@ -923,6 +942,7 @@ impl Shard {
                 TopicPartition::new(&*meta.name, p as i32),
                 PartitionHandle::spawn(log),
             );
+            self.attach_remote(&meta.name, p, meta.config.log.remote_storage_enable);
         }
         Ok(OpOk::Done)
     }

@@ -1,0 +1,221 @@
+//! The remote tier on the shard: which partitions it owns are tiered (a `RemoteLog` beside
+//! each one's task), partition operations that reach below the local log's start served
+//! from the remote tier, and the uploader that copies sealed segments and applies remote
+//! retention every `remote.upload.interval.ms`. Remote reads run in the request's task,
+//! never the partition's: a slow object store holds up only the requests that need it.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::broker_error::BrokerError;
+use crate::io::deadline::before;
+use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
+use crate::remote::{self, RemoteError, RemoteLog, RemoteStore};
+use crate::shard::messages::{OpOk, OpResult, PartitionOp};
+use crate::shard::partition_actor::{Job, PartitionHandle, TieringView};
+use crate::shard::runtime::Shard;
+use crate::topic_partition::TopicPartition;
+
+/// The object store and this node's writer id, on every shard when tiering is on.
+#[derive(Clone, Debug)]
+pub struct Tiering {
+    pub store: RemoteStore,
+    pub writer: String,
+}
+
+/// Longest pause between upload attempts of a partition whose uploads fail.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+impl Shard {
+    /// The remote tier of a partition this shard owns, if its topic is tiered.
+    pub fn remote_log(&self, tp: &TopicPartition) -> Option<Rc<RemoteLog>> {
+        self.remote_logs.borrow().get(tp).cloned()
+    }
+
+    /// Gives an owned partition of a tiered topic its remote tier (on open, or when
+    /// remote.storage.enable is turned on).
+    pub(crate) fn attach_remote(&self, topic: &str, partition: u32, tiered: bool) {
+        let tp = TopicPartition::new(topic, partition as i32);
+        let Some(tiering) = self.tiering.as_ref().filter(|_| tiered) else {
+            self.remote_logs.borrow_mut().remove(&tp);
+            return;
+        };
+        self.remote_logs.borrow_mut().entry(tp).or_insert_with(|| {
+            RemoteLog::new(tiering.store.clone(), tiering.writer.as_str().into(), topic, partition, false)
+        });
+    }
+
+    /// Forgets the remote tiers of a topic's partitions (the topic is gone from this shard).
+    pub(crate) fn detach_remote(&self, topic: &str) {
+        self.remote_logs.borrow_mut().retain(|tp, _| tp.topic != topic);
+    }
+
+    /// Runs `op` on a tiered partition: on its task, and from the remote tier when it
+    /// reaches below the local log's start. Log starts answered are the whole log's.
+    pub(crate) async fn tiered_op(&self, handle: &PartitionHandle, remote: &RemoteLog, op: PartitionOp) -> OpResult {
+        match op {
+            PartitionOp::Fetch { offset, max_bytes, at_least_one, isolation } => {
+                let r = handle.call(PartitionOp::Fetch { offset, max_bytes, at_least_one, isolation }).await;
+                match r {
+                    Err(e) if e.code == crate::protocol::ErrorCode::OffsetOutOfRange => {
+                        fetch_remote(handle, remote, offset, max_bytes, at_least_one, e).await
+                    }
+                    other => Ok(overall_start(remote, other?)),
+                }
+            }
+            PartitionOp::ListOffsets { timestamp, isolation } => {
+                if let Some(found) = find_remote(remote, timestamp).await? {
+                    return Ok(found);
+                }
+                let r = handle.call(PartitionOp::ListOffsets { timestamp, isolation }).await?;
+                Ok(match (timestamp, r) {
+                    (EARLIEST_TIMESTAMP, OpOk::Offset { offset, timestamp }) => OpOk::Offset {
+                        offset: remote.log_start(offset),
+                        timestamp,
+                    },
+                    (_, other) => other,
+                })
+            }
+            PartitionOp::DeleteRecords { offset } => {
+                let local = handle.call(PartitionOp::DeleteRecords { offset }).await?;
+                let OpOk::LowWatermark(local_low) = local else { return Ok(local) };
+                let target = if offset == -1 { local_low } else { offset };
+                remote.advance_log_start(target).await.map_err(|e| e.to_broker())?;
+                remote.local_start.set(local_low);
+                Ok(OpOk::LowWatermark(remote.log_start(local_low).max(target)))
+            }
+            other => Ok(overall_start(remote, handle.call(other).await?)),
+        }
+    }
+}
+
+/// Reports the whole log's start in a local answer, and notes the local start it names.
+fn overall_start(remote: &RemoteLog, mut ok: OpOk) -> OpOk {
+    let start = match &mut ok {
+        OpOk::Fetched { log_start_offset, .. }
+        | OpOk::FetchedAtTime { log_start_offset, .. }
+        | OpOk::Produced { log_start_offset, .. } => log_start_offset,
+        OpOk::Partition(summary) => &mut summary.log_start_offset,
+        _ => return ok,
+    };
+    remote.local_start.set(*start);
+    *start = remote.log_start(*start);
+    ok
+}
+
+/// A fetch below the local log's start: from the remote tier if it holds the offset, else
+/// the local answer (out of range).
+async fn fetch_remote(
+    handle: &PartitionHandle,
+    remote: &RemoteLog,
+    offset: i64,
+    max_bytes: usize,
+    at_least_one: bool,
+    out_of_range: BrokerError,
+) -> OpResult {
+    let OpOk::Partition(summary) = handle.call(PartitionOp::Describe).await? else {
+        return Err(out_of_range);
+    };
+    remote.local_start.set(summary.log_start_offset);
+    let manifest = remote.manifest().await.map_err(|e| e.to_broker())?;
+    let remote_start = manifest.start_offset();
+    if !remote_start.is_some_and(|start| offset >= start && offset < summary.log_start_offset) {
+        return Err(out_of_range);
+    }
+    let records = remote::read::read(remote, offset, max_bytes, at_least_one)
+        .await
+        .map_err(|e| e.to_broker())?;
+    Ok(OpOk::Fetched {
+        log_start_offset: remote.log_start(summary.log_start_offset),
+        log_end_offset: summary.log_end_offset,
+        last_stable_offset: summary.last_stable_offset,
+        aborted: Vec::new(),
+        records: records.into(),
+    })
+}
+
+/// Kafka's offsetsForTimes when the answer lies in the remote tier (below the local log's
+/// start); `None` sends the lookup to the local log.
+async fn find_remote(remote: &RemoteLog, timestamp: i64) -> Result<Option<OpOk>, BrokerError> {
+    if matches!(timestamp, LATEST_TIMESTAMP | EARLIEST_TIMESTAMP | MAX_TIMESTAMP) || timestamp < 0 {
+        return Ok(None);
+    }
+    let manifest = remote.manifest().await.map_err(|e| e.to_broker())?;
+    let Some(start) = manifest.start_offset() else { return Ok(None) };
+    let local_start = remote.local_start.get();
+    if !manifest.segment_for_time(timestamp, start).is_some_and(|s| s.base_offset < local_start) {
+        return Ok(None);
+    }
+    let found = remote::read::find_by_timestamp(remote, timestamp, start)
+        .await
+        .map_err(|e| e.to_broker())?;
+    // An answer the local log also holds is the local log's to give.
+    Ok(found
+        .filter(|&(offset, _)| offset < local_start)
+        .map(|(offset, timestamp)| OpOk::Offset { offset, timestamp }))
+}
+
+/// The uploader of one shard: every `remote.upload.interval.ms`, each tiered partition it
+/// owns copies its newly sealed segments and applies remote retention. A partition whose
+/// store fails backs off (doubling, at most a minute); the others go on.
+pub async fn upload_loop(shard: Rc<Shard>) {
+    let every = Duration::from_millis(shard.config.remote_upload_interval_ms);
+    let shutdown = shard.shutdown_listener();
+    let mut backoff: std::collections::HashMap<TopicPartition, (u32, std::time::Instant)> = Default::default();
+    while before(every, shutdown.recv()).await.is_none() {
+        let tiered: Vec<(TopicPartition, Rc<RemoteLog>)> =
+            shard.remote_logs.borrow().iter().map(|(tp, r)| (tp.clone(), r.clone())).collect();
+        for (tp, remote) in tiered {
+            if shard.shutting_down.get() {
+                return;
+            }
+            if backoff.get(&tp).is_some_and(|(_, until)| std::time::Instant::now() < *until) {
+                continue;
+            }
+            match upload_pass(&shard, &tp, &remote).await {
+                Ok(()) => {
+                    backoff.remove(&tp);
+                }
+                Err(e) => {
+                    let failures = backoff.get(&tp).map_or(0, |(n, _)| *n) + 1;
+                    let pause = (every * 2u32.saturating_pow(failures.min(10))).min(MAX_BACKOFF);
+                    tracing::warn!(partition = %tp, error = %e, retry_in_ms = pause.as_millis() as u64, "remote tier pass failed");
+                    remote.bump(|s| s.failed_uploads += 1);
+                    backoff.insert(tp, (failures, std::time::Instant::now() + pause));
+                }
+            }
+        }
+    }
+}
+
+/// One partition's pass: copy what is sealed and not yet remote, then remote retention.
+async fn upload_pass(shard: &Rc<Shard>, tp: &TopicPartition, remote: &RemoteLog) -> Result<(), RemoteError> {
+    let Some(handle) = shard.partition_handle(tp) else { return Ok(()) };
+    let Some(meta) = shard.topic(&tp.topic) else { return Ok(()) };
+    let mut view = tiering_view(&handle, remote).await?;
+    for seg in std::mem::take(&mut view.to_copy) {
+        if shard.shutting_down.get() {
+            return Ok(());
+        }
+        let bytes = remote::upload::copy_segment(remote, &shard.storage, &seg).await?;
+        remote.bump(|s| {
+            s.uploaded_bytes += bytes;
+            s.uploaded_segments += u64::from(bytes > 0);
+        });
+        view = tiering_view(&handle, remote).await?;
+    }
+    remote::expire::expire(remote, &meta.config.log, crate::time::now_ms(), view.local_only_bytes).await?;
+    Ok(())
+}
+
+/// The partition's segments to copy, after telling it what the remote tier holds.
+async fn tiering_view(handle: &PartitionHandle, remote: &RemoteLog) -> Result<TieringView, RemoteError> {
+    let manifest = remote.manifest().await?;
+    let copied = manifest.next_offset().unwrap_or(manifest.log_start_offset);
+    let view = handle
+        .job(|reply| Job::Tiering { from_offset: copied, copied_end: Some(copied), reply })
+        .await
+        .ok_or_else(|| RemoteError::Unavailable("the partition is closing".into()))?;
+    remote.local_start.set(view.local_start);
+    Ok(view)
+}
