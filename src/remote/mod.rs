@@ -24,7 +24,7 @@ pub use partition::{RemoteLog, RemoteStats};
 pub use store::RemoteStore;
 
 use object_store::path::Path as ObjectPath;
-use object_store::{ClientOptions, ObjectStore, RetryConfig};
+use object_store::{ClientConfigKey, ObjectStore, RetryConfig};
 
 /// Retries inside one request: a few, quickly; the upload loop retries with its own
 /// backoff, and a remote read fails fast with a retriable error rather than hang.
@@ -40,11 +40,10 @@ fn retry() -> RetryConfig {
     }
 }
 
-fn client() -> ClientOptions {
-    ClientOptions::new()
-        .with_timeout(Duration::from_secs(20))
-        .with_connect_timeout(Duration::from_secs(5))
-}
+/// Request and connect timeouts, set over what the environment configured (replacing the
+/// client options would drop settings such as `AWS_ALLOW_HTTP`).
+const CLIENT_TIMEOUTS: [(ClientConfigKey, &str); 2] =
+    [(ClientConfigKey::Timeout, "20s"), (ClientConfigKey::ConnectTimeout, "5s")];
 
 /// `scheme://bucket/prefix` split into (bucket URL, prefix).
 fn split_url(url: &str) -> Result<(String, ObjectPath), RemoteError> {
@@ -62,6 +61,9 @@ fn split_url(url: &str) -> Result<(String, ObjectPath), RemoteError> {
 /// standard environment variables (`AWS_*`, `GOOGLE_*`, `AZURE_*`), never from topic
 /// configs; `endpoint` (S3-compatible stores: MinIO, Ceph RGW) overrides the provider's.
 pub fn open_store(url: &str, endpoint: &str) -> Result<RemoteStore, RemoteError> {
+    // Two rustls providers are linked (ring for the listeners, aws-lc-rs through the HTTP
+    // client): without a process default, rustls cannot choose and the client fails.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let bad = |e: object_store::Error| RemoteError::Config(format!("{url}: {e}"));
     if let Some(dir) = url.strip_prefix("file://") {
         let dir = Path::new(dir);
@@ -72,26 +74,34 @@ pub fn open_store(url: &str, endpoint: &str) -> Result<RemoteStore, RemoteError>
     let (bucket, prefix) = split_url(url)?;
     let store: Arc<dyn ObjectStore> = match url.split_once("://").map(|(s, _)| s) {
         Some("s3" | "s3a") => {
-            let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(&bucket);
+            use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+            let mut b = AmazonS3Builder::from_env().with_url(&bucket).with_retry(retry());
             if !endpoint.is_empty() {
                 b = b.with_endpoint(endpoint);
             }
-            Arc::new(b.with_retry(retry()).with_client_options(client()).build().map_err(bad)?)
+            for (k, v) in CLIENT_TIMEOUTS {
+                b = b.with_config(AmazonS3ConfigKey::Client(k), v);
+            }
+            Arc::new(b.build().map_err(bad)?)
         }
-        Some("gs") => Arc::new(
-            object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                .with_url(&bucket)
-                .with_retry(retry())
-                .with_client_options(client())
-                .build()
-                .map_err(bad)?,
-        ),
+        Some("gs") => {
+            use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+            let mut b = GoogleCloudStorageBuilder::from_env().with_url(&bucket).with_retry(retry());
+            for (k, v) in CLIENT_TIMEOUTS {
+                b = b.with_config(GoogleConfigKey::Client(k), v);
+            }
+            Arc::new(b.build().map_err(bad)?)
+        }
         Some("az" | "abfs" | "abfss" | "azure") => {
-            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env().with_url(&bucket);
+            use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+            let mut b = MicrosoftAzureBuilder::from_env().with_url(&bucket).with_retry(retry());
             if !endpoint.is_empty() {
                 b = b.with_endpoint(endpoint.to_string());
             }
-            Arc::new(b.with_retry(retry()).with_client_options(client()).build().map_err(bad)?)
+            for (k, v) in CLIENT_TIMEOUTS {
+                b = b.with_config(AzureConfigKey::Client(k), v);
+            }
+            Arc::new(b.build().map_err(bad)?)
         }
         _ => {
             return Err(RemoteError::Config(format!(
