@@ -98,12 +98,13 @@ async fn header_at(
 fn verify_batches(seg: &RemoteSegment, file: &RemoteFile, data: &[u8]) -> Result<(), RemoteError> {
     let mut at = 0usize;
     while at < data.len() {
-        let checked = check_framing_and_crc(&data[at..]).map_err(|e| e.to_string()).and_then(|h| {
-            match h.base_offset >= seg.base_offset && h.last_offset() <= seg.last_offset {
+        let checked = BatchHeader::parse(&data[at..])
+            .and_then(|h| check_framing_and_crc(&data[at..(at + h.size()).min(data.len())]))
+            .map_err(|e| e.to_string())
+            .and_then(|h| match h.base_offset >= seg.base_offset && h.last_offset() <= seg.last_offset {
                 true => Ok(h),
                 false => Err(format!("offsets {}..={} outside the segment", h.base_offset, h.last_offset())),
-            }
-        });
+            });
         match checked {
             Ok(h) => at += h.size(),
             Err(what) => {
