@@ -116,3 +116,74 @@ fn old_offsets_and_times_are_served_from_the_bucket_after_local_deletion() {
     std::thread::sleep(Duration::from_secs(2));
     assert!(server.open_fds() <= fds + 2, "descriptors grew while idle: {fds} -> {}", server.open_fds());
 }
+
+/// The first `.log` object a manifest names at or after `offset`: (key, base offset).
+fn remote_log_object(m: &serde_json::Value, index: usize) -> (String, i64) {
+    let seg = &m["segments"][index];
+    let file = seg["files"].as_array().unwrap().iter().find(|f| f["suffix"] == ".log").unwrap();
+    (file["key"].as_str().unwrap().to_string(), seg["base_offset"].as_i64().unwrap())
+}
+
+/// `shardlog consume` of one record at `offset`: Ok(output) or Err(stderr).
+fn consume_at(server: &ServerProc, offset: i64) -> Result<String, String> {
+    let (out, err, ok) = common::cli::shardlog(
+        &["consume", "-b", &server.addr(), "-t", "orders", "-p", "0", "-o", &offset.to_string(), "-c", "1", "-f", "%o %k\n"],
+        None,
+    );
+    if ok { Ok(out) } else { Err(err) }
+}
+
+#[test]
+fn tampered_objects_are_refused_and_a_frozen_store_holds_local_deletion_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(&tmp.path().join("s3"));
+    let data = tmp.path().join("data");
+    let server = start_server(&data, &s3);
+    let (n, base) = (4000i64, base_ms(6000));
+    let mut create = vec!["create", "orders"];
+    create.extend(TOPIC_CONFIGS);
+    tiered(&server, &create);
+    tiered(&server, &["produce", "orders", "0", &n.to_string(), &base.to_string()]);
+    wait_until("uploads and local deletion", Duration::from_secs(60), || {
+        let local = local_segments(&data, "orders");
+        local.len() <= 3 && local[0] > 0
+    });
+    let manifest = s3.manifest(PREFIX, "orders", 0).unwrap();
+    assert!(manifest_segments(&manifest).len() >= 3, "{manifest}");
+
+    // A flipped byte inside the first batch's records: detected by its CRC, never served.
+    let (key, first) = remote_log_object(&manifest, 0);
+    let path = s3.object(&format!("{PREFIX}/{key}"));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[200] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    let refused = consume_at(&server, first).unwrap_err();
+    assert!(refused.contains("corrupt remote object") && refused.contains(&key), "{refused}");
+    // The next remote segment is still served.
+    let (_, second) = remote_log_object(&manifest, 1);
+    assert_eq!(consume_at(&server, second).unwrap().trim(), format!("{second} k{second}"));
+
+    // The store frozen: produce goes on, sealed segments stay local (not copied, so not
+    // deletable), and a remote read fails with a retriable storage error.
+    s3.pause();
+    let copied_end = manifest_segments(&s3.manifest(PREFIX, "orders", 0).unwrap()).last().unwrap().1 + 1;
+    tiered(&server, &["produce", "orders", &n.to_string(), "2000", &base.to_string()]);
+    std::thread::sleep(Duration::from_secs(2));
+    let local = local_segments(&data, "orders");
+    assert!(local[0] <= copied_end, "a segment not copied (from {copied_end}) was deleted locally: {local:?}");
+    assert!(local.len() > 3, "{local:?}");
+    let local_start = local[0];
+    let (_, third) = remote_log_object(&manifest, 2);
+    let started = Instant::now();
+    let unavailable = consume_at(&server, third).unwrap_err();
+    assert!(unavailable.contains("StorageError") && unavailable.contains("unavailable"), "{unavailable}");
+    assert!(started.elapsed() < Duration::from_secs(60));
+
+    // Resumed: the backlog is copied, local retention catches up, old records are served.
+    s3.resume();
+    wait_until("the backlog copied and deleted locally", Duration::from_secs(120), || {
+        let local = local_segments(&data, "orders");
+        local.len() <= 3 && local[0] > local_start
+    });
+    assert_eq!(consume_at(&server, third).unwrap().trim(), format!("{third} k{third}"));
+}

@@ -36,14 +36,14 @@ fn retry() -> RetryConfig {
             base: 2.0,
         },
         max_retries: 3,
-        retry_timeout: Duration::from_secs(15),
+        retry_timeout: Duration::from_secs(10),
     }
 }
 
 /// Request and connect timeouts, set over what the environment configured (replacing the
 /// client options would drop settings such as `AWS_ALLOW_HTTP`).
 const CLIENT_TIMEOUTS: [(ClientConfigKey, &str); 2] =
-    [(ClientConfigKey::Timeout, "20s"), (ClientConfigKey::ConnectTimeout, "5s")];
+    [(ClientConfigKey::Timeout, "10s"), (ClientConfigKey::ConnectTimeout, "5s")];
 
 /// `scheme://bucket/prefix` split into (bucket URL, prefix).
 fn split_url(url: &str) -> Result<(String, ObjectPath), RemoteError> {

@@ -25,7 +25,7 @@ use super::error::RemoteError;
 type Job = Box<dyn FnOnce(Arc<dyn ObjectStore>) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
 /// How long one request may take, retries included, before it is reported unavailable.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A version of an object that a conditional write may replace (S3's ETag).
 pub type Version = UpdateVersion;
