@@ -335,7 +335,11 @@ impl LogConfig {
     /// and the local retention within the total one.
     fn validate_tiering(&self) -> Result<()> {
         for (key, local, total) in [
-            ("local.retention.ms", self.local_retention_ms, self.retention_ms),
+            (
+                "local.retention.ms",
+                self.local_retention_ms,
+                self.retention_ms,
+            ),
             (
                 "local.retention.bytes",
                 self.local_retention_bytes,
@@ -346,10 +350,16 @@ impl LogConfig {
                 return Err(invalid(key, "must be >= -2 (-2: as the total retention)"));
             }
             if local == -1 && total != -1 {
-                return Err(invalid(key, format!("cannot be unlimited while the total retention is {total}")));
+                return Err(invalid(
+                    key,
+                    format!("cannot be unlimited while the total retention is {total}"),
+                ));
             }
             if local >= 0 && total >= 0 && local > total {
-                return Err(invalid(key, format!("{local} exceeds the total retention {total}")));
+                return Err(invalid(
+                    key,
+                    format!("{local} exceeds the total retention {total}"),
+                ));
             }
         }
         if self.remote_storage_enable && self.cleanup_policy.compacts() {

@@ -87,50 +87,101 @@ fn old_offsets_and_times_are_served_from_the_bucket_after_local_deletion() {
     let mut create = vec!["create", "orders"];
     create.extend(TOPIC_CONFIGS);
     tiered(&server, &create);
-    tiered(&server, &["produce", "orders", "0", &n.to_string(), &base.to_string()]);
+    tiered(
+        &server,
+        &["produce", "orders", "0", &n.to_string(), &base.to_string()],
+    );
 
     // Sealed segments reach the bucket, and local retention then keeps about one segment.
-    wait_until("uploads and local deletion", Duration::from_secs(60), || {
-        let local = local_segments(&data, "orders");
-        let remote = s3.manifest(PREFIX, "orders", 0).map(|m| manifest_segments(&m)).unwrap_or_default();
-        local.len() <= 3 && local[0] > 0 && remote.last().is_some_and(|&(_, last)| last + 1 >= local[0])
-    });
+    wait_until(
+        "uploads and local deletion",
+        Duration::from_secs(60),
+        || {
+            let local = local_segments(&data, "orders");
+            let remote = s3
+                .manifest(PREFIX, "orders", 0)
+                .map(|m| manifest_segments(&m))
+                .unwrap_or_default();
+            local.len() <= 3
+                && local[0] > 0
+                && remote.last().is_some_and(|&(_, last)| last + 1 >= local[0])
+        },
+    );
     let manifest = s3.manifest(PREFIX, "orders", 0).unwrap();
     let remote = manifest_segments(&manifest);
     assert_eq!(remote[0].0, 0, "the remote tier starts at the log start");
     for pair in remote.windows(2) {
-        assert_eq!(pair[1].0, pair[0].1 + 1, "remote segments are contiguous: {remote:?}");
+        assert_eq!(
+            pair[1].0,
+            pair[0].1 + 1,
+            "remote segments are contiguous: {remote:?}"
+        );
     }
     for seg in manifest["segments"].as_array().unwrap() {
         for f in seg["files"].as_array().unwrap() {
-            let bytes = std::fs::read(s3.object(&format!("{PREFIX}/{}", f["key"].as_str().unwrap()))).unwrap();
+            let bytes =
+                std::fs::read(s3.object(&format!("{PREFIX}/{}", f["key"].as_str().unwrap())))
+                    .unwrap();
             assert_eq!(bytes.len() as u64, f["size"].as_u64().unwrap());
             assert_eq!(crc32c::crc32c(&bytes), f["crc32c"].as_u64().unwrap() as u32);
         }
     }
     // Every record from offset 0, and lookups by time, through a real Kafka client.
-    let out = tiered(&server, &["check", "orders", &n.to_string(), &base.to_string()]);
+    let out = tiered(
+        &server,
+        &["check", "orders", &n.to_string(), &base.to_string()],
+    );
     assert!(out.contains(&format!("ok checked {n}")), "{out}");
     // The uploader idles without leaking: descriptors stay put while nothing happens.
     let fds = server.open_fds();
     std::thread::sleep(Duration::from_secs(2));
-    assert!(server.open_fds() <= fds + 2, "descriptors grew while idle: {fds} -> {}", server.open_fds());
+    assert!(
+        server.open_fds() <= fds + 2,
+        "descriptors grew while idle: {fds} -> {}",
+        server.open_fds()
+    );
 }
 
 /// The first `.log` object a manifest names at or after `offset`: (key, base offset).
 fn remote_log_object(m: &serde_json::Value, index: usize) -> (String, i64) {
     let seg = &m["segments"][index];
-    let file = seg["files"].as_array().unwrap().iter().find(|f| f["suffix"] == ".log").unwrap();
-    (file["key"].as_str().unwrap().to_string(), seg["base_offset"].as_i64().unwrap())
+    let file = seg["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["suffix"] == ".log")
+        .unwrap();
+    (
+        file["key"].as_str().unwrap().to_string(),
+        seg["base_offset"].as_i64().unwrap(),
+    )
 }
 
 /// `shardlog consume` of one record at `offset`: Ok(output) or Err(stderr).
 fn consume_at(server: &ServerProc, offset: i64) -> Result<String, String> {
     let (out, err, ok) = common::cli::shardlog(
-        &["consume", "-b", &server.addr(), "-t", "orders", "-p", "0", "-o", &offset.to_string(), "-c", "1", "-f", "%o %k\n"],
+        &[
+            "consume",
+            "-b",
+            &server.addr(),
+            "-t",
+            "orders",
+            "-p",
+            "0",
+            "-o",
+            &offset.to_string(),
+            "-c",
+            "1",
+            "-f",
+            "%o %k\n",
+        ],
         None,
     );
-    if ok { Ok(out) } else { Err(err) }
+    if ok {
+        Ok(out)
+    } else {
+        Err(err)
+    }
 }
 
 #[test]
@@ -143,11 +194,18 @@ fn tampered_objects_are_refused_and_a_frozen_store_holds_local_deletion_back() {
     let mut create = vec!["create", "orders"];
     create.extend(TOPIC_CONFIGS);
     tiered(&server, &create);
-    tiered(&server, &["produce", "orders", "0", &n.to_string(), &base.to_string()]);
-    wait_until("uploads and local deletion", Duration::from_secs(60), || {
-        let local = local_segments(&data, "orders");
-        local.len() <= 3 && local[0] > 0
-    });
+    tiered(
+        &server,
+        &["produce", "orders", "0", &n.to_string(), &base.to_string()],
+    );
+    wait_until(
+        "uploads and local deletion",
+        Duration::from_secs(60),
+        || {
+            let local = local_segments(&data, "orders");
+            local.len() <= 3 && local[0] > 0
+        },
+    );
     let manifest = s3.manifest(PREFIX, "orders", 0).unwrap();
     assert!(manifest_segments(&manifest).len() >= 3, "{manifest}");
 
@@ -158,32 +216,64 @@ fn tampered_objects_are_refused_and_a_frozen_store_holds_local_deletion_back() {
     bytes[200] ^= 0x40;
     std::fs::write(&path, &bytes).unwrap();
     let refused = consume_at(&server, first).unwrap_err();
-    assert!(refused.contains("corrupt remote object") && refused.contains(&key), "{refused}");
+    assert!(
+        refused.contains("corrupt remote object") && refused.contains(&key),
+        "{refused}"
+    );
     // The next remote segment is still served.
     let (_, second) = remote_log_object(&manifest, 1);
-    assert_eq!(consume_at(&server, second).unwrap().trim(), format!("{second} k{second}"));
+    assert_eq!(
+        consume_at(&server, second).unwrap().trim(),
+        format!("{second} k{second}")
+    );
 
     // The store frozen: produce goes on, sealed segments stay local (not copied, so not
     // deletable), and a remote read fails with a retriable storage error.
     s3.pause();
-    let copied_end = manifest_segments(&s3.manifest(PREFIX, "orders", 0).unwrap()).last().unwrap().1 + 1;
-    tiered(&server, &["produce", "orders", &n.to_string(), "2000", &base.to_string()]);
+    let copied_end = manifest_segments(&s3.manifest(PREFIX, "orders", 0).unwrap())
+        .last()
+        .unwrap()
+        .1
+        + 1;
+    tiered(
+        &server,
+        &[
+            "produce",
+            "orders",
+            &n.to_string(),
+            "2000",
+            &base.to_string(),
+        ],
+    );
     std::thread::sleep(Duration::from_secs(2));
     let local = local_segments(&data, "orders");
-    assert!(local[0] <= copied_end, "a segment not copied (from {copied_end}) was deleted locally: {local:?}");
+    assert!(
+        local[0] <= copied_end,
+        "a segment not copied (from {copied_end}) was deleted locally: {local:?}"
+    );
     assert!(local.len() > 3, "{local:?}");
     let local_start = local[0];
     let (_, third) = remote_log_object(&manifest, 2);
     let started = Instant::now();
     let unavailable = consume_at(&server, third).unwrap_err();
-    assert!(unavailable.contains("StorageError") && unavailable.contains("unavailable"), "{unavailable}");
+    assert!(
+        unavailable.contains("StorageError") && unavailable.contains("unavailable"),
+        "{unavailable}"
+    );
     assert!(started.elapsed() < Duration::from_secs(60));
 
     // Resumed: the backlog is copied, local retention catches up, old records are served.
     s3.resume();
-    wait_until("the backlog copied and deleted locally", Duration::from_secs(120), || {
-        let local = local_segments(&data, "orders");
-        local.len() <= 3 && local[0] > local_start
-    });
-    assert_eq!(consume_at(&server, third).unwrap().trim(), format!("{third} k{third}"));
+    wait_until(
+        "the backlog copied and deleted locally",
+        Duration::from_secs(120),
+        || {
+            let local = local_segments(&data, "orders");
+            local.len() <= 3 && local[0] > local_start
+        },
+    );
+    assert_eq!(
+        consume_at(&server, third).unwrap().trim(),
+        format!("{third} k{third}")
+    );
 }

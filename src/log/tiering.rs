@@ -40,11 +40,16 @@ impl PartitionLog {
     fn sealed(&self, seg: &Segment, next_base: i64) -> SealedSegment {
         debug_assert!(seg.next_offset() <= next_base);
         let base = seg.base_offset();
-        let mut files: Vec<(&'static str, PathBuf)> = [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX]
-            .into_iter()
-            .map(|suffix| (suffix, segment_path(&self.dir, base, suffix)))
-            .filter(|(_, p)| self.io.storage.exists(p))
-            .collect();
+        let mut files: Vec<(&'static str, PathBuf)> = [
+            LOG_SUFFIX,
+            INDEX_SUFFIX,
+            TIME_INDEX_SUFFIX,
+            TXN_INDEX_SUFFIX,
+        ]
+        .into_iter()
+        .map(|suffix| (suffix, segment_path(&self.dir, base, suffix)))
+        .filter(|(_, p)| self.io.storage.exists(p))
+        .collect();
         let snapshot = segment_path(&self.dir, next_base, SNAPSHOT_SUFFIX);
         if self.io.storage.exists(&snapshot) {
             files.push((SNAPSHOT_SUFFIX, snapshot));
@@ -60,7 +65,10 @@ impl PartitionLog {
 
     /// The remote tier now holds every record below `end` (a committed upload).
     pub fn set_remote_copied_end(&mut self, end: i64) {
-        debug_assert!(self.remote_copied_end.is_none_or(|e| e <= end), "the copied end never moves back");
+        debug_assert!(
+            self.remote_copied_end.is_none_or(|e| e <= end),
+            "the copied end never moves back"
+        );
         self.remote_copied_end = Some(end);
     }
 
@@ -68,6 +76,8 @@ impl PartitionLog {
     /// that is not tiered, else once the remote tier holds all of it.
     pub(super) fn copied_to_remote(&self, seg: &Segment) -> bool {
         !self.config.remote_storage_enable
-            || self.remote_copied_end.is_some_and(|end| seg.next_offset() <= end)
+            || self
+                .remote_copied_end
+                .is_some_and(|end| seg.next_offset() <= end)
     }
 }

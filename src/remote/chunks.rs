@@ -87,8 +87,12 @@ fn insert(key: Rc<str>, part: u64, data: Bytes) {
 pub fn forget(key: &str) {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let stale: Vec<(Rc<str>, u64)> =
-            c.entries.iter().filter(|((k, _), _)| &**k == key).map(|(k, _)| k.clone()).collect();
+        let stale: Vec<(Rc<str>, u64)> = c
+            .entries
+            .iter()
+            .filter(|((k, _), _)| &**k == key)
+            .map(|(k, _)| k.clone())
+            .collect();
         for k in stale {
             if let Some(old) = c.entries.pop(&k) {
                 c.bytes -= old.len() as u64;
@@ -124,7 +128,12 @@ pub async fn read_range(
     Ok(out.freeze())
 }
 
-async fn chunk(store: &RemoteStore, file: &RemoteFile, key: &Rc<str>, n: u64) -> Result<Bytes, RemoteError> {
+async fn chunk(
+    store: &RemoteStore,
+    file: &RemoteFile,
+    key: &Rc<str>,
+    n: u64,
+) -> Result<Bytes, RemoteError> {
     if let Some(hit) = lookup(key, n) {
         return Ok(hit);
     }
@@ -132,7 +141,10 @@ async fn chunk(store: &RemoteStore, file: &RemoteFile, key: &Rc<str>, n: u64) ->
     let want = range.end - range.start;
     let data = store.get_range(store.key(&file.key), range).await?;
     if data.len() as u64 != want {
-        return Err(RemoteError::corrupt(&file.key, format!("chunk {n} has {} bytes, not {want}", data.len())));
+        return Err(RemoteError::corrupt(
+            &file.key,
+            format!("chunk {n} has {} bytes, not {want}", data.len()),
+        ));
     }
     insert(key.clone(), n, data.clone());
     Ok(data)
@@ -149,7 +161,12 @@ pub async fn whole_file(store: &RemoteStore, file: &RemoteFile) -> Result<Bytes,
     if data.len() as u64 != file.size || crc != file.crc32c {
         return Err(RemoteError::corrupt(
             &file.key,
-            format!("{} bytes with CRC {crc:#x}; the manifest says {} bytes, CRC {:#x}", data.len(), file.size, file.crc32c),
+            format!(
+                "{} bytes with CRC {crc:#x}; the manifest says {} bytes, CRC {:#x}",
+                data.len(),
+                file.size,
+                file.crc32c
+            ),
         ));
     }
     insert(key, WHOLE, data.clone());

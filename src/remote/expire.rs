@@ -11,8 +11,17 @@ use super::upload::remove_objects;
 use crate::config::LogConfig;
 
 /// How many of the oldest remote segments retention removes now.
-pub fn expired_count(m: &PartitionManifest, config: &LogConfig, now_ms: i64, local_only_bytes: u64) -> usize {
-    let below_start = m.segments.iter().take_while(|s| s.last_offset < m.log_start_offset).count();
+pub fn expired_count(
+    m: &PartitionManifest,
+    config: &LogConfig,
+    now_ms: i64,
+    local_only_bytes: u64,
+) -> usize {
+    let below_start = m
+        .segments
+        .iter()
+        .take_while(|s| s.last_offset < m.log_start_offset)
+        .count();
     if !config.cleanup_policy.deletes() {
         return below_start;
     }
@@ -78,7 +87,12 @@ mod tests {
                 max_timestamp_ms: ts,
                 size_bytes: 100,
                 uploaded_ms: 0,
-                files: vec![RemoteFile { suffix: ".log".into(), key: "k".into(), size: 100, crc32c: 0 }],
+                files: vec![RemoteFile {
+                    suffix: ".log".into(),
+                    key: "k".into(),
+                    size: 100,
+                    crc32c: 0,
+                }],
             })
             .collect();
         m
@@ -87,7 +101,10 @@ mod tests {
     #[test]
     fn retention_counts_the_whole_log() {
         let m = manifest(&[(0, 9, 1_000), (10, 19, 2_000), (20, 29, 3_000)]);
-        let mut c = LogConfig { retention_ms: -1, ..LogConfig::default() };
+        let mut c = LogConfig {
+            retention_ms: -1,
+            ..LogConfig::default()
+        };
         assert_eq!(expired_count(&m, &c, 10_000, 0), 0);
         c.retention_ms = 7_500;
         assert_eq!(expired_count(&m, &c, 10_000, 0), 2);

@@ -87,7 +87,11 @@ impl PartitionManifest {
     }
 
     pub fn to_bytes(&self) -> bytes::Bytes {
-        debug_assert_eq!(self.check(), Ok(()), "a manifest is written only when sound");
+        debug_assert_eq!(
+            self.check(),
+            Ok(()),
+            "a manifest is written only when sound"
+        );
         // Serialising plain structs of numbers and strings cannot fail.
         serde_json::to_vec_pretty(self).unwrap_or_default().into()
     }

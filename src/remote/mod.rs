@@ -42,8 +42,10 @@ fn retry() -> RetryConfig {
 
 /// Request and connect timeouts, set over what the environment configured (replacing the
 /// client options would drop settings such as `AWS_ALLOW_HTTP`).
-const CLIENT_TIMEOUTS: [(ClientConfigKey, &str); 2] =
-    [(ClientConfigKey::Timeout, "10s"), (ClientConfigKey::ConnectTimeout, "5s")];
+const CLIENT_TIMEOUTS: [(ClientConfigKey, &str); 2] = [
+    (ClientConfigKey::Timeout, "10s"),
+    (ClientConfigKey::ConnectTimeout, "5s"),
+];
 
 /// `scheme://bucket/prefix` split into (bucket URL, prefix).
 fn split_url(url: &str) -> Result<(String, ObjectPath), RemoteError> {
@@ -54,7 +56,10 @@ fn split_url(url: &str) -> Result<(String, ObjectPath), RemoteError> {
     if bucket.is_empty() {
         return Err(RemoteError::Config(format!("{url:?} names no bucket")));
     }
-    Ok((format!("{scheme}://{bucket}"), ObjectPath::from(prefix.trim_matches('/'))))
+    Ok((
+        format!("{scheme}://{bucket}"),
+        ObjectPath::from(prefix.trim_matches('/')),
+    ))
 }
 
 /// The object store `remote.storage.url` names, with credentials and region from the
@@ -67,7 +72,8 @@ pub fn open_store(url: &str, endpoint: &str) -> Result<RemoteStore, RemoteError>
     let bad = |e: object_store::Error| RemoteError::Config(format!("{url}: {e}"));
     if let Some(dir) = url.strip_prefix("file://") {
         let dir = Path::new(dir);
-        crate::io::os::create_dir_all(dir).map_err(|e| RemoteError::Config(format!("{url}: {e}")))?;
+        crate::io::os::create_dir_all(dir)
+            .map_err(|e| RemoteError::Config(format!("{url}: {e}")))?;
         let store = object_store::local::LocalFileSystem::new_with_prefix(dir).map_err(bad)?;
         return start(Arc::new(store), ObjectPath::default());
     }
@@ -75,7 +81,9 @@ pub fn open_store(url: &str, endpoint: &str) -> Result<RemoteStore, RemoteError>
     let store: Arc<dyn ObjectStore> = match url.split_once("://").map(|(s, _)| s) {
         Some("s3" | "s3a") => {
             use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
-            let mut b = AmazonS3Builder::from_env().with_url(&bucket).with_retry(retry());
+            let mut b = AmazonS3Builder::from_env()
+                .with_url(&bucket)
+                .with_retry(retry());
             if !endpoint.is_empty() {
                 b = b.with_endpoint(endpoint);
             }
@@ -86,7 +94,9 @@ pub fn open_store(url: &str, endpoint: &str) -> Result<RemoteStore, RemoteError>
         }
         Some("gs") => {
             use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
-            let mut b = GoogleCloudStorageBuilder::from_env().with_url(&bucket).with_retry(retry());
+            let mut b = GoogleCloudStorageBuilder::from_env()
+                .with_url(&bucket)
+                .with_retry(retry());
             for (k, v) in CLIENT_TIMEOUTS {
                 b = b.with_config(GoogleConfigKey::Client(k), v);
             }
@@ -94,7 +104,9 @@ pub fn open_store(url: &str, endpoint: &str) -> Result<RemoteStore, RemoteError>
         }
         Some("az" | "abfs" | "abfss" | "azure") => {
             use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
-            let mut b = MicrosoftAzureBuilder::from_env().with_url(&bucket).with_retry(retry());
+            let mut b = MicrosoftAzureBuilder::from_env()
+                .with_url(&bucket)
+                .with_retry(retry());
             if !endpoint.is_empty() {
                 b = b.with_endpoint(endpoint.to_string());
             }
@@ -113,7 +125,8 @@ pub fn open_store(url: &str, endpoint: &str) -> Result<RemoteStore, RemoteError>
 }
 
 fn start(store: Arc<dyn ObjectStore>, prefix: ObjectPath) -> Result<RemoteStore, RemoteError> {
-    RemoteStore::start(store, prefix).map_err(|e| RemoteError::Config(format!("starting the object store's thread: {e}")))
+    RemoteStore::start(store, prefix)
+        .map_err(|e| RemoteError::Config(format!("starting the object store's thread: {e}")))
 }
 
 /// This data directory's writer id (created at the first start with tiering): the
@@ -122,7 +135,10 @@ pub fn writer_id(data_dir: &Path) -> std::io::Result<String> {
     let path = data_dir.join("remote-writer-id");
     match crate::io::os::read_text(&path) {
         Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_string()),
-        Ok(_) => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} is empty", path.display()))),
+        Ok(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is empty", path.display()),
+        )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let id = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
             crate::io::os::write_file_durably(&path, id.as_bytes())?;

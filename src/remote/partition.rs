@@ -48,7 +48,13 @@ pub struct RemoteLog {
 }
 
 impl RemoteLog {
-    pub fn new(store: RemoteStore, writer: Rc<str>, topic: &str, partition: u32, read_only: bool) -> Rc<Self> {
+    pub fn new(
+        store: RemoteStore,
+        writer: Rc<str>,
+        topic: &str,
+        partition: u32,
+        read_only: bool,
+    ) -> Rc<Self> {
         Rc::new(RemoteLog {
             topic: topic.into(),
             partition,
@@ -96,18 +102,28 @@ impl RemoteLog {
             Ok((bytes, version)) => (PartitionManifest::parse(&key, &bytes)?, Some(version)),
             Err(RemoteError::NotFound(_)) => {
                 let start = self.local_start.get();
-                (PartitionManifest::new(&self.writer, &self.topic, self.partition, start), None)
+                (
+                    PartitionManifest::new(&self.writer, &self.topic, self.partition, start),
+                    None,
+                )
             }
             Err(e) => return Err(e),
         };
         if !self.read_only && manifest.writer != *self.writer {
             return Err(RemoteError::Refused {
                 key,
-                why: format!("written by {:?}, and this node is {:?}", manifest.writer, self.writer),
+                why: format!(
+                    "written by {:?}, and this node is {:?}",
+                    manifest.writer, self.writer
+                ),
             });
         }
         debug_assert!(manifest.topic == *self.topic && manifest.partition == self.partition);
-        *self.state.borrow_mut() = State { manifest, version, loaded: true };
+        *self.state.borrow_mut() = State {
+            manifest,
+            version,
+            loaded: true,
+        };
         Ok(())
     }
 
@@ -124,23 +140,37 @@ impl RemoteLog {
                 why: "this node is a read replica".into(),
             });
         }
-        let _turn = self.turn.acquire_permit(1).await.map_err(|e| RemoteError::Unavailable(e.to_string()))?;
+        let _turn = self
+            .turn
+            .acquire_permit(1)
+            .await
+            .map_err(|e| RemoteError::Unavailable(e.to_string()))?;
         let mut next = self.manifest().await?;
         let version = self.state.borrow().version.clone();
         change(&mut next);
         let key = self.manifest_key();
-        match self.store.put_if(self.store.key(&key), next.to_bytes(), version).await {
+        match self
+            .store
+            .put_if(self.store.key(&key), next.to_bytes(), version)
+            .await
+        {
             Ok(v) => {
-                *self.state.borrow_mut() = State { manifest: next.clone(), version: Some(v), loaded: true };
+                *self.state.borrow_mut() = State {
+                    manifest: next.clone(),
+                    version: Some(v),
+                    loaded: true,
+                };
                 Ok(next)
             }
             Err(e) => {
                 self.state.borrow_mut().loaded = false;
                 Err(match e {
-                    RemoteError::Conflict(_) | RemoteError::AlreadyExists(_) => RemoteError::Refused {
-                        key,
-                        why: "changed by another writer since it was read".into(),
-                    },
+                    RemoteError::Conflict(_) | RemoteError::AlreadyExists(_) => {
+                        RemoteError::Refused {
+                            key,
+                            why: "changed by another writer since it was read".into(),
+                        }
+                    }
                     other => other,
                 })
             }
@@ -173,6 +203,8 @@ impl RemoteLog {
         if self.manifest().await?.log_start_offset >= offset {
             return Ok(());
         }
-        self.commit(|m| m.log_start_offset = m.log_start_offset.max(offset)).await.map(|_| ())
+        self.commit(|m| m.log_start_offset = m.log_start_offset.max(offset))
+            .await
+            .map(|_| ())
     }
 }

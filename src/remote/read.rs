@@ -18,7 +18,12 @@ use crate::log::{INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 /// Whole batches from the one holding `offset` (or the first after it), up to `max_bytes`
 /// (at least one batch when `at_least_one`), from the remote tier. Empty when the remote
 /// tier holds nothing at or after `offset`.
-pub async fn read(log: &RemoteLog, offset: i64, max_bytes: usize, at_least_one: bool) -> Result<Bytes, RemoteError> {
+pub async fn read(
+    log: &RemoteLog,
+    offset: i64,
+    max_bytes: usize,
+    at_least_one: bool,
+) -> Result<Bytes, RemoteError> {
     let manifest = log.manifest().await?;
     log.bump(|s| s.remote_reads += 1);
     let mut from = offset.max(manifest.log_start_offset);
@@ -88,8 +93,16 @@ async fn header_at(
         RemoteError::corrupt(&file.key, format!("at {pos}: {what}"))
     };
     let h = BatchHeader::parse(&head).map_err(|e| corrupt(e.to_string()))?;
-    if pos + h.size() as u64 > file.size || h.base_offset < seg.base_offset || h.last_offset() > seg.last_offset {
-        return Err(corrupt(format!("batch {}..={} of {} bytes does not fit the segment", h.base_offset, h.last_offset(), h.size())));
+    if pos + h.size() as u64 > file.size
+        || h.base_offset < seg.base_offset
+        || h.last_offset() > seg.last_offset
+    {
+        return Err(corrupt(format!(
+            "batch {}..={} of {} bytes does not fit the segment",
+            h.base_offset,
+            h.last_offset(),
+            h.size()
+        )));
     }
     Ok(Some(h))
 }
@@ -101,15 +114,24 @@ fn verify_batches(seg: &RemoteSegment, file: &RemoteFile, data: &[u8]) -> Result
         let checked = BatchHeader::parse(&data[at..])
             .and_then(|h| check_framing_and_crc(&data[at..(at + h.size()).min(data.len())]))
             .map_err(|e| e.to_string())
-            .and_then(|h| match h.base_offset >= seg.base_offset && h.last_offset() <= seg.last_offset {
-                true => Ok(h),
-                false => Err(format!("offsets {}..={} outside the segment", h.base_offset, h.last_offset())),
+            .and_then(|h| {
+                match h.base_offset >= seg.base_offset && h.last_offset() <= seg.last_offset {
+                    true => Ok(h),
+                    false => Err(format!(
+                        "offsets {}..={} outside the segment",
+                        h.base_offset,
+                        h.last_offset()
+                    )),
+                }
             });
         match checked {
             Ok(h) => at += h.size(),
             Err(what) => {
                 chunks::forget(&file.key);
-                return Err(RemoteError::corrupt(&file.key, format!("batch at +{at}: {what}")));
+                return Err(RemoteError::corrupt(
+                    &file.key,
+                    format!("batch at +{at}: {what}"),
+                ));
             }
         }
     }
@@ -118,7 +140,11 @@ fn verify_batches(seg: &RemoteSegment, file: &RemoteFile, data: &[u8]) -> Result
 
 /// The byte position to start from for `offset`: the offset index's floor entry (0 when
 /// the segment has no index).
-async fn index_position(log: &RemoteLog, seg: &RemoteSegment, offset: i64) -> Result<u64, RemoteError> {
+async fn index_position(
+    log: &RemoteLog,
+    seg: &RemoteSegment,
+    offset: i64,
+) -> Result<u64, RemoteError> {
     let Some(file) = seg.file(INDEX_SUFFIX) else {
         return Ok(0);
     };
@@ -130,10 +156,18 @@ async fn index_position(log: &RemoteLog, seg: &RemoteSegment, offset: i64) -> Re
 
 /// Kafka's offsetsForTimes over the remote tier: the first record at or after `start`
 /// with a timestamp >= `target`, as (offset, timestamp).
-pub async fn find_by_timestamp(log: &RemoteLog, target: i64, start: i64) -> Result<Option<(i64, i64)>, RemoteError> {
+pub async fn find_by_timestamp(
+    log: &RemoteLog,
+    target: i64,
+    start: i64,
+) -> Result<Option<(i64, i64)>, RemoteError> {
     let manifest = log.manifest().await?;
     let start = start.max(manifest.log_start_offset);
-    for seg in manifest.segments.iter().filter(|s| s.last_offset >= start && s.max_timestamp_ms >= target) {
+    for seg in manifest
+        .segments
+        .iter()
+        .filter(|s| s.last_offset >= start && s.max_timestamp_ms >= target)
+    {
         if let Some(found) = find_in_segment(log, seg, target, start).await? {
             return Ok(Some(found));
         }
@@ -154,7 +188,11 @@ async fn find_in_segment(
             let index = TimeIndex::decode(seg.base_offset, &bytes, bytes.len() / 12 + 1)
                 .map_err(|e| RemoteError::corrupt(&file.key, e.to_string()))?;
             let e = index.lookup(target);
-            if e.timestamp >= 0 && e.timestamp < target { e.offset + 1 } else { e.offset }
+            if e.timestamp >= 0 && e.timestamp < target {
+                e.offset + 1
+            } else {
+                e.offset
+            }
         }
         None => seg.base_offset,
     }
@@ -165,10 +203,14 @@ async fn find_in_segment(
         if h.last_offset() >= from && h.max_timestamp >= target {
             let batch = read_range(&log.store, file, pos, pos + h.size() as u64).await?;
             verify_batches(seg, file, &batch)?;
-            let corrupt = |e: crate::format::BatchError| RemoteError::corrupt(&file.key, e.to_string());
+            let corrupt =
+                |e: crate::format::BatchError| RemoteError::corrupt(&file.key, e.to_string());
             let section = RecordsSection::of(&batch, &h).map_err(corrupt)?;
             let records = section.decode().map_err(corrupt)?;
-            if let Some(r) = records.iter().find(|r| r.timestamp >= target && r.offset >= from) {
+            if let Some(r) = records
+                .iter()
+                .find(|r| r.timestamp >= target && r.offset >= from)
+            {
                 return Ok(Some((r.offset, r.timestamp)));
             }
         }

@@ -14,9 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use object_store::path::Path as ObjectPath;
-use object_store::{
-    ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
-};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use tokio::sync::{mpsc, oneshot};
 
 use super::error::RemoteError;
@@ -158,7 +156,11 @@ impl RemoteStore {
     }
 
     /// Bytes `range` of an object (a ranged GET).
-    pub async fn get_range(&self, key: ObjectPath, range: Range<u64>) -> Result<Bytes, RemoteError> {
+    pub async fn get_range(
+        &self,
+        key: ObjectPath,
+        range: Range<u64>,
+    ) -> Result<Bytes, RemoteError> {
         self.run("ranged get", move |s| async move {
             s.get_range(&key, range).await
         })

@@ -35,7 +35,12 @@ pub async fn copy_segment(
         match copy_file(log, storage, path, &key).await {
             Ok((size, crc32c)) => {
                 bytes += size;
-                files.push(RemoteFile { suffix: suffix.to_string(), key, size, crc32c });
+                files.push(RemoteFile {
+                    suffix: suffix.to_string(),
+                    key,
+                    size,
+                    crc32c,
+                });
             }
             Err(e) => {
                 remove_objects(log, &files).await;
@@ -54,7 +59,9 @@ pub async fn copy_segment(
     let mut added = false;
     let committed = log
         .commit(|m| {
-            if m.next_offset().is_none_or(|next| next <= segment.base_offset) {
+            if m.next_offset()
+                .is_none_or(|next| next <= segment.base_offset)
+            {
                 m.segments.push(segment);
                 added = true;
             }
@@ -76,7 +83,10 @@ async fn copy_file(
     key: &str,
 ) -> Result<(u64, u32), RemoteError> {
     let local = |e: std::io::Error| RemoteError::Local(format!("{}: {e}", path.display()));
-    let file = storage.open(path, OpenMode::ReadOnly).await.map_err(local)?;
+    let file = storage
+        .open(path, OpenMode::ReadOnly)
+        .await
+        .map_err(local)?;
     let size = file.size().await.map_err(local)?;
     let object = log.store.key(key);
     let mut crc = 0u32;
@@ -86,7 +96,10 @@ async fn copy_file(
             let len = PART_BYTES.min(size - pos) as usize;
             let data = file.read_at(pos, len).await.map_err(local)?;
             if data.len() != len {
-                return Err(RemoteError::Local(format!("{}: short read at {pos}", path.display())));
+                return Err(RemoteError::Local(format!(
+                    "{}: short read at {pos}",
+                    path.display()
+                )));
             }
             Ok::<Bytes, RemoteError>(Bytes::from(data))
         }

@@ -265,14 +265,21 @@ async fn take_clean_shutdown_marker(
 
 /// The object store of tiered storage and this data directory's writer id, when
 /// `remote.storage.url` is set.
-fn open_tiering(config: &ServerConfig) -> Result<Option<crate::shard::tiering::Tiering>, ServerError> {
+fn open_tiering(
+    config: &ServerConfig,
+) -> Result<Option<crate::shard::tiering::Tiering>, ServerError> {
     if config.remote_storage_url.is_empty() {
         return Ok(None);
     }
-    let store = crate::remote::open_store(&config.remote_storage_url, &config.remote_storage_endpoint)
-        .map_err(|e| startup(e.to_string()))?;
-    let writer = crate::remote::writer_id(&config.data_dir)
-        .map_err(|e| startup(format!("the remote writer id in {}: {e}", config.data_dir.display())))?;
+    let store =
+        crate::remote::open_store(&config.remote_storage_url, &config.remote_storage_endpoint)
+            .map_err(|e| startup(e.to_string()))?;
+    let writer = crate::remote::writer_id(&config.data_dir).map_err(|e| {
+        startup(format!(
+            "the remote writer id in {}: {e}",
+            config.data_dir.display()
+        ))
+    })?;
     Ok(Some(crate::shard::tiering::Tiering { store, writer }))
 }
 

@@ -318,10 +318,15 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         },
         check: |c| {
             let url = &c.remote_storage_url;
-            let known = ["s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "azure://", "file:///"];
+            let known = [
+                "s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "azure://", "file:///",
+            ];
             match url.is_empty() || known.iter().any(|k| url.starts_with(k)) {
                 true => Ok(()),
-                false => Err(bad("remote.storage.url", format!("{url:?}: use s3://BUCKET/PREFIX, gs://, az:// or file:///PATH"))),
+                false => Err(bad(
+                    "remote.storage.url",
+                    format!("{url:?}: use s3://BUCKET/PREFIX, gs://, az:// or file:///PATH"),
+                )),
             }
         },
     },
@@ -334,7 +339,11 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         },
         check: unbounded,
     },
-    number_key!("remote.upload.interval.ms", remote_upload_interval_ms, 100..=DAY_MS),
+    number_key!(
+        "remote.upload.interval.ms",
+        remote_upload_interval_ms,
+        100..=DAY_MS
+    ),
     number_key!("remote.cache.bytes", remote_cache_bytes, (1 << 20)..),
     boolean_key!("remote.read.replica", remote_read_replica),
     number_key!(

@@ -905,7 +905,8 @@ impl Shard {
             })
             .collect();
         for p in self.owned_partitions(&meta, 0) {
-            self.attach_remote(&meta.name, p, log_config.remote_storage_enable);
+            // The local start is learnt from the partition's first answer.
+            self.attach_remote(&meta.name, p, log_config.remote_storage_enable, -1);
         }
         self.topics.borrow_mut().insert(meta.name.clone(), meta);
         for h in handles {
@@ -938,11 +939,17 @@ impl Shard {
             for t in log.recovery_truncations() {
                 tracing::warn!(file = %t.file.display(), position = t.position, bytes_dropped = t.bytes_dropped, reason = %t.reason, "recovery truncated a log");
             }
+            let local_start = log.log_start_offset();
             self.partitions.borrow_mut().insert(
                 TopicPartition::new(&*meta.name, p as i32),
                 PartitionHandle::spawn(log),
             );
-            self.attach_remote(&meta.name, p, meta.config.log.remote_storage_enable);
+            self.attach_remote(
+                &meta.name,
+                p,
+                meta.config.log.remote_storage_enable,
+                local_start,
+            );
         }
         Ok(OpOk::Done)
     }

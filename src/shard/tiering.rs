@@ -34,28 +34,67 @@ impl Shard {
 
     /// Gives an owned partition of a tiered topic its remote tier (on open, or when
     /// remote.storage.enable is turned on).
-    pub(crate) fn attach_remote(&self, topic: &str, partition: u32, tiered: bool) {
+    pub(crate) fn attach_remote(
+        &self,
+        topic: &str,
+        partition: u32,
+        tiered: bool,
+        local_start: i64,
+    ) {
         let tp = TopicPartition::new(topic, partition as i32);
         let Some(tiering) = self.tiering.as_ref().filter(|_| tiered) else {
             self.remote_logs.borrow_mut().remove(&tp);
             return;
         };
-        self.remote_logs.borrow_mut().entry(tp).or_insert_with(|| {
-            RemoteLog::new(tiering.store.clone(), tiering.writer.as_str().into(), topic, partition, false)
-        });
+        let remote = self
+            .remote_logs
+            .borrow_mut()
+            .entry(tp)
+            .or_insert_with(|| {
+                RemoteLog::new(
+                    tiering.store.clone(),
+                    tiering.writer.as_str().into(),
+                    topic,
+                    partition,
+                    false,
+                )
+            })
+            .clone();
+        if local_start >= 0 {
+            remote.local_start.set(local_start);
+        }
     }
 
     /// Forgets the remote tiers of a topic's partitions (the topic is gone from this shard).
     pub(crate) fn detach_remote(&self, topic: &str) {
-        self.remote_logs.borrow_mut().retain(|tp, _| tp.topic != topic);
+        self.remote_logs
+            .borrow_mut()
+            .retain(|tp, _| tp.topic != topic);
     }
 
     /// Runs `op` on a tiered partition: on its task, and from the remote tier when it
     /// reaches below the local log's start. Log starts answered are the whole log's.
-    pub(crate) async fn tiered_op(&self, handle: &PartitionHandle, remote: &RemoteLog, op: PartitionOp) -> OpResult {
+    pub(crate) async fn tiered_op(
+        &self,
+        handle: &PartitionHandle,
+        remote: &RemoteLog,
+        op: PartitionOp,
+    ) -> OpResult {
         match op {
-            PartitionOp::Fetch { offset, max_bytes, at_least_one, isolation } => {
-                let r = handle.call(PartitionOp::Fetch { offset, max_bytes, at_least_one, isolation }).await;
+            PartitionOp::Fetch {
+                offset,
+                max_bytes,
+                at_least_one,
+                isolation,
+            } => {
+                let r = handle
+                    .call(PartitionOp::Fetch {
+                        offset,
+                        max_bytes,
+                        at_least_one,
+                        isolation,
+                    })
+                    .await;
                 match r {
                     Err(e) if e.code == crate::protocol::ErrorCode::OffsetOutOfRange => {
                         fetch_remote(handle, remote, offset, max_bytes, at_least_one, e).await
@@ -63,11 +102,19 @@ impl Shard {
                     other => Ok(overall_start(remote, other?)),
                 }
             }
-            PartitionOp::ListOffsets { timestamp, isolation } => {
+            PartitionOp::ListOffsets {
+                timestamp,
+                isolation,
+            } => {
                 if let Some(found) = find_remote(remote, timestamp).await? {
                     return Ok(found);
                 }
-                let r = handle.call(PartitionOp::ListOffsets { timestamp, isolation }).await?;
+                let r = handle
+                    .call(PartitionOp::ListOffsets {
+                        timestamp,
+                        isolation,
+                    })
+                    .await?;
                 Ok(match (timestamp, r) {
                     (EARLIEST_TIMESTAMP, OpOk::Offset { offset, timestamp }) => OpOk::Offset {
                         offset: remote.log_start(offset),
@@ -78,9 +125,14 @@ impl Shard {
             }
             PartitionOp::DeleteRecords { offset } => {
                 let local = handle.call(PartitionOp::DeleteRecords { offset }).await?;
-                let OpOk::LowWatermark(local_low) = local else { return Ok(local) };
+                let OpOk::LowWatermark(local_low) = local else {
+                    return Ok(local);
+                };
                 let target = if offset == -1 { local_low } else { offset };
-                remote.advance_log_start(target).await.map_err(|e| e.to_broker())?;
+                remote
+                    .advance_log_start(target)
+                    .await
+                    .map_err(|e| e.to_broker())?;
                 remote.local_start.set(local_low);
                 Ok(OpOk::LowWatermark(remote.log_start(local_low).max(target)))
             }
@@ -92,9 +144,15 @@ impl Shard {
 /// Reports the whole log's start in a local answer, and notes the local start it names.
 fn overall_start(remote: &RemoteLog, mut ok: OpOk) -> OpOk {
     let start = match &mut ok {
-        OpOk::Fetched { log_start_offset, .. }
-        | OpOk::FetchedAtTime { log_start_offset, .. }
-        | OpOk::Produced { log_start_offset, .. } => log_start_offset,
+        OpOk::Fetched {
+            log_start_offset, ..
+        }
+        | OpOk::FetchedAtTime {
+            log_start_offset, ..
+        }
+        | OpOk::Produced {
+            log_start_offset, ..
+        } => log_start_offset,
         OpOk::Partition(summary) => &mut summary.log_start_offset,
         _ => return ok,
     };
@@ -137,13 +195,22 @@ async fn fetch_remote(
 /// Kafka's offsetsForTimes when the answer lies in the remote tier (below the local log's
 /// start); `None` sends the lookup to the local log.
 async fn find_remote(remote: &RemoteLog, timestamp: i64) -> Result<Option<OpOk>, BrokerError> {
-    if matches!(timestamp, LATEST_TIMESTAMP | EARLIEST_TIMESTAMP | MAX_TIMESTAMP) || timestamp < 0 {
+    if matches!(
+        timestamp,
+        LATEST_TIMESTAMP | EARLIEST_TIMESTAMP | MAX_TIMESTAMP
+    ) || timestamp < 0
+    {
         return Ok(None);
     }
     let manifest = remote.manifest().await.map_err(|e| e.to_broker())?;
-    let Some(start) = manifest.start_offset() else { return Ok(None) };
+    let Some(start) = manifest.start_offset() else {
+        return Ok(None);
+    };
     let local_start = remote.local_start.get();
-    if !manifest.segment_for_time(timestamp, start).is_some_and(|s| s.base_offset < local_start) {
+    if manifest
+        .segment_for_time(timestamp, start)
+        .is_none_or(|s| s.base_offset >= local_start)
+    {
         return Ok(None);
     }
     let found = remote::read::find_by_timestamp(remote, timestamp, start)
@@ -161,15 +228,23 @@ async fn find_remote(remote: &RemoteLog, timestamp: i64) -> Result<Option<OpOk>,
 pub async fn upload_loop(shard: Rc<Shard>) {
     let every = Duration::from_millis(shard.config.remote_upload_interval_ms);
     let shutdown = shard.shutdown_listener();
-    let mut backoff: std::collections::HashMap<TopicPartition, (u32, std::time::Instant)> = Default::default();
+    let mut backoff: std::collections::HashMap<TopicPartition, (u32, std::time::Instant)> =
+        Default::default();
     while before(every, shutdown.recv()).await.is_none() {
-        let tiered: Vec<(TopicPartition, Rc<RemoteLog>)> =
-            shard.remote_logs.borrow().iter().map(|(tp, r)| (tp.clone(), r.clone())).collect();
+        let tiered: Vec<(TopicPartition, Rc<RemoteLog>)> = shard
+            .remote_logs
+            .borrow()
+            .iter()
+            .map(|(tp, r)| (tp.clone(), r.clone()))
+            .collect();
         for (tp, remote) in tiered {
             if shard.shutting_down.get() {
                 return;
             }
-            if backoff.get(&tp).is_some_and(|(_, until)| std::time::Instant::now() < *until) {
+            if backoff
+                .get(&tp)
+                .is_some_and(|(_, until)| std::time::Instant::now() < *until)
+            {
                 continue;
             }
             match upload_pass(&shard, &tp, &remote).await {
@@ -189,9 +264,17 @@ pub async fn upload_loop(shard: Rc<Shard>) {
 }
 
 /// One partition's pass: copy what is sealed and not yet remote, then remote retention.
-async fn upload_pass(shard: &Rc<Shard>, tp: &TopicPartition, remote: &RemoteLog) -> Result<(), RemoteError> {
-    let Some(handle) = shard.partition_handle(tp) else { return Ok(()) };
-    let Some(meta) = shard.topic(&tp.topic) else { return Ok(()) };
+async fn upload_pass(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    remote: &RemoteLog,
+) -> Result<(), RemoteError> {
+    let Some(handle) = shard.partition_handle(tp) else {
+        return Ok(());
+    };
+    let Some(meta) = shard.topic(&tp.topic) else {
+        return Ok(());
+    };
     let mut view = tiering_view(&handle, remote).await?;
     for seg in std::mem::take(&mut view.to_copy) {
         if shard.shutting_down.get() {
@@ -204,16 +287,29 @@ async fn upload_pass(shard: &Rc<Shard>, tp: &TopicPartition, remote: &RemoteLog)
         });
         view = tiering_view(&handle, remote).await?;
     }
-    remote::expire::expire(remote, &meta.config.log, crate::time::now_ms(), view.local_only_bytes).await?;
+    remote::expire::expire(
+        remote,
+        &meta.config.log,
+        crate::time::now_ms(),
+        view.local_only_bytes,
+    )
+    .await?;
     Ok(())
 }
 
 /// The partition's segments to copy, after telling it what the remote tier holds.
-async fn tiering_view(handle: &PartitionHandle, remote: &RemoteLog) -> Result<TieringView, RemoteError> {
+async fn tiering_view(
+    handle: &PartitionHandle,
+    remote: &RemoteLog,
+) -> Result<TieringView, RemoteError> {
     let manifest = remote.manifest().await?;
     let copied = manifest.next_offset().unwrap_or(manifest.log_start_offset);
     let view = handle
-        .job(|reply| Job::Tiering { from_offset: copied, copied_end: Some(copied), reply })
+        .job(|reply| Job::Tiering {
+            from_offset: copied,
+            copied_end: Some(copied),
+            reply,
+        })
         .await
         .ok_or_else(|| RemoteError::Unavailable("the partition is closing".into()))?;
     remote.local_start.set(view.local_start);

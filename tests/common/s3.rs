@@ -44,7 +44,11 @@ impl S3Server {
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap();
-            let mut server = S3Server { child, port, root: root.to_path_buf() };
+            let mut server = S3Server {
+                child,
+                port,
+                root: root.to_path_buf(),
+            };
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 if server.child.try_wait().unwrap().is_some() {
@@ -63,8 +67,14 @@ impl S3Server {
     /// Server keys of a shardlog using this store under `prefix`.
     pub fn server_keys(&self, prefix: &str) -> Vec<(String, String)> {
         vec![
-            ("remote.storage.url".into(), format!("s3://{BUCKET}/{prefix}")),
-            ("remote.storage.endpoint".into(), format!("http://127.0.0.1:{}", self.port)),
+            (
+                "remote.storage.url".into(),
+                format!("s3://{BUCKET}/{prefix}"),
+            ),
+            (
+                "remote.storage.endpoint".into(),
+                format!("http://127.0.0.1:{}", self.port),
+            ),
         ]
     }
 
@@ -83,7 +93,9 @@ impl S3Server {
 
     /// A partition's manifest, parsed.
     pub fn manifest(&self, prefix: &str, topic: &str, partition: u32) -> Option<serde_json::Value> {
-        let path = self.object(&format!("{prefix}/topics/{topic}/{partition}/manifest.json"));
+        let path = self.object(&format!(
+            "{prefix}/topics/{topic}/{partition}/manifest.json"
+        ));
         let text = std::fs::read_to_string(path).ok()?;
         Some(serde_json::from_str(&text).unwrap())
     }
@@ -99,7 +111,11 @@ impl S3Server {
 }
 
 fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success();
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
     assert!(ok, "kill {sig} {pid}");
 }
 
@@ -117,6 +133,11 @@ pub fn manifest_segments(m: &serde_json::Value) -> Vec<(i64, i64)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| (s["base_offset"].as_i64().unwrap(), s["last_offset"].as_i64().unwrap()))
+        .map(|s| {
+            (
+                s["base_offset"].as_i64().unwrap(),
+                s["last_offset"].as_i64().unwrap(),
+            )
+        })
         .collect()
 }
