@@ -277,3 +277,96 @@ fn tampered_objects_are_refused_and_a_frozen_store_holds_local_deletion_back() {
         format!("{third} k{third}")
     );
 }
+
+/// Waits (bounded) until the manifest of `orders`-0 covers offsets below `end`.
+fn wait_uploaded(s3: &S3Server, end: i64) {
+    wait_until(
+        &format!("the bucket to hold offsets below {end}"),
+        Duration::from_secs(120),
+        || {
+            s3.manifest(PREFIX, "orders", 0)
+                .and_then(|m| manifest_segments(&m).last().copied())
+                .is_some_and(|(_, last)| last + 1 >= end)
+        },
+    );
+}
+
+#[test]
+fn an_upload_cut_by_kill_9_resumes_and_a_lost_node_is_restored_from_the_bucket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(&tmp.path().join("s3"));
+    let data = tmp.path().join("data-a");
+    let mut node_a = start_server(&data, &s3);
+    let (n, base) = (4000i64, base_ms(5000));
+    let mut create = vec!["create", "orders"];
+    create.extend(TOPIC_CONFIGS);
+    tiered(&node_a, &create);
+    // The store frozen while segments seal: an upload is in flight when the node dies.
+    s3.pause();
+    tiered(
+        &node_a,
+        &["produce", "orders", "0", &n.to_string(), &base.to_string()],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    node_a.kill9();
+    s3.resume();
+    node_a.respawn();
+    // Every sealed segment gets there after the restart; roll the last one up too.
+    let (_, _, rolled) = common::cli::shardlog(
+        &["topics", "roll", "-b", &node_a.addr(), "--topic", "orders"],
+        None,
+    );
+    assert!(rolled);
+    wait_uploaded(&s3, n);
+    let remote = manifest_segments(&s3.manifest(PREFIX, "orders", 0).unwrap());
+    assert_eq!(remote[0].0, 0);
+    assert!(
+        remote.windows(2).all(|p| p[1].0 == p[0].1 + 1),
+        "{remote:?}"
+    );
+
+    // The machine is lost; a fresh node on the same bucket restores the topic.
+    node_a.kill9();
+    drop(node_a);
+    std::fs::remove_dir_all(&data).unwrap();
+    let node_b = start_server(&tmp.path().join("data-b"), &s3);
+    let (out, err, ok) = common::cli::shardlog(
+        &[
+            "topics",
+            "restore",
+            "-b",
+            &node_b.addr(),
+            "--topic",
+            "orders",
+        ],
+        None,
+    );
+    assert!(ok, "restore failed: {out}{err}");
+    let out = tiered(
+        &node_b,
+        &["check", "orders", &n.to_string(), &base.to_string()],
+    );
+    assert!(out.contains(&format!("ok checked {n}")), "{out}");
+    // New records continue the offsets, and the restored node now writes the bucket.
+    tiered(
+        &node_b,
+        &[
+            "produce",
+            "orders",
+            &n.to_string(),
+            "500",
+            &base.to_string(),
+        ],
+    );
+    let out = tiered(
+        &node_b,
+        &["check", "orders", &(n + 500).to_string(), &base.to_string()],
+    );
+    assert!(out.contains(&format!("ok checked {}", n + 500)), "{out}");
+    // A topic the bucket does not hold cannot be restored.
+    let (_, err, ok) = common::cli::shardlog(
+        &["topics", "restore", "-b", &node_b.addr(), "--topic", "nope"],
+        None,
+    );
+    assert!(!ok && err.contains("no tiered topic"), "{err}");
+}

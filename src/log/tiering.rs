@@ -81,3 +81,40 @@ impl PartitionLog {
                 .is_some_and(|end| seg.next_offset() <= end)
     }
 }
+
+/// Lays out an empty partition directory whose log starts and ends at `offset` (a
+/// partition restored from the remote tier: everything below it is remote): an empty
+/// active segment at `offset`, both checkpoints at it, and the producers' snapshot at it
+/// when there is one, so idempotent producers carry on. The loader opens it as any log.
+pub async fn seed_restored(
+    storage: &dyn crate::io::Storage,
+    dir: &std::path::Path,
+    offset: i64,
+    producer_snapshot: Option<Vec<u8>>,
+) -> crate::Result<()> {
+    use super::checkpoint::{LOG_START_OFFSET, RECOVERY_POINT};
+    use crate::error::Error;
+    storage
+        .create_dir_all(dir)
+        .map_err(|e| Error::io("create directory", dir, e))?;
+    let log = segment_path(dir, offset, LOG_SUFFIX);
+    let file = storage
+        .open(&log, crate::io::OpenMode::CreateNew)
+        .await
+        .map_err(|e| Error::io("create", &log, e))?;
+    file.close()
+        .await
+        .map_err(|e| Error::io("close", &log, e))?;
+    if let Some(bytes) = producer_snapshot {
+        let path = segment_path(dir, offset, SNAPSHOT_SUFFIX);
+        crate::io::storage::write_new_file_synced(storage, &path, &bytes)
+            .await
+            .map_err(|e| Error::io("write", &path, e))?;
+    }
+    LOG_START_OFFSET.write(storage, dir, offset).await?;
+    RECOVERY_POINT.write(storage, dir, offset).await?;
+    storage
+        .sync_dir(dir)
+        .await
+        .map_err(|e| Error::io("fsync directory", dir, e))
+}

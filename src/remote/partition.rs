@@ -45,6 +45,9 @@ pub struct RemoteLog {
     /// The local log's start, as its task last reported it.
     pub local_start: Cell<i64>,
     pub stats: Cell<RemoteStats>,
+    /// The topic description last written to the bucket by this partition (partition 0
+    /// writes it), so it is rewritten only when it changes.
+    pub described: RefCell<Option<super::manifest::TopicManifest>>,
 }
 
 impl RemoteLog {
@@ -69,7 +72,13 @@ impl RemoteLog {
             turn: Semaphore::new(1),
             local_start: Cell::new(0),
             stats: Cell::new(RemoteStats::default()),
+            described: RefCell::new(None),
         })
+    }
+
+    /// The writer id manifests of this node name.
+    pub fn writer(&self) -> &str {
+        &self.writer
     }
 
     fn manifest_key(&self) -> String {

@@ -75,21 +75,26 @@ pub async fn create(
     configs: Vec<(String, String)>,
 ) -> OpResult {
     crate::catalog::internal_topics::refuse_client(&name, "create")?;
-    create_on_every_shard(shard, name, partitions, configs).await
+    let mut configs = configs;
+    if crate::shard::restore::take_recovery_flag(&mut configs)? {
+        return crate::shard::restore::restore(shard, name).await;
+    }
+    create_on_every_shard(shard, name, partitions, configs, false).await
 }
 
 /// Creates an internal topic with the settings the server's config fixes for it.
 pub async fn create_internal(shard: &Rc<Shard>, name: String) -> OpResult {
     let (partitions, configs) = crate::catalog::internal_topics::settings(&name, &shard.config);
-    create_on_every_shard(shard, name, partitions, configs).await
+    create_on_every_shard(shard, name, partitions, configs, false).await
 }
 
 /// Creates a topic on every shard, or leaves no trace of it.
-async fn create_on_every_shard(
+pub(crate) async fn create_on_every_shard(
     shard: &Rc<Shard>,
     name: String,
     partitions: i32,
     configs: Vec<(String, String)>,
+    restored: bool,
 ) -> OpResult {
     let _turn = shard.admin_turn().await?;
     let config = check_create(shard, &name, partitions, &configs)?;
@@ -98,6 +103,7 @@ async fn create_on_every_shard(
     let open = ShardOp::OpenPartitions {
         meta: meta.clone(),
         from: 0,
+        restored,
     };
     if let Err(e) = shard.on_every_shard(open).await {
         roll_back_create(shard, &meta).await;
@@ -212,6 +218,7 @@ pub async fn create_partitions(shard: &Rc<Shard>, name: String, count: i32) -> O
     let open = ShardOp::OpenPartitions {
         meta: grown.clone(),
         from,
+        restored: false,
     };
     let opened = shard.on_every_shard(open).await;
     let persisted = match opened {

@@ -251,10 +251,12 @@ pub enum ShardOp {
         delete: Vec<String>,
     },
     /// Open the partitions from `from` on of a topic being created or grown that this shard
-    /// owns (not yet visible), each in a fresh directory.
+    /// owns (not yet visible), each in a fresh directory, or, for a topic being restored
+    /// from the remote tier, in the directory the restore laid out.
     OpenPartitions {
         meta: TopicMeta,
         from: u32,
+        restored: bool,
     },
     /// Make a created topic visible on this shard.
     PublishTopic(TopicMeta),

@@ -668,7 +668,11 @@ impl Shard {
             | ShardOp::AlterConfigs { .. }
             | ShardOp::AlterBrokerConfigs { .. }
             | ShardOp::CreatePartitions { .. }) => Box::pin(self.execute_admin(op)).await,
-            ShardOp::OpenPartitions { meta, from } => self.open_new_partitions(&meta, from).await,
+            ShardOp::OpenPartitions {
+                meta,
+                from,
+                restored,
+            } => self.open_new_partitions(&meta, from, restored).await,
             ShardOp::PublishTopic(meta) => {
                 self.topics.borrow_mut().insert(meta.name.clone(), meta);
                 Ok(OpOk::Done)
@@ -792,9 +796,9 @@ impl Shard {
     /// Opens the partitions of a topic being created: each in a fresh directory (anything
     /// already there is quarantined, never served). On failure the controller removes what
     /// was opened, on every shard.
-    async fn open_new_partitions(&self, meta: &TopicMeta, from: u32) -> OpResult {
+    async fn open_new_partitions(&self, meta: &TopicMeta, from: u32, restored: bool) -> OpResult {
         let data_dir = &self.config.data_dir;
-        for p in self.owned_partitions(meta, from) {
+        for p in self.owned_partitions(meta, from).filter(|_| !restored) {
             let name = partition_dir_name(&meta.name, p);
             let dir = data_dir.join(&name);
             if self.storage.exists(&dir) {

@@ -195,11 +195,7 @@ async fn fetch_remote(
 /// Kafka's offsetsForTimes when the answer lies in the remote tier (below the local log's
 /// start); `None` sends the lookup to the local log.
 async fn find_remote(remote: &RemoteLog, timestamp: i64) -> Result<Option<OpOk>, BrokerError> {
-    if matches!(
-        timestamp,
-        LATEST_TIMESTAMP | EARLIEST_TIMESTAMP | MAX_TIMESTAMP
-    ) || timestamp < 0
-    {
+    if matches!(timestamp, LATEST_TIMESTAMP | MAX_TIMESTAMP) || timestamp < EARLIEST_TIMESTAMP {
         return Ok(None);
     }
     let manifest = remote.manifest().await.map_err(|e| e.to_broker())?;
@@ -207,6 +203,14 @@ async fn find_remote(remote: &RemoteLog, timestamp: i64) -> Result<Option<OpOk>,
         return Ok(None);
     };
     let local_start = remote.local_start.get();
+    if timestamp == EARLIEST_TIMESTAMP {
+        // The remote tier's start, when it lies below the local one: every remote record
+        // is below the last stable offset, so read_committed gets the same answer.
+        return Ok((start < local_start).then_some(OpOk::Offset {
+            offset: start,
+            timestamp: -1,
+        }));
+    }
     if manifest
         .segment_for_time(timestamp, start)
         .is_none_or(|s| s.base_offset >= local_start)
@@ -275,6 +279,9 @@ async fn upload_pass(
     let Some(meta) = shard.topic(&tp.topic) else {
         return Ok(());
     };
+    if tp.partition == 0 {
+        describe_topic(remote, &meta).await?;
+    }
     let mut view = tiering_view(&handle, remote).await?;
     for seg in std::mem::take(&mut view.to_copy) {
         if shard.shutting_down.get() {
@@ -294,6 +301,32 @@ async fn upload_pass(
         view.local_only_bytes,
     )
     .await?;
+    Ok(())
+}
+
+/// Writes the topic's description (partitions, configs set on it) to the bucket when it
+/// changed: what restore and read replicas recreate the topic from.
+async fn describe_topic(
+    remote: &RemoteLog,
+    meta: &crate::catalog::topics::TopicMeta,
+) -> Result<(), RemoteError> {
+    let described = remote::manifest::TopicManifest {
+        format: remote::manifest::FORMAT_VERSION,
+        writer: remote.writer().to_string(),
+        topic: meta.name.clone(),
+        partitions: meta.partitions(),
+        configs: meta
+            .config
+            .overrides
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    };
+    if remote.described.borrow().as_ref() == Some(&described) {
+        return Ok(());
+    }
+    remote::restore::write_topic(&remote.store, &described).await?;
+    *remote.described.borrow_mut() = Some(described);
     Ok(())
 }
 

@@ -1,4 +1,4 @@
-//! `shardlog topics create|list|describe|delete|alter|roll|maintain`: kafka-topics and
+//! `shardlog topics create|list|describe|delete|alter|roll|maintain|restore`: kafka-topics and
 //! kafka-configs in one tool.
 
 use std::io::Write;
@@ -19,6 +19,9 @@ pub enum TopicsAction {
     Roll,
     /// Run retention and a cleaning pass now.
     Maintain,
+    /// Recreate a tiered topic from the object store (a node that lost it): every remote
+    /// segment, its configs, its log start and end.
+    Restore,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -74,6 +77,15 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
                 .await
                 .map_err(failed)?;
             writeln!(out, "Created topic {topic}.").map_err(io)?;
+        }
+        TopicsAction::Restore => {
+            let topic = need_topic()?;
+            let configs = vec![("remote.recovery".to_string(), "true".to_string())];
+            client
+                .create_topic(&topic, 1, configs)
+                .await
+                .map_err(failed)?;
+            writeln!(out, "Restored topic {topic} from the object store.").map_err(io)?;
         }
         TopicsAction::Delete => {
             let topic = need_topic()?;

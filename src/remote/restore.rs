@@ -1,0 +1,77 @@
+//! What the bucket says about a tiered topic, for restoring it on a fresh node and for
+//! read replicas: its description (partitions and configs), each partition's manifest, and
+//! taking over as the writer of a restored topic.
+
+use super::chunks::whole_file;
+use super::error::RemoteError;
+use super::keys;
+use super::manifest::{PartitionManifest, TopicManifest};
+use super::store::RemoteStore;
+use crate::log::file_names::SNAPSHOT_SUFFIX;
+
+/// The tiered topics the bucket holds (names below `topics/`).
+pub async fn list_topics(store: &RemoteStore) -> Result<Vec<String>, RemoteError> {
+    store.list_dirs(keys::topic_dir()).await
+}
+
+/// A topic's description; `NotFound` when the bucket has no such tiered topic.
+pub async fn read_topic(store: &RemoteStore, topic: &str) -> Result<TopicManifest, RemoteError> {
+    let key = keys::topic_manifest(topic);
+    let (bytes, _) = store.get(store.key(&key)).await?;
+    let m = TopicManifest::parse(&key, &bytes)?;
+    if m.topic != topic || m.partitions == 0 {
+        return Err(RemoteError::corrupt(
+            key,
+            format!("describes {:?} with {} partitions", m.topic, m.partitions),
+        ));
+    }
+    Ok(m)
+}
+
+/// Writes a topic's description (at the first upload, and when its configs change).
+pub async fn write_topic(store: &RemoteStore, m: &TopicManifest) -> Result<(), RemoteError> {
+    store
+        .put_overwrite(store.key(&keys::topic_manifest(&m.topic)), m.to_bytes())
+        .await
+}
+
+/// What a restored partition starts from.
+pub struct RestoredPartition {
+    /// The offset after the last remote record: the restored local log starts there.
+    pub next_offset: i64,
+    /// The producers' snapshot at `next_offset`, when the last remote segment has one.
+    pub producer_snapshot: Option<Vec<u8>>,
+}
+
+/// Takes over a partition's manifest for `writer` (a conditional write, so a concurrent
+/// writer's change is not lost silently) and says where the restored log starts. Restoring
+/// is safe only when the node that wrote the bucket is gone, as with Redpanda's topic
+/// recovery.
+pub async fn take_over(
+    store: &RemoteStore,
+    writer: &str,
+    topic: &str,
+    partition: u32,
+) -> Result<RestoredPartition, RemoteError> {
+    let key = keys::partition_manifest(topic, partition);
+    let (mut m, version) = match store.get(store.key(&key)).await {
+        Ok((bytes, version)) => (PartitionManifest::parse(&key, &bytes)?, Some(version)),
+        Err(RemoteError::NotFound(_)) => {
+            (PartitionManifest::new(writer, topic, partition, 0), None)
+        }
+        Err(e) => return Err(e),
+    };
+    if m.writer != writer || version.is_none() {
+        m.writer = writer.to_string();
+        store.put_if(store.key(&key), m.to_bytes(), version).await?;
+    }
+    let next_offset = m.next_offset().unwrap_or(m.log_start_offset);
+    let producer_snapshot = match m.segments.last().and_then(|s| s.file(SNAPSHOT_SUFFIX)) {
+        Some(file) => Some(whole_file(store, file).await?.to_vec()),
+        None => None,
+    };
+    Ok(RestoredPartition {
+        next_offset,
+        producer_snapshot,
+    })
+}

@@ -1,0 +1,90 @@
+//! Restoring a tiered topic from the bucket on a fresh node (Redpanda's topic recovery,
+//! asked the same way: a CreateTopics carrying `remote.recovery=true`, which
+//! `shardlog topics restore` sends). The controller reads the topic's description and
+//! each partition's manifest, takes the manifests over as their writer, lays out each
+//! partition as an empty log starting at the end of its remote tier (with the producers'
+//! snapshot), then creates the topic as any other: every remote segment is served from
+//! the bucket, and new records continue the offsets. Only what was not yet uploaded is lost.
+
+use std::rc::Rc;
+
+use crate::broker_error::BrokerError;
+use crate::log::partition_dir;
+use crate::protocol::ErrorCode;
+use crate::remote::restore::{read_topic, take_over};
+use crate::remote::RemoteError;
+use crate::shard::messages::OpResult;
+use crate::shard::runtime::Shard;
+
+/// The CreateTopics config that asks for a restore instead of a new, empty topic.
+pub const RECOVERY_KEY: &str = "remote.recovery";
+
+/// Takes `remote.recovery` out of a create's configs: whether it asks for a restore.
+pub fn take_recovery_flag(configs: &mut Vec<(String, String)>) -> Result<bool, BrokerError> {
+    let Some(i) = configs.iter().position(|(k, _)| k == RECOVERY_KEY) else {
+        return Ok(false);
+    };
+    match configs.remove(i).1.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(BrokerError::new(
+            ErrorCode::InvalidConfig,
+            format!("{RECOVERY_KEY}={other:?}: use true or false"),
+        )),
+    }
+}
+
+fn remote_err(topic: &str, e: RemoteError) -> BrokerError {
+    match e {
+        RemoteError::NotFound(_) => BrokerError::new(
+            ErrorCode::UnknownTopic,
+            format!("the bucket holds no tiered topic {topic:?} to restore"),
+        ),
+        other => other.to_broker(),
+    }
+}
+
+/// Restores `name` from the bucket, with the bucket's partition count and configs (the
+/// count a create asks is not the restore's to choose: Kafka clients send a default).
+pub async fn restore(shard: &Rc<Shard>, name: String) -> OpResult {
+    let Some(tiering) = shard.tiering.clone() else {
+        return Err(BrokerError::new(
+            ErrorCode::InvalidConfig,
+            "restoring a topic needs the server key remote.storage.url",
+        ));
+    };
+    if shard.has_topic(&name) {
+        return Err(BrokerError::new(
+            ErrorCode::TopicAlreadyExists,
+            format!("topic {name:?} already exists here: restore is for a node that lost it"),
+        ));
+    }
+    let topic = read_topic(&tiering.store, &name)
+        .await
+        .map_err(|e| remote_err(&name, e))?;
+    for p in 0..topic.partitions {
+        let restored = take_over(&tiering.store, &tiering.writer, &name, p)
+            .await
+            .map_err(|e| remote_err(&name, e))?;
+        let dir = partition_dir(&shard.config.data_dir, &name, p);
+        crate::log::tiering::seed_restored(
+            &*shard.storage,
+            &dir,
+            restored.next_offset,
+            restored.producer_snapshot,
+        )
+        .await
+        .map_err(|e| {
+            BrokerError::new(
+                ErrorCode::of(&e),
+                format!("laying out {}: {e}", dir.display()),
+            )
+        })?;
+        tracing::info!(topic = %name, partition = p, next_offset = restored.next_offset, "partition restored from the bucket");
+    }
+    let mut configs = topic.configs.clone();
+    configs.retain(|(k, _)| k != "remote.storage.enable");
+    configs.push(("remote.storage.enable".into(), "true".into()));
+    crate::shard::admin::create_on_every_shard(shard, name, topic.partitions as i32, configs, true)
+        .await
+}
