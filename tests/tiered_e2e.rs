@@ -32,11 +32,15 @@ fn tiered(server: &ServerProc, args: &[&str]) -> String {
     all.extend_from_slice(args);
     let out = run_bounded(&mut script("tiered.py", &all), Duration::from_secs(120));
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "tiered.py {args:?} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if !out.status.success() {
+        let log = server.log_text();
+        let tail: Vec<&str> = log.lines().rev().take(20).collect();
+        panic!(
+            "tiered.py {args:?} failed:\n{stdout}\n{}\nserver log (last lines, newest first):\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            tail.join("\n")
+        );
+    }
     stdout
 }
 
@@ -369,4 +373,105 @@ fn an_upload_cut_by_kill_9_resumes_and_a_lost_node_is_restored_from_the_bucket()
         None,
     );
     assert!(!ok && err.contains("no tiered topic"), "{err}");
+}
+
+/// Rolls `orders` on `server` and waits until the bucket holds every offset below `end`.
+fn roll_and_upload(server: &ServerProc, s3: &S3Server, end: i64) {
+    let (_, err, ok) = common::cli::shardlog(
+        &["topics", "roll", "-b", &server.addr(), "--topic", "orders"],
+        None,
+    );
+    assert!(ok, "{err}");
+    wait_uploaded(s3, end);
+}
+
+#[test]
+fn a_read_replica_serves_the_bucket_read_only_and_follows_the_writer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(&tmp.path().join("s3"));
+    let writer = start_server(&tmp.path().join("data-w"), &s3);
+    let (n, base) = (3000i64, base_ms(5000));
+    let mut create = vec!["create", "orders"];
+    create.extend(TOPIC_CONFIGS);
+    tiered(&writer, &create);
+    tiered(
+        &writer,
+        &["produce", "orders", "0", &n.to_string(), &base.to_string()],
+    );
+    roll_and_upload(&writer, &s3, n);
+
+    let mut keys = s3.server_keys(PREFIX);
+    keys.push(("remote.read.replica".into(), "true".into()));
+    keys.push(("remote.upload.interval.ms".into(), "200".into()));
+    keys.push(("kafka.listen".into(), "auto".into()));
+    let keys: Vec<(&str, &str)> = keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let replica = ServerProc::start_wrapped(
+        &tmp.path().join("data-r"),
+        2,
+        &keys,
+        Some(&s3.env_wrapper()),
+    );
+    wait_until(
+        "the replica to find the topic",
+        Duration::from_secs(30),
+        || {
+            let (out, _, _) =
+                common::cli::shardlog(&["topics", "list", "-b", &replica.addr()], None);
+            out.lines().any(|l| l == "orders")
+        },
+    );
+    let out = tiered(
+        &replica,
+        &["check", "orders", &n.to_string(), &base.to_string()],
+    );
+    assert!(out.contains(&format!("ok checked {n}")), "{out}");
+
+    // Writes are refused with a clear error; the replica keeps serving.
+    let (_, err, ok) = common::cli::shardlog(
+        &["produce", "-b", &replica.addr(), "--topic", "orders"],
+        Some("x\n"),
+    );
+    assert!(!ok && err.contains("read replica"), "{err}");
+    let (_, err, ok) = common::cli::shardlog(
+        &["topics", "create", "-b", &replica.addr(), "--topic", "mine"],
+        None,
+    );
+    assert!(!ok && err.contains("read replica"), "{err}");
+
+    // What the writer uploads next is readable on the replica after its next manifest read.
+    tiered(
+        &writer,
+        &[
+            "produce",
+            "orders",
+            &n.to_string(),
+            "500",
+            &base.to_string(),
+        ],
+    );
+    roll_and_upload(&writer, &s3, n + 500);
+    wait_until(
+        "the replica to see the new segment",
+        Duration::from_secs(30),
+        || {
+            let (out, _, _) = common::cli::shardlog(
+                &[
+                    "get-offsets",
+                    "-b",
+                    &replica.addr(),
+                    "--topic",
+                    "orders",
+                    "--time",
+                    "-1",
+                ],
+                None,
+            );
+            out.trim() == format!("orders:0:{}", n + 500)
+        },
+    );
+    let out = tiered(
+        &replica,
+        &["check", "orders", &(n + 500).to_string(), &base.to_string()],
+    );
+    assert!(out.contains(&format!("ok checked {}", n + 500)), "{out}");
 }

@@ -75,6 +75,12 @@ pub async fn create(
     configs: Vec<(String, String)>,
 ) -> OpResult {
     crate::catalog::internal_topics::refuse_client(&name, "create")?;
+    if shard.config.remote_read_replica {
+        return err(
+            ErrorCode::InvalidRequest,
+            format!("this server is a read replica of the bucket: it serves the bucket's topics and creates none ({name:?})"),
+        );
+    }
     let mut configs = configs;
     if crate::shard::restore::take_recovery_flag(&mut configs)? {
         return crate::shard::restore::restore(shard, name).await;

@@ -78,6 +78,17 @@ async fn run(shard: Rc<Shard>) {
             }
             Err(e) => tracing::error!(error = %e, "could not start the remote tier's uploader"),
         }
+        if shard.config.remote_read_replica && shard.id == crate::shard::runtime::CONTROLLER {
+            let sync = crate::shard::read_replica::sync_topics_loop(shard.clone());
+            match crate::tasks::spawn_into(sync, queue()) {
+                Ok(task) => {
+                    task.detach();
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "could not start the read replica's topic sync")
+                }
+            }
+        }
     }
     retention_loop(shard).await
 }

@@ -15,6 +15,7 @@ pub(crate) mod maintenance;
 pub(crate) mod messages;
 mod partition_actor;
 pub(crate) mod producer_ids;
+pub(crate) mod read_replica;
 pub(crate) mod restore;
 pub(crate) mod runtime;
 mod security_files;

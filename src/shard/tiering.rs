@@ -56,7 +56,7 @@ impl Shard {
                     tiering.writer.as_str().into(),
                     topic,
                     partition,
-                    false,
+                    self.config.remote_read_replica,
                 )
             })
             .clone();
@@ -80,6 +80,9 @@ impl Shard {
         remote: &RemoteLog,
         op: PartitionOp,
     ) -> OpResult {
+        if self.config.remote_read_replica {
+            return crate::shard::read_replica::replica_op(remote, op).await;
+        }
         match op {
             PartitionOp::Fetch {
                 offset,
@@ -273,6 +276,9 @@ async fn upload_pass(
     tp: &TopicPartition,
     remote: &RemoteLog,
 ) -> Result<(), RemoteError> {
+    if shard.config.remote_read_replica {
+        return remote.reload().await;
+    }
     let Some(handle) = shard.partition_handle(tp) else {
         return Ok(());
     };
