@@ -136,6 +136,111 @@ fn old_offsets_and_times_are_served_from_the_bucket_after_local_deletion() {
         &["check", "orders", &n.to_string(), &base.to_string()],
     );
     assert!(out.contains(&format!("ok checked {n}")), "{out}");
+    let metrics = server.metrics();
+    for name in [
+        "remote_uploaded_bytes",
+        "remote_uploaded_segments",
+        "remote_reads",
+    ] {
+        assert!(metrics.value(name).unwrap_or(0) > 0, "{name} is 0");
+    }
+    assert!(metrics.value("remote_cache_misses").unwrap_or(0) > 0);
+
+    // DeleteRecords below the local start moves the start of both tiers.
+    let addr = server.addr();
+    let cli = |args: &[&str]| {
+        let (out, err, ok) = common::cli::shardlog(args, None);
+        assert!(ok, "{args:?}: {err}");
+        out
+    };
+    cli(&[
+        "delete-records",
+        "-b",
+        &addr,
+        "--topic",
+        "orders",
+        "--partition",
+        "0",
+        "--offset",
+        "1000",
+    ]);
+    let earliest = |addr: &str| {
+        cli(&[
+            "get-offsets",
+            "-b",
+            addr,
+            "--topic",
+            "orders",
+            "--time",
+            "-2",
+        ])
+    };
+    assert_eq!(earliest(&addr).trim(), "orders:0:1000");
+    assert_eq!(
+        s3.manifest(PREFIX, "orders", 0).unwrap()["log_start_offset"],
+        1000
+    );
+    let fetch_addr = addr.clone();
+    let below = common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&fetch_addr)
+            .await
+            .unwrap();
+        c.fetch("orders", 0, 500, 1)
+            .await
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    });
+    assert!(below.contains("OffsetOutOfRange"), "{below}");
+    assert_eq!(consume_at(&server, 1000).unwrap().trim(), "1000 k1000");
+    wait_until(
+        "segments below the log start to leave the bucket",
+        Duration::from_secs(30),
+        || {
+            let m = s3.manifest(PREFIX, "orders", 0).unwrap();
+            manifest_segments(&m)
+                .first()
+                .is_some_and(|&(_, last)| last >= 1000)
+        },
+    );
+    // retention.bytes counts both tiers: the oldest remote segments go from the bucket
+    // while the log exceeds it by a whole segment (Kafka's rule).
+    cli(&[
+        "topics",
+        "alter",
+        "-b",
+        &addr,
+        "--topic",
+        "orders",
+        "--config",
+        "retention.bytes=200000",
+    ]);
+    wait_until("remote retention by size", Duration::from_secs(30), || {
+        let m = s3.manifest(PREFIX, "orders", 0).unwrap();
+        let remote: u64 = m["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["size_bytes"].as_u64().unwrap())
+            .sum();
+        remote <= 200000 + 65536
+    });
+    let start: i64 = earliest(&addr)
+        .trim()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        start > 1000,
+        "the log start moved with remote retention: {start}"
+    );
+    assert_eq!(
+        consume_at(&server, start).unwrap().trim(),
+        format!("{start} k{start}")
+    );
+
     // The uploader idles without leaking: descriptors stay put while nothing happens.
     let fds = server.open_fds();
     std::thread::sleep(Duration::from_secs(2));

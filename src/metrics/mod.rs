@@ -15,7 +15,9 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 pub use distribution::{Distribution, HistogramError};
-pub use snapshot::{ApiStats, Gauges, MetricsReport, MetricsSnapshot, NamedDistribution};
+pub use snapshot::{
+    ApiStats, Gauges, MetricsReport, MetricsSnapshot, NamedDistribution, RemoteCounters,
+};
 
 /// A step of a request's life that is timed on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -87,6 +89,7 @@ pub struct ShardMetrics {
     recovery_truncations: u64,
     cleaner_runs: u64,
     cleaner_bytes_removed: u64,
+    remote: snapshot::RemoteCounters,
     open_segments: u64,
 }
 
@@ -99,6 +102,7 @@ impl ShardMetrics {
             recovery_truncations: 0,
             cleaner_runs: 0,
             cleaner_bytes_removed: 0,
+            remote: Default::default(),
             open_segments: 0,
         }
     }
@@ -201,6 +205,11 @@ pub fn record_cleaning(bytes: u64) {
     });
 }
 
+/// Tiered storage: what happened on this shard (segments copied, failed passes, reads).
+pub fn record_remote(f: impl FnOnce(&mut snapshot::RemoteCounters)) {
+    SHARD.with(|m| f(&mut m.borrow_mut().remote));
+}
+
 /// Held by every open segment: the shard's open-segment gauge counts them.
 #[derive(Debug)]
 pub struct OpenSegment(());
@@ -247,6 +256,7 @@ pub fn snapshot(shard: usize, gauges: Gauges) -> MetricsSnapshot {
             recovery_truncations: m.recovery_truncations,
             cleaner_runs: m.cleaner_runs,
             cleaner_bytes_removed: m.cleaner_bytes_removed,
+            remote: m.remote,
             open_segments: m.open_segments,
             gauges,
         }

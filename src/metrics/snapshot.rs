@@ -50,6 +50,12 @@ pub struct Gauges {
     /// The process's live heap (reported by shard 0 only, so sums stay right).
     pub heap_live_bytes: u64,
     pub heap_live_blocks: u64,
+    /// Tiered storage: bytes of local segments not yet copied to the bucket.
+    pub remote_upload_lag_bytes: u64,
+    /// Tiered storage: the remote chunk cache's lookups and size.
+    pub remote_cache_hits: u64,
+    pub remote_cache_misses: u64,
+    pub remote_cache_bytes: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -69,9 +75,20 @@ pub struct MetricsSnapshot {
     pub recovery_truncations: u64,
     pub cleaner_runs: u64,
     pub cleaner_bytes_removed: u64,
+    /// Tiered storage: bytes and segments copied to the bucket, failed passes, remote reads.
+    pub remote: RemoteCounters,
     /// Segments open on the shard now.
     pub open_segments: u64,
     pub gauges: Gauges,
+}
+
+/// Tiered storage's counters on one shard.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RemoteCounters {
+    pub uploaded_bytes: u64,
+    pub uploaded_segments: u64,
+    pub failed_passes: u64,
+    pub reads: u64,
 }
 
 /// Metrics as flat named values, summed over shards: `stage.<stage>`,
@@ -142,7 +159,7 @@ pub struct ShardValue {
 
 /// Every per-shard value, one row each: the one list the Metrics API, `since` and the
 /// Prometheus endpoint read.
-pub const SHARD_VALUES: [ShardValue; 17] = [
+pub const SHARD_VALUES: [ShardValue; 25] = [
     ShardValue {
         name: "device_reads",
         kind: Kind::Counter,
@@ -244,6 +261,54 @@ pub const SHARD_VALUES: [ShardValue; 17] = [
         kind: Kind::Counter,
         get: |s| s.cleaner_bytes_removed,
         help: "Bytes compaction removed.",
+    },
+    ShardValue {
+        name: "remote_uploaded_bytes",
+        kind: Kind::Counter,
+        get: |s| s.remote.uploaded_bytes,
+        help: "Tiered storage: bytes of segment files copied to the object store.",
+    },
+    ShardValue {
+        name: "remote_uploaded_segments",
+        kind: Kind::Counter,
+        get: |s| s.remote.uploaded_segments,
+        help: "Tiered storage: segments committed to the remote tier.",
+    },
+    ShardValue {
+        name: "remote_failed_passes",
+        kind: Kind::Counter,
+        get: |s| s.remote.failed_passes,
+        help: "Tiered storage: upload or retention passes that failed (retried with backoff).",
+    },
+    ShardValue {
+        name: "remote_reads",
+        kind: Kind::Counter,
+        get: |s| s.remote.reads,
+        help: "Tiered storage: fetches and lookups served from the remote tier.",
+    },
+    ShardValue {
+        name: "remote_upload_lag_bytes",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.remote_upload_lag_bytes,
+        help: "Tiered storage: bytes of local segments not yet in the remote tier.",
+    },
+    ShardValue {
+        name: "remote_cache_hits",
+        kind: Kind::Counter,
+        get: |s| s.gauges.remote_cache_hits,
+        help: "Tiered storage: remote chunk and index lookups served from the cache.",
+    },
+    ShardValue {
+        name: "remote_cache_misses",
+        kind: Kind::Counter,
+        get: |s| s.gauges.remote_cache_misses,
+        help: "Tiered storage: remote chunk and index lookups that went to the store.",
+    },
+    ShardValue {
+        name: "remote_cache_bytes",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.remote_cache_bytes,
+        help: "Tiered storage: bytes held by the remote chunk cache.",
     },
 ];
 

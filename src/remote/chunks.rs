@@ -83,6 +83,15 @@ fn insert(key: Rc<str>, part: u64, data: Bytes) {
     })
 }
 
+/// Empties this shard's cache (DropCaches: cold remote reads for measurements).
+pub fn clear() {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        c.entries.clear();
+        c.bytes = 0;
+    })
+}
+
 /// Drops every cached part of an object (its bytes failed a check).
 pub fn forget(key: &str) {
     CACHE.with(|c| {

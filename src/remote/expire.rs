@@ -59,16 +59,17 @@ pub async fn expire(
     }
     let gone: Vec<RemoteSegment> = m.segments[..n].to_vec();
     let new_start = gone.last().map_or(0, |s| s.last_offset + 1);
-    log.commit(|m| {
-        m.segments.retain(|s| s.last_offset >= new_start);
-        m.log_start_offset = m.log_start_offset.max(new_start);
-    })
-    .await?;
+    let committed = log
+        .commit(|m| {
+            m.segments.retain(|s| s.last_offset >= new_start);
+            m.log_start_offset = m.log_start_offset.max(new_start);
+        })
+        .await?;
     for s in &gone {
         remove_objects(log, &s.files).await;
     }
     log.bump(|st| st.deleted_segments += n as u64);
-    tracing::info!(topic = %log.topic, partition = log.partition, segments = n, log_start = new_start, "remote retention deleted segments");
+    tracing::info!(topic = %log.topic, partition = log.partition, segments = n, log_start = committed.log_start_offset, "remote retention deleted segments");
     Ok(n)
 }
 

@@ -82,39 +82,39 @@ impl PartitionManifest {
                 ),
             });
         }
-        m.check().map_err(|what| RemoteError::corrupt(key, what))?;
-        Ok(m)
+        match m.problem() {
+            Some(what) => Err(RemoteError::corrupt(key, what)),
+            None => Ok(m),
+        }
     }
 
     pub fn to_bytes(&self) -> bytes::Bytes {
         debug_assert_eq!(
-            self.check(),
-            Ok(()),
+            self.problem(),
+            None,
             "a manifest is written only when sound"
         );
         // Serialising plain structs of numbers and strings cannot fail.
         serde_json::to_vec_pretty(self).unwrap_or_default().into()
     }
 
-    /// Segments in offset order, each non-empty and after the one before.
-    fn check(&self) -> Result<(), String> {
+    /// What breaks the invariants, if anything: segments in offset order, each non-empty
+    /// and after the one before, each with a `.log`; a log start that is an offset.
+    fn problem(&self) -> Option<String> {
         let mut after = -1i64;
         for s in &self.segments {
             if s.base_offset <= after || s.last_offset < s.base_offset {
-                return Err(format!(
+                return Some(format!(
                     "segment {}..={} is out of order (previous ended at {after})",
                     s.base_offset, s.last_offset
                 ));
             }
             if s.file(crate::log::LOG_SUFFIX).is_none() {
-                return Err(format!("segment {} has no .log", s.base_offset));
+                return Some(format!("segment {} has no .log", s.base_offset));
             }
             after = s.last_offset;
         }
-        if self.log_start_offset < 0 {
-            return Err("negative log start".into());
-        }
-        Ok(())
+        (self.log_start_offset < 0).then(|| "negative log start".to_string())
     }
 
     /// The offset after the last remote segment: where the next upload starts.

@@ -44,6 +44,8 @@ pub struct RemoteLog {
     turn: Semaphore,
     /// The local log's start, as its task last reported it.
     pub local_start: Cell<i64>,
+    /// Bytes of local segments not yet copied, as the last pass saw them.
+    pub upload_lag_bytes: Cell<u64>,
     pub stats: Cell<RemoteStats>,
     /// The topic description last written to the bucket by this partition (partition 0
     /// writes it), so it is rewritten only when it changes.
@@ -71,6 +73,7 @@ impl RemoteLog {
             read_only,
             turn: Semaphore::new(1),
             local_start: Cell::new(0),
+            upload_lag_bytes: Cell::new(0),
             stats: Cell::new(RemoteStats::default()),
             described: RefCell::new(None),
         })

@@ -26,6 +26,7 @@ pub async fn read(
 ) -> Result<Bytes, RemoteError> {
     let manifest = log.manifest().await?;
     log.bump(|s| s.remote_reads += 1);
+    crate::metrics::record_remote(|m| m.reads += 1);
     let mut from = offset.max(manifest.log_start_offset);
     while let Some(seg) = manifest.segment_for(from) {
         let data = read_segment(log, seg, from, max_bytes, at_least_one).await?;
@@ -162,6 +163,7 @@ pub async fn find_by_timestamp(
     start: i64,
 ) -> Result<Option<(i64, i64)>, RemoteError> {
     let manifest = log.manifest().await?;
+    crate::metrics::record_remote(|m| m.reads += 1);
     let start = start.max(manifest.log_start_offset);
     for seg in manifest
         .segments

@@ -973,6 +973,7 @@ impl Shard {
     /// has every partition it owns fdatasync and drop the OS's cached pages of its files.
     async fn drop_local_caches(&self) -> OpResult {
         self.cache.borrow_mut().clear();
+        crate::remote::chunks::clear();
         let handles: Vec<_> = self.partitions.borrow().values().cloned().collect();
         for h in handles {
             h.call(PartitionOp::DropOsCaches).await?;
@@ -1008,6 +1009,7 @@ impl Shard {
         let s = self.local_stats();
         let budget = self.config.max_inflight_bytes_per_shard as u64;
         let (heap_bytes, heap_blocks) = crate::alloc_guard::live_heap();
+        let remote_cache = crate::remote::chunks::stats();
         let gauges = crate::metrics::Gauges {
             open_partitions: self.partitions.borrow().len() as u64,
             // The process's: reported by shard 0 only, so sums over shards stay right.
@@ -1027,6 +1029,15 @@ impl Shard {
             append_waiters: self.append_waiters() as u64,
             heap_live_bytes: if self.id == 0 { heap_bytes } else { 0 },
             heap_live_blocks: if self.id == 0 { heap_blocks } else { 0 },
+            remote_upload_lag_bytes: self
+                .remote_logs
+                .borrow()
+                .values()
+                .map(|r| r.upload_lag_bytes.get())
+                .sum(),
+            remote_cache_hits: remote_cache.0,
+            remote_cache_misses: remote_cache.1,
+            remote_cache_bytes: remote_cache.2,
         };
         let mut snap = crate::metrics::snapshot(self.id, gauges);
         snap.shards = 1;

@@ -83,42 +83,27 @@ impl Shard {
         if self.config.remote_read_replica {
             return crate::shard::read_replica::replica_op(remote, op).await;
         }
-        match op {
+        match &op {
             PartitionOp::Fetch {
                 offset,
                 max_bytes,
                 at_least_one,
-                isolation,
+                ..
             } => {
-                let r = handle
-                    .call(PartitionOp::Fetch {
-                        offset,
-                        max_bytes,
-                        at_least_one,
-                        isolation,
-                    })
-                    .await;
-                match r {
+                let read = (*offset, *max_bytes, *at_least_one);
+                match handle.call(op).await {
                     Err(e) if e.code == crate::protocol::ErrorCode::OffsetOutOfRange => {
-                        fetch_remote(handle, remote, offset, max_bytes, at_least_one, e).await
+                        fetch_remote(handle, remote, read, e).await
                     }
                     other => Ok(overall_start(remote, other?)),
                 }
             }
-            PartitionOp::ListOffsets {
-                timestamp,
-                isolation,
-            } => {
+            PartitionOp::ListOffsets { timestamp, .. } => {
+                let timestamp = *timestamp;
                 if let Some(found) = find_remote(remote, timestamp).await? {
                     return Ok(found);
                 }
-                let r = handle
-                    .call(PartitionOp::ListOffsets {
-                        timestamp,
-                        isolation,
-                    })
-                    .await?;
-                Ok(match (timestamp, r) {
+                Ok(match (timestamp, handle.call(op).await?) {
                     (EARLIEST_TIMESTAMP, OpOk::Offset { offset, timestamp }) => OpOk::Offset {
                         offset: remote.log_start(offset),
                         timestamp,
@@ -126,22 +111,38 @@ impl Shard {
                     (_, other) => other,
                 })
             }
-            PartitionOp::DeleteRecords { offset } => {
-                let local = handle.call(PartitionOp::DeleteRecords { offset }).await?;
-                let OpOk::LowWatermark(local_low) = local else {
-                    return Ok(local);
-                };
-                let target = if offset == -1 { local_low } else { offset };
-                remote
-                    .advance_log_start(target)
-                    .await
-                    .map_err(|e| e.to_broker())?;
-                remote.local_start.set(local_low);
-                Ok(OpOk::LowWatermark(remote.log_start(local_low).max(target)))
+            PartitionOp::DeleteRecords { offset } => delete_records(handle, remote, *offset).await,
+            PartitionOp::FetchAtTime {
+                timestamp,
+                max_bytes,
+            } => {
+                let max_bytes = *max_bytes;
+                match find_remote(remote, *timestamp).await? {
+                    Some(OpOk::Offset { offset, timestamp }) => {
+                        fetch_at_time_remote(handle, remote, (offset, timestamp), max_bytes).await
+                    }
+                    _ => Ok(overall_start(remote, handle.call(op).await?)),
+                }
             }
-            other => Ok(overall_start(remote, handle.call(other).await?)),
+            _ => Ok(overall_start(remote, handle.call(op).await?)),
         }
     }
+}
+
+/// DeleteRecords on both tiers: the local log first (it checks the offset against its
+/// end), then the manifest's log start; answers the whole log's new start.
+async fn delete_records(handle: &PartitionHandle, remote: &RemoteLog, offset: i64) -> OpResult {
+    let local = handle.call(PartitionOp::DeleteRecords { offset }).await?;
+    let OpOk::LowWatermark(local_low) = local else {
+        return Ok(local);
+    };
+    let target = if offset == -1 { local_low } else { offset };
+    remote
+        .advance_log_start(target)
+        .await
+        .map_err(|e| e.to_broker())?;
+    remote.local_start.set(local_low);
+    Ok(OpOk::LowWatermark(remote.log_start(local_low).max(target)))
 }
 
 /// Reports the whole log's start in a local answer, and notes the local start it names.
@@ -169,9 +170,7 @@ fn overall_start(remote: &RemoteLog, mut ok: OpOk) -> OpOk {
 async fn fetch_remote(
     handle: &PartitionHandle,
     remote: &RemoteLog,
-    offset: i64,
-    max_bytes: usize,
-    at_least_one: bool,
+    (offset, max_bytes, at_least_one): (i64, usize, bool),
     out_of_range: BrokerError,
 ) -> OpResult {
     let OpOk::Partition(summary) = handle.call(PartitionOp::Describe).await? else {
@@ -191,6 +190,32 @@ async fn fetch_remote(
         log_end_offset: summary.log_end_offset,
         last_stable_offset: summary.last_stable_offset,
         aborted: Vec::new(),
+        records: records.into(),
+    })
+}
+
+/// FetchAtTime whose record lies in the remote tier: the batches from it, with the log's
+/// bounds.
+async fn fetch_at_time_remote(
+    handle: &PartitionHandle,
+    remote: &RemoteLog,
+    (offset, timestamp): (i64, i64),
+    max_bytes: usize,
+) -> OpResult {
+    let records = remote::read::read(remote, offset, max_bytes, true)
+        .await
+        .map_err(|e| e.to_broker())?;
+    let OpOk::Partition(summary) = handle.call(PartitionOp::Describe).await? else {
+        return Err(BrokerError::new(
+            crate::protocol::ErrorCode::Internal,
+            "Describe answered something else",
+        ));
+    };
+    Ok(OpOk::FetchedAtTime {
+        offset,
+        timestamp,
+        log_start_offset: remote.log_start(summary.log_start_offset),
+        log_end_offset: summary.log_end_offset,
         records: records.into(),
     })
 }
@@ -263,6 +288,7 @@ pub async fn upload_loop(shard: Rc<Shard>) {
                     let pause = (every * 2u32.saturating_pow(failures.min(10))).min(MAX_BACKOFF);
                     tracing::warn!(partition = %tp, error = %e, retry_in_ms = pause.as_millis() as u64, "remote tier pass failed");
                     remote.bump(|s| s.failed_uploads += 1);
+                    crate::metrics::record_remote(|m| m.failed_passes += 1);
                     backoff.insert(tp, (failures, std::time::Instant::now() + pause));
                 }
             }
@@ -297,6 +323,10 @@ async fn upload_pass(
         remote.bump(|s| {
             s.uploaded_bytes += bytes;
             s.uploaded_segments += u64::from(bytes > 0);
+        });
+        crate::metrics::record_remote(|m| {
+            m.uploaded_bytes += bytes;
+            m.uploaded_segments += u64::from(bytes > 0);
         });
         view = tiering_view(&handle, remote).await?;
     }
@@ -352,5 +382,6 @@ async fn tiering_view(
         .await
         .ok_or_else(|| RemoteError::Unavailable("the partition is closing".into()))?;
     remote.local_start.set(view.local_start);
+    remote.upload_lag_bytes.set(view.local_only_bytes);
     Ok(view)
 }
