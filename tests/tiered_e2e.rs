@@ -146,13 +146,35 @@ fn old_offsets_and_times_are_served_from_the_bucket_after_local_deletion() {
     }
     assert!(metrics.value("remote_cache_misses").unwrap_or(0) > 0);
 
-    // DeleteRecords below the local start moves the start of both tiers.
     let addr = server.addr();
     let cli = |args: &[&str]| {
         let (out, err, ok) = common::cli::shardlog(args, None);
         assert!(ok, "{args:?}: {err}");
         out
     };
+    // Both tiers in the operators' tools.
+    let described = cli(&["topics", "describe", "-b", &addr, "--topic", "orders"]);
+    let local_start = local_segments(&data, "orders")[0];
+    assert!(
+        described.contains("LogStartOffset: 0\t")
+            && described.contains(&format!("LocalLogStartOffset: {local_start}\t"))
+            && described.contains("RemoteLogStartOffset: 0\t"),
+        "{described}"
+    );
+    let dirs: serde_json::Value =
+        serde_json::from_str(&cli(&["log-dirs", "-b", &addr, "--topic-list", "orders"])).unwrap();
+    let p = &dirs["brokers"][0]["logDirs"][0]["partitions"][0];
+    assert!(
+        p["remote"]["remoteSize"].as_i64().unwrap() > 0
+            && p["remote"]["remoteSegments"].as_i64().unwrap() >= 3,
+        "{p}"
+    );
+    assert_eq!(
+        p["remote"]["localLogStartOffset"].as_i64(),
+        Some(local_start)
+    );
+
+    // DeleteRecords below the local start moves the start of both tiers.
     cli(&[
         "delete-records",
         "-b",

@@ -1,6 +1,6 @@
 //! Every native message encodes to exactly the bytes it did when `tests/golden/native_wire.txt`
 //! was recorded (from the hand-written codecs, before the message tables replaced them;
-//! CreatePartitions, DescribeLogs v1 and OffsetDelete, added later, from PROTOCOL.md's layout by hand):
+//! CreatePartitions, DescribeLogs v1 (v2 since tiered storage) and OffsetDelete, added later, from PROTOCOL.md's layout by hand):
 //! the wire format is a contract with every client already deployed.
 
 use bytes::Bytes;
@@ -210,6 +210,13 @@ fn encodings() -> Vec<String> {
                         uncleanable_bytes: 9,
                         due: true,
                         last_cleaned_ms: 10,
+                    },
+                    remote: RemoteLogInfo {
+                        local_log_start_offset: 11,
+                        remote_log_start_offset: 12,
+                        remote_size_bytes: 13,
+                        remote_segments: 14,
+                        upload_lag_bytes: 15,
                     },
                 }],
             }],

@@ -246,7 +246,41 @@ wire_struct! {
         pub segments: i32 = "segments",
         /// The cleaner's view (`log::CleanerView`); -1 when the topic does not compact.
         pub cleaner: CleanerInfo = "cleaner",
+        /// The remote tier (v2); -1 when the topic is not tiered.
+        pub remote: RemoteLogInfo = "remote",
     }
+}
+
+wire_struct! {
+    /// A tiered partition's two tiers (every field -1 when its topic is not tiered).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct RemoteLogInfo {
+        /// The first offset the local log holds (`log_start_offset` is the whole log's).
+        pub local_log_start_offset: i64 = "local_log_start_offset",
+        /// The first offset the remote tier serves; -1 while it holds none.
+        pub remote_log_start_offset: i64 = "remote_log_start_offset",
+        /// Bytes of `.log` in the remote tier, and its segments.
+        pub remote_size_bytes: i64 = "remote_size_bytes",
+        pub remote_segments: i32 = "remote_segments",
+        /// Bytes of local segments not yet copied (the active segment included).
+        pub upload_lag_bytes: i64 = "upload_lag_bytes",
+    }
+}
+
+impl Default for RemoteLogInfo {
+    fn default() -> Self {
+        Self::NOT_TIERED
+    }
+}
+
+impl RemoteLogInfo {
+    pub const NOT_TIERED: RemoteLogInfo = RemoteLogInfo {
+        local_log_start_offset: -1,
+        remote_log_start_offset: -1,
+        remote_size_bytes: -1,
+        remote_segments: -1,
+        upload_lag_bytes: -1,
+    };
 }
 
 wire_struct! {

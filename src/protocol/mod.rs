@@ -107,11 +107,11 @@ impl ApiKey {
     }
 
     /// Supported version range (min, max). Every API is at version 0 but DescribeLogs,
-    /// whose v1 reply carries the data directory and the cleaner's view (a v0 client is
-    /// told UNSUPPORTED_VERSION rather than misreading it).
+    /// whose v1 reply added the data directory and the cleaner's view and v2 the remote
+    /// tier (an older client is told UNSUPPORTED_VERSION rather than misreading it).
     pub fn versions(self) -> (i16, i16) {
         match self {
-            ApiKey::DescribeLogs => (1, 1),
+            ApiKey::DescribeLogs => (2, 2),
             _ => (0, 0),
         }
     }

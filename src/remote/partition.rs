@@ -198,6 +198,19 @@ impl RemoteLog {
         }
     }
 
+    /// Both tiers as DescribeLogs reports them, from the manifest as last known.
+    pub fn info(&self, upload_lag_bytes: u64, local_start: i64) -> crate::protocol::RemoteLogInfo {
+        let state = self.state.borrow();
+        let m = &state.manifest;
+        crate::protocol::RemoteLogInfo {
+            local_log_start_offset: local_start,
+            remote_log_start_offset: m.start_offset().unwrap_or(-1),
+            remote_size_bytes: m.size_bytes() as i64,
+            remote_segments: m.segments.len() as i32,
+            upload_lag_bytes: upload_lag_bytes as i64,
+        }
+    }
+
     /// Whether `offset` lies in the remote tier only (below the local log's start).
     pub fn serves(&self, offset: i64) -> bool {
         let local = self.local_start.get();

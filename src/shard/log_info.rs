@@ -53,6 +53,7 @@ pub async fn describe_logs(
                 size_bytes: s.size_bytes as i64,
                 segments: s.segments as i32,
                 cleaner: s.cleaner,
+                remote: s.remote,
             });
         }
         out.push(TopicLogInfo {

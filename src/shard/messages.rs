@@ -168,6 +168,7 @@ pub struct PartitionSummary {
     pub segments: u32,
     pub last_stable_offset: i64,
     pub cleaner: crate::protocol::CleanerInfo,
+    pub remote: crate::protocol::RemoteLogInfo,
 }
 
 /// What retention and cleaning did (summed over partitions).

@@ -292,6 +292,7 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             segments: log.segments().len() as u32,
             last_stable_offset: log.last_stable_offset(),
             cleaner: crate::shard::log_info::cleaner_info(log),
+            remote: crate::protocol::RemoteLogInfo::NOT_TIERED,
         })),
         PartitionOp::SetConfig(config) => log.set_config(config).map(|_| OpOk::Done),
         PartitionOp::Maintain => {

@@ -157,7 +157,10 @@ fn overall_start(remote: &RemoteLog, mut ok: OpOk) -> OpOk {
         | OpOk::Produced {
             log_start_offset, ..
         } => log_start_offset,
-        OpOk::Partition(summary) => &mut summary.log_start_offset,
+        OpOk::Partition(summary) => {
+            summary.remote = remote.info(remote.upload_lag_bytes.get(), summary.log_start_offset);
+            &mut summary.log_start_offset
+        }
         _ => return ok,
     };
     remote.local_start.set(*start);

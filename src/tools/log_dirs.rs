@@ -57,6 +57,17 @@ fn partition_json(topic: &str, p: &PartitionLogInfo) -> Value {
     if let Some(cleaner) = cleaner_json(&p.cleaner) {
         doc["cleaner"] = cleaner;
     }
+    let r = &p.remote;
+    if r.local_log_start_offset >= 0 {
+        // Tiered: `size` is the local copy's; the remote tier apart.
+        doc["remote"] = json!({
+            "localLogStartOffset": r.local_log_start_offset,
+            "remoteLogStartOffset": (r.remote_log_start_offset >= 0).then_some(r.remote_log_start_offset),
+            "remoteSize": r.remote_size_bytes,
+            "remoteSegments": r.remote_segments,
+            "uploadLagBytes": r.upload_lag_bytes,
+        });
+    }
     doc
 }
 

@@ -177,12 +177,22 @@ async fn describe(
         describe_topic(t, log, out).map_err(io)?;
         for p in &log.partitions {
             let port = md.shard_port(p.owner_shard).unwrap_or(-1);
-            writeln!(
+            write!(
                 out,
                 "\tTopic: {}\tPartition: {}\tOwnerShard: {}\tShardPort: {port}\tLogStartOffset: {}\tLogEndOffset: {}\tSize: {}\tSegments: {}",
                 t.name, p.partition, p.owner_shard, p.log_start_offset, p.log_end_offset, p.size_bytes, p.segments
             )
             .map_err(io)?;
+            let r = &p.remote;
+            if r.local_log_start_offset >= 0 {
+                write!(
+                    out,
+                    "\tLocalLogStartOffset: {}\tRemoteLogStartOffset: {}\tRemoteSize: {}\tRemoteSegments: {}\tUploadLagBytes: {}",
+                    r.local_log_start_offset, r.remote_log_start_offset, r.remote_size_bytes, r.remote_segments, r.upload_lag_bytes
+                )
+                .map_err(io)?;
+            }
+            writeln!(out).map_err(io)?;
         }
     }
     Ok(())
