@@ -602,3 +602,55 @@ fn a_read_replica_serves_the_bucket_read_only_and_follows_the_writer() {
     );
     assert!(out.contains(&format!("ok checked {}", n + 500)), "{out}");
 }
+
+#[test]
+fn read_committed_consumers_skip_aborted_transactions_read_from_the_bucket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(&tmp.path().join("s3"));
+    let data = tmp.path().join("data");
+    let server = start_server(&data, &s3);
+    // Small segments: transactions of ~1 KB span many, and markers land in later ones.
+    tiered(
+        &server,
+        &[
+            "create",
+            "orders",
+            "remote.storage.enable=true",
+            "segment.bytes=16384",
+            "local.retention.bytes=16384",
+        ],
+    );
+    tiered(&server, &["txn", "orders", "150"]);
+    let (_, err, ok) = common::cli::shardlog(
+        &["topics", "roll", "-b", &server.addr(), "--topic", "orders"],
+        None,
+    );
+    assert!(ok, "{err}");
+    wait_until(
+        "the transactions copied and deleted locally",
+        Duration::from_secs(60),
+        || {
+            let local = local_segments(&data, "orders");
+            local.len() <= 3 && local[0] > 0
+        },
+    );
+    let m = s3.manifest(PREFIX, "orders", 0).unwrap();
+    let txn_indexes = m["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| {
+            s["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["suffix"] == ".txnindex")
+        })
+        .count();
+    assert!(
+        txn_indexes > 0,
+        "aborted transactions reach the bucket with their segments"
+    );
+    let out = tiered(&server, &["committed", "orders", "150"]);
+    assert!(out.contains("ok committed 2000 of 3000"), "{out}");
+}

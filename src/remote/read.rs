@@ -13,6 +13,7 @@ use crate::format::batch::{check_framing_and_crc, RecordsSection};
 use crate::format::{BatchHeader, HEADER_SIZE};
 use crate::log::offset_index::OffsetIndex;
 use crate::log::time_index::TimeIndex;
+use crate::log::txn_index::{AbortedTxns, TXN_INDEX_SUFFIX};
 use crate::log::{INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 
 /// Whole batches from the one holding `offset` (or the first after it), up to `max_bytes`
@@ -219,4 +220,35 @@ async fn find_in_segment(
         pos += h.size() as u64;
     }
     Ok(None)
+}
+
+/// (producer id, first offset) of the aborted transactions a read_committed read of
+/// `[from, upper)` overlaps, from the remote segments' `.txnindex` objects (Kafka's
+/// `collectAbortedTransactions`): from the segment holding `from` on, until an entry's last
+/// stable offset reaches `upper` (no transaction open there is left unaccounted). The
+/// flag says whether that happened; if not, the local log's entries complete the answer.
+pub async fn aborted_between(
+    log: &RemoteLog,
+    from: i64,
+    upper: i64,
+) -> Result<(Vec<(i64, i64)>, bool), RemoteError> {
+    let manifest = log.manifest().await?;
+    let mut found = Vec::new();
+    for seg in manifest.segments.iter().filter(|s| s.last_offset >= from) {
+        let Some(file) = seg.file(TXN_INDEX_SUFFIX) else {
+            continue;
+        };
+        let bytes = chunks::whole_file(&log.store, file).await?;
+        let entries = AbortedTxns::parse_file(&bytes)
+            .map_err(|at| RemoteError::corrupt(&file.key, format!("txnindex entry at {at}")))?;
+        for e in entries {
+            if e.last_offset >= from && e.first_offset < upper {
+                found.push((e.producer_id, e.first_offset));
+            }
+            if e.last_stable_offset >= upper {
+                return Ok((found, true));
+            }
+        }
+    }
+    Ok((found, false))
 }

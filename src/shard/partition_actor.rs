@@ -56,6 +56,13 @@ pub enum Job {
         cleaned: Box<CleanedLog>,
         reply: LocalSender<crate::Result<CleanStats>>,
     },
+    /// (producer id, first offset) of the local log's aborted transactions a read of
+    /// `[from, upper)` overlaps (a read_committed read served by the remote tier).
+    AbortedTxns {
+        from: i64,
+        upper: i64,
+        reply: LocalSender<Vec<(i64, i64)>>,
+    },
     /// Tiered logs: records the remote tier's copied end (if known) and lists the sealed
     /// segments to copy from `from_offset` on.
     Tiering {
@@ -219,6 +226,9 @@ async fn run_job(log: &mut PartitionLog, job: Job) {
         }
         Job::CommitCleaning { cleaned, reply } => {
             let _ = reply.try_send(log.commit_cleaning(*cleaned).await);
+        }
+        Job::AbortedTxns { from, upper, reply } => {
+            let _ = reply.try_send(log.aborted_transactions(from, upper));
         }
         Job::Tiering {
             from_offset,

@@ -11,7 +11,7 @@ use crate::broker_error::BrokerError;
 use crate::io::deadline::before;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use crate::remote::{self, RemoteError, RemoteLog, RemoteStore};
-use crate::shard::messages::{OpOk, OpResult, PartitionOp};
+use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp};
 use crate::shard::partition_actor::{Job, PartitionHandle, TieringView};
 use crate::shard::runtime::Shard;
 use crate::topic_partition::TopicPartition;
@@ -88,9 +88,9 @@ impl Shard {
                 offset,
                 max_bytes,
                 at_least_one,
-                ..
+                isolation,
             } => {
-                let read = (*offset, *max_bytes, *at_least_one);
+                let read = (*offset, *max_bytes, *at_least_one, *isolation);
                 match handle.call(op).await {
                     Err(e) if e.code == crate::protocol::ErrorCode::OffsetOutOfRange => {
                         fetch_remote(handle, remote, read, e).await
@@ -173,7 +173,7 @@ fn overall_start(remote: &RemoteLog, mut ok: OpOk) -> OpOk {
 async fn fetch_remote(
     handle: &PartitionHandle,
     remote: &RemoteLog,
-    (offset, max_bytes, at_least_one): (i64, usize, bool),
+    (offset, max_bytes, at_least_one, isolation): (i64, usize, bool, Isolation),
     out_of_range: BrokerError,
 ) -> OpResult {
     let OpOk::Partition(summary) = handle.call(PartitionOp::Describe).await? else {
@@ -188,13 +188,48 @@ async fn fetch_remote(
     let records = remote::read::read(remote, offset, max_bytes, at_least_one)
         .await
         .map_err(|e| e.to_broker())?;
+    let aborted = match isolation {
+        Isolation::ReadCommitted => aborted_txns(handle, remote, offset, &records).await?,
+        _ => Vec::new(),
+    };
     Ok(OpOk::Fetched {
         log_start_offset: remote.log_start(summary.log_start_offset),
         log_end_offset: summary.log_end_offset,
         last_stable_offset: summary.last_stable_offset,
-        aborted: Vec::new(),
+        aborted,
         records: records.into(),
     })
+}
+
+/// The aborted transactions a read_committed client needs for remote `records` read from
+/// `from`: the remote segments' `.txnindex` entries, then the local log's when a
+/// transaction's marker may lie there (it spans the tiers).
+async fn aborted_txns(
+    handle: &PartitionHandle,
+    remote: &RemoteLog,
+    from: i64,
+    records: &[u8],
+) -> Result<Vec<(i64, i64)>, BrokerError> {
+    let upper = crate::format::cursor::BatchCursor::new(records)
+        .filter_map(|step| step.ok())
+        .last()
+        .map(|(_, h)| h.last_offset() + 1);
+    let Some(upper) = upper else {
+        return Ok(Vec::new());
+    };
+    let (mut found, complete) = remote::read::aborted_between(remote, from, upper)
+        .await
+        .map_err(|e| e.to_broker())?;
+    if !complete {
+        let local = handle
+            .job(|reply| Job::AbortedTxns { from, upper, reply })
+            .await
+            .unwrap_or_default();
+        found.extend(local);
+        found.sort_unstable();
+        found.dedup();
+    }
+    Ok(found)
 }
 
 /// FetchAtTime whose record lies in the remote tier: the batches from it, with the log's
