@@ -57,6 +57,22 @@ fn local_segments(data: &Path, topic: &str) -> Vec<i64> {
     bases
 }
 
+/// Every file below `dir` (none when it does not exist).
+fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flat_map(|e| {
+            let path = e.unwrap().path();
+            match path.is_dir() {
+                true => walk_files(&path),
+                false => vec![path],
+            }
+        })
+        .collect()
+}
+
 /// Waits (bounded) until `done` holds.
 fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
@@ -262,6 +278,24 @@ fn old_offsets_and_times_are_served_from_the_bucket_after_local_deletion() {
         consume_at(&server, start).unwrap().trim(),
         format!("{start} k{start}")
     );
+
+    // Deleting the topic removes its remote tier; a new topic of that name starts empty.
+    cli(&["topics", "delete", "-b", &addr, "--topic", "orders"]);
+    let bucket_dir = s3.object(&format!("{PREFIX}/topics/orders"));
+    wait_until(
+        "the deleted topic's objects to go",
+        Duration::from_secs(30),
+        || walk_files(&bucket_dir).is_empty(),
+    );
+    let mut create = vec!["create", "orders"];
+    create.extend(TOPIC_CONFIGS);
+    tiered(&server, &create);
+    tiered(
+        &server,
+        &["produce", "orders", "0", "10", &base.to_string()],
+    );
+    assert_eq!(consume_at(&server, 0).unwrap().trim(), "0 k0");
+    assert_eq!(earliest(&addr).trim(), "orders:0:0");
 
     // The uploader idles without leaking: descriptors stay put while nothing happens.
     let fds = server.open_fds();

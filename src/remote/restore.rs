@@ -75,3 +75,29 @@ pub async fn take_over(
         producer_snapshot,
     })
 }
+
+/// Whether the bucket holds anything of `topic` (a deleted incarnation not yet removed, or
+/// a topic another node writes): a new tiered topic of that name must not adopt it.
+pub async fn topic_in_bucket(store: &RemoteStore, topic: &str) -> Result<bool, RemoteError> {
+    Ok(!store
+        .list_keys(&format!("{}/{topic}", keys::topic_dir()), 1)
+        .await?
+        .is_empty())
+}
+
+/// Removes a deleted topic's remote tier: manifests and description first (nothing
+/// serves or restores it from then on), then the data objects. Returns the objects
+/// removed; a failure leaves the rest for a later deletion (objects no manifest names are
+/// never read).
+pub async fn delete_topic(store: &RemoteStore, topic: &str) -> Result<usize, RemoteError> {
+    let keys = store
+        .list_keys(&format!("{}/{topic}", keys::topic_dir()), usize::MAX)
+        .await?;
+    let (meta, data): (Vec<String>, Vec<String>) =
+        keys.into_iter().partition(|k| k.ends_with(".json"));
+    let n = meta.len() + data.len();
+    for key in meta.into_iter().chain(data) {
+        store.delete(store.key(&key)).await?;
+    }
+    Ok(n)
+}

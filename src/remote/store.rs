@@ -196,6 +196,26 @@ impl RemoteStore {
         .await
     }
 
+    /// Every key below `rel` (recursively), relative to the store's prefix; at most `limit`.
+    pub async fn list_keys(&self, rel: &str, limit: usize) -> Result<Vec<String>, RemoteError> {
+        let (prefix, root) = (self.key(rel), self.prefix.clone());
+        self.run("list", move |s| async move {
+            use futures_lite::StreamExt;
+            let mut listed = s.list(Some(&prefix)).take(limit);
+            let mut keys = Vec::new();
+            while let Some(meta) = listed.next().await {
+                let path = meta?.location;
+                let rel: Vec<String> = match path.prefix_match(&root) {
+                    Some(parts) => parts.map(|p| p.as_ref().to_string()).collect(),
+                    None => continue,
+                };
+                keys.push(rel.join("/"));
+            }
+            Ok(keys)
+        })
+        .await
+    }
+
     /// Starts a multipart upload of a new object whose parts are sent one at a time.
     pub fn multipart(&self, key: ObjectPath) -> Result<MultipartWriter, RemoteError> {
         let (parts, mut rx) = mpsc::unbounded_channel::<PartMsg>();

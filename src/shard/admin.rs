@@ -85,6 +85,12 @@ pub async fn create(
     if crate::shard::restore::take_recovery_flag(&mut configs)? {
         return crate::shard::restore::restore(shard, name).await;
     }
+    if configs
+        .iter()
+        .any(|(k, v)| k == "remote.storage.enable" && v.trim() == "true")
+    {
+        crate::shard::restore::ensure_bucket_free(shard, &name).await?;
+    }
     create_on_every_shard(shard, name, partitions, configs, false).await
 }
 
@@ -162,6 +168,8 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
     let Some(meta) = shard.topic(&name) else {
         return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
     };
+    // A read replica's topics are the writer's: their remote tier is not its to remove.
+    let tiered = meta.config.log.remote_storage_enable && !shard.config.remote_read_replica;
     let data_dir = &shard.config.data_dir;
     let marked = TopicMeta::mark_deleting(&*shard.storage, data_dir, &name).await;
     marked.map_err(|e| {
@@ -190,6 +198,9 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
         !shard.has_topic(&name),
         "a finished delete is unpublished everywhere"
     );
+    if tiered {
+        crate::shard::restore::delete_remote_in_background(shard, &name);
+    }
     tracing::info!(topic = %name, elapsed_ms = started.elapsed().as_millis() as u64, "topic deleted");
     Ok(OpOk::Done)
 }
@@ -274,6 +285,12 @@ pub async fn alter(
 ) -> OpResult {
     let _turn = shard.admin_turn().await?;
     let altered = check_alter(shard, &name, &set, &delete)?;
+    let was_tiered = shard
+        .topic(&name)
+        .is_some_and(|m| m.config.log.remote_storage_enable);
+    if altered.config.log.remote_storage_enable && !was_tiered {
+        crate::shard::restore::ensure_bucket_free(shard, &name).await?;
+    }
     persist(shard, &altered).await?;
     shard
         .on_every_shard(ShardOp::AlterTopic(altered.clone()))

@@ -88,3 +88,38 @@ pub async fn restore(shard: &Rc<Shard>, name: String) -> OpResult {
     crate::shard::admin::create_on_every_shard(shard, name, topic.partitions as i32, configs, true)
         .await
 }
+
+/// Refuses a new tiered topic (or tiering turned on) while the bucket still holds data
+/// under its name: a deleted incarnation not yet removed, or another node's topic. Adopting
+/// it would serve old records as the new topic's.
+pub async fn ensure_bucket_free(shard: &Shard, name: &str) -> Result<(), BrokerError> {
+    let Some(tiering) = shard.tiering.as_ref() else {
+        return Ok(()); // refused later, with the missing server key named
+    };
+    let held = crate::remote::restore::topic_in_bucket(&tiering.store, name)
+        .await
+        .map_err(|e| e.to_broker())?;
+    match held {
+        false => Ok(()),
+        true => Err(BrokerError::new(
+            ErrorCode::TopicAlreadyExists,
+            format!("the bucket still holds a tiered topic {name:?} (a deleted one being removed, or another node's): restore it with `topics restore`, or retry once it is gone"),
+        )),
+    }
+}
+
+/// After a tiered topic's deletion: its remote tier is removed in the background (Kafka
+/// deletes remote segments with the topic), so the deletion does not wait for the store.
+pub fn delete_remote_in_background(shard: &Shard, name: &str) {
+    let Some(tiering) = shard.tiering.clone() else {
+        return;
+    };
+    let name = name.to_string();
+    crate::tasks::spawn(async move {
+        match crate::remote::restore::delete_topic(&tiering.store, &name).await {
+            Ok(n) => tracing::info!(topic = %name, objects = n, "remote tier of a deleted topic removed"),
+            Err(e) => tracing::warn!(topic = %name, error = %e, "removing a deleted topic's remote tier failed; objects are left in the bucket"),
+        }
+    })
+    .detach();
+}
