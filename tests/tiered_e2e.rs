@@ -152,6 +152,9 @@ fn old_offsets_and_times_are_served_from_the_bucket_after_local_deletion() {
         &["check", "orders", &n.to_string(), &base.to_string()],
     );
     assert!(out.contains(&format!("ok checked {n}")), "{out}");
+    // Remote chunks are cached on disk too (within remote.cache.bytes).
+    let cached = walk_files(&data.join("__shardlog_meta/remote-cache"));
+    assert!(!cached.is_empty(), "no remote chunk on disk");
     let metrics = server.metrics();
     for name in [
         "remote_uploaded_bytes",

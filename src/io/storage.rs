@@ -130,6 +130,15 @@ pub trait Storage {
     }
 }
 
+/// Writes a new file, not synced: for caches whose contents are checked when read.
+pub async fn write_new_file<S: Storage + ?Sized>(
+    storage: &S,
+    path: &Path,
+    data: &[u8],
+) -> std::io::Result<()> {
+    write_new_file_with(storage, path, data, false).await
+}
+
 /// Writes a new file and fdatasyncs it, without the temp file, rename and directory fsync
 /// of `write_file_atomic`: for files that are themselves temporary names (a cleaner's
 /// `.cleaned` output), made visible later by a rename the caller makes durable.
@@ -137,6 +146,15 @@ pub async fn write_new_file_synced<S: Storage + ?Sized>(
     storage: &S,
     path: &Path,
     data: &[u8],
+) -> std::io::Result<()> {
+    write_new_file_with(storage, path, data, true).await
+}
+
+async fn write_new_file_with<S: Storage + ?Sized>(
+    storage: &S,
+    path: &Path,
+    data: &[u8],
+    sync: bool,
 ) -> std::io::Result<()> {
     let file = storage.open(path, OpenMode::CreateNew).await?;
     let written = async {
@@ -148,7 +166,10 @@ pub async fn write_new_file_synced<S: Storage + ?Sized>(
             file.write_at(buf, (i * super::MAX_IO) as u64).await?;
         }
         file.truncate(data.len() as u64).await?;
-        file.fdatasync().await
+        match sync {
+            true => file.fdatasync().await,
+            false => Ok(()),
+        }
     }
     .await;
     let closed = file.close().await;

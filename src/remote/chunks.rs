@@ -1,8 +1,9 @@
-//! Each shard's cache of remote bytes: fixed-size chunks of remote objects (so a ranged GET
-//! fetches at most a chunk more than asked, and neighbouring reads share it) and whole
-//! index objects once their CRC matched the manifest's. Least recently used first out,
-//! within the shard's share of `remote.cache.bytes`. A thread-local: reached only by the
-//! shard's own tasks, never across an await.
+//! Each shard's cache of remote bytes in memory: fixed-size chunks of remote objects (so a
+//! ranged GET fetches at most a chunk more than asked, and neighbouring reads share it) and
+//! whole index objects once their CRC matched the manifest's. Least recently used first
+//! out, within an eighth of the shard's share of `remote.cache.bytes` (at least 8 MiB);
+//! chunks are also kept on disk within the whole share (`disk_cache.rs`). A thread-local:
+//! reached only by the shard's own tasks, never across an await.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -38,16 +39,17 @@ thread_local! {
     });
 }
 
-/// Sets this shard's share of `remote.cache.bytes`.
-pub fn set_budget(bytes: u64) {
-    CACHE.with(|c| c.borrow_mut().budget = bytes);
+/// Sets this shard's share of `remote.cache.bytes` (the memory tier takes an eighth).
+pub fn set_budget(share: u64) {
+    let memory = (share / 8).max(8 << 20).min(share);
+    CACHE.with(|c| c.borrow_mut().budget = memory);
 }
 
-/// (hits, misses, bytes held) of this shard's cache.
+/// (hits, misses, bytes held in memory and on disk) of this shard's cache.
 pub fn stats() -> (u64, u64, u64) {
     CACHE.with(|c| {
         let c = c.borrow();
-        (c.hits, c.misses, c.bytes)
+        (c.hits, c.misses, c.bytes + super::disk_cache::bytes())
     })
 }
 
@@ -83,13 +85,14 @@ fn insert(key: Rc<str>, part: u64, data: Bytes) {
     })
 }
 
-/// Empties this shard's cache (DropCaches: cold remote reads for measurements).
+/// Empties this shard's cache, memory and disk (DropCaches: cold remote reads).
 pub fn clear() {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         c.entries.clear();
         c.bytes = 0;
-    })
+    });
+    super::disk_cache::clear();
 }
 
 /// Drops every cached part of an object (its bytes failed a check).
@@ -107,7 +110,8 @@ pub fn forget(key: &str) {
                 c.bytes -= old.len() as u64;
             }
         }
-    })
+    });
+    super::disk_cache::forget_object(key);
 }
 
 /// Bytes `start..end` of a remote file, through the cache.
@@ -148,6 +152,13 @@ async fn chunk(
     }
     let range = n * CHUNK_BYTES..((n + 1) * CHUNK_BYTES).min(file.size);
     let want = range.end - range.start;
+    if let Some(hit) = super::disk_cache::get(key, n)
+        .await
+        .filter(|d| d.len() as u64 == want)
+    {
+        insert(key.clone(), n, hit.clone());
+        return Ok(hit);
+    }
     let data = store.get_range(store.key(&file.key), range).await?;
     if data.len() as u64 != want {
         return Err(RemoteError::corrupt(
@@ -156,6 +167,7 @@ async fn chunk(
         ));
     }
     insert(key.clone(), n, data.clone());
+    super::disk_cache::put(key.clone(), n, data.clone());
     Ok(data)
 }
 

@@ -6,6 +6,7 @@
 //! shard (`shard/tiering.rs`) drives them.
 
 pub mod chunks;
+pub mod disk_cache;
 pub mod error;
 pub mod expire;
 pub mod keys;

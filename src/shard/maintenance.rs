@@ -72,6 +72,17 @@ async fn run(shard: Rc<Shard>) {
     if shard.tiering.is_some() {
         let cache_share = shard.config.remote_cache_bytes / shard.n as u64;
         crate::remote::chunks::set_budget(cache_share);
+        let dir = shard
+            .config
+            .data_dir
+            .join(crate::catalog::topics::META_DIR)
+            .join("remote-cache")
+            .join(shard.id.to_string());
+        if let Err(e) =
+            crate::remote::disk_cache::open(shard.storage.clone(), dir, cache_share).await
+        {
+            tracing::warn!(error = %e, "the remote chunk cache on disk is off (memory only)");
+        }
         match crate::tasks::spawn_into(crate::shard::tiering::upload_loop(shard.clone()), queue()) {
             Ok(task) => {
                 task.detach();
