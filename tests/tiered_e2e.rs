@@ -486,12 +486,37 @@ fn an_upload_cut_by_kill_9_resumes_and_a_lost_node_is_restored_from_the_bucket()
     );
     assert!(rolled);
     wait_uploaded(&s3, n);
-    let remote = manifest_segments(&s3.manifest(PREFIX, "orders", 0).unwrap());
+    let manifest = s3.manifest(PREFIX, "orders", 0).unwrap();
+    let remote = manifest_segments(&manifest);
     assert_eq!(remote[0].0, 0);
     assert!(
         remote.windows(2).all(|p| p[1].0 == p[0].1 + 1),
         "{remote:?}"
     );
+    // The copy the kill cut short left no object behind once the node swept after restart.
+    let named: Vec<String> = manifest["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["files"].as_array().unwrap().iter())
+        .map(|f| {
+            f["key"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let stored = walk_files(&s3.object(&format!("{PREFIX}/topics/orders/0")));
+    for path in &stored {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            name == "manifest.json" || named.contains(&name),
+            "orphan {name} left in the bucket"
+        );
+    }
 
     // The machine is lost; a fresh node on the same bucket restores the topic.
     node_a.kill9();

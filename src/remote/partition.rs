@@ -46,6 +46,9 @@ pub struct RemoteLog {
     pub local_start: Cell<i64>,
     /// Bytes of local segments not yet copied, as the last pass saw them.
     pub upload_lag_bytes: Cell<u64>,
+    /// Whether this process swept the partition's orphaned objects yet (once per start:
+    /// a crash is what leaves them).
+    pub swept: Cell<bool>,
     pub stats: Cell<RemoteStats>,
     /// The topic description last written to the bucket by this partition (partition 0
     /// writes it), so it is rewritten only when it changes.
@@ -74,6 +77,7 @@ impl RemoteLog {
             turn: Semaphore::new(1),
             local_start: Cell::new(0),
             upload_lag_bytes: Cell::new(0),
+            swept: Cell::new(false),
             stats: Cell::new(RemoteStats::default()),
             described: RefCell::new(None),
         })

@@ -132,3 +132,28 @@ pub async fn remove_objects(log: &RemoteLog, files: &[RemoteFile]) {
         }
     }
 }
+
+/// Removes the partition's data objects no manifest names: copies cut short by a crash
+/// (their keys were unique, so nothing else refers to them). Only the partition's writer
+/// runs it, between its copies, so no copy of its own is in flight. Returns how many went.
+pub async fn sweep_orphans(log: &RemoteLog) -> Result<usize, RemoteError> {
+    let manifest = log.manifest().await?;
+    let named: std::collections::HashSet<&str> = manifest
+        .segments
+        .iter()
+        .flat_map(|s| s.files.iter().map(|f| f.key.as_str()))
+        .collect();
+    let dir = format!("{}/{}/{}", keys::topic_dir(), log.topic, log.partition);
+    let listed = log.store.list_keys(&dir, usize::MAX).await?;
+    let orphans: Vec<&String> = listed
+        .iter()
+        .filter(|k| !k.ends_with(".json") && !named.contains(k.as_str()))
+        .collect();
+    for key in &orphans {
+        log.store.delete(log.store.key(key)).await?;
+    }
+    if !orphans.is_empty() {
+        tracing::info!(topic = %log.topic, partition = log.partition, objects = orphans.len(), "removed remote objects no manifest names");
+    }
+    Ok(orphans.len())
+}

@@ -352,6 +352,10 @@ async fn upload_pass(
     if tp.partition == 0 {
         describe_topic(remote, &meta).await?;
     }
+    if !remote.swept.get() {
+        remote::upload::sweep_orphans(remote).await?;
+        remote.swept.set(true);
+    }
     let mut view = tiering_view(&handle, remote).await?;
     for seg in std::mem::take(&mut view.to_copy) {
         if shard.shutting_down.get() {
