@@ -97,20 +97,34 @@ const TOPIC_CONFIGS: [&str; 3] = [
     "local.retention.bytes=65536",
 ];
 
+/// Creates the tiered topic `orders` (TOPIC_CONFIGS).
+fn create_orders(server: &ServerProc) {
+    let mut create = vec!["create", "orders"];
+    create.extend(TOPIC_CONFIGS);
+    tiered(server, &create);
+}
+
+/// Produces records `from..from + n` of `orders` (timestamps from `base`).
+fn produce(server: &ServerProc, from: i64, n: i64, base: i64) {
+    let (from, n, base) = (from.to_string(), n.to_string(), base.to_string());
+    tiered(server, &["produce", "orders", &from, &n, &base]);
+}
+
+/// A store and a server on `<tmp>/data` using it.
+fn store_and_server(tmp: &Path) -> (S3Server, std::path::PathBuf, ServerProc) {
+    let s3 = S3Server::start(&tmp.join("s3"));
+    let data = tmp.join("data");
+    let server = start_server(&data, &s3);
+    (s3, data, server)
+}
+
 #[test]
 fn old_offsets_and_times_are_served_from_the_bucket_after_local_deletion() {
     let tmp = tempfile::tempdir().unwrap();
-    let s3 = S3Server::start(&tmp.path().join("s3"));
-    let data = tmp.path().join("data");
-    let server = start_server(&data, &s3);
+    let (s3, data, server) = store_and_server(tmp.path());
     let (n, base) = (4000i64, base_ms(4000));
-    let mut create = vec!["create", "orders"];
-    create.extend(TOPIC_CONFIGS);
-    tiered(&server, &create);
-    tiered(
-        &server,
-        &["produce", "orders", "0", &n.to_string(), &base.to_string()],
-    );
+    create_orders(&server);
+    produce(&server, 0, n, base);
 
     // Sealed segments reach the bucket, and local retention then keeps about one segment.
     wait_until(
@@ -290,9 +304,7 @@ fn old_offsets_and_times_are_served_from_the_bucket_after_local_deletion() {
         Duration::from_secs(30),
         || walk_files(&bucket_dir).is_empty(),
     );
-    let mut create = vec!["create", "orders"];
-    create.extend(TOPIC_CONFIGS);
-    tiered(&server, &create);
+    create_orders(&server);
     tiered(
         &server,
         &["produce", "orders", "0", "10", &base.to_string()],
@@ -355,17 +367,10 @@ fn consume_at(server: &ServerProc, offset: i64) -> Result<String, String> {
 #[test]
 fn tampered_objects_are_refused_and_a_frozen_store_holds_local_deletion_back() {
     let tmp = tempfile::tempdir().unwrap();
-    let s3 = S3Server::start(&tmp.path().join("s3"));
-    let data = tmp.path().join("data");
-    let server = start_server(&data, &s3);
+    let (s3, data, server) = store_and_server(tmp.path());
     let (n, base) = (4000i64, base_ms(6000));
-    let mut create = vec!["create", "orders"];
-    create.extend(TOPIC_CONFIGS);
-    tiered(&server, &create);
-    tiered(
-        &server,
-        &["produce", "orders", "0", &n.to_string(), &base.to_string()],
-    );
+    create_orders(&server);
+    produce(&server, 0, n, base);
     wait_until(
         "uploads and local deletion",
         Duration::from_secs(60),
@@ -466,15 +471,10 @@ fn an_upload_cut_by_kill_9_resumes_and_a_lost_node_is_restored_from_the_bucket()
     let data = tmp.path().join("data-a");
     let mut node_a = start_server(&data, &s3);
     let (n, base) = (4000i64, base_ms(5000));
-    let mut create = vec!["create", "orders"];
-    create.extend(TOPIC_CONFIGS);
-    tiered(&node_a, &create);
+    create_orders(&node_a);
     // The store frozen while segments seal: an upload is in flight when the node dies.
     s3.pause();
-    tiered(
-        &node_a,
-        &["produce", "orders", "0", &n.to_string(), &base.to_string()],
-    );
+    produce(&node_a, 0, n, base);
     std::thread::sleep(Duration::from_millis(500));
     node_a.kill9();
     s3.resume();
@@ -580,13 +580,8 @@ fn a_read_replica_serves_the_bucket_read_only_and_follows_the_writer() {
     let s3 = S3Server::start(&tmp.path().join("s3"));
     let writer = start_server(&tmp.path().join("data-w"), &s3);
     let (n, base) = (3000i64, base_ms(5000));
-    let mut create = vec!["create", "orders"];
-    create.extend(TOPIC_CONFIGS);
-    tiered(&writer, &create);
-    tiered(
-        &writer,
-        &["produce", "orders", "0", &n.to_string(), &base.to_string()],
-    );
+    create_orders(&writer);
+    produce(&writer, 0, n, base);
     roll_and_upload(&writer, &s3, n);
 
     let mut keys = s3.server_keys(PREFIX);
@@ -668,9 +663,7 @@ fn a_read_replica_serves_the_bucket_read_only_and_follows_the_writer() {
 #[test]
 fn read_committed_consumers_skip_aborted_transactions_read_from_the_bucket() {
     let tmp = tempfile::tempdir().unwrap();
-    let s3 = S3Server::start(&tmp.path().join("s3"));
-    let data = tmp.path().join("data");
-    let server = start_server(&data, &s3);
+    let (s3, data, server) = store_and_server(tmp.path());
     // Small segments: transactions of ~1 KB span many, and markers land in later ones.
     tiered(
         &server,

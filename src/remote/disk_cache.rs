@@ -139,42 +139,27 @@ pub fn put(key: Rc<str>, chunk: u64, data: Bytes) {
 
 /// Empties the disk cache (DropCaches); the files go in the background.
 pub fn clear() {
-    let Some((storage, paths)) = DISK.with(|d| {
-        let mut d = d.borrow_mut();
-        let d = d.as_mut()?;
-        let paths: Vec<PathBuf> = d.files.iter().map(|(_, (id, _))| d.path(*id)).collect();
-        d.files.clear();
-        d.bytes = 0;
-        Some((d.storage.clone(), paths))
-    }) else {
-        return;
-    };
-    crate::tasks::spawn(async move {
-        for p in paths {
-            let _ = storage.remove(&p).await;
-        }
-    })
-    .detach();
-}
-
-/// Bytes the disk cache holds.
-pub fn bytes() -> u64 {
-    DISK.with(|d| d.borrow().as_ref().map_or(0, |d| d.bytes))
+    drop_where(|_| true);
 }
 
 /// Drops every cached chunk of an object (its bytes failed a check).
 pub fn forget_object(key: &str) {
+    drop_where(|k| k == key);
+}
+
+/// Forgets the chunks of the objects `matches` names; their files go in the background.
+fn drop_where(matches: impl Fn(&str) -> bool) {
     let Some((storage, paths)) = DISK.with(|d| {
         let mut d = d.borrow_mut();
         let d = d.as_mut()?;
-        let stale: Vec<(Rc<str>, u64)> = d
+        let keys: Vec<(Rc<str>, u64)> = d
             .files
             .iter()
-            .filter(|((k, _), _)| &**k == key)
+            .filter(|((k, _), _)| matches(k))
             .map(|(k, _)| k.clone())
             .collect();
         let mut paths = Vec::new();
-        for k in stale {
+        for k in keys {
             if let Some((id, len)) = d.files.pop(&k) {
                 d.bytes -= len;
                 paths.push(d.path(id));
@@ -190,4 +175,9 @@ pub fn forget_object(key: &str) {
         }
     })
     .detach();
+}
+
+/// Bytes the disk cache holds.
+pub fn bytes() -> u64 {
+    DISK.with(|d| d.borrow().as_ref().map_or(0, |d| d.bytes))
 }

@@ -76,25 +76,13 @@ pub async fn expire(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::remote::manifest::RemoteFile;
+    use crate::remote::manifest::test_segment;
 
     fn manifest(segs: &[(i64, i64, i64)]) -> PartitionManifest {
         let mut m = PartitionManifest::new("w", "t", 0, 0);
         m.segments = segs
             .iter()
-            .map(|&(base, last, ts)| RemoteSegment {
-                base_offset: base,
-                last_offset: last,
-                max_timestamp_ms: ts,
-                size_bytes: 100,
-                uploaded_ms: 0,
-                files: vec![RemoteFile {
-                    suffix: ".log".into(),
-                    key: "k".into(),
-                    size: 100,
-                    crc32c: 0,
-                }],
-            })
+            .map(|&(base, last, ts)| test_segment(base, last, ts))
             .collect();
         m
     }

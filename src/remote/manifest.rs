@@ -177,24 +177,30 @@ impl TopicManifest {
     }
 }
 
+/// A remote segment of 100 bytes with only a `.log` (tests).
+#[cfg(test)]
+pub(crate) fn test_segment(base: i64, last: i64, ts: i64) -> RemoteSegment {
+    RemoteSegment {
+        base_offset: base,
+        last_offset: last,
+        max_timestamp_ms: ts,
+        size_bytes: 100,
+        uploaded_ms: 0,
+        files: vec![RemoteFile {
+            suffix: ".log".into(),
+            key: format!("t/0/{base}.log"),
+            size: 100,
+            crc32c: 7,
+        }],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn seg(base: i64, last: i64, ts: i64) -> RemoteSegment {
-        RemoteSegment {
-            base_offset: base,
-            last_offset: last,
-            max_timestamp_ms: ts,
-            size_bytes: 100,
-            uploaded_ms: 0,
-            files: vec![RemoteFile {
-                suffix: ".log".into(),
-                key: format!("t/0/{base}.log"),
-                size: 100,
-                crc32c: 7,
-            }],
-        }
+        test_segment(base, last, ts)
     }
 
     #[test]
