@@ -110,6 +110,19 @@ fn produce(server: &ServerProc, from: i64, n: i64, base: i64) {
     tiered(server, &["produce", "orders", &from, &n, &base]);
 }
 
+/// Waits (bounded) until local retention kept only the last segments of `orders`: the
+/// older ones were copied, then deleted locally.
+fn wait_local_deletion(data: &Path) {
+    wait_until(
+        "uploads and local deletion",
+        Duration::from_secs(60),
+        || {
+            let local = local_segments(data, "orders");
+            local.len() <= 3 && local[0] > 0
+        },
+    );
+}
+
 /// A store and a server on `<tmp>/data` using it.
 fn store_and_server(tmp: &Path) -> (S3Server, std::path::PathBuf, ServerProc) {
     let s3 = S3Server::start(&tmp.join("s3"));
@@ -371,14 +384,7 @@ fn tampered_objects_are_refused_and_a_frozen_store_holds_local_deletion_back() {
     let (n, base) = (4000i64, base_ms(6000));
     create_orders(&server);
     produce(&server, 0, n, base);
-    wait_until(
-        "uploads and local deletion",
-        Duration::from_secs(60),
-        || {
-            let local = local_segments(&data, "orders");
-            local.len() <= 3 && local[0] > 0
-        },
-    );
+    wait_local_deletion(&data);
     let manifest = s3.manifest(PREFIX, "orders", 0).unwrap();
     assert!(manifest_segments(&manifest).len() >= 3, "{manifest}");
 
@@ -681,14 +687,7 @@ fn read_committed_consumers_skip_aborted_transactions_read_from_the_bucket() {
         None,
     );
     assert!(ok, "{err}");
-    wait_until(
-        "the transactions copied and deleted locally",
-        Duration::from_secs(60),
-        || {
-            let local = local_segments(&data, "orders");
-            local.len() <= 3 && local[0] > 0
-        },
-    );
+    wait_local_deletion(&data);
     let m = s3.manifest(PREFIX, "orders", 0).unwrap();
     let txn_indexes = m["segments"]
         .as_array()
