@@ -27,8 +27,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 shardlog, loadgen, s3s = sys.argv[1], sys.argv[2], sys.argv[3]
 work = tempfile.mkdtemp(prefix="tiered-figures-")
-S3_PORT, NATIVE, KAFKA = 29714, "127.0.0.1:29711", "127.0.0.1:29712"
-R_NATIVE, R_KAFKA = "127.0.0.1:29721", "127.0.0.1:29722"
+S3_PORT, NATIVE, KAFKA = 29754, "127.0.0.1:29711", "127.0.0.1:29731"
+R_NATIVE, R_KAFKA = "127.0.0.1:29721", "127.0.0.1:29741"
 SEGMENT = 16 << 20
 TOTAL = "512MiB"
 env = dict(os.environ, AWS_ACCESS_KEY_ID="figs", AWS_SECRET_ACCESS_KEY="figs-secret",

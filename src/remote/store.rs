@@ -80,12 +80,15 @@ impl RemoteStore {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |store| {
             Box::pin(async move {
+                let started = std::time::Instant::now();
                 let out = match tokio::time::timeout(REQUEST_TIMEOUT, op(store)).await {
                     Ok(r) => r.map_err(|e| RemoteError::from_store(what, e)),
                     Err(_) => Err(RemoteError::Unavailable(format!(
                         "{what}: no answer within {REQUEST_TIMEOUT:?}"
                     ))),
                 };
+                let elapsed_us = started.elapsed().as_micros() as u64;
+                tracing::debug!(what, elapsed_us, ok = out.is_ok(), "object store request");
                 let _ = tx.send(out);
             })
         });
