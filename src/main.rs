@@ -164,10 +164,15 @@ fn exit_on_panic() {
     }));
 }
 
-fn dump_log(opts: tools::dump_log::DumpOptions) -> Result<(), String> {
+fn dump_log(mut opts: tools::dump_log::DumpOptions) -> Result<(), String> {
+    // Remote segment files (tiered storage) are fetched into a private directory first,
+    // removed when `fetched` goes.
+    let fetched = tools::remote_files::Fetched::all(&opts.files)?;
+    opts.files = fetched.files.clone();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    match tools::dump_log::run(&opts, &mut stdout.lock(), &mut stderr.lock()) {
+    let outcome = tools::dump_log::run(&opts, &mut stdout.lock(), &mut stderr.lock());
+    match outcome {
         Ok(true) => Ok(()),
         Ok(false) => Err("some files could not be dumped or failed a check".into()),
         Err(e) => Err(e.to_string()),

@@ -570,6 +570,51 @@ fn an_upload_cut_by_kill_9_resumes_and_a_lost_node_is_restored_from_the_bucket()
     assert!(!ok && err.contains("no tiered topic"), "{err}");
 }
 
+/// `dump-log` of the first remote segment of `orders`-0 (its .log and .index), by URL.
+fn dump_remote_segment(s3: &S3Server) {
+    let m = s3.manifest(PREFIX, "orders", 0).unwrap();
+    let urls: Vec<String> = m["segments"][0]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["suffix"] == ".log" || f["suffix"] == ".index")
+        .map(|f| {
+            format!(
+                "s3://{}/{PREFIX}/{}",
+                common::s3::BUCKET,
+                f["key"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args([
+            "dump-log",
+            "--verify-index-only",
+            "--files",
+            &urls.join(","),
+        ])
+        .envs(s3.env_vars())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("Log starting offset: 0"), "{stdout}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["dump-log", "--deep-iteration", "--files", &urls[0]])
+        .envs(s3.env_vars())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("baseOffset: 0 lastOffset:") && stdout.contains("offset: 1 "),
+        "{stdout}"
+    );
+}
+
 /// Rolls `orders` on `server` and waits until the bucket holds every offset below `end`.
 fn roll_and_upload(server: &ServerProc, s3: &S3Server, end: i64) {
     let (_, err, ok) = common::cli::shardlog(
@@ -615,6 +660,9 @@ fn a_read_replica_serves_the_bucket_read_only_and_follows_the_writer() {
         &["check", "orders", &n.to_string(), &base.to_string()],
     );
     assert!(out.contains(&format!("ok checked {n}")), "{out}");
+
+    // The bucket's segments are dumped as local ones are, from any machine with access.
+    dump_remote_segment(&s3);
 
     // Writes are refused with a clear error; the replica keeps serving.
     let (_, err, ok) = common::cli::shardlog(

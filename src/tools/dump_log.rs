@@ -22,7 +22,8 @@ const HEADER_SIZE_UP_TO_MAGIC: usize = 17;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct DumpOptions {
-    /// Comma-separated list of files to dump.
+    /// Comma-separated list of files to dump; remote segment files of tiered storage by URL
+    /// (`s3://BUCKET/PREFIX/topics/T/P/<base>-<upload>.log`, credentials from the environment).
     #[arg(long, value_delimiter = ',', required = true)]
     pub files: Vec<PathBuf>,
     /// Print every record, not only batch headers.

@@ -17,6 +17,7 @@ pub mod native_groups;
 pub mod partitioner;
 pub mod probe;
 pub mod produce;
+pub mod remote_files;
 pub mod secure_stream;
 pub mod time_arg;
 pub mod time_window;

@@ -86,6 +86,21 @@ impl S3Server {
         )
     }
 
+    /// The environment a client of this store needs (the tools' `dump-log` of remote
+    /// segments): credentials, region, and the endpoint.
+    pub fn env_vars(&self) -> Vec<(String, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID".into(), ACCESS_KEY.into()),
+            ("AWS_SECRET_ACCESS_KEY".into(), SECRET_KEY.into()),
+            ("AWS_REGION".into(), "us-east-1".into()),
+            ("AWS_ALLOW_HTTP".into(), "true".into()),
+            (
+                "AWS_ENDPOINT".into(),
+                format!("http://127.0.0.1:{}", self.port),
+            ),
+        ]
+    }
+
     /// The file holding an object.
     pub fn object(&self, key: &str) -> PathBuf {
         self.root.join(BUCKET).join(key)
