@@ -756,3 +756,23 @@ fn read_committed_consumers_skip_aborted_transactions_read_from_the_bucket() {
     let out = tiered(&server, &["committed", "orders", "150"]);
     assert!(out.contains("ok committed 2000 of 3000"), "{out}");
 }
+
+#[test]
+fn kill_9_while_segments_are_copied_and_deleted_locally_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (s3, data, mut server) = store_and_server(tmp.path());
+    let base = base_ms(9000);
+    create_orders(&server);
+    // Killed three times while the uploader copies and local retention deletes (every
+    // 200 ms, with produces still arriving).
+    for round in 0..3i64 {
+        produce(&server, round * 2000, 2000, base);
+        std::thread::sleep(Duration::from_millis(150 * round as u64));
+        server.kill9();
+        server.respawn();
+    }
+    wait_local_deletion(&data);
+    wait_uploaded(&s3, local_segments(&data, "orders")[0]);
+    let out = tiered(&server, &["check", "orders", "6000", &base.to_string()]);
+    assert!(out.contains("ok checked 6000"), "{out}");
+}
