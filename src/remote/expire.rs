@@ -68,7 +68,6 @@ pub async fn expire(
     for s in &gone {
         remove_objects(log, &s.files).await;
     }
-    log.bump(|st| st.deleted_segments += n as u64);
     tracing::info!(topic = %log.topic, partition = log.partition, segments = n, log_start = committed.log_start_offset, "remote retention deleted segments");
     Ok(n)
 }

@@ -160,6 +160,19 @@ pub struct TopicManifest {
 }
 
 impl TopicManifest {
+    /// The configs a node recreating the topic (restore, read replica) creates it with:
+    /// the stored ones, tiered.
+    pub fn create_configs(&self) -> Vec<(String, String)> {
+        let mut configs: Vec<(String, String)> = self
+            .configs
+            .iter()
+            .filter(|(k, _)| k != "remote.storage.enable")
+            .cloned()
+            .collect();
+        configs.push(("remote.storage.enable".into(), "true".into()));
+        configs
+    }
+
     pub fn parse(key: &str, bytes: &[u8]) -> Result<Self, RemoteError> {
         let m: TopicManifest = serde_json::from_slice(bytes)
             .map_err(|e| RemoteError::corrupt(key, format!("not a topic manifest: {e}")))?;

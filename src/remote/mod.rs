@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use error::RemoteError;
-pub use partition::{RemoteLog, RemoteStats};
+pub use partition::RemoteLog;
 pub use store::RemoteStore;
 
 use object_store::path::Path as ObjectPath;

@@ -22,16 +22,6 @@ struct State {
     loaded: bool,
 }
 
-/// Counters shown by `log-dirs`, `topics describe` and the metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RemoteStats {
-    pub uploaded_bytes: u64,
-    pub uploaded_segments: u64,
-    pub failed_uploads: u64,
-    pub remote_reads: u64,
-    pub deleted_segments: u64,
-}
-
 pub struct RemoteLog {
     pub topic: Rc<str>,
     pub partition: u32,
@@ -49,7 +39,6 @@ pub struct RemoteLog {
     /// Whether this process swept the partition's orphaned objects yet (once per start:
     /// a crash is what leaves them).
     pub swept: Cell<bool>,
-    pub stats: Cell<RemoteStats>,
     /// The topic description last written to the bucket by this partition (partition 0
     /// writes it), so it is rewritten only when it changes.
     pub described: RefCell<Option<super::manifest::TopicManifest>>,
@@ -78,7 +67,6 @@ impl RemoteLog {
             local_start: Cell::new(0),
             upload_lag_bytes: Cell::new(0),
             swept: Cell::new(false),
-            stats: Cell::new(RemoteStats::default()),
             described: RefCell::new(None),
         })
     }
@@ -90,12 +78,6 @@ impl RemoteLog {
 
     fn manifest_key(&self) -> String {
         keys::partition_manifest(&self.topic, self.partition)
-    }
-
-    pub fn bump(&self, f: impl FnOnce(&mut RemoteStats)) {
-        let mut s = self.stats.get();
-        f(&mut s);
-        self.stats.set(s);
     }
 
     /// The manifest as last read or written (read from the store first if need be).

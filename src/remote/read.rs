@@ -26,7 +26,6 @@ pub async fn read(
     at_least_one: bool,
 ) -> Result<Bytes, RemoteError> {
     let manifest = log.manifest().await?;
-    log.bump(|s| s.remote_reads += 1);
     crate::metrics::record_remote(|m| m.reads += 1);
     let mut from = offset.max(manifest.log_start_offset);
     while let Some(seg) = manifest.segment_for(from) {

@@ -154,9 +154,7 @@ async fn sync_topics(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         let topic = remote::restore::read_topic(&tiering.store, &name)
             .await
             .map_err(|e| e.to_broker())?;
-        let mut configs = topic.configs.clone();
-        configs.retain(|(k, _)| k != "remote.storage.enable");
-        configs.push(("remote.storage.enable".into(), "true".into()));
+        let configs = topic.create_configs();
         crate::shard::admin::create_on_every_shard(
             shard,
             name.clone(),

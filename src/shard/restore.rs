@@ -82,9 +82,7 @@ pub async fn restore(shard: &Rc<Shard>, name: String) -> OpResult {
         })?;
         tracing::info!(topic = %name, partition = p, next_offset = restored.next_offset, "partition restored from the bucket");
     }
-    let mut configs = topic.configs.clone();
-    configs.retain(|(k, _)| k != "remote.storage.enable");
-    configs.push(("remote.storage.enable".into(), "true".into()));
+    let configs = topic.create_configs();
     crate::shard::admin::create_on_every_shard(shard, name, topic.partitions as i32, configs, true)
         .await
 }

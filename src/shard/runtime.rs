@@ -390,16 +390,13 @@ impl Shard {
     }
 
     async fn local_partition_op(&self, topic: &str, partition: u32, op: PartitionOp) -> OpResult {
-        let handle = self
-            .partitions
-            .borrow()
-            .get(&TopicPartition::new(topic, partition as i32))
-            .cloned();
+        let tp = TopicPartition::new(topic, partition as i32);
+        let handle = self.partitions.borrow().get(&tp).cloned();
         match handle {
             Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
                 crate::shard::maintenance::maintain_now(self, &h).await,
             )),
-            Some(h) => match self.remote_log(&TopicPartition::new(topic, partition as i32)) {
+            Some(h) => match self.remote_log(&tp) {
                 Some(remote) => self.tiered_op(&h, &remote, op).await,
                 None => h.call(op).await,
             },

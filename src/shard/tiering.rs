@@ -325,7 +325,6 @@ pub async fn upload_loop(shard: Rc<Shard>) {
                     let failures = backoff.get(&tp).map_or(0, |(n, _)| *n) + 1;
                     let pause = (every * 2u32.saturating_pow(failures.min(10))).min(MAX_BACKOFF);
                     tracing::warn!(partition = %tp, error = %e, retry_in_ms = pause.as_millis() as u64, "remote tier pass failed");
-                    remote.bump(|s| s.failed_uploads += 1);
                     crate::metrics::record_remote(|m| m.failed_passes += 1);
                     backoff.insert(tp, (failures, std::time::Instant::now() + pause));
                 }
@@ -362,10 +361,6 @@ async fn upload_pass(
             return Ok(());
         }
         let bytes = remote::upload::copy_segment(remote, &shard.storage, &seg).await?;
-        remote.bump(|s| {
-            s.uploaded_bytes += bytes;
-            s.uploaded_segments += u64::from(bytes > 0);
-        });
         crate::metrics::record_remote(|m| {
             m.uploaded_bytes += bytes;
             m.uploaded_segments += u64::from(bytes > 0);
