@@ -12,6 +12,18 @@ pub struct ServerProc {
     pub log: PathBuf,
     config: Vec<(String, String)>,
     wrapper: Option<String>,
+    /// How many "shardlog serving" lines the log held before this process started: the log
+    /// is appended across restarts, so only a line past these says the new one is ready.
+    served_before: usize,
+}
+
+const SERVING: &str = "shardlog serving";
+
+fn serving_lines(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .matches(SERVING)
+        .count()
 }
 
 /// A port with room for per-shard ports above it, below the ephemeral range (32768+) so
@@ -92,8 +104,10 @@ impl ServerProc {
                     _ => (k.clone(), v.clone()),
                 })
                 .collect();
+            let served_before = serving_lines(&log);
             let child = spawn(data, port, &config, &log, wrapper);
             let mut s = ServerProc {
+                served_before,
                 child,
                 port,
                 data: data.to_path_buf(),
@@ -145,7 +159,7 @@ impl ServerProc {
             if std::net::TcpStream::connect(self.addr()).is_ok() {
                 // Every listener is bound once the server says it is serving (the Kafka
                 // listeners bind after the native one).
-                while !self.log_text().contains("shardlog serving") && Instant::now() < deadline {
+                while serving_lines(&self.log) <= self.served_before && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 return true;
@@ -179,6 +193,7 @@ impl ServerProc {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let wrapper = self.wrapper.as_deref();
+            self.served_before = serving_lines(&self.log);
             self.child = spawn(&self.data, self.port, &self.config, &self.log, wrapper);
             if self.wait_ready(Duration::from_secs(30)) {
                 return;
