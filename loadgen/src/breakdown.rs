@@ -24,6 +24,18 @@ pub struct StageRow {
 pub struct Breakdown {
     /// The server's own time per request (frame read to reply written), then each stage.
     pub rows: Vec<StageRow>,
+    /// CPU seconds the whole server process (every thread) spent during the run.
+    pub cpu_seconds: f64,
+}
+
+impl Breakdown {
+    /// The server's CPU-seconds per GB (1e9 bytes) moved by the run.
+    pub fn cpu_seconds_per_gb(&self, bytes: u64) -> f64 {
+        if bytes == 0 {
+            return 0.0;
+        }
+        self.cpu_seconds / (bytes as f64 / 1e9)
+    }
 }
 
 /// Takes the server's metrics now (the start of a run).
@@ -60,7 +72,11 @@ pub async fn since(c: &mut Client, start: &MetricsReport, ops: u64) -> Result<Br
             .filter(|d| d.name.starts_with("stage.") && d.dist.count_recorded() > 0)
             .map(|d| row(&d.name, &d.dist, ops)),
     );
-    Ok(Breakdown { rows })
+    let cpu_ms = delta.value(shardlog::metrics::PROCESS_CPU_MS).unwrap_or(0);
+    Ok(Breakdown {
+        rows,
+        cpu_seconds: cpu_ms as f64 / 1000.0,
+    })
 }
 
 /// [`mark`] from outside an executor (the write workload runs its own executors).
@@ -93,6 +109,19 @@ fn blocking<T: Send + 'static, F: std::future::Future<Output = Result<T, String>
         .map_err(|e| e.to_string())?
         .join()
         .map_err(|e| e.to_string())?
+}
+
+/// Prints the server's CPU over the run, per GB of `bytes` when the run moved data.
+pub fn print_cpu(b: &Breakdown, bytes: u64) {
+    if bytes > 0 {
+        println!(
+            "        server CPU {:.2} s, {:.3} CPU-seconds per GB",
+            b.cpu_seconds,
+            b.cpu_seconds_per_gb(bytes)
+        );
+    } else {
+        println!("        server CPU {:.2} s", b.cpu_seconds);
+    }
 }
 
 pub fn print(title: &str, b: &Breakdown) {

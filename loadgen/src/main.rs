@@ -1,11 +1,13 @@
 //! loadgen: shardlog's load generator. `write` measures sequential-write throughput and
 //! produce latency, `lookup` measures lookups by offset and by timestamp with a cold and a
-//! warm cache, and `bench` runs both against a server it starts itself.
+//! warm cache, `consume` reads a topic front to back as a catching-up consumer does, and
+//! `bench` runs them against a server it starts itself.
 
 mod bench;
 mod breakdown;
 mod cluster;
 mod connect;
+mod consume;
 mod lookup;
 mod open_txns;
 mod plot;
@@ -37,6 +39,8 @@ enum Command {
     Write(WriteArgs),
     /// Random lookups over the existing log, by offset or by timestamp, cold and/or warm.
     Lookup(LookupArgs),
+    /// Sequential consume of a topic's whole log: MB/s, per-fetch latency, cold and warm.
+    Consume(ConsumeArgs),
     /// Leave many transactions open on a Kafka listener (recovery figures of transactions).
     OpenTxns(open_txns::OpenTxnsArgs),
     /// Start a server on a temp data dir, write, then look up (offset/timestamp, cold/warm).
@@ -155,10 +159,32 @@ struct LookupArgs {
     plot: Option<PathBuf>,
 }
 
+#[derive(clap::Args)]
+struct ConsumeArgs {
+    #[arg(long, default_value = "127.0.0.1:7411")]
+    bootstrap: String,
+    #[arg(long)]
+    topic: String,
+    /// Bytes each fetch asks for (a Kafka consumer's max.partition.fetch.bytes).
+    #[arg(long, default_value = "1MiB", value_parser = units::parse_size)]
+    fetch_bytes: u64,
+    #[arg(long, value_enum, default_value = "both")]
+    cache: lookup::CacheMode,
+    /// The cold pass also drops the kernel page cache (needs root, and a server started
+    /// with allow.drop.kernel.cache=true).
+    #[arg(long)]
+    drop_kernel_page_cache: bool,
+    #[arg(long)]
+    no_shard_aware: bool,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Write(args) => write_command(args),
         Command::Lookup(args) => lookup_command(args),
+        Command::Consume(args) => consume_command(args),
         Command::OpenTxns(args) => open_txns::run(args),
         Command::Bench {
             data_dir,
@@ -305,6 +331,41 @@ fn lookup_command(args: LookupArgs) -> Result<(), String> {
             "machine": report::Machine::describe(&std::env::current_dir().unwrap_or_default()),
             "config": { "bootstrap": opts.bootstrap, "topic": opts.topic, "count": opts.count, "shard_aware": opts.shard_aware },
             "lookup": m,
+        });
+        report::write_json(&path, &doc)?;
+    }
+    Ok(())
+}
+
+fn consume_command(args: ConsumeArgs) -> Result<(), String> {
+    let fetch_bytes = i32::try_from(args.fetch_bytes)
+        .map_err(|_| format!("--fetch-bytes {} is over 2 GiB", args.fetch_bytes))?;
+    let opts = consume::ConsumeOpts {
+        bootstrap: args.bootstrap,
+        topic: args.topic,
+        fetch_bytes,
+        cache: args.cache,
+        shard_aware: !args.no_shard_aware,
+        drop_kernel_page_cache: args.drop_kernel_page_cache,
+    };
+    let o = opts.clone();
+    let rows = glommio::LocalExecutorBuilder::default()
+        .spawn(move || async move { consume::run(&o).await })
+        .map_err(|e| e.to_string())?
+        .join()
+        .map_err(|e| e.to_string())??;
+    consume::print(&rows);
+    if let Some(path) = args.json {
+        let passes: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .map(|(n, r)| (n.clone(), serde_json::to_value(r).unwrap_or_default()))
+            .collect();
+        let doc = json!({
+            "tool": "loadgen consume",
+            "git_revision": report::git_revision(),
+            "machine": report::Machine::describe(&std::env::current_dir().unwrap_or_default()),
+            "config": { "bootstrap": opts.bootstrap, "topic": opts.topic, "fetch_bytes": opts.fetch_bytes, "shard_aware": opts.shard_aware },
+            "consume": passes,
         });
         report::write_json(&path, &doc)?;
     }

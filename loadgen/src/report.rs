@@ -102,6 +102,8 @@ pub struct WriteResult {
     pub latency_us: Option<LatencyUs>,
     /// Latencies measured from the intended send time (open loop, --rate).
     pub corrected_for_coordinated_omission: bool,
+    /// The server process's CPU-seconds per GB written (every thread, from its Metrics).
+    pub server_cpu_seconds_per_gb: f64,
     /// Where the time went in the server during the run.
     pub server: Breakdown,
     /// (seconds since start, MB/s over the interval before it), sampled 10 times a second.
@@ -146,6 +148,7 @@ pub fn print_write(r: &WriteResult) {
             }
         );
     }
+    breakdown::print_cpu(&r.server, r.bytes);
     breakdown::print("per produce request", &r.server);
 }
 
@@ -175,6 +178,10 @@ pub fn print_lookup_table(rows: &[(String, &LookupResult)]) {
                 "  {name}: round trip interleaved with its lookups p50 {} p99 {} us",
                 rt.p50, rt.p99
             );
+        }
+        if !r.server.rows.is_empty() {
+            print!("  {name}:");
+            breakdown::print_cpu(&r.server, 0);
         }
         breakdown::print(&format!("{name}, per lookup"), &r.server);
     }

@@ -311,6 +311,7 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
         records_per_s: records as f64 / seconds,
         latency_us: (opts.acks != ACKS_NONE).then(|| LatencyUs::of(&hist)),
         corrected_for_coordinated_omission: interval.is_some(),
+        server_cpu_seconds_per_gb: server.cpu_seconds_per_gb(bytes),
         server,
         throughput_mb_per_s,
     })

@@ -23,7 +23,9 @@ pub fn varlong_len(value: i64) -> usize {
     unsigned_len(((value << 1) ^ (value >> 63)) as u64)
 }
 
-fn put_unsigned(out: &mut Vec<u8>, mut v: u64) {
+/// Appends the plain (unsigned, not zigzag) varint encoding of `v`: Kafka's
+/// `UNSIGNED_VARINT`, as in the compact lengths of flexible message versions.
+pub fn put_unsigned(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;

@@ -22,6 +22,7 @@ use bytes::Bytes;
 
 use super::cache::{next_file_id, read_through, SharedPageCache};
 use super::chain::ByteChain;
+use super::read_ahead::{ReadAhead, Source};
 use super::storage::{IoBuf, OpenMode, Storage, StorageFile};
 use super::{align_down, align_up, BLOCK};
 use crate::error::{Error, Result};
@@ -30,6 +31,8 @@ use crate::error::{Error, Result};
 const CHUNK: usize = 1 << 20;
 /// Staging buffer (and write size) when the shard's staging budget is spent.
 const MIN_CHUNK: usize = 64 << 10;
+/// Staged bytes from which `flush` writes the staging buffer itself instead of a copy.
+const IN_PLACE_FLUSH: usize = 64 << 10;
 /// Background chunk writes allowed in flight before `append` waits for the oldest.
 const MAX_IN_FLIGHT: usize = 4;
 
@@ -67,6 +70,8 @@ pub struct LogFile {
     written: u64,
     durable: u64,
     poisoned: Option<String>,
+    /// Chunks read ahead of a sequential reader (consumers catching up).
+    read_ahead: ReadAhead,
 }
 
 fn short_write(expected: usize, got: usize) -> std::io::Error {
@@ -101,6 +106,7 @@ impl LogFile {
             written: size,
             durable: size,
             poisoned: None,
+            read_ahead: ReadAhead::default(),
         }
     }
 
@@ -390,36 +396,52 @@ impl LogFile {
         let staged = (self.size - self.staging_pos) as usize;
         if self.written < self.size && staged > 0 {
             let padded = align_up(staged as u64) as usize;
-            let mut buf = self.file.alloc_buffer(padded);
-            {
-                let src = self.staging.as_ref().expect("writable").as_bytes();
-                let dst = buf.as_bytes_mut();
-                dst[..staged].copy_from_slice(&src[..staged]);
-                dst[staged..].fill(0);
-            }
-            match self.file.write_at(buf, self.staging_pos).await {
+            let pos = self.staging_pos;
+            let buf = self.padded_staging(staged, padded);
+            // Only the partial tail block stays staged: full blocks go to the device now
+            // (and their last pages to the read cache).
+            self.staging_pos += align_down(staged as u64);
+            match self.file.write_at(buf, pos).await {
                 Ok(n) if n >= padded => {}
                 Ok(n) => return Err(self.poison("write", short_write(padded, n))),
                 Err(e) => return Err(self.poison("write", e)),
-            }
-            // Keep only the partial tail block in memory: full blocks are on the device now
-            // (and in the read cache).
-            let full = align_down(staged as u64) as usize;
-            if let Some(cache) = &self.cache {
-                let staging = self.staging.as_ref().expect("writable").as_bytes();
-                cache
-                    .borrow_mut()
-                    .insert_written(self.id, self.staging_pos, &staging[..full]);
-            }
-            if full > 0 {
-                let staging = self.staging.as_mut().expect("writable").as_bytes_mut();
-                staging.copy_within(full..staged, 0);
-                self.staging_pos += full as u64;
             }
         }
         self.written = self.size;
         self.assert_invariants();
         Ok(())
+    }
+
+    /// The staged bytes padded with zeros to `padded`, as a buffer to write, leaving
+    /// staging holding only the partial tail block (moved to the front). A large staged
+    /// part is written from the staging buffer itself, which a fresh buffer replaces
+    /// (one copy per byte on the write path); a small one is copied into a small buffer.
+    fn padded_staging(&mut self, staged: usize, padded: usize) -> IoBuf {
+        let full = align_down(staged as u64) as usize;
+        let mut staging = self.staging.take().expect("writable");
+        staging.as_bytes_mut()[staged..padded].fill(0);
+        if let Some(cache) = &self.cache {
+            let pages = &staging.as_bytes()[..full];
+            cache
+                .borrow_mut()
+                .insert_written(self.id, self.staging_pos, pages);
+        }
+        let (out, kept) = if staged >= IN_PLACE_FLUSH {
+            let mut fresh = self.file.alloc_buffer(staging.len());
+            fresh.as_bytes_mut()[..staged - full]
+                .copy_from_slice(&staging.as_bytes()[full..staged]);
+            staging.truncate(padded);
+            (staging, fresh)
+        } else {
+            let mut out = self.file.alloc_buffer(padded);
+            out.as_bytes_mut()
+                .copy_from_slice(&staging.as_bytes()[..padded]);
+            staging.as_bytes_mut().copy_within(full..staged, 0);
+            (out, staging)
+        };
+        self.staging = Some(kept);
+        debug_assert_eq!(out.len(), padded);
+        out
     }
 
     /// Flushes and fdatasyncs: after it returns, `durable() == size()`.
@@ -462,6 +484,7 @@ impl LogFile {
     /// the writable one is kept: nothing is lost but the saving.
     pub async fn reopen_read_only(&mut self, storage: &dyn Storage) {
         debug_assert!(self.is_sealed(), "only a sealed file is reopened read-only");
+        self.read_ahead.cancel();
         match storage.open(&self.path, OpenMode::ReadOnly).await {
             Ok(read_only) => {
                 let writable = std::mem::replace(&mut self.file, read_only);
@@ -477,6 +500,7 @@ impl LogFile {
 
     /// Seals (when writable and healthy) and closes the file.
     pub async fn close(mut self) -> Result<()> {
+        self.read_ahead.cancel();
         let sealed = if self.poisoned.is_none() {
             self.seal().await
         } else {
@@ -495,6 +519,7 @@ impl LogFile {
     /// Drops the file without flushing or sealing (after a failure, before recovery
     /// reopens it): waits for writes in flight, ignores their errors, closes the handle.
     pub async fn abandon(mut self) {
+        self.read_ahead.cancel();
         let _ = self.drain().await;
         self.drop_staging();
         let _ = self.file.clone().close().await;
@@ -506,6 +531,27 @@ impl LogFile {
         if let Some(cache) = &self.cache {
             cache.borrow_mut().forget(self.id, pos, len);
         }
+    }
+
+    /// Reads `[pos, pos + want)`, all of it on the device, through the page cache when
+    /// there is one, keeping read-ahead going for a sequential reader.
+    async fn read_device(&mut self, pos: u64, want: usize) -> std::io::Result<ByteChain> {
+        let Some(cache) = &self.cache else {
+            return self.file.read_at(pos, want).await.map(ByteChain::from);
+        };
+        let end = pos + want as u64;
+        self.read_ahead.before_read(pos, end).await;
+        let chunk = read_through(cache, self.file.as_ref(), self.id, pos, want).await?;
+        // Read ahead only over bytes no write in flight or staged tail will change.
+        let stable_end = self.written.min(self.staging_pos);
+        let source = Source {
+            file: &self.file,
+            file_id: self.id,
+            cache,
+            stable_end,
+        };
+        self.read_ahead.after_read(pos, end, source);
+        Ok(chunk)
     }
 
     /// Reads up to `len` bytes at `pos` (fewer at the end of the data), as one buffer.
@@ -528,11 +574,10 @@ impl LogFile {
                 self.drain().await?;
             }
             let want = (disk_end - pos) as usize;
-            let chunk = match &self.cache {
-                Some(cache) => read_through(cache, self.file.as_ref(), self.id, pos, want).await,
-                None => self.file.read_at(pos, want).await.map(ByteChain::from),
-            }
-            .map_err(|e| Error::io("read", &self.path, e))?;
+            let chunk = self
+                .read_device(pos, want)
+                .await
+                .map_err(|e| Error::io("read", &self.path, e))?;
             if chunk.len() < want {
                 return Err(Error::corruption(
                     &self.path,

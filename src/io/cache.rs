@@ -29,6 +29,8 @@ pub struct CacheStats {
     pub misses: u64,
     pub bytes: u64,
     pub budget_bytes: u64,
+    /// Bytes read ahead of sequential readers since start.
+    pub read_ahead_bytes: u64,
 }
 
 pub struct PageCache {
@@ -36,6 +38,9 @@ pub struct PageCache {
     budget_pages: usize,
     /// Bytes of appenders' staging buffers counted against the same budget.
     staging_bytes: usize,
+    /// Read-ahead bytes in flight now (granted by `grant_read_ahead`).
+    read_ahead_in_flight: u64,
+    read_ahead_total: u64,
     hits: u64,
     misses: u64,
 }
@@ -61,6 +66,8 @@ impl PageCache {
             pages: LruCache::unbounded(),
             budget_pages: (budget_bytes / PAGE) as usize,
             staging_bytes: 0,
+            read_ahead_in_flight: 0,
+            read_ahead_total: 0,
             hits: 0,
             misses: 0,
         }))
@@ -128,6 +135,31 @@ impl PageCache {
         self.staging_bytes = self.staging_bytes.saturating_sub(bytes);
     }
 
+    /// The cache's byte budget.
+    pub fn budget_bytes(&self) -> u64 {
+        self.budget_pages as u64 * PAGE
+    }
+
+    /// Grants `bytes` of read-ahead while the shard's read-ahead in flight stays within a
+    /// quarter of the budget (never with no budget: there is nowhere to put the pages).
+    pub fn grant_read_ahead(&mut self, bytes: u64) -> bool {
+        if self.read_ahead_in_flight + bytes > self.budget_bytes() / 4 {
+            return false;
+        }
+        self.read_ahead_in_flight += bytes;
+        self.read_ahead_total += bytes;
+        true
+    }
+
+    /// Gives back read-ahead granted by `grant_read_ahead` (done or cancelled).
+    pub fn release_read_ahead(&mut self, bytes: u64) {
+        debug_assert!(
+            bytes <= self.read_ahead_in_flight,
+            "released more read-ahead than granted"
+        );
+        self.read_ahead_in_flight = self.read_ahead_in_flight.saturating_sub(bytes);
+    }
+
     /// Staging bytes granted now.
     pub fn staging_bytes(&self) -> usize {
         self.staging_bytes
@@ -169,6 +201,7 @@ impl PageCache {
             misses: self.misses,
             bytes: self.pages.len() as u64 * PAGE,
             budget_bytes: self.budget_pages as u64 * PAGE,
+            read_ahead_bytes: self.read_ahead_total,
         }
     }
 }

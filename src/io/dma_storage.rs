@@ -124,27 +124,33 @@ impl StorageFile for DmaStorageFile {
 }
 
 impl DmaStorageFile {
-    /// Reads `[pos, pos + len)` in device reads of at most `MAX_IO`, handing each DMA
-    /// buffer to `take` (fewer bytes at end of file). `pos` and `MAX_IO` keep every chunk
-    /// page-aligned when `pos` is.
+    /// Reads `[pos, pos + len)` in device reads of at most `MAX_IO`, all submitted at once
+    /// (a large read takes what the device's queue allows, not one read after another),
+    /// handing each DMA buffer to `take` in file order (fewer bytes at end of file). `pos`
+    /// and `MAX_IO` keep every chunk page-aligned when `pos` is.
     async fn read_chunks(
         &self,
         pos: u64,
         len: usize,
         mut take: impl FnMut(&[u8]),
     ) -> std::io::Result<()> {
-        let mut done = 0usize;
-        while done < len {
-            let want = (len - done).min(MAX_IO);
-            self.reads.set(self.reads.get() + 1);
-            let read = self.file.read_at(pos + done as u64, want);
-            let chunk = crate::metrics::timed(crate::metrics::Stage::DeviceRead, read)
-                .await
-                .map_err(gerr)?;
+        let chunks: Vec<(u64, usize)> = (0..len)
+            .step_by(MAX_IO)
+            .map(|done| (pos + done as u64, (len - done).min(MAX_IO)))
+            .collect();
+        self.reads.set(self.reads.get() + chunks.len() as u64);
+        let reads = chunks.iter().map(|&(at, want)| {
+            crate::metrics::timed(
+                crate::metrics::Stage::DeviceRead,
+                self.file.read_at(at, want),
+            )
+        });
+        let results = futures_util::future::join_all(reads).await;
+        for (read, (_, want)) in results.into_iter().zip(chunks) {
+            let chunk = read.map_err(gerr)?;
             take(&chunk);
-            done += chunk.len();
             if chunk.len() < want {
-                break;
+                break; // end of file
             }
         }
         Ok(())

@@ -135,6 +135,19 @@ pub fn rss_bytes() -> i64 {
     }
 }
 
+/// CPU time (user + system) of every thread of this process so far, in milliseconds: the
+/// shards, the io_uring workers and the helper threads.
+pub fn process_cpu_ms() -> u64 {
+    // SAFETY: rusage is plain integers, for which all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own and pass by a valid pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0;
+    }
+    let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
 /// As root, drops the host's kernel page cache (`sync; echo 1 > /proc/sys/vm/drop_caches`);
 /// otherwise leaves it alone.
 pub fn drop_kernel_page_cache_as_root() {

@@ -44,6 +44,15 @@ impl IoBuf {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Shortens the buffer to its first `len` bytes (a write then writes only those).
+    pub fn truncate(&mut self, len: usize) {
+        debug_assert!(len <= self.len());
+        match self {
+            IoBuf::Dma(b) => b.trim_to_size(len),
+            IoBuf::Heap(v) => v.truncate(len),
+        }
+    }
 }
 
 /// How a file is opened.

@@ -14,6 +14,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use super::api_versions;
 use crate::metrics::{self, Stage};
 use crate::net::{Peer, Reply};
+use crate::protocol::frame::Frame;
 use crate::shard::budget::{Budget, Reservation};
 use crate::shard::runtime::Shard;
 
@@ -58,6 +59,7 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
         peer,
         budget: &budget,
         client_id,
+        splices: Default::default(),
     };
     tracing::trace!(?key, version, correlation_id, client = %ctx.client_id, "kafka request");
     let Some(response) = super::dispatch(&ctx, *request, &mut reservation).await else {
@@ -73,11 +75,12 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
     };
     tracing::trace!(?key, correlation_id, ?response, "kafka response");
     let encode_start = std::time::Instant::now();
-    let encoded = encode(key, version, correlation_id, &response);
+    let encoded = encode(key, version, correlation_id, &response)
+        .and_then(|frame| spliced(frame, &ctx, key, version));
     metrics::record_since(Stage::Encode, encode_start);
     match encoded {
         Ok(frame) => Reply {
-            frame: Some(frame.into()),
+            frame: Some(frame),
             reservation,
             close: false,
             api: metrics::api_label(key),
@@ -89,6 +92,21 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
             close(format!("encoding {key:?} v{version}: {e}"))
         }
     }
+}
+
+/// The encoded reply as a frame, with any Fetch records spliced in (not copied).
+fn spliced(
+    encoded: Vec<u8>,
+    ctx: &super::Context<'_>,
+    key: ApiKey,
+    version: i16,
+) -> anyhow::Result<Frame> {
+    let splices = ctx.splices.take();
+    if splices.is_empty() {
+        return Ok(encoded.into());
+    }
+    let flexible = key.response_header_version(version) >= 1;
+    splices.frame(encoded, flexible)
 }
 
 fn close(why: String) -> Reply {

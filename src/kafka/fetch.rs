@@ -17,6 +17,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 use super::errors::{self, kafka_code};
 use super::Context;
 use crate::broker_error::BrokerError;
+use crate::io::chain::ByteChain;
 use crate::security::acl::Operation;
 use crate::shard::budget::{FetchPlan, Reservation};
 use crate::shard::messages::{Isolation, OpOk, PartitionOp};
@@ -110,7 +111,7 @@ struct Fetched {
     last_stable_offset: i64,
     /// (producer id, first offset): read_committed only.
     aborted: Vec<(i64, i64)>,
-    records: Bytes,
+    records: ByteChain,
 }
 
 impl Fetched {
@@ -163,9 +164,7 @@ async fn read_all(
                     high_watermark: log_end_offset,
                     last_stable_offset,
                     aborted,
-                    // The kafka-protocol encoder takes one buffer: a copy when the records
-                    // span several cached pages.
-                    records: records.to_bytes(),
+                    records,
                 }
             }
             // The reply is full: only the partition's offsets, no read.
@@ -189,7 +188,7 @@ async fn offsets_only(ctx: &Context<'_>, w: &Wanted) -> Fetched {
             high_watermark: p.log_end_offset,
             last_stable_offset: p.last_stable_offset,
             aborted: Vec::new(),
-            records: Bytes::new(),
+            records: ByteChain::default(),
         },
         Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
         Err(BrokerError { code, .. }) => failed(kafka_code(code, true)),
@@ -203,7 +202,7 @@ fn failed(error: i16) -> Fetched {
         high_watermark: -1,
         last_stable_offset: -1,
         aborted: Vec::new(),
-        records: Bytes::new(),
+        records: ByteChain::default(),
     }
 }
 
@@ -236,13 +235,15 @@ fn response(
     for t in &request.topics {
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for _ in &t.partitions {
-            let f = results
+            let mut f = results
                 .next()
                 .unwrap_or_else(|| failed(errors::UNKNOWN_SERVER_ERROR));
+            let records = std::mem::take(&mut f.records);
+            let records = ctx.splices.borrow_mut().records_field(records);
             partitions.push(partition_data(
                 ctx.version,
                 wanted[i].partition,
-                f,
+                (f, records),
                 isolation,
             ));
             i += 1;
@@ -260,7 +261,12 @@ fn response(
 
 /// One partition's answer: `aborted_transactions` is null for read_uncommitted (Kafka's
 /// rule), the list (maybe empty) for read_committed; `last_stable_offset` always set.
-fn partition_data(version: i16, partition: i32, f: Fetched, isolation: Isolation) -> PartitionData {
+fn partition_data(
+    version: i16,
+    partition: i32,
+    (f, records): (Fetched, Bytes),
+    isolation: Isolation,
+) -> PartitionData {
     let aborted = (isolation == Isolation::ReadCommitted).then(|| {
         f.aborted
             .iter()
@@ -277,7 +283,7 @@ fn partition_data(version: i16, partition: i32, f: Fetched, isolation: Isolation
         .with_high_watermark(f.high_watermark)
         .with_last_stable_offset(f.last_stable_offset)
         .with_aborted_transactions(aborted)
-        .with_records(Some(f.records));
+        .with_records(Some(records));
     if version >= 5 {
         d.with_log_start_offset(f.log_start_offset)
     } else {

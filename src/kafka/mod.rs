@@ -25,6 +25,7 @@ mod log_admin;
 mod metadata;
 mod produce;
 mod sasl;
+mod splice;
 mod txn;
 mod txn_admin;
 mod users;
@@ -100,6 +101,8 @@ pub struct Context<'a> {
     pub budget: &'a Budget,
     /// The request header's client id (consumer groups report it per member).
     pub client_id: String,
+    /// Fetch records spliced into the encoded reply instead of copied into it.
+    pub splices: std::cell::RefCell<splice::Splices>,
 }
 
 /// Runs one decoded request; `None` for a Produce with acks=0 (no reply).

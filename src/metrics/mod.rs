@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 pub use distribution::{Distribution, HistogramError};
 pub use snapshot::{
     ApiStats, Gauges, MetricsReport, MetricsSnapshot, NamedDistribution, RemoteCounters,
+    PROCESS_CPU_MS,
 };
 
 /// A step of a request's life that is timed on its own.

@@ -42,6 +42,8 @@ pub struct Gauges {
     pub cache_misses: u64,
     pub cache_bytes: u64,
     pub cache_budget_bytes: u64,
+    /// Bytes read ahead of sequential readers into the page cache.
+    pub read_ahead_bytes: u64,
     pub inflight_budget_used_bytes: u64,
     /// Tasks alive on the shard's thread.
     pub tasks: u64,
@@ -140,6 +142,10 @@ impl MetricsSnapshot {
     }
 }
 
+/// The Metrics API's one process-wide value: CPU milliseconds of every thread of the
+/// server since it started (a counter, added once after the shards are merged).
+pub const PROCESS_CPU_MS: &str = "process_cpu_ms";
+
 /// Whether a value counts since start or is a level now.
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -159,7 +165,7 @@ pub struct ShardValue {
 
 /// Every per-shard value, one row each: the one list the Metrics API, `since` and the
 /// Prometheus endpoint read.
-pub const SHARD_VALUES: [ShardValue; 25] = [
+pub const SHARD_VALUES: [ShardValue; 26] = [
     ShardValue {
         name: "device_reads",
         kind: Kind::Counter,
@@ -189,6 +195,12 @@ pub const SHARD_VALUES: [ShardValue; 25] = [
         kind: Kind::Gauge,
         get: |s| s.gauges.cache_budget_bytes,
         help: "The page cache's budget.",
+    },
+    ShardValue {
+        name: "read_ahead_bytes",
+        kind: Kind::Counter,
+        get: |s| s.gauges.read_ahead_bytes,
+        help: "Bytes read ahead of sequential consumers into the page cache.",
     },
     ShardValue {
         name: "open_partitions",

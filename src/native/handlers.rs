@@ -383,6 +383,11 @@ async fn server_state(
             for s in shard.cluster_metrics().await? {
                 report.merge(&s.to_report());
             }
+            // The process as a whole, once (not per shard): what a run cost in CPU.
+            report.values.push((
+                metrics::PROCESS_CPU_MS.into(),
+                crate::io::os::process_cpu_ms(),
+            ));
             ResponseBody::Metrics(crate::protocol::metrics::MetricsResponse::of(&report))
         }
         _ => {

@@ -522,18 +522,14 @@ async fn read_frame(
     let Some(reservation) = budget.reserve_request(size).await else {
         return Next::Stop("budget closed".into());
     };
-    let mut body = vec![0u8; size];
+    // Reused memory: the read overwrites every byte, so none is zeroed first.
+    let mut body = super::frame_buf::FrameBuf::new(size);
     let body_start = Instant::now();
-    if let Err(e) = within(request, reader.read_exact(&mut body)).await {
+    if let Err(e) = within(request, reader.read_exact(body.as_mut_slice())).await {
         return Next::Stop(format!("reading a {size}-byte frame: {e}"));
     }
-    debug_assert_eq!(body.len(), size);
-    Next::Frame(
-        Bytes::from(body),
-        reservation,
-        started,
-        body_start.elapsed(),
-    )
+    debug_assert_eq!(body.as_ref().len(), size);
+    Next::Frame(body.freeze(), reservation, started, body_start.elapsed())
 }
 
 /// The front end's reply to a frame size that cannot be accepted; only the header is read

@@ -5,6 +5,7 @@
 
 pub(crate) mod accept;
 pub(crate) mod connection;
+pub(crate) mod frame_buf;
 pub mod listener_security;
 pub(crate) mod metrics_http;
 pub(crate) mod send;

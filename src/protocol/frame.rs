@@ -37,6 +37,13 @@ impl Frame {
     }
 }
 
+impl From<ByteChain> for Frame {
+    /// A frame already encoded as slices (size prefix included).
+    fn from(chain: ByteChain) -> Self {
+        Frame(chain)
+    }
+}
+
 impl From<Vec<u8>> for Frame {
     /// A frame already encoded whole (size prefix included).
     fn from(v: Vec<u8>) -> Self {

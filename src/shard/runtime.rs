@@ -1021,6 +1021,7 @@ impl Shard {
             cache_misses: s.cache_misses,
             cache_bytes: s.cache_bytes,
             cache_budget_bytes: s.cache_budget_bytes,
+            read_ahead_bytes: self.cache.borrow().stats().read_ahead_bytes,
             inflight_budget_used_bytes: budget.saturating_sub(self.inflight.available()),
             tasks: crate::tasks::live(),
             append_waiters: self.append_waiters() as u64,
