@@ -10,6 +10,8 @@
 # Writes results/<date>-targets.{json,md} and SVG plots in results/<date>-targets-plots/.
 # Each loadgen run prints the server's own breakdown (stage histograms) under its figures.
 # Usage: scripts/targets.sh [--quick]
+# Environment: SHARDLOG_BIN (another server build to measure, e.g. the commit before a change),
+# SHARDLOG_SERVER_CONFIG (a properties file for the server, e.g. spin.before.park.us=50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,8 +54,11 @@ fio_run write4k --rw=randwrite --bs=4k --iodepth=1 --size="$size" --runtime=$sec
 rm -f "$dir/fio.dat"
 
 cargo build --release --quiet -p shardlog -p loadgen
-taskset -c 0 target/release/shardlog serve --data-dir "$dir/data" --listen "127.0.0.1:$port" \
-  --shards 1 --kafka-listen off >"$tmp/server.log" 2>&1 &
+server_config=()
+[ -n "${SHARDLOG_SERVER_CONFIG:-}" ] && server_config=(--config "$SHARDLOG_SERVER_CONFIG")
+taskset -c 0 "${SHARDLOG_BIN:-target/release/shardlog}" serve --data-dir "$dir/data" \
+  --listen "127.0.0.1:$port" --shards 1 --kafka-listen off "${server_config[@]}" \
+  >"$tmp/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 lg() { taskset -c 1 target/release/loadgen "$@" --bootstrap "127.0.0.1:$port"; }

@@ -4,9 +4,19 @@
 //! out, within an eighth of the shard's share of `remote.cache.bytes` (at least 8 MiB);
 //! chunks are also kept on disk within the whole share (`disk_cache.rs`). A thread-local:
 //! reached only by the shard's own tasks, never across an await.
+//!
+//! Read-ahead: an object read sequentially (each read starting in the chunk the last one
+//! ended in, or the next; three in a row) gets its next `AHEAD` chunks fetched in the
+//! background, at most `MAX_AHEAD` fetches in flight per shard, so a consumer catching up
+//! from the bucket waits for one round trip to the store per `AHEAD` chunks, not per chunk.
+//! A read of a chunk being fetched ahead waits for that fetch instead of issuing its own.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::rc::Rc;
+
+use glommio::sync::Semaphore;
 
 use bytes::{Bytes, BytesMut};
 use lru::LruCache;
@@ -20,6 +30,25 @@ pub const CHUNK_BYTES: u64 = 1 << 20;
 
 /// Which part of an object an entry holds: a chunk number, or the whole verified object.
 const WHOLE: u64 = u64::MAX;
+/// Chunks fetched ahead of a sequential reader of an object.
+pub const AHEAD: u64 = 4;
+/// Read-ahead fetches in flight per shard.
+const MAX_AHEAD: usize = 8;
+/// Reads in a row, each continuing the last, that make a pattern sequential.
+const SEQUENTIAL_AFTER: u32 = 3;
+/// Objects whose read pattern is remembered (the least recently read are forgotten).
+const PATTERNS: usize = 256;
+
+/// An object's last read: the chunk it ended in, and how many reads in a row continued.
+#[derive(Clone, Copy)]
+struct Pattern {
+    last_chunk: u64,
+    streak: u32,
+}
+
+/// Chunks being fetched ahead, each with a semaphore closed when its fetch ends (which
+/// wakes every read waiting for it).
+type InFlight = HashMap<(Rc<str>, u64), Rc<Semaphore>>;
 
 struct ChunkCache {
     entries: LruCache<(Rc<str>, u64), Bytes>,
@@ -30,6 +59,9 @@ struct ChunkCache {
 }
 
 thread_local! {
+    static READS: RefCell<LruCache<Rc<str>, Pattern>> =
+        RefCell::new(LruCache::new(NonZeroUsize::new(PATTERNS).expect("non-zero")));
+    static IN_FLIGHT: RefCell<InFlight> = RefCell::new(HashMap::new());
     static CACHE: RefCell<ChunkCache> = RefCell::new(ChunkCache {
         entries: LruCache::unbounded(),
         bytes: 0,
@@ -127,6 +159,9 @@ pub async fn read_range(
     }
     let key: Rc<str> = file.key.as_str().into();
     let (first, last) = (start / CHUNK_BYTES, (end - 1) / CHUNK_BYTES);
+    if is_sequential(&key, first, last) {
+        read_ahead(store, file, &key, last);
+    }
     let mut out = BytesMut::new();
     for n in first..=last {
         let chunk = chunk(store, file, &key, n).await?;
@@ -150,6 +185,24 @@ async fn chunk(
     if let Some(hit) = lookup(key, n) {
         return Ok(hit);
     }
+    let ahead = IN_FLIGHT.with(|f| f.borrow().get(&(key.clone(), n)).cloned());
+    if let Some(done) = ahead {
+        // Closed when the fetch ends: the acquire fails then, by design.
+        let _ = done.acquire(1).await;
+        if let Some(hit) = lookup(key, n) {
+            return Ok(hit);
+        }
+    }
+    fill(store, file, key, n).await
+}
+
+/// Chunk `n` from the disk cache or the store, cached in memory (and on disk).
+async fn fill(
+    store: &RemoteStore,
+    file: &RemoteFile,
+    key: &Rc<str>,
+    n: u64,
+) -> Result<Bytes, RemoteError> {
     let range = n * CHUNK_BYTES..((n + 1) * CHUNK_BYTES).min(file.size);
     let want = range.end - range.start;
     if let Some(hit) = super::disk_cache::get(key, n)
@@ -169,6 +222,65 @@ async fn chunk(
     insert(key.clone(), n, data.clone());
     super::disk_cache::put(key.clone(), n, data.clone());
     Ok(data)
+}
+
+/// Counts the read `[first, last]` (chunks) of `key`; true once it continues a sequential
+/// pattern.
+fn is_sequential(key: &Rc<str>, first: u64, last: u64) -> bool {
+    READS.with(|r| {
+        let mut reads = r.borrow_mut();
+        let streak = match reads.get(key) {
+            Some(p) if (p.last_chunk..=p.last_chunk + 1).contains(&first) => p.streak + 1,
+            _ => 1,
+        };
+        reads.put(
+            key.clone(),
+            Pattern {
+                last_chunk: last,
+                streak,
+            },
+        );
+        streak >= SEQUENTIAL_AFTER
+    })
+}
+
+/// Fetches the `AHEAD` chunks after `last` that are neither cached nor in flight, within
+/// the shard's bound, each in a task of its own.
+fn read_ahead(store: &RemoteStore, file: &RemoteFile, key: &Rc<str>, last: u64) {
+    let chunks = file.size.div_ceil(CHUNK_BYTES);
+    for n in (last + 1..=last + AHEAD).take_while(|&n| n < chunks) {
+        let cached = CACHE.with(|c| c.borrow().entries.contains(&(key.clone(), n)));
+        let started = IN_FLIGHT.with(|f| {
+            let mut f = f.borrow_mut();
+            if cached || f.len() >= MAX_AHEAD || f.contains_key(&(key.clone(), n)) {
+                return false;
+            }
+            f.insert((key.clone(), n), Rc::new(Semaphore::new(0)));
+            true
+        });
+        if !started {
+            continue;
+        }
+        let (store, file, key) = (store.clone(), file.clone(), key.clone());
+        crate::tasks::spawn(async move {
+            let _done = AheadDone((key.clone(), n));
+            // A failed fetch is left to the reader, which fetches and reports it itself.
+            let _ = fill(&store, &file, &key, n).await;
+        })
+        .detach();
+    }
+}
+
+/// Ends a read-ahead fetch (done or cancelled): out of the in-flight map, waiters woken.
+struct AheadDone((Rc<str>, u64));
+
+impl Drop for AheadDone {
+    fn drop(&mut self) {
+        let done = IN_FLIGHT.try_with(|f| f.borrow_mut().remove(&self.0));
+        if let Ok(Some(done)) = done {
+            done.close();
+        }
+    }
 }
 
 /// A whole remote file whose size and CRC-32C match the manifest (indexes, snapshots).
