@@ -24,6 +24,10 @@ pub const CHUNK: u64 = super::MAX_IO as u64;
 pub const WINDOW: u64 = 4 * CHUNK;
 /// Reads in a row, each continuing the one before, that make a pattern sequential.
 const SEQUENTIAL_AFTER: u32 = 3;
+/// Reads shorter than this are no pattern: a lookup's walk over batch headers reads
+/// growing windows from 32 KiB, one after another, and must not read ahead; a consumer's
+/// fetches ask for its max.partition.fetch.bytes (Kafka's default: 1 MiB).
+const MIN_PATTERN_READ: u64 = 256 << 10;
 
 struct Ahead {
     start: u64,
@@ -77,10 +81,10 @@ impl ReadAhead {
     /// After a foreground read of `[start, end)`: counts the pattern and, once it is
     /// sequential, issues chunks until `WINDOW` bytes past `end` are in flight or cached.
     pub fn after_read(&mut self, start: u64, end: u64, source: Source<'_>) {
-        self.streak = if self.continues(start) {
-            self.streak + 1
-        } else {
-            1
+        self.streak = match self.continues(start) {
+            _ if end - start < MIN_PATTERN_READ => 0,
+            true => self.streak + 1,
+            false => 1,
         };
         self.last = Some((start, end));
         if self.streak < SEQUENTIAL_AFTER {
