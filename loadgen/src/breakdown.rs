@@ -101,7 +101,8 @@ pub fn since_blocking(
     })
 }
 
-fn blocking<T: Send + 'static, F: std::future::Future<Output = Result<T, String>> + 'static>(
+/// Runs `f`'s future on an executor of its own and waits for its result.
+pub fn blocking<T: Send + 'static, F: std::future::Future<Output = Result<T, String>> + 'static>(
     f: impl FnOnce() -> F + Send + 'static,
 ) -> Result<T, String> {
     glommio::LocalExecutorBuilder::default()

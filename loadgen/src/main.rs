@@ -142,16 +142,10 @@ struct LookupArgs {
     topic: String,
     #[arg(long, value_enum)]
     by: lookup::By,
-    #[arg(long, value_enum, default_value = "both")]
-    cache: lookup::CacheMode,
     #[arg(long, default_value_t = 1000)]
     count: usize,
-    /// Cold lookups also drop the kernel page cache (needs root, and a server started
-    /// with allow.drop.kernel.cache=true).
-    #[arg(long)]
-    drop_kernel_page_cache: bool,
-    #[arg(long)]
-    no_shard_aware: bool,
+    #[command(flatten)]
+    passes: PassArgs,
     #[arg(long)]
     json: Option<PathBuf>,
     /// Write SVG plots here (latency percentile curves, throughput over time).
@@ -168,16 +162,23 @@ struct ConsumeArgs {
     /// Bytes each fetch asks for (a Kafka consumer's max.partition.fetch.bytes).
     #[arg(long, default_value = "1MiB", value_parser = units::parse_size)]
     fetch_bytes: u64,
+    #[command(flatten)]
+    passes: PassArgs,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// How the passes of a read workload (lookup, consume) run.
+#[derive(clap::Args, Clone, Copy)]
+struct PassArgs {
     #[arg(long, value_enum, default_value = "both")]
     cache: lookup::CacheMode,
-    /// The cold pass also drops the kernel page cache (needs root, and a server started
+    /// Cold passes also drop the kernel page cache (needs root, and a server started
     /// with allow.drop.kernel.cache=true).
     #[arg(long)]
     drop_kernel_page_cache: bool,
     #[arg(long)]
     no_shard_aware: bool,
-    #[arg(long)]
-    json: Option<PathBuf>,
 }
 
 fn run(cli: Cli) -> Result<(), String> {
@@ -262,20 +263,16 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         plot::write_all(dir, Some(&r), &[])?;
     }
     if let Some(path) = json {
-        let doc = json!({
-            "tool": "loadgen write",
-            "git_revision": report::git_revision(),
-            "machine": report::Machine::describe(&std::env::current_dir().unwrap_or_default()),
-            "config": {
-                "bootstrap": opts.bootstrap, "topic": opts.topic,
-                "record_size": opts.record_size, "batch_records": opts.batch_records,
-                "total_bytes": opts.total_bytes, "duration_secs": opts.duration_secs,
-                "connections": opts.connections, "acks": opts.acks,
-                "rate_records_per_s": opts.rate_records_per_s, "pipeline": opts.pipeline,
-                "shard_aware": opts.shard_aware,
-            },
-            "write": r,
+        let config = json!({
+            "bootstrap": opts.bootstrap, "topic": opts.topic,
+            "record_size": opts.record_size, "batch_records": opts.batch_records,
+            "total_bytes": opts.total_bytes, "duration_secs": opts.duration_secs,
+            "connections": opts.connections, "acks": opts.acks,
+            "rate_records_per_s": opts.rate_records_per_s, "pipeline": opts.pipeline,
+            "shard_aware": opts.shard_aware,
         });
+        let figures = serde_json::to_value(&r).map_err(|e| e.to_string())?;
+        let doc = report::document("loadgen write", config, "write", figures);
         report::write_json(&path, &doc)?;
     }
     Ok(())
@@ -286,10 +283,13 @@ fn lookup_command(args: LookupArgs) -> Result<(), String> {
         bootstrap,
         topic,
         by,
-        cache,
         count,
-        drop_kernel_page_cache,
-        no_shard_aware,
+        passes:
+            PassArgs {
+                cache,
+                drop_kernel_page_cache,
+                no_shard_aware,
+            },
         json,
         plot,
     } = args;
@@ -309,11 +309,7 @@ fn lookup_command(args: LookupArgs) -> Result<(), String> {
     };
     let pb = progress_count((count * modes) as u64);
     let o = opts.clone();
-    let rows = glommio::LocalExecutorBuilder::default()
-        .spawn(move || async move { lookup::run(&o, &pb).await })
-        .map_err(|e| e.to_string())?
-        .join()
-        .map_err(|e| e.to_string())??;
+    let rows = breakdown::blocking(move || async move { lookup::run(&o, &pb).await })?;
     let table: Vec<(String, &report::LookupResult)> =
         rows.iter().map(|(n, r)| (n.clone(), r)).collect();
     report::print_lookup_table(&table);
@@ -325,13 +321,8 @@ fn lookup_command(args: LookupArgs) -> Result<(), String> {
         for (n, r) in &rows {
             m.insert(n.replace(' ', "_"), serde_json::to_value(r).unwrap());
         }
-        let doc = json!({
-            "tool": "loadgen lookup",
-            "git_revision": report::git_revision(),
-            "machine": report::Machine::describe(&std::env::current_dir().unwrap_or_default()),
-            "config": { "bootstrap": opts.bootstrap, "topic": opts.topic, "count": opts.count, "shard_aware": opts.shard_aware },
-            "lookup": m,
-        });
+        let config = json!({ "bootstrap": opts.bootstrap, "topic": opts.topic, "count": opts.count, "shard_aware": opts.shard_aware });
+        let doc = report::document("loadgen lookup", config, "lookup", m.into());
         report::write_json(&path, &doc)?;
     }
     Ok(())
@@ -344,29 +335,20 @@ fn consume_command(args: ConsumeArgs) -> Result<(), String> {
         bootstrap: args.bootstrap,
         topic: args.topic,
         fetch_bytes,
-        cache: args.cache,
-        shard_aware: !args.no_shard_aware,
-        drop_kernel_page_cache: args.drop_kernel_page_cache,
+        cache: args.passes.cache,
+        shard_aware: !args.passes.no_shard_aware,
+        drop_kernel_page_cache: args.passes.drop_kernel_page_cache,
     };
     let o = opts.clone();
-    let rows = glommio::LocalExecutorBuilder::default()
-        .spawn(move || async move { consume::run(&o).await })
-        .map_err(|e| e.to_string())?
-        .join()
-        .map_err(|e| e.to_string())??;
+    let rows = breakdown::blocking(move || async move { consume::run(&o).await })?;
     consume::print(&rows);
     if let Some(path) = args.json {
         let passes: serde_json::Map<String, serde_json::Value> = rows
             .iter()
             .map(|(n, r)| (n.clone(), serde_json::to_value(r).unwrap_or_default()))
             .collect();
-        let doc = json!({
-            "tool": "loadgen consume",
-            "git_revision": report::git_revision(),
-            "machine": report::Machine::describe(&std::env::current_dir().unwrap_or_default()),
-            "config": { "bootstrap": opts.bootstrap, "topic": opts.topic, "fetch_bytes": opts.fetch_bytes, "shard_aware": opts.shard_aware },
-            "consume": passes,
-        });
+        let config = json!({ "bootstrap": opts.bootstrap, "topic": opts.topic, "fetch_bytes": opts.fetch_bytes, "shard_aware": opts.shard_aware });
+        let doc = report::document("loadgen consume", config, "consume", passes.into());
         report::write_json(&path, &doc)?;
     }
     Ok(())

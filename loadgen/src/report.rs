@@ -187,6 +187,24 @@ pub fn print_lookup_table(rows: &[(String, &LookupResult)]) {
     }
 }
 
+/// A command's JSON document: the tool, git revision and machine (of the working
+/// directory's filesystem), its config, and its figures under `key`.
+pub fn document(
+    tool: &str,
+    config: serde_json::Value,
+    key: &str,
+    figures: serde_json::Value,
+) -> serde_json::Value {
+    let mut doc = serde_json::json!({
+        "tool": tool,
+        "git_revision": git_revision(),
+        "machine": Machine::describe(&std::env::current_dir().unwrap_or_default()),
+        "config": config,
+    });
+    doc[key] = figures;
+    doc
+}
+
 pub fn write_json(path: &std::path::Path, doc: &serde_json::Value) -> Result<(), String> {
     let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
     std::fs::write(path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))
