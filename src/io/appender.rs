@@ -386,27 +386,40 @@ impl LogFile {
     }
 
     /// Writes everything appended so far to the device (the partial tail block padded with
-    /// zeros) and waits for all writes. After it returns, `written() == size()`.
+    /// zeros) and waits for all writes. After it returns, `written() == size()`. The tail
+    /// goes to the device alongside the chunk writes still in flight (their blocks are all
+    /// below it), so a flush takes as long as the slowest write, not their sum.
     pub async fn flush(&mut self) -> Result<()> {
         if self.staging.is_none() {
             return Ok(());
         }
         self.check_writable()?;
-        self.drain().await?;
         let staged = (self.size - self.staging_pos) as usize;
-        if self.written < self.size && staged > 0 {
-            let padded = align_up(staged as u64) as usize;
-            let pos = self.staging_pos;
+        let tail = (self.written < self.size && staged > 0).then(|| {
+            let (pos, padded) = (self.staging_pos, align_up(staged as u64) as usize);
+            debug_assert!(
+                self.in_flight.iter().all(|w| w.end <= pos),
+                "disjoint writes"
+            );
             let buf = self.padded_staging(staged, padded);
             // Only the partial tail block stays staged: full blocks go to the device now
             // (and their last pages to the read cache).
             self.staging_pos += align_down(staged as u64);
-            match self.file.write_at(buf, pos).await {
+            let file = self.file.clone();
+            (
+                crate::tasks::spawn(async move { file.write_at(buf, pos).await }),
+                padded,
+            )
+        });
+        let drained = self.drain().await;
+        if let Some((write, padded)) = tail {
+            match write.await {
                 Ok(n) if n >= padded => {}
                 Ok(n) => return Err(self.poison("write", short_write(padded, n))),
                 Err(e) => return Err(self.poison("write", e)),
             }
         }
+        drained?;
         self.written = self.size;
         self.assert_invariants();
         Ok(())
