@@ -153,28 +153,15 @@ async fn pipelined_acks_1(bootstrap: &str, round: u64, within: Duration) -> Vec<
 /// Reads the partition front to back; counts the records whose value matches `expected`
 /// at their offset (failing on a mismatch).
 async fn count_matching(bootstrap: &str, expected: &std::collections::HashMap<i64, u32>) -> usize {
-    use shardlog::format::batch::{split_batches, RecordsSection};
     let mut c = shardlog::client::Client::connect(bootstrap).await.unwrap();
-    let (mut next, mut matched) = (0i64, 0usize);
-    loop {
-        let f = c.fetch("stream", 0, next, 1 << 20).await.unwrap();
-        if f.records.is_empty() {
-            return matched;
+    let mut matched = 0usize;
+    common::visit_records(&mut c, "stream", 0, |offset, value| {
+        if let Some(&crc) = expected.get(&offset) {
+            let got = crc32c::crc32c(value.unwrap_or_default());
+            assert_eq!(got, crc, "record {offset}");
+            matched += 1;
         }
-        for (start, h) in split_batches(&f.records).unwrap() {
-            let bytes = &f.records[start..start + h.size()];
-            for r in RecordsSection::of(bytes, &h).unwrap().decode().unwrap() {
-                if let Some(&crc) = expected.get(&r.offset) {
-                    assert_eq!(
-                        crc32c::crc32c(r.value.unwrap_or_default()),
-                        crc,
-                        "record {}",
-                        r.offset
-                    );
-                    matched += 1;
-                }
-            }
-            next = h.last_offset() + 1;
-        }
-    }
+    })
+    .await;
+    matched
 }

@@ -226,16 +226,12 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
     connect::set_security(client.security()?);
     if create {
         let (b, t) = (bootstrap.clone(), topic.clone());
-        glommio::LocalExecutorBuilder::default()
-            .spawn(move || async move {
-                let mut c = connect::connect(&b).await?;
-                c.create_topic(&t, partitions, vec![])
-                    .await
-                    .map_err(|e| e.to_string())
-            })
-            .map_err(|e| e.to_string())?
-            .join()
-            .map_err(|e| e.to_string())??;
+        breakdown::blocking(move || async move {
+            let mut c = connect::connect(&b).await?;
+            c.create_topic(&t, partitions, vec![])
+                .await
+                .map_err(|e| e.to_string())
+        })?;
     }
     let opts = write::WriteOpts {
         bootstrap,

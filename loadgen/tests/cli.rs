@@ -230,5 +230,97 @@ fn bad_input_gets_clear_errors() {
     let (ok, _, err) = loadgen(&["write", "--bootstrap", &addr, "--topic", "missing"]);
     assert!(!ok);
     assert!(err.contains("does not exist"), "{err}");
+    let (ok, _, err) = loadgen(&["consume", "--bootstrap", &addr, "--topic", "missing"]);
+    assert!(!ok);
+    assert!(err.contains("topic \"missing\" does not exist"), "{err}");
+    let (ok, _, err) = loadgen(&["consume", "--topic", "x", "--fetch-bytes", "3GiB"]);
+    assert!(!ok);
+    assert!(
+        err.contains("--fetch-bytes 3221225472 is over 2 GiB"),
+        "{err}"
+    );
+    server.stop().unwrap();
+}
+
+/// `loadgen consume` reads every byte of the topic, cold (the first pass after DropCaches
+/// reads the disk) and warm (the cache holds it all: no device read), and reports the
+/// server's CPU per GB, as `loadgen write` does.
+#[test]
+fn consume_reads_the_whole_topic_cold_and_warm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, addr) = start_server(tmp.path());
+    let wjson = tmp.path().join("w.json");
+    let (ok, _, err) = loadgen(&[
+        "write",
+        "--bootstrap",
+        &addr,
+        "--topic",
+        "c",
+        "--create",
+        "--partitions",
+        "2",
+        "--record-size",
+        "1KiB",
+        "--batch-records",
+        "100",
+        "--total-bytes",
+        "4MiB",
+        "--json",
+        wjson.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let w: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&wjson).unwrap()).unwrap();
+    assert!(w["write"]["server_cpu_seconds_per_gb"].as_f64().unwrap() > 0.0);
+    let written = w["write"]["records"].as_u64().unwrap();
+
+    let cjson = tmp.path().join("c.json");
+    let (ok, out, err) = loadgen(&[
+        "consume",
+        "--bootstrap",
+        &addr,
+        "--topic",
+        "c",
+        "--fetch-bytes",
+        "256KiB",
+        "--json",
+        cjson.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("consume cold") && out.contains("CPU-seconds per GB"),
+        "{out}"
+    );
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cjson).unwrap()).unwrap();
+    let (cold, warm) = (&c["consume"]["cold"], &c["consume"]["warm"]);
+    // Every record once: about 1 KiB each plus batch framing.
+    let bytes = cold["bytes"].as_u64().unwrap();
+    assert!(
+        bytes >= written * 1024 && bytes < written * 1100,
+        "{bytes} bytes"
+    );
+    assert_eq!(
+        warm["bytes"].as_u64().unwrap(),
+        bytes,
+        "both passes read it all"
+    );
+    assert!(cold["fetches"].as_u64().unwrap() >= bytes / (256 << 10));
+    assert!(
+        cold["device_reads_per_fetch"].as_f64().unwrap() > 0.0,
+        "cold reads the disk"
+    );
+    assert_eq!(
+        warm["device_reads_per_fetch"].as_f64().unwrap(),
+        0.0,
+        "warm reads the cache"
+    );
+    assert!(cold["fetch_latency_us"]["p50"].as_u64().unwrap() > 0);
+    assert!(
+        c["consume"]["cold"]["server_cpu_seconds_per_gb"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     server.stop().unwrap();
 }

@@ -200,7 +200,7 @@ impl PageCache {
             hits: self.hits,
             misses: self.misses,
             bytes: self.pages.len() as u64 * PAGE,
-            budget_bytes: self.budget_pages as u64 * PAGE,
+            budget_bytes: self.budget_bytes(),
             read_ahead_bytes: self.read_ahead_total,
         }
     }

@@ -14,7 +14,7 @@ pub mod fd_pool;
 pub mod limits;
 pub mod os;
 mod probe;
-pub mod read_ahead;
+pub(crate) mod read_ahead;
 #[cfg(any(test, feature = "test-support"))]
 pub mod sim;
 pub mod storage;

@@ -1,7 +1,7 @@
-//! Read-ahead for consumers: a `.log` file read sequentially (each read moving forward from
-//! inside the previous one or right at its end, as a consumer's next fetch does) keeps the next chunks
-//! in flight, each one device read into the shard's page cache, so the next fetch finds its
-//! pages in memory instead of waiting for the device. Direct I/O gets no read-ahead from
+//! Read-ahead for consumers: a `.log` file read sequentially (each read starting in the
+//! second half of the previous one or right at its end, as a consumer's next fetch does)
+//! keeps the next chunks in flight, each one device read into the shard's page cache, so the
+//! next fetch finds its pages in memory instead of waiting for the device. Direct I/O gets no read-ahead from
 //! the kernel; this is ours.
 //!
 //! Bounds: `WINDOW` bytes ahead of the reader per file (less when the cache is small), and
@@ -19,9 +19,9 @@ use super::cache::{read_through, SharedPageCache, PAGE};
 use super::StorageFile;
 
 /// Size of each read-ahead read (one device read).
-pub const CHUNK: u64 = super::MAX_IO as u64;
+const CHUNK: u64 = super::MAX_IO as u64;
 /// Bytes kept in flight ahead of a sequential reader.
-pub const WINDOW: u64 = 4 * CHUNK;
+const WINDOW: u64 = 4 * CHUNK;
 /// Reads in a row, each continuing the one before, that make a pattern sequential.
 const SEQUENTIAL_AFTER: u32 = 3;
 /// Reads shorter than this are no pattern: a lookup's walk over batch headers reads
@@ -126,11 +126,6 @@ impl ReadAhead {
         self.in_flight.clear();
         self.streak = 0;
         self.issued_end = 0;
-    }
-
-    /// Chunks in flight now.
-    pub fn in_flight(&self) -> usize {
-        self.in_flight.len()
     }
 }
 

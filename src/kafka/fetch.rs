@@ -243,7 +243,8 @@ fn response(
             partitions.push(partition_data(
                 ctx.version,
                 wanted[i].partition,
-                (f, records),
+                f,
+                records,
                 isolation,
             ));
             i += 1;
@@ -261,10 +262,13 @@ fn response(
 
 /// One partition's answer: `aborted_transactions` is null for read_uncommitted (Kafka's
 /// rule), the list (maybe empty) for read_committed; `last_stable_offset` always set.
+/// `records` is what the records field holds as encoded: the records, or the placeholder
+/// they are spliced in for (`splice.rs`).
 fn partition_data(
     version: i16,
     partition: i32,
-    (f, records): (Fetched, Bytes),
+    f: Fetched,
+    records: Bytes,
     isolation: Isolation,
 ) -> PartitionData {
     let aborted = (isolation == Isolation::ReadCommitted).then(|| {

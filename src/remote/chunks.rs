@@ -182,16 +182,14 @@ async fn chunk(
     key: &Rc<str>,
     n: u64,
 ) -> Result<Bytes, RemoteError> {
-    if let Some(hit) = lookup(key, n) {
-        return Ok(hit);
-    }
+    // A chunk being fetched ahead is waited for first, so the lookup counts once.
     let ahead = IN_FLIGHT.with(|f| f.borrow().get(&(key.clone(), n)).cloned());
     if let Some(done) = ahead {
         // Closed when the fetch ends: the acquire fails then, by design.
         let _ = done.acquire(1).await;
-        if let Some(hit) = lookup(key, n) {
-            return Ok(hit);
-        }
+    }
+    if let Some(hit) = lookup(key, n) {
+        return Ok(hit);
     }
     fill(store, file, key, n).await
 }

@@ -111,21 +111,36 @@ pub async fn read_records(
     topic: &str,
     p: i32,
 ) -> Vec<(i64, String)> {
-    use shardlog::format::batch::{split_batches, RecordsSection};
     let mut out = Vec::new();
+    visit_records(c, topic, p, |offset, value| {
+        let value = value.map(|v| String::from_utf8_lossy(v).into_owned());
+        out.push((offset, value.unwrap_or_default()));
+    })
+    .await;
+    out
+}
+
+/// Hands every record of a partition, from its log start, to `visit` (offset, value), in
+/// offset order, without keeping them.
+pub async fn visit_records(
+    c: &mut shardlog::client::Client,
+    topic: &str,
+    p: i32,
+    mut visit: impl FnMut(i64, Option<&[u8]>),
+) {
+    use shardlog::format::batch::{split_batches, RecordsSection};
     let earliest = c.list_offsets(topic, p, -2).await.unwrap();
     let mut next = earliest.map_or(0, |(o, _)| o);
     loop {
         let f = c.fetch(topic, p, next, 1 << 20).await.unwrap();
         if f.records.is_empty() {
-            return out;
+            return;
         }
         for (start, h) in split_batches(&f.records).unwrap() {
             let bytes = &f.records[start..start + h.size()];
             for r in RecordsSection::of(bytes, &h).unwrap().decode().unwrap() {
                 if r.offset >= next {
-                    let value = r.value.map(|v| String::from_utf8_lossy(v).into_owned());
-                    out.push((r.offset, value.unwrap_or_default()));
+                    visit(r.offset, r.value);
                 }
             }
             next = h.last_offset() + 1;
