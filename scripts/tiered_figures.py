@@ -30,6 +30,10 @@ work = tempfile.mkdtemp(prefix="tiered-figures-")
 S3_PORT, NATIVE, KAFKA = 29754, "127.0.0.1:29711", "127.0.0.1:29731"
 R_NATIVE, R_KAFKA = "127.0.0.1:29721", "127.0.0.1:29741"
 SEGMENT = 16 << 20
+# The warm pass repeats ~300 lookups, each reading a 1 MiB chunk: with the default 256 MiB
+# (128 MiB per shard) the chunks do not all fit and LRU evicts each before its second read,
+# so "warm" would measure the store again. 1 GiB holds them.
+REMOTE_CACHE = 1 << 30
 TOTAL = "512MiB"
 env = dict(os.environ, AWS_ACCESS_KEY_ID="figs", AWS_SECRET_ACCESS_KEY="figs-secret",
            AWS_REGION="us-east-1", AWS_ALLOW_HTTP="true")
@@ -50,7 +54,8 @@ def start_server(name, native, kafka, extra):
     config = os.path.join(work, f"{name}.properties")
     with open(config, "w") as f:
         f.write(f"remote.storage.url=s3://figs/cluster\nremote.storage.endpoint=http://127.0.0.1:{S3_PORT}\n"
-                f"remote.upload.interval.ms=500\nlog.retention.check.interval.ms=500\nshards=2\n{extra}")
+                f"remote.upload.interval.ms=500\nlog.retention.check.interval.ms=500\nshards=2\n"
+                f"remote.cache.bytes={REMOTE_CACHE}\n{extra}")
     log = open(os.path.join(work, f"{name}.log"), "a")
     p = subprocess.Popen([shardlog, "serve", "--data-dir", os.path.join(work, name), "--listen", native,
                           "--kafka-listen", kafka, "--config", config], stdout=log, stderr=subprocess.STDOUT,

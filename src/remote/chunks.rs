@@ -2,7 +2,8 @@
 //! ranged GET fetches at most a chunk more than asked, and neighbouring reads share it) and
 //! whole index objects once their CRC matched the manifest's. Least recently used first
 //! out, within an eighth of the shard's share of `remote.cache.bytes` (at least 8 MiB);
-//! chunks are also kept on disk within the whole share (`disk_cache.rs`). A thread-local:
+//! chunks and index objects are also kept on disk within the whole share (`disk_cache.rs`;
+//! an index read back from disk is checked against its CRC again). A thread-local:
 //! reached only by the shard's own tasks, never across an await.
 //!
 //! Read-ahead: an object read sequentially (each read starting in the chunk the last one
@@ -287,6 +288,15 @@ pub async fn whole_file(store: &RemoteStore, file: &RemoteFile) -> Result<Bytes,
     if let Some(hit) = lookup(&key, WHOLE) {
         return Ok(hit);
     }
+    // Indexes are read by every lookup in their segment: kept on disk too, so the chunks
+    // passing through memory do not send each lookup back to the store for its index.
+    let on_disk = super::disk_cache::get(&key, WHOLE)
+        .await
+        .filter(|d| d.len() as u64 == file.size && crc32c::crc32c(d) == file.crc32c);
+    if let Some(hit) = on_disk {
+        insert(key, WHOLE, hit.clone());
+        return Ok(hit);
+    }
     let (data, _) = store.get(store.key(&file.key)).await?;
     let crc = crc32c::crc32c(&data);
     if data.len() as u64 != file.size || crc != file.crc32c {
@@ -300,6 +310,7 @@ pub async fn whole_file(store: &RemoteStore, file: &RemoteFile) -> Result<Bytes,
             ),
         ));
     }
-    insert(key, WHOLE, data.clone());
+    insert(key.clone(), WHOLE, data.clone());
+    super::disk_cache::put(key, WHOLE, data.clone());
     Ok(data)
 }

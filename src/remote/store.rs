@@ -219,7 +219,7 @@ impl RemoteStore {
         .await
     }
 
-    /// Starts a multipart upload of a new object whose parts are sent one at a time.
+    /// Starts a multipart upload of a new object; its parts may be in flight together.
     pub fn multipart(&self, key: ObjectPath) -> Result<MultipartWriter, RemoteError> {
         let (parts, mut rx) = mpsc::unbounded_channel::<PartMsg>();
         let job: Job = Box::new(move |store| {
@@ -255,41 +255,67 @@ async fn fail_parts(rx: &mut mpsc::UnboundedReceiver<PartMsg>, e: RemoteError) {
     }
 }
 
-/// Uploads the parts as they come; completes on `Complete`, aborts when the writer goes
-/// without completing or a part fails (no half object ever appears).
+/// Uploads the parts as they come, each as its own task so several are in flight (their
+/// order is the order they came in); completes on `Complete` once every part is in, aborts
+/// when a part failed or the writer goes without completing (no half object ever appears).
 async fn run_multipart(
     mut upload: Box<dyn object_store::MultipartUpload>,
     mut rx: mpsc::UnboundedReceiver<PartMsg>,
 ) {
+    let mut parts = Vec::new();
     while let Some(msg) = rx.recv().await {
         match msg {
             PartMsg::Part(data, ack) => {
                 let put = upload.put_part(PutPayload::from_bytes(data));
-                let r = tokio::time::timeout(REQUEST_TIMEOUT, put).await;
-                let r = match r {
-                    Ok(r) => r.map_err(|e| RemoteError::from_store("multipart part", e)),
-                    Err(_) => Err(RemoteError::Unavailable("multipart part timed out".into())),
-                };
-                let failed = r.clone().err();
-                let _ = ack.send(r);
-                if let Some(e) = failed {
-                    let _ = upload.abort().await;
-                    fail_parts(&mut rx, e).await;
-                    return;
-                }
+                parts.push(tokio::spawn(async move {
+                    let r = match tokio::time::timeout(REQUEST_TIMEOUT, put).await {
+                        Ok(r) => r.map_err(|e| RemoteError::from_store("multipart part", e)),
+                        Err(_) => Err(RemoteError::Unavailable("multipart part timed out".into())),
+                    };
+                    let _ = ack.send(r.clone());
+                    r
+                }));
             }
             PartMsg::Complete(ack) => {
-                let r = upload
-                    .complete()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| RemoteError::from_store("multipart complete", e));
+                let r = match all_parts(std::mem::take(&mut parts)).await {
+                    Ok(()) => upload
+                        .complete()
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| RemoteError::from_store("multipart complete", e)),
+                    Err(e) => Err(e),
+                };
+                if r.is_err() {
+                    let _ = upload.abort().await;
+                }
                 let _ = ack.send(r);
+                fail_parts(
+                    &mut rx,
+                    RemoteError::Unavailable("the multipart upload ended".into()),
+                )
+                .await;
                 return;
             }
         }
     }
+    let _ = all_parts(parts).await;
     let _ = upload.abort().await;
+}
+
+/// Waits for every part in flight; the first failure, if any.
+async fn all_parts(
+    parts: Vec<tokio::task::JoinHandle<Result<(), RemoteError>>>,
+) -> Result<(), RemoteError> {
+    let mut outcome = Ok(());
+    for part in parts {
+        let r = part
+            .await
+            .unwrap_or_else(|_| Err(RemoteError::Unavailable("a part's upload ended".into())));
+        if outcome.is_ok() {
+            outcome = r;
+        }
+    }
+    outcome
 }
 
 /// The shard's end of a multipart upload: parts in order, then `complete`.
@@ -302,13 +328,15 @@ impl MultipartWriter {
         RemoteError::Unavailable("the multipart upload ended".into())
     }
 
-    /// Uploads one part (at least 5 MiB, except the last) and waits for it.
-    pub async fn part(&self, data: Bytes) -> Result<(), RemoteError> {
+    /// Starts uploading one part (at least 5 MiB, except the last): parts go in the order
+    /// they are started, several at once; the future ends when the store holds this one.
+    pub fn part(&self, data: Bytes) -> impl Future<Output = Result<(), RemoteError>> + 'static {
         let (ack, rx) = oneshot::channel();
-        self.parts
-            .send(PartMsg::Part(data, ack))
-            .map_err(|_| Self::gone())?;
-        rx.await.map_err(|_| Self::gone())?
+        let sent = self.parts.send(PartMsg::Part(data, ack));
+        async move {
+            sent.map_err(|_| Self::gone())?;
+            rx.await.map_err(|_| Self::gone())?
+        }
     }
 
     /// Makes the object appear, whole.

@@ -13,12 +13,16 @@ use super::error::RemoteError;
 use super::keys;
 use super::manifest::{RemoteFile, RemoteSegment};
 use super::partition::RemoteLog;
+use super::store::MultipartWriter;
 use crate::io::{OpenMode, Storage};
 use crate::log::SealedSegment;
 
 /// Files up to this size go in one PUT; larger ones in parts of this size (S3's parts are
 /// at least 5 MiB). Bounds the memory one copy holds.
 pub const PART_BYTES: u64 = 8 << 20;
+/// Parts of one file in flight to the store at once: a copy holds at most this many parts
+/// (32 MiB) and waits for one round trip per this many parts, not per part.
+pub const PARTS_IN_FLIGHT: usize = 4;
 
 /// Copies `seg` and commits it to the manifest; returns the bytes copied. A segment the
 /// manifest already covers (a copy committed by an earlier attempt) is not copied again.
@@ -28,26 +32,32 @@ pub async fn copy_segment(
     seg: &SealedSegment,
 ) -> Result<u64, RemoteError> {
     let upload = keys::upload_id();
-    let mut files = Vec::with_capacity(seg.files.len());
-    let mut bytes = 0;
-    for (suffix, path) in &seg.files {
+    // The segment's files go together (the small ones cost a round trip each otherwise).
+    let copies = seg.files.iter().map(|(suffix, path)| {
         let key = keys::segment_file(&log.topic, log.partition, seg.base_offset, &upload, suffix);
-        match copy_file(log, storage, path, &key).await {
-            Ok((size, crc32c)) => {
-                bytes += size;
-                files.push(RemoteFile {
-                    suffix: suffix.to_string(),
-                    key,
-                    size,
-                    crc32c,
-                });
-            }
-            Err(e) => {
-                remove_objects(log, &files).await;
-                return Err(e);
-            }
+        async move {
+            let copied = copy_file(log, storage, path, &key).await;
+            copied.map(|(size, crc32c)| RemoteFile {
+                suffix: suffix.to_string(),
+                key,
+                size,
+                crc32c,
+            })
+        }
+    });
+    let mut files = Vec::with_capacity(seg.files.len());
+    let mut failure = None;
+    for copied in futures_util::future::join_all(copies).await {
+        match copied {
+            Ok(file) => files.push(file),
+            Err(e) => failure = failure.or(Some(e)),
         }
     }
+    if let Some(e) = failure {
+        remove_objects(log, &files).await;
+        return Err(e);
+    }
+    let bytes: u64 = files.iter().map(|f| f.size).sum();
     let segment = RemoteSegment {
         base_offset: seg.base_offset,
         last_offset: seg.last_offset,
@@ -74,6 +84,37 @@ pub async fn copy_segment(
     Ok(if added { bytes } else { 0 })
 }
 
+/// Uploads `size` bytes in `PART_BYTES` parts read by `read_part`, at most
+/// `PARTS_IN_FLIGHT` at once (the next part is read while earlier ones upload), then
+/// completes the object. Returns the CRC-32C of the whole.
+async fn copy_parts<F, Fut>(
+    writer: MultipartWriter,
+    size: u64,
+    read_part: F,
+) -> Result<u32, RemoteError>
+where
+    F: Fn(u64) -> Fut,
+    Fut: std::future::Future<Output = Result<Bytes, RemoteError>>,
+{
+    let mut crc = 0u32;
+    let mut pos = 0;
+    let mut in_flight = std::collections::VecDeque::with_capacity(PARTS_IN_FLIGHT);
+    while pos < size {
+        let data = read_part(pos).await?;
+        crc = crc32c::crc32c_append(crc, &data);
+        pos += data.len() as u64;
+        in_flight.push_back(writer.part(data));
+        if in_flight.len() == PARTS_IN_FLIGHT {
+            in_flight.pop_front().expect("a part in flight").await?;
+        }
+    }
+    for part in in_flight {
+        part.await?;
+    }
+    writer.complete().await?;
+    Ok(crc)
+}
+
 /// Copies one local file to `key`: one PUT, or a multipart upload in `PART_BYTES` parts.
 /// Returns its size and CRC-32C.
 async fn copy_file(
@@ -89,7 +130,6 @@ async fn copy_file(
         .map_err(local)?;
     let size = file.size().await.map_err(local)?;
     let object = log.store.key(key);
-    let mut crc = 0u32;
     let read_part = |pos: u64| {
         let file = file.clone();
         async move {
@@ -104,21 +144,14 @@ async fn copy_file(
             Ok::<Bytes, RemoteError>(Bytes::from(data))
         }
     };
-    if size <= PART_BYTES {
+    let crc = if size <= PART_BYTES {
         let data = read_part(0).await?;
-        crc = crc32c::crc32c(&data);
+        let crc = crc32c::crc32c(&data);
         log.store.put_new(object, data).await?;
+        crc
     } else {
-        let writer = log.store.multipart(object)?;
-        let mut pos = 0;
-        while pos < size {
-            let data = read_part(pos).await?;
-            crc = crc32c::crc32c_append(crc, &data);
-            pos += data.len() as u64;
-            writer.part(data).await?;
-        }
-        writer.complete().await?;
-    }
+        copy_parts(log.store.multipart(object)?, size, read_part).await?
+    };
     file.close().await.map_err(local)?;
     Ok((size, crc))
 }
