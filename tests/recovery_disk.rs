@@ -305,3 +305,42 @@ fn server_reports_corrupt_storage_and_keeps_serving() {
     });
     server.stop().unwrap();
 }
+
+/// The active segment is grown ahead of its writes (so appends overwrite allocated blocks
+/// instead of extending the file); a kill leaves zeros past the last batch, which recovery
+/// drops, and a seal trims the file to its last byte.
+#[test]
+fn an_active_segment_is_allocated_ahead_of_its_writes_and_trimmed_when_sealed() {
+    run(|tmp| async move {
+        let dir = tmp.join("t-0");
+        let big = LogConfig {
+            segment_bytes: 64 << 20,
+            ..config()
+        };
+        let mut log = PartitionLog::open(&dir, big.clone()).await.unwrap();
+        let mut written = 0u64;
+        for i in 0..300 {
+            let b = rec(i, 10_000);
+            written += b.len() as u64;
+            log.append(&b).await.unwrap();
+        }
+        log.flush().await.unwrap();
+        let active = active_log(&dir);
+        let on_disk = std::fs::metadata(&active).unwrap().len();
+        assert!(
+            on_disk >= written + (1 << 20) && on_disk.is_multiple_of(4096),
+            "{on_disk} bytes on disk for {written} written"
+        );
+        std::mem::forget(log);
+        let mut log = PartitionLog::open(&dir, big.clone()).await.unwrap();
+        let t = &log.recovery_truncations()[0];
+        assert_eq!((t.position, t.bytes_dropped), (written, on_disk - written));
+        assert!(t.reason.contains("zero padding"), "{}", t.reason);
+        check_all(&mut log, 300).await;
+        log.close().await.unwrap();
+        assert_eq!(std::fs::metadata(&active).unwrap().len(), written);
+        let mut log = PartitionLog::open(&dir, big).await.unwrap();
+        assert!(log.recovery_truncations().is_empty());
+        check_all(&mut log, 300).await;
+    });
+}

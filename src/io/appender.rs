@@ -35,6 +35,13 @@ const MIN_CHUNK: usize = 64 << 10;
 const IN_PLACE_FLUSH: usize = 64 << 10;
 /// Background chunk writes allowed in flight before `append` waits for the oldest.
 const MAX_IN_FLIGHT: usize = 4;
+/// The most a file is allocated ahead of its writes. A direct write that extends a file
+/// is handed by io_uring to a worker thread (ext4 cannot complete it without blocking),
+/// which shares the shard's core; a write below the allocated size completes inline. So
+/// the file is grown with `allocate` ahead of the writes, by as much as it already holds,
+/// from `CHUNK` up to this: an idle partition's active segment holds little it does not
+/// use, a busy one allocates every 16 MiB. Sealing trims the file to its last byte.
+pub const MAX_ALLOCATE_AHEAD: u64 = 16 << 20;
 
 // Chunks are whole blocks and each is one I/O; the page cache stores written chunks page by
 // page, so pages tile blocks.
@@ -70,6 +77,10 @@ pub struct LogFile {
     written: u64,
     durable: u64,
     poisoned: Option<String>,
+    /// The file's size as grown by `allocate` (0: not grown); writes below it overwrite.
+    allocated: u64,
+    /// Whether to allocate ahead (off once an allocation failed: writes then extend).
+    allocate_ahead: bool,
     /// Chunks read ahead of a sequential reader (consumers catching up).
     read_ahead: ReadAhead,
 }
@@ -106,6 +117,8 @@ impl LogFile {
             written: size,
             durable: size,
             poisoned: None,
+            allocated: 0,
+            allocate_ahead: false,
             read_ahead: ReadAhead::default(),
         }
     }
@@ -122,6 +135,7 @@ impl LogFile {
             .map_err(|e| Error::io("create", path, e))?;
         let mut log = Self::assemble(path, file, 0, 0, None, cache);
         log.staging = Some(log.granted_buffer());
+        log.allocate_ahead = true;
         Ok(log)
     }
 
@@ -166,6 +180,7 @@ impl LogFile {
             staging.as_bytes_mut()[..tail_len].copy_from_slice(&tail[..tail_len]);
         }
         log.staging = Some(staging);
+        log.allocate_ahead = true;
         log.assert_invariants();
         Ok(log)
     }
@@ -340,6 +355,7 @@ impl LogFile {
                         .insert_written(self.id, pos, full.as_bytes());
                 }
                 self.staging_pos += chunk as u64;
+                self.allocate_for(pos + chunk as u64).await;
                 self.submit(full, pos);
                 while self.in_flight.len() > self.max_in_flight {
                     self.complete_oldest().await?;
@@ -348,6 +364,24 @@ impl LogFile {
         }
         self.assert_invariants();
         Ok(())
+    }
+
+    /// Before a write ending at `end`: grows the file ahead of it if the write would
+    /// extend it. A failed allocation (a file system without it, a full disk) turns
+    /// allocating off for this file; the write then extends the file as it would anyway.
+    async fn allocate_for(&mut self, end: u64) {
+        if !self.allocate_ahead || end <= self.allocated {
+            return;
+        }
+        let ahead = self.allocated.clamp(CHUNK as u64, MAX_ALLOCATE_AHEAD);
+        let target = align_up(end) + ahead;
+        match self.file.allocate(target).await {
+            Ok(()) => self.allocated = target,
+            Err(e) => {
+                tracing::debug!(file = %self.path.display(), error = %e, "allocating ahead failed: writes extend the file");
+                self.allocate_ahead = false;
+            }
+        }
     }
 
     fn submit(&mut self, buf: IoBuf, pos: u64) {
@@ -395,7 +429,12 @@ impl LogFile {
         }
         self.check_writable()?;
         let staged = (self.size - self.staging_pos) as usize;
-        let tail = (self.written < self.size && staged > 0).then(|| {
+        let has_tail = self.written < self.size && staged > 0;
+        if has_tail {
+            self.allocate_for(self.staging_pos + align_up(staged as u64))
+                .await;
+        }
+        let tail = has_tail.then(|| {
             let (pos, padded) = (self.staging_pos, align_up(staged as u64) as usize);
             debug_assert!(
                 self.in_flight.iter().all(|w| w.end <= pos),

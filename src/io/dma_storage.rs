@@ -109,6 +109,10 @@ impl StorageFile for DmaStorageFile {
         Box::pin(async move { self.file.truncate(size).await.map_err(gerr) })
     }
 
+    fn allocate(&self, size: u64) -> IoFuture<'_, ()> {
+        Box::pin(async move { self.file.pre_allocate(size, false).await.map_err(gerr) })
+    }
+
     fn size(&self) -> IoFuture<'_, u64> {
         Box::pin(async move { self.file.file_size().await.map_err(gerr) })
     }

@@ -122,6 +122,10 @@ impl StorageFile for PooledFile {
         Box::pin(async move { self.handle().await?.truncate(size).await })
     }
 
+    fn allocate(&self, size: u64) -> IoFuture<'_, ()> {
+        Box::pin(async move { self.handle().await?.allocate(size).await })
+    }
+
     fn size(&self) -> IoFuture<'_, u64> {
         Box::pin(async move { self.handle().await?.size().await })
     }

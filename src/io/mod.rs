@@ -19,7 +19,7 @@ pub(crate) mod read_ahead;
 pub mod sim;
 pub mod storage;
 
-pub use appender::LogFile;
+pub use appender::{LogFile, MAX_ALLOCATE_AHEAD};
 pub use cache::{PageCache, SharedPageCache};
 pub use dma_storage::DmaStorage;
 pub use fd_pool::PooledStorage;

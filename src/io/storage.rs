@@ -91,6 +91,11 @@ pub trait StorageFile {
     }
     fn fdatasync(&self) -> IoFuture<'_, ()>;
     fn truncate(&self, size: u64) -> IoFuture<'_, ()>;
+    /// Grows the file to `size` bytes (never shrinks it) with blocks allocated now, which
+    /// read as zeros (`fallocate` without KEEP_SIZE): a later direct write below `size`
+    /// overwrites allocated blocks, which the file system completes in the submitting
+    /// thread instead of handing it to an io_uring worker.
+    fn allocate(&self, size: u64) -> IoFuture<'_, ()>;
     fn size(&self) -> IoFuture<'_, u64>;
     fn close(self: Rc<Self>) -> IoFuture<'static, ()>;
 }

@@ -180,7 +180,7 @@ impl BatchStream {
     fn stop_reason(&self, e: BatchError) -> String {
         match e {
             _ if self.buf[self.cursor..].iter().all(|&b| b == 0) => {
-                "zero padding (end of the last direct write)".to_string()
+                "zero padding (end of the last direct write, or space allocated ahead)".to_string()
             }
             BatchError::SizeMismatch {
                 total, available, ..

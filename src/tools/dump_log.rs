@@ -458,8 +458,8 @@ fn report_tail(
         writeln!(
             out,
             "Found {} bytes of zero padding at the end of {name}: the rest of the last 4 KiB \
-             block of a live active segment (direct I/O writes whole blocks; trimmed when the \
-             segment is sealed)",
+             block and the space allocated ahead of a live active segment (direct I/O writes \
+             whole blocks into space allocated beforehand; trimmed when the segment is sealed)",
             len - pos
         )
     } else {
@@ -472,11 +472,13 @@ fn report_tail(
 }
 
 /// Zeros after the last batch, up to the end of a file whose size is a whole number of 4 KiB
-/// blocks: what an open active segment looks like on disk, not corruption.
-/// (Only a tail shorter than a block is read: a long garbage tail is never loaded.)
+/// blocks: what an open active segment looks like on disk (the last block's padding and the
+/// space allocated ahead of the writes), not corruption. A tail longer than those could
+/// be is never loaded.
 fn is_live_padding(data: &mut FileWindow, pos: usize, file_len: usize) -> std::io::Result<bool> {
     const BLOCK: usize = 4096;
-    if !file_len.is_multiple_of(BLOCK) || file_len - pos >= BLOCK {
+    let longest = BLOCK + crate::io::MAX_ALLOCATE_AHEAD as usize;
+    if !file_len.is_multiple_of(BLOCK) || file_len - pos >= longest {
         return Ok(false);
     }
     Ok(data

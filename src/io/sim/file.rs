@@ -220,6 +220,21 @@ impl StorageFile for SimHandle {
         })
     }
 
+    /// Grows the file with zeros (a resize a power loss may keep or drop, as a truncate).
+    fn allocate(&self, size: u64) -> IoFuture<'_, ()> {
+        Box::pin(async move {
+            let mut s = self.sim.state.borrow_mut();
+            self.live(&mut s)?;
+            s.begin(FaultPoint::Meta)?;
+            let f = self.live(&mut s)?;
+            if size as usize > f.volatile.len() {
+                f.volatile.resize(size as usize, 0);
+                f.unsynced.push(Unsynced::Truncate(size));
+            }
+            Ok(())
+        })
+    }
+
     fn size(&self) -> IoFuture<'_, u64> {
         Box::pin(async move {
             let mut s = self.sim.state.borrow_mut();
