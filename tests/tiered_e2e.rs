@@ -776,3 +776,30 @@ fn kill_9_while_segments_are_copied_and_deleted_locally_loses_nothing() {
     let out = tiered(&server, &["check", "orders", "6000", &base.to_string()]);
     assert!(out.contains("ok checked 6000"), "{out}");
 }
+
+/// A backlog (segments sealed faster than one pass copies them) is copied in one go: the
+/// next pass starts at once while segments are left, instead of one batch of four per
+/// `remote.upload.interval.ms`.
+#[test]
+fn a_backlog_is_copied_without_waiting_an_interval_per_batch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(&tmp.path().join("s3"));
+    let data = tmp.path().join("data");
+    let mut keys = s3.server_keys(PREFIX);
+    keys.push(("remote.upload.interval.ms".into(), "4000".into()));
+    keys.push(("kafka.listen".into(), "auto".into()));
+    let keys: Vec<(&str, &str)> = keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = ServerProc::start_wrapped(&data, 2, &keys, Some(&s3.env_wrapper()));
+    // Local retention as the total one (7 days): only the copying is watched.
+    let create = ["create", "orders", TOPIC_CONFIGS[0], TOPIC_CONFIGS[1]];
+    tiered(&server, &create);
+    let n = 20_000;
+    produce(&server, 0, n, base_ms(n));
+    let sealed = local_segments(&data, "orders").len() - 1;
+    assert!(sealed >= 24, "only {sealed} sealed segments");
+    // Batches of four, one per interval, would take over 20 s.
+    wait_until("the backlog copied", Duration::from_secs(14), || {
+        s3.manifest(PREFIX, "orders", 0)
+            .is_some_and(|m| manifest_segments(&m).len() >= sealed)
+    });
+}

@@ -292,15 +292,22 @@ async fn find_remote(remote: &RemoteLog, timestamp: i64) -> Result<Option<OpOk>,
         .map(|(offset, timestamp)| OpOk::Offset { offset, timestamp }))
 }
 
+/// How long one partition's copies may hold a shard's uploader in one pass before the next
+/// partition's turn (a backlog goes on in the next pass, which starts at once).
+const PASS_SHARE: Duration = Duration::from_secs(10);
+
 /// The uploader of one shard: every `remote.upload.interval.ms`, each tiered partition it
-/// owns copies its newly sealed segments and applies remote retention. A partition whose
-/// store fails backs off (doubling, at most a minute); the others go on.
+/// owns copies its newly sealed segments and applies remote retention; while a backlog is
+/// left (the store was away, the writers outran it), the next pass starts at once. A
+/// partition whose store fails backs off (doubling, at most a minute); the others go on.
 pub async fn upload_loop(shard: Rc<Shard>) {
     let every = Duration::from_millis(shard.config.remote_upload_interval_ms);
     let shutdown = shard.shutdown_listener();
     let mut backoff: std::collections::HashMap<TopicPartition, (u32, std::time::Instant)> =
         Default::default();
-    while before(every, shutdown.recv()).await.is_none() {
+    let mut wait = every;
+    while before(wait, shutdown.recv()).await.is_none() {
+        wait = every;
         let tiered: Vec<(TopicPartition, Rc<RemoteLog>)> = shard
             .remote_logs
             .borrow()
@@ -318,8 +325,11 @@ pub async fn upload_loop(shard: Rc<Shard>) {
                 continue;
             }
             match upload_pass(&shard, &tp, &remote).await {
-                Ok(()) => {
+                Ok(backlog) => {
                     backoff.remove(&tp);
+                    if backlog {
+                        wait = Duration::ZERO;
+                    }
                 }
                 Err(e) => {
                     let failures = backoff.get(&tp).map_or(0, |(n, _)| *n) + 1;
@@ -333,20 +343,21 @@ pub async fn upload_loop(shard: Rc<Shard>) {
     }
 }
 
-/// One partition's pass: copy what is sealed and not yet remote, then remote retention.
+/// One partition's pass: copy what is sealed and not yet remote (for at most
+/// `PASS_SHARE`), then remote retention. True when segments are left to copy.
 async fn upload_pass(
     shard: &Rc<Shard>,
     tp: &TopicPartition,
     remote: &RemoteLog,
-) -> Result<(), RemoteError> {
+) -> Result<bool, RemoteError> {
     if shard.config.remote_read_replica {
-        return remote.reload().await;
+        return remote.reload().await.map(|()| false);
     }
     let Some(handle) = shard.partition_handle(tp) else {
-        return Ok(());
+        return Ok(false);
     };
     let Some(meta) = shard.topic(&tp.topic) else {
-        return Ok(());
+        return Ok(false);
     };
     if tp.partition == 0 {
         describe_topic(remote, &meta).await?;
@@ -355,17 +366,21 @@ async fn upload_pass(
         remote::upload::sweep_orphans(remote).await?;
         remote.swept.set(true);
     }
+    let started = std::time::Instant::now();
     let mut view = tiering_view(&handle, remote).await?;
-    for seg in std::mem::take(&mut view.to_copy) {
-        if shard.shutting_down.get() {
-            return Ok(());
+    while !view.to_copy.is_empty() && started.elapsed() < PASS_SHARE {
+        for seg in std::mem::take(&mut view.to_copy) {
+            if shard.shutting_down.get() {
+                return Ok(false);
+            }
+            let bytes = remote::upload::copy_segment(remote, &shard.storage, &seg).await?;
+            crate::metrics::record_remote(|m| {
+                m.uploaded_bytes += bytes;
+                m.uploaded_segments += u64::from(bytes > 0);
+            });
+            // Tells the partition its new copied end (local retention may delete below it).
+            view = tiering_view(&handle, remote).await?;
         }
-        let bytes = remote::upload::copy_segment(remote, &shard.storage, &seg).await?;
-        crate::metrics::record_remote(|m| {
-            m.uploaded_bytes += bytes;
-            m.uploaded_segments += u64::from(bytes > 0);
-        });
-        view = tiering_view(&handle, remote).await?;
     }
     remote::expire::expire(
         remote,
@@ -374,7 +389,7 @@ async fn upload_pass(
         view.local_only_bytes,
     )
     .await?;
-    Ok(())
+    Ok(!view.to_copy.is_empty())
 }
 
 /// Writes the topic's description (partitions, configs set on it) to the bucket when it
