@@ -11,7 +11,7 @@
 # Each loadgen run prints the server's own breakdown (stage histograms) under its figures.
 # Usage: scripts/targets.sh [--quick]
 # Environment: SHARDLOG_BIN (another server build to measure, e.g. the commit before a change),
-# SHARDLOG_SERVER_CONFIG (a properties file for the server, e.g. spin.before.park.us=0).
+# SHARDLOG_SERVER_CONFIG (a properties file for the server, e.g. spin.before.park.us=200).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
