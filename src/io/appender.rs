@@ -429,13 +429,12 @@ impl LogFile {
         }
         self.check_writable()?;
         let staged = (self.size - self.staging_pos) as usize;
+        let (pos, padded) = (self.staging_pos, align_up(staged as u64) as usize);
         let has_tail = self.written < self.size && staged > 0;
         if has_tail {
-            self.allocate_for(self.staging_pos + align_up(staged as u64))
-                .await;
+            self.allocate_for(pos + padded as u64).await;
         }
         let tail = has_tail.then(|| {
-            let (pos, padded) = (self.staging_pos, align_up(staged as u64) as usize);
             debug_assert!(
                 self.in_flight.iter().all(|w| w.end <= pos),
                 "disjoint writes"

@@ -76,6 +76,22 @@ impl Drop for PendingGuard<'_> {
 }
 
 impl SimHandle {
+    /// Sets the file's length (never shortening it when `grow_only`): a metadata change
+    /// that a power loss may keep or drop.
+    fn resize(&self, size: u64, grow_only: bool) -> IoFuture<'_, ()> {
+        Box::pin(async move {
+            let mut s = self.sim.state.borrow_mut();
+            self.live(&mut s)?;
+            s.begin(FaultPoint::Meta)?;
+            let f = self.live(&mut s)?;
+            if !grow_only || size as usize > f.volatile.len() {
+                f.volatile.resize(size as usize, 0);
+                f.unsynced.push(Unsynced::Truncate(size));
+            }
+            Ok(())
+        })
+    }
+
     fn live<'a>(&self, s: &'a mut State) -> std::io::Result<&'a mut SimFile> {
         if s.crashed || s.generation != self.generation {
             return Err(crashed_err());
@@ -209,30 +225,12 @@ impl StorageFile for SimHandle {
     }
 
     fn truncate(&self, size: u64) -> IoFuture<'_, ()> {
-        Box::pin(async move {
-            let mut s = self.sim.state.borrow_mut();
-            self.live(&mut s)?;
-            s.begin(FaultPoint::Meta)?;
-            let f = self.live(&mut s)?;
-            f.volatile.resize(size as usize, 0);
-            f.unsynced.push(Unsynced::Truncate(size));
-            Ok(())
-        })
+        self.resize(size, false)
     }
 
     /// Grows the file with zeros (a resize a power loss may keep or drop, as a truncate).
     fn allocate(&self, size: u64) -> IoFuture<'_, ()> {
-        Box::pin(async move {
-            let mut s = self.sim.state.borrow_mut();
-            self.live(&mut s)?;
-            s.begin(FaultPoint::Meta)?;
-            let f = self.live(&mut s)?;
-            if size as usize > f.volatile.len() {
-                f.volatile.resize(size as usize, 0);
-                f.unsynced.push(Unsynced::Truncate(size));
-            }
-            Ok(())
-        })
+        self.resize(size, true)
     }
 
     fn size(&self) -> IoFuture<'_, u64> {
