@@ -6,6 +6,7 @@
 //! larger than 1 MiB, never O_APPEND.
 
 mod appender;
+pub(crate) mod awake;
 pub mod cache;
 pub mod chain;
 pub mod deadline;
