@@ -515,3 +515,71 @@ fn a_reply_of_thousands_of_cached_pages_arrives_whole() {
     });
     server.stop().unwrap();
 }
+
+/// One response frame from a blocking socket.
+fn read_response(s: &mut std::net::TcpStream, key: ApiKey) -> shardlog::protocol::Response {
+    use std::io::Read;
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size).unwrap();
+    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+    s.read_exact(&mut body).unwrap();
+    shardlog::protocol::Response::decode(key, &Bytes::from(body)).unwrap()
+}
+
+/// A large frame's body is read with the socket's receive low-water mark at what it still
+/// lacks: a body that arrives in pieces with pauses between them, down to its last byte
+/// alone, is still read whole and answered, and the connection goes on with small requests
+/// and a large frame sent at once.
+#[test]
+fn a_large_frame_sent_in_pieces_is_read_whole_and_the_connection_goes_on() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, port) = start_server(tmp.path(), 1, |_| {});
+    let addr = format!("127.0.0.1:{port}");
+    let admin = addr.clone();
+    client(move || async move {
+        let mut c = Client::connect(&admin).await.unwrap();
+        c.create_topic("big", 1, vec![]).await.unwrap();
+    });
+    let value = vec![b'v'; 300 << 10];
+    let produce = |cid| {
+        Request::Produce {
+            topic: "big".into(),
+            partition: 0,
+            acks: ACKS_LEADER,
+            records: Bytes::from(
+                BatchBuilder::new(value.len() + 128)
+                    .record(RecordSpec::new(None, Some(&value)))
+                    .build(),
+            ),
+        }
+        .encode_frame(cid)
+    };
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let frame = produce(1);
+    let cuts = [0, 4, 100, frame.len() / 3, frame.len() - 1, frame.len()];
+    for piece in cuts.windows(2) {
+        s.write_all(&frame[piece[0]..piece[1]]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(150));
+    }
+    let r = read_response(&mut s, ApiKey::Produce);
+    assert_eq!(r.correlation_id, 1);
+    assert!(
+        matches!(r.result, Ok(ResponseBody::Produce { base_offset: 0, .. })),
+        "{:?}",
+        r.result.err()
+    );
+    s.write_all(&Request::Metadata { topics: None }.encode_frame(2))
+        .unwrap();
+    assert_eq!(read_response(&mut s, ApiKey::Metadata).correlation_id, 2);
+    s.write_all(&produce(3)).unwrap();
+    let r = read_response(&mut s, ApiKey::Produce);
+    assert_eq!(r.correlation_id, 3);
+    assert!(matches!(
+        r.result,
+        Ok(ResponseBody::Produce { base_offset: 1, .. })
+    ));
+    server.stop().unwrap();
+}

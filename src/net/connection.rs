@@ -525,7 +525,7 @@ async fn read_frame(
     // Reused memory: the read overwrites every byte, so none is zeroed first.
     let mut body = super::frame_buf::FrameBuf::new(size);
     let body_start = Instant::now();
-    if let Err(e) = within(request, reader.read_exact(body.as_mut_slice())).await {
+    if let Err(e) = within(request, reader.read_body(body.as_mut_slice())).await {
         return Next::Stop(format!("reading a {size}-byte frame: {e}"));
     }
     debug_assert_eq!(body.as_ref().len(), size);

@@ -2,6 +2,7 @@
 //! the writer replies go out through. Plain replies keep the vectored zero-copy send;
 //! TLS ones are encrypted by the session (`tls.rs`).
 
+use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -27,6 +28,55 @@ impl AsyncRead for ConnReader {
             ConnReader::Plain(s) => Pin::new(s).poll_read(cx, buf),
             ConnReader::Tls(t) => Pin::new(t).poll_read(cx, buf),
         }
+    }
+}
+
+/// Frame bodies from this size on are read with the receive low-water mark set.
+const LOW_WATER_FROM: usize = 64 << 10;
+
+impl ConnReader {
+    /// Reads exactly `buf.len()` bytes. On a plain socket a large body is read with the
+    /// socket's receive low-water mark (SO_RCVLOWAT) at what is still missing, so the shard
+    /// is woken once the rest has arrived (or the socket's buffer is full), not for every
+    /// segment the network hands over. The mark never exceeds what the frame still lacks,
+    /// so a client that sends nothing after the frame never leaves it waiting.
+    pub async fn read_body(&mut self, buf: &mut [u8]) -> std::io::Result<()> {
+        let fd = match self {
+            ConnReader::Plain(s) if buf.len() >= LOW_WATER_FROM => s.as_raw_fd(),
+            _ => return futures_lite::AsyncReadExt::read_exact(self, buf).await,
+        };
+        let mut filled = 0;
+        let read = async {
+            while filled < buf.len() {
+                set_receive_low_water(fd, buf.len() - filled);
+                match futures_lite::AsyncReadExt::read(self, &mut buf[filled..]).await? {
+                    0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                    n => filled += n,
+                }
+            }
+            Ok(())
+        }
+        .await;
+        set_receive_low_water(fd, 1);
+        read
+    }
+}
+
+/// Best effort: a socket that refuses it is read as before, woken for every segment.
+fn set_receive_low_water(fd: std::os::fd::RawFd, bytes: usize) {
+    let value = bytes.min(i32::MAX as usize) as libc::c_int;
+    // SAFETY: a plain setsockopt on a descriptor this connection owns, with a c_int value.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        tracing::debug!(error = %std::io::Error::last_os_error(), "SO_RCVLOWAT refused");
     }
 }
 
