@@ -529,7 +529,8 @@ async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
     debug_assert!(done.waiting.is_empty() || done.wrote);
     if done.wrote {
         let durable = if done.need_sync {
-            metrics::timed(Stage::Fdatasync, awake_if_small(done.bytes, log.sync())).await
+            // An fdatasync takes milliseconds (a journal commit): waited for parked.
+            metrics::timed(Stage::Fdatasync, log.sync()).await
         } else {
             metrics::timed(Stage::Flush, awake_if_small(done.bytes, log.flush())).await
         };
@@ -546,8 +547,8 @@ async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
     debug_assert!(done.waiting.is_empty(), "every waiting produce is answered");
 }
 
-/// Groups that appended at most this many bytes wait for their commit awake: a few small
-/// produces wait for one short write, where a parked CPU's wake-up is a large share.
+/// acks=1 groups that appended at most this many bytes wait for their flush awake: a few
+/// small produces wait for one short write, where a parked CPU's wake-up is a large share.
 /// Larger ones (write streams) wait parked, so they cost no spinning CPU.
 const AWAKE_COMMIT_BYTES: usize = 64 << 10;
 
