@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::server_proc::ServerProc;
-use common::{client, read_records};
+use common::{client, read_records, read_response};
 use shardlog::client::Client;
 use shardlog::format::{BatchBuilder, RecordSpec};
-use shardlog::protocol::{ApiKey, ErrorCode, Request, Response, ACKS_ALL};
+use shardlog::protocol::{ApiKey, ErrorCode, Request, ACKS_ALL};
 
 fn batch_at(ts: i64, len: usize) -> Bytes {
     Bytes::from(
@@ -221,14 +221,6 @@ fn shardlog_small_allowance() -> usize {
     1 << 20
 }
 
-fn read_response(s: &mut TcpStream) -> Result<Response, String> {
-    let mut size = [0u8; 4];
-    s.read_exact(&mut size).map_err(|e| e.to_string())?;
-    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
-    s.read_exact(&mut body).map_err(|e| e.to_string())?;
-    Response::decode(ApiKey::Metadata, &Bytes::from(body)).map_err(|e| e.to_string())
-}
-
 #[test]
 fn idle_and_stuck_peers_are_timed_out_and_a_refused_client_hears_why() {
     let tmp = tempfile::tempdir().unwrap();
@@ -254,7 +246,8 @@ fn idle_and_stuck_peers_are_timed_out_and_a_refused_client_hears_why() {
     refused
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
-    let r = read_response(&mut refused).unwrap_or_else(|e| panic!("an error frame, not {e}"));
+    let r = read_response(&mut refused, ApiKey::Metadata)
+        .unwrap_or_else(|e| panic!("an error frame, not {e}"));
     assert_eq!(r.correlation_id, -1);
     assert_eq!(r.result.unwrap_err().0, ErrorCode::TooManyConnections);
     std::thread::sleep(Duration::from_millis(1_500));

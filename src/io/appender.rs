@@ -20,6 +20,7 @@ use glommio::Task;
 
 use bytes::Bytes;
 
+use super::awake::awake_until;
 use super::cache::{next_file_id, read_through, SharedPageCache};
 use super::chain::ByteChain;
 use super::read_ahead::{ReadAhead, Source};
@@ -588,11 +589,14 @@ impl LogFile {
     /// there is one, keeping read-ahead going for a sequential reader.
     async fn read_device(&mut self, pos: u64, want: usize) -> std::io::Result<ByteChain> {
         let Some(cache) = &self.cache else {
-            return self.file.read_at(pos, want).await.map(ByteChain::from);
+            let read = self.file.read_at(pos, want);
+            return awake_until(read).await.map(ByteChain::from);
         };
         let end = pos + want as u64;
         self.read_ahead.before_read(pos, end).await;
-        let chunk = read_through(cache, self.file.as_ref(), self.id, pos, want).await?;
+        // A reader waits for this one (read-ahead's own reads, in the background, do not).
+        let read = read_through(cache, self.file.as_ref(), self.id, pos, want);
+        let chunk = awake_until(read).await?;
         // Read ahead only over bytes no write in flight or staged tail will change.
         let stable_end = self.written.min(self.staging_pos);
         let source = Source {

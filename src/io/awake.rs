@@ -1,17 +1,18 @@
-//! Waiting for a device read without letting the shard's CPU sleep.
+//! Waiting for a short I/O a client waits on without letting the shard's CPU sleep.
 //!
 //! A shard with nothing to run parks in `io_uring_enter`; on this kind of VM the idle vCPU
-//! halts, and waking it when the read completes costs tens of microseconds, a large part of
+//! halts, and waking it when the I/O completes costs tens of microseconds, a large part of
 //! a cold lookup. glommio's `spin_before_park` avoids that for everything, at a CPU cost on
-//! write streams. This keeps the shard awake only while a foreground read is in flight:
-//! the waiting task re-checks the read behind a 1 us timer, so the executor's loop keeps
-//! polling the rings (an expired timer forbids parking) until the read lands, for at most
+//! write streams. This keeps the shard awake only while such an I/O is in flight (a read a
+//! fetch or lookup waits for, an index page, a small acks=1 flush; not read-ahead, uploads
+//! or cleaning): the waiting task re-checks it behind a 1 us timer, so the executor's loop
+//! keeps polling the rings (an expired timer forbids parking) until it lands, for at most
 //! `AWAKE_BUDGET`.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-/// Longest a read is waited for awake; a slower one is waited for parked.
+/// Longest an I/O is waited for awake; a slower one is waited for parked.
 pub const AWAKE_BUDGET: Duration = Duration::from_micros(500);
 
 /// Awaits `fut`, keeping the shard awake for up to `AWAKE_BUDGET` while it is pending.

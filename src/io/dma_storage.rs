@@ -149,7 +149,7 @@ impl DmaStorageFile {
                 self.file.read_at(at, want),
             )
         });
-        let results = super::awake::awake_until(futures_util::future::join_all(reads)).await;
+        let results = futures_util::future::join_all(reads).await;
         for (read, (_, want)) in results.into_iter().zip(chunks) {
             let chunk = read.map_err(gerr)?;
             take(&chunk);

@@ -12,6 +12,7 @@ use super::offset_index::{
 use super::sparse_index::{count_at_or_below, decode_entries, IndexError};
 use super::time_index::{TimeEntry, TimeIndex, TimestampOffset, ENTRY_SIZE as TIME_ENTRY};
 use crate::error::{Error, Result};
+use crate::io::awake::awake_until;
 use crate::io::cache::{next_file_id, read_through, SharedPageCache, PAGE};
 use crate::io::StorageFile;
 
@@ -105,11 +106,12 @@ impl PagedIndexes {
 
     async fn read(&self, f: &PagedFile, pos: u64, len: usize) -> Result<Vec<u8>> {
         let path = f.file.path();
+        // A lookup waits for this page: waited for awake.
         let data = match &self.cache {
-            Some(c) => read_through(c, f.file.as_ref(), f.id, pos, len)
+            Some(c) => awake_until(read_through(c, f.file.as_ref(), f.id, pos, len))
                 .await
                 .map(|chain| chain.copy_range(0, len)),
-            None => f.file.read_at(pos, len).await,
+            None => awake_until(f.file.read_at(pos, len)).await,
         }
         .map_err(|e| Error::io("read index", path, e))?;
         if data.len() < len {

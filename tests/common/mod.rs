@@ -167,3 +167,16 @@ pub fn seeds(prefix: &str, cases: u64) -> impl Iterator<Item = u64> {
         seed
     })
 }
+
+/// One native response frame from a blocking socket, decoded as the reply to `key`.
+pub fn read_response(
+    s: &mut std::net::TcpStream,
+    key: shardlog::protocol::ApiKey,
+) -> Result<shardlog::protocol::Response, String> {
+    use std::io::Read;
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size).map_err(|e| e.to_string())?;
+    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+    s.read_exact(&mut body).map_err(|e| e.to_string())?;
+    shardlog::protocol::Response::decode(key, &bytes::Bytes::from(body)).map_err(|e| e.to_string())
+}
