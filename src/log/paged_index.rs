@@ -10,7 +10,7 @@ use super::offset_index::{
     IndexHit, OffsetEntry, OffsetIndex, OffsetPosition, ENTRY_SIZE as OFFSET_ENTRY,
 };
 use super::sparse_index::{count_at_or_below, decode_entries, IndexError};
-use super::time_index::{TimeEntry, TimeIndex, TimestampOffset, ENTRY_SIZE as TIME_ENTRY};
+use super::time_index::{TimeEntry, TimeHit, TimeIndex, TimestampOffset, ENTRY_SIZE as TIME_ENTRY};
 use crate::error::{Error, Result};
 use crate::io::awake::awake_until;
 use crate::io::cache::{next_file_id, read_through, SharedPageCache, PAGE};
@@ -23,9 +23,10 @@ const OFFSET_PER_PAGE: usize = PAGE as usize / OFFSET_ENTRY;
 /// in memory, so a lookup still reads exactly one page.
 #[derive(Debug, Clone, Copy)]
 struct TimePage {
-    /// Index of the first entry entirely inside the page, and its timestamp.
+    /// Index of the first entry entirely inside the page, its timestamp and offset.
     first: usize,
     first_ts: i64,
+    first_rel: u32,
     /// Entries entirely inside the page.
     count: usize,
     /// The entry crossing the page's end: (timestamp, relative offset).
@@ -77,9 +78,11 @@ impl PagedIndexes {
                         let e = time_index.entry(crossing_idx);
                         (e.timestamp, (e.offset - base_offset) as u32)
                     });
+                let e = time_index.entry(first);
                 time_pages.push(TimePage {
                     first,
-                    first_ts: time_index.entry(first).timestamp,
+                    first_ts: e.timestamp,
+                    first_rel: (e.offset - base_offset) as u32,
                     count: end.saturating_sub(first),
                     crossing,
                 });
@@ -218,25 +221,30 @@ impl PagedIndexes {
     }
 
     /// Largest time entry with timestamp <= target, or (-1, base).
-    pub async fn time_lookup(&self, target: i64) -> Result<TimestampOffset> {
+    /// `TimeIndex::lookup_hit` reading at most one page: `next` comes from that page, its
+    /// crossing entry or the next page's summary.
+    pub async fn time_lookup_hit(&self, target: i64) -> Result<TimeHit> {
+        let p = count_at_or_below(&self.time_pages, target, |tp| tp.first_ts);
+        // The first entry of the page after `p - 1`, held in its summary.
+        let next_page = self.time_pages.get(p).map(|np| {
+            let e = self.time_entry(np.first_ts, np.first_rel);
+            (np.first, e)
+        });
         let none = TimestampOffset {
             timestamp: -1,
             offset: self.base_offset,
         };
-        let p = count_at_or_below(&self.time_pages, target, |tp| tp.first_ts);
-        if p == 0 {
-            return Ok(none);
-        }
-        let page = self.time_pages[p - 1];
+        let Some(page) = p.checked_sub(1).map(|i| self.time_pages[i]) else {
+            return Ok(self.hit(none, next_page));
+        };
+        let crossing = page.crossing.map(|(ts, rel)| {
+            let e = self.time_entry(ts, rel);
+            (page.first + page.count, e)
+        });
         // The crossing entry follows every entry of the page: if it qualifies, it is the
         // floor (the next page starts above the target).
-        if let Some((ts, rel)) = page.crossing {
-            if ts <= target {
-                return Ok(TimestampOffset {
-                    timestamp: ts,
-                    offset: self.base_offset + rel as i64,
-                });
-            }
+        if let Some((_, e)) = crossing.filter(|(_, e)| e.timestamp <= target) {
+            return Ok(self.hit(e, next_page));
         }
         let bytes = self
             .read(
@@ -249,7 +257,30 @@ impl PagedIndexes {
             self.forget(&self.times, (page.first * TIME_ENTRY) as u64, bytes.len())
         })?;
         let n = count_at_or_below(&entries, target, |e| e.timestamp);
-        Ok(n.checked_sub(1).map_or(none, |i| entries[i]))
+        let floor = n.checked_sub(1).map_or(none, |i| entries[i]);
+        let next = entries
+            .get(n)
+            .map(|&e| (page.first + n, e))
+            .or(crossing)
+            .or(next_page);
+        Ok(self.hit(floor, next))
+    }
+
+    /// A hit whose `next` is entry `i` of the index, kept only when it may bound a search.
+    fn hit(&self, floor: TimestampOffset, next: Option<(usize, TimestampOffset)>) -> TimeHit {
+        TimeHit {
+            floor,
+            next: next
+                .filter(|&(i, _)| TimeHit::bounding(i, self.times.entries))
+                .map(|(_, e)| e),
+        }
+    }
+
+    fn time_entry(&self, timestamp: i64, rel: u32) -> TimestampOffset {
+        TimestampOffset {
+            timestamp,
+            offset: self.base_offset + rel as i64,
+        }
     }
 
     /// Every entry, read back (tools and tests).
@@ -329,8 +360,8 @@ mod tests {
                     }
                     for t in (49_990..60_010).step_by(3) {
                         assert_eq!(
-                            paged.time_lookup(t).await.unwrap(),
-                            ti.lookup(t),
+                            paged.time_lookup_hit(t).await.unwrap(),
+                            ti.lookup_hit(t),
                             "time {t}"
                         );
                     }

@@ -12,7 +12,7 @@ use super::paged_index::PagedIndexes;
 use super::recovery::{scan_segment, ScanOutcome};
 use super::scan::{find_batch, find_batch_from, FoundBatch};
 use super::stale_index::StaleIndex;
-use super::time_index::{TimeIndex, TimestampOffset};
+use super::time_index::{TimeHit, TimeIndex};
 use super::{segment_path, LogIo, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
@@ -161,11 +161,11 @@ impl Segment {
         }))
     }
 
-    async fn time_lookup(&self, target: i64) -> Result<TimestampOffset> {
+    async fn time_lookup(&self, target: i64) -> Result<TimeHit> {
         let lookup = async {
             match &self.paged {
-                Some(p) => p.time_lookup(target).await,
-                None => Ok(self.idx.time_index.lookup(target)),
+                Some(p) => p.time_lookup_hit(target).await,
+                None => Ok(self.idx.time_index.lookup_hit(target)),
             }
         };
         metrics::timed(Stage::IndexLookup, lookup).await
@@ -634,6 +634,41 @@ impl Segment {
         Ok(data)
     }
 
+    /// The first offset that may hold a record with a timestamp >= `target`. Entry (T, O):
+    /// every record up to O has a timestamp <= T, so with T < target the answer lies after
+    /// O (with T == target it may be in O's batch). With a bounding next entry (see
+    /// `TimeHit`) it also lies after the last offset-index entry below the next entry's
+    /// offset: when many batches share one millisecond, that skips all but the last.
+    /// Says also whether the answer is pinned to the first batch or two from there: with
+    /// T == target it is in O's batch (the first to reach T), and so it is with the bound.
+    async fn search_start(&self, target: i64, hit: &TimeHit) -> Result<(i64, bool)> {
+        let floor = hit.floor;
+        if floor.timestamp >= target {
+            return Ok((floor.offset, true));
+        }
+        let after_floor = if floor.timestamp >= 0 {
+            floor.offset + 1
+        } else {
+            floor.offset
+        };
+        let Some(next) = hit.next else {
+            return Ok((after_floor, false));
+        };
+        let below = self.offset_lookup_hit(next.offset - 1).await?.floor;
+        // The offset index's "no entry" answer is (base offset, 0), not an entry.
+        if below.offset <= self.idx.base_offset {
+            return Ok((after_floor, false));
+        }
+        let from = after_floor.max(below.offset + 1);
+        // The next entry's record qualifies (its timestamp is above the target), so the
+        // answer is at or before it.
+        debug_assert!(
+            next.timestamp > target && from <= next.offset,
+            "{from} {next:?}"
+        );
+        Ok((from, true))
+    }
+
     /// Kafka's `LogSegment.findOffsetByTimestamp`: the first record at or after
     /// `start_offset` whose timestamp is >= `target`, as (offset, timestamp).
     pub async fn find_offset_by_timestamp(
@@ -641,22 +676,18 @@ impl Segment {
         target: i64,
         start_offset: i64,
     ) -> Result<Option<(i64, i64)>> {
-        // Entry (T, O): every record up to O has a timestamp <= T. With T < target the
-        // answer lies after O; with T == target it may be in O's batch.
-        let entry = self.time_lookup(target).await?;
-        let from = if entry.timestamp >= 0 && entry.timestamp < target {
-            entry.offset + 1
-        } else {
-            entry.offset
-        }
-        .max(start_offset);
+        let hit = self.time_lookup(target).await?;
+        let (from, pinned) = self.search_start(target, &hit).await?;
+        let from = from.max(start_offset);
         if from >= self.idx.next_offset {
             return Ok(None);
         }
-        // The batch holding `from`, usually with one log read (see `locate`).
-        // Read ahead: the record may be a few batches on (measured: reading just the batch
-        // made cold lookups by time do more reads, not fewer).
-        let Some((mut found, ahead)) = self.locate(from, LOOKUP_READ, LOOKUP_READ).await? else {
+        // The batch holding `from`, usually with one log read (see `locate`). Not pinned,
+        // read ahead: the record may be a few batches on (measured: reading just the batch
+        // made those lookups do more reads, not fewer). Pinned, `locate`'s guess reads just
+        // the batch when every batch is indexed.
+        let want = if pinned { 0 } else { LOOKUP_READ };
+        let Some((mut found, ahead)) = self.locate(from, LOOKUP_READ, want).await? else {
             return Ok(None);
         };
         // Records are decoded here: one buffer is simpler than the shared pages.

@@ -61,6 +61,30 @@ pub struct TimestampOffset {
     pub offset: i64,
 }
 
+/// A time-index lookup: the floor entry (largest timestamp <= the target) and the entry
+/// after it, `next`, when that entry is not the index's last.
+///
+/// Why `next` bounds the search: entries are offered at every offset-index entry with the
+/// segment's max timestamp so far, and kept when it beats the last one. So no offset-index
+/// entry written before `next` saw a max timestamp above `floor`'s, and every record up to
+/// the last offset-index entry below `next.offset` has a timestamp <= `floor.timestamp`.
+/// That needs an index that never turned an entry away for being full, which holds when
+/// `next` is not its last entry (a full index takes only the final entry, written at roll
+/// or close). Segments roll as soon as an index fills, as Kafka's do, so this only guards
+/// index files written some other way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeHit {
+    pub floor: TimestampOffset,
+    pub next: Option<TimestampOffset>,
+}
+
+impl TimeHit {
+    /// Whether entry `i` of an index of `len` entries may be a `next`.
+    pub fn bounding(i: usize, len: usize) -> bool {
+        i + 1 < len
+    }
+}
+
 /// The `.timeindex` of a segment, held in memory.
 pub type TimeIndex = SparseIndex<TimeEntry>;
 
@@ -106,7 +130,16 @@ impl SparseIndex<TimeEntry> {
 
     /// Largest entry with timestamp <= target; (-1, base offset) when there is none.
     pub fn lookup(&self, target: i64) -> TimestampOffset {
-        self.floor(count_at_or_below(self.entries(), target, |e| e.timestamp))
+        self.lookup_hit(target).floor
+    }
+
+    /// The floor entry for `target` and, when it bounds the answer, the entry after it.
+    pub fn lookup_hit(&self, target: i64) -> TimeHit {
+        let n = count_at_or_below(self.entries(), target, |e| e.timestamp);
+        TimeHit {
+            floor: self.floor(n),
+            next: TimeHit::bounding(n, self.len()).then(|| self.entry(n)),
+        }
     }
 
     fn floor(&self, n: usize) -> TimestampOffset {
