@@ -21,13 +21,13 @@ import sys
 import tempfile
 import time
 
-args = [a for a in sys.argv[1:] if not a.startswith("--json")]
-json_out = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--json=")), None)
-base, new, loadgen = args[0], args[1], args[2]
-rounds = int(args[3]) if len(args) > 3 else 2
-root = os.environ.get("SHARDLOG_BENCH_DIR", os.path.join(os.getcwd(), "target", "bench-data"))
-os.makedirs(root, exist_ok=True)
 TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def bench_root():
+    root = os.environ.get("SHARDLOG_BENCH_DIR", os.path.join(os.getcwd(), "target", "bench-data"))
+    os.makedirs(root, exist_ok=True)
+    return root
 
 
 def cpu_seconds(pid):
@@ -45,7 +45,7 @@ def fio(work, name, rw, depth):
     return job["write" if rw == "write" else "read"]["bw_bytes"] / 1e6
 
 
-def lg(port, *a):
+def lg(loadgen, port, *a):
     cmd = ["taskset", "-c", "1", loadgen, *a, "--bootstrap", f"127.0.0.1:{port}"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -57,7 +57,7 @@ def measured(pid, run):
     return doc, cpu_seconds(pid) - c0
 
 
-def one_build(binary, work, port):
+def one_build(binary, loadgen, work, port):
     data = os.path.join(work, "data")
     log = open(os.path.join(work, "server.log"), "w")
     server = subprocess.Popen(["taskset", "-c", "0", binary, "serve", "--data-dir", data, "--listen",
@@ -69,7 +69,7 @@ def one_build(binary, work, port):
         for acks in ("1", "all"):
             out = os.path.join(work, f"write-{acks}.json")
             topic = f"w{acks}"
-            doc, cpu = measured(server.pid, lambda: (lg(port, "write", "--topic", topic, "--create",
+            doc, cpu = measured(server.pid, lambda: (lg(loadgen, port, "write", "--topic", topic, "--create",
                                                         "--partitions", "1", "--record-size", "1KiB",
                                                         "--batch-records", "1000", "--total-bytes", "1GiB",
                                                         "--connections", "2", "--pipeline", "4",
@@ -79,7 +79,7 @@ def one_build(binary, work, port):
             row[f"write acks={acks} MB/s"] = w["mb_per_s"]
             row[f"write acks={acks} CPU-s/GB"] = cpu / (w["bytes"] / 1e9)
         out = os.path.join(work, "consume.json")
-        doc, cpu = measured(server.pid, lambda: (lg(port, "consume", "--topic", "w1", "--cache", "cold",
+        doc, cpu = measured(server.pid, lambda: (lg(loadgen, port, "consume", "--topic", "w1", "--cache", "cold",
                                                     "--json", out), json.load(open(out)))[1])
         r = doc["consume"]["cold"]
         row["consume cold MB/s"] = r["mb_per_s"]
@@ -93,6 +93,11 @@ def one_build(binary, work, port):
 
 
 def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--json")]
+    json_out = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--json=")), None)
+    base, new, loadgen = args[0], args[1], args[2]
+    rounds = int(args[3]) if len(args) > 3 else 2
+    root = bench_root()
     results = {"base": [], "new": []}
     port = 21000 + os.getpid() % 5000
     for rnd in range(rounds):
@@ -102,7 +107,7 @@ def main():
                     "fio read QD1 MB/s": fio(work, "r1", "read", 1),
                     "fio read QD4 MB/s": fio(work, "r4", "read", 4)}
             os.remove(os.path.join(work, "fio.dat"))
-            row = {**disk, **one_build(binary, work, port)}
+            row = {**disk, **one_build(binary, loadgen, work, port)}
             port += 1
             row["write acks=1 / fio write"] = row["write acks=1 MB/s"] / disk["fio write QD4 MB/s"]
             row["write acks=all / fio write"] = row["write acks=all MB/s"] / disk["fio write QD4 MB/s"]
@@ -122,4 +127,5 @@ def main():
         json.dump(results, open(json_out, "w"), indent=2)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""shardlog side by side with Apache Iggy, as issue 24 measured them: same machine, same
+window, runs alternated (shardlog first in odd rounds, Iggy first in even ones), each round
+against fio on the same disk:
+
+  python3 scripts/iggy_compare.py SHARDLOG LOADGEN IGGY_RELEASE_DIR [ROUNDS] [--json=OUT]
+
+IGGY_RELEASE_DIR holds `iggy-server` and `iggy-bench`, built from source:
+  git clone https://github.com/apache/iggy && cd iggy
+  apt-get install -y libhwloc-dev libudev-dev
+  cargo +nightly build --release -p server -p iggy-bench   # its toolchain file asks 1.97
+
+Both servers get the same envelope: one shard pinned to core 0, the client on core 1.
+The workload is the issue's: 2 producers (one partition each), 1000-byte records, 1000 per
+batch, 1 GB; then a cold sequential consume of it (2 consumers, ~1 MB per fetch).
+  - shardlog: `loadgen write` acks=1 and acks=all (pipeline 4 per connection), then
+    `loadgen consume --cache cold` (the server's caches dropped) of the acks=1 topic;
+  - Iggy: `iggy-bench pinned-producer` buffered (its default: the ack comes before the data
+    is on disk) and with `--enforce-fsync` (fsync per batch), then `pinned-consumer` of the
+    buffered streams after the kernel page cache is dropped (Iggy reads through it).
+Throughput is payload MB/s (records x 1000 bytes), as iggy-bench reports it. CPU-s/GB is
+the server's utime + stime over the run. Prints each round and the medians.
+"""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from perf_figures import bench_root, cpu_seconds, fio, lg
+
+RECORD = 1000
+GB = "1GB"  # iggy-bench and loadgen both read it as 10^9 bytes
+GB_BYTES = 1e9
+
+
+def shardlog_round(binary, loadgen, work, port):
+    log = open(os.path.join(work, "shardlog.log"), "w")
+    server = subprocess.Popen(["taskset", "-c", "0", binary, "serve", "--data-dir",
+                               os.path.join(work, "data"), "--listen", f"127.0.0.1:{port}",
+                               "--shards", "1", "--kafka-listen", "off"],
+                              stdout=log, stderr=subprocess.STDOUT)
+    try:
+        time.sleep(1.5)
+        row = {}
+        for acks, topic in (("1", "w1"), ("all", "wall")):
+            out = os.path.join(work, f"write-{acks}.json")
+            c0 = cpu_seconds(server.pid)
+            lg(loadgen, port, "write", "--topic", topic, "--create", "--partitions", "2",
+               "--record-size", str(RECORD), "--batch-records", "1000", "--total-bytes", GB,
+               "--connections", "2", "--pipeline", "4", "--acks", acks, "--json", out)
+            w = json.load(open(out))["write"]
+            payload = w["records"] * RECORD / 1e9
+            row[f"write acks={acks} MB/s"] = w["records_per_s"] * RECORD / 1e6
+            row[f"write acks={acks} CPU-s/GB"] = (cpu_seconds(server.pid) - c0) / payload
+        out = os.path.join(work, "consume.json")
+        c0 = cpu_seconds(server.pid)
+        lg(loadgen, port, "consume", "--topic", "w1", "--cache", "cold", "--json", out)
+        r = json.load(open(out))["consume"]["cold"]
+        row["consume MB/s"] = r["mb_per_s"]
+        row["consume CPU-s/GB"] = (cpu_seconds(server.pid) - c0) / (r["bytes"] / 1e9)
+        return row
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def iggy_bench(release, options, kind, *args):
+    """Runs one iggy-bench workload on core 1; returns its total MB/s."""
+    cmd = ["taskset", "-c", "1", os.path.join(release, "iggy-bench"), "-T", GB, *options, kind, *args]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    m = re.search(r"Results: Total throughput: ([0-9.]+) MB/s", out)
+    if not m:
+        sys.exit(f"iggy-bench {kind}: no throughput in its output:\n{out[-2000:]}")
+    return float(m.group(1))
+
+
+def iggy_round(release, work):
+    env = {**os.environ, "IGGY_ROOT_USERNAME": "iggy", "IGGY_ROOT_PASSWORD": "iggy",
+           "IGGY_SYSTEM_PATH": os.path.join(work, "iggy"),
+           "IGGY_SYSTEM_SHARDING_CPU_ALLOCATION": "1"}
+    log = open(os.path.join(work, "iggy.log"), "w")
+    server = subprocess.Popen(["taskset", "-c", "0", os.path.join(release, "iggy-server")],
+                              env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        time.sleep(3)
+        row = {}
+        runs = (("write buffered", [], "pinned-producer", ["-p", "2", "tcp"]),
+                ("consume", [], "pinned-consumer", ["-c", "2", "tcp"]),
+                ("write fsync", ["--enforce-fsync"], "pinned-producer", ["-p", "2", "tcp"]))
+        for name, options, kind, args in runs:
+            if kind == "pinned-consumer":
+                subprocess.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], check=True)
+            c0 = cpu_seconds(server.pid)
+            row[f"{name} MB/s"] = iggy_bench(release, options, kind, *args)
+            row[f"{name} CPU-s/GB"] = (cpu_seconds(server.pid) - c0) / GB_BYTES * 1e9
+        return row
+    finally:
+        server.terminate()
+        server.wait()
+
+
+RATIOS = (("shardlog acks=1 / Iggy buffered", "write acks=1 MB/s", "write buffered MB/s"),
+          ("shardlog acks=all / Iggy fsync", "write acks=all MB/s", "write fsync MB/s"),
+          ("shardlog consume / Iggy consume", "consume MB/s", "consume MB/s"))
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--json")]
+    json_out = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--json=")), None)
+    shardlog, loadgen, release = args[0], args[1], args[2]
+    rounds = int(args[3]) if len(args) > 3 else 3
+    root, port = bench_root(), 22000 + os.getpid() % 5000
+    results = {"fio": [], "shardlog": [], "iggy": [], "ratios": []}
+    for rnd in range(rounds):
+        work = tempfile.mkdtemp(prefix="iggy-compare-", dir=root)
+        disk = {"fio write QD4 MB/s": fio(work, "w", "write", 4),
+                "fio read QD1 MB/s": fio(work, "r1", "read", 1),
+                "fio read QD4 MB/s": fio(work, "r4", "read", 4)}
+        os.remove(os.path.join(work, "fio.dat"))
+        order = ["shardlog", "iggy"] if rnd % 2 == 0 else ["iggy", "shardlog"]
+        rows = {}
+        for who in order:
+            if who == "shardlog":
+                rows[who] = shardlog_round(shardlog, loadgen, work, port)
+                port += 1
+            else:
+                rows[who] = iggy_round(release, work)
+        ratios = {name: rows["shardlog"][a] / rows["iggy"][b] for name, a, b in RATIOS}
+        ratios["shardlog acks=1 / fio write"] = rows["shardlog"]["write acks=1 MB/s"] / disk["fio write QD4 MB/s"]
+        ratios["shardlog acks=all / fio write"] = rows["shardlog"]["write acks=all MB/s"] / disk["fio write QD4 MB/s"]
+        ratios["shardlog consume / fio read QD1"] = rows["shardlog"]["consume MB/s"] / disk["fio read QD1 MB/s"]
+        for k, v in (("fio", disk), ("shardlog", rows["shardlog"]), ("iggy", rows["iggy"]), ("ratios", ratios)):
+            results[k].append(v)
+            print(f"round {rnd + 1} ({'/'.join(order)}) {k}: "
+                  + ", ".join(f"{a} {b:.2f}" for a, b in v.items()), flush=True)
+        subprocess.run(["rm", "-rf", work])
+    print()
+    print(f"| figure (median of {rounds} rounds; range) | value |")
+    print("|---|---|")
+    for k in ("fio", "shardlog", "iggy", "ratios"):
+        for key in results[k][0]:
+            vals = [r[key] for r in results[k]]
+            print(f"| {k}: {key} | {statistics.median(vals):.2f} ({min(vals):.2f}-{max(vals):.2f}) |")
+    if json_out:
+        json.dump(results, open(json_out, "w"), indent=2)
+
+
+if __name__ == "__main__":
+    main()
