@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from perf_figures import bench_root, cpu_seconds, fio, lg
+from perf_figures import bench_root, fio, lg_json, measured, shardlog_server
 
 RECORD = 1000
 GB = "1GB"  # iggy-bench and loadgen both read it as 10^9 bytes
@@ -37,34 +37,24 @@ GB_BYTES = 1e9
 
 
 def shardlog_round(binary, loadgen, work, port):
-    log = open(os.path.join(work, "shardlog.log"), "w")
-    server = subprocess.Popen(["taskset", "-c", "0", binary, "serve", "--data-dir",
-                               os.path.join(work, "data"), "--listen", f"127.0.0.1:{port}",
-                               "--shards", "1", "--kafka-listen", "off"],
-                              stdout=log, stderr=subprocess.STDOUT)
-    try:
-        time.sleep(1.5)
+    with shardlog_server(binary, work, port) as server:
         row = {}
         for acks, topic in (("1", "w1"), ("all", "wall")):
             out = os.path.join(work, f"write-{acks}.json")
-            c0 = cpu_seconds(server.pid)
-            lg(loadgen, port, "write", "--topic", topic, "--create", "--partitions", "2",
-               "--record-size", str(RECORD), "--batch-records", "1000", "--total-bytes", GB,
-               "--connections", "2", "--pipeline", "4", "--acks", acks, "--json", out)
-            w = json.load(open(out))["write"]
-            payload = w["records"] * RECORD / 1e9
+            doc, cpu = measured(server.pid, lambda: lg_json(
+                loadgen, port, out, "write", "--topic", topic, "--create", "--partitions", "2",
+                "--record-size", str(RECORD), "--batch-records", "1000", "--total-bytes", GB,
+                "--connections", "2", "--pipeline", "4", "--acks", acks))
+            w = doc["write"]
             row[f"write acks={acks} MB/s"] = w["records_per_s"] * RECORD / 1e6
-            row[f"write acks={acks} CPU-s/GB"] = (cpu_seconds(server.pid) - c0) / payload
+            row[f"write acks={acks} CPU-s/GB"] = cpu / (w["records"] * RECORD / 1e9)
         out = os.path.join(work, "consume.json")
-        c0 = cpu_seconds(server.pid)
-        lg(loadgen, port, "consume", "--topic", "w1", "--cache", "cold", "--json", out)
-        r = json.load(open(out))["consume"]["cold"]
+        doc, cpu = measured(server.pid, lambda: lg_json(
+            loadgen, port, out, "consume", "--topic", "w1", "--cache", "cold"))
+        r = doc["consume"]["cold"]
         row["consume MB/s"] = r["mb_per_s"]
-        row["consume CPU-s/GB"] = (cpu_seconds(server.pid) - c0) / (r["bytes"] / 1e9)
+        row["consume CPU-s/GB"] = cpu / (r["bytes"] / 1e9)
         return row
-    finally:
-        server.terminate()
-        server.wait()
 
 
 def iggy_bench(release, options, kind, *args):
@@ -93,9 +83,9 @@ def iggy_round(release, work):
         for name, options, kind, args in runs:
             if kind == "pinned-consumer":
                 subprocess.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], check=True)
-            c0 = cpu_seconds(server.pid)
-            row[f"{name} MB/s"] = iggy_bench(release, options, kind, *args)
-            row[f"{name} CPU-s/GB"] = (cpu_seconds(server.pid) - c0) / GB_BYTES * 1e9
+            mb_per_s, cpu = measured(server.pid, lambda: iggy_bench(release, options, kind, *args))
+            row[f"{name} MB/s"] = mb_per_s
+            row[f"{name} CPU-s/GB"] = cpu / (GB_BYTES / 1e9)
         return row
     finally:
         server.terminate()

@@ -13,6 +13,7 @@ Per round, for each build: one shard pinned to core 0, loadgen on core 1 (as tar
     the older build, without the Metrics API's process_cpu_ms, is measured the same way).
 Prints one table per round and the medians; ratios are against the same round's fio.
 """
+import contextlib
 import json
 import os
 import statistics
@@ -50,46 +51,56 @@ def lg(loadgen, port, *a):
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def lg_json(loadgen, port, out, *a):
+    """Runs a loadgen workload with `--json out` and returns the document it wrote."""
+    lg(loadgen, port, *a, "--json", out)
+    return json.load(open(out))
+
+
 def measured(pid, run):
-    """Runs `run`, returning (its JSON result, server CPU seconds during it)."""
+    """Runs `run`, returning (its result, server CPU seconds during it)."""
     c0 = cpu_seconds(pid)
     doc = run()
     return doc, cpu_seconds(pid) - c0
 
 
-def one_build(binary, loadgen, work, port):
-    data = os.path.join(work, "data")
+@contextlib.contextmanager
+def shardlog_server(binary, work, port):
+    """One shard pinned to core 0, serving a data dir under `work` (native listener only)."""
     log = open(os.path.join(work, "server.log"), "w")
-    server = subprocess.Popen(["taskset", "-c", "0", binary, "serve", "--data-dir", data, "--listen",
-                               f"127.0.0.1:{port}", "--shards", "1", "--kafka-listen", "off"],
+    server = subprocess.Popen(["taskset", "-c", "0", binary, "serve", "--data-dir",
+                               os.path.join(work, "data"), "--listen", f"127.0.0.1:{port}",
+                               "--shards", "1", "--kafka-listen", "off"],
                               stdout=log, stderr=subprocess.STDOUT)
     try:
         time.sleep(1.5)
+        yield server
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def one_build(binary, loadgen, work, port):
+    with shardlog_server(binary, work, port) as server:
         row = {}
         for acks in ("1", "all"):
             out = os.path.join(work, f"write-{acks}.json")
-            topic = f"w{acks}"
-            doc, cpu = measured(server.pid, lambda: (lg(loadgen, port, "write", "--topic", topic, "--create",
-                                                        "--partitions", "1", "--record-size", "1KiB",
-                                                        "--batch-records", "1000", "--total-bytes", "1GiB",
-                                                        "--connections", "2", "--pipeline", "4",
-                                                        "--acks", acks, "--json", out),
-                                                     json.load(open(out)))[1])
+            doc, cpu = measured(server.pid, lambda: lg_json(
+                loadgen, port, out, "write", "--topic", f"w{acks}", "--create", "--partitions", "1",
+                "--record-size", "1KiB", "--batch-records", "1000", "--total-bytes", "1GiB",
+                "--connections", "2", "--pipeline", "4", "--acks", acks))
             w = doc["write"]
             row[f"write acks={acks} MB/s"] = w["mb_per_s"]
             row[f"write acks={acks} CPU-s/GB"] = cpu / (w["bytes"] / 1e9)
         out = os.path.join(work, "consume.json")
-        doc, cpu = measured(server.pid, lambda: (lg(loadgen, port, "consume", "--topic", "w1", "--cache", "cold",
-                                                    "--json", out), json.load(open(out)))[1])
+        doc, cpu = measured(server.pid, lambda: lg_json(
+            loadgen, port, out, "consume", "--topic", "w1", "--cache", "cold"))
         r = doc["consume"]["cold"]
         row["consume cold MB/s"] = r["mb_per_s"]
         row["consume fetch p50 us"] = r["fetch_latency_us"]["p50"]
         row["consume fetch p99 us"] = r["fetch_latency_us"]["p99"]
         row["consume CPU-s/GB"] = cpu / (r["bytes"] / 1e9)
         return row
-    finally:
-        server.terminate()
-        server.wait()
 
 
 def main():

@@ -170,13 +170,9 @@ impl PagedIndexes {
                 return Err(Error::corruption(path, at, what));
             }
         }
-        let base = self.base_offset;
         Ok(entries
             .into_iter()
-            .map(|e| TimestampOffset {
-                timestamp: e.timestamp,
-                offset: base + e.rel as i64,
-            })
+            .map(|e| self.time_entry(e.timestamp, e.rel))
             .collect())
     }
 
