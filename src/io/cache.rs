@@ -1,7 +1,10 @@
-//! Per-shard read cache of 4 KiB pages of the files a shard reads (segment `.log` files and
-//! index files), filled on write (the tail just written) and on read, bounded by a byte
+//! Per-shard read cache of the 4 KiB pages of the files a shard reads (segment `.log` files
+//! and index files), filled on write (the tail just written) and on read, bounded by a byte
 //! budget and evicted least-recently-used. One cache per shard, used only by that shard's
 //! executor: `Rc<RefCell<..>>`, no locks, nothing shared across cores.
+//!
+//! Pages are held in extents (`extents.rs`): what one device read brought in stays one
+//! allocation, shared by the replies that send it, and is evicted whole.
 //!
 //! Pages are keyed by (file id, page number). File ids are unique per open file handle, so a
 //! file that is truncated and reopened (recovery) never sees its old pages; those age out.
@@ -10,18 +13,14 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use bytes::Bytes;
-use lru::LruCache;
 
 use super::chain::ByteChain;
+use super::extents::{Extents, Piece};
 use super::StorageFile;
 
 pub const PAGE: u64 = 4096;
 /// Pages of each write that are cached: the tail just written.
 pub const TAIL_PAGES: usize = 16;
-
-/// A cached page: `PAGE` bytes, or fewer for the last page of a sealed file. Its own
-/// allocation (so the budget is exact), shared with the replies that send it.
-pub type Page = Bytes;
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CacheStats {
@@ -34,7 +33,7 @@ pub struct CacheStats {
 }
 
 pub struct PageCache {
-    pages: LruCache<(u64, u64), Page>,
+    extents: Extents,
     budget_pages: usize,
     /// Bytes of appenders' staging buffers counted against the same budget.
     staging_bytes: usize,
@@ -63,7 +62,7 @@ pub fn next_file_id() -> u64 {
 impl PageCache {
     pub fn shared(budget_bytes: u64) -> SharedPageCache {
         Rc::new(RefCell::new(PageCache {
-            pages: LruCache::unbounded(),
+            extents: Extents::new(),
             budget_pages: (budget_bytes / PAGE) as usize,
             staging_bytes: 0,
             read_ahead_in_flight: 0,
@@ -73,37 +72,36 @@ impl PageCache {
         }))
     }
 
-    pub fn get(&mut self, file: u64, page: u64) -> Option<Page> {
-        let got = self.pages.get(&(file, page)).cloned();
-        if got.is_some() {
-            self.hits += 1;
-        } else {
-            self.misses += 1;
+    /// Pages `[first, end)` of `file` as cached and missing runs; counts each page as a
+    /// hit or a miss.
+    fn lookup(&mut self, file: u64, first: u64, end: u64) -> Vec<Piece> {
+        let pieces = self.extents.lookup(file, first, end);
+        for piece in &pieces {
+            match piece {
+                Piece::Cached { pages, .. } => self.hits += pages,
+                Piece::Missing { pages, .. } => self.misses += pages,
+            }
         }
-        got
+        pieces
     }
 
-    /// Caches `p` as page `page` of `file`, evicting the least recently used pages beyond
-    /// the budget.
-    pub fn insert(&mut self, file: u64, page: u64, p: Page) -> Page {
-        debug_assert!(p.len() <= PAGE as usize);
-        if self.budget_pages > 0 {
-            self.pages.put((file, page), p.clone());
+    /// Caches `data` (whole pages, the last shorter only at the end of a sealed file) as the
+    /// pages of `file` from `page` on, evicting the least recently used extents beyond the
+    /// budget.
+    fn insert(&mut self, file: u64, page: u64, data: Bytes) {
+        if self.budget_pages > 0 && !data.is_empty() {
+            self.extents.insert(file, page, data);
             self.evict_to_budget();
         }
-        p
     }
 
-    /// Pages beyond what the budget leaves after staging go, least recently used first.
+    /// Extents beyond what the budget leaves after staging go, least recently used first.
     fn evict_to_budget(&mut self) {
-        let staging_pages = self.staging_bytes.div_ceil(PAGE as usize);
-        while self.pages.len() + staging_pages > self.budget_pages && self.pages.pop_lru().is_some()
-        {
-        }
+        let staging_pages = self.staging_bytes.div_ceil(PAGE as usize) as u64;
+        let budget = self.budget_pages as u64;
+        while self.extents.pages() + staging_pages > budget && self.extents.pop_lru() {}
         // Cached pages never push the shard over its budget (staging alone may).
-        debug_assert!(
-            self.pages.is_empty() || self.pages.len() + staging_pages <= self.budget_pages
-        );
+        debug_assert!(self.extents.is_empty() || self.extents.pages() + staging_pages <= budget);
     }
 
     /// Grants an appender's staging buffer from the shard's budget: `full` bytes while
@@ -174,11 +172,13 @@ impl PageCache {
         }
         debug_assert_eq!(pos % PAGE, 0);
         let pages = data.len() / PAGE as usize;
-        for i in pages.saturating_sub(TAIL_PAGES)..pages {
-            let at = i * PAGE as usize;
-            let page = Bytes::copy_from_slice(&data[at..at + PAGE as usize]);
-            self.insert(file, pos / PAGE + i as u64, page);
-        }
+        let first = pages.saturating_sub(TAIL_PAGES);
+        let tail = &data[first * PAGE as usize..pages * PAGE as usize];
+        self.insert(
+            file,
+            pos / PAGE + first as u64,
+            Bytes::copy_from_slice(tail),
+        );
     }
 
     /// Drops the pages of `file` covering `[pos, pos + len)`: bytes found damaged must be
@@ -186,29 +186,27 @@ impl PageCache {
     pub fn forget(&mut self, file: u64, pos: u64, len: usize) {
         let first = pos / PAGE;
         let end = (pos + len as u64).div_ceil(PAGE);
-        for page in first..end {
-            self.pages.pop(&(file, page));
-        }
+        self.extents.remove_overlapping(file, first, end);
     }
 
     pub fn clear(&mut self) {
-        self.pages.clear();
+        self.extents.clear();
     }
 
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             hits: self.hits,
             misses: self.misses,
-            bytes: self.pages.len() as u64 * PAGE,
+            bytes: self.extents.pages() * PAGE,
             budget_bytes: self.budget_bytes(),
             read_ahead_bytes: self.read_ahead_total,
         }
     }
 }
 
-/// Reads `[pos, pos + len)` of `file` through the cache: cached pages are shared, not
-/// copied; each run of missing pages is read with one device read (page-aligned) and
-/// cached. Returns fewer bytes only at the end of the file.
+/// Reads `[pos, pos + len)` of `file` through the cache: cached extents are shared, not
+/// copied; each run of missing pages is read from the device (page-aligned) and cached.
+/// Returns fewer bytes only at the end of the file.
 pub async fn read_through(
     cache: &SharedPageCache,
     file: &dyn StorageFile,
@@ -216,29 +214,29 @@ pub async fn read_through(
     pos: u64,
     len: usize,
 ) -> std::io::Result<ByteChain> {
-    if len == 0 {
-        return Ok(ByteChain::default());
-    }
     let end = pos + len as u64;
     let first = pos / PAGE;
-    let last = (end - 1) / PAGE;
-    let mut pages: Vec<Option<Page>> = {
-        let mut c = cache.borrow_mut();
-        (first..=last).map(|p| c.get(file_id, p)).collect()
-    };
-    fill_missing(cache, file, file_id, first, &mut pages).await?;
+    let pieces = cache
+        .borrow_mut()
+        .lookup(file_id, first, end.div_ceil(PAGE));
     let mut out = ByteChain::default();
-    for (k, page) in pages.iter().enumerate() {
-        let Some(page) = page else { break };
-        let page_start = (first + k as u64) * PAGE;
-        let a = pos.saturating_sub(page_start) as usize;
-        let b = ((end - page_start) as usize).min(page.len());
-        if a >= b {
-            break;
+    let mut at = first * PAGE; // file position of the next piece's first byte
+    for piece in pieces {
+        let (parts, whole) = match piece {
+            Piece::Cached { pages, data, .. } => {
+                let whole = data.len() as u64 == pages * PAGE;
+                (vec![data], whole)
+            }
+            Piece::Missing { page, pages } => {
+                read_missing(cache, file, file_id, page, pages).await?
+            }
+        };
+        for part in parts {
+            push_overlap(&mut out, &part, at, pos, end);
+            at += part.len() as u64;
         }
-        out.push(page.slice(a..b));
-        if page.len() < PAGE as usize {
-            break;
+        if !whole {
+            break; // end of file
         }
     }
     // Exactly what was asked, or fewer bytes at the end of the file, never more.
@@ -246,39 +244,41 @@ pub async fn read_through(
     Ok(out)
 }
 
-/// Reads each run of `None` pages (pages `first..`) with one device read and caches them;
-/// stops at the end of the file.
-async fn fill_missing(
+/// Pushes the part of `part` (the file's bytes from `at`) that lies in `[pos, end)`.
+fn push_overlap(out: &mut ByteChain, part: &Bytes, at: u64, pos: u64, end: u64) {
+    let len = part.len() as u64;
+    let a = pos.saturating_sub(at).min(len);
+    let b = end.saturating_sub(at).min(len);
+    if a < b {
+        out.push(part.slice(a as usize..b as usize));
+    }
+}
+
+/// Reads pages `[page, page + pages)` from the device and caches them, one extent per
+/// device read. Returns the extents and whether all the pages were there (false at the end
+/// of the file).
+async fn read_missing(
     cache: &SharedPageCache,
     file: &dyn StorageFile,
     file_id: u64,
-    first: u64,
-    pages: &mut [Option<Page>],
-) -> std::io::Result<()> {
-    let mut i = 0;
-    while i < pages.len() {
-        if pages[i].is_some() {
-            i += 1;
-            continue;
-        }
-        let mut j = i;
-        while j < pages.len() && pages[j].is_none() {
-            j += 1;
-        }
-        let start = (first + i as u64) * PAGE;
-        let read = file.read_pages(start, (j - i) * PAGE as usize).await?;
-        // A device read gives whole pages, the last one short only at the end of the file.
-        debug_assert!(read.len() <= j - i);
-        debug_assert!(read.iter().rev().skip(1).all(|p| p.len() == PAGE as usize));
-        let complete = read.len() == j - i && read.last().is_none_or(|p| p.len() == PAGE as usize);
-        let mut c = cache.borrow_mut();
-        for (k, page) in read.into_iter().enumerate() {
-            pages[i + k] = Some(c.insert(file_id, first + (i + k) as u64, page));
-        }
-        if !complete {
-            break; // end of file
-        }
-        i = j;
+    page: u64,
+    pages: u64,
+) -> std::io::Result<(Vec<Bytes>, bool)> {
+    let want = pages * PAGE;
+    let read = file.read_extents(page * PAGE, want as usize).await?;
+    let got: u64 = read.iter().map(|e| e.len() as u64).sum();
+    // Device reads give whole pages, the last one short only at the end of the file.
+    debug_assert!(got <= want, "read {got} of {want}");
+    debug_assert!(read
+        .iter()
+        .rev()
+        .skip(1)
+        .all(|e| (e.len() as u64).is_multiple_of(PAGE)));
+    let mut c = cache.borrow_mut();
+    let mut at = page;
+    for extent in &read {
+        c.insert(file_id, at, extent.clone());
+        at += (extent.len() as u64).div_ceil(PAGE);
     }
-    Ok(())
+    Ok((read, got == want))
 }

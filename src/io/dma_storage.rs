@@ -7,8 +7,6 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::cache::PAGE;
-
 use glommio::io::{DmaFile, OpenOptions};
 
 use super::probe::ensure_iopoll_probe_workaround;
@@ -90,14 +88,16 @@ impl StorageFile for DmaStorageFile {
         })
     }
 
-    fn read_pages(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<Bytes>> {
+    fn read_extents(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<Bytes>> {
         Box::pin(async move {
-            let mut pages = Vec::with_capacity(len.div_ceil(PAGE as usize));
+            let mut extents = Vec::with_capacity(len.div_ceil(MAX_IO));
             self.read_chunks(pos, len, |chunk| {
-                pages.extend(chunk.chunks(PAGE as usize).map(Bytes::copy_from_slice))
+                if !chunk.is_empty() {
+                    extents.push(Bytes::copy_from_slice(chunk));
+                }
             })
             .await?;
-            Ok(pages)
+            Ok(extents)
         })
     }
 

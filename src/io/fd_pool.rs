@@ -110,8 +110,8 @@ impl StorageFile for PooledFile {
         Box::pin(async move { self.handle().await?.read_at(pos, len).await })
     }
 
-    fn read_pages(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<bytes::Bytes>> {
-        Box::pin(async move { self.handle().await?.read_pages(pos, len).await })
+    fn read_extents(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<bytes::Bytes>> {
+        Box::pin(async move { self.handle().await?.read_extents(pos, len).await })
     }
 
     fn fdatasync(&self) -> IoFuture<'_, ()> {

@@ -11,6 +11,7 @@ pub mod cache;
 pub mod chain;
 pub mod deadline;
 pub(crate) mod dma_storage;
+mod extents;
 pub mod fd_pool;
 pub mod limits;
 pub mod os;

@@ -76,16 +76,17 @@ pub trait StorageFile {
     fn write_at(&self, buf: IoBuf, pos: u64) -> IoFuture<'_, usize>;
     /// Reads up to `len` bytes at `pos` (fewer at end of file).
     fn read_at(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<u8>>;
-    /// Reads up to `len` bytes at page-aligned `pos` as one `Bytes` per 4 KiB page (the
-    /// last shorter at end of file): the page cache's unit, each its own allocation so the
-    /// cache's byte budget is exact. Production copies each page straight out of the DMA
-    /// buffer (the one copy between device and socket).
-    fn read_pages(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<bytes::Bytes>> {
+    /// Reads up to `len` bytes at page-aligned `pos` as one `Bytes` per device read, each
+    /// whole 4 KiB pages but the last, shorter at end of file: the page cache's extents,
+    /// each its own allocation so the cache's byte budget counts what it holds. Production
+    /// copies each read straight out of its DMA buffer (the one copy between device and
+    /// socket).
+    fn read_extents(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<bytes::Bytes>> {
         Box::pin(async move {
             let data = self.read_at(pos, len).await?;
-            Ok(data
-                .chunks(super::cache::PAGE as usize)
-                .map(bytes::Bytes::copy_from_slice)
+            Ok(Some(bytes::Bytes::from(data))
+                .filter(|d| !d.is_empty())
+                .into_iter()
                 .collect())
         })
     }

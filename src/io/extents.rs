@@ -1,0 +1,250 @@
+//! The page cache's map: extents, each a run of whole pages of one file held in one
+//! allocation (what one device read brought in, or the tail of one write), found by any page
+//! they cover and evicted least-recently-used as a whole. A 1 MiB read is one entry, one
+//! allocation and one LRU touch, where 4 KiB entries made it 256 of each.
+//!
+//! Extents of a file never overlap: inserting one drops the extents it overlaps (newer
+//! bytes win).
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use lru::LruCache;
+
+use super::cache::PAGE;
+
+/// A run of pages `[page, page + pages)` of one file, cached or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// The cached bytes of these pages: `pages` whole pages, fewer bytes only where the
+    /// extent ends its (sealed) file.
+    Cached { page: u64, pages: u64, data: Bytes },
+    /// Pages no extent holds.
+    Missing { page: u64, pages: u64 },
+}
+
+pub struct Extents {
+    /// Bytes of each extent by (file id, first page), least recently used first.
+    lru: LruCache<(u64, u64), Bytes>,
+    /// Each extent's end page by (file id, first page), in file order: the extent covering
+    /// a page is the last one starting at or before it.
+    by_pos: BTreeMap<(u64, u64), u64>,
+    /// Pages held by all extents (a short last page counts whole).
+    pages: u64,
+}
+
+fn pages_of(len: usize) -> u64 {
+    (len as u64).div_ceil(PAGE)
+}
+
+impl Extents {
+    pub fn new() -> Self {
+        Extents {
+            lru: LruCache::unbounded(),
+            by_pos: BTreeMap::new(),
+            pages: 0,
+        }
+    }
+
+    /// Pages held.
+    pub fn pages(&self) -> u64 {
+        self.pages
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_pos.is_empty()
+    }
+
+    /// The extent of `file` covering `page`: (first page, end page).
+    fn covering(&self, file: u64, page: u64) -> Option<(u64, u64)> {
+        let (&(f, start), &end) = self.by_pos.range(..=(file, page)).next_back()?;
+        (f == file && end > page).then_some((start, end))
+    }
+
+    /// The first page of the first extent of `file` starting at or after `page`.
+    fn next_start(&self, file: u64, page: u64) -> Option<u64> {
+        let (&(_, start), _) = self.by_pos.range((file, page)..(file, u64::MAX)).next()?;
+        Some(start)
+    }
+
+    /// Pages `[first, end)` of `file` split into cached and missing runs, in file order.
+    /// Extents used become the most recently used. Stops after a cached run that ends its
+    /// file (fewer bytes than its pages).
+    pub fn lookup(&mut self, file: u64, first: u64, end: u64) -> Vec<Piece> {
+        let mut pieces = Vec::new();
+        let mut page = first;
+        while page < end {
+            let Some((start, extent_end)) = self.covering(file, page) else {
+                let until = self.next_start(file, page).map_or(end, |n| n.min(end));
+                pieces.push(Piece::Missing {
+                    page,
+                    pages: until - page,
+                });
+                page = until;
+                continue;
+            };
+            let until = extent_end.min(end);
+            let extent = self
+                .lru
+                .get(&(file, start))
+                .expect("indexed extents are held");
+            let from = ((page - start) * PAGE) as usize;
+            let to = (((until - start) * PAGE) as usize).min(extent.len());
+            let data = extent.slice(from..to);
+            let short = data.len() < ((until - page) * PAGE) as usize;
+            pieces.push(Piece::Cached {
+                page,
+                pages: until - page,
+                data,
+            });
+            if short {
+                break;
+            }
+            page = until;
+        }
+        pieces
+    }
+
+    /// Caches `data` (whole pages, the last shorter only at the end of a sealed file) as
+    /// pages from `page` of `file`, replacing any extent it overlaps.
+    pub fn insert(&mut self, file: u64, page: u64, data: Bytes) {
+        debug_assert!(!data.is_empty(), "an extent holds at least one byte");
+        let end = page + pages_of(data.len());
+        self.remove_overlapping(file, page, end);
+        self.pages += end - page;
+        self.by_pos.insert((file, page), end);
+        self.lru.put((file, page), data);
+        debug_assert_eq!(self.lru.len(), self.by_pos.len());
+    }
+
+    /// Drops every extent of `file` holding any of pages `[first, end)`.
+    pub fn remove_overlapping(&mut self, file: u64, first: u64, end: u64) {
+        let overlapping: Vec<u64> = self
+            .by_pos
+            .range((file, 0)..(file, end))
+            .rev()
+            .take_while(|(_, &extent_end)| extent_end > first)
+            .map(|(&(_, start), _)| start)
+            .collect();
+        for start in overlapping {
+            self.lru.pop(&(file, start));
+            self.remove_indexed(file, start);
+        }
+    }
+
+    fn remove_indexed(&mut self, file: u64, start: u64) {
+        let end = self.by_pos.remove(&(file, start)).expect("indexed");
+        self.pages -= end - start;
+    }
+
+    /// Drops the least recently used extent; false when there is none.
+    pub fn pop_lru(&mut self) -> bool {
+        let Some(((file, start), _)) = self.lru.pop_lru() else {
+            return false;
+        };
+        self.remove_indexed(file, start);
+        true
+    }
+
+    pub fn clear(&mut self) {
+        self.lru.clear();
+        self.by_pos.clear();
+        self.pages = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(pages: u64, fill: u8) -> Bytes {
+        Bytes::from(vec![fill; (pages * PAGE) as usize])
+    }
+
+    fn shape(pieces: &[Piece]) -> Vec<(bool, u64, u64, usize)> {
+        pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Cached { page, pages, data } => (true, *page, *pages, data.len()),
+                Piece::Missing { page, pages } => (false, *page, *pages, 0),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_lookup_splits_a_range_into_cached_slices_and_missing_runs() {
+        let mut e = Extents::new();
+        e.insert(1, 4, bytes(4, b'a')); // pages 4..8
+        e.insert(1, 10, bytes(2, b'b')); // pages 10..12
+        e.insert(2, 0, bytes(64, b'c')); // another file
+        let got = e.lookup(1, 2, 11);
+        let p = PAGE as usize;
+        assert_eq!(
+            shape(&got),
+            vec![
+                (false, 2, 2, 0),
+                (true, 4, 4, 4 * p),
+                (false, 8, 2, 0),
+                (true, 10, 1, p)
+            ]
+        );
+        // A lookup starting inside an extent gets the slice from that page on.
+        let got = e.lookup(1, 6, 7);
+        assert_eq!(shape(&got), vec![(true, 6, 1, p)]);
+        assert_eq!(
+            e.lookup(3, 0, 2),
+            vec![Piece::Missing { page: 0, pages: 2 }]
+        );
+        assert_eq!(e.pages(), 4 + 2 + 64);
+    }
+
+    #[test]
+    fn an_extent_ending_its_file_short_ends_the_lookup() {
+        let mut e = Extents::new();
+        e.insert(1, 0, Bytes::from(vec![7u8; PAGE as usize + 100]));
+        assert_eq!(e.pages(), 2);
+        let got = e.lookup(1, 0, 5);
+        assert_eq!(shape(&got), vec![(true, 0, 2, PAGE as usize + 100)]);
+    }
+
+    #[test]
+    fn an_insert_replaces_every_extent_it_overlaps_and_nothing_else() {
+        let mut e = Extents::new();
+        e.insert(1, 0, bytes(4, b'a')); // 0..4
+        e.insert(1, 4, bytes(4, b'b')); // 4..8
+        e.insert(1, 8, bytes(4, b'c')); // 8..12
+        e.insert(1, 12, bytes(4, b'd')); // 12..16
+        e.insert(1, 6, bytes(4, b'x')); // 6..10: drops 4..8 and 8..12
+        assert_eq!(e.pages(), 4 + 4 + 4);
+        let got = e.lookup(1, 0, 16);
+        assert_eq!(
+            shape(&got),
+            vec![
+                (true, 0, 4, 4 * PAGE as usize),
+                (false, 4, 2, 0),
+                (true, 6, 4, 4 * PAGE as usize),
+                (false, 10, 2, 0),
+                (true, 12, 4, 4 * PAGE as usize)
+            ]
+        );
+        let Piece::Cached { data, .. } = &got[2] else {
+            unreachable!()
+        };
+        assert!(data.iter().all(|&b| b == b'x'), "the newer bytes win");
+    }
+
+    #[test]
+    fn eviction_takes_the_least_recently_used_extent_whole() {
+        let mut e = Extents::new();
+        e.insert(1, 0, bytes(8, b'a'));
+        e.insert(1, 8, bytes(2, b'b'));
+        e.lookup(1, 0, 1); // 0..8 is now the most recently used
+        assert!(e.pop_lru());
+        assert_eq!(e.pages(), 8);
+        assert_eq!(shape(&e.lookup(1, 8, 10)), vec![(false, 8, 2, 0)]);
+        e.remove_overlapping(1, 7, 8);
+        assert!(e.is_empty());
+        assert_eq!(e.pages(), 0);
+        assert!(!e.pop_lru());
+    }
+}
