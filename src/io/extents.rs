@@ -3,8 +3,8 @@
 //! they cover and evicted least-recently-used as a whole. A 1 MiB read is one entry, one
 //! allocation and one LRU touch, where 4 KiB entries made it 256 of each.
 //!
-//! Extents of a file never overlap: inserting one drops the extents it overlaps (newer
-//! bytes win).
+//! Extents of a file never overlap: inserting one takes its pages from the extents it
+//! overlaps (newer bytes win).
 
 use std::collections::BTreeMap;
 
@@ -106,30 +106,60 @@ impl Extents {
     }
 
     /// Caches `data` (whole pages, the last shorter only at the end of a sealed file) as
-    /// pages from `page` of `file`, replacing any extent it overlaps.
+    /// pages from `page` of `file`. Newer bytes win: extents it overlaps lose those pages,
+    /// and what they keep outside it is copied into extents of its own (rare: reads of one
+    /// file seldom overlap), so each extent's pages are its whole allocation.
     pub fn insert(&mut self, file: u64, page: u64, data: Bytes) {
         debug_assert!(!data.is_empty(), "an extent holds at least one byte");
         let end = page + pages_of(data.len());
-        self.remove_overlapping(file, page, end);
-        self.pages += end - page;
-        self.by_pos.insert((file, page), end);
-        self.lru.put((file, page), data);
+        for (start, old) in self.take_overlapping(file, page, end) {
+            if start < page {
+                let head = ((page - start) * PAGE) as usize;
+                self.put(file, start, Bytes::copy_from_slice(&old[..head]));
+            }
+            let tail = (end.saturating_sub(start) * PAGE) as usize;
+            if tail < old.len() {
+                self.put(file, end, Bytes::copy_from_slice(&old[tail..]));
+            }
+        }
+        self.put(file, page, data);
         debug_assert_eq!(self.lru.len(), self.by_pos.len());
     }
 
-    /// Drops every extent of `file` holding any of pages `[first, end)`.
-    pub fn remove_overlapping(&mut self, file: u64, first: u64, end: u64) {
-        let overlapping: Vec<u64> = self
+    fn put(&mut self, file: u64, page: u64, data: Bytes) {
+        let end = page + pages_of(data.len());
+        self.pages += end - page;
+        let replaced = self.by_pos.insert((file, page), end);
+        debug_assert!(replaced.is_none(), "extents of a file never overlap");
+        self.lru.put((file, page), data);
+    }
+
+    /// Removes and returns (first page, bytes) of every extent of `file` holding any of
+    /// pages `[first, end)`.
+    fn take_overlapping(&mut self, file: u64, first: u64, end: u64) -> Vec<(u64, Bytes)> {
+        let starts: Vec<u64> = self
             .by_pos
             .range((file, 0)..(file, end))
             .rev()
             .take_while(|(_, &extent_end)| extent_end > first)
             .map(|(&(_, start), _)| start)
             .collect();
-        for start in overlapping {
-            self.lru.pop(&(file, start));
-            self.remove_indexed(file, start);
-        }
+        starts
+            .into_iter()
+            .map(|start| {
+                self.remove_indexed(file, start);
+                let data = self
+                    .lru
+                    .pop(&(file, start))
+                    .expect("indexed extents are held");
+                (start, data)
+            })
+            .collect()
+    }
+
+    /// Drops every extent of `file` holding any of pages `[first, end)`.
+    pub fn remove_overlapping(&mut self, file: u64, first: u64, end: u64) {
+        self.take_overlapping(file, first, end);
     }
 
     fn remove_indexed(&mut self, file: u64, start: u64) {
@@ -207,30 +237,66 @@ mod tests {
         assert_eq!(shape(&got), vec![(true, 0, 2, PAGE as usize + 100)]);
     }
 
+    fn cached_fill(pieces: &[Piece]) -> Vec<(u64, u64, u8)> {
+        pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Cached { page, pages, data } => {
+                    let fill = data[0];
+                    assert!(data.iter().all(|&b| b == fill), "one extent per piece here");
+                    (*page, *pages, fill)
+                }
+                Piece::Missing { page, pages } => (*page, *pages, 0),
+            })
+            .collect()
+    }
+
     #[test]
-    fn an_insert_replaces_every_extent_it_overlaps_and_nothing_else() {
+    fn an_insert_takes_the_pages_it_overlaps_and_keeps_the_rest() {
         let mut e = Extents::new();
         e.insert(1, 0, bytes(4, b'a')); // 0..4
         e.insert(1, 4, bytes(4, b'b')); // 4..8
         e.insert(1, 8, bytes(4, b'c')); // 8..12
         e.insert(1, 12, bytes(4, b'd')); // 12..16
-        e.insert(1, 6, bytes(4, b'x')); // 6..10: drops 4..8 and 8..12
-        assert_eq!(e.pages(), 4 + 4 + 4);
+        e.insert(1, 6, bytes(4, b'x')); // 6..10: 4..8 keeps 4..6, 8..12 keeps 10..12
+        assert_eq!(e.pages(), 16);
         let got = e.lookup(1, 0, 16);
+        assert_eq!(
+            cached_fill(&got),
+            vec![
+                (0, 4, b'a'),
+                (4, 2, b'b'),
+                (6, 4, b'x'),
+                (10, 2, b'c'),
+                (12, 4, b'd')
+            ]
+        );
+        // Inside one extent: it is split around the newer bytes.
+        e.insert(1, 1, bytes(1, b'y'));
+        let got = e.lookup(1, 0, 4);
+        assert_eq!(
+            cached_fill(&got),
+            vec![(0, 1, b'a'), (1, 1, b'y'), (2, 2, b'a')]
+        );
+        // Over several: the covered ones go whole.
+        e.insert(1, 0, bytes(16, b'z'));
+        assert_eq!(cached_fill(&e.lookup(1, 0, 16)), vec![(0, 16, b'z')]);
+        assert_eq!(e.pages(), 16);
+    }
+
+    #[test]
+    fn an_overlapping_insert_keeps_the_short_end_of_a_sealed_file() {
+        let mut e = Extents::new();
+        e.insert(1, 0, Bytes::from(vec![b'a'; 3 * PAGE as usize + 10])); // pages 0..4
+        e.insert(1, 0, bytes(2, b'b'));
+        let got = e.lookup(1, 0, 8);
         assert_eq!(
             shape(&got),
             vec![
-                (true, 0, 4, 4 * PAGE as usize),
-                (false, 4, 2, 0),
-                (true, 6, 4, 4 * PAGE as usize),
-                (false, 10, 2, 0),
-                (true, 12, 4, 4 * PAGE as usize)
+                (true, 0, 2, 2 * PAGE as usize),
+                (true, 2, 2, PAGE as usize + 10)
             ]
         );
-        let Piece::Cached { data, .. } = &got[2] else {
-            unreachable!()
-        };
-        assert!(data.iter().all(|&b| b == b'x'), "the newer bytes win");
     }
 
     #[test]

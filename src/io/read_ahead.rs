@@ -92,7 +92,9 @@ impl ReadAhead {
         }
         let budget = source.cache.borrow().budget_bytes();
         let window = WINDOW.min(budget / 32) / PAGE * PAGE;
-        let until = (end + window).min(source.stable_end);
+        // Whole pages only: a chunk ending inside a page would share that page with the
+        // next chunk, and a page only partly stable (a write in flight) must not be cached.
+        let until = (end + window).min(source.stable_end) / PAGE * PAGE;
         let mut from = self.issued_end.max(end.div_ceil(PAGE) * PAGE);
         while from < until {
             let len = CHUNK.min(until - from);
@@ -107,6 +109,10 @@ impl ReadAhead {
             from += len;
         }
         self.issued_end = from;
+        debug_assert!(
+            self.issued_end.is_multiple_of(PAGE),
+            "chunks hold whole pages"
+        );
         debug_assert!(self.in_flight.len() as u64 <= WINDOW / CHUNK + 1);
     }
 
