@@ -93,7 +93,7 @@ impl ReadAhead {
         let budget = source.cache.borrow().budget_bytes();
         let window = WINDOW.min(budget / 32) / PAGE * PAGE;
         // Whole pages only: a chunk ending inside a page would share that page with the
-        // next chunk, and a page only partly stable (a write in flight) must not be cached.
+        // next chunk, and the later one's extent would take it from the earlier one's.
         let until = (end + window).min(source.stable_end) / PAGE * PAGE;
         let mut from = self.issued_end.max(end.div_ceil(PAGE) * PAGE);
         while from < until {
