@@ -15,7 +15,7 @@ use super::cache::PAGE;
 
 /// A run of pages `[page, page + pages)` of one file, cached or not.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece {
+pub(crate) enum Piece {
     /// The cached bytes of these pages: `pages` whole pages, fewer bytes only where the
     /// extent ends its (sealed) file.
     Cached { page: u64, pages: u64, data: Bytes },
@@ -23,7 +23,7 @@ pub enum Piece {
     Missing { page: u64, pages: u64 },
 }
 
-pub struct Extents {
+pub(crate) struct Extents {
     /// Bytes of each extent by (file id, first page), least recently used first.
     lru: LruCache<(u64, u64), Bytes>,
     /// Each extent's end page by (file id, first page), in file order: the extent covering
