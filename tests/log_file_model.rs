@@ -124,6 +124,21 @@ async fn crash_and_reopen(
         .expect("reopen after a crash")
 }
 
+/// A new log file at `path` on a seeded adversarial simulated disk.
+async fn new_log_on_adversarial_disk(
+    seed: u64,
+    path: &Path,
+    cache: Option<shardlog::io::SharedPageCache>,
+) -> (SimStorage, LogFile) {
+    let sim = SimStorage::adversarial(seed);
+    let storage = sim.as_storage();
+    storage.create_dir_all(path.parent().unwrap()).unwrap();
+    let log = LogFile::create(storage.as_ref(), path, cache)
+        .await
+        .unwrap();
+    (sim, log)
+}
+
 /// Crashes of one case, and how many of them came with writes still in flight.
 fn one_case(seed: u64) -> (usize, usize) {
     let crashes = Arc::new(AtomicUsize::new(0));
@@ -132,16 +147,11 @@ fn one_case(seed: u64) -> (usize, usize) {
     let counted = crashes.clone();
     run(move |_| async move {
         let mut rng = fastrand::Rng::with_seed(seed);
-        let sim = SimStorage::adversarial(seed);
-        let storage = sim.as_storage();
         let path = Path::new("/sim/log/00000000000000000000.log");
-        storage.create_dir_all(path.parent().unwrap()).unwrap();
         let cache = rng
             .bool()
             .then(|| PageCache::shared(rng.u64(0..64) * 16 * 1024));
-        let mut log = LogFile::create(storage.as_ref(), path, cache)
-            .await
-            .unwrap();
+        let (sim, mut log) = new_log_on_adversarial_disk(seed, path, cache).await;
         let mut model = Model::default();
         for _ in 0..60 {
             if rng.u8(0..8) == 0 {
@@ -201,14 +211,10 @@ fn a_sequential_reader_tailing_writes_in_flight_reads_what_was_written() {
     for seed in common::seeds("SHARDLOG_TAIL", 16) {
         run(move |_| async move {
             let mut rng = fastrand::Rng::with_seed(seed);
-            let sim = SimStorage::adversarial(seed);
-            let storage = sim.as_storage();
             let path = Path::new("/sim/tail/00000000000000000000.log");
-            storage.create_dir_all(path.parent().unwrap()).unwrap();
             let cache = PageCache::shared(64 << 20);
-            let mut log = LogFile::create(storage.as_ref(), path, Some(cache.clone()))
-                .await
-                .unwrap();
+            let (_sim, mut log) =
+                new_log_on_adversarial_disk(seed, path, Some(cache.clone())).await;
             let first = (1 << 20) + rng.usize(1..4096);
             let mut model = random_bytes(&mut rng, first);
             log.append(&model).await.unwrap();
