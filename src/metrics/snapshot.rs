@@ -176,13 +176,13 @@ pub const SHARD_VALUES: [ShardValue; 26] = [
         name: "cache_hits",
         kind: Kind::Counter,
         get: |s| s.gauges.cache_hits,
-        help: "Page-cache lookups that hit.",
+        help: "4 KiB pages reads found in the page cache.",
     },
     ShardValue {
         name: "cache_misses",
         kind: Kind::Counter,
         get: |s| s.gauges.cache_misses,
-        help: "Page-cache lookups that missed.",
+        help: "4 KiB pages reads had to read from the device.",
     },
     ShardValue {
         name: "cache_bytes",
