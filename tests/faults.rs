@@ -238,6 +238,14 @@ fn faults_during_a_roll_lose_nothing_acknowledged() {
 /// A partition of three sealed segments (every batch indexed) and an active one, reopened
 /// with a page cache that is then emptied, so every read goes to the simulated device.
 async fn sealed_partition(sim: &SimStorage) -> (PartitionLog, LogConfig, u64) {
+    let (log, config, one, _) = sealed_partition_and_cache(sim).await;
+    (log, config, one)
+}
+
+/// `sealed_partition`, and the page cache it reads through.
+async fn sealed_partition_and_cache(
+    sim: &SimStorage,
+) -> (PartitionLog, LogConfig, u64, shardlog::io::SharedPageCache) {
     let one = batch("r-00").len() as u64;
     let config = LogConfig {
         segment_bytes: 10 * one,
@@ -263,7 +271,7 @@ async fn sealed_partition(sim: &SimStorage) -> (PartitionLog, LogConfig, u64) {
     .await
     .unwrap();
     cache.borrow_mut().clear();
-    (log, config, one)
+    (log, config, one, cache)
 }
 
 fn all_values() -> Vec<String> {
@@ -310,6 +318,31 @@ fn flipped_bits_in_a_read_are_reported_by_file_and_position_and_not_cached() {
         match log.read(13, 1 << 16).await.unwrap_err() {
             Error::Corruption { file, pos, what } => {
                 assert_eq!((file.as_path(), pos), (seg, batch_pos), "{what}");
+            }
+            other => panic!("expected a corruption error, got {other}"),
+        }
+        sim.clear_faults();
+        assert_eq!(values(&mut log).await, all_values());
+    });
+}
+
+/// A batch whose CRC was checked while cached is not checked again while those bytes stay
+/// cached, but the check never outlives them: once the cache drops them, bits flipped on the
+/// next device read are caught as on the first.
+#[test]
+fn a_crc_checked_in_cached_bytes_is_checked_again_after_they_leave_the_cache() {
+    run(|_| async move {
+        let sim = SimStorage::new();
+        let (mut log, _, one, cache) = sealed_partition_and_cache(&sim).await;
+        let seg = std::path::Path::new("/sim/t-0/00000000000000000010.log");
+        assert_eq!(values(&mut log).await, all_values()); // checked and cached
+        sim.corrupt_reads(seg, 3 * one + one - 3..3 * one + one - 2);
+        // Served from the cache: the device's flips are not seen.
+        assert_eq!(values(&mut log).await, all_values());
+        cache.borrow_mut().clear();
+        match log.read(13, 1 << 16).await.unwrap_err() {
+            Error::Corruption { file, pos, .. } => {
+                assert_eq!((file.as_path(), pos), (seg, 3 * one))
             }
             other => panic!("expected a corruption error, got {other}"),
         }

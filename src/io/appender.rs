@@ -585,6 +585,21 @@ impl LogFile {
         }
     }
 
+    /// Whether `batch` (bytes `read_chain` returned from `pos`) is cached bytes whose CRC
+    /// was checked while cached.
+    pub fn crc_checked(&self, pos: u64, batch: &ByteChain) -> bool {
+        self.cache
+            .as_ref()
+            .is_some_and(|c| c.borrow().crc_checked(self.id, pos, batch))
+    }
+
+    /// Records that `batch` (bytes `read_chain` returned from `pos`) passed its CRC check.
+    pub fn note_crc_checked(&self, pos: u64, batch: &ByteChain) {
+        if let Some(cache) = &self.cache {
+            cache.borrow_mut().note_crc_checked(self.id, pos, batch);
+        }
+    }
+
     /// Reads `[pos, pos + want)`, all of it on the device, through the page cache when
     /// there is one, keeping read-ahead going for a sequential reader.
     async fn read_device(&mut self, pos: u64, want: usize) -> std::io::Result<ByteChain> {

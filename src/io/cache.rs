@@ -193,6 +193,17 @@ impl PageCache {
         self.extents.clear();
     }
 
+    /// Whether `batch` (the bytes of `file` at `pos`, as a read returned them) is cached
+    /// bytes whose CRC was checked while cached: a second reader need not compute it.
+    pub fn crc_checked(&self, file: u64, pos: u64, batch: &ByteChain) -> bool {
+        self.extents.crc_checked(file, pos, batch.parts())
+    }
+
+    /// Records that `batch` (the bytes of `file` at `pos`) passed its CRC check.
+    pub fn note_crc_checked(&mut self, file: u64, pos: u64, batch: &ByteChain) {
+        self.extents.note_crc_checked(file, pos, batch.parts())
+    }
+
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             hits: self.hits,

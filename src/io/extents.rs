@@ -12,6 +12,7 @@ use bytes::Bytes;
 use lru::LruCache;
 
 use super::cache::PAGE;
+use super::checked_ranges::CheckedRanges;
 
 /// A run of pages `[page, page + pages)` of one file, cached or not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +32,9 @@ pub(crate) struct Extents {
     by_pos: BTreeMap<(u64, u64), u64>,
     /// Pages held by all extents (a short last page counts whole).
     pages: u64,
+    /// Byte ranges whose batches were CRC-checked in these extents' bytes; a range's part
+    /// goes with any extent under it.
+    checked: CheckedRanges,
 }
 
 fn pages_of(len: usize) -> u64 {
@@ -43,6 +47,7 @@ impl Extents {
             lru: LruCache::unbounded(),
             by_pos: BTreeMap::new(),
             pages: 0,
+            checked: CheckedRanges::default(),
         }
     }
 
@@ -165,6 +170,41 @@ impl Extents {
     fn remove_indexed(&mut self, file: u64, start: u64) {
         let end = self.by_pos.remove(&(file, start)).expect("indexed");
         self.pages -= end - start;
+        self.checked.remove(file, start * PAGE, end * PAGE);
+    }
+
+    /// Whether `parts` (the bytes of `file` from `pos` on, in order) are the cached extents'
+    /// own bytes at those positions, not copies or bytes an extent held before it went.
+    fn holds(&self, file: u64, mut pos: u64, parts: &[Bytes]) -> bool {
+        parts.iter().all(|part| {
+            let held = self.covering(file, pos / PAGE).is_some_and(|(start, _)| {
+                let extent = self
+                    .lru
+                    .peek(&(file, start))
+                    .expect("indexed extents are held");
+                let offset = (pos - start * PAGE) as usize;
+                offset + part.len() <= extent.len()
+                    && extent.as_ptr().wrapping_add(offset) == part.as_ptr()
+            });
+            pos += part.len() as u64;
+            held
+        })
+    }
+
+    /// Whether the batch bytes `parts` at `pos` of `file` are cached bytes whose CRC was
+    /// checked while cached.
+    pub fn crc_checked(&self, file: u64, pos: u64, parts: &[Bytes]) -> bool {
+        let end = pos + parts.iter().map(|p| p.len() as u64).sum::<u64>();
+        self.checked.contains(file, pos, end) && self.holds(file, pos, parts)
+    }
+
+    /// Records that the batch bytes `parts` at `pos` of `file` passed their CRC check,
+    /// when they are the cache's own bytes (a batch partly served from elsewhere is not).
+    pub fn note_crc_checked(&mut self, file: u64, pos: u64, parts: &[Bytes]) {
+        let end = pos + parts.iter().map(|p| p.len() as u64).sum::<u64>();
+        if pos < end && self.holds(file, pos, parts) {
+            self.checked.insert(file, pos, end);
+        }
     }
 
     /// Drops the least recently used extent; false when there is none.
@@ -180,6 +220,7 @@ impl Extents {
         self.lru.clear();
         self.by_pos.clear();
         self.pages = 0;
+        self.checked.clear();
     }
 }
 
@@ -297,6 +338,31 @@ mod tests {
                 (true, 2, 2, PAGE as usize + 10)
             ]
         );
+    }
+
+    #[test]
+    fn a_checked_crc_holds_only_for_the_same_cached_bytes() {
+        let mut e = Extents::new();
+        let a = bytes(4, b'a');
+        e.insert(1, 0, a.clone()); // pages 0..4
+        let batch = [a.slice(100..5000), a.slice(5000..9000)];
+        assert!(!e.crc_checked(1, 100, &batch));
+        e.note_crc_checked(1, 100, &batch);
+        assert!(e.crc_checked(1, 100, &batch));
+        // A copy of the same bytes is not the cache's: its CRC is computed.
+        let copy = [Bytes::copy_from_slice(&a[100..9000])];
+        assert!(!e.crc_checked(1, 100, &copy));
+        e.note_crc_checked(1, 100, &copy);
+        // The same pages read again into a new extent: the old check does not carry over.
+        let b = bytes(4, b'a');
+        e.insert(1, 0, b.clone());
+        assert!(!e.crc_checked(1, 100, &batch));
+        assert!(!e.crc_checked(1, 100, &[b.slice(100..9000)]));
+        // Nor past an eviction.
+        e.note_crc_checked(1, 100, &[b.slice(100..9000)]);
+        assert!(e.crc_checked(1, 100, &[b.slice(100..9000)]));
+        assert!(e.pop_lru());
+        assert!(!e.crc_checked(1, 100, &[b.slice(100..9000)]));
     }
 
     #[test]

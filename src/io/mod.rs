@@ -9,6 +9,7 @@ mod appender;
 pub(crate) mod awake;
 pub mod cache;
 pub mod chain;
+mod checked_ranges;
 pub mod deadline;
 pub(crate) mod dma_storage;
 mod extents;

@@ -5,6 +5,7 @@ pub mod batch_stream;
 pub mod checkpoint;
 pub(crate) mod cleaner;
 pub mod cleaner_view;
+mod crc_memo;
 pub mod file_names;
 pub(crate) mod index_state;
 mod invariants;

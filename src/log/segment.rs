@@ -6,6 +6,7 @@
 use crate::metrics::{self, Stage};
 use std::path::{Path, PathBuf};
 
+use super::crc_memo::{CachedCrcs, CrcMemo, NoCrcMemo};
 use super::index_state::IndexState;
 use super::offset_index::{IndexHit, OffsetIndex, OffsetPosition};
 use super::paged_index::PagedIndexes;
@@ -580,7 +581,12 @@ impl Segment {
         data.truncate(want);
         // Whole batches only; serve the batches before a corrupt one, and report it when it
         // comes first.
-        let valid = self.verified_prefix(found.position, &data)?;
+        let memo = CachedCrcs {
+            log: &self.log,
+            position: found.position,
+            data: &data,
+        };
+        let valid = self.verified_prefix(found.position, &data, &memo)?;
         data.truncate(valid);
         // What is served is whole, checked batches from the one found, within the bound
         // (the first batch alone may pass it when at least one is asked for).
@@ -592,19 +598,33 @@ impl Segment {
     /// Checks framing and CRC of the batches in bytes read from `position`, so corrupt
     /// bytes on disk are reported (file and position), never served. Returns the length of
     /// the prefix of whole valid batches; an error when the very first batch is bad.
-    fn verified_prefix<R: ByteRun + ?Sized>(&self, position: u64, data: &R) -> Result<usize> {
+    fn verified_prefix<R: ByteRun + ?Sized>(
+        &self,
+        position: u64,
+        data: &R,
+        memo: &dyn CrcMemo,
+    ) -> Result<usize> {
         let len = data.run_len();
         let mut at = 0usize;
         for step in BatchCursor::new(data) {
             let checked = step.and_then(|(pos, h)| {
                 let header = data.range(pos, pos + HEADER_SIZE);
-                check_framing_and_crc_with(&header, h.size(), |a, b| {
-                    data.crc32c_of(pos + a, pos + b)
+                let known = memo.known(pos, pos + h.size());
+                check_framing_and_crc_with(&header, h.size(), |a, b| match known {
+                    // Bytes checked before carry the CRC that was found right then.
+                    true => h.crc,
+                    false => data.crc32c_of(pos + a, pos + b),
                 })
+                .map(|h| (pos, h, known))
                 .map_err(|e| (pos, e))
             });
             match checked {
-                Ok(h) => at += h.size(),
+                Ok((pos, h, known)) => {
+                    if !known {
+                        memo.note(pos, pos + h.size());
+                    }
+                    at += h.size();
+                }
                 // A batch cut off by the read's end is not served (nor an error).
                 Err((_, BatchError::SizeMismatch { .. })) if at > 0 => break,
                 Err((_, e)) if at == 0 => {
@@ -622,7 +642,7 @@ impl Segment {
     }
 
     fn verify_batches(&self, position: u64, data: &[u8]) -> Result<()> {
-        self.verified_prefix(position, data).map(|_| ())
+        self.verified_prefix(position, data, &NoCrcMemo).map(|_| ())
     }
 
     async fn read_batch(&mut self, found: &FoundBatch) -> Result<Vec<u8>> {
