@@ -5,7 +5,7 @@
 //! page cache removes a range's part whenever an extent under it goes (evicted, replaced,
 //! forgotten), so a range never outlives the bytes that were checked.
 
-use std::collections::BTreeMap;
+use super::intervals::{holding, meeting, FileIntervals};
 
 /// Ranges held at most (a reader hopping over tiny batches could otherwise make one per
 /// batch): past it, new ranges are not recorded and their bytes are checked every time.
@@ -14,7 +14,7 @@ pub const MAX_RANGES: usize = 1 << 16;
 #[derive(Default)]
 pub struct CheckedRanges {
     /// `[start, end)` by (file id, start): disjoint, and never touching (merged).
-    ranges: BTreeMap<(u64, u64), u64>,
+    ranges: FileIntervals,
 }
 
 impl CheckedRanges {
@@ -24,23 +24,14 @@ impl CheckedRanges {
 
     /// Whether all of `[start, end)` of `file` is checked.
     pub fn contains(&self, file: u64, start: u64, end: u64) -> bool {
-        self.ranges
-            .range((file, 0)..=(file, start))
-            .next_back()
-            .is_some_and(|(_, &e)| e >= end)
+        holding(&self.ranges, file, start).is_some_and(|(_, e)| e >= end)
     }
 
     /// Records `[start, end)` of `file` as checked, merged with the ranges it overlaps or
     /// touches (unless `MAX_RANGES` are held and it would add one).
     pub fn insert(&mut self, file: u64, start: u64, end: u64) {
         debug_assert!(start < end, "a checked range holds a batch");
-        let joined: Vec<(u64, u64)> = self
-            .ranges
-            .range((file, 0)..=(file, end))
-            .rev()
-            .take_while(|(_, &e)| e >= start)
-            .map(|(&(_, s), &e)| (s, e))
-            .collect();
+        let joined = meeting(&self.ranges, file, start, end, true);
         if joined.is_empty() && self.ranges.len() >= MAX_RANGES {
             return;
         }
@@ -56,14 +47,7 @@ impl CheckedRanges {
     /// Forgets `[start, end)` of `file`: the ranges it overlaps keep only what lies outside
     /// (while the bound allows: a range split in two past it loses its right part).
     pub fn remove(&mut self, file: u64, start: u64, end: u64) {
-        let overlapping: Vec<(u64, u64)> = self
-            .ranges
-            .range((file, 0)..(file, end))
-            .rev()
-            .take_while(|(_, &e)| e > start)
-            .map(|(&(_, s), &e)| (s, e))
-            .collect();
-        for (s, e) in overlapping {
+        for (s, e) in meeting(&self.ranges, file, start, end, false) {
             self.ranges.remove(&(file, s));
             if s < start {
                 self.ranges.insert((file, s), start);

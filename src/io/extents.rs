@@ -6,13 +6,12 @@
 //! Extents of a file never overlap: inserting one takes its pages from the extents it
 //! overlaps (newer bytes win).
 
-use std::collections::BTreeMap;
-
 use bytes::Bytes;
 use lru::LruCache;
 
 use super::cache::PAGE;
 use super::checked_ranges::CheckedRanges;
+use super::intervals::{holding, meeting, FileIntervals};
 
 /// A run of pages `[page, page + pages)` of one file, cached or not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +28,7 @@ pub(crate) struct Extents {
     lru: LruCache<(u64, u64), Bytes>,
     /// Each extent's end page by (file id, first page), in file order: the extent covering
     /// a page is the last one starting at or before it.
-    by_pos: BTreeMap<(u64, u64), u64>,
+    by_pos: FileIntervals,
     /// Pages held by all extents (a short last page counts whole).
     pages: u64,
     /// Byte ranges whose batches were CRC-checked in these extents' bytes; a range's part
@@ -45,7 +44,7 @@ impl Extents {
     pub fn new() -> Self {
         Extents {
             lru: LruCache::unbounded(),
-            by_pos: BTreeMap::new(),
+            by_pos: FileIntervals::new(),
             pages: 0,
             checked: CheckedRanges::default(),
         }
@@ -58,12 +57,6 @@ impl Extents {
 
     pub fn is_empty(&self) -> bool {
         self.by_pos.is_empty()
-    }
-
-    /// The extent of `file` covering `page`: (first page, end page).
-    fn covering(&self, file: u64, page: u64) -> Option<(u64, u64)> {
-        let (&(f, start), &end) = self.by_pos.range(..=(file, page)).next_back()?;
-        (f == file && end > page).then_some((start, end))
     }
 
     /// The first page of the first extent of `file` starting at or after `page`.
@@ -79,7 +72,7 @@ impl Extents {
         let mut pieces = Vec::new();
         let mut page = first;
         while page < end {
-            let Some((start, extent_end)) = self.covering(file, page) else {
+            let Some((start, extent_end)) = holding(&self.by_pos, file, page) else {
                 let until = self.next_start(file, page).map_or(end, |n| n.min(end));
                 pieces.push(Piece::Missing {
                     page,
@@ -142,16 +135,10 @@ impl Extents {
     /// Removes and returns (first page, bytes) of every extent of `file` holding any of
     /// pages `[first, end)`.
     fn take_overlapping(&mut self, file: u64, first: u64, end: u64) -> Vec<(u64, Bytes)> {
-        let starts: Vec<u64> = self
-            .by_pos
-            .range((file, 0)..(file, end))
-            .rev()
-            .take_while(|(_, &extent_end)| extent_end > first)
-            .map(|(&(_, start), _)| start)
-            .collect();
+        let starts = meeting(&self.by_pos, file, first, end, false);
         starts
             .into_iter()
-            .map(|start| {
+            .map(|(start, _)| {
                 self.remove_indexed(file, start);
                 let data = self
                     .lru
@@ -177,7 +164,7 @@ impl Extents {
     /// own bytes at those positions, not copies or bytes an extent held before it went.
     fn holds(&self, file: u64, mut pos: u64, parts: &[Bytes]) -> bool {
         parts.iter().all(|part| {
-            let held = self.covering(file, pos / PAGE).is_some_and(|(start, _)| {
+            let held = holding(&self.by_pos, file, pos / PAGE).is_some_and(|(start, _)| {
                 let extent = self
                     .lru
                     .peek(&(file, start))

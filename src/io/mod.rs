@@ -14,6 +14,7 @@ pub mod deadline;
 pub(crate) mod dma_storage;
 mod extents;
 pub mod fd_pool;
+mod intervals;
 pub mod limits;
 pub mod os;
 mod probe;

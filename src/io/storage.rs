@@ -84,10 +84,10 @@ pub trait StorageFile {
     fn read_extents(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<bytes::Bytes>> {
         Box::pin(async move {
             let data = self.read_at(pos, len).await?;
-            Ok(Some(bytes::Bytes::from(data))
-                .filter(|d| !d.is_empty())
-                .into_iter()
-                .collect())
+            Ok(match data.is_empty() {
+                true => Vec::new(),
+                false => vec![bytes::Bytes::from(data)],
+            })
         })
     }
     fn fdatasync(&self) -> IoFuture<'_, ()>;
