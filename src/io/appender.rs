@@ -4,9 +4,16 @@
 //! O_APPEND). Appended bytes are staged in an aligned 1 MiB buffer; each time it fills, that
 //! chunk is written in the background, so several writes are in flight while the caller keeps
 //! appending. `flush` writes the partial tail block padded with zeros and waits for every
-//! write; the tail block stays in memory and is rewritten by the next write that covers it.
-//! A block is never the target of two writes in flight: full chunks never overlap, and the
-//! only rewritten block (the tail) is written by `flush`, which waits for it.
+//! write; the tail block stays in memory (`head`) and is rewritten, on its own, when appends
+//! fill it or by the next flush. A block is never the target of two writes in flight: full
+//! chunks never overlap, and the only rewritten block (the head) is written after the flush
+//! that wrote it before has waited for that write.
+//!
+//! Why the head is written on its own: the file is allocated ahead of its writes, as
+//! unwritten extents, and ext4 cannot complete a direct write that covers a written block
+//! and unwritten ones without blocking, so io_uring hands it to an io-wq worker, which shares
+//! the shard's core (it was the first write of every acks=1 group). Chunks start on the
+//! block after the head, so every write covers only written or only unwritten blocks.
 //!
 //! Watermarks: `size` (bytes appended) >= `written` (on the device) >= `durable`
 //! (covered by an fdatasync). A failed write or fdatasync poisons the file: later appends and
@@ -70,6 +77,10 @@ pub struct LogFile {
     staging_pos: u64,
     /// Bytes `[staging_pos, size)`, not yet covered by a full-chunk write. `None` once sealed.
     staging: Option<IoBuf>,
+    /// The block before `staging_pos`, already on the device partly filled, while appends
+    /// fill it: holds `[staging_pos - BLOCK, size)` (then `size < staging_pos`, staging is
+    /// empty). Written on its own once full.
+    head: Option<IoBuf>,
     /// Staging bytes granted from the shard's budget (the page cache's) for `staging`.
     granted: usize,
     in_flight: VecDeque<InFlight>,
@@ -112,6 +123,7 @@ impl LogFile {
             size,
             staging_pos,
             staging,
+            head: None,
             granted: 0,
             in_flight: VecDeque::new(),
             max_in_flight: MAX_IN_FLIGHT,
@@ -162,25 +174,27 @@ impl LogFile {
             .open(path, OpenMode::ReadWrite)
             .await
             .map_err(|e| Error::io("open", path, e))?;
-        let staging_pos = align_down(size);
-        let tail_len = (size - staging_pos) as usize;
+        let tail_pos = align_down(size);
+        let tail_len = (size - tail_pos) as usize;
+        let staging_pos = align_up(size);
         let mut log = Self::assemble(path, file.clone(), size, staging_pos, None, cache);
-        let mut staging = log.granted_buffer();
         if tail_len > 0 {
             let tail = file
-                .read_at(staging_pos, BLOCK as usize)
+                .read_at(tail_pos, BLOCK as usize)
                 .await
                 .map_err(|e| Error::io("read", path, e))?;
             if tail.len() < tail_len {
                 return Err(Error::corruption(
                     path,
-                    staging_pos,
+                    tail_pos,
                     format!("expected {tail_len} tail bytes, file has {}", tail.len()),
                 ));
             }
-            staging.as_bytes_mut()[..tail_len].copy_from_slice(&tail[..tail_len]);
+            let mut head = file.alloc_buffer(BLOCK as usize);
+            head.as_bytes_mut()[..tail_len].copy_from_slice(&tail[..tail_len]);
+            log.head = Some(head);
         }
-        log.staging = Some(staging);
+        log.staging = Some(log.granted_buffer());
         log.allocate_ahead = true;
         log.assert_invariants();
         Ok(log)
@@ -215,7 +229,8 @@ impl LogFile {
 
     /// The invariants of the module doc, checked after every change of the watermarks:
     /// `size >= written >= durable`; staging starts on a block and holds `[staging_pos,
-    /// size)`; writes in flight are whole chunks below `staging_pos`, in order, disjoint.
+    /// size)`, or the head holds the partial block before it; writes in flight are whole
+    /// blocks below `staging_pos`, in order, disjoint.
     fn assert_invariants(&self) {
         let path = self.path.display();
         assert!(
@@ -225,11 +240,21 @@ impl LogFile {
             self.written,
             self.durable
         );
+        if self.head.is_some() {
+            assert!(
+                self.staging.is_some()
+                    && self.size < self.staging_pos
+                    && self.size >= self.staging_pos - BLOCK,
+                "{path}: head block before {} does not hold the end {}",
+                self.staging_pos,
+                self.size
+            );
+        }
         if let Some(staging) = &self.staging {
             assert!(
                 self.staging_pos.is_multiple_of(BLOCK)
-                    && self.staging_pos <= self.size
-                    && self.size - self.staging_pos <= staging.len() as u64,
+                    && (self.staging_pos <= self.size || self.head.is_some())
+                    && self.staged() <= staging.len(),
                 "{path}: staging [{}, {}) does not fit its {}-byte buffer on a block",
                 self.staging_pos,
                 self.size,
@@ -271,25 +296,42 @@ impl LogFile {
         Error::io(op, &self.path, e)
     }
 
-    /// Staging memory held now (a full chunk while appending, one block when idle).
+    /// Staging memory held now (a full chunk while appending, a block or two when idle).
     pub fn staging_bytes(&self) -> usize {
-        self.staging.as_ref().map_or(0, IoBuf::len)
+        let head = self.head.as_ref().map_or(0, IoBuf::len);
+        head + self.staging.as_ref().map_or(0, IoBuf::len)
+    }
+
+    /// Bytes in the staging buffer (`[staging_pos, size)`).
+    fn staged(&self) -> usize {
+        self.size.saturating_sub(self.staging_pos) as usize
+    }
+
+    /// Where the bytes held in memory begin: the head block's start, or `staging_pos`.
+    fn staged_start(&self) -> u64 {
+        match self.head {
+            Some(_) => self.staging_pos - BLOCK,
+            None => self.staging_pos,
+        }
     }
 
     /// Gives back the 1 MiB staging buffer of an idle, flushed file, keeping only the
-    /// partial tail block: idle partitions hold 4 KiB each, not 1 MiB. The next append
-    /// takes a full buffer again.
+    /// partial tail block (as a one-block staging buffer): idle partitions hold 4 KiB each,
+    /// not 1 MiB. The next append takes a full buffer again.
     pub fn release_idle_memory(&mut self) {
-        let staged = (self.size - self.staging_pos) as usize;
         let Some(staging) = &self.staging else {
             return;
         };
-        if staging.len() <= BLOCK as usize || self.written < self.size || staged >= BLOCK as usize {
+        if staging.len() <= BLOCK as usize || self.written < self.size || self.staged() > 0 {
             return;
         }
-        let mut small = self.file.alloc_buffer(BLOCK as usize);
-        small.as_bytes_mut()[..staged].copy_from_slice(&staging.as_bytes()[..staged]);
-        self.staging = Some(small);
+        self.staging = match self.head.take() {
+            Some(head) => {
+                self.staging_pos -= BLOCK;
+                Some(head)
+            }
+            None => Some(self.file.alloc_buffer(BLOCK as usize)),
+        };
         self.release_grant();
     }
 
@@ -315,6 +357,7 @@ impl LogFile {
     /// Drops the staging buffer (sealed, closed or abandoned) and its grant.
     fn drop_staging(&mut self) {
         self.staging = None;
+        self.head = None;
         self.release_grant();
     }
 
@@ -326,11 +369,41 @@ impl LogFile {
         if staging.len() >= MIN_CHUNK {
             return;
         }
-        let staged = (self.size - self.staging_pos) as usize;
-        let old = self.staging.take().expect("checked above");
+        let staged = self.staged();
+        let small = self.staging.take().expect("checked above");
+        if staged > 0 && self.written > self.staging_pos {
+            // An idle file's partial block, already written: it becomes the head.
+            debug_assert_eq!(small.len(), BLOCK as usize);
+            self.head = Some(small);
+            self.staging_pos += BLOCK;
+            self.staging = Some(self.granted_buffer());
+            return;
+        }
         let mut chunk = self.granted_buffer();
-        chunk.as_bytes_mut()[..staged].copy_from_slice(&old.as_bytes()[..staged]);
+        chunk.as_bytes_mut()[..staged].copy_from_slice(&small.as_bytes()[..staged]);
         self.staging = Some(chunk);
+    }
+
+    /// Appends to the head block what fits in it; a head filled is written on its own.
+    fn fill_head(&mut self, data: &mut &[u8]) {
+        let Some(head) = self.head.as_mut() else {
+            return;
+        };
+        let head_pos = self.staging_pos - BLOCK;
+        let at = (self.size - head_pos) as usize;
+        let n = data.len().min(BLOCK as usize - at);
+        head.as_bytes_mut()[at..at + n].copy_from_slice(&data[..n]);
+        self.size += n as u64;
+        *data = &data[n..];
+        if self.size == self.staging_pos {
+            let full = self.head.take().expect("checked above");
+            if let Some(cache) = &self.cache {
+                cache
+                    .borrow_mut()
+                    .insert_written(self.id, head_pos, full.as_bytes());
+            }
+            self.submit(full, head_pos);
+        }
     }
 
     /// Appends bytes. Full 1 MiB chunks are written in the background; the rest stays in
@@ -338,8 +411,9 @@ impl LogFile {
     pub async fn append(&mut self, mut data: &[u8]) -> Result<()> {
         self.check_writable()?;
         self.ensure_chunk_staging();
+        self.fill_head(&mut data);
         while !data.is_empty() {
-            let staged = (self.size - self.staging_pos) as usize;
+            let staged = self.staged();
             let staging = self.staging.as_mut().expect("checked writable");
             let chunk = staging.len();
             let n = data.len().min(chunk - staged);
@@ -358,6 +432,8 @@ impl LogFile {
                 self.staging_pos += chunk as u64;
                 self.allocate_for(pos + chunk as u64).await;
                 self.submit(full, pos);
+                // The chunk goes to the device while the next one is copied.
+                self.file.start_writes().await;
                 while self.in_flight.len() > self.max_in_flight {
                     self.complete_oldest().await?;
                 }
@@ -429,27 +505,10 @@ impl LogFile {
             return Ok(());
         }
         self.check_writable()?;
-        let staged = (self.size - self.staging_pos) as usize;
-        let (pos, padded) = (self.staging_pos, align_up(staged as u64) as usize);
-        let has_tail = self.written < self.size && staged > 0;
-        if has_tail {
-            self.allocate_for(pos + padded as u64).await;
-        }
-        let tail = has_tail.then(|| {
-            debug_assert!(
-                self.in_flight.iter().all(|w| w.end <= pos),
-                "disjoint writes"
-            );
-            let buf = self.padded_staging(staged, padded);
-            // Only the partial tail block stays staged: full blocks go to the device now
-            // (and their last pages to the read cache).
-            self.staging_pos += align_down(staged as u64);
-            let file = self.file.clone();
-            (
-                crate::tasks::spawn(async move { file.write_at(buf, pos).await }),
-                padded,
-            )
-        });
+        let tail = match self.written < self.size {
+            true => self.start_tail_write().await,
+            false => None,
+        };
         let drained = self.drain().await;
         if let Some((write, padded)) = tail {
             match write.await {
@@ -464,9 +523,40 @@ impl LogFile {
         Ok(())
     }
 
-    /// The staged bytes padded with zeros to `padded`, as a buffer to write, leaving
-    /// staging holding only the partial tail block (moved to the front). A large staged
-    /// part is written from the staging buffer itself, which a fresh buffer replaces
+    /// Starts writing what no write covers yet, padded with zeros to a block: the head
+    /// block, or the staging buffer's blocks. Returns the write and its length.
+    async fn start_tail_write(&mut self) -> Option<(Task<std::io::Result<usize>>, usize)> {
+        let (pos, buf) = match &self.head {
+            Some(head) => {
+                let pos = self.staging_pos - BLOCK;
+                let filled = (self.size - pos) as usize;
+                let mut out = self.file.alloc_buffer(BLOCK as usize);
+                out.as_bytes_mut()[..filled].copy_from_slice(&head.as_bytes()[..filled]);
+                out.as_bytes_mut()[filled..].fill(0);
+                (pos, out)
+            }
+            None => {
+                let (pos, staged) = (self.staging_pos, self.staged());
+                if staged == 0 {
+                    return None;
+                }
+                let padded = align_up(staged as u64) as usize;
+                self.allocate_for(pos + padded as u64).await;
+                (pos, self.padded_staging(staged, padded))
+            }
+        };
+        debug_assert!(
+            self.in_flight.iter().all(|w| w.end <= pos),
+            "disjoint writes"
+        );
+        let (file, padded) = (self.file.clone(), buf.len());
+        let write = crate::tasks::spawn(async move { file.write_at(buf, pos).await });
+        Some((write, padded))
+    }
+
+    /// The staged bytes padded with zeros to `padded`, as a buffer to write. A partial last
+    /// block stays behind as the head; staging starts, empty, on the block after it. A large
+    /// staged part is written from the staging buffer itself, which a fresh buffer replaces
     /// (one copy per byte on the write path); a small one is copied into a small buffer.
     fn padded_staging(&mut self, staged: usize, padded: usize) -> IoBuf {
         let full = align_down(staged as u64) as usize;
@@ -478,17 +568,20 @@ impl LogFile {
                 .borrow_mut()
                 .insert_written(self.id, self.staging_pos, pages);
         }
+        if staged > full {
+            let mut head = self.file.alloc_buffer(BLOCK as usize);
+            head.as_bytes_mut()[..staged - full].copy_from_slice(&staging.as_bytes()[full..staged]);
+            self.head = Some(head);
+        }
+        self.staging_pos += padded as u64;
         let (out, kept) = if staged >= IN_PLACE_FLUSH {
-            let mut fresh = self.file.alloc_buffer(staging.len());
-            fresh.as_bytes_mut()[..staged - full]
-                .copy_from_slice(&staging.as_bytes()[full..staged]);
+            let fresh = self.file.alloc_buffer(staging.len());
             staging.truncate(padded);
             (staging, fresh)
         } else {
             let mut out = self.file.alloc_buffer(padded);
             out.as_bytes_mut()
                 .copy_from_slice(&staging.as_bytes()[..padded]);
-            staging.as_bytes_mut().copy_within(full..staged, 0);
             (out, staging)
         };
         self.staging = Some(kept);
@@ -613,7 +706,7 @@ impl LogFile {
         let read = read_through(cache, self.file.as_ref(), self.id, pos, want);
         let chunk = awake_until(read).await?;
         // Read ahead only over bytes no write in flight or staged tail will change.
-        let stable_end = self.written.min(self.staging_pos);
+        let stable_end = self.written.min(self.staged_start());
         let source = Source {
             file: &self.file,
             file_id: self.id,
@@ -638,7 +731,8 @@ impl LogFile {
         if pos >= end {
             return Ok(out);
         }
-        let disk_end = end.min(self.staging_pos);
+        let held_from = self.staged_start();
+        let disk_end = end.min(held_from);
         if pos < disk_end {
             if self.in_flight.iter().any(|w| w.end > pos) {
                 self.drain().await?;
@@ -657,15 +751,18 @@ impl LogFile {
             }
             out = chunk;
         }
-        if end > self.staging_pos {
-            let from = pos.max(self.staging_pos);
-            let staging = self
-                .staging
-                .as_ref()
-                .expect("bytes past staging_pos are staged");
-            let a = (from - self.staging_pos) as usize;
-            let b = (end - self.staging_pos) as usize;
-            out.push(Bytes::copy_from_slice(&staging.as_bytes()[a..b]));
+        if end > held_from {
+            let from = pos.max(held_from);
+            let held = match &self.head {
+                Some(head) => head,
+                None => self
+                    .staging
+                    .as_ref()
+                    .expect("bytes past staging_pos are staged"),
+            };
+            let a = (from - held_from) as usize;
+            let b = (end - held_from) as usize;
+            out.push(Bytes::copy_from_slice(&held.as_bytes()[a..b]));
         }
         Ok(out)
     }

@@ -74,6 +74,11 @@ pub trait StorageFile {
     fn alloc_buffer(&self, size: usize) -> IoBuf;
     /// Writes the whole buffer at `pos`; returns bytes written.
     fn write_at(&self, buf: IoBuf, pos: u64) -> IoFuture<'_, usize>;
+    /// Lets writes started so far (spawned `write_at`s) reach the device before the caller
+    /// goes on with other work; storage whose writes start on their own does nothing.
+    fn start_writes(&self) -> Pin<Box<dyn Future<Output = ()> + '_>> {
+        Box::pin(std::future::ready(()))
+    }
     /// Reads up to `len` bytes at `pos` (fewer at end of file).
     fn read_at(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<u8>>;
     /// Reads up to `len` bytes at page-aligned `pos` as one `Bytes` per device read, each

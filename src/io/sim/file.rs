@@ -22,9 +22,40 @@ pub(super) struct SimFile {
     pub(super) volatile: Vec<u8>,
     pub(super) durable: Vec<u8>,
     pub(super) unsynced: Vec<Unsynced>,
+    /// Blocks some completed write covered (not those only grown or allocated): as a file
+    /// system tells written extents from unwritten ones.
+    written_blocks: Vec<bool>,
 }
 
 impl SimFile {
+    /// Whether `range` covers both written blocks and blocks no write covered yet: ext4
+    /// cannot complete such a direct write without blocking, so io_uring hands it to a
+    /// worker thread.
+    fn mixes_written_and_unwritten(&self, range: Range<u64>) -> bool {
+        let written = |b: u64| {
+            self.written_blocks
+                .get(b as usize)
+                .copied()
+                .unwrap_or(false)
+        };
+        let blocks = range.start / BLOCK..range.end.div_ceil(BLOCK);
+        let first = written(blocks.start);
+        blocks.into_iter().any(|b| written(b) != first)
+    }
+
+    fn mark_written(&mut self, range: Range<u64>) {
+        let end = range.end.div_ceil(BLOCK) as usize;
+        if self.written_blocks.len() < end {
+            self.written_blocks.resize(end, false);
+        }
+        self.written_blocks[(range.start / BLOCK) as usize..end].fill(true);
+    }
+
+    /// After a truncate, a crash or a rename: blocks past `len` bytes read as never written.
+    pub(super) fn forget_written_past(&mut self, len: u64) {
+        self.written_blocks.truncate(len.div_ceil(BLOCK) as usize);
+    }
+
     pub(super) fn flip(&mut self, range: Range<u64>) {
         for bytes in [&mut self.volatile, &mut self.durable] {
             let end = (range.end as usize).min(bytes.len());
@@ -86,6 +117,7 @@ impl SimHandle {
             let f = self.live(&mut s)?;
             if !grow_only || size as usize > f.volatile.len() {
                 f.volatile.resize(size as usize, 0);
+                f.forget_written_past(size);
                 f.unsynced.push(Unsynced::Truncate(size));
             }
             Ok(())
@@ -121,6 +153,9 @@ impl SimHandle {
             data.len()
         );
         let mine = write.range();
+        if self.live(&mut s)?.mixes_written_and_unwritten(mine.clone()) {
+            s.mixed_writes += 1;
+        }
         for other in s.in_flight.values().filter(|w| w.path == self.path) {
             let theirs = other.range();
             assert!(
@@ -141,6 +176,7 @@ impl SimHandle {
         let write = s.in_flight.remove(&id).ok_or_else(crashed_err)?;
         let f = self.live(&mut s)?;
         write_into(&mut f.volatile, write.pos, &write.data);
+        f.mark_written(write.range());
         let n = write.data.len();
         f.unsynced.push(Unsynced::Write {
             pos: write.pos,

@@ -127,6 +127,8 @@ struct State {
     /// Writes submitted and not yet completed, by id.
     in_flight: BTreeMap<u64, PendingWrite>,
     next_write_id: u64,
+    /// Writes that covered both written and unwritten blocks of their file.
+    mixed_writes: u64,
     latency: Option<Latency>,
     /// Reads covering these ranges return every byte in them with a bit flipped.
     bad_reads: Vec<(PathBuf, Range<u64>)>,
@@ -248,6 +250,12 @@ impl SimStorage {
     /// Writes submitted and not yet completed (all files).
     pub fn writes_in_flight(&self) -> usize {
         self.state.borrow().in_flight.len()
+    }
+
+    /// Writes so far that covered both blocks an earlier write filled and blocks none did
+    /// (say, allocated ahead): on ext4 each of them leaves the shard for a worker thread.
+    pub fn mixed_writes(&self) -> u64 {
+        self.state.borrow().mixed_writes
     }
 
     pub fn has_crashed(&self) -> bool {

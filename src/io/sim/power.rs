@@ -27,6 +27,7 @@ pub(super) fn apply(s: &mut State, kind: CrashKind) {
     for f in s.files.values_mut() {
         f.unsynced.clear();
         f.durable = f.volatile.clone();
+        f.forget_written_past(f.volatile.len() as u64);
     }
 }
 
