@@ -505,9 +505,10 @@ impl LogFile {
             return Ok(());
         }
         self.check_writable()?;
-        let tail = match self.written < self.size {
-            true => self.start_tail_write().await,
-            false => None,
+        let tail = if self.written < self.size {
+            self.start_tail_write().await
+        } else {
+            None
         };
         let drained = self.drain().await;
         if let Some((write, padded)) = tail {

@@ -176,13 +176,13 @@ pub const SHARD_VALUES: [ShardValue; 26] = [
         name: "cache_hits",
         kind: Kind::Counter,
         get: |s| s.gauges.cache_hits,
-        help: "4 KiB pages reads found in the page cache.",
+        help: "4 KiB pages that reads found in the page cache.",
     },
     ShardValue {
         name: "cache_misses",
         kind: Kind::Counter,
         get: |s| s.gauges.cache_misses,
-        help: "4 KiB pages reads had to read from the device.",
+        help: "4 KiB pages that reads had to fetch from the device.",
     },
     ShardValue {
         name: "cache_bytes",
