@@ -5,7 +5,9 @@
 #   2. loadgen bench against a fresh server (write, then lookups by offset and timestamp,
 #      cold and warm);
 #   3. the ratios that matter: shardlog write MB/s / fio MB/s, and cold lookup p50/p99 /
-#      fio random-read p50/p99. Writes results/<date>.json and results/<date>.md, and the
+#      fio random-read p50/p99 (fio's total latency, submission + completion: io_uring
+#      issues a direct read inside io_uring_enter, which `clat` leaves out). Writes
+#      results/<date>.json and results/<date>.md, and the
 #      SVG plots (latency percentile curves, write throughput over time) in
 #      results/<date>-plots/, linked from the markdown.
 # With --engine it also runs the engine benches (cargo bench: engine, roundtrip, produce,
@@ -42,7 +44,7 @@ fio --name=seqwrite --filename="$dir/fio.dat" --rw=write --bs=1M --direct=1 \
 echo "fio: random 4 KiB reads (iodepth 1, O_DIRECT, io_uring), 10 s ..." >&2
 fio --name=randread --filename="$dir/fio.dat" --rw=randread --bs=4k --direct=1 \
   --ioengine=io_uring --iodepth=1 --size="$size" --runtime=10 --time_based \
-  --output-format=json >"$tmp/fio-read.json"
+  --lat_percentiles=1 --output-format=json >"$tmp/fio-read.json"
 rm -f "$dir/fio.dat"
 
 stamp=$(date -u +%Y-%m-%dT%H-%M-%SZ)
@@ -58,7 +60,7 @@ fw = json.load(open(f"{tmp}/fio-write.json"))["jobs"][0]["write"]
 fr = json.load(open(f"{tmp}/fio-read.json"))["jobs"][0]["read"]
 lg = json.load(open(f"{tmp}/loadgen.json"))
 fio_mb = fw["bw_bytes"] / 1e6
-pct = fr["clat_ns"]["percentile"]
+pct = fr["lat_ns"]["percentile"]
 fio_p50, fio_p99 = pct["50.000000"] / 1000, pct["99.000000"] / 1000
 w = lg["write"]
 rows = [
