@@ -165,6 +165,8 @@ pub struct ServerConfig {
 /// `io_uring_enter` sleep per re-check); short enough that a write stream's CPU per GB does
 /// not move.
 pub const DEFAULT_SPIN_BEFORE_PARK_US: u64 = 10;
+const _: () =
+    assert!(DEFAULT_SPIN_BEFORE_PARK_US as u128 * 1000 > crate::io::awake::RECHECK.as_nanos());
 
 impl Default for ServerConfig {
     fn default() -> Self {
