@@ -190,9 +190,7 @@ impl LogFile {
                     format!("expected {tail_len} tail bytes, file has {}", tail.len()),
                 ));
             }
-            let mut head = file.alloc_buffer(BLOCK as usize);
-            head.as_bytes_mut()[..tail_len].copy_from_slice(&tail[..tail_len]);
-            log.head = Some(head);
+            log.head = Some(block_holding(file.as_ref(), &tail[..tail_len]));
         }
         log.staging = Some(log.granted_buffer());
         log.allocate_ahead = true;
@@ -529,12 +527,13 @@ impl LogFile {
     async fn start_tail_write(&mut self) -> Option<(Task<std::io::Result<usize>>, usize)> {
         let (pos, buf) = match &self.head {
             Some(head) => {
+                // A copy: appends go on filling the head while this write is in flight.
                 let pos = self.staging_pos - BLOCK;
                 let filled = (self.size - pos) as usize;
-                let mut out = self.file.alloc_buffer(BLOCK as usize);
-                out.as_bytes_mut()[..filled].copy_from_slice(&head.as_bytes()[..filled]);
-                out.as_bytes_mut()[filled..].fill(0);
-                (pos, out)
+                (
+                    pos,
+                    block_holding(self.file.as_ref(), &head.as_bytes()[..filled]),
+                )
             }
             None => {
                 let (pos, staged) = (self.staging_pos, self.staged());
@@ -570,9 +569,8 @@ impl LogFile {
                 .insert_written(self.id, self.staging_pos, pages);
         }
         if staged > full {
-            let mut head = self.file.alloc_buffer(BLOCK as usize);
-            head.as_bytes_mut()[..staged - full].copy_from_slice(&staging.as_bytes()[full..staged]);
-            self.head = Some(head);
+            let partial = &staging.as_bytes()[full..staged];
+            self.head = Some(block_holding(self.file.as_ref(), partial));
         }
         self.staging_pos += padded as u64;
         let (out, kept) = if staged >= IN_PLACE_FLUSH {
@@ -774,4 +772,12 @@ impl Drop for LogFile {
     fn drop(&mut self) {
         self.release_grant();
     }
+}
+
+/// A one-block buffer holding `bytes` (a partial block) and zeros after them.
+fn block_holding(file: &dyn StorageFile, bytes: &[u8]) -> IoBuf {
+    let mut block = file.alloc_buffer(BLOCK as usize);
+    block.as_bytes_mut()[..bytes.len()].copy_from_slice(bytes);
+    block.as_bytes_mut()[bytes.len()..].fill(0);
+    block
 }

@@ -18,8 +18,15 @@ use std::time::{Duration, Instant};
 /// Longest an I/O is waited for awake; a slower one is waited for parked.
 pub const AWAKE_BUDGET: Duration = Duration::from_micros(500);
 
-/// How often an awake wait re-checks its I/O.
+/// How often an awake wait re-checks its I/O: the timer of `next_turn`.
 pub const RECHECK: Duration = Duration::from_micros(1);
+
+/// Parks the caller until the next turn of the executor loop, which submits the storage
+/// I/O queued so far and reaps completions. Yielding the task queue does neither: glommio
+/// re-runs a yielded queue before it polls its rings.
+pub async fn next_turn() {
+    glommio::timer::sleep(RECHECK).await;
+}
 
 /// Awaits `fut`, keeping the shard awake for up to `AWAKE_BUDGET` while it is pending.
 pub async fn awake_until<F: Future>(fut: F) -> F::Output {
@@ -32,7 +39,7 @@ pub async fn awake_until<F: Future>(fut: F) -> F::Output {
         if start.elapsed() >= AWAKE_BUDGET {
             return fut.await;
         }
-        glommio::timer::sleep(RECHECK).await;
+        next_turn().await;
     }
 }
 

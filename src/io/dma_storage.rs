@@ -83,10 +83,10 @@ impl StorageFile for DmaStorageFile {
 
     /// glommio hands queued storage I/O to the kernel only between runs of its task
     /// queues, so a spawned write would wait until the caller (say, an appender copying
-    /// the next 1 MiB chunk) and every other runnable task are done. A 1 us timer parks
-    /// the caller until the next turn of the executor loop, which submits the queue.
+    /// the next 1 MiB chunk) and every other runnable task are done: the caller waits for
+    /// the next turn of the executor loop, which submits the queue.
     fn start_writes(&self) -> Pin<Box<dyn Future<Output = ()> + '_>> {
-        Box::pin(glommio::timer::sleep(std::time::Duration::from_micros(1)))
+        Box::pin(super::awake::next_turn())
     }
 
     fn read_at(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<u8>> {
