@@ -93,6 +93,7 @@ pub async fn serve(
     let request_timeout = Duration::from_millis(shard.config.request_timeout_ms);
     let budget = Budget::new(
         shard.config.max_inflight_bytes_per_connection,
+        shard.config.max_inflight_large_requests_per_connection,
         shard.inflight.clone(),
     );
     let opened = match open(&shard, stream, writer, &budget, &*front).await {

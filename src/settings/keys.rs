@@ -9,7 +9,10 @@ use std::ops::RangeBounds;
 use std::path::PathBuf;
 
 use crate::security::listeners::ClientAuth;
-use crate::settings::{bad, parse_listen, parse_optional_listen, ServerConfig, SettingsError};
+use crate::settings::{
+    bad, parse_listen, parse_optional_listen, ServerConfig, SettingsError,
+    MAX_INFLIGHT_LARGE_REQUESTS_PER_CONNECTION,
+};
 
 pub struct ServerKey {
     pub name: &'static str,
@@ -356,6 +359,11 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         "max.inflight.bytes.per.connection",
         max_inflight_bytes_per_connection,
         1..
+    ),
+    number_key!(
+        "max.inflight.large.requests.per.connection",
+        max_inflight_large_requests_per_connection,
+        1..=MAX_INFLIGHT_LARGE_REQUESTS_PER_CONNECTION
     ),
     number_key!("max.connections.per.shard", max_connections_per_shard, 1..),
     number_key!("max.connections.per.ip", max_connections_per_ip, 1..),

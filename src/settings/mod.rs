@@ -21,6 +21,11 @@ pub struct ServerConfig {
     pub max_frame_bytes: usize,
     /// Request bytes one connection may have in flight before the server stops reading it.
     pub max_inflight_bytes_per_connection: usize,
+    /// Requests over 64 KiB (produces of large batches) one connection may have read and
+    /// not yet answered; the server reads the next when one is done, so a client that
+    /// pipelines deeply (or never waits, as acks=0) queues its batches in its own socket,
+    /// not in a partition's queue in front of other clients' requests.
+    pub max_inflight_large_requests_per_connection: usize,
     pub max_connections_per_shard: usize,
     /// Connections one peer address may hold on one listener (Kafka's
     /// max.connections.per.ip), split evenly across the shards.
@@ -168,6 +173,16 @@ pub const DEFAULT_SPIN_BEFORE_PARK_US: u64 = 10;
 const _: () =
     assert!(DEFAULT_SPIN_BEFORE_PARK_US as u128 * 1000 > crate::io::awake::RECHECK.as_nanos());
 
+/// The default `max.inflight.large.requests.per.connection`: enough 1 MB batches in progress
+/// to keep the device busy (group commit, chunk writes in flight), few enough that a
+/// connection that never waits (acks=0) queues about as much in front of other clients of a
+/// partition as an acks=1 producer pipelining 8 (milliseconds, not the 90 ms its 64 MiB of
+/// byte budget allow). Smaller requests are bounded by the connection's 1 MiB small
+/// allowance instead, so pipelined small produces still share flushes.
+pub const DEFAULT_MAX_INFLIGHT_LARGE_REQUESTS_PER_CONNECTION: usize = 4;
+/// Its largest value.
+pub const MAX_INFLIGHT_LARGE_REQUESTS_PER_CONNECTION: usize = 1024;
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -211,6 +226,8 @@ impl Default for ServerConfig {
                 .unwrap_or(1),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_inflight_bytes_per_connection: 64 << 20,
+            max_inflight_large_requests_per_connection:
+                DEFAULT_MAX_INFLIGHT_LARGE_REQUESTS_PER_CONNECTION,
             max_connections_per_shard: 1024,
             max_connections_per_ip: 1000,
             max_partitions_per_topic: 1024,

@@ -13,6 +13,13 @@
 //!   connection holds counts against that connection first: its own next requests wait
 //!   for its own replies to be taken, everyone else's do not.
 //!
+//! - Large requests also take a place among the connection's
+//!   `max.inflight.large.requests.per.connection` (4), from their read until their reply
+//!   is written (for one without a reply, as acks=0, until it was handled). A client that
+//!   never waits for replies then queues its batches in its own socket, not in a
+//!   partition's queue in front of other clients' requests: time in a queue grows with
+//!   bytes, and the 64 MiB of the byte budget are 90 ms of appends.
+//!
 //! When a budget is exhausted the connection stops reading (TCP backpressure). Per shard,
 //! request and reply bytes held are at most `max.inflight.bytes.per.shard` plus
 //! `SMALL_ALLOWANCE` per connection, however clients pipeline and however slowly they read.
@@ -31,6 +38,9 @@ pub const SMALL_ALLOWANCE: usize = 1 << 20;
 pub struct Budget {
     small: Rc<Semaphore>,
     connection: Rc<Semaphore>,
+    /// Large requests in progress: one permit each, from its frame's read until its reply
+    /// is written.
+    large_requests: Rc<Semaphore>,
     shard: Rc<Semaphore>,
 }
 
@@ -47,10 +57,15 @@ impl Reservation {
 }
 
 impl Budget {
-    pub fn new(connection_bytes: usize, shard: Rc<Semaphore>) -> Self {
+    pub fn new(connection_bytes: usize, large_requests: usize, shard: Rc<Semaphore>) -> Self {
+        assert!(
+            large_requests >= 1,
+            "a connection may have a large request in progress"
+        );
         Budget {
             small: Rc::new(Semaphore::new(SMALL_ALLOWANCE as u64)),
             connection: Rc::new(Semaphore::new(connection_bytes as u64)),
+            large_requests: Rc::new(Semaphore::new(large_requests as u64)),
             shard,
         }
     }
@@ -64,12 +79,14 @@ impl Budget {
         pool.acquire_static_permit(bytes as u64).await.ok()
     }
 
-    /// Budget for a request body of `bytes`. `None` if the budget was closed.
+    /// Budget for a request body of `bytes` (a large one first takes its place in
+    /// progress). `None` if the budget was closed.
     pub async fn reserve_request(&self, bytes: usize) -> Option<Reservation> {
         let permits = if bytes <= SMALL {
             vec![Self::take(&self.small, bytes).await?]
         } else {
             vec![
+                Self::take(&self.large_requests, 1).await?,
                 Self::take(&self.connection, bytes).await?,
                 Self::take(&self.shard, bytes).await?,
             ]
