@@ -5,7 +5,10 @@
 //!   connections fills its own share, never another address's or the other protocol's, and
 //!   a socket that never sends a request is closed after request.timeout.ms;
 //! - the metrics endpoint accepts at once and bounds each peer (slowloris): a scrape from
-//!   another address is served while 1,000 stalled requests are open.
+//!   another address is served while 1,000 stalled requests are open;
+//! - a connection that never waits for replies (acks=0) has at most
+//!   `max.inflight.large.requests.per.connection` of its large batches queued at a
+//!   partition: the rest wait in its own socket, not in front of other clients' requests.
 
 mod common;
 
@@ -18,7 +21,7 @@ use bytes::Bytes;
 use common::server_proc::ServerProc;
 use shardlog::client::Client;
 use shardlog::format::{BatchBuilder, RecordSpec};
-use shardlog::protocol::{Request, ACKS_LEADER};
+use shardlog::protocol::{Request, ACKS_LEADER, ACKS_NONE};
 
 /// A TCP connection to `to` from the local address `from` (another loopback address is
 /// another peer). Blocking, with a 10 s read timeout.
@@ -295,4 +298,73 @@ fn producer_state_stays_bounded_under_ever_new_producer_ids() {
     assert_eq!(producers.len(), MAX_PRODUCERS_PER_PARTITION);
     // The newest ids are the ones kept.
     assert!(producers.contains((1_000 + ids - 1).to_string().as_str()));
+}
+
+/// A 256 KiB batch (a large request: over the 64 KiB of the small allowance) of 32 records.
+fn large_batch() -> Bytes {
+    let value = vec![b'v'; 8 << 10];
+    let mut b = BatchBuilder::new(300 << 10);
+    for _ in 0..32 {
+        b.push(RecordSpec::new(None, Some(&value)));
+    }
+    Bytes::from(b.build())
+}
+
+#[test]
+fn a_connection_that_never_waits_queues_its_large_batches_in_its_own_socket() {
+    const IN_PROGRESS: u64 = 2;
+    const BATCHES: i32 = 64;
+    let tmp = tempfile::tempdir().unwrap();
+    let limit = IN_PROGRESS.to_string();
+    let config = [("max.inflight.large.requests.per.connection", limit.as_str())];
+    let server = ServerProc::start(&tmp.path().join("data"), 1, &config);
+    let addr = server.addr();
+    let topic_addr = addr.clone();
+    common::client(move || async move {
+        let mut c = Client::connect(&topic_addr).await.unwrap();
+        c.create_topic("flood", 1, vec![]).await.unwrap();
+    });
+    // 16 MiB of acks=0 produces written at once, no reply read (acks=0 has none).
+    let mut flood = TcpStream::connect(&addr).unwrap();
+    let writer = std::thread::spawn(move || {
+        let batch = large_batch();
+        for i in 0..BATCHES {
+            let produce = Request::Produce {
+                topic: "flood".into(),
+                partition: 0,
+                acks: ACKS_NONE,
+                records: batch.clone(),
+            };
+            flood.write_all(&produce.encode_frame(i)).unwrap();
+        }
+        flood
+    });
+    // One request at a time from this client: at most one command of the partition's
+    // queue is the probe's.
+    let end = common::client(move || async move {
+        let mut c = Client::connect(&addr).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let latest = c.list_offsets("flood", 0, -1).await.unwrap();
+            let end = latest.map_or(0, |(offset, _)| offset);
+            if end == BATCHES as i64 * 32 || Instant::now() > deadline {
+                return end;
+            }
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let flood = writer.join().unwrap();
+    assert_eq!(end, BATCHES as i64 * 32, "every acks=0 record was appended");
+    let groups = server.metrics();
+    let groups = groups.distribution("group_commit.commands").unwrap();
+    let largest = groups.quantile(1.0);
+    eprintln!(
+        "{} group commits, largest {largest} commands, with {IN_PROGRESS} large requests in progress per connection",
+        groups.count_recorded()
+    );
+    assert!(
+        largest <= IN_PROGRESS + 1,
+        "a group took {largest} commands: the flooding connection queued more than {IN_PROGRESS}"
+    );
+    drop(flood);
 }
