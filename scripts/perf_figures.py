@@ -13,6 +13,7 @@ Per round, for each build: one shard pinned to core 0, loadgen on core 1 (as tar
     the older build, without the Metrics API's process_cpu_ms, is measured the same way).
 Prints one table per round and the medians; ratios are against the same round's fio.
 """
+import argparse
 import contextlib
 import json
 import os
@@ -104,10 +105,15 @@ def one_build(binary, loadgen, work, port):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--json")]
-    json_out = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--json=")), None)
-    base, new, loadgen = args[0], args[1], args[2]
-    rounds = int(args[3]) if len(args) > 3 else 2
+    parser = argparse.ArgumentParser(description="Issue 24's before/after figures.")
+    parser.add_argument("base")
+    parser.add_argument("new")
+    parser.add_argument("loadgen")
+    parser.add_argument("rounds", nargs="?", type=int, default=2)
+    parser.add_argument("--json", dest="json_out", metavar="OUT")
+    opts = parser.parse_args()
+    base, new, loadgen, rounds, json_out = (
+        opts.base, opts.new, opts.loadgen, opts.rounds, opts.json_out)
     root = bench_root()
     results = {"base": [], "new": []}
     port = 21000 + os.getpid() % 5000
