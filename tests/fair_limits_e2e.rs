@@ -21,6 +21,7 @@ use bytes::Bytes;
 use common::server_proc::ServerProc;
 use shardlog::client::Client;
 use shardlog::format::{BatchBuilder, RecordSpec};
+use shardlog::log::LATEST_TIMESTAMP;
 use shardlog::protocol::{Request, ACKS_LEADER, ACKS_NONE};
 
 /// A TCP connection to `to` from the local address `from` (another loopback address is
@@ -345,7 +346,7 @@ fn a_connection_that_never_waits_queues_its_large_batches_in_its_own_socket() {
         let mut c = Client::connect(&addr).await.unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let latest = c.list_offsets("flood", 0, -1).await.unwrap();
+            let latest = c.list_offsets("flood", 0, LATEST_TIMESTAMP).await.unwrap();
             let end = latest.map_or(0, |(offset, _)| offset);
             if end == BATCHES as i64 * 32 || Instant::now() > deadline {
                 return end;
