@@ -34,12 +34,23 @@ fn counted<T>(fut: impl Future<Output = T>) -> impl Future<Output = T> {
     }
 }
 
-/// `glommio::spawn_local`, counted.
+/// `glommio::spawn_local`, counted. glommio runs the new task at once, up to its first
+/// await, inside the caller: work that enqueues in order (a produce reaching its partition)
+/// relies on that. A task that may touch state its caller holds borrowed must use
+/// [`spawn_later`].
 pub fn spawn<T: 'static>(fut: impl Future<Output = T> + 'static) -> glommio::Task<T> {
     glommio::spawn_local(counted(fut))
 }
 
-/// `glommio::spawn_local_into`, counted.
+/// A counted task that starts at the executor's next turn, never inside its caller: safe to
+/// spawn while a `RefCell` the task borrows is borrowed (a group being changed in place).
+pub fn spawn_later<T: 'static>(fut: impl Future<Output = T> + 'static) -> glommio::Task<T> {
+    let queue = glommio::executor().current_task_queue();
+    // The current queue always exists while a task of it runs.
+    spawn_into(fut, queue).expect("the running task's own queue exists")
+}
+
+/// `glommio::spawn_local_into`, counted (scheduled: it starts at the queue's next turn).
 pub fn spawn_into<T: 'static>(
     fut: impl Future<Output = T> + 'static,
     queue: glommio::TaskQueueHandle,

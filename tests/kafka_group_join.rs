@@ -517,3 +517,76 @@ fn members_and_assignments_survive_a_kill() {
     );
     assert_ne!(group_state(&mut c, "kept"), "Stable");
 }
+
+/// DescribeGroups state, retried while the coordinator loads its offsets partition.
+fn state_when_loaded(c: &mut BlockingClient, group: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let state = group_state(c, group);
+        if !state.is_empty() || Instant::now() >= deadline {
+            return state;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits (bounded) until `group` is Empty or forgotten (Dead), checking all along that
+/// the server is still running; the state it ended in.
+fn wait_until_emptied(server: &mut ServerProc, group: &str, within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        assert!(
+            server.is_running(),
+            "the server exited while {group}'s member expired; log:\n{}",
+            server.log_text()
+        );
+        let state = state_when_loaded(&mut connect(&server.kafka_addr()), group);
+        if state == "Empty" || state == "Dead" || Instant::now() >= deadline {
+            return state;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A dynamic member that joins, syncs and goes silent, as librdkafka's consumer whose
+/// connection closed (its test 0049).
+fn join_and_go_silent(kafka: &str, group: &str) {
+    let mut c = connect(kafka);
+    let id = member_id(&mut c, group, 600);
+    let j = join(&mut c, group, &id, 600);
+    assert_eq!(j.error_code, 0, "{j:?}");
+    assert_eq!(sync(&mut c, group, &j, &[(&id, "a")]).0, 0);
+    assert_eq!(group_state(&mut c, group), "Stable");
+}
+
+/// Issue 39: a member whose session expired emptied its group; storing the emptied group
+/// panicked the shard ("RefCell already mutably borrowed": the store task ran inside the
+/// expiry's borrow of the group), and the stored member expired again at every restart, so
+/// the node crash-looped. The expiry must leave the group Empty and the server serving,
+/// before and after a kill -9 that leaves a member in the stored generation.
+#[test]
+fn an_expired_member_empties_its_group_without_crashing_even_after_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = server(&tmp, "0");
+    let kafka = server.kafka_addr();
+    join_and_go_silent(&kafka, "gone");
+    // Emptied, and forgotten since it has no offsets (Dead), as Kafka does.
+    let state = wait_until_emptied(&mut server, "gone", Duration::from_secs(15));
+    assert_eq!(state, "Dead", "log:\n{}", server.log_text());
+
+    // A data directory left with a member in the stored generation: the restarted
+    // coordinator loads it, the member never returns, its session expires there.
+    join_and_go_silent(&kafka, "left");
+    server.restart_after_kill();
+    let state = wait_until_emptied(&mut server, "left", Duration::from_secs(15));
+    assert_eq!(state, "Dead", "log:\n{}", server.log_text());
+    // The group's end was stored: it does not come back after another start.
+    server.restart_after_kill();
+    assert_eq!(
+        state_when_loaded(&mut connect(&kafka), "left"),
+        "Dead",
+        "log:\n{}",
+        server.log_text()
+    );
+    assert!(server.is_running(), "log:\n{}", server.log_text());
+}

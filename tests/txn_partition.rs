@@ -258,3 +258,35 @@ async fn batches_of(log: &mut PartitionLog) -> Vec<(i64, bool, Option<i64>)> {
         .map(|(_, h)| (h.base_offset, h.is_control(), h.delete_horizon_ms()))
         .collect()
 }
+
+/// A transactional append is one verified producer's: a batch of another producer behind
+/// it (nobody verified it, no coordinator would ever end its transaction) refuses the
+/// whole append, and the last stable offset stays where it was.
+#[test]
+fn a_transactional_append_with_another_producers_batch_is_refused_whole() {
+    common::run(|dir| async move {
+        let mut log = PartitionLog::open(&dir.join("t-0"), LogConfig::default())
+            .await
+            .unwrap();
+        let mut two = batch(1, 0, 0, 2, true);
+        two.extend_from_slice(&batch(9, 0, 0, 1, true));
+        let e = log.append_transactional(&two).await.unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::InvalidBatch {
+                    source: shardlog::format::BatchError::ForeignProducer { found_id: 9, .. },
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(log.log_end_offset(), 0, "nothing written");
+        assert_eq!(log.last_stable_offset(), 0);
+        // The same producer's batches may come together.
+        let mut same = batch(1, 0, 0, 2, true);
+        same.extend_from_slice(&batch(1, 0, 2, 1, true));
+        log.append_transactional(&same).await.unwrap();
+        assert_eq!(log.log_end_offset(), 3);
+    });
+}

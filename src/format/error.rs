@@ -57,4 +57,11 @@ pub enum BatchError {
     Empty,
     #[error("{0} batches cannot be produced (attributes bits 4-6 are set only by the log or by transaction coordinators)")]
     ReservedAttributes(&'static str),
+    #[error("a transactional append is the verified producer's: producer {found_id} epoch {found_epoch} follows producer {verified_id} epoch {verified_epoch}")]
+    ForeignProducer {
+        verified_id: i64,
+        verified_epoch: i16,
+        found_id: i64,
+        found_epoch: i16,
+    },
 }

@@ -672,10 +672,11 @@ pub(super) async fn store(shard: &Host, rec: &GroupRecord) -> GroupCode {
 /// task runs, from the group as it is then: Empty, or a tombstone if nothing is left of it
 /// (no members, no offsets: forgotten, as Kafka forgets a Dead group); nothing if members
 /// joined meanwhile. Appended in the order of the group's changes, it never overwrites a
-/// later state with an older one.
+/// later state with an older one. Callers hold the coordinator borrowed (an expiry runs
+/// inside `with_group`): the task starts after they return.
 pub(super) fn store_detached(shard: &Host, name: &str) {
     let (shard, name) = (shard.clone(), name.to_string());
-    crate::tasks::spawn(async move {
+    crate::tasks::spawn_later(async move {
         let rec = COORDINATOR.with_borrow(|c| match c.groups.get(&name) {
             None => Some(GroupRecord::tombstone(&name)),
             Some(g) if g.state == State::Empty => {

@@ -193,10 +193,8 @@ pub fn prepare_rebalance(shard: &Host, name: &str, g: &mut Group) {
         0
     };
     let (shard, name) = (shard.clone(), name.to_string());
-    crate::tasks::spawn(async move {
-        // glommio runs a spawned task at once, inside the caller's borrow of the group:
-        // step out first.
-        futures_lite::future::yield_now().await;
+    // Started after the caller's borrow of the group ends.
+    crate::tasks::spawn_later(async move {
         let deadline = Instant::now() + Duration::from_millis(timeout.max(initial));
         if from_empty {
             initial_delay(&name, Duration::from_millis(initial), deadline).await;
@@ -534,9 +532,8 @@ pub(super) fn watch_sessions(shard: &Host, name: &str, g: &mut Group) {
     }
     g.expiry_running = true;
     let (shard, name) = (shard.clone(), name.to_string());
-    crate::tasks::spawn(async move {
-        // Run after the caller's borrow of the group ends (spawned tasks start at once).
-        futures_lite::future::yield_now().await;
+    // Started after the caller's borrow of the group ends.
+    crate::tasks::spawn_later(async move {
         loop {
             let next = with_group(&name, |g| expire(&shard, &name, g));
             match next {

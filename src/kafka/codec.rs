@@ -5,6 +5,7 @@
 //! decode, closes the connection (what a Kafka broker does; clients only send what the
 //! ApiVersions table offers).
 
+use crate::net::turn::{in_turn, Turn};
 use std::rc::Rc;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -35,7 +36,13 @@ pub(super) enum Decoded {
 }
 
 /// Handles one Kafka request frame (size prefix removed).
-pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Budget) -> Reply {
+pub async fn handle_frame(
+    shard: Rc<Shard>,
+    frame: Bytes,
+    peer: Peer,
+    budget: Budget,
+    turn: Turn,
+) -> Reply {
     let decode_start = std::time::Instant::now();
     let decoded = decode(frame);
     metrics::record_since(Stage::Decode, decode_start);
@@ -60,9 +67,11 @@ pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Bu
         budget: &budget,
         client_id,
         splices: Default::default(),
+        turn: &turn,
     };
     tracing::trace!(?key, version, correlation_id, client = %ctx.client_id, "kafka request");
-    let Some(response) = super::dispatch(&ctx, *request, &mut reservation).await else {
+    let dispatched = in_turn(&turn, super::dispatch(&ctx, *request, &mut reservation)).await;
+    let Some(response) = dispatched else {
         // Produce with acks=0: no reply by design.
         return Reply {
             frame: None,

@@ -51,8 +51,9 @@ impl crate::net::FrontEnd for Kafka {
         frame: bytes::Bytes,
         peer: Peer,
         budget: Budget,
+        turn: crate::net::turn::Turn,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = crate::net::Reply>>> {
-        Box::pin(handle_frame(shard, frame, peer, budget))
+        Box::pin(handle_frame(shard, frame, peer, budget, turn))
     }
 
     fn bad_frame_reply(&self, _size: i32, _max_frame: usize, _cid: i32) -> Option<Vec<u8>> {
@@ -103,6 +104,9 @@ pub struct Context<'a> {
     pub client_id: String,
     /// Fetch records spliced into the encoded reply instead of copied into it.
     pub splices: std::cell::RefCell<splice::Splices>,
+    /// The request's place in its connection's order (a Produce holds it until its
+    /// batches are queued at their partitions).
+    pub turn: &'a crate::net::turn::Turn,
 }
 
 /// Runs one decoded request; `None` for a Produce with acks=0 (no reply).

@@ -1,36 +1,82 @@
-//! Produce v3-10: each partition's batches go to the same shard operation as a native
+//! Produce v3-10: each partition's batch goes to the same shard operation as a native
 //! Produce (validation, offsets, the acks rules and group commit are the engine's); the
 //! reply carries Kafka's fields for the request's version.
+//!
+//! Order: Kafka handles a connection's requests one after another, and an idempotent
+//! producer with several requests in flight relies on it. A Produce holds its connection's
+//! turn (`net/turn.rs`) through its checks (a transaction's verification waits for the
+//! coordinator), then queues every partition's batch at once, grouped by owner shard, and
+//! only then lets the connection's next request start.
 
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use super::errors::{self, kafka_code};
 use super::{join_all, str_bytes, Context};
 use crate::broker_error::BrokerError;
+use crate::format::BatchHeader;
+use crate::net::turn::queue_then_release;
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_LEADER, ACKS_NONE};
 use crate::security::acl::{Operation, ResourceType};
-use crate::shard::messages::{OpOk, PartitionOp};
+use crate::shard::by_owner::run_on_owners;
+use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp};
+
+/// (base offset, log append time, log start offset), or (Kafka code, message).
+type Produced = Result<(i64, i64, i64), (i16, String)>;
+
+/// One partition of the request: where it goes, and its batch (or why it is refused).
+struct Planned {
+    topic: String,
+    index: i32,
+    batch: Result<bytes::Bytes, (i16, String)>,
+}
 
 /// The reply, or `None` for acks=0.
 pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<ProduceResponse> {
+    ctx.turn.hold();
     let acks = request.acks;
     let refusal = refusal(ctx, &request);
-    let asked = request.topic_data.len();
     let txn = request.transactional_id.map(|id| id.0.to_string());
-    let mut topics = Vec::with_capacity(asked);
+    let mut layout = Vec::with_capacity(request.topic_data.len());
+    let mut planned = Vec::new();
     for topic in request.topic_data {
-        let how = (acks, txn.clone());
-        let name = topic.name.0.as_str();
+        let name = topic.name.0.to_string();
         let refusal = refusal.clone().or_else(|| {
-            let denied = super::authorize::denied(ResourceType::Topic, name);
-            (!ctx.on_topic(Operation::Write, name))
+            let denied = super::authorize::denied(ResourceType::Topic, &name);
+            (!ctx.on_topic(Operation::Write, &name))
                 .then_some((errors::TOPIC_AUTHORIZATION_FAILED, denied))
         });
-        topics.push(produce_topic(ctx, topic, how, refusal).await);
+        layout.push((topic.name, topic.partition_data.len()));
+        for p in topic.partition_data {
+            let batch = match &refusal {
+                Some(e) => Err(e.clone()),
+                None => one_batch(&name, p.records.clone(), ctx.version),
+            };
+            planned.push(Planned {
+                topic: name.clone(),
+                index: p.index,
+                batch,
+            });
+        }
     }
-    debug_assert_eq!(topics.len(), asked, "one answer per topic produced to");
+    if let Some(id) = &txn {
+        verify_transaction(ctx, id, &mut planned).await;
+    }
+    let produced = queue_then_release(ctx.turn, run_all(ctx, acks, txn.is_some(), &planned));
+    let mut produced = produced.await.into_iter();
+    debug_assert_eq!(produced.len(), planned.len(), "one outcome per partition");
+    let topics = layout
+        .into_iter()
+        .map(|(name, n)| {
+            let answers = (produced.by_ref().take(n))
+                .map(|(index, outcome)| partition_response(index, outcome, ctx.version))
+                .collect::<Vec<_>>();
+            debug_assert_eq!(answers.len(), n, "one answer per partition produced to");
+            TopicProduceResponse::default()
+                .with_name(name)
+                .with_partition_responses(answers)
+        })
+        .collect();
     (acks != ACKS_NONE).then(|| ProduceResponse::default().with_responses(topics))
 }
 
@@ -50,109 +96,109 @@ fn refusal(ctx: &Context<'_>, request: &ProduceRequest) -> Option<(i16, String)>
     })
 }
 
-/// `how`: the acks and the producer's transactional id, if any.
-async fn produce_topic(
-    ctx: &Context<'_>,
-    topic: TopicProduceData,
-    how: (i16, Option<String>),
-    refusal: Option<(i16, String)>,
-) -> TopicProduceResponse {
-    let name = topic.name.0.to_string();
-    let version = ctx.version;
-    let asked = topic.partition_data.len();
-    let ops = topic.partition_data.into_iter().map(|p| {
-        let shard = ctx.shard.clone();
-        let name = name.clone();
-        let refusal = refusal.clone();
-        let how = how.clone();
-        async move {
-            let index = p.index;
-            let outcome = match refusal {
-                Some(e) => Err(e),
-                None => produce_partition(&shard, &name, p, how, version).await,
-            };
-            partition_response(index, outcome, version)
-        }
-    });
-    let answered = join_all(ops).await;
-    debug_assert_eq!(
-        answered.len(),
-        asked,
-        "one answer per partition produced to"
-    );
-    TopicProduceResponse::default()
-        .with_name(topic.name)
-        .with_partition_responses(answered)
-}
-
-/// (base offset, log append time, log start offset), or (Kafka code, message).
-type Produced = Result<(i64, i64, i64), (i16, String)>;
-
-async fn produce_partition(
-    shard: &std::rc::Rc<crate::shard::runtime::Shard>,
+/// A partition's records as Kafka accepts them from Produce v3 on
+/// (`ProduceRequest.validateRecords`): exactly one record batch, of magic 2, to a topic
+/// clients may write. The engine validates the batch itself.
+fn one_batch(
     topic: &str,
-    p: PartitionProduceData,
-    (acks, txn): (i16, Option<String>),
+    records: Option<bytes::Bytes>,
     version: i16,
-) -> Produced {
-    let Some(records) = p.records.filter(|r| !r.is_empty()) else {
-        return Err((
-            kafka_code(ErrorCode::InvalidBatch, version >= 8),
-            "the partition's records are empty".into(),
-        ));
+) -> Result<bytes::Bytes, (i16, String)> {
+    let invalid = |why: String| (kafka_code(ErrorCode::InvalidBatch, version >= 8), why);
+    let Some(records) = records.filter(|r| !r.is_empty()) else {
+        return Err(invalid("the partition's records are empty".into()));
     };
     crate::catalog::internal_topics::refuse_client(topic, "produce to")
         .map_err(|e| (kafka_code(e.code, version >= 8), e.message))?;
-    let transactional = match txn {
-        Some(id) => {
-            in_transaction(shard, &id, topic, p.index, &records).await?;
-            true
+    let header = BatchHeader::parse(&records).map_err(|e| invalid(e.to_string()))?;
+    if header.size() != records.len() {
+        let why = format!(
+            "Produce v{version} carries exactly one record batch per partition: a {}-byte batch is followed by {} more bytes",
+            header.size(),
+            records.len().saturating_sub(header.size())
+        );
+        return Err(invalid(why));
+    }
+    Ok(records)
+}
+
+/// A transactional produce writes only to partitions its producer's open transaction
+/// added (KIP-890 part 1: INVALID_TXN_STATE otherwise), under its current epoch: each
+/// partition's one batch names the producer checked, all checked at once.
+async fn verify_transaction(ctx: &Context<'_>, id: &str, planned: &mut [Planned]) {
+    let (at, checks): (Vec<usize>, Vec<_>) = (planned.iter().enumerate())
+        .filter_map(|(i, p)| {
+            let header = BatchHeader::parse(p.batch.as_ref().ok()?).ok()?;
+            let producer = (header.producer_id, header.producer_epoch);
+            let tp = crate::TopicPartition::new(&*p.topic, p.index);
+            let (shard, id) = (ctx.shard.clone(), id.to_string());
+            Some((i, async move {
+                let code = super::txn::verify(&shard, &id, producer, tp.clone()).await;
+                let (pid, epoch) = producer;
+                let why = || format!("partition {tp} is not in transaction {id:?} of producer {pid} epoch {epoch}");
+                (code != errors::NONE).then(|| (code, why()))
+            }))
+        })
+        .unzip();
+    for (i, verdict) in at.into_iter().zip(join_all(checks).await) {
+        if let Some(refused) = verdict {
+            planned[i].batch = Err(refused);
         }
-        None => false,
-    };
-    let op = PartitionOp::Produce {
-        acks,
-        records,
-        transactional,
-    };
-    match shard.partition_op(topic, p.index, op).await {
-        Ok(OpOk::Produced {
+    }
+}
+
+/// Queues every accepted partition's batch at its owner (all before its first await, in
+/// request order) and waits for them; (partition index, outcome) in request order.
+async fn run_all(
+    ctx: &Context<'_>,
+    acks: i16,
+    transactional: bool,
+    planned: &[Planned],
+) -> Vec<(i32, Produced)> {
+    let items = (planned.iter())
+        .filter_map(|p| Some((p.topic.clone(), p.index, p.batch.clone().ok()?)))
+        .collect();
+    let results = run_on_owners(ctx.shard, items, |group| {
+        let ops = group.into_iter().map(|(_, topic, partition, records)| {
+            let op = PartitionOp::Produce {
+                acks,
+                records,
+                transactional,
+            };
+            (topic, partition, op)
+        });
+        ShardOp::Partitions(ops.collect())
+    });
+    let mut results = results.await.into_iter();
+    planned
+        .iter()
+        .map(|p| {
+            let outcome = match &p.batch {
+                Err(refused) => Err(refused.clone()),
+                Ok(_) => produced(results.next(), ctx.version),
+            };
+            (p.index, outcome)
+        })
+        .collect()
+}
+
+fn produced(result: Option<OpResult>, version: i16) -> Produced {
+    match result {
+        Some(Ok(OpOk::Produced {
             base_offset,
             last_offset,
             log_append_time,
             log_start_offset,
-        }) => {
+        })) => {
             // The offsets answered were given to these records: a range, inside the log.
-            debug_assert!(0 <= base_offset && base_offset <= last_offset);
-            debug_assert!(log_start_offset <= last_offset + 1);
+            assert!(0 <= base_offset && base_offset <= last_offset);
+            assert!(log_start_offset <= last_offset + 1);
             Ok((base_offset, log_append_time, log_start_offset))
         }
-        Ok(other) => Err((
+        Some(Err(BrokerError { code, message })) => Err((kafka_code(code, version >= 8), message)),
+        other => Err((
             errors::UNKNOWN_SERVER_ERROR,
             format!("unexpected produce result {other:?}"),
-        )),
-        Err(BrokerError { code, message: msg }) => Err((kafka_code(code, version >= 8), msg)),
-    }
-}
-
-/// A transactional produce writes only to a partition its producer's open transaction
-/// added (KIP-890 part 1: INVALID_TXN_STATE otherwise), under its current epoch.
-async fn in_transaction(
-    shard: &std::rc::Rc<crate::shard::runtime::Shard>,
-    id: &str,
-    topic: &str,
-    partition: i32,
-    records: &bytes::Bytes,
-) -> Result<(), (i16, String)> {
-    let header = crate::format::BatchHeader::parse(records)
-        .map_err(|e| (errors::CORRUPT_MESSAGE, e.to_string()))?;
-    let producer = (header.producer_id, header.producer_epoch);
-    let tp = crate::TopicPartition::new(topic, partition);
-    match super::txn::verify(shard, id, producer, tp).await {
-        errors::NONE => Ok(()),
-        code => Err((
-            code,
-            format!("partition {topic}-{partition} is not in transaction {id:?} of producer {} epoch {}", producer.0, producer.1),
         )),
     }
 }

@@ -334,6 +334,12 @@ impl PartitionLog {
                 summary.max_record_timestamp,
                 crate::time::now_ms(),
             )?;
+            check_one_producer(
+                out.first().map(|b: &PreparedBatch| &b.header),
+                &header,
+                in_transaction,
+            )
+            .map_err(|e| bad(start, e))?;
             out.push(PreparedBatch {
                 start,
                 header,
@@ -837,4 +843,26 @@ pub(super) fn visible_prefix(data: ByteChain, visible_end: i64) -> ByteChain {
     }
     debug_assert!(end <= data.len());
     data.slice(0, end)
+}
+
+/// A transactional append was verified for one producer (its first batch's): every batch
+/// in it must be that producer's, at that epoch, or a batch nobody verified would open a
+/// transaction no coordinator ends (and hold the last stable offset for ever).
+fn check_one_producer(
+    first: Option<&BatchHeader>,
+    next: &BatchHeader,
+    in_transaction: bool,
+) -> std::result::Result<(), BatchError> {
+    let Some(first) = first.filter(|_| in_transaction) else {
+        return Ok(());
+    };
+    if (first.producer_id, first.producer_epoch) == (next.producer_id, next.producer_epoch) {
+        return Ok(());
+    }
+    Err(BatchError::ForeignProducer {
+        verified_id: first.producer_id,
+        verified_epoch: first.producer_epoch,
+        found_id: next.producer_id,
+        found_epoch: next.producer_epoch,
+    })
 }

@@ -1,6 +1,7 @@
 //! Request dispatch: decode a frame, run it (locally or on the owner shard), encode the
 //! reply. Every bad input becomes an error response with its own code; nothing panics.
 
+use crate::net::turn::{in_turn, Turn};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -40,14 +41,23 @@ struct Outcome {
 }
 
 /// Handles one request frame body (size prefix removed).
-pub async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: Peer, budget: Budget) -> Reply {
+pub async fn handle_frame(
+    shard: Rc<Shard>,
+    frame: Bytes,
+    peer: Peer,
+    budget: Budget,
+    turn: Turn,
+) -> Reply {
     let mut reservation = Reservation::default();
     let mut outcome = Outcome {
         api: "unknown",
         ok: false,
         timed: false,
     };
-    let frame = decode_and_run(&shard, frame, peer, &budget, &mut reservation, &mut outcome).await;
+    // Native requests queue their work before their first await (a produce reaches its
+    // partitions, or the mesh towards them, at once): the turn passes on from there.
+    let run = decode_and_run(&shard, frame, peer, &budget, &mut reservation, &mut outcome);
+    let frame = in_turn(&turn, run).await;
     Reply {
         frame,
         reservation,

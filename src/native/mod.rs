@@ -36,8 +36,9 @@ impl FrontEnd for Native {
         frame: Bytes,
         peer: Peer,
         budget: Budget,
+        turn: crate::net::turn::Turn,
     ) -> Pin<Box<dyn Future<Output = Reply>>> {
-        Box::pin(handlers::handle_frame(shard, frame, peer, budget))
+        Box::pin(handlers::handle_frame(shard, frame, peer, budget, turn))
     }
 
     /// A native client is told why (the stream cannot be resynchronised, so it closes next).

@@ -22,6 +22,7 @@ use glommio::channels::local_channel::{self, LocalReceiver};
 use glommio::net::TcpStream;
 
 use super::stream::{ConnReader, ConnWriter};
+use super::turn::Turns;
 use super::{FrontEnd, Handshake, HandshakeStep, Peer, Reply};
 use crate::io::deadline::within;
 use crate::metrics::{self, Stage};
@@ -123,6 +124,7 @@ pub async fn serve(
         tx,
         lifetime,
         session_ends: lifetime.map(|l| Instant::now() + l),
+        turns: Turns::default(),
     };
     conn.run(opened.first).await;
     writer_task.await;
@@ -138,6 +140,8 @@ struct Served<'a> {
     tx: local_channel::LocalSender<Queued>,
     lifetime: Option<Duration>,
     session_ends: Option<Instant>,
+    /// Each request's place in the order its work reaches the engine.
+    turns: Turns,
 }
 
 impl Served<'_> {
@@ -195,6 +199,7 @@ impl Served<'_> {
                     body,
                     self.peer.clone(),
                     self.budget.clone(),
+                    self.turns.next(),
                 ));
                 let queued = Queued {
                     task,

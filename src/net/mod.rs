@@ -11,6 +11,7 @@ pub(crate) mod metrics_http;
 pub(crate) mod send;
 pub(crate) mod stream;
 pub mod tls;
+pub(crate) mod turn;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,13 +28,15 @@ use crate::shard::Shard;
 pub trait FrontEnd {
     /// The `wire` label of request metrics and logs.
     fn label(&self) -> &'static str;
-    /// Handles one request frame body (size prefix removed).
+    /// Handles one request frame body (size prefix removed) in its `turn`: its work
+    /// reaches the engine after the connection's earlier requests' (`turn.rs`).
     fn handle(
         &self,
         shard: Rc<Shard>,
         frame: Bytes,
         peer: Peer,
         budget: Budget,
+        turn: turn::Turn,
     ) -> Pin<Box<dyn Future<Output = Reply>>>;
     /// The reply to a frame whose size cannot be accepted, sent before the connection
     /// closes (`correlation_id` is -1 when the header could not be read); `None` closes

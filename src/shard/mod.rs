@@ -13,6 +13,7 @@ pub(crate) mod log_info;
 pub(crate) mod long_poll;
 pub(crate) mod maintenance;
 pub(crate) mod messages;
+mod outbox;
 mod partition_actor;
 pub(crate) mod producer_ids;
 pub(crate) mod read_replica;

@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use glommio::channels::channel_mesh::Senders;
+
+use super::outbox::{self, Outbox, Sent, Unreachable};
 use glommio::channels::local_channel::{self, LocalSender};
 
 use crate::broker_error::BrokerError;
@@ -45,7 +47,8 @@ pub struct Shard {
     /// Whether the previous run shut down cleanly: partitions opened at start-up skip the
     /// recovery scan only then.
     previous_shutdown_clean: bool,
-    senders: Senders<MeshMsg>,
+    /// Messages to other shards, in order per peer.
+    outbox: Rc<Outbox>,
     pending: RefCell<HashMap<u64, LocalSender<OpResult>>>,
     /// Cancellable ops peers asked of this shard, by (peer, id): dropping the sender ends
     /// the op (`MeshMsg::Cancel`).
@@ -117,8 +120,8 @@ impl Shard {
             inflight: crate::shard::budget::Budget::shard_pool(config.max_inflight_bytes_per_shard),
             cache: PageCache::shared(config.cache_bytes),
             previous_shutdown_clean,
+            outbox: Outbox::new(senders, config.shards),
             config,
-            senders,
             pending: RefCell::new(HashMap::new()),
             cancellable: RefCell::new(HashMap::new()),
             next_id: Cell::new(1),
@@ -460,8 +463,8 @@ impl Shard {
             op,
         };
         let t0 = std::time::Instant::now();
-        if self.senders.send_to(peer, msg).await.is_err() {
-            return err(ErrorCode::Internal, format!("shard {peer} is unreachable"));
+        if let Err(e) = self.send_mesh(peer, msg) {
+            return err(ErrorCode::Internal, e.to_string());
         }
         outstanding.cancel = cancellable;
         let answer = rx
@@ -513,7 +516,7 @@ impl Shard {
                         .await;
                     me.cancellable.borrow_mut().remove(&(from, id));
                     if let Some(result) = result {
-                        me.reply(from, id, result).await;
+                        me.reply(from, id, result);
                     }
                 })
                 .detach();
@@ -527,7 +530,7 @@ impl Shard {
                 let me = self.clone();
                 crate::tasks::spawn(async move {
                     let result = me.execute(op).await;
-                    me.reply(from, id, result).await;
+                    me.reply(from, id, result);
                 })
                 .detach();
             }
@@ -543,24 +546,37 @@ impl Shard {
         }
     }
 
-    async fn reply(&self, to: usize, id: u64, result: OpResult) {
+    fn reply(self: &Rc<Self>, to: usize, id: u64, result: OpResult) {
         let msg = MeshMsg::Response { id, result };
-        if self.senders.send_to(to, msg).await.is_err() {
+        if self.send_mesh(to, msg).is_err() {
             tracing::warn!(peer = to, "could not reply over the mesh");
         }
     }
 
-    /// Tells `peer` that the cancellable request `id` is no longer awaited. From a drop,
-    /// so it cannot wait: when the mesh queue is full a task sends it.
-    fn cancel_remote(self: &Rc<Self>, peer: usize, id: u64) {
-        let cancel = || MeshMsg::Cancel { id, from: self.id };
-        if self.senders.try_send_to(peer, cancel()).is_err() {
-            let (me, msg) = (self.clone(), cancel());
-            crate::tasks::spawn(async move {
-                let _ = me.senders.send_to(peer, msg).await;
-            })
-            .detach();
+    /// Sends to `peer` without waiting, in order with everything sent to it before
+    /// (`outbox.rs`).
+    fn send_mesh(self: &Rc<Self>, peer: usize, msg: MeshMsg) -> Result<(), Unreachable> {
+        if let Sent::QueuedStartDrain = self.outbox.send(peer, msg)? {
+            let me = self.clone();
+            let undelivered = move |m| me.undelivered(m);
+            crate::tasks::spawn_later(outbox::drain(self.outbox.clone(), peer, undelivered))
+                .detach();
         }
+        Ok(())
+    }
+
+    /// A request the closed mesh refused is answered as failed (its waiter sees the reply
+    /// channel close).
+    fn undelivered(&self, msg: MeshMsg) {
+        if let MeshMsg::Request { id, .. } = msg {
+            self.pending.borrow_mut().remove(&id);
+        }
+    }
+
+    /// Tells `peer` that the cancellable request `id` is no longer awaited (from a drop:
+    /// the outbox never waits, and the cancel follows the request it cancels).
+    fn cancel_remote(self: &Rc<Self>, peer: usize, id: u64) {
+        let _ = self.send_mesh(peer, MeshMsg::Cancel { id, from: self.id });
     }
 
     /// Registered long polls of this shard's partitions (a metric).
