@@ -352,3 +352,80 @@ fn sessions_expire_and_clients_reauthenticate_on_the_live_connection() {
         "only the client that did not re-authenticate was cut"
     );
 }
+
+/// Issue 39: peers that have not authenticated hold nothing other clients wait for. Frames
+/// before authentication are capped at Kafka's 512 KiB (a larger one closes the connection
+/// at once) and take nothing from the shard's in-flight budget, so connections announcing
+/// frames they never send do not stall a produce on the same shard; and each step of a
+/// handshake has the request timeout, not only the first (an abandoned exchange used to
+/// keep its slot for `connections.max.idle.ms`).
+#[test]
+fn unauthenticated_peers_hold_no_budget_and_abandoned_handshakes_end() {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (plain, sasl) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
+    let listeners = format!("PLAINTEXT://{plain},SASL_PLAINTEXT://{sasl}");
+    let server = ServerProc::start(
+        &data,
+        1,
+        &[
+            ("listeners", listeners.as_str()),
+            ("sasl.enabled.mechanisms", "PLAIN"),
+            ("max.inflight.bytes.per.shard", "2097152"),
+            ("max.inflight.bytes.per.connection", "2097152"),
+            ("max.frame.bytes", "2097152"),
+            ("request.timeout.ms", "8000"),
+            ("connections.max.idle.ms", "600000"),
+        ],
+    );
+    // Over the handshake cap: closed without reading on.
+    let mut big = std::net::TcpStream::connect(&sasl).unwrap();
+    big.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    big.write_all(&(1i32 << 20).to_be_bytes()).unwrap();
+    let mut c = BlockingClient::over(Box::new(big), Duration::from_secs(5));
+    let asked = Instant::now();
+    assert!(closed(&mut c), "a 1 MiB frame before authentication");
+    assert!(
+        asked.elapsed() < Duration::from_secs(4),
+        "closed at once, not when the frame timed out"
+    );
+    // Under the cap, announced and never sent: 8 x 400 KiB, more than the shard's 2 MiB.
+    let silent: Vec<std::net::TcpStream> = (0..8)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(&sasl).unwrap();
+            s.write_all(&(400i32 << 10).to_be_bytes()).unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let addr = server.addr();
+    let started = Instant::now();
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        c.create_topic("budget", 1, vec![]).await.unwrap();
+        let records = common::single(1_700_000_000_000, 1 << 20);
+        c.produce("budget", 0, 1, records.into()).await.unwrap();
+    });
+    // The silent peers' frames would expire at 8 s: the produce does not wait for that.
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "a 1 MiB produce waited {:?} behind unauthenticated peers",
+        started.elapsed()
+    );
+    drop(silent);
+    // A handshake abandoned after its first step is closed within the request timeout.
+    let mut c = BlockingClient::connect_with_timeout(&sasl, Duration::from_secs(20)).unwrap();
+    assert_eq!(handshake(&mut c, "PLAIN").error_code, 0);
+    let waited = Instant::now();
+    assert!(closed(&mut c));
+    assert!(
+        waited.elapsed() < Duration::from_secs(15),
+        "an abandoned handshake held its connection for {:?}",
+        waited.elapsed()
+    );
+}

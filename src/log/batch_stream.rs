@@ -84,8 +84,13 @@ pub enum Next<'a> {
     /// The clean end of the data.
     End,
     /// Bytes at `position` that are not a whole batch, and why (zero padding, a torn write,
-    /// garbage): where a recovery truncates.
-    Stop { position: u64, reason: String },
+    /// garbage): where a recovery truncates. `padding`: only zeros follow (what a direct
+    /// write's block and space allocated ahead leave; nothing was lost).
+    Stop {
+        position: u64,
+        reason: String,
+        padding: bool,
+    },
 }
 
 pub struct BatchStream {
@@ -150,20 +155,34 @@ impl BatchStream {
         if !window.holds_header_at(position as usize) {
             let left = self.buf.len() - self.cursor;
             let reason = format!("{left} bytes were cut short while reading a header");
-            return Ok(Next::Stop { position, reason });
+            let padding = self.zeros_to_end().await?;
+            return Ok(Next::Stop {
+                position,
+                reason,
+                padding,
+            });
         }
         let size = match window.step_at(position as usize) {
             None => return Ok(Next::End),
             Some(Ok((_, header))) => header.size(),
             Some(Err((_, e))) => {
-                let reason = self.stop_reason(e);
-                return Ok(Next::Stop { position, reason });
+                let padding = self.zeros_to_end().await?;
+                let reason = self.stop_reason(e, padding);
+                return Ok(Next::Stop {
+                    position,
+                    reason,
+                    padding,
+                });
             }
         };
         self.fill_to(size).await?;
         if self.buf.len() - self.cursor < size {
             let reason = format!("batch of {size} bytes was cut short while reading");
-            return Ok(Next::Stop { position, reason });
+            return Ok(Next::Stop {
+                position,
+                reason,
+                padding: false,
+            });
         }
         // Filling may have moved the buffer: take the batch's place after it.
         let at = self.cursor;
@@ -174,12 +193,35 @@ impl BatchStream {
         })
     }
 
+    /// Whether only zeros are left from the cursor to the end of the file: what the last
+    /// direct write's block and the space allocated ahead of the writes leave, so it is
+    /// read to the end only when it is no longer than those can be. Ends the walk (the
+    /// buffer is consumed).
+    async fn zeros_to_end(&mut self) -> Result<bool> {
+        let left = self.file_size.saturating_sub(self.position());
+        if left > crate::io::BLOCK + crate::io::MAX_ALLOCATE_AHEAD {
+            return Ok(false);
+        }
+        loop {
+            if self.buf[self.cursor..].iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            self.buf_pos += self.buf.len() as u64;
+            self.buf.clear();
+            self.cursor = 0;
+            if self.eof {
+                return Ok(true);
+            }
+            self.fill_to(1).await?;
+        }
+    }
+
     /// Why the walk stops here. What a crash leaves is named as such: the zero padding of
     /// the last direct write, and a whole header whose batch runs past the end of the file
     /// (a torn write); anything else by the cursor's error.
-    fn stop_reason(&self, e: BatchError) -> String {
+    fn stop_reason(&self, e: BatchError, padding: bool) -> String {
         match e {
-            _ if self.buf[self.cursor..].iter().all(|&b| b == 0) => {
+            _ if padding => {
                 "zero padding (end of the last direct write, or space allocated ahead)".to_string()
             }
             BatchError::SizeMismatch {

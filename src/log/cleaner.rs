@@ -364,7 +364,9 @@ impl SealedBatches {
     async fn next(&mut self) -> Result<Option<(u64, &[u8], BatchHeader)>> {
         match self.stream.next().await? {
             Next::End => Ok(None),
-            Next::Stop { position, reason } => Err(Error::corruption(&self.path, position, reason)),
+            Next::Stop {
+                position, reason, ..
+            } => Err(Error::corruption(&self.path, position, reason)),
             Next::Batch { position, bytes } => {
                 let h = check_framing_and_crc(bytes)
                     .map_err(|e| Error::corruption(&self.path, position, e.to_string()))?;

@@ -22,6 +22,8 @@ pub struct ScanOutcome {
     pub file_size: u64,
     /// Why the scan stopped before the end of the file, if it did.
     pub stop_reason: Option<String>,
+    /// The scan stopped at zero padding (nothing but zeros dropped).
+    pub stopped_at_padding: bool,
     pub state: IndexState,
 }
 
@@ -40,10 +42,16 @@ pub async fn scan_segment(
     let mut expected_next = min_next_offset.max(base_offset);
     // End of the last valid batch.
     let mut valid_size = 0u64;
+    let mut stopped_at_padding = false;
     let stop_reason = loop {
         let (pos, bytes) = match stream.next().await? {
             Next::End => break None,
-            Next::Stop { reason, .. } => break Some(reason),
+            Next::Stop {
+                reason, padding, ..
+            } => {
+                stopped_at_padding = padding;
+                break Some(reason);
+            }
             Next::Batch { position, bytes } => (position, bytes),
         };
         let h = match check_framing_and_crc(bytes) {
@@ -75,6 +83,7 @@ pub async fn scan_segment(
         valid_size,
         file_size,
         stop_reason,
+        stopped_at_padding,
         state,
     })
 }

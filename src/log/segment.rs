@@ -46,6 +46,8 @@ pub struct Truncation {
     pub position: u64,
     pub bytes_dropped: u64,
     pub reason: String,
+    /// Only zero padding was dropped (normal after an unclean stop: nothing is lost).
+    pub padding: bool,
 }
 
 impl Segment {
@@ -766,8 +768,10 @@ async fn truncate_to_valid(
             .stop_reason
             .clone()
             .unwrap_or_else(|| "trailing bytes".into()),
+        padding: scan.stopped_at_padding,
     };
-    tracing::warn!(
+    // The shard reports the truncations once it has opened its partitions.
+    tracing::debug!(
         file = %t.file.display(),
         position = t.position,
         bytes_dropped = t.bytes_dropped,

@@ -7,6 +7,8 @@
 //! (the connection is then closed, since the stream cannot be resynchronised); request and
 //! reply bytes in flight count against the connection's and the shard's budgets
 //! (`budget.rs`): when one is exhausted the reader stops reading, it never buffers more.
+//! Before a connection has authenticated its frames are capped at 512 KiB and take nothing
+//! from the budgets, and every step of authentication has the request timeout.
 //! Timeouts: a new connection must start its first request within `request.timeout.ms` (a
 //! socket that never speaks holds its slot no longer); after that, a connection with no
 //! request for `connections.max.idle.ms` is closed; once a frame has started, its rest must
@@ -97,7 +99,7 @@ pub async fn serve(
         shard.config.max_inflight_large_requests_per_connection,
         shard.inflight.clone(),
     );
-    let opened = match open(&shard, stream, writer, &budget, &*front).await {
+    let opened = match open(&shard, stream, writer, &*front).await {
         Ok(opened) => opened,
         Err(why) => {
             return tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "connection refused")
@@ -152,8 +154,9 @@ impl Served<'_> {
         loop {
             let (shard, front, budget) = (self.shard, self.front, &self.budget);
             let reader = &mut self.reader;
+            let reading = Reading::Request { budget, first };
             let next = futures_lite::future::or(
-                async { read_frame(shard, reader, budget, front, first).await },
+                async { read_frame(shard, reader, reading, front).await },
                 async {
                     shutdown.recv().await;
                     Next::Stop("shutting down".into())
@@ -244,7 +247,6 @@ async fn open(
     shard: &Shard,
     stream: TcpStream,
     writer: TcpStream,
-    budget: &Budget,
     front: &dyn FrontEnd,
 ) -> Result<Opened, Refused> {
     // Buffered: a small request's size prefix and body usually arrive in one recv.
@@ -264,7 +266,7 @@ async fn open(
             principal: certified,
         });
     };
-    let principal = authenticate(shard, &mut reader, &mut writer, budget, front, handshake).await?;
+    let principal = authenticate(shard, &mut reader, &mut writer, front, handshake).await?;
     tracing::debug!(shard = shard.id, %principal, "authenticated");
     Ok(Opened {
         reader,
@@ -316,17 +318,22 @@ async fn authenticate(
     shard: &Shard,
     reader: &mut ConnReader,
     writer: &mut ConnWriter,
-    budget: &Budget,
     front: &dyn FrontEnd,
     mut handshake: Box<dyn Handshake>,
 ) -> Result<String, Refused> {
     let deadline = Instant::now() + Duration::from_millis(shard.config.request_timeout_ms);
     let refused = |why: String| Refused(format!("authentication: {why}"));
-    for n in 0..MAX_HANDSHAKE_FRAMES {
-        let body = match read_frame(shard, reader, budget, front, n == 0).await {
-            Next::Frame(body, _reservation, _, _) => body,
-            Next::Refuse(_) => return Err(refused("a frame over the size limit".into())),
-            Next::Stop(why) => return Err(refused(why)),
+    for _ in 0..MAX_HANDSHAKE_FRAMES {
+        // Every step, not only the first, ends within the request timeout.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let read = within(left, async {
+            Ok(read_frame(shard, reader, Reading::Handshake, front).await)
+        });
+        let body = match read.await {
+            Ok(Next::Frame(body, ..)) => body,
+            Ok(Next::Refuse(_)) => return Err(refused("a frame over the size limit".into())),
+            Ok(Next::Stop(why)) => return Err(refused(why)),
+            Err(_) => return Err(refused("longer than the request timeout".into())),
         };
         let (reply, outcome) = split_step(handshake.step(body));
         if let Some(reply) = reply {
@@ -410,7 +417,11 @@ async fn reauthenticate(
             }
             None => {}
         }
-        body = match read_frame(shard, reader, budget, front, false).await {
+        let reading = Reading::Request {
+            budget,
+            first: false,
+        };
+        body = match read_frame(shard, reader, reading, front).await {
             Next::Frame(body, ..) => body,
             Next::Refuse(_) => return Err(Refused("a frame over the size limit".into())),
             Next::Stop(why) => return Err(Refused(why)),
@@ -482,22 +493,53 @@ enum Next {
     Stop(String),
 }
 
+/// Kafka's cap on a frame from a peer that has not authenticated yet
+/// (`SaslServerAuthenticator`'s 512 KiB): a SASL token is far smaller.
+pub const MAX_HANDSHAKE_FRAME_BYTES: usize = 512 << 10;
+
+/// What a frame is read for: a request of an open connection (its budgets, and whether it
+/// is the connection's first), or a step of authentication (capped at
+/// [`MAX_HANDSHAKE_FRAME_BYTES`], and taking nothing from the shared budgets: a peer that
+/// has not authenticated holds no resource other clients wait for).
+#[derive(Clone, Copy)]
+enum Reading<'a> {
+    Request { budget: &'a Budget, first: bool },
+    Handshake,
+}
+
+impl Reading<'_> {
+    fn max_frame(&self, cfg: &crate::server::ServerConfig) -> usize {
+        match self {
+            Reading::Request { .. } => cfg.max_frame_bytes,
+            Reading::Handshake => cfg.max_frame_bytes.min(MAX_HANDSHAKE_FRAME_BYTES),
+        }
+    }
+
+    /// How long the frame's first byte may take.
+    fn idle(&self, cfg: &crate::server::ServerConfig) -> Duration {
+        let request = Duration::from_millis(cfg.request_timeout_ms);
+        match self {
+            Reading::Request { first: false, .. } => {
+                Duration::from_millis(cfg.connections_max_idle_ms)
+            }
+            _ => request.min(Duration::from_millis(cfg.connections_max_idle_ms)),
+        }
+    }
+}
+
 /// Reads one request frame: the first byte may take up to the idle timeout (the request
-/// timeout for a connection's first request), the rest of the frame must follow within the
-/// request timeout. The body is read only once the budgets grant its size.
+/// timeout for a connection's first request and for authentication), the rest of the frame
+/// must follow within the request timeout. The body is read only once the budgets grant its
+/// size.
 async fn read_frame(
     shard: &Shard,
     reader: &mut ConnReader,
-    budget: &Budget,
+    reading: Reading<'_>,
     front: &dyn FrontEnd,
-    first: bool,
 ) -> Next {
     let cfg = &shard.config;
     let request = Duration::from_millis(cfg.request_timeout_ms);
-    let idle = match first {
-        true => request.min(Duration::from_millis(cfg.connections_max_idle_ms)),
-        false => Duration::from_millis(cfg.connections_max_idle_ms),
-    };
+    let (idle, max_frame) = (reading.idle(cfg), reading.max_frame(cfg));
     let mut size_buf = [0u8; 4];
     if let Err(e) = within(idle, reader.read_exact(&mut size_buf[..1])).await {
         return Next::Stop(format!("waiting for a request: {e}"));
@@ -506,27 +548,30 @@ async fn read_frame(
         return Next::Stop(format!("reading a frame size: {e}"));
     }
     let size = i32::from_be_bytes(size_buf);
-    if size < REQUEST_HEADER as i32 || size as usize > cfg.max_frame_bytes {
+    if size < REQUEST_HEADER as i32 || size as usize > max_frame {
         let reply = match front.answers_bad_frames() {
-            true => refusal(reader, size, cfg.max_frame_bytes, front).await,
+            true => refusal(reader, size, max_frame, front).await,
             false => None,
         };
         return match reply {
             Some(frame) => Next::Refuse(frame),
             None => Next::Stop(format!(
-                "{} frame of {size} bytes (limit {})",
+                "{} frame of {size} bytes (limit {max_frame})",
                 front.label(),
-                cfg.max_frame_bytes
             )),
         };
     }
     let size = size as usize;
     // Checked above: what the client may make the server hold is bounded before any read.
-    debug_assert!((REQUEST_HEADER..=cfg.max_frame_bytes).contains(&size));
+    assert!((REQUEST_HEADER..=max_frame).contains(&size));
     let started = Instant::now();
     // Waiting for budget is backpressure, not a stalled client: no timeout while waiting.
-    let Some(reservation) = budget.reserve_request(size).await else {
-        return Next::Stop("budget closed".into());
+    let reservation = match reading {
+        Reading::Request { budget, .. } => match budget.reserve_request(size).await {
+            Some(reservation) => reservation,
+            None => return Next::Stop("budget closed".into()),
+        },
+        Reading::Handshake => Reservation::default(),
     };
     // Reused memory: the read overwrites every byte, so none is zeroed first.
     let mut body = super::frame_buf::FrameBuf::new(size);

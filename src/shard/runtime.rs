@@ -49,6 +49,11 @@ pub struct Shard {
     previous_shutdown_clean: bool,
     /// Messages to other shards, in order per peer.
     outbox: Rc<Outbox>,
+    /// (segments, bytes) of zero padding recovery dropped while opening partitions.
+    padding_dropped: Cell<(u64, u64)>,
+    /// Partitions that could not be opened at the start, and why: left offline so one
+    /// damaged partition never keeps the node down (or crash-loops it).
+    offline: RefCell<HashMap<TopicPartition, String>>,
     pending: RefCell<HashMap<u64, LocalSender<OpResult>>>,
     /// Cancellable ops peers asked of this shard, by (peer, id): dropping the sender ends
     /// the op (`MeshMsg::Cancel`).
@@ -96,6 +101,14 @@ impl Drop for Outstanding {
     }
 }
 
+/// Whether a partition that cannot be opened fails the caller (a topic being created) or
+/// is left offline while the rest of the node serves (the start).
+#[derive(Clone, Copy)]
+enum OnOpenFailure {
+    Fail,
+    Offline,
+}
+
 fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, BrokerError> {
     Err(BrokerError::new(code, msg))
 }
@@ -121,6 +134,8 @@ impl Shard {
             cache: PageCache::shared(config.cache_bytes),
             previous_shutdown_clean,
             outbox: Outbox::new(senders, config.shards),
+            padding_dropped: Cell::new((0, 0)),
+            offline: RefCell::new(HashMap::new()),
             config,
             pending: RefCell::new(HashMap::new()),
             cancellable: RefCell::new(HashMap::new()),
@@ -207,7 +222,7 @@ impl Shard {
                 clean_shutdown: self.previous_shutdown_clean,
                 ..OpenOptions::default()
             };
-            self.open_owned(&meta, 0, opts)
+            self.open_owned(&meta, 0, opts, OnOpenFailure::Offline)
                 .await
                 .map_err(|why| CatalogError::Open {
                     topic: meta.name.clone(),
@@ -222,6 +237,15 @@ impl Shard {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "partitions open"
         );
+        let (segments, bytes) = self.padding_dropped.take();
+        if segments > 0 {
+            tracing::info!(
+                shard = self.id,
+                segments,
+                bytes,
+                "recovery dropped the zero padding that direct writes and space allocated ahead leave after an unclean stop (no data)"
+            );
+        }
         Ok(())
     }
 
@@ -403,6 +427,11 @@ impl Shard {
                 Some(remote) => self.tiered_op(&h, &remote, op).await,
                 None => h.call(op).await,
             },
+            None if self.offline.borrow().contains_key(&tp) => {
+                let why = self.offline.borrow().get(&tp).cloned().unwrap_or_default();
+                let why = format!("partition {tp} is offline: {why}");
+                err(ErrorCode::StorageError, why)
+            }
             None if !self.ready.get() => err(
                 ErrorCode::NotReady,
                 format!(
@@ -827,7 +856,7 @@ impl Shard {
                 debug_assert!(!self.storage.exists(&dir));
             }
         }
-        self.open_owned(meta, from, OpenOptions::default()).await
+        (self.open_owned(meta, from, OpenOptions::default(), OnOpenFailure::Fail)).await
     }
 
     /// The partitions from `from` on that this shard owns.
@@ -860,10 +889,9 @@ impl Shard {
         let closing: Vec<_> = self
             .owned_partitions(meta, from)
             .filter_map(|p| {
-                let h = self
-                    .partitions
-                    .borrow_mut()
-                    .remove(&TopicPartition::new(&*meta.name, p as i32))?;
+                let tp = TopicPartition::new(&*meta.name, p as i32);
+                self.offline.borrow_mut().remove(&tp);
+                let h = self.partitions.borrow_mut().remove(&tp)?;
                 Some(crate::tasks::spawn(async move { (p, h.discard().await) }))
             })
             .collect();
@@ -932,8 +960,28 @@ impl Shard {
         Ok(OpOk::Done)
     }
 
+    /// What recovery cut from a log: real damage (a torn write, corrupt bytes) is a WARN
+    /// each; zero padding, normal after an unclean stop, is counted and reported once.
+    fn note_truncations(&self, truncations: &[crate::log::segment::Truncation]) {
+        for t in truncations {
+            if t.padding {
+                let (segments, bytes) = self.padding_dropped.get();
+                self.padding_dropped
+                    .set((segments + 1, bytes + t.bytes_dropped));
+            } else {
+                tracing::warn!(file = %t.file.display(), position = t.position, bytes_dropped = t.bytes_dropped, reason = %t.reason, "recovery truncated a log");
+            }
+        }
+    }
+
     /// Opens the partitions of `meta` this shard owns and starts their tasks.
-    async fn open_owned(&self, meta: &TopicMeta, from: u32, mut opts: OpenOptions) -> OpResult {
+    async fn open_owned(
+        &self,
+        meta: &TopicMeta,
+        from: u32,
+        mut opts: OpenOptions,
+        on_failure: OnOpenFailure,
+    ) -> OpResult {
         opts.cache = Some(self.cache.clone());
         opts.acknowledged_reads = true;
         for p in self.owned_partitions(meta, from) {
@@ -941,11 +989,25 @@ impl Shard {
             let mut log_config = meta.config.log.clone();
             log_config.min_time_roll_interval_ms = self.config.log_roll_min_interval_ms;
             let started = std::time::Instant::now();
-            let log = PartitionLog::open_with(self.storage.clone(), &dir, log_config, opts.clone())
-                .await
-                .map_err(|e| {
-                    BrokerError::new(ErrorCode::of(&e), format!("opening {}: {e}", dir.display()))
-                })?;
+            let opened =
+                PartitionLog::open_with(self.storage.clone(), &dir, log_config, opts.clone())
+                    .await
+                    .map_err(|e| {
+                        BrokerError::new(
+                            ErrorCode::of(&e),
+                            format!("opening {}: {e}", dir.display()),
+                        )
+                    });
+            let tp = TopicPartition::new(&*meta.name, p as i32);
+            let log = match (opened, on_failure) {
+                (Ok(log), _) => log,
+                (Err(why), OnOpenFailure::Fail) => return Err(why),
+                (Err(why), OnOpenFailure::Offline) => {
+                    tracing::error!(partition = %tp, %why, "partition left offline: it cannot be opened (its requests get KAFKA_STORAGE_ERROR); the rest of the node serves");
+                    self.offline.borrow_mut().insert(tp, why.message);
+                    continue;
+                }
+            };
             // A slow start names its partitions (recovery scans and producer-state replays
             // are the expected costs; anything else is a finding).
             if started.elapsed() >= SLOW_OPEN {
@@ -953,14 +1015,11 @@ impl Shard {
                 let clean = opts.clean_shutdown;
                 tracing::warn!(dir = %dir.display(), elapsed_ms, clean, segments = log.segments().len(), "slow partition open");
             }
-            for t in log.recovery_truncations() {
-                tracing::warn!(file = %t.file.display(), position = t.position, bytes_dropped = t.bytes_dropped, reason = %t.reason, "recovery truncated a log");
-            }
+            self.note_truncations(log.recovery_truncations());
             let local_start = log.log_start_offset();
-            self.partitions.borrow_mut().insert(
-                TopicPartition::new(&*meta.name, p as i32),
-                PartitionHandle::spawn(log),
-            );
+            self.partitions
+                .borrow_mut()
+                .insert(tp, PartitionHandle::spawn(log));
             self.attach_remote(
                 &meta.name,
                 p,
