@@ -102,3 +102,51 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::Internal | E::TooManyConnections => UNKNOWN_SERVER_ERROR,
     }
 }
+
+/// A Kafka error code as Kafka's tools print it: its name and number,
+/// `LEADER_NOT_AVAILABLE (5)`; an unknown code as `error 1234`.
+pub fn describe(code: i16) -> String {
+    use kafka_protocol::error::ResponseError;
+    match ResponseError::try_from_code(code) {
+        None => "NONE (0)".to_string(),
+        Some(ResponseError::Unknown(code)) => format!("error {code}"),
+        Some(e) => format!("{} ({code})", upper_snake(&format!("{e:?}"))),
+    }
+}
+
+/// Whether a client should retry after `code` (Kafka's retriable errors: a coordinator
+/// loading, a partition without its leader yet, a timeout), except an unknown topic or
+/// partition, which a tool reports at once (a typo should not wait out the timeout).
+pub fn is_retriable(code: i16) -> bool {
+    use kafka_protocol::error::ResponseError;
+    code != UNKNOWN_TOPIC_OR_PARTITION
+        && ResponseError::try_from_code(code).is_some_and(|e| e.is_retriable())
+}
+
+/// `LeaderNotAvailable` -> `LEADER_NOT_AVAILABLE`.
+fn upper_snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 8);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_read_as_kafka_names_them() {
+        assert_eq!(describe(5), "LEADER_NOT_AVAILABLE (5)");
+        assert_eq!(describe(14), "COORDINATOR_LOAD_IN_PROGRESS (14)");
+        assert_eq!(describe(87), "INVALID_RECORD (87)");
+        assert_eq!(describe(-1), "UNKNOWN_SERVER_ERROR (-1)");
+        assert_eq!(describe(9999), "error 9999");
+        assert!(is_retriable(5) && is_retriable(14) && is_retriable(16) && is_retriable(7));
+        assert!(!is_retriable(3) && !is_retriable(29) && !is_retriable(0));
+    }
+}

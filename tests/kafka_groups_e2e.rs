@@ -682,3 +682,51 @@ fn a_static_member_restarting_within_its_session_keeps_its_partitions_without_a_
     let seen = leader.lines_within(Duration::from_secs(3));
     assert!(seen.is_empty(), "the leader saw a rebalance: {seen:?}");
 }
+
+/// Issue 39: right after a restart the listener is up while the shards still open their
+/// partitions and the coordinator loads its offsets partition; `consumer-groups` retries
+/// what it is told meanwhile (LEADER_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS) until
+/// `--timeout-ms`, as Kafka's AdminClient does, instead of failing with "Kafka error 5".
+#[test]
+fn consumer_groups_waits_out_a_starting_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = group_server(&tmp);
+    create_topic(&server, "starting");
+    let reset = [
+        "--reset-offsets",
+        "--group",
+        "cg-start",
+        "--topic",
+        "starting",
+        "--to-earliest",
+        "--execute",
+    ];
+    let (_, err, ok) = tool(&server, &reset);
+    assert!(ok, "{err}");
+    for round in 0..3 {
+        server.restart_after_kill();
+        // Several at once: the first starts loading the offsets partition, the others
+        // are told COORDINATOR_LOAD_IN_PROGRESS meanwhile.
+        let describing: Vec<_> = (0..6)
+            .map(|_| {
+                Command::new(env!("CARGO_BIN_EXE_shardlog"))
+                    .args(["consumer-groups", "-b", &server.kafka_addr()])
+                    .args(["--describe", "--group", "cg-start"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for (i, child) in describing.into_iter().enumerate() {
+            let out = child.wait_with_output().unwrap();
+            let (text, err) = (
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+            );
+            assert!(out.status.success(), "round {round}, tool {i}: {err}");
+            let rows = text.lines().filter(|l| l.starts_with("cg-start")).count();
+            assert_eq!(rows, 4, "every partition described:\n{text}");
+        }
+    }
+}

@@ -50,7 +50,8 @@ fn text(s: &str) -> StrBytes {
 
 fn failed(code: i16, message: Option<&StrBytes>) -> String {
     let message = message.map(|m| m.to_string()).unwrap_or_default();
-    format!("the server refused (error {code}): {message}")
+    let code = crate::kafka_codes::describe(code);
+    format!("the server refused ({code}): {message}")
 }
 
 /// (type, name, pattern, principal, host, operation, permission) of a filter.

@@ -13,6 +13,7 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use super::native_groups::{GroupsApi, NativeGroups};
 use super::time_arg::{format_time, parse_time_flag};
 use crate::kafka::blocking_client::BlockingClient;
+use crate::kafka_codes::describe;
 
 type Out<'a> = &'a mut dyn Write;
 type Result<T> = std::result::Result<T, String>;
@@ -72,6 +73,8 @@ pub enum Target {
 
 struct Tool {
     client: Box<dyn GroupsApi>,
+    /// How long a request is retried while the server answers with retriable errors.
+    timeout: std::time::Duration,
 }
 
 fn name(s: &str) -> StrBytes {
@@ -111,6 +114,7 @@ fn groups_api(server: &Server<'_>) -> Result<Box<dyn GroupsApi>> {
 pub fn run(server: Server<'_>, groups: Groups, action: Action, out: Out) -> Result<()> {
     let mut tool = Tool {
         client: groups_api(&server)?,
+        timeout: server.timeout,
     };
     let need_group = || match &groups {
         Groups::One(g) => Ok(g.clone()),
@@ -136,9 +140,10 @@ pub fn run(server: Server<'_>, groups: Groups, action: Action, out: Out) -> Resu
 }
 
 impl Tool {
+    /// One request, retried while the server is starting (`retry.rs`).
     fn call(&mut self, key: ApiKey, version: i16, r: RequestKind) -> Result<ResponseKind> {
-        self.client
-            .call(key, version, &r)
+        let client = &mut self.client;
+        super::retry::until_settled(self.timeout, || client.call(key, version, &r))
             .map_err(|e| format!("{key:?}: {e}"))
     }
 
@@ -207,6 +212,9 @@ impl Tool {
         else {
             return Err("unexpected OffsetFetch reply".into());
         };
+        if r.error_code != 0 {
+            return Err(format!("group {group:?}: {}", describe(r.error_code)));
+        }
         let mut out = BTreeMap::new();
         for t in r.topics {
             for p in t.partitions.iter().filter(|p| p.committed_offset >= 0) {
@@ -235,7 +243,7 @@ impl Tool {
         };
         let p = &r.topics[0].partitions[0];
         if p.error_code != 0 {
-            return Err(format!("{topic}-{partition}: Kafka error {}", p.error_code));
+            return Err(format!("{topic}-{partition}: {}", describe(p.error_code)));
         }
         Ok((p.offset, p.timestamp))
     }
@@ -252,7 +260,7 @@ impl Tool {
         };
         let t = &r.topics[0];
         if t.error_code != 0 {
-            return Err(format!("topic {topic:?}: Kafka error {}", t.error_code));
+            return Err(format!("topic {topic:?}: {}", describe(t.error_code)));
         }
         Ok(t.partitions.iter().map(|p| p.partition_index).collect())
     }
@@ -327,7 +335,10 @@ impl Tool {
                 .map_err(|e| e.to_string()),
             68 => Err(format!("Deletion of group '{group}' failed: the group is not empty (it has active members).")),
             69 => Err(format!("Deletion of group '{group}' failed: the group does not exist.")),
-            code => Err(format!("Deletion of group '{group}' failed: Kafka error {code}")),
+            code => Err(format!(
+                "Deletion of group '{group}' failed: {}",
+                describe(code)
+            )),
         }
     }
 }
@@ -353,7 +364,8 @@ impl Tool {
             69 => return Err(format!("Group '{group}' does not exist.")),
             code => {
                 return Err(format!(
-                    "Deleting offsets of group '{group}' failed: Kafka error {code}"
+                    "Deleting offsets of group '{group}' failed: {}",
+                    describe(code)
                 ))
             }
         }
@@ -395,7 +407,7 @@ fn print_delete_statuses(r: &OffsetDeleteResponse, out: Out) -> Result<()> {
             let status = match p.error_code {
                 0 => "Successful".to_string(),
                 86 => "Error: the group is active (it has members)".to_string(),
-                code => format!("Error: Kafka error {code}"),
+                code => format!("Error: {}", describe(code)),
             };
             failed |= p.error_code != 0;
             line(
@@ -671,8 +683,10 @@ impl Tool {
         for t in r.topics {
             if let Some(p) = t.partitions.iter().find(|p| p.error_code != 0) {
                 return Err(format!(
-                    "committing {}-{}: Kafka error {}",
-                    t.name.0, p.partition_index, p.error_code
+                    "committing {}-{}: {}",
+                    t.name.0,
+                    p.partition_index,
+                    describe(p.error_code)
                 ));
             }
         }

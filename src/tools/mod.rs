@@ -18,6 +18,7 @@ pub mod partitioner;
 pub mod probe;
 pub mod produce;
 pub mod remote_files;
+mod retry;
 pub mod secure_stream;
 pub mod time_arg;
 pub mod time_window;
