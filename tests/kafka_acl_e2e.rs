@@ -319,3 +319,98 @@ fn the_native_protocol_applies_the_same_acls() {
     assert!(ok, "{text}");
     drop(server);
 }
+
+/// Issue 39: the native OffsetFetch checks topic permissions as Kafka's does (a principal
+/// allowed only on the group used to read any topic's committed offset): DESCRIBE on each
+/// topic asked for, and a fetch of every topic leaves out those it may not describe. And
+/// the security files are only their owner's (0600): a wider one is refused at start.
+#[test]
+fn native_offset_fetch_needs_the_topic_and_security_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    users_set(&data, "admin", SCRAM, "admin-secret");
+    let offline = |more: &[&str]| {
+        let mut args = vec!["--data-dir", data.to_str().unwrap()];
+        args.extend_from_slice(more);
+        acls_tool(&args)
+    };
+    let anonymous = ["--allow-principal", "User:ANONYMOUS"];
+    offline(
+        &[
+            &["--add"],
+            &anonymous[..],
+            &["--operation", "Create", "--cluster"],
+        ]
+        .concat(),
+    );
+    offline(
+        &[
+            &["--add"],
+            &anonymous[..],
+            &["--consumer", "--group", "g", "--topic", "mine"],
+        ]
+        .concat(),
+    );
+    let other = [&anonymous[..], &["--operation", "Read", "--topic", "other"]].concat();
+    offline(&[&["--add"], &other[..]].concat());
+    let meta = data.join("__shardlog_meta");
+    for file in ["acls", "scram-credentials"] {
+        let mode = std::fs::metadata(meta.join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}");
+    }
+    let commit = |addr: String| {
+        common::client(move || async move {
+            let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+            for t in ["mine", "other"] {
+                c.create_topic(t, 1, vec![]).await.unwrap();
+            }
+            let offsets = ["mine", "other"]
+                .map(|t| (t.to_string(), 0, 0i64, String::new()))
+                .to_vec();
+            let codes = c.offset_commit("g", offsets).await.unwrap();
+            assert!(
+                codes
+                    .iter()
+                    .all(|c| c.2 == shardlog::protocol::ErrorCode::None),
+                "{codes:?}"
+            );
+        })
+    };
+    let (mut server, _, _) = server(&data, &[]);
+    commit(server.addr());
+    server.kill9();
+    // Read on "other" is taken away: its commit is no longer the anonymous user's to see.
+    offline(&[&["--remove", "--force"], &other[..]].concat());
+    server.respawn();
+    let addr = server.addr();
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        let all = c.offset_fetch("g", None).await.unwrap();
+        let topics: Vec<&str> = all.iter().map(|o| o.0.as_str()).collect();
+        assert_eq!(topics, ["mine"], "{all:?}");
+        let asked = c
+            .offset_fetch("g", Some(vec!["other".into()]))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            asked.code(),
+            Some(shardlog::protocol::ErrorCode::TopicAuthorizationFailed),
+            "{asked}"
+        );
+    });
+    // A security file others may read is refused at start, naming the fix.
+    server.kill9();
+    std::fs::set_permissions(meta.join("acls"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["serve", "--data-dir"])
+        .arg(&data)
+        .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("chmod 600"), "{err}");
+}

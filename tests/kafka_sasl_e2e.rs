@@ -279,6 +279,13 @@ fn an_unencrypted_listener_off_loopback_is_refused_at_start() {
             && stderr.contains("allow.insecure.listeners"),
         "{stderr}"
     );
+    // Issue 39: the metrics endpoint too (it has no authentication of its own).
+    let port = free_port();
+    let stderr = serve_refuses(tmp.path(), &format!("metrics.listen=0.0.0.0:{port}\n"));
+    assert!(
+        stderr.contains("metrics.listen") && stderr.contains("allow.insecure.listeners"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -675,6 +675,19 @@ fn a_read_replica_serves_the_bucket_read_only_and_follows_the_writer() {
         None,
     );
     assert!(!ok && err.contains("read replica"), "{err}");
+    // Issue 39: a deletion used to be accepted (the topic sync then brought it back).
+    let replica_addr = replica.addr();
+    for args in [
+        vec!["topics", "delete", "--topic", "orders"],
+        vec!["topics", "alter", "--topic", "orders", "--partitions", "9"],
+    ] {
+        let mut args = args;
+        args.extend(["-b", replica_addr.as_str()]);
+        let (_, err, ok) = common::cli::shardlog(&args, None);
+        assert!(!ok && err.contains("read replica"), "{args:?}: {err}");
+    }
+    let (out, _, _) = common::cli::shardlog(&["topics", "list", "-b", &replica.addr()], None);
+    assert!(out.lines().any(|l| l == "orders"), "{out}");
 
     // What the writer uploads next is readable on the replica after its next manifest read.
     tiered(

@@ -55,9 +55,17 @@ fn needs(request: &Request) -> Vec<Need<'_>> {
             needs.extend(topics(Read, offsets.iter().map(|o| &o.0)));
             needs
         }
-        Request::OffsetFetch { group: g, .. } | Request::DescribeGroup { group: g } => {
-            group(Describe, g)
+        // Kafka checks DESCRIBE on each topic asked for; without a list, the topics the
+        // principal may not describe are left out of the reply (`visible_offsets`).
+        Request::OffsetFetch {
+            group: g,
+            topics: asked,
+        } => {
+            let mut needs = group(Describe, g);
+            needs.extend(topics(Describe, asked.iter().flatten()));
+            needs
         }
+        Request::DescribeGroup { group: g } => group(Describe, g),
         Request::DeleteGroup { group: g } => group(Delete, g),
         Request::OffsetDelete {
             group: g,
@@ -100,6 +108,26 @@ pub fn check(config: &AuthorizerConfig, request: &Request, peer: &Peer) -> Resul
         }
     }
     Ok(())
+}
+
+/// An OffsetFetch reply without the commits of topics the peer may not describe (Kafka's
+/// OffsetFetch of every topic leaves them out).
+pub fn visible_offsets(
+    config: &AuthorizerConfig,
+    peer: &Peer,
+    body: crate::protocol::ResponseBody,
+) -> crate::protocol::ResponseBody {
+    match body {
+        crate::protocol::ResponseBody::OffsetFetch(offsets) if config.enabled => {
+            let visible = offsets.into_iter();
+            crate::protocol::ResponseBody::OffsetFetch(
+                visible
+                    .filter(|o| may_describe_topic(config, peer, &o.0))
+                    .collect(),
+            )
+        }
+        other => other,
+    }
 }
 
 /// Whether Metadata lists the topic to this peer (DESCRIBE, as Kafka hides topics).

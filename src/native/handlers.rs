@@ -283,8 +283,13 @@ async fn dispatch(
         Request::DropCaches { .. } | Request::Stats | Request::Metrics => {
             server_state(shard, request, peer).await
         }
+        Request::OffsetFetch { .. } => crate::native::group_admin::dispatch(shard, request)
+            .await
+            .unwrap_or_else(no_handler)
+            .map(|body| {
+                crate::native::authorize::visible_offsets(&shard.config.authorizer, &peer, body)
+            }),
         Request::OffsetCommit { .. }
-        | Request::OffsetFetch { .. }
         | Request::ListGroups
         | Request::DescribeGroup { .. }
         | Request::DeleteGroup { .. }

@@ -2,6 +2,8 @@
 //! a header line naming the format, replaced atomically (write, fsync, rename), so a change
 //! is whole or absent after a kill -9. Read and written here by the offline tools and at
 //! start (blocking); the running server replaces them through its storage (`shard/`).
+//! They hold secrets (SCRAM keys) and the access policy: only their owner may read them
+//! (0600, in a 0700 directory); a file readable by others is refused, not served.
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +25,9 @@ pub fn read<T: Default, E: std::fmt::Display>(
         path: path.clone(),
         why,
     };
+    if let Err(why) = check_private(&path) {
+        return Err(fail(why));
+    }
     match crate::io::os::read_text(&path) {
         Ok(text) => decode(&text).map_err(|e| fail(e.to_string())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
@@ -34,10 +39,43 @@ pub fn read<T: Default, E: std::fmt::Display>(
 /// directory's lock while they do).
 pub fn write(meta_dir: &Path, file: &str, text: &str) -> Result<(), StoreError> {
     let path = meta_dir.join(file);
-    crate::io::os::write_file_durably(&path, text.as_bytes()).map_err(|e| StoreError {
+    let fail = |e: std::io::Error| StoreError {
         path: path.clone(),
         why: e.to_string(),
-    })
+    };
+    make_private_dir(meta_dir).map_err(fail)?;
+    crate::io::os::write_file_durably(&path, text.as_bytes()).map_err(fail)?;
+    make_private(&path).map_err(fail)
+}
+
+/// Only the owner may enter the directory of the security files (a file being replaced is
+/// briefly a new file before its mode is set).
+pub fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Only the owner may read or write the file.
+pub fn make_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}
+
+/// Refuses a security file others may read or write (no file: nothing to check).
+fn check_private(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "mode {mode:04o} lets other users read or change it; it holds secrets and the access policy: run `chmod 600 {}`",
+        path.display()
+    ))
 }
 
 /// A stored file's numbered data lines (1-based, counting the header); `None` when the

@@ -144,7 +144,17 @@ impl ServerConfig {
             !l.protocol.is_secure(client_auth)
         });
         let kafka = kafka.map(|l| (self.kafka_listeners_key(), l.to_string(), l.addr));
-        for (key, name, addr) in native.chain(kafka) {
+        // The metrics endpoint has no authentication of its own: PLAINTEXT stays on loopback.
+        let metrics = (self.metrics_listen)
+            .filter(|_| !self.metrics_security_protocol.is_tls())
+            .map(|addr| {
+                (
+                    "metrics.listen",
+                    format!("metrics PLAINTEXT://{addr}"),
+                    addr,
+                )
+            });
+        for (key, name, addr) in native.chain(kafka).chain(metrics) {
             if !is_loopback(addr.ip()) {
                 return Err(bad(
                     key,

@@ -67,6 +67,16 @@ fn check_tiering(shard: &Shard, config: &TopicConfig) -> Result<(), AdminError> 
     Ok(())
 }
 
+/// A read replica's topics are the writer's (its topic sync would bring a deleted one back
+/// a moment later): they are read-only here, configuration and partitions included.
+fn refuse_on_read_replica(shard: &Shard, what: &str, topic: &str) -> Result<(), BrokerError> {
+    if !shard.config.remote_read_replica {
+        return Ok(());
+    }
+    let why = format!("this server is a read replica of the bucket: it cannot {what} topic {topic:?}; do it on the node that uploads it");
+    Err(BrokerError::new(ErrorCode::InvalidRequest, why))
+}
+
 /// Creates a topic a client asked for (never an internal one).
 pub async fn create(
     shard: &Rc<Shard>,
@@ -164,6 +174,7 @@ async fn roll_back_create(shard: &Rc<Shard>, meta: &TopicMeta) {
 /// Deletes a topic: committed durably first, then carried out on every shard.
 pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
     crate::catalog::internal_topics::refuse_client(&name, "delete")?;
+    refuse_on_read_replica(shard, "delete", &name)?;
     let _turn = shard.admin_turn().await?;
     let Some(meta) = shard.topic(&name) else {
         return err(ErrorCode::UnknownTopic, format!("unknown topic {name:?}"));
@@ -230,6 +241,7 @@ pub fn check_grow(shard: &Shard, name: &str, count: i32) -> Result<(TopicMeta, u
 /// the topic with them. A failure before the commit closes and trashes what was opened; a
 /// crash before it leaves directories no topic owns, which the next start quarantines.
 pub async fn create_partitions(shard: &Rc<Shard>, name: String, count: i32) -> OpResult {
+    refuse_on_read_replica(shard, "add partitions to", &name)?;
     let _turn = shard.admin_turn().await?;
     let (grown, from) = check_grow(shard, &name, count)?;
     let open = ShardOp::OpenPartitions {
@@ -283,6 +295,7 @@ pub async fn alter(
     set: Vec<(String, String)>,
     delete: Vec<String>,
 ) -> OpResult {
+    refuse_on_read_replica(shard, "alter", &name)?;
     let _turn = shard.admin_turn().await?;
     let altered = check_alter(shard, &name, &set, &delete)?;
     let was_tiered = shard

@@ -27,11 +27,14 @@ pub async fn replace_everywhere(
         .storage
         .create_dir_all(&meta_dir)
         .map_err(storage_error)?;
+    crate::security::meta_file::make_private_dir(&meta_dir).map_err(storage_error)?;
+    let path = meta_dir.join(file);
     shard
         .storage
-        .write_file_atomic(&meta_dir.join(file), text.into_bytes())
+        .write_file_atomic(&path, text.into_bytes())
         .await
         .map_err(storage_error)?;
+    crate::security::meta_file::make_private(&path).map_err(storage_error)?;
     shard.on_every_shard(install).await?;
     Ok(())
 }
