@@ -14,6 +14,7 @@ use common::server_proc::ServerProc;
 use common::{client, read_records, read_response};
 use shardlog::client::Client;
 use shardlog::format::{BatchBuilder, RecordSpec};
+use shardlog::kafka::blocking_client::BlockingClient;
 use shardlog::protocol::{ApiKey, ErrorCode, Request, ACKS_ALL};
 
 fn batch_at(ts: i64, len: usize) -> Bytes {
@@ -224,8 +225,11 @@ fn shardlog_small_allowance() -> usize {
 #[test]
 fn idle_and_stuck_peers_are_timed_out_and_a_refused_client_hears_why() {
     let tmp = tempfile::tempdir().unwrap();
+    // The peer's share is what refuses here: a full listener closes an idle connection
+    // for a newcomer instead (`a_full_listener_makes_room_by_closing_its_longest_idle`).
     let config = [
         ("max.connections.per.shard", "8"),
+        ("max.connections.per.ip", "8"),
         ("connections.max.idle.ms", "1000"),
         ("request.timeout.ms", "500"),
     ];
@@ -442,4 +446,54 @@ impl Drop for LoopMount {
             .arg(&self.dir)
             .status();
     }
+}
+
+/// Issue 39: parked connections (one ApiVersions, then nothing) used to hold a listener's
+/// slots for `connections.max.idle.ms`, and every Kafka listener shared one pool. Each
+/// listener now has its own slots (`listener.name.<name>.max.connections`), and a full one
+/// closes its longest-idle connection to serve a newcomer: parked peers lock nobody out,
+/// and a client with a request in progress is never the one closed.
+#[test]
+fn a_full_listener_makes_room_by_closing_its_longest_idle() {
+    use common::server_proc::free_port;
+    let tmp = tempfile::tempdir().unwrap();
+    let (plain, sasl) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
+    let listeners = format!("PLAINTEXT://{plain},SASL_PLAINTEXT://{sasl}");
+    let config = [
+        ("listeners", listeners.as_str()),
+        ("sasl.enabled.mechanisms", "PLAIN"),
+        ("listener.name.plaintext.max.connections", "4"),
+    ];
+    let server = ServerProc::start(&tmp.path().join("data"), 1, &config);
+    std::thread::sleep(Duration::from_millis(300));
+    let api_versions = |c: &mut BlockingClient| {
+        let r = kafka_protocol::messages::RequestKind::ApiVersions(Default::default());
+        c.call(kafka_protocol::messages::ApiKey::ApiVersions, 3, &r)
+    };
+    // Four parked connections fill the PLAINTEXT listener, oldest first.
+    let mut parked = Vec::new();
+    for _ in 0..4 {
+        let mut c = BlockingClient::connect_with_timeout(&plain, Duration::from_secs(5)).unwrap();
+        api_versions(&mut c).unwrap();
+        parked.push(c);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The SASL listener has slots of its own.
+    let mut other = BlockingClient::connect_with_timeout(&sasl, Duration::from_secs(5)).unwrap();
+    api_versions(&mut other).unwrap();
+    // A newcomer is served; the oldest parked connection was closed for it.
+    let mut newcomer =
+        BlockingClient::connect_with_timeout(&plain, Duration::from_secs(5)).unwrap();
+    api_versions(&mut newcomer).expect("served on a full listener");
+    assert!(
+        parked[0].read_frame().is_none(),
+        "the longest idle is closed"
+    );
+    for c in &mut parked[1..] {
+        api_versions(c).expect("younger parked connections stay");
+    }
+    drop(server);
 }

@@ -26,7 +26,7 @@ pub(crate) async fn accept_or_stop(
 pub struct Listener {
     pub socket: TcpListener,
     pub front: Rc<dyn FrontEnd>,
-    pub slots: fn(&Shard) -> &Rc<Slots>,
+    pub slots: Rc<Slots>,
 }
 
 /// Accepts connections until the shard stops, each within the listener's slots.
@@ -43,7 +43,6 @@ pub async fn accept_loop(shard: Rc<Shard>, listener: Listener) {
         match accept_or_stop(&listener, &stop).await {
             None => break,
             Some(Ok(stream)) => {
-                let slots = slots(&shard);
                 let peer = stream.peer_addr().ok().map(|a| a.ip());
                 let slot = match slots.take(peer) {
                     Ok(slot) => slot,
@@ -70,8 +69,9 @@ pub async fn accept_loop(shard: Rc<Shard>, listener: Listener) {
                 backoff.reset();
                 shard.connections.set(shard.connections.get() + 1);
                 let (shard, front) = (shard.clone(), front.clone());
+                let presence = slot.presence();
                 crate::tasks::spawn(async move {
-                    connection::serve(shard.clone(), stream, writer, front).await;
+                    connection::serve(shard.clone(), stream, writer, front, presence).await;
                     shard.connections.set(shard.connections.get() - 1);
                     drop(slot);
                 })

@@ -31,6 +31,7 @@ use crate::metrics::{self, Stage};
 use crate::protocol::REQUEST_HEADER;
 use crate::security::listeners::is_loopback;
 use crate::shard::budget::{Budget, Reservation};
+use crate::shard::slots::Presence;
 use crate::shard::Shard;
 
 /// Requests queued for the writer before the reader waits.
@@ -45,6 +46,8 @@ struct Queued {
     /// How long the frame's body took to arrive (a stage, once the API is known).
     frame_read: Duration,
     bytes_in: usize,
+    /// A client request (counted in flight until answered), not a handshake reply.
+    counted: bool,
 }
 
 impl Queued {
@@ -56,6 +59,7 @@ impl Queued {
             started: Instant::now(),
             frame_read: Duration::ZERO,
             bytes_in: 0,
+            counted: false,
         }
     }
 }
@@ -90,6 +94,7 @@ pub async fn serve(
     stream: TcpStream,
     writer: TcpStream,
     front: Rc<dyn FrontEnd>,
+    presence: Rc<Presence>,
 ) {
     let _ = stream.set_nodelay(true);
     let mut peer = peer_of(&stream);
@@ -114,6 +119,7 @@ pub async fn serve(
         rx,
         request_timeout,
         front.label(),
+        presence.clone(),
     ));
     // KIP-368: a SASL session ends; the client re-authenticates before it.
     let lifetime = front.session_lifetime().filter(|_| !opened.first);
@@ -127,6 +133,7 @@ pub async fn serve(
         lifetime,
         session_ends: lifetime.map(|l| Instant::now() + l),
         turns: Turns::default(),
+        presence,
     };
     conn.run(opened.first).await;
     writer_task.await;
@@ -144,6 +151,8 @@ struct Served<'a> {
     session_ends: Option<Instant>,
     /// Each request's place in the order its work reaches the engine.
     turns: Turns,
+    /// The connection as its listener's slots see it (idle or not; told to close).
+    presence: Rc<Presence>,
 }
 
 impl Served<'_> {
@@ -155,14 +164,29 @@ impl Served<'_> {
             let (shard, front, budget) = (self.shard, self.front, &self.budget);
             let reader = &mut self.reader;
             let reading = Reading::Request { budget, first };
+            let presence = &self.presence;
+            presence.idle();
             let next = futures_lite::future::or(
                 async { read_frame(shard, reader, reading, front).await },
                 async {
-                    shutdown.recv().await;
-                    Next::Stop("shutting down".into())
+                    futures_lite::future::or(
+                        async {
+                            shutdown.recv().await;
+                            Next::Stop("shutting down".into())
+                        },
+                        async {
+                            presence.evicted().await;
+                            Next::Stop(
+                                "the longest idle on a full listener: closed for a new connection"
+                                    .into(),
+                            )
+                        },
+                    )
+                    .await
                 },
             )
             .await;
+            self.presence.busy();
             first = false;
             if !self.take(next).await {
                 break;
@@ -197,6 +221,7 @@ impl Served<'_> {
             }
             Next::Frame(body, reservation, started, frame_read) => {
                 let bytes_in = body.len() + 4;
+                self.presence.request_started();
                 let task = crate::tasks::spawn(self.front.handle(
                     shard.clone(),
                     body,
@@ -210,6 +235,7 @@ impl Served<'_> {
                     started,
                     frame_read,
                     bytes_in,
+                    counted: true,
                 };
                 self.tx.send(queued).await.is_ok()
             }
@@ -222,6 +248,15 @@ impl Served<'_> {
                 false
             }
         }
+    }
+}
+
+/// Counts a request as answered when dropped (its reply written, or the writer gone).
+struct Answered<'a>(&'a Presence);
+
+impl Drop for Answered<'_> {
+    fn drop(&mut self) {
+        self.0.request_done();
     }
 }
 
@@ -439,8 +474,10 @@ async fn write_replies(
     rx: LocalReceiver<Queued>,
     limit: Duration,
     wire: &'static str,
+    presence: Rc<Presence>,
 ) {
     while let Some(queued) = rx.recv().await {
+        let _answered = queued.counted.then_some(Answered(&presence));
         let Reply {
             frame,
             reservation: reply_budget,

@@ -322,18 +322,21 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     let native_listener = cfg.native_listener();
     let security = listener_security(shard, &cfg.for_native(), native_listener.protocol)?;
     let front: Rc<dyn crate::net::FrontEnd> = Rc::new(crate::native::Native { security });
+    // The native listener's two sockets share its slots; each Kafka listener has its own.
+    let native_slots = listener_slots(&cfg.for_native());
     let native = |socket| Listener {
         socket,
         front: front.clone(),
-        slots: |shard| &shard.native_slots,
+        slots: native_slots.clone(),
     };
     let mut listeners = vec![native(shared), native(own)];
     for kafka in cfg.kafka_listeners() {
-        let security = listener_security(shard, &cfg.for_listener(&kafka), kafka.protocol)?;
+        let own = cfg.for_listener(&kafka);
+        let security = listener_security(shard, &own, kafka.protocol)?;
         listeners.push(Listener {
             socket: bind(kafka.addr).await?,
             front: Rc::new(crate::kafka::Kafka { security }),
-            slots: |shard| &shard.kafka_slots,
+            slots: listener_slots(&own),
         });
     }
     if let (Some(addr), 0) = (cfg.metrics_listen, shard.id) {
@@ -348,6 +351,16 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
         .detach();
     }
     Ok(listeners)
+}
+
+/// One listener's slots on a shard (`cfg`: the listener's own settings): its share of
+/// `max.connections` (Kafka's, per listener with `listener.name.<name>.max.connections`),
+/// at most `max.connections.per.shard`, and this shard's share of each peer's.
+fn listener_slots(cfg: &ServerConfig) -> Rc<crate::shard::slots::Slots> {
+    let shards = cfg.shards.max(1);
+    let per_shard = (cfg.max_connections.div_ceil(shards)).min(cfg.max_connections_per_shard);
+    let per_peer = cfg.max_connections_per_ip.div_ceil(shards);
+    crate::shard::slots::Slots::new(per_shard, per_peer)
 }
 
 /// A listener's security from its settings (`own`: the server's, with the listener's own

@@ -366,6 +366,7 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         1..=MAX_INFLIGHT_LARGE_REQUESTS_PER_CONNECTION
     ),
     number_key!("max.connections.per.shard", max_connections_per_shard, 1..),
+    number_key!("max.connections", max_connections, 1..),
     number_key!("max.connections.per.ip", max_connections_per_ip, 1..),
     number_key!(
         "max.partitions.per.topic",

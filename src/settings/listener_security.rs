@@ -21,6 +21,9 @@ const PER_LISTENER: &[&str] = &[
     "ssl.truststore.location",
     "ssl.principal.mapping.rules",
     "sasl.enabled.mechanisms",
+    "max.connections",
+    "max.connections.per.shard",
+    "max.connections.per.ip",
 ];
 
 /// A listener's name as `listener.name.` spells it.

@@ -27,6 +27,9 @@ pub struct ServerConfig {
     /// not in a partition's queue in front of other clients' requests.
     pub max_inflight_large_requests_per_connection: usize,
     pub max_connections_per_shard: usize,
+    /// Kafka's `max.connections`: a listener's connections on the whole node, split across
+    /// the shards (per listener with `listener.name.<name>.max.connections`).
+    pub max_connections: usize,
     /// Connections one peer address may hold on one listener (Kafka's
     /// max.connections.per.ip), split evenly across the shards.
     pub max_connections_per_ip: usize,
@@ -229,6 +232,7 @@ impl Default for ServerConfig {
             max_inflight_large_requests_per_connection:
                 DEFAULT_MAX_INFLIGHT_LARGE_REQUESTS_PER_CONNECTION,
             max_connections_per_shard: 1024,
+            max_connections: i32::MAX as usize,
             max_connections_per_ip: 1000,
             max_partitions_per_topic: 1024,
             auto_create_topics_enable: true,

@@ -73,8 +73,6 @@ pub struct Shard {
     shutdown_waiters: RefCell<Vec<LocalSender<()>>>,
     pub connections: Cell<usize>,
     /// Connection slots of the native and Kafka listeners (`slots.rs`).
-    pub native_slots: Rc<crate::shard::slots::Slots>,
-    pub kafka_slots: Rc<crate::shard::slots::Slots>,
     pub drained_peers: Cell<usize>,
     /// Request and reply bytes all connections of this shard may hold at once.
     pub inflight: Rc<Semaphore>,
@@ -121,8 +119,6 @@ impl Shard {
         previous_shutdown_clean: bool,
         tiering: Option<crate::shard::tiering::Tiering>,
     ) -> Rc<Self> {
-        let (native_slots, kafka_slots) =
-            (Self::listener_slots(&config), Self::listener_slots(&config));
         Rc::new(Shard {
             id,
             n: config.shards,
@@ -148,18 +144,10 @@ impl Shard {
             shutting_down: Cell::new(false),
             shutdown_waiters: RefCell::new(Vec::new()),
             connections: Cell::new(0),
-            native_slots,
-            kafka_slots,
             drained_peers: Cell::new(0),
             tiering,
             remote_logs: RefCell::new(HashMap::new()),
         })
-    }
-
-    /// One listener's slots: per shard, and this shard's share of each peer's.
-    fn listener_slots(config: &ServerConfig) -> Rc<crate::shard::slots::Slots> {
-        let per_peer = config.max_connections_per_ip.div_ceil(config.shards.max(1));
-        crate::shard::slots::Slots::new(config.max_connections_per_shard, per_peer)
     }
 
     /// A receiver whose `recv()` completes (with `None`) once shutdown begins.
