@@ -4,7 +4,42 @@
 //! another.
 
 use crate::error::{Error, Result};
+use crate::format::compression::Codec;
 use crate::format::TimestampType;
+
+/// max.message.bytes when neither the topic nor the broker sets it: the largest frame a
+/// client may send by default (`max.frame.bytes`), so batches any client could always send
+/// stay accepted. Kafka's default is 1048588; set `message.max.bytes` for Kafka's limit.
+pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 16 << 20;
+
+/// compression.type: batches are stored as the producer compressed them, or recompressed
+/// to one codec (Kafka's broker-side compression).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TopicCompression {
+    Producer,
+    Codec(Codec),
+}
+
+impl TopicCompression {
+    /// Kafka's names: producer, uncompressed, gzip, snappy, lz4, zstd.
+    pub fn parse(v: &str) -> Option<Self> {
+        match v {
+            "producer" => Some(TopicCompression::Producer),
+            "uncompressed" => Some(TopicCompression::Codec(Codec::None)),
+            "none" => None,
+            name => Codec::from_name(name).map(TopicCompression::Codec),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TopicCompression::Producer => "producer",
+            TopicCompression::Codec(Codec::None) => "uncompressed",
+            TopicCompression::Codec(c) => c.name(),
+        }
+    }
+}
 
 /// Kafka's smallest allowed segment.bytes (one empty batch header fits).
 pub const MIN_SEGMENT_BYTES: u64 = 14;
@@ -98,6 +133,57 @@ pub struct LogConfig {
     pub local_retention_ms: i64,
     /// local.retention.bytes: local bytes a tiered log keeps (-2: as retention.bytes).
     pub local_retention_bytes: i64,
+    /// max.message.bytes: the largest record batch a producer may append (after
+    /// compression.type is applied); larger ones get MESSAGE_TOO_LARGE.
+    pub max_message_bytes: u64,
+    /// min.insync.replicas: an acks=all produce needs this many in-sync replicas; one node
+    /// is one replica, so above 1 acks=all gets NOT_ENOUGH_REPLICAS, as Kafka with RF 1.
+    pub min_insync_replicas: i64,
+    /// compression.type.
+    pub compression: TopicCompression,
+    /// flush.messages: fdatasync once this many records were appended since the last one
+    /// (besides every acks=all group commit and every roll).
+    pub flush_messages: i64,
+    /// flush.ms: fdatasync once the last one is this old when records are appended.
+    pub flush_ms: i64,
+    /// Kafka keys with no effect on one node, kept and described as set (README lists
+    /// them with the reason): preallocate, segment.jitter.ms,
+    /// unclean.leader.election.enable, message.downconversion.enable,
+    /// message.format.version, leader/follower.replication.throttled.replicas.
+    pub inert: Box<InertKeys>,
+}
+
+/// Topic keys Kafka documents that change nothing on one shardlog node, validated as Kafka
+/// does and kept so clients that set them (and read them back) work.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InertKeys {
+    /// Segments are always allocated ahead of their writes.
+    pub preallocate: bool,
+    /// Rolls by time are not jittered.
+    pub segment_jitter_ms: i64,
+    /// One replica: no leader election.
+    pub unclean_leader_election_enable: bool,
+    /// Only the v2 format is served: nothing is ever down-converted.
+    pub message_downconversion_enable: bool,
+    /// Deprecated in Kafka 3.0; only v2 batches are written.
+    pub message_format_version: String,
+    /// No replication traffic to throttle.
+    pub leader_replication_throttled_replicas: String,
+    pub follower_replication_throttled_replicas: String,
+}
+
+impl Default for InertKeys {
+    fn default() -> Self {
+        InertKeys {
+            preallocate: false,
+            segment_jitter_ms: 0,
+            unclean_leader_election_enable: false,
+            message_downconversion_enable: true,
+            message_format_version: "3.0-IV1".into(),
+            leader_replication_throttled_replicas: String::new(),
+            follower_replication_throttled_replicas: String::new(),
+        }
+    }
 }
 
 /// local.retention.*: the same as the total retention (Kafka's -2).
@@ -125,6 +211,12 @@ impl Default for LogConfig {
             remote_storage_enable: false,
             local_retention_ms: SAME_AS_TOTAL,
             local_retention_bytes: SAME_AS_TOTAL,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            min_insync_replicas: 1,
+            compression: TopicCompression::Producer,
+            flush_messages: i64::MAX,
+            flush_ms: i64::MAX,
+            inert: Box::default(),
         }
     }
 }
@@ -139,6 +231,42 @@ pub struct TopicKey {
 
 fn num<T: std::str::FromStr>(v: &str) -> std::result::Result<T, &'static str> {
     v.trim().parse().map_err(|_| "not a valid number")
+}
+
+fn boolean(v: &str) -> std::result::Result<bool, &'static str> {
+    match v.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err("use true or false"),
+    }
+}
+
+/// Kafka's throttled-replicas list: empty, `*`, or `partition:broker` pairs.
+fn replica_list(v: &str) -> std::result::Result<String, &'static str> {
+    let v = v.trim();
+    let pair = |p: &str| {
+        p.trim()
+            .split_once(':')
+            .is_some_and(|(a, b)| a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok())
+    };
+    if v.is_empty() || v == "*" || v.split(',').all(pair) {
+        Ok(v.to_string())
+    } else {
+        Err("use *, or partition:broker pairs separated by commas")
+    }
+}
+
+macro_rules! inert_key {
+    ($name:literal, $field:ident, $parse:expr) => {
+        TopicKey {
+            name: $name,
+            get: |c| c.inert.$field.to_string(),
+            set: |c, v| {
+                c.inert.$field = $parse(v)?;
+                Ok(())
+            },
+        }
+    };
 }
 
 macro_rules! numeric_key {
@@ -204,6 +332,46 @@ pub const TOPIC_KEYS: &[TopicKey] = &[
     },
     numeric_key!("local.retention.ms", local_retention_ms),
     numeric_key!("local.retention.bytes", local_retention_bytes),
+    numeric_key!("max.message.bytes", max_message_bytes),
+    numeric_key!("min.insync.replicas", min_insync_replicas),
+    TopicKey {
+        name: "compression.type",
+        get: |c| c.compression.name().to_string(),
+        set: |c, v| {
+            c.compression = TopicCompression::parse(v.trim())
+                .ok_or("use producer, uncompressed, gzip, snappy, lz4 or zstd")?;
+            Ok(())
+        },
+    },
+    numeric_key!("flush.messages", flush_messages),
+    numeric_key!("flush.ms", flush_ms),
+    inert_key!("preallocate", preallocate, boolean),
+    inert_key!("segment.jitter.ms", segment_jitter_ms, num),
+    inert_key!(
+        "unclean.leader.election.enable",
+        unclean_leader_election_enable,
+        boolean
+    ),
+    inert_key!(
+        "message.downconversion.enable",
+        message_downconversion_enable,
+        boolean
+    ),
+    inert_key!(
+        "message.format.version",
+        message_format_version,
+        |v: &str| { Ok::<_, &'static str>(v.trim().to_string()) }
+    ),
+    inert_key!(
+        "leader.replication.throttled.replicas",
+        leader_replication_throttled_replicas,
+        replica_list
+    ),
+    inert_key!(
+        "follower.replication.throttled.replicas",
+        follower_replication_throttled_replicas,
+        replica_list
+    ),
 ];
 
 /// Kafka's older name, before 3.6: one bound for both directions.
@@ -325,10 +493,39 @@ impl LogConfig {
         if self.max_compaction_lag_ms < 1 {
             return Err(invalid("max.compaction.lag.ms", "must be at least 1"));
         }
+        self.validate_producing()?;
         if !(0.0..=1.0).contains(&self.min_cleanable_dirty_ratio) {
             return Err(invalid("min.cleanable.dirty.ratio", "must be in [0, 1]"));
         }
         self.validate_tiering()
+    }
+
+    /// Kafka's bounds of the keys that shape appends (TopicConfig's validators).
+    fn validate_producing(&self) -> Result<()> {
+        if self.max_message_bytes > i32::MAX as u64 {
+            return Err(invalid("max.message.bytes", "must fit in 31 bits"));
+        }
+        if self.min_insync_replicas < 1 {
+            return Err(invalid("min.insync.replicas", "must be at least 1"));
+        }
+        if self.flush_messages < 1 {
+            return Err(invalid("flush.messages", "must be at least 1"));
+        }
+        if self.flush_ms < 0 || self.inert.segment_jitter_ms < 0 {
+            let key = if self.flush_ms < 0 {
+                "flush.ms"
+            } else {
+                "segment.jitter.ms"
+            };
+            return Err(invalid(key, "must be >= 0"));
+        }
+        Ok(())
+    }
+
+    /// Whether appends since the last fdatasync call for one now (flush.messages, flush.ms).
+    pub fn flush_due(&self, unsynced_records: u64, since_sync: std::time::Duration) -> bool {
+        unsynced_records >= self.flush_messages as u64
+            || since_sync.as_millis() >= self.flush_ms as u128
     }
 
     /// Kafka's rules for tiered topics (LogConfig.validateRemoteStorage*): no compaction,

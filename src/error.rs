@@ -53,8 +53,13 @@ pub enum Error {
         log_start: i64,
         log_end: i64,
     },
-    #[error("record batch of {size} bytes is larger than segment.bytes ({limit})")]
-    RecordBatchTooLarge { size: usize, limit: u64 },
+    #[error("record batch of {size} bytes is larger than {key} ({limit})")]
+    RecordBatchTooLarge {
+        size: usize,
+        limit: u64,
+        /// The topic config that bounds it (segment.bytes, max.message.bytes).
+        key: &'static str,
+    },
     #[error("invalid config {key}: {reason}")]
     InvalidConfig { key: String, reason: String },
     #[error(

@@ -23,6 +23,7 @@ pub const INVALID_SESSION_TIMEOUT: i16 = 26;
 pub const REBALANCE_IN_PROGRESS: i16 = 27;
 pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
 pub const INVALID_REQUIRED_ACKS: i16 = 21;
+pub const NOT_ENOUGH_REPLICAS: i16 = 19;
 pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
@@ -87,6 +88,7 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::InvalidConfig => INVALID_CONFIG,
         E::StorageError | E::CorruptStorage | E::PartitionPoisoned => KAFKA_STORAGE_ERROR,
         E::InvalidAcks => INVALID_REQUIRED_ACKS,
+        E::NotEnoughReplicas => NOT_ENOUGH_REPLICAS,
         E::InvalidTimestamp => INVALID_TIMESTAMP,
         // Retriable: the client refreshes metadata and tries again.
         E::NotReady => LEADER_NOT_AVAILABLE,

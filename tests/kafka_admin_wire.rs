@@ -9,7 +9,7 @@ use bytes::Bytes;
 use common::server_proc::ServerProc;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use shardlog::catalog::broker_defaults::BROKER_SYNONYMS;
+use shardlog::catalog::broker_defaults::{BROKER_SYNONYMS, INERT_BROKER_KEYS};
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::kafka::blocking_client::BlockingClient;
 use shardlog::kafka::ADVERTISED;
@@ -337,7 +337,7 @@ fn incremental_alter_configs_sets_deletes_appends_and_subtracts_topic_configs() 
         1,
         BROKER,
         "0",
-        &[("log.flush.interval.ms", 0, Some("1"))],
+        &[("log.cleaner.threads", 0, Some("1"))],
         false,
     );
     assert_eq!(code, 40, "{msg}");
@@ -418,12 +418,18 @@ fn alter_configs_replaces_a_topics_whole_config_and_broker_configs_are_described
         .find(|c| c.name.as_str() == "connections.max.idle.ms")
         .unwrap();
     assert_eq!(idle.config_source, 5, "left at its default");
-    // Server settings are static; the broker defaults of topic configs are dynamic.
+    // Server settings are static; the broker defaults of topic configs are dynamic, and so
+    // are the Kerberos keys Kafka's clients set (accepted, inert here).
+    let dynamic_keys = || {
+        let inert = INERT_BROKER_KEYS.iter().map(|(b, _)| *b);
+        BROKER_SYNONYMS.iter().map(|(b, _)| *b).chain(inert)
+    };
     for c in configs {
-        let dynamic = BROKER_SYNONYMS.iter().any(|(b, _)| *b == c.name.as_str());
+        let dynamic = dynamic_keys().any(|b| b == c.name.as_str());
         assert_eq!(c.read_only, !dynamic, "{}", c.name);
     }
-    assert!(configs.iter().filter(|c| !c.read_only).count() == BROKER_SYNONYMS.len());
+    let writable = configs.iter().filter(|c| !c.read_only).count();
+    assert_eq!(writable, dynamic_keys().count());
 }
 
 fn broker_configs(k: &mut Kafka, name: &str) -> Vec<(String, String, i8)> {
@@ -755,4 +761,131 @@ fn describe_log_dirs_reports_the_data_dir_and_each_partitions_size() {
             }
         }
     }
+}
+
+/// CreateTopics with `configs`; the topic's error code and message.
+fn create_with(k: &mut Kafka, topic: &str, configs: &[(&str, &str)]) -> (i16, String) {
+    let configs = configs
+        .iter()
+        .map(|(key, v)| {
+            create_topics_request::CreatableTopicConfig::default()
+                .with_name(s(key))
+                .with_value(Some(s(v)))
+        })
+        .collect();
+    let r = CreateTopicsRequest::default().with_topics(vec![
+        create_topics_request::CreatableTopic::default()
+            .with_name(TopicName(s(topic)))
+            .with_num_partitions(1)
+            .with_replication_factor(1)
+            .with_configs(configs),
+    ]);
+    let ResponseKind::CreateTopics(r) =
+        k.call(ApiKey::CreateTopics, 7, RequestKind::CreateTopics(r))
+    else {
+        panic!()
+    };
+    let t = &r.topics[0];
+    let message = t.error_message.as_ref().map(|m| m.to_string());
+    (t.error_code, message.unwrap_or_default())
+}
+
+/// Produce v9 of one batch to partition 0: (error code, message).
+fn produce_batch(k: &mut Kafka, topic: &str, acks: i16, batch: Vec<u8>) -> (i16, String) {
+    let r = ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![produce_request::TopicProduceData::default()
+            .with_name(TopicName(s(topic)))
+            .with_partition_data(vec![
+                produce_request::PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(Bytes::from(batch))),
+            ])]);
+    let ResponseKind::Produce(r) = k.call(ApiKey::Produce, 9, RequestKind::Produce(r)) else {
+        panic!()
+    };
+    let p = &r.responses[0].partition_responses[0];
+    let message = p.error_message.as_ref().map(|m| m.to_string());
+    (p.error_code, message.unwrap_or_default())
+}
+
+fn batch_of(values: &[String]) -> Vec<u8> {
+    let mut b = BatchBuilder::new(256);
+    for v in values {
+        b.push(RecordSpec::new(None, Some(v.as_bytes())).timestamp(shardlog::time::now_ms()));
+    }
+    b.build()
+}
+
+/// Issue 39: the topic configs Kafka's clients send are accepted with Kafka's validation
+/// and do what Kafka does on one node: max.message.bytes bounds a batch (MESSAGE_TOO_LARGE),
+/// compression.type recompresses, min.insync.replicas above the one replica refuses
+/// acks=all (NOT_ENOUGH_REPLICAS); keys with no effect here are kept and described; the
+/// Kerberos broker keys librdkafka sets are accepted.
+#[test]
+fn topic_configs_kafka_clients_send_are_accepted_and_applied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, mut k) = server(&tmp);
+    let configs = [
+        ("max.message.bytes", "2000"),
+        ("compression.type", "lz4"),
+        ("min.insync.replicas", "2"),
+        ("flush.messages", "1"),
+        ("flush.ms", "1000"),
+        ("preallocate", "true"),
+        ("segment.jitter.ms", "0"),
+        ("unclean.leader.election.enable", "false"),
+        ("message.downconversion.enable", "true"),
+        ("follower.replication.throttled.replicas", "*"),
+    ];
+    assert_eq!(create_with(&mut k, "tuned", &configs), (0, String::new()));
+    let described = topic_configs(&mut k, "tuned");
+    for (key, v) in configs {
+        assert_eq!(value(&described, key).0, v, "{key}");
+    }
+    // Kafka's validation: each refused with INVALID_CONFIG (40), nothing created.
+    for bad in [
+        ("min.insync.replicas", "0"),
+        ("compression.type", "brotli"),
+        ("flush.messages", "0"),
+        ("leader.replication.throttled.replicas", "0:x"),
+    ] {
+        let (code, why) = create_with(&mut k, "refused", &[bad]);
+        assert_eq!(code, 40, "{bad:?}: {why}");
+        assert!(why.contains(bad.0), "{why}");
+    }
+    let small: Vec<String> = (0..10).map(|i| format!("value-{i}")).collect();
+    let (code, why) = produce_batch(&mut k, "tuned", -1, batch_of(&small));
+    assert_eq!(code, 19, "acks=all with min.insync.replicas 2: {why}");
+    assert_eq!(produce_batch(&mut k, "tuned", 1, batch_of(&small)).0, 0);
+    // Incompressible: over the limit after compression too (Kafka checks the stored batch).
+    let big: Vec<String> = (0..100)
+        .map(|_| (0..40).map(|_| fastrand::alphanumeric()).collect())
+        .collect();
+    let (code, why) = produce_batch(&mut k, "tuned", 1, batch_of(&big));
+    assert_eq!(code, 10, "MESSAGE_TOO_LARGE: {why}");
+    assert!(why.contains("max.message.bytes"), "{why}");
+    // The accepted batch was stored lz4-compressed, its records intact.
+    let (addr, values) = (server.addr(), small.clone());
+    common::client(move || async move {
+        let mut c = shardlog::client::Client::connect(&addr).await.unwrap();
+        let f = c.fetch("tuned", 0, 0, 1 << 20).await.unwrap();
+        let header = shardlog::format::BatchHeader::parse(&f.records).unwrap();
+        assert_eq!(
+            header.codec().unwrap(),
+            shardlog::format::compression::Codec::Lz4
+        );
+        let read = common::read_records(&mut c, "tuned", 0).await;
+        let read: Vec<String> = read.into_iter().map(|(_, v)| v).collect();
+        assert_eq!(read, values);
+    });
+    // The broker key librdkafka's 0081 alters.
+    let kerberos = [("sasl.kerberos.min.time.before.relogin", 0i8, Some("58000"))];
+    assert_eq!(incremental(&mut k, 1, BROKER, "0", &kerberos, false).0, 0);
+    let broker = broker_configs(&mut k, "0");
+    assert_eq!(
+        value(&broker, "sasl.kerberos.min.time.before.relogin").0,
+        "58000"
+    );
 }

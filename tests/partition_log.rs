@@ -206,7 +206,9 @@ fn oversize_batch_is_rejected_and_nothing_is_written() {
         log.append(&single(1, 10)).await.unwrap();
         let big = single(2, 300);
         match log.append(&big).await {
-            Err(Error::RecordBatchTooLarge { size, limit: 200 }) => assert_eq!(size, big.len()),
+            Err(Error::RecordBatchTooLarge {
+                size, limit: 200, ..
+            }) => assert_eq!(size, big.len()),
             other => panic!("expected RecordBatchTooLarge, got {other:?}"),
         }
         assert_eq!(log.log_end_offset(), 1);

@@ -42,7 +42,38 @@ pub const BROKER_SYNONYMS: &[(&str, &str)] = &[
     ),
     ("log.local.retention.ms", "local.retention.ms"),
     ("log.local.retention.bytes", "local.retention.bytes"),
+    ("message.max.bytes", "max.message.bytes"),
+    ("min.insync.replicas", "min.insync.replicas"),
+    ("compression.type", "compression.type"),
+    ("log.flush.interval.messages", "flush.messages"),
+    ("log.flush.interval.ms", "flush.ms"),
+    ("log.preallocate", "preallocate"),
+    ("log.roll.jitter.ms", "segment.jitter.ms"),
+    (
+        "unclean.leader.election.enable",
+        "unclean.leader.election.enable",
+    ),
+    (
+        "log.message.downconversion.enable",
+        "message.downconversion.enable",
+    ),
 ];
+
+/// Dynamic broker configs Kafka documents that configure nothing shardlog has (Kerberos:
+/// GSSAPI is not offered), with Kafka's defaults: accepted when they parse as Kafka's
+/// numbers, kept and described, so clients that set them (librdkafka's 0081) work.
+pub const INERT_BROKER_KEYS: &[(&str, &str)] = &[
+    ("sasl.kerberos.min.time.before.relogin", "60000"),
+    ("sasl.kerberos.ticket.renew.jitter", "0.05"),
+    ("sasl.kerberos.ticket.renew.window.factor", "0.8"),
+];
+
+fn inert_default(broker_key: &str) -> Option<&'static str> {
+    INERT_BROKER_KEYS
+        .iter()
+        .find(|(k, _)| *k == broker_key)
+        .map(|(_, v)| *v)
+}
 
 /// Which broker resource a dynamic config belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,14 +172,20 @@ impl BrokerDefaults {
             Scope::Broker => &mut next.broker,
         };
         for k in delete {
-            check_dynamic(k)?;
+            check_known(k)?;
             map.remove(k);
         }
         for (k, v) in set {
-            let topic_key = check_dynamic(k)?;
-            LogConfig::default()
-                .set(topic_key, v.trim())
-                .map_err(|e| invalid(k, e))?;
+            match inert_default(k) {
+                Some(_) if v.trim().parse::<f64>().is_ok_and(|n| n >= 0.0) => {}
+                Some(_) => return Err(invalid(k, "must be a number >= 0")),
+                None => {
+                    let topic_key = check_dynamic(k)?;
+                    LogConfig::default()
+                        .set(topic_key, v.trim())
+                        .map_err(|e| invalid(k, e))?;
+                }
+            }
             map.insert(k.clone(), v.trim().to_string());
         }
         next.base()?;
@@ -188,7 +225,7 @@ impl BrokerDefaults {
         }
         let keys = out.cluster.keys().chain(out.broker.keys());
         for k in keys {
-            check_dynamic(k)?;
+            check_known(k)?;
         }
         out.base()?;
         Ok(out)
@@ -244,10 +281,19 @@ fn invalid(key: &str, why: impl std::fmt::Display) -> AdminError {
 }
 
 /// The topic config a dynamic broker config sets, or why it cannot be set at run time.
+/// A dynamic broker config this server accepts: a topic config's default, or inert.
+fn check_known(broker_key: &str) -> Result<(), AdminError> {
+    match inert_default(broker_key) {
+        Some(_) => Ok(()),
+        None => check_dynamic(broker_key).map(|_| ()),
+    }
+}
+
 fn check_dynamic(broker_key: &str) -> Result<&'static str, AdminError> {
     if let Some(topic_key) = topic_key_of(broker_key) {
         return Ok(topic_key);
     }
+
     let why = match crate::settings::keys::server_key(broker_key) {
         Ok(_) => "cannot be updated dynamically: set it in the server's config file and restart",
         Err(_) => "is not a broker config shardlog knows",

@@ -384,6 +384,40 @@ pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
     batch[BASE_OFFSET_AT..BASE_OFFSET_AT + 8].copy_from_slice(&base_offset.to_be_bytes());
 }
 
+/// `batch` with its records section in `codec` (a topic's compression.type): the same
+/// records and header fields, with the codec bits, batchLength and CRC made to match. The
+/// records decompress within the usual bound.
+pub fn recompressed(
+    batch: &[u8],
+    header: &BatchHeader,
+    codec: Codec,
+) -> Result<Vec<u8>, BatchError> {
+    let section = &batch[HEADER_SIZE..header.size()];
+    let raw = match header.codec()? {
+        Codec::None => std::borrow::Cow::Borrowed(section),
+        from => std::borrow::Cow::Owned(from.decompress(section)?),
+    };
+    let body = codec.compress(&raw);
+    let mut out = Vec::with_capacity(HEADER_SIZE + body.len());
+    out.extend_from_slice(&batch[..HEADER_SIZE]);
+    out.extend_from_slice(&body);
+    let attributes = (be_i16(&out, ATTRIBUTES_AT) & !0x07) | codec as i16;
+    out[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    // batchLength counts what follows it.
+    let length = i32::try_from(out.len() - LEADER_EPOCH_AT)
+        .map_err(|_| BatchError::TooShort { len: out.len() })?;
+    out[LENGTH_AT..LENGTH_AT + 4].copy_from_slice(&length.to_be_bytes());
+    let crc = compute_crc(&out);
+    out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    // What was written reads back as the same batch in the new codec.
+    let again = BatchHeader::parse(&out)?;
+    assert_eq!(
+        (again.size(), again.codec()?, again.records_count),
+        (out.len(), codec, header.records_count)
+    );
+    Ok(out)
+}
+
 /// Sets the idempotent producer fields (producerId, producerEpoch, baseSequence) and
 /// recomputes the CRC, which covers them.
 pub fn set_producer(batch: &mut [u8], producer_id: i64, epoch: i16, base_sequence: i32) {

@@ -185,8 +185,18 @@ fn broker_configs(
             };
             config_entry(broker_key.to_string(), value, source, false)
         });
+    let inert = broker_defaults::INERT_BROKER_KEYS
+        .iter()
+        .map(|(key, default)| {
+            let (value, source) = match dynamic.get(key) {
+                Some((v, scope)) => (v.to_string(), scope_source(scope)),
+                None => (default.to_string(), SOURCE_DEFAULT),
+            };
+            config_entry(key.to_string(), value, source, false)
+        });
     server
         .chain(defaults)
+        .chain(inert)
         .filter(|c| wanted(c.name.as_str()))
         .collect()
 }

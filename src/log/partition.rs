@@ -82,6 +82,8 @@ pub struct PartitionLog {
     pub(super) cleaner_checkpoint: i64,
     /// The active segment's index files on disk: (segment base, entries written), and when.
     active_indexes_written: Option<(IndexFilesState, std::time::Instant)>,
+    /// When the log was last fdatasync'd (flush.ms counts from it).
+    synced_at: std::time::Instant,
     /// Idempotent producers' epochs and last batches (retries are not stored twice).
     pub(super) producers: ProducerState,
     /// Aborted transactions (the `.txnindex` entries of every segment).
@@ -162,6 +164,7 @@ impl PartitionLog {
             last_cleaned_ms: None,
             cleaner_checkpoint,
             active_indexes_written: None,
+            synced_at: std::time::Instant::now(),
             producers,
             aborted,
             remote_copied_end: None,
@@ -314,11 +317,14 @@ impl PartitionLog {
         let mut out = Vec::with_capacity(parts.len());
         for (start, header) in parts {
             let bytes = &input[start..start + header.size()];
-            if header.size() as u64 > self.config.segment_bytes {
-                return Err(Error::RecordBatchTooLarge {
-                    size: header.size(),
-                    limit: self.config.segment_bytes,
-                });
+            for (key, limit) in [
+                ("segment.bytes", self.config.segment_bytes),
+                ("max.message.bytes", self.config.max_message_bytes),
+            ] {
+                if header.size() as u64 > limit {
+                    let size = header.size();
+                    return Err(Error::RecordBatchTooLarge { size, limit, key });
+                }
             }
             let (header, summary) = batch::validate(bytes).map_err(|e| bad(start, e))?;
             batch::check_produce_rules(&header, &summary, in_transaction)
@@ -350,6 +356,27 @@ impl PartitionLog {
         Ok(out)
     }
 
+    /// The batches in the topic's compression.type when it names a codec they are not in
+    /// (Kafka's broker-side recompression); `None`: stored as the producer sent them.
+    fn recompressed(&self, input: &[u8]) -> Result<Option<Vec<u8>>> {
+        let crate::config::TopicCompression::Codec(codec) = self.config.compression else {
+            return Ok(None);
+        };
+        let bad = |at: usize, source: BatchError| Error::InvalidBatch { at, source };
+        let parts = split_batches_located(input).map_err(|(at, e)| bad(at, e))?;
+        if parts.iter().all(|(_, h)| h.codec().ok() == Some(codec)) {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(input.len());
+        for (start, header) in parts {
+            let batch = &input[start..start + header.size()];
+            let again = crate::format::batch::recompressed(batch, &header, codec)
+                .map_err(|e| bad(start, e))?;
+            out.extend_from_slice(&again);
+        }
+        Ok(Some(out))
+    }
+
     /// Appends one or more v2 batches (as a producer sends them), assigning offsets from the
     /// log end. Either every batch is accepted or none is written. Transactional batches
     /// are refused: they come through `append_transactional`.
@@ -365,6 +392,8 @@ impl PartitionLog {
 
     async fn append_as(&mut self, input: &[u8], in_transaction: bool) -> Result<AppendInfo> {
         self.check_healthy().await?;
+        let recompressed = self.recompressed(input)?;
+        let input = recompressed.as_deref().unwrap_or(input);
         let mut prepared = self.prepare(input, in_transaction)?;
         let now = crate::time::now_ms();
         let log_append_time =
@@ -436,6 +465,7 @@ impl PartitionLog {
                 return Err(Error::RecordBatchTooLarge {
                     size: header.size(),
                     limit: self.config.segment_bytes,
+                    key: "segment.bytes",
                 });
             }
             if header.base_offset < next {
@@ -611,7 +641,15 @@ impl PartitionLog {
         );
         self.recovery_point = self.log_end_offset();
         self.visible_end = self.log_end_offset();
+        self.synced_at = std::time::Instant::now();
         Ok(())
+    }
+
+    /// Whether the topic's flush.messages or flush.ms call for an fdatasync now (records
+    /// appended since the last one).
+    pub fn flush_due(&self) -> bool {
+        let unsynced = (self.log_end_offset() - self.recovery_point).max(0) as u64;
+        unsynced > 0 && self.config.flush_due(unsynced, self.synced_at.elapsed())
     }
 
     /// Whether the active segment's index files on disk lag its in-memory indexes.

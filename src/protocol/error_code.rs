@@ -21,7 +21,7 @@ pub enum ErrorCode {
     /// A record batch that is malformed in any other way.
     InvalidBatch = 8,
     OffsetOutOfRange = 9,
-    /// A batch larger than the topic's segment.bytes.
+    /// A batch larger than the topic's segment.bytes or max.message.bytes.
     BatchTooLarge = 10,
     /// A frame larger than the server's max frame size (the connection is then closed).
     FrameTooLarge = 11,
@@ -78,10 +78,13 @@ pub enum ErrorCode {
     IllegalSaslState = 38,
     /// Wrong credentials, an unknown user or a malformed exchange, all alike (Kafka's 58).
     SaslAuthenticationFailed = 39,
+    /// acks=all to a topic whose min.insync.replicas exceeds the replicas in sync (one
+    /// node holds one); nothing was written (Kafka's 19).
+    NotEnoughReplicas = 40,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 40] = [
+    pub const ALL: [ErrorCode; 41] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -122,6 +125,7 @@ impl ErrorCode {
         ErrorCode::UnsupportedSaslMechanism,
         ErrorCode::IllegalSaslState,
         ErrorCode::SaslAuthenticationFailed,
+        ErrorCode::NotEnoughReplicas,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

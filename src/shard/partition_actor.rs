@@ -475,6 +475,10 @@ async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
                 sent,
             } => {
                 metrics::record_since(Stage::QueueWait, sent);
+                if let Err(refused) = check_min_insync(log, acks) {
+                    let _ = reply.try_send(Err(refused));
+                    continue;
+                }
                 let end_before = log.log_end_offset();
                 let append = async {
                     match transactional {
@@ -522,13 +526,27 @@ async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
     done
 }
 
+/// Kafka's min.insync.replicas: an acks=all produce needs that many replicas in sync, and
+/// a partition on one node has one (Kafka answers NOT_ENOUGH_REPLICAS before appending).
+fn check_min_insync(log: &PartitionLog, acks: i16) -> Result<(), BrokerError> {
+    let needed = log.config().min_insync_replicas;
+    if acks != ACKS_ALL || needed <= 1 {
+        return Ok(());
+    }
+    Err(BrokerError::new(
+        ErrorCode::NotEnoughReplicas,
+        format!("min.insync.replicas is {needed} but this partition has 1 replica in sync (one node); nothing was written"),
+    ))
+}
+
 /// One flush or fdatasync covers every produce of the group (group commit); then the
 /// waiting produces hear how it went.
 async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
     // Produces wait only for a group that wrote: nothing else holds their replies back.
     debug_assert!(done.waiting.is_empty() || done.wrote);
     if done.wrote {
-        let durable = if done.need_sync {
+        // flush.messages / flush.ms make an acks=1 group durable too when they are due.
+        let durable = if done.need_sync || log.flush_due() {
             // An fdatasync takes milliseconds (a journal commit): waited for parked.
             metrics::timed(Stage::Fdatasync, log.sync()).await
         } else {
