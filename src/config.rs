@@ -626,6 +626,8 @@ pub fn parse_properties(text: &str) -> std::result::Result<Vec<(&str, &str)>, No
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -637,6 +639,9 @@ mod tests {
             ("cleanup.policy", "delete,compact"),
             ("message.timestamp.type", "LogAppendTime"),
             ("file.delete.delay.ms", "5"),
+            ("compression.type", "uncompressed"),
+            ("preallocate", "true"),
+            ("follower.replication.throttled.replicas", "0:0,1:0"),
         ] {
             c.set(k, v).unwrap();
         }
@@ -648,5 +653,18 @@ mod tests {
         assert_eq!(back, c);
         assert_eq!(c.cleanup_policy, CleanupPolicy::CompactDelete);
         assert_eq!(c.to_pairs().len(), TOPIC_KEYS.len());
+    }
+
+    #[test]
+    fn flush_keys_call_for_a_sync_when_due() {
+        let mut c = LogConfig::default();
+        let (no_time, long) = (Duration::ZERO, Duration::from_secs(3600));
+        assert!(!c.flush_due(1 << 40, long), "never, by default");
+        c.set("flush.messages", "3").unwrap();
+        assert!(!c.flush_due(2, no_time) && c.flush_due(3, no_time));
+        c.set("flush.ms", "1000").unwrap();
+        assert!(c.flush_due(1, Duration::from_millis(1000)));
+        c.set("flush.messages", "0").unwrap();
+        assert!(c.validate().is_err(), "Kafka's bound: at least 1");
     }
 }
