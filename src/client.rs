@@ -61,6 +61,18 @@ pub struct FetchResult {
     pub records: Bytes,
 }
 
+/// A read_committed fetch (FetchCommitted).
+#[derive(Debug)]
+pub struct CommittedFetch {
+    pub log_start_offset: i64,
+    /// The first offset of the earliest open transaction (the log end when none is open):
+    /// a read_committed reader stops here.
+    pub last_stable_offset: i64,
+    /// (producer id, first offset) of the aborted transactions the records overlap.
+    pub aborted: Vec<(i64, i64)>,
+    pub records: Bytes,
+}
+
 /// The connection's bytes: plain TCP, or TLS over it.
 trait ClientStream: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin {}
 impl<T: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin> ClientStream for T {}
@@ -450,6 +462,37 @@ impl Client {
     /// A lookup by time in one round trip: the first record with a timestamp >= `timestamp`
     /// (as `list_offsets`) as `Some((offset, timestamp))`, and the batches from it (as
     /// `fetch` at that offset); `None` and no records when no record qualifies.
+    /// Fetch with read_committed isolation: records below the last stable offset and the
+    /// aborted transactions they overlap, (producer id, first offset) each.
+    pub async fn fetch_committed(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_bytes: i32,
+    ) -> ClientResult<CommittedFetch> {
+        let req = Request::FetchCommitted {
+            topic: topic.to_string(),
+            partition,
+            offset,
+            max_bytes,
+        };
+        match self.call(&req).await? {
+            ResponseBody::FetchCommitted {
+                log_start_offset,
+                last_stable_offset,
+                aborted,
+                records,
+            } => Ok(CommittedFetch {
+                log_start_offset,
+                last_stable_offset,
+                aborted,
+                records: records.to_bytes(),
+            }),
+            other => Self::unexpected(other),
+        }
+    }
+
     pub async fn fetch_at_time(
         &mut self,
         topic: &str,

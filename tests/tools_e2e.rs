@@ -150,6 +150,7 @@ fn get_offsets_and_time_windows_match_brute_force() {
                     time_zone: "UTC".into(),
                     group: None,
                     commit_interval_ms: 5000,
+                    isolation_level: consume::IsolationLevel::ReadCommitted,
                 },
                 &mut out,
             )

@@ -36,7 +36,9 @@ fn needs(request: &Request) -> Vec<Need<'_>> {
         Request::MultiProduce { partitions, .. } => {
             topics(Write, partitions.iter().map(|p| &p.topic))
         }
-        Request::Fetch { topic, .. } | Request::FetchAtTime { topic, .. } => topics(Read, [topic]),
+        Request::Fetch { topic, .. }
+        | Request::FetchCommitted { topic, .. }
+        | Request::FetchAtTime { topic, .. } => topics(Read, [topic]),
         Request::MultiFetch { partitions, .. } => topics(Read, partitions.iter().map(|p| &p.topic)),
         Request::ListOffsets { topic, .. } => topics(Describe, [topic]),
         Request::CreateTopic { name, .. } => topics(Create, [name]),

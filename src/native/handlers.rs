@@ -203,6 +203,24 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
                 records,
             }
         }
+        (
+            ApiKey::FetchCommitted,
+            OpOk::Fetched {
+                log_start_offset,
+                last_stable_offset,
+                aborted,
+                records,
+                ..
+            },
+        ) => {
+            debug_assert!(log_start_offset <= last_stable_offset);
+            ResponseBody::FetchCommitted {
+                log_start_offset,
+                last_stable_offset,
+                aborted,
+                records,
+            }
+        }
         (ApiKey::ListOffsets, OpOk::Offset { offset, timestamp }) => {
             ResponseBody::ListOffsets { offset, timestamp }
         }
@@ -341,6 +359,21 @@ async fn data_path(
                 max_bytes,
                 at_least_one: true,
                 isolation: Isolation::ReadUncommitted,
+            };
+            (topic, partition, op)
+        }
+        Request::FetchCommitted {
+            topic,
+            partition,
+            offset,
+            max_bytes,
+        } => {
+            let max_bytes = fetch_bytes(shard, max_bytes, budget, reservation).await?;
+            let op = PartitionOp::Fetch {
+                offset,
+                max_bytes,
+                at_least_one: true,
+                isolation: Isolation::ReadCommitted,
             };
             (topic, partition, op)
         }

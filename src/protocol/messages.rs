@@ -135,6 +135,14 @@ requests! {
     MultiProduce { acks: i16 = "acks", partitions: Vec<ProduceEntry> = "partition" };
     /// Fetch from several partitions in one request, at most `max_bytes` in all.
     MultiFetch { max_bytes: i32 = "max_bytes", partitions: Vec<FetchEntry> = "partition" };
+    /// Fetch with Kafka's read_committed isolation: records below the last stable offset,
+    /// and the aborted transactions they overlap (which a reader skips).
+    FetchCommitted {
+        topic: String = "topic name",
+        partition: i32 = "partition",
+        offset: i64 = "offset",
+        max_bytes: i32 = "max_bytes",
+    };
     /// On a SASL listener, before anything but ApiVersions: the mechanism to use.
     SaslHandshake { mechanism: String = "mechanism" };
     /// One token of the chosen mechanism.
@@ -402,6 +410,13 @@ responses! {
         log_end_offset: i64 = "log_end_offset",
         records: ByteChain = "records",
     } for Fetch;
+    /// (producer id, first offset) of each aborted transaction the records overlap.
+    FetchCommitted {
+        log_start_offset: i64 = "log_start_offset",
+        last_stable_offset: i64 = "last_stable_offset",
+        aborted: Vec<(i64, i64)> = "aborted transaction",
+        records: ByteChain = "records",
+    } for FetchCommitted;
     /// `offset == -1 && timestamp == -1` means "no answer" (as Kafka).
     ListOffsets { offset: i64 = "offset", timestamp: i64 = "timestamp" } for ListOffsets;
     MultiProduce(produced: Vec<Produced> = "partition count") for MultiProduce;

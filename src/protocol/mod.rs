@@ -55,10 +55,11 @@ pub enum ApiKey {
     OffsetDelete = 24,
     SaslHandshake = 25,
     SaslAuthenticate = 26,
+    FetchCommitted = 27,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 27] = [
+    pub const ALL: [ApiKey; 28] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -86,6 +87,7 @@ impl ApiKey {
         ApiKey::OffsetDelete,
         ApiKey::SaslHandshake,
         ApiKey::SaslAuthenticate,
+        ApiKey::FetchCommitted,
     ];
 
     /// Produce, Fetch, ListOffsets, FetchAtTime and the multi-partition ones: the requests the stage metrics time (admin and
@@ -95,6 +97,7 @@ impl ApiKey {
             self,
             ApiKey::Produce
                 | ApiKey::Fetch
+                | ApiKey::FetchCommitted
                 | ApiKey::ListOffsets
                 | ApiKey::FetchAtTime
                 | ApiKey::MultiProduce

@@ -84,6 +84,20 @@ pub struct ConsumeArgs {
     /// How often the position is committed while following.
     #[arg(long, default_value_t = 5000)]
     pub commit_interval_ms: u64,
+    /// Kafka's isolation.level: read_committed (the default, as librdkafka and kcat) stops
+    /// at the last stable offset and skips aborted transactions; read_uncommitted prints
+    /// every record. Transaction markers are never printed as records.
+    #[arg(long, value_enum, default_value = "read_committed")]
+    pub isolation_level: IsolationLevel,
+}
+
+/// Which transactional records are printed.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IsolationLevel {
+    #[value(name = "read_committed")]
+    ReadCommitted,
+    #[value(name = "read_uncommitted")]
+    ReadUncommitted,
 }
 
 impl ConsumeArgs {
@@ -407,6 +421,8 @@ async fn start_of(
             }
         }
     };
+    // A lookup by time reads uncommitted: read_committed fetches again from its offset.
+    let prefetched = prefetched.filter(|_| args.isolation_level == IsolationLevel::ReadUncommitted);
     Ok(Some(Cursor {
         partition: p,
         next,
@@ -436,14 +452,11 @@ async fn consume_rounds(
                 continue;
             }
             let fetched = match c.prefetched.take() {
-                Some(records) => Ok(records),
-                None => client
-                    .fetch(topic, c.partition, c.next, FETCH_BYTES)
-                    .await
-                    .map(|f| f.records),
+                Some(records) => Ok((records, Vec::new())),
+                None => fetch(client, args, c).await,
             };
-            let records = match fetched {
-                Ok(records) => records,
+            let (records, aborted) = match fetched {
+                Ok(fetched) => fetched,
                 // Following: a server restart (or NotReady while it opens its partitions)
                 // is waited out, and reading resumes where it was.
                 Err(e) if args.follow && is_transient(&e) => {
@@ -461,7 +474,7 @@ async fn consume_rounds(
                 continue;
             }
             progressed = true;
-            if printer.print_fetched(c, &records)? == Flow::LimitReached {
+            if printer.print_fetched(c, &records, &aborted)? == Flow::LimitReached {
                 break 'rounds;
             }
         }
@@ -484,6 +497,32 @@ async fn consume_rounds(
     commit_position(client, args, topic, cursors).await
 }
 
+/// One fetch at the cursor in the chosen isolation: the records, and the aborted
+/// transactions they overlap (read_committed). Not following, a read_committed cursor
+/// ends at the last stable offset, as Kafka's consumer does.
+async fn fetch(
+    client: &mut crate::client::Client,
+    args: &ConsumeArgs,
+    c: &mut Cursor,
+) -> Result<(bytes::Bytes, Vec<(i64, i64)>), crate::client::ClientError> {
+    let topic = args.topic.as_str();
+    match args.isolation_level {
+        IsolationLevel::ReadUncommitted => client
+            .fetch(topic, c.partition, c.next, FETCH_BYTES)
+            .await
+            .map(|f| (f.records, Vec::new())),
+        IsolationLevel::ReadCommitted => {
+            let f = client
+                .fetch_committed(topic, c.partition, c.next, FETCH_BYTES)
+                .await?;
+            if !args.follow {
+                c.end = c.end.min(f.last_stable_offset);
+            }
+            Ok((f.records, f.aborted))
+        }
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 enum Flow {
     Continue,
@@ -504,10 +543,21 @@ struct Printer<'a> {
 
 impl Printer<'_> {
     /// Prints the records of one fetch reply for partition `c`, moving its position.
-    fn print_fetched(&mut self, c: &mut Cursor, data: &[u8]) -> Result<Flow, String> {
+    /// Transaction markers and the batches of `aborted` transactions are skipped.
+    fn print_fetched(
+        &mut self,
+        c: &mut Cursor,
+        data: &[u8],
+        aborted: &[(i64, i64)],
+    ) -> Result<Flow, String> {
         let batches = split_batches(data).map_err(|e| format!("bad fetch data: {e}"))?;
+        let mut skip = AbortedSkipper::new(aborted);
         for (start, h) in batches {
             let bytes = &data[start..start + h.size()];
+            if skip.skips(&h, bytes) {
+                c.next = c.next.max(h.last_offset() + 1);
+                continue;
+            }
             let section = RecordsSection::of(bytes, &h).map_err(|e| format!("bad batch: {e}"))?;
             let records = section.decode().map_err(|e| format!("bad record: {e}"))?;
             let first_new = c.next;
@@ -538,6 +588,56 @@ impl Printer<'_> {
         }
         Ok(Flow::Continue)
     }
+}
+
+/// Kafka's read_committed rule for the batches of one fetch: a producer's transactional
+/// batches are skipped from the first offset of one of its aborted transactions until
+/// its ABORT marker; control batches (the markers) are never records to print.
+struct AbortedSkipper {
+    /// (first offset, producer id), latest first: popped as batches reach them.
+    pending: Vec<(i64, i64)>,
+    aborting: std::collections::HashSet<i64>,
+}
+
+impl AbortedSkipper {
+    fn new(aborted: &[(i64, i64)]) -> Self {
+        let mut pending: Vec<(i64, i64)> = aborted.iter().map(|&(p, first)| (first, p)).collect();
+        pending.sort_unstable_by(|a, b| b.cmp(a));
+        AbortedSkipper {
+            pending,
+            aborting: Default::default(),
+        }
+    }
+
+    /// Whether batch `h` is not printed.
+    fn skips(&mut self, h: &crate::format::BatchHeader, bytes: &[u8]) -> bool {
+        while self
+            .pending
+            .last()
+            .is_some_and(|(first, _)| *first <= h.last_offset())
+        {
+            let (_, producer) = self.pending.pop().expect("checked");
+            self.aborting.insert(producer);
+        }
+        if h.is_control() {
+            if is_abort_marker(h, bytes) {
+                self.aborting.remove(&h.producer_id);
+            }
+            return true;
+        }
+        h.is_transactional() && self.aborting.contains(&h.producer_id)
+    }
+}
+
+/// Whether a control batch is an ABORT marker.
+fn is_abort_marker(h: &crate::format::BatchHeader, bytes: &[u8]) -> bool {
+    let Ok(section) = RecordsSection::of(bytes, h) else {
+        return false;
+    };
+    let first = section.iter().next().and_then(Result::ok);
+    first
+        .and_then(|r| crate::format::control::marker_of_record(r.key?, r.value))
+        .is_some_and(|m| !m.commit)
 }
 
 /// The group's committed offsets of `topic`'s partitions (none without --group).

@@ -422,7 +422,8 @@ impl LogDump<'_> {
                     .and_then(|k| crate::format::control::marker_of_record(k, r.value))
             })
             .flatten();
-        if let (true, Some(m)) = (opts.print_data_log, marker) {
+        // Kafka's DumpLogSegments names a control record's marker whenever it lists records.
+        if let Some(m) = marker {
             let kind = if m.commit { "COMMIT" } else { "ABORT" };
             write!(
                 self.out,
