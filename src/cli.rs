@@ -41,12 +41,10 @@ pub struct ServeArgs {
 
 #[derive(clap::Args)]
 pub struct ConsumerGroupsArgs {
-    /// The server to talk to, either listener (Kafka's --bootstrap-server; -b as every tool).
-    #[arg(long, short = 'b', default_value = "127.0.0.1:9092")]
-    pub bootstrap_server: String,
-    /// The listener's security (--command-config, -X).
+    /// The server to talk to, either listener: the same flags and default as every tool
+    /// (-b, --bootstrap-server, --bootstrap; 127.0.0.1:7411) and its security.
     #[command(flatten)]
-    pub client: tools::client_config::ClientConfigArgs,
+    pub server: tools::ServerAddr,
     #[arg(long)]
     pub list: bool,
     #[arg(long)]

@@ -88,9 +88,9 @@ fn consumer_groups(a: ConsumerGroupsArgs, timeout_ms: u64) -> Result<(), String>
         (None, false) => Groups::None,
     };
     let server = shardlog::tools::consumer_groups::Server {
-        bootstrap: &a.bootstrap_server,
+        bootstrap: &a.server.bootstrap,
         timeout: std::time::Duration::from_millis(timeout_ms),
-        client: &a.client,
+        client: &a.server.client,
     };
     run(server, groups, action, &mut std::io::stdout().lock())
 }

@@ -231,3 +231,53 @@ fn produce_sizes_its_batches_to_small_segments() {
     let (out, err, ok) = shardlog(&["get-offsets", "-b", &addr, "--topic", "small"]);
     assert!(ok && out.contains("small:0:500"), "{out} {err}");
 }
+
+/// Issue 39: one way to reach the server. Every tool takes `-b`/`--bootstrap`/
+/// `--bootstrap-server` (consumer-groups and acls included); acls pointed at the native
+/// listener says which listener it needs instead of failing to decode; and a Kafka client
+/// that reaches the native listener is recognised, closed, and the log names the Kafka
+/// listener (librdkafka used to report "broker version < 0.10").
+#[test]
+fn every_tool_takes_the_same_flags_and_kafka_clients_on_the_native_port_are_told() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 2, &[("kafka.listen", "auto")]);
+    let (native, kafka) = (server.addr(), server.kafka_addr());
+    for flag in ["-b", "--bootstrap", "--bootstrap-server"] {
+        let (out, err, ok) = shardlog(&["consumer-groups", flag, &native, "--list"]);
+        assert!(ok, "consumer-groups {flag}: {out} {err}");
+        // Without an authorizer the listing is refused by the server, not by the flags.
+        let (_, err, _) = shardlog(&["acls", flag, &kafka, "--list"]);
+        assert!(!err.contains("unexpected argument"), "acls {flag}: {err}");
+    }
+    let (_, err, ok) = shardlog(&["acls", "-b", &native, "--list"]);
+    assert!(
+        !ok && err.contains("native listener") && err.contains("Kafka listener"),
+        "{err}"
+    );
+    // A Kafka client's first request on the native port: closed unanswered, and logged.
+    let mut c = shardlog::kafka::blocking_client::BlockingClient::connect_with_timeout(
+        &native,
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let versions = kafka_protocol::messages::RequestKind::ApiVersions(Default::default());
+    let answer = c.call(kafka_protocol::messages::ApiKey::ApiVersions, 3, &versions);
+    assert!(answer.is_err(), "{answer:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !server
+        .log_text()
+        .contains("a Kafka client reached the native listener")
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = server.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("a Kafka client reached the native listener"))
+        .unwrap_or_else(|| panic!("not logged:\n{log}"));
+    assert!(line.contains(&kafka), "names the Kafka listener: {line}");
+    // The native listener still serves.
+    let (_, err, ok) = shardlog(&["topics", "list", "-b", &native]);
+    assert!(ok, "{err}");
+}

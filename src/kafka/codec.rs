@@ -196,6 +196,16 @@ pub fn encode(
 }
 
 /// Decodes a response frame (size prefix included): for tests and tools that speak Kafka.
+/// The client id of `frame` if it is a whole Kafka request this listener serves (a Kafka
+/// client that reached another listener is recognised by it).
+pub fn client_id_of_request(frame: Bytes) -> Option<String> {
+    match decode(frame) {
+        Decoded::Request { client_id, .. } => Some(client_id),
+        Decoded::NewerApiVersions { .. } => Some(String::new()),
+        Decoded::Unparseable(_) => None,
+    }
+}
+
 pub fn decode_response(
     key: ApiKey,
     version: i16,

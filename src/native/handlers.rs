@@ -48,6 +48,19 @@ pub async fn handle_frame(
     budget: Budget,
     turn: Turn,
 ) -> Reply {
+    if let Some(client_id) = super::misdirected::kafka_client_id(&frame) {
+        let kafka = shard.config.kafka_listeners();
+        let kafka: Vec<String> = kafka.iter().map(ToString::to_string).collect();
+        tracing::info!(shard = shard.id, remote = ?peer.remote, %client_id, kafka_listeners = %kafka.join(","), "a Kafka client reached the native listener; closing: Kafka clients connect to the Kafka listener");
+        return Reply {
+            frame: None,
+            reservation: Reservation::default(),
+            close: true,
+            api: "unknown",
+            ok: false,
+            timed: false,
+        };
+    }
     let mut reservation = Reservation::default();
     let mut outcome = Outcome {
         api: "unknown",

@@ -22,8 +22,8 @@ pub struct AclsArgs {
     pub remove: bool,
     #[arg(long)]
     pub list: bool,
-    /// A running server's Kafka listener.
-    #[arg(long)]
+    /// A running server's Kafka listener (-b and --bootstrap as every tool).
+    #[arg(long, short = 'b', visible_aliases = ["bootstrap", "broker-list"])]
     pub bootstrap_server: Option<String>,
     /// A stopped server's data directory.
     #[arg(long)]

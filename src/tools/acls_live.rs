@@ -34,6 +34,11 @@ impl Live {
     ) -> Result<Live, String> {
         let security = config.security()?;
         let timeout = Duration::from_millis(timeout_ms);
+        // ACLs are Kafka's requests: the native listener is named, not misread.
+        let plaintext = security.protocol == crate::security::SecurityProtocol::Plaintext;
+        if plaintext && super::probe::probe(server, timeout) == Ok(super::probe::Protocol::Native) {
+            return Err(format!("{server} is shardlog's native listener; ACLs are managed through a Kafka listener (`listeners`, 127.0.0.1:9092 by default): give its address with -b"));
+        }
         super::secure_stream::kafka_client(server, &security, timeout).map(Live)
     }
 
