@@ -549,3 +549,79 @@ fn a_follower_survives_a_server_restart() {
     let _ = follower.wait();
     assert_eq!(next.unwrap().as_deref(), Some("after"));
 }
+
+/// `timestamps --json` (default or `--deep`) of topic `ts`.
+fn timestamps_json(addr: &str, deep: bool) -> serde_json::Value {
+    let mut args = vec!["timestamps", "-b", addr, "--topic", "ts", "--json"];
+    if deep {
+        args.push("--deep");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Issue 39: the default `timestamps` reads batch headers. Each batch's own timestamp type
+/// counts (a topic switched to LogAppendTime keeps its CreateTime batches: those are not
+/// reported as append times, and a LogAppendTime batch's producer times are not taken for
+/// its records'), and a record the headers cannot show (dated 1970, inside its batch) is
+/// counted as unobserved and said to need --deep, which finds it.
+#[test]
+fn timestamps_reads_each_batchs_own_type_and_says_what_only_deep_sees() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProc::start(&tmp.path().join("data"), 1, &[]);
+    let addr = server.addr();
+    let now = shardlog::time::now_ms();
+    let a = addr.clone();
+    client(move || async move {
+        let mut c = Client::connect(&a).await.unwrap();
+        c.create_topic("ts", 1, vec![]).await.unwrap();
+        let mut b = BatchBuilder::new(256);
+        for t in [now - 1_000, 5_000, now - 500] {
+            b.push(RecordSpec::new(None, Some(b"v")).timestamp(t));
+        }
+        c.produce("ts", 0, ACKS_ALL, Bytes::from(b.build()))
+            .await
+            .unwrap();
+        let set = vec![("message.timestamp.type".into(), "LogAppendTime".into())];
+        c.alter_configs("ts", set, vec![]).await.unwrap();
+        let mut b = BatchBuilder::new(256);
+        b.push(RecordSpec::new(None, Some(b"w")).timestamp(7_000));
+        c.produce("ts", 0, ACKS_ALL, Bytes::from(b.build()))
+            .await
+            .unwrap();
+    });
+    let doc = timestamps_json(&addr, false);
+    let row = &doc["partitions"][0];
+    assert_eq!(doc["timestampType"], "LogAppendTime", "{doc}");
+    assert_eq!(row["createTimeBatches"], 1, "{doc}");
+    assert_eq!(row["logAppendTimeBatches"], 1, "{doc}");
+    assert_eq!(row["records"], 4, "{doc}");
+    assert_eq!(
+        row["unobserved"], 1,
+        "the 1970 record inside its batch: {doc}"
+    );
+    assert_eq!(
+        row["before2000"], 0,
+        "the append time, not the producer's 7000: {doc}"
+    );
+    let deep = timestamps_json(&addr, true);
+    assert_eq!(deep["partitions"][0]["before2000"], 1, "{deep}");
+    assert_eq!(deep["partitions"][0]["unobserved"], 0, "{deep}");
+    let table = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["timestamps", "-b", &addr, "--topic", "ts"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        table.contains("1 CreateTime, 1 LogAppendTime") && table.contains("only by --deep"),
+        "{table}"
+    );
+}

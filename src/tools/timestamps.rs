@@ -62,6 +62,12 @@ pub struct TimestampStats {
     pub future: u64,
     pub max_ahead_ms: i64,
     pub before_2000: u64,
+    /// Batches by the timestamp type each carries (a topic's type may have changed).
+    pub create_time_batches: u64,
+    pub log_append_time_batches: u64,
+    /// Records whose timestamps the headers do not give (CreateTime records after a
+    /// batch's first that are not its max): only --deep reads them.
+    pub unobserved: u64,
 }
 
 impl TimestampStats {
@@ -98,16 +104,13 @@ fn observe_batch(
     window: (Option<i64>, Option<i64>),
     now: i64,
 ) -> Result<(), String> {
+    let log_append = h.timestamp_type() == crate::format::TimestampType::LogAppendTime;
+    match log_append {
+        true => stats.log_append_time_batches += 1,
+        false => stats.create_time_batches += 1,
+    }
     if !deep {
-        // The header holds the first record's timestamp and the largest: both are seen, so
-        // a batch of seconds-for-milliseconds or late records shows even without --deep.
-        if in_window(h.max_timestamp, window.0, window.1) {
-            stats.records += h.records_count.max(0) as u64;
-            if h.base_timestamp != h.max_timestamp {
-                stats.observe(h.base_timestamp, now);
-            }
-            stats.observe(h.max_timestamp, now);
-        }
+        observe_header(stats, h, log_append, window, now);
         return Ok(());
     }
     let section = RecordsSection::of(bytes, h).map_err(|e| format!("bad batch: {e}"))?;
@@ -118,6 +121,41 @@ fn observe_batch(
         }
     }
     Ok(())
+}
+
+/// A batch seen through its header. A LogAppendTime batch's records all carry its max
+/// timestamp (the append time); a CreateTime header gives its first record's timestamp and
+/// the largest, and the records in between are counted as unobserved.
+fn observe_header(
+    stats: &mut TimestampStats,
+    h: &BatchHeader,
+    log_append: bool,
+    window: (Option<i64>, Option<i64>),
+    now: i64,
+) {
+    let count = h.records_count.max(0) as u64;
+    if log_append {
+        if in_window(h.max_timestamp, window.0, window.1) {
+            stats.records += count;
+            stats.observe(h.max_timestamp, now);
+        }
+        return;
+    }
+    let seen: Vec<i64> = [h.base_timestamp, h.max_timestamp]
+        .into_iter()
+        .take(if h.base_timestamp == h.max_timestamp {
+            1
+        } else {
+            2
+        })
+        .filter(|&ts| in_window(ts, window.0, window.1))
+        .collect();
+    if seen.is_empty() {
+        return;
+    }
+    stats.records += count;
+    stats.unobserved += count.saturating_sub(seen.len() as u64);
+    seen.into_iter().for_each(|ts| stats.observe(ts, now));
 }
 
 pub async fn run(args: TimestampsArgs, out: &mut dyn Write) -> Result<(), String> {
@@ -177,6 +215,18 @@ pub async fn run(args: TimestampsArgs, out: &mut dyn Write) -> Result<(), String
     .map_err(|e| e.to_string())
 }
 
+/// The timestamp types of the batches read, with their counts.
+fn batch_types(rows: &[(i32, TimestampStats)]) -> String {
+    let create: u64 = rows.iter().map(|(_, s)| s.create_time_batches).sum();
+    let append: u64 = rows.iter().map(|(_, s)| s.log_append_time_batches).sum();
+    match (create, append) {
+        (0, 0) => "none".into(),
+        (c, 0) => format!("{c} CreateTime"),
+        (0, a) => format!("{a} LogAppendTime"),
+        (c, a) => format!("{c} CreateTime, {a} LogAppendTime"),
+    }
+}
+
 /// A time as ISO-8601 in `zone` ("-" when there is none).
 fn opt(v: Option<i64>, zone: chrono::FixedOffset) -> String {
     v.map_or("-".into(), |v| super::time_arg::format_time(v, zone))
@@ -194,7 +244,18 @@ fn print_table(
     } else {
         "batch: its first and max (headers; --deep reads every record)"
     };
-    writeln!(out, "timestamp type: {ts_type}; one timestamp per {unit}")?;
+    writeln!(
+        out,
+        "timestamp type: {ts_type} (the topic's now); batches found: {}; one timestamp per {unit}",
+        batch_types(rows)
+    )?;
+    let unobserved: u64 = rows.iter().map(|(_, s)| s.unobserved).sum();
+    if unobserved > 0 {
+        writeln!(
+            out,
+            "{unobserved} CreateTime records are neither the first nor the max of their batch:              their timestamps (a record dated 1970, one earlier than its batch's first) are read              only by --deep; MIN, OUT-OF-ORDER, FUTURE and PRE-2000 may be higher"
+        )?;
+    }
     if ts_type == "LogAppendTime" {
         writeln!(
             out,
@@ -259,6 +320,9 @@ fn print_json(
                 "first": s.first, "last": s.last, "min": s.min, "max": s.max,
                 "outOfOrder": s.out_of_order, "maxLatenessMs": s.max_lateness_ms,
                 "future": s.future, "maxAheadMs": s.max_ahead_ms, "before2000": s.before_2000,
+                "createTimeBatches": s.create_time_batches,
+                "logAppendTimeBatches": s.log_append_time_batches,
+                "unobserved": s.unobserved,
             })
         })
         .collect();
