@@ -167,7 +167,9 @@ fn exit_on_panic() {
 fn dump_log(mut opts: tools::dump_log::DumpOptions) -> Result<(), String> {
     // Remote segment files (tiered storage) are fetched into a private directory first,
     // removed when `fetched` goes.
-    let fetched = tools::remote_files::Fetched::all(&opts.files)?;
+    let endpoint = opts.client.property("remote.storage.endpoint")?;
+    let fetched =
+        tools::remote_files::Fetched::all(&opts.files, endpoint.as_deref().unwrap_or(""))?;
     opts.files = fetched.files.clone();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();

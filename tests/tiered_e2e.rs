@@ -603,9 +603,27 @@ fn dump_remote_segment(s3: &S3Server) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("Log starting offset: 0"), "{stdout}");
+    // The server's own key for the store, instead of AWS_ENDPOINT (issue 39).
+    let endpoint = s3
+        .server_keys(PREFIX)
+        .into_iter()
+        .find(|(k, _)| k == "remote.storage.endpoint")
+        .map(|(k, v)| format!("{k}={v}"))
+        .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(["dump-log", "--deep-iteration", "--files", &urls[0]])
-        .envs(s3.env_vars())
+        .args([
+            "dump-log",
+            "--deep-iteration",
+            "-X",
+            &endpoint,
+            "--files",
+            &urls[0],
+        ])
+        .envs(
+            s3.env_vars()
+                .into_iter()
+                .filter(|(k, _)| k != "AWS_ENDPOINT"),
+        )
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -815,4 +833,57 @@ fn a_backlog_is_copied_without_waiting_an_interval_per_batch() {
         s3.manifest(PREFIX, "orders", 0)
             .is_some_and(|m| manifest_segments(&m).len() >= sealed)
     });
+}
+
+/// Issue 39: a partition's `manifest.json` deleted from the bucket used to be replaced by a
+/// fresh, empty history (one WARN blaming "another writer"): the log start jumped to the
+/// local start and every record only in the bucket became unreadable. A lost manifest of a
+/// partition that has uploaded is now a loud error (ERROR log, the
+/// `remote_manifest_missing` metric) that stops its uploads and remote retention; nothing
+/// is rewritten, and the bucket's records stay served; a restore refuses it too.
+#[test]
+fn a_deleted_manifest_stops_uploads_loudly_and_is_never_replaced_by_an_empty_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (s3, data, server) = store_and_server(tmp.path());
+    let base = base_ms(4000);
+    create_orders(&server);
+    produce(&server, 0, 3000, base);
+    wait_local_deletion(&data);
+    let manifest = s3.object(&format!("{PREFIX}/topics/orders/0/manifest.json"));
+    let (_, err, ok) = common::cli::shardlog(
+        &[
+            "get-offsets",
+            "-b",
+            &server.addr(),
+            "--topic",
+            "orders",
+            "--time",
+            "-2",
+        ],
+        None,
+    );
+    assert!(ok, "{err}");
+    std::fs::remove_file(&manifest).unwrap();
+    // More sealed segments: the next pass must not start a new history.
+    produce(&server, 3000, 1000, base + 3_000_000);
+    wait_until(
+        "the lost manifest to be reported",
+        Duration::from_secs(60),
+        || server.log_text().contains("remote tier history lost"),
+    );
+    assert!(
+        !manifest.exists(),
+        "an empty history was written over the lost one"
+    );
+    let metrics = server.metrics();
+    let missing = metrics
+        .values
+        .iter()
+        .find(|(k, _)| k == "remote_manifest_missing")
+        .map_or(0, |(_, v)| *v);
+    assert!(missing > 0, "{:?}", metrics.values);
+    // The records only in the bucket are still served from it.
+    assert_eq!(consume_at(&server, 0).unwrap().trim(), "0 k0");
+    let log = server.log_text();
+    assert!(!log.contains("changed by another writer"), "{log}");
 }

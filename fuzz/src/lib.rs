@@ -237,6 +237,7 @@ pub fn dump_log_files(data: &[u8]) {
         verify_index_only: mode == 3,
         skip_record_metadata: false,
         max_message_size: 1 << 20,
+        client: Default::default(),
     };
     let _ = dump_log::run(&opts, &mut std::io::sink(), &mut std::io::sink());
 }

@@ -91,6 +91,8 @@ pub struct RemoteCounters {
     pub uploaded_segments: u64,
     pub failed_passes: u64,
     pub reads: u64,
+    /// Passes that found a partition's manifest gone while its segments are in the bucket.
+    pub manifest_missing: u64,
 }
 
 /// Metrics as flat named values, summed over shards: `stage.<stage>`,
@@ -165,7 +167,7 @@ pub struct ShardValue {
 
 /// Every per-shard value, one row each: the one list the Metrics API, `since` and the
 /// Prometheus endpoint read.
-pub const SHARD_VALUES: [ShardValue; 26] = [
+pub const SHARD_VALUES: [ShardValue; 27] = [
     ShardValue {
         name: "device_reads",
         kind: Kind::Counter,
@@ -291,6 +293,12 @@ pub const SHARD_VALUES: [ShardValue; 26] = [
         kind: Kind::Counter,
         get: |s| s.remote.failed_passes,
         help: "Tiered storage: upload or retention passes that failed (retried with backoff).",
+    },
+    ShardValue {
+        name: "remote_manifest_missing",
+        kind: Kind::Counter,
+        get: |s| s.remote.manifest_missing,
+        help: "Tiered storage: passes that found a partition's manifest missing or unreadable while its segment objects are in the bucket; its uploads and remote retention are stopped (alert on any increase).",
     },
     ShardValue {
         name: "remote_reads",

@@ -12,6 +12,11 @@ pub fn topic_manifest(topic: &str) -> String {
     format!("topics/{topic}/topic.json")
 }
 
+/// Everything of one partition is below this.
+pub fn partition_dir(topic: &str, partition: u32) -> String {
+    format!("topics/{topic}/{partition}")
+}
+
 pub fn partition_manifest(topic: &str, partition: u32) -> String {
     format!("topics/{topic}/{partition}/manifest.json")
 }

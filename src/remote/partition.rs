@@ -80,8 +80,22 @@ impl RemoteLog {
         keys::partition_manifest(&self.topic, self.partition)
     }
 
-    /// The manifest as last read or written (read from the store first if need be).
+    /// The manifest as last read or written (read from the store first if need be). When
+    /// the store's manifest was lost, reads go on from the one this process last knew (its
+    /// objects are still there); changes never do (`commit` reads strictly).
     pub async fn manifest(&self) -> Result<PartitionManifest, RemoteError> {
+        match self.current().await {
+            Err(RemoteError::ManifestMissing { .. })
+                if !self.state.borrow().manifest.segments.is_empty() =>
+            {
+                Ok(self.state.borrow().manifest.clone())
+            }
+            other => other,
+        }
+    }
+
+    /// The manifest the store holds now (read if this process does not know it).
+    async fn current(&self) -> Result<PartitionManifest, RemoteError> {
         if !self.state.borrow().loaded {
             self.reload().await?;
         }
@@ -99,6 +113,7 @@ impl RemoteLog {
         let (manifest, version) = match self.store.get(self.store.key(&key)).await {
             Ok((bytes, version)) => (PartitionManifest::parse(&key, &bytes)?, Some(version)),
             Err(RemoteError::NotFound(_)) => {
+                self.refuse_lost_history(&key).await?;
                 let start = self.local_start.get();
                 (
                     PartitionManifest::new(&self.writer, &self.topic, self.partition, start),
@@ -125,6 +140,25 @@ impl RemoteLog {
         Ok(())
     }
 
+    /// A missing manifest means a new partition only if it never uploaded: not when this
+    /// process wrote or read one, and not when segment objects of it are in the bucket.
+    async fn refuse_lost_history(&self, key: &str) -> Result<(), RemoteError> {
+        let known = {
+            let state = self.state.borrow();
+            state.version.is_some() || !state.manifest.segments.is_empty()
+        };
+        let dir = keys::partition_dir(&self.topic, self.partition);
+        let objects = self.store.list_keys(&dir, usize::MAX).await?;
+        let objects = objects.iter().filter(|k| !k.ends_with(".json")).count();
+        if known || objects > 0 {
+            return Err(RemoteError::ManifestMissing {
+                key: key.to_string(),
+                objects,
+            });
+        }
+        Ok(())
+    }
+
     /// Applies `change` to the current manifest and writes it if the store still holds the
     /// version read (the commit point). A lost race or an unknown outcome makes the next
     /// use read the manifest again.
@@ -143,7 +177,7 @@ impl RemoteLog {
             .acquire_permit(1)
             .await
             .map_err(|e| RemoteError::Unavailable(e.to_string()))?;
-        let mut next = self.manifest().await?;
+        let mut next = self.current().await?;
         let version = self.state.borrow().version.clone();
         change(&mut next);
         let key = self.manifest_key();
@@ -160,17 +194,20 @@ impl RemoteLog {
                 };
                 Ok(next)
             }
-            Err(e) => {
+            Err(RemoteError::Conflict(_) | RemoteError::AlreadyExists(_)) => {
                 self.state.borrow_mut().loaded = false;
-                Err(match e {
-                    RemoteError::Conflict(_) | RemoteError::AlreadyExists(_) => {
-                        RemoteError::Refused {
-                            key,
-                            why: "changed by another writer since it was read".into(),
-                        }
-                    }
-                    other => other,
+                // A manifest that vanished is a lost history, not another writer.
+                if let Err(lost @ RemoteError::ManifestMissing { .. }) = self.reload().await {
+                    return Err(lost);
+                }
+                Err(RemoteError::Refused {
+                    key,
+                    why: "changed by another writer since it was read".into(),
                 })
+            }
+            Err(other) => {
+                self.state.borrow_mut().loaded = false;
+                Err(other)
             }
         }
     }

@@ -57,6 +57,13 @@ pub async fn take_over(
     let (mut m, version) = match store.get(store.key(&key)).await {
         Ok((bytes, version)) => (PartitionManifest::parse(&key, &bytes)?, Some(version)),
         Err(RemoteError::NotFound(_)) => {
+            // Segment objects without a manifest are a lost history, not an empty one.
+            let dir = keys::partition_dir(topic, partition);
+            let objects = store.list_keys(&dir, usize::MAX).await?;
+            let objects = objects.iter().filter(|k| !k.ends_with(".json")).count();
+            if objects > 0 {
+                return Err(RemoteError::ManifestMissing { key, objects });
+            }
             (PartitionManifest::new(writer, topic, partition, 0), None)
         }
         Err(e) => return Err(e),

@@ -334,7 +334,13 @@ pub async fn upload_loop(shard: Rc<Shard>) {
                 Err(e) => {
                     let failures = backoff.get(&tp).map_or(0, |(n, _)| *n) + 1;
                     let pause = (every * 2u32.saturating_pow(failures.min(10))).min(MAX_BACKOFF);
-                    tracing::warn!(partition = %tp, error = %e, retry_in_ms = pause.as_millis() as u64, "remote tier pass failed");
+                    let retry_in_ms = pause.as_millis() as u64;
+                    if let RemoteError::ManifestMissing { .. } = e {
+                        tracing::error!(partition = %tp, error = %e, retry_in_ms, "remote tier history lost: uploads and remote retention stopped");
+                        crate::metrics::record_remote(|m| m.manifest_missing += 1);
+                    } else {
+                        tracing::warn!(partition = %tp, error = %e, retry_in_ms, "remote tier pass failed");
+                    }
                     crate::metrics::record_remote(|m| m.failed_passes += 1);
                     backoff.insert(tp, (failures, std::time::Instant::now() + pause));
                 }

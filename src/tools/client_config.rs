@@ -51,6 +51,11 @@ impl ClientConfigArgs {
         Ok(props)
     }
 
+    /// One property's value (the file's, or -X's), if set and not empty.
+    pub fn property(&self, key: &str) -> Result<Option<String>, String> {
+        Ok(self.properties()?.remove(key).filter(|v| !v.is_empty()))
+    }
+
     pub fn security(&self) -> Result<ClientSecurity, String> {
         let props = self.properties()?;
         let get = |k: &str| props.get(k).filter(|v| !v.is_empty()).cloned();

@@ -26,6 +26,11 @@ pub struct DumpOptions {
     /// (`s3://BUCKET/PREFIX/topics/T/P/<base>-<upload>.log`, credentials from the environment).
     #[arg(long, value_delimiter = ',', required = true)]
     pub files: Vec<PathBuf>,
+    /// For remote files: the server's `remote.storage.endpoint` (an S3-compatible store),
+    /// from `--command-config FILE` or `-X remote.storage.endpoint=URL`; without it the
+    /// `AWS_ENDPOINT` variable, else AWS itself.
+    #[command(flatten)]
+    pub client: super::client_config::ClientConfigArgs,
     /// Print every record, not only batch headers.
     #[arg(long)]
     pub deep_iteration: bool,
@@ -54,6 +59,7 @@ impl Default for DumpOptions {
     fn default() -> Self {
         DumpOptions {
             files: Vec::new(),
+            client: Default::default(),
             deep_iteration: false,
             print_data_log: false,
             index_sanity_check: false,

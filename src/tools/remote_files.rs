@@ -52,8 +52,9 @@ pub struct Fetched {
 }
 
 impl Fetched {
-    /// Local entries are kept as they are; remote ones are fetched.
-    pub fn all(files: &[PathBuf]) -> Result<Fetched, String> {
+    /// Local entries are kept as they are; remote ones are fetched, from `endpoint` when
+    /// it is not empty (the server's `remote.storage.endpoint`).
+    pub fn all(files: &[PathBuf], endpoint: &str) -> Result<Fetched, String> {
         if !files.iter().any(|f| is_remote(f)) {
             return Ok(Fetched {
                 files: files.to_vec(),
@@ -66,7 +67,7 @@ impl Fetched {
             fastrand::u64(..)
         ));
         std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        match fetch(files, &dir) {
+        match fetch(files, &dir, endpoint) {
             Ok(files) => Ok(Fetched {
                 files,
                 dir: Some(dir),
@@ -88,7 +89,7 @@ impl Drop for Fetched {
 }
 
 /// Fetches the remote entries of `files` into `dir`; local entries are kept as they are.
-fn fetch(files: &[PathBuf], dir: &Path) -> Result<Vec<PathBuf>, String> {
+fn fetch(files: &[PathBuf], dir: &Path, endpoint: &str) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::with_capacity(files.len());
     for file in files {
         if !is_remote(file) {
@@ -97,7 +98,11 @@ fn fetch(files: &[PathBuf], dir: &Path) -> Result<Vec<PathBuf>, String> {
         }
         let url = file.to_string_lossy().to_string();
         let (store_url, key) = split(&url)?;
-        let store = crate::remote::open_store(&store_url, "").map_err(|e| e.to_string())?;
+        let s3 = store_url.starts_with("s3");
+        if s3 && endpoint.is_empty() && std::env::var_os("AWS_ENDPOINT").is_none() {
+            eprintln!("note: no remote.storage.endpoint (--command-config, -X) and no AWS_ENDPOINT: fetching {url} from AWS S3 itself");
+        }
+        let store = crate::remote::open_store(&store_url, endpoint).map_err(|e| e.to_string())?;
         let fetched = futures_lite::future::block_on(store.get(store.key(&key)));
         let (bytes, _) = fetched.map_err(|e| format!("{url}: {e}"))?;
         let path = dir.join(local_name(&key));

@@ -113,9 +113,18 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
             let topic = need_topic()?;
             let (segments, bytes, records) =
                 client.run_log_maintenance(&topic).await.map_err(failed)?;
+            let meta = super::topic_metadata(&mut client, &topic).await?;
+            let tiered = meta
+                .configs
+                .iter()
+                .any(|(k, v)| k == "remote.storage.enable" && v == "true");
+            let what = match tiered {
+                true => "local segment copies (the bucket keeps serving what it holds within retention.ms and retention.bytes)",
+                false => "segments",
+            };
             writeln!(
                 out,
-                "Topic {topic}: retention deleted {segments} segments ({bytes} bytes); cleaning removed {records} records."
+                "Topic {topic}: retention deleted {segments} {what} ({bytes} bytes); cleaning removed {records} records."
             )
             .map_err(io)?;
         }
