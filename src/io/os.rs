@@ -181,6 +181,18 @@ pub fn disk_space(path: &Path) -> std::io::Result<(u64, u64)> {
 }
 
 /// Creates a directory and its parents (the local object store of tiered storage).
+/// Sets a file's or directory's permission bits (`chmod`).
+pub fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// A file's permission bits.
+pub fn mode_of(path: &Path) -> std::io::Result<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    Ok(std::fs::metadata(path)?.permissions().mode() & 0o7777)
+}
+
 pub fn create_dir_all(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }

@@ -200,39 +200,8 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
                 log_append_time,
             }
         }
-        (
-            ApiKey::Fetch,
-            OpOk::Fetched {
-                log_start_offset,
-                log_end_offset,
-                records,
-                ..
-            },
-        ) => {
-            debug_assert!(log_start_offset <= log_end_offset);
-            ResponseBody::Fetch {
-                log_start_offset,
-                log_end_offset,
-                records,
-            }
-        }
-        (
-            ApiKey::FetchCommitted,
-            OpOk::Fetched {
-                log_start_offset,
-                last_stable_offset,
-                aborted,
-                records,
-                ..
-            },
-        ) => {
-            debug_assert!(log_start_offset <= last_stable_offset);
-            ResponseBody::FetchCommitted {
-                log_start_offset,
-                last_stable_offset,
-                aborted,
-                records,
-            }
+        (ApiKey::Fetch | ApiKey::FetchCommitted, fetched @ OpOk::Fetched { .. }) => {
+            fetched_body(key, fetched)
         }
         (ApiKey::ListOffsets, OpOk::Offset { offset, timestamp }) => {
             ResponseBody::ListOffsets { offset, timestamp }
@@ -268,6 +237,35 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
             ))
         }
     })
+}
+
+/// A Fetch's (read_uncommitted) or FetchCommitted's reply from what the partition read.
+fn fetched_body(key: ApiKey, fetched: OpOk) -> ResponseBody {
+    let OpOk::Fetched {
+        log_start_offset,
+        log_end_offset,
+        last_stable_offset,
+        aborted,
+        records,
+    } = fetched
+    else {
+        unreachable!("called with a fetch's result");
+    };
+    if key == ApiKey::FetchCommitted {
+        debug_assert!(log_start_offset <= last_stable_offset);
+        return ResponseBody::FetchCommitted {
+            log_start_offset,
+            last_stable_offset,
+            aborted,
+            records,
+        };
+    }
+    debug_assert!(log_start_offset <= log_end_offset);
+    ResponseBody::Fetch {
+        log_start_offset,
+        log_end_offset,
+        records,
+    }
 }
 
 async fn dispatch(
@@ -349,7 +347,31 @@ async fn data_path(
     reservation: &mut Reservation,
 ) -> Result<ResponseBody, BrokerError> {
     let key = request.api_key();
-    let (topic, partition, op) = match request {
+    let request = match request {
+        Request::MultiProduce { acks, partitions } => {
+            return crate::native::multi::produce(shard, acks, partitions).await
+        }
+        Request::MultiFetch {
+            max_bytes,
+            partitions,
+        } => {
+            return crate::native::multi::fetch(shard, max_bytes, partitions, budget, reservation)
+                .await
+        }
+        one => one,
+    };
+    let (topic, partition, op) = one_partition_op(shard, request, budget, reservation).await?;
+    to_body(key, shard.partition_op(&topic, partition, op).await)
+}
+
+/// The partition and operation of a data-path request on one partition.
+async fn one_partition_op(
+    shard: &Rc<Shard>,
+    request: Request,
+    budget: &Budget,
+    reservation: &mut Reservation,
+) -> Result<(String, i32, PartitionOp), BrokerError> {
+    Ok(match request {
         Request::Produce {
             topic,
             partition,
@@ -366,14 +388,12 @@ async fn data_path(
             offset,
             max_bytes,
         } => {
-            let max_bytes = fetch_bytes(shard, max_bytes, budget, reservation).await?;
-            let op = PartitionOp::Fetch {
-                offset,
-                max_bytes,
-                at_least_one: true,
-                isolation: Isolation::ReadUncommitted,
-            };
-            (topic, partition, op)
+            let read = (offset, max_bytes, Isolation::ReadUncommitted);
+            (
+                topic,
+                partition,
+                fetch_op(shard, read, budget, reservation).await?,
+            )
         }
         Request::FetchCommitted {
             topic,
@@ -381,14 +401,12 @@ async fn data_path(
             offset,
             max_bytes,
         } => {
-            let max_bytes = fetch_bytes(shard, max_bytes, budget, reservation).await?;
-            let op = PartitionOp::Fetch {
-                offset,
-                max_bytes,
-                at_least_one: true,
-                isolation: Isolation::ReadCommitted,
-            };
-            (topic, partition, op)
+            let read = (offset, max_bytes, Isolation::ReadCommitted);
+            (
+                topic,
+                partition,
+                fetch_op(shard, read, budget, reservation).await?,
+            )
         }
         Request::FetchAtTime {
             topic,
@@ -408,22 +426,27 @@ async fn data_path(
             partition,
             timestamp,
         } => (topic, partition, uncommitted_list_offsets(timestamp)),
-        Request::MultiProduce { acks, partitions } => {
-            return crate::native::multi::produce(shard, acks, partitions).await
-        }
-        Request::MultiFetch {
-            max_bytes,
-            partitions,
-        } => {
-            return crate::native::multi::fetch(shard, max_bytes, partitions, budget, reservation)
-                .await
-        }
         other => {
             let why = format!("{:?} is not on the data path", other.api_key());
             return Err(BrokerError::new(ErrorCode::Internal, why));
         }
-    };
-    to_body(key, shard.partition_op(&topic, partition, op).await)
+    })
+}
+
+/// A Fetch of (offset, max_bytes, isolation), its reply reserved in the budgets first.
+async fn fetch_op(
+    shard: &Rc<Shard>,
+    (offset, max_bytes, isolation): (i64, i32, Isolation),
+    budget: &Budget,
+    reservation: &mut Reservation,
+) -> Result<PartitionOp, BrokerError> {
+    let max_bytes = fetch_bytes(shard, max_bytes, budget, reservation).await?;
+    Ok(PartitionOp::Fetch {
+        offset,
+        max_bytes,
+        at_least_one: true,
+        isolation,
+    })
 }
 
 /// DropCaches, Stats and Metrics: the server's own state, gathered from every shard.

@@ -545,7 +545,7 @@ enum Reading<'a> {
 }
 
 impl Reading<'_> {
-    fn max_frame(&self, cfg: &crate::server::ServerConfig) -> usize {
+    fn max_frame(&self, cfg: &crate::settings::ServerConfig) -> usize {
         match self {
             Reading::Request { .. } => cfg.max_frame_bytes,
             Reading::Handshake => cfg.max_frame_bytes.min(MAX_HANDSHAKE_FRAME_BYTES),
@@ -553,7 +553,7 @@ impl Reading<'_> {
     }
 
     /// How long the frame's first byte may take.
-    fn idle(&self, cfg: &crate::server::ServerConfig) -> Duration {
+    fn idle(&self, cfg: &crate::settings::ServerConfig) -> Duration {
         let request = Duration::from_millis(cfg.request_timeout_ms);
         match self {
             Reading::Request { first: false, .. } => {

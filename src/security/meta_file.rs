@@ -25,7 +25,7 @@ pub fn read<T: Default, E: std::fmt::Display>(
         path: path.clone(),
         why,
     };
-    if let Err(why) = check_private(&path) {
+    if let Some(why) = readable_by_others(&path) {
         return Err(fail(why));
     }
     match crate::io::os::read_text(&path) {
@@ -51,31 +51,24 @@ pub fn write(meta_dir: &Path, file: &str, text: &str) -> Result<(), StoreError> 
 /// Only the owner may enter the directory of the security files (a file being replaced is
 /// briefly a new file before its mode is set).
 pub fn make_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    crate::io::os::create_dir_all(dir)?;
+    crate::io::os::set_mode(dir, 0o700)
 }
 
 /// Only the owner may read or write the file.
 pub fn make_private(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+    crate::io::os::set_mode(path, 0o600)
 }
 
-/// Refuses a security file others may read or write (no file: nothing to check).
-fn check_private(path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(());
-    };
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 == 0 {
-        return Ok(());
-    }
-    Err(format!(
-        "mode {mode:04o} lets other users read or change it; it holds secrets and the access policy: run `chmod 600 {}`",
-        path.display()
-    ))
+/// Why a security file may not be used: others may read or change it (no file: none).
+fn readable_by_others(path: &Path) -> Option<String> {
+    let mode = crate::io::os::mode_of(path).ok()? & 0o777;
+    (mode & 0o077 != 0).then(|| {
+        format!(
+            "mode {mode:04o} lets other users read or change it; it holds secrets and the access policy: run `chmod 600 {}`",
+            path.display()
+        )
+    })
 }
 
 /// A stored file's numbered data lines (1-based, counting the header); `None` when the

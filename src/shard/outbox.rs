@@ -32,6 +32,7 @@ pub struct Outbox {
 
 /// What [`Outbox::send`] did with a message.
 #[must_use]
+#[non_exhaustive]
 pub enum Sent {
     /// In the peer's channel.
     Delivered,

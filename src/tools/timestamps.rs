@@ -215,6 +215,49 @@ pub async fn run(args: TimestampsArgs, out: &mut dyn Write) -> Result<(), String
     .map_err(|e| e.to_string())
 }
 
+/// What the table shows and what it cannot: the types of the batches read, and the
+/// records only --deep reads.
+fn print_preamble(
+    out: &mut dyn Write,
+    ts_type: &str,
+    deep: bool,
+    rows: &[(i32, TimestampStats)],
+) -> std::io::Result<()> {
+    let unit = if deep {
+        "record"
+    } else {
+        "batch: its first and max (headers; --deep reads every record)"
+    };
+    let types = batch_types(rows);
+    writeln!(
+        out,
+        "timestamp type: {ts_type} (the topic's now); batches found: {types}; one timestamp per {unit}"
+    )?;
+    let unobserved: u64 = rows.iter().map(|(_, s)| s.unobserved).sum();
+    if unobserved > 0 {
+        writeln!(
+            out,
+            "{unobserved} CreateTime records are neither the first nor the max of their batch: \
+             their timestamps (a record dated 1970, one earlier than its batch's first) are read \
+             only by --deep; MIN, OUT-OF-ORDER, FUTURE and PRE-2000 may be higher"
+        )?;
+    }
+    if ts_type == "LogAppendTime" {
+        writeln!(
+            out,
+            "LogAppendTime: the server stamped every record on append; the producers' own \
+             times are not stored, so their spread against append time is not available"
+        )
+    } else {
+        writeln!(
+            out,
+            "CreateTime: the producers' clocks; the time each batch was appended is not \
+             recorded, so their skew against it is not available (future = ahead of the \
+             server's clock)"
+        )
+    }
+}
+
 /// The timestamp types of the batches read, with their counts.
 fn batch_types(rows: &[(i32, TimestampStats)]) -> String {
     let create: u64 = rows.iter().map(|(_, s)| s.create_time_batches).sum();
@@ -239,37 +282,7 @@ fn print_table(
     rows: &[(i32, TimestampStats)],
     zone: chrono::FixedOffset,
 ) -> std::io::Result<()> {
-    let unit = if deep {
-        "record"
-    } else {
-        "batch: its first and max (headers; --deep reads every record)"
-    };
-    writeln!(
-        out,
-        "timestamp type: {ts_type} (the topic's now); batches found: {}; one timestamp per {unit}",
-        batch_types(rows)
-    )?;
-    let unobserved: u64 = rows.iter().map(|(_, s)| s.unobserved).sum();
-    if unobserved > 0 {
-        writeln!(
-            out,
-            "{unobserved} CreateTime records are neither the first nor the max of their batch:              their timestamps (a record dated 1970, one earlier than its batch's first) are read              only by --deep; MIN, OUT-OF-ORDER, FUTURE and PRE-2000 may be higher"
-        )?;
-    }
-    if ts_type == "LogAppendTime" {
-        writeln!(
-            out,
-            "LogAppendTime: the server stamped every record on append; the producers' own \
-             times are not stored, so their spread against append time is not available"
-        )?;
-    } else {
-        writeln!(
-            out,
-            "CreateTime: the producers' clocks; the time each batch was appended is not \
-             recorded, so their skew against it is not available (future = ahead of the \
-             server's clock)"
-        )?;
-    }
+    print_preamble(out, ts_type, deep, rows)?;
     writeln!(
         out,
         "{:<9} {:>8} {:>29} {:>29} {:>29} {:>29} {:>12} {:>14} {:>8} {:>14} {:>9}",

@@ -109,27 +109,32 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
                 .map_err(failed)?;
             writeln!(out, "Rolled {topic} (partition {partition}; -1 = all).").map_err(io)?;
         }
-        TopicsAction::Maintain => {
-            let topic = need_topic()?;
-            let (segments, bytes, records) =
-                client.run_log_maintenance(&topic).await.map_err(failed)?;
-            let meta = super::topic_metadata(&mut client, &topic).await?;
-            let tiered = meta
-                .configs
-                .iter()
-                .any(|(k, v)| k == "remote.storage.enable" && v == "true");
-            let what = match tiered {
-                true => "local segment copies (the bucket keeps serving what it holds within retention.ms and retention.bytes)",
-                false => "segments",
-            };
-            writeln!(
-                out,
-                "Topic {topic}: retention deleted {segments} {what} ({bytes} bytes); cleaning removed {records} records."
-            )
-            .map_err(io)?;
-        }
+        TopicsAction::Maintain => maintain(&mut client, need_topic()?, out).await?,
     }
     Ok(())
+}
+
+/// Retention and cleaning now; on a tiered topic what local retention deleted are local
+/// copies (the bucket keeps serving them within the topic's retention).
+async fn maintain(client: &mut Client, topic: String, out: &mut dyn Write) -> Result<(), String> {
+    let (segments, bytes, records) = client
+        .run_log_maintenance(&topic)
+        .await
+        .map_err(|e| e.to_string())?;
+    let meta = super::topic_metadata(client, &topic).await?;
+    let tiered = meta
+        .configs
+        .iter()
+        .any(|(k, v)| k == "remote.storage.enable" && v == "true");
+    let what = match tiered {
+        true => "local segment copies (the bucket keeps serving what it holds within retention.ms and retention.bytes)",
+        false => "segments",
+    };
+    writeln!(
+        out,
+        "Topic {topic}: retention deleted {segments} {what} ({bytes} bytes); cleaning removed {records} records."
+    )
+    .map_err(io)
 }
 
 /// kafka-topics --alter --partitions and kafka-configs --alter in one: the topic grows
