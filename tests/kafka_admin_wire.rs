@@ -889,3 +889,177 @@ fn topic_configs_kafka_clients_send_are_accepted_and_applied() {
         "58000"
     );
 }
+
+/// The topic id Metadata v12 reports for `topic`.
+fn topic_id(k: &mut Kafka, topic: &str) -> uuid::Uuid {
+    let r = MetadataRequest::default().with_topics(Some(vec![
+        metadata_request::MetadataRequestTopic::default().with_name(Some(TopicName(s(topic)))),
+    ]));
+    let ResponseKind::Metadata(m) = k.call(ApiKey::Metadata, 12, RequestKind::Metadata(r)) else {
+        panic!()
+    };
+    assert_eq!(m.topics[0].error_code, 0, "{m:?}");
+    m.topics[0].topic_id
+}
+
+/// Issue 39 (KIP-516): every topic has a real id, the same on every shard, in Metadata
+/// and CreateTopics, in each partition's `partition.metadata` as Kafka writes it, kept
+/// across restarts, and a new one when the topic is deleted and created again (so a
+/// producer notices a topic recreated with fewer partitions). A topic from before ids is
+/// given one at the next start, and keeps it.
+#[test]
+fn topics_have_ids_that_change_when_a_topic_is_recreated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut server, mut k) = server(&tmp);
+    assert_eq!(create_with(&mut k, "ids", &[]), (0, String::new()));
+    let first = topic_id(&mut k, "ids");
+    assert!(!first.is_nil());
+    for _ in 0..4 {
+        // Each request may land on either shard: they agree.
+        assert_eq!(topic_id(&mut k, "ids"), first);
+    }
+    let recorded =
+        std::fs::read_to_string(tmp.path().join("data/ids-0/partition.metadata")).unwrap();
+    assert_eq!(
+        shardlog::catalog::topics::read_partition_metadata(&recorded),
+        Some(first),
+        "{recorded}"
+    );
+    assert!(recorded.starts_with("version: 0\ntopic_id: "), "{recorded}");
+    server.restart_after_kill();
+    let mut k = Kafka(BlockingClient::connect(&server.kafka_addr()).unwrap());
+    assert_eq!(topic_id(&mut k, "ids"), first, "kept across a restart");
+    let r = DeleteTopicsRequest::default().with_topic_names(vec![TopicName(s("ids"))]);
+    let ResponseKind::DeleteTopics(d) =
+        k.call(ApiKey::DeleteTopics, 4, RequestKind::DeleteTopics(r))
+    else {
+        panic!()
+    };
+    assert_eq!(d.responses[0].error_code, 0, "{d:?}");
+    assert_eq!(create_with(&mut k, "ids", &[]), (0, String::new()));
+    assert_ne!(
+        topic_id(&mut k, "ids"),
+        first,
+        "a recreated topic is a new topic"
+    );
+
+    // A topic file from before ids: given one at the start, the same after the next.
+    let file = tmp
+        .path()
+        .join("data/__shardlog_meta/topics/ids.properties");
+    server.kill9();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let legacy: String = text
+        .lines()
+        .filter(|l| !l.starts_with("topic.id="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&file, legacy).unwrap();
+    server.respawn();
+    let mut k = Kafka(BlockingClient::connect(&server.kafka_addr()).unwrap());
+    let given = topic_id(&mut k, "ids");
+    assert!(!given.is_nil());
+    server.restart_after_kill();
+    let mut k = Kafka(BlockingClient::connect(&server.kafka_addr()).unwrap());
+    assert_eq!(topic_id(&mut k, "ids"), given);
+    assert!(std::fs::read_to_string(&file)
+        .unwrap()
+        .contains("topic.id="));
+}
+
+/// Issue 39: a manual replica assignment that names this broker is accepted (CreateTopics
+/// and CreatePartitions), as Kafka accepts one that names live brokers; one naming another
+/// broker, or two replicas, is refused with INVALID_REPLICA_ASSIGNMENT (39).
+#[test]
+fn manual_assignments_naming_this_broker_are_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, mut k) = server(&tmp);
+    let create = |k: &mut Kafka, name: &str, replicas: &[&[i32]]| {
+        let assignments = replicas
+            .iter()
+            .enumerate()
+            .map(|(p, r)| {
+                create_topics_request::CreatableReplicaAssignment::default()
+                    .with_partition_index(p as i32)
+                    .with_broker_ids(r.iter().map(|&b| BrokerId(b)).collect())
+            })
+            .collect();
+        let r = CreateTopicsRequest::default().with_topics(vec![
+            create_topics_request::CreatableTopic::default()
+                .with_name(TopicName(s(name)))
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+                .with_assignments(assignments),
+        ]);
+        let ResponseKind::CreateTopics(r) =
+            k.call(ApiKey::CreateTopics, 7, RequestKind::CreateTopics(r))
+        else {
+            panic!()
+        };
+        (r.topics[0].error_code, r.topics[0].num_partitions)
+    };
+    assert_eq!(create(&mut k, "placed", &[&[0], &[0], &[0]]), (0, 3));
+    assert_eq!(partition_count(&mut k, "placed"), 3);
+    assert_eq!(create(&mut k, "elsewhere", &[&[1]]).0, 39);
+    assert_eq!(create(&mut k, "twice", &[&[0, 0]]).0, 39);
+    let grow = |k: &mut Kafka, replicas: &[i32]| {
+        let r = CreatePartitionsRequest::default().with_topics(vec![
+            create_partitions_request::CreatePartitionsTopic::default()
+                .with_name(TopicName(s("placed")))
+                .with_count(4)
+                .with_assignments(Some(vec![
+                    create_partitions_request::CreatePartitionsAssignment::default()
+                        .with_broker_ids(replicas.iter().map(|&b| BrokerId(b)).collect()),
+                ])),
+        ]);
+        let ResponseKind::CreatePartitions(r) = k.call(
+            ApiKey::CreatePartitions,
+            3,
+            RequestKind::CreatePartitions(r),
+        ) else {
+            panic!()
+        };
+        r.results[0].error_code
+    };
+    assert_eq!(grow(&mut k, &[7]), 39);
+    assert_eq!(grow(&mut k, &[0]), 0);
+    assert_eq!(partition_count(&mut k, "placed"), 4);
+}
+
+/// Issue 39 (KIP-467): a batch with some keyless records to a compacted topic is refused
+/// whole with INVALID_RECORD, and `record_errors` names exactly those records (librdkafka's
+/// 0011 fails only them instead of all 100).
+#[test]
+fn keyless_records_to_a_compacted_topic_are_named_in_record_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, mut k) = server(&tmp);
+    let compacted = [("cleanup.policy", "compact")];
+    assert_eq!(create_with(&mut k, "keyed", &compacted), (0, String::new()));
+    let mut b = BatchBuilder::new(1024);
+    let keys: Vec<String> = (0..20).map(|i| format!("k{i}")).collect();
+    for (i, key) in keys.iter().enumerate() {
+        let key = (i % 7 != 3).then_some(key.as_bytes());
+        b.push(RecordSpec::new(key, Some(b"v")).timestamp(shardlog::time::now_ms()));
+    }
+    let r = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![produce_request::TopicProduceData::default()
+            .with_name(TopicName(s("keyed")))
+            .with_partition_data(vec![
+                produce_request::PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(Bytes::from(b.build()))),
+            ])]);
+    let ResponseKind::Produce(r) = k.call(ApiKey::Produce, 9, RequestKind::Produce(r)) else {
+        panic!()
+    };
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 87, "{p:?}");
+    let named: Vec<i32> = p.record_errors.iter().map(|e| e.batch_index).collect();
+    assert_eq!(named, [3, 10, 17], "{p:?}");
+    assert!(p.record_errors[0]
+        .batch_index_error_message
+        .as_ref()
+        .is_some_and(|m| m.contains("without key")));
+}

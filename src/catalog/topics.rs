@@ -145,6 +145,30 @@ pub struct TopicMeta {
     pub config: TopicConfig,
     /// owners[p] = shard that owns partition p.
     pub owners: Vec<u32>,
+    /// KIP-516: one random id per topic incarnation (a topic deleted and created again gets
+    /// a new one), so clients notice the change; in each partition's `partition.metadata`.
+    pub topic_id: uuid::Uuid,
+}
+
+/// A new random topic id (a v4 UUID, as Kafka's `Uuid.randomUuid`).
+pub fn new_topic_id() -> uuid::Uuid {
+    let bytes: [u8; 16] = std::array::from_fn(|_| fastrand::u8(..));
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
+}
+
+/// A topic id as Kafka writes it: URL-safe base64 of its 16 bytes, unpadded.
+pub fn topic_id_text(id: uuid::Uuid) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.as_bytes())
+}
+
+/// The id Kafka's text names (`topic_id_text`'s inverse).
+pub fn parse_topic_id(text: &str) -> Option<uuid::Uuid> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text.trim())
+        .ok()?;
+    Some(uuid::Uuid::from_bytes(bytes.try_into().ok()?))
 }
 
 /// FNV-1a: stable across runs, builds and machines (unlike std's randomized hasher).
@@ -171,6 +195,56 @@ fn meta_path(data_dir: &Path, name: &str) -> PathBuf {
     topics_dir(data_dir).join(format!("{name}.properties"))
 }
 
+/// Kafka's per-partition record of its topic's id, in the partition's directory.
+pub const PARTITION_METADATA: &str = "partition.metadata";
+
+/// `partition.metadata` as Kafka writes it (`version: 0`, `topic_id: <base64>`).
+fn partition_metadata_text(id: uuid::Uuid) -> String {
+    format!("version: 0\ntopic_id: {}\n", topic_id_text(id))
+}
+
+/// The topic id a partition's `partition.metadata` records, if it is there and readable.
+pub fn read_partition_metadata(text: &str) -> Option<uuid::Uuid> {
+    let line = text.lines().find_map(|l| l.strip_prefix("topic_id:"))?;
+    parse_topic_id(line)
+}
+
+/// Makes partition directory `dir` record topic id `id` (written only when it does not).
+pub async fn ensure_partition_metadata(
+    storage: &dyn Storage,
+    dir: &Path,
+    id: uuid::Uuid,
+) -> std::io::Result<()> {
+    let path = dir.join(PARTITION_METADATA);
+    let recorded = match storage.read_file(&path).await {
+        Ok(bytes) => read_partition_metadata(&String::from_utf8_lossy(&bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    if recorded == Some(id) {
+        return Ok(());
+    }
+    let text = partition_metadata_text(id);
+    storage.write_file_atomic(&path, text.into_bytes()).await?;
+    // What was written reads back as the id.
+    let back = storage.read_file(&path).await?;
+    assert_eq!(
+        read_partition_metadata(&String::from_utf8_lossy(&back)),
+        Some(id)
+    );
+    Ok(())
+}
+
+/// The id of a topic whose file predates ids: two stable hashes of the file's text.
+fn derived_topic_id(text: &str) -> uuid::Uuid {
+    let high = stable_hash(text.as_bytes());
+    let low = stable_hash(format!("{text}\n{high}").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&high.to_be_bytes());
+    bytes[8..].copy_from_slice(&low.to_be_bytes());
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
+}
+
 impl TopicMeta {
     pub fn new(name: String, partitions: u32, config: TopicConfig, shards: u32) -> Self {
         let owners: Vec<u32> = (0..partitions)
@@ -181,6 +255,7 @@ impl TopicMeta {
             name,
             config,
             owners,
+            topic_id: new_topic_id(),
         }
     }
 
@@ -203,9 +278,10 @@ impl TopicMeta {
 
     fn encode(&self, shards: u32) -> String {
         let mut s = format!(
-            "{META_HEADER}\nname={}\npartitions={}\nshards={shards}\n",
+            "{META_HEADER}\nname={}\npartitions={}\nshards={shards}\ntopic.id={}\n",
             self.name,
-            self.owners.len()
+            self.owners.len(),
+            topic_id_text(self.topic_id)
         );
         for (p, o) in self.owners.iter().enumerate() {
             s.push_str(&format!("owner.{p}={o}\n"));
@@ -272,7 +348,11 @@ impl TopicMeta {
                 _ => owner_of(&name, p, shards),
             });
         }
-        let changed = !same_layout;
+        // A file from before topic ids gets one derived from its text, the same on every
+        // shard; the controller then writes it down (a changed topic is persisted).
+        let recorded_id = kv.get("topic.id").and_then(|t| parse_topic_id(t));
+        let topic_id = recorded_id.unwrap_or_else(|| derived_topic_id(text));
+        let changed = !same_layout || recorded_id.is_none();
         // Every partition has an owner among this run's shards, whatever the file said.
         debug_assert!(owners.len() == partitions as usize && owners.iter().all(|&o| o < shards));
         Ok((
@@ -280,6 +360,7 @@ impl TopicMeta {
                 name,
                 config,
                 owners,
+                topic_id,
             },
             changed,
         ))

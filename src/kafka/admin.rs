@@ -24,9 +24,10 @@ type Outcome = Result<(), (i16, String)>;
 pub async fn create(ctx: &Context<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
-        let partitions = match topic.num_partitions {
-            -1 => ctx.shard.config.num_partitions as i32,
-            n => n,
+        let partitions = match (topic.num_partitions, topic.assignments.len()) {
+            (-1, 0) => ctx.shard.config.num_partitions as i32,
+            (-1, assigned) => assigned as i32,
+            (n, _) => n,
         };
         let outcome = create_one(ctx, &topic, partitions, request.validate_only).await;
         results.push(created(ctx, topic.name, partitions, outcome));
@@ -50,10 +51,17 @@ async fn create_one(
         ));
     }
     if !topic.assignments.is_empty() {
-        return Err((
-            errors::INVALID_REPLICA_ASSIGNMENT,
-            "manual replica assignments are not supported: partitions are placed on shards".into(),
-        ));
+        if topic.num_partitions != -1 || topic.replication_factor != -1 {
+            return Err((
+                errors::INVALID_REQUEST,
+                "both numPartitions or replicationFactor and replicasAssignments were set".into(),
+            ));
+        }
+        let assigned = topic.assignments.iter().map(|a| {
+            let replicas: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
+            (a.partition_index, replicas)
+        });
+        check_assignment(assigned.collect())?;
     }
     let name = topic.name.0.to_string();
     if !super::metadata::may_create(ctx, &name) {
@@ -99,14 +107,15 @@ fn created(
             .with_error_code(code)
             .with_error_message(Some(str_bytes(msg))),
         Ok(()) if ctx.version >= 5 => {
-            let configs = ctx
-                .shard
-                .topic(&name.0)
+            let meta = ctx.shard.topic(&name.0);
+            let configs = (meta.as_ref())
                 .map(|meta| creatable_configs(&meta.config, &ctx.shard.broker_defaults()))
                 .unwrap_or_default();
+            let id = meta.map_or(uuid::Uuid::nil(), |m| m.topic_id);
             r.with_num_partitions(partitions)
                 .with_replication_factor(1)
                 .with_configs(Some(configs))
+                .with_topic_id(id)
         }
         Ok(()) => r,
     }
@@ -157,6 +166,67 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
     DeleteTopicsResponse::default().with_responses(results)
 }
 
+/// Kafka's checks of a manual replica assignment, (partition, replicas) each, on the one
+/// broker this is: partitions 0, 1, ... in order, each on exactly this broker.
+fn check_assignment(assigned: Vec<(i32, Vec<i32>)>) -> Outcome {
+    let refuse = |why: String| Err((errors::INVALID_REPLICA_ASSIGNMENT, why));
+    for (i, (partition, replicas)) in assigned.into_iter().enumerate() {
+        if partition != i as i32 {
+            return refuse(format!(
+                "partitions must be assigned in order from 0: got {partition} at place {i}"
+            ));
+        }
+        let unknown: Vec<i32> = replicas
+            .iter()
+            .copied()
+            .filter(|&b| b != super::NODE_ID)
+            .collect();
+        if !unknown.is_empty() {
+            return refuse(format!(
+                "Unknown broker(s) in replica assignment: {unknown:?} (this cluster is broker {})",
+                super::NODE_ID
+            ));
+        }
+        if replicas.len() != 1 {
+            return refuse(format!(
+                "partition {partition}: {} replicas; this cluster has one broker",
+                replicas.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// CreatePartitions' assignments of the new partitions (from the topic's current count).
+fn new_partitions_assignment(
+    ctx: &Context<'_>,
+    topic: &str,
+    count: i32,
+    assignments: &Option<
+        Vec<kafka_protocol::messages::create_partitions_request::CreatePartitionsAssignment>,
+    >,
+) -> Outcome {
+    let Some(assignments) = assignments else {
+        return Ok(());
+    };
+    let current = ctx.shard.topic(topic).map_or(0, |m| m.partitions() as i32);
+    if assignments.len() as i32 != count - current {
+        return Err((
+            errors::INVALID_REPLICA_ASSIGNMENT,
+            format!(
+                "{} assignments for {} new partitions",
+                assignments.len(),
+                count - current
+            ),
+        ));
+    }
+    let assigned = assignments.iter().enumerate().map(|(i, a)| {
+        let replicas = a.broker_ids.iter().map(|b| b.0).collect();
+        (i as i32, replicas)
+    });
+    check_assignment(assigned.collect())
+}
+
 /// CreatePartitions (`kafka-topics --alter --partitions`): each topic grows on the
 /// controller as the native CreatePartitions grows it; replica assignments cannot apply to
 /// one node and are refused.
@@ -169,12 +239,9 @@ pub async fn create_partitions(
         let name = t.name.0.to_string();
         let outcome = if let Some(denied) = ctx.topic_refusal(Operation::Alter, &name) {
             Err(denied)
-        } else if t.assignments.is_some() {
-            Err((
-                errors::INVALID_REPLICA_ASSIGNMENT,
-                "manual replica assignments are not supported: partitions are placed on shards"
-                    .to_string(),
-            ))
+        } else if let Err(refused) = new_partitions_assignment(ctx, &name, t.count, &t.assignments)
+        {
+            Err(refused)
         } else if request.validate_only {
             crate::shard::admin::check_grow(ctx.shard, &name, t.count)
                 .map(|_| ())

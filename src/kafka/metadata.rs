@@ -115,6 +115,7 @@ fn described(
     match t {
         Ok(meta) => MetadataResponseTopic::default()
             .with_name(Some(topic_name(meta.name.clone())))
+            .with_topic_id(meta.topic_id)
             .with_is_internal(crate::catalog::internal_topics::is_internal(&meta.name))
             .with_partitions(
                 (0..meta.owners.len() as i32)

@@ -8,7 +8,9 @@
 //! coordinator), then queues every partition's batch at once, grouped by owner shard, and
 //! only then lets the connection's next request start.
 
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use super::errors::{self, kafka_code};
@@ -69,7 +71,7 @@ pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<Produc
         .into_iter()
         .map(|(name, n)| {
             let answers = (produced.by_ref().take(n))
-                .map(|(index, outcome)| partition_response(index, outcome, ctx.version))
+                .map(|answer| partition_response(answer, ctx.version))
                 .collect::<Vec<_>>();
             debug_assert_eq!(answers.len(), n, "one answer per partition produced to");
             TopicProduceResponse::default()
@@ -147,14 +149,18 @@ async fn verify_transaction(ctx: &Context<'_>, id: &str, planned: &mut [Planned]
     }
 }
 
+/// One partition's answer: its index, the outcome, and which records were refused
+/// (KIP-467's record_errors: (index in the batch, why)).
+type Answer = (i32, Produced, Vec<(i32, String)>);
+
 /// Queues every accepted partition's batch at its owner (all before its first await, in
-/// request order) and waits for them; (partition index, outcome) in request order.
+/// request order) and waits for them; the answers in request order.
 async fn run_all(
     ctx: &Context<'_>,
     acks: i16,
     transactional: bool,
     planned: &[Planned],
-) -> Vec<(i32, Produced)> {
+) -> Vec<Answer> {
     let items = (planned.iter())
         .filter_map(|p| Some((p.topic.clone(), p.index, p.batch.clone().ok()?)))
         .collect();
@@ -172,13 +178,37 @@ async fn run_all(
     let mut results = results.await.into_iter();
     planned
         .iter()
-        .map(|p| {
-            let outcome = match &p.batch {
-                Err(refused) => Err(refused.clone()),
-                Ok(_) => produced(results.next(), ctx.version),
-            };
-            (p.index, outcome)
+        .map(|p| match &p.batch {
+            Err(refused) => (p.index, Err(refused.clone()), Vec::new()),
+            Ok(batch) => {
+                let result = results.next();
+                let null_keys =
+                    matches!(&result, Some(Err(e)) if e.code == ErrorCode::CompactedTopicNullKey);
+                let record_errors = match null_keys {
+                    true => null_key_records(batch, &p.topic, p.index),
+                    false => Vec::new(),
+                };
+                (p.index, produced(result, ctx.version), record_errors)
+            }
         })
+        .collect()
+}
+
+/// The records of `batch` without a key, each with Kafka's message: what a compacted
+/// topic refuses (the whole batch is refused; KIP-467 says which records and why).
+fn null_key_records(batch: &bytes::Bytes, topic: &str, partition: i32) -> Vec<(i32, String)> {
+    let Ok(header) = BatchHeader::parse(batch) else {
+        return Vec::new();
+    };
+    let Ok(section) = crate::format::batch::RecordsSection::of(batch, &header) else {
+        return Vec::new();
+    };
+    let why = || {
+        format!("Compacted topic cannot accept message without key in topic partition {topic}-{partition}.")
+    };
+    (section.iter().enumerate())
+        .filter(|(_, r)| r.as_ref().is_ok_and(|r| r.key.is_none()))
+        .map(|(i, _)| (i as i32, why()))
         .collect()
 }
 
@@ -203,7 +233,10 @@ fn produced(result: Option<OpResult>, version: i16) -> Produced {
     }
 }
 
-fn partition_response(index: i32, outcome: Produced, version: i16) -> PartitionProduceResponse {
+fn partition_response(
+    (index, outcome, record_errors): Answer,
+    version: i16,
+) -> PartitionProduceResponse {
     let r = PartitionProduceResponse::default().with_index(index);
     match outcome {
         Ok((base_offset, log_append_time, log_start_offset)) => {
@@ -218,11 +251,16 @@ fn partition_response(index: i32, outcome: Produced, version: i16) -> PartitionP
         }
         Err((code, message)) => {
             let r = r.with_error_code(code).with_base_offset(-1);
-            if version >= 8 {
-                r.with_error_message(Some(str_bytes(message)))
-            } else {
-                r
+            if version < 8 {
+                return r;
             }
+            let record_errors = record_errors.into_iter().map(|(i, why)| {
+                BatchIndexAndErrorMessage::default()
+                    .with_batch_index(i)
+                    .with_batch_index_error_message(Some(str_bytes(why)))
+            });
+            r.with_error_message(Some(str_bytes(message)))
+                .with_record_errors(record_errors.collect())
         }
     }
 }

@@ -201,7 +201,7 @@ impl Shard {
         for meta in topics {
             crate::catalog::internal_topics::check_on_disk(&meta, &self.config)?;
             if self.id == CONTROLLER && changed.contains(&meta.name) {
-                tracing::warn!(topic = %meta.name, shards = self.n, "shard count changed: partitions reassigned");
+                tracing::warn!(topic = %meta.name, shards = self.n, "topic metadata rewritten: a new shard count (partitions reassigned) or a topic id given to a topic from before ids");
                 meta.persist(&*self.storage, &data_dir, self.n as u32)
                     .await
                     .map_err(CatalogError::io("persisting topic metadata", &data_dir))?;
@@ -1004,6 +1004,12 @@ impl Shard {
                 tracing::warn!(dir = %dir.display(), elapsed_ms, clean, segments = log.segments().len(), "slow partition open");
             }
             self.note_truncations(log.recovery_truncations());
+            let id = meta.topic_id;
+            let recorded =
+                crate::catalog::topics::ensure_partition_metadata(&*self.storage, &dir, id).await;
+            if let Err(e) = recorded {
+                tracing::warn!(partition = %tp, error = %e, "writing partition.metadata failed; the topic id is still in the topic's metadata");
+            }
             let local_start = log.log_start_offset();
             self.partitions
                 .borrow_mut()
