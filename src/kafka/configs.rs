@@ -314,7 +314,7 @@ fn incremental_op(
 /// A resource's current values, for APPEND and SUBTRACT: a topic's config, or the
 /// broker's dynamic configs in force.
 enum Current {
-    Topic(TopicMeta),
+    Topic(Box<TopicMeta>),
     Broker(Scope, BrokerDefaults),
 }
 
@@ -324,7 +324,7 @@ impl Current {
             RESOURCE_BROKER => Scope::of_resource(name)
                 .map(|scope| Current::Broker(scope, ctx.shard.broker_defaults()))
                 .map_err(|e| (errors::INVALID_REQUEST, e.message)),
-            _ => topic_of(ctx, resource_type, name).map(Current::Topic),
+            _ => topic_of(ctx, resource_type, name).map(|meta| Current::Topic(Box::new(meta))),
         }
     }
 
