@@ -123,6 +123,10 @@ fn native_tools_work_over_sasl_ssl_with_command_config() {
     );
     let (ok, text) = shardlog(&["topics", "list", "-b", &addr, "--timeout-ms", "5000"], "");
     assert!(!ok, "plaintext on the TLS port: {text}");
+    assert!(
+        text.contains("TLS listener") && text.contains("--command-config"),
+        "says what it needs: {text}"
+    );
     // Still serving; consumer-groups too (its native requests over SASL_SSL).
     let (ok, text) = run(with(&["topics", "list"]), "");
     assert!(ok && text.contains("secure"), "{text}");
@@ -193,4 +197,65 @@ fn a_sasl_plaintext_native_listener_answers_nothing_before_authentication() {
         "",
     );
     assert!(!ok && text.contains("UnsupportedSaslMechanism"), "{text}");
+}
+
+/// Issue 39: the native tools pointed at a secured Kafka listener (SASL_SSL) do TLS and SASL
+/// as the client config says, find the server's native listener through it and work, as
+/// they do on PLAINTEXT; without credentials they say the port needs TLS/SASL and
+/// `--command-config` instead of "answers neither protocol".
+#[test]
+fn native_tools_reach_the_server_through_a_secured_kafka_listener() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("kafka listener test CA");
+    let keystore = properties(tmp.path(), "keystore.pem", &ca.server_keystore());
+    let ca_file = properties(tmp.path(), "ca.pem", &ca.pem());
+    let data = tmp.path().join("data");
+    users_set(&data, "admin", "SCRAM-SHA-512", "admin-secret");
+    let kafka = format!("127.0.0.1:{}", common::server_proc::free_port());
+    let listeners = format!("SASL_SSL://{kafka}");
+    let config = [
+        ("listeners", listeners.as_str()),
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+        ("ssl.keystore.location", keystore.as_str()),
+    ];
+    let server = ServerProc::start(&data, 2, &config);
+    let admin = properties(
+        tmp.path(),
+        "admin.properties",
+        &format!(
+            "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=admin\n\
+             sasl.password=admin-secret\nssl.ca.location={ca_file}\n"
+        ),
+    );
+    let (ok, text) = shardlog(
+        &[
+            "topics",
+            "create",
+            "--topic",
+            "via-kafka",
+            "-b",
+            &kafka,
+            "--command-config",
+            &admin,
+        ],
+        "",
+    );
+    assert!(ok, "create through the SASL_SSL Kafka listener: {text}");
+    assert!(
+        text.contains(&server.addr()),
+        "names the native listener it used: {text}"
+    );
+    let (ok, text) = shardlog(
+        &["topics", "list", "-b", &kafka, "--command-config", &admin],
+        "",
+    );
+    assert!(ok && text.contains("via-kafka"), "{text}");
+    let (ok, text) = shardlog(
+        &["topics", "list", "-b", &kafka, "--timeout-ms", "5000"],
+        "",
+    );
+    assert!(
+        !ok && text.contains("TLS listener") && text.contains("--command-config"),
+        "without credentials: {text}"
+    );
 }

@@ -72,14 +72,17 @@ pub(crate) async fn connect(server: &ServerAddr) -> Result<Client, String> {
     let timeout = std::time::Duration::from_millis(server.timeout_ms.max(1));
     let security = server.client.security()?;
     if security.protocol != crate::security::SecurityProtocol::Plaintext {
-        let connected = Client::connect_secure(bootstrap, &security, timeout).await;
-        return connected.map_err(|e| e.to_string());
+        return connect_secured(bootstrap, &security, timeout).await;
     }
-    let addr = match probe::probe(bootstrap, timeout)? {
+    let probed = probe::probe(bootstrap, timeout);
+    if probed.is_err() && probe::speaks_tls(bootstrap, timeout) {
+        return Err(format!("{bootstrap} is a TLS listener (SSL or SASL_SSL): give the client's security with --command-config FILE or -X (security.protocol, ssl.ca.location, sasl.mechanism, sasl.username, sasl.password)"));
+    }
+    let addr = match probed? {
         probe::Protocol::Native => bootstrap.to_string(),
         _ => {
             let native = probe::native_address_of(bootstrap, timeout).ok_or_else(|| {
-                format!("{bootstrap} speaks Kafka's protocol, not shardlog's native one: point this tool at shardlog's native listener (--listen, port 7411 by default)")
+                format!("{bootstrap} speaks Kafka's protocol but did not say where shardlog's native listener is: point this tool at it (--listen, port 7411 by default), or, on a SASL listener, give the credentials with --command-config FILE or -X (security.protocol, sasl.mechanism, sasl.username, sasl.password)")
             })?;
             eprintln!("note: {bootstrap} is shardlog's Kafka listener; using its native listener {native}");
             native
@@ -88,6 +91,38 @@ pub(crate) async fn connect(server: &ServerAddr) -> Result<Client, String> {
     Client::connect_with_timeout(&addr, timeout)
         .await
         .map_err(|e| e.to_string())
+}
+
+/// A secured listener, under TLS and SASL as the client config says. Secured Kafka
+/// listeners are the usual target: the Kafka client is tried first and, when it is one of
+/// shardlog's, asked where the native listener is (then reached under its own protocol
+/// with the same credentials); otherwise the address is taken for the native listener.
+async fn connect_secured(
+    bootstrap: &str,
+    security: &crate::security::client::ClientSecurity,
+    timeout: std::time::Duration,
+) -> Result<Client, String> {
+    let through_kafka =
+        secure_stream::kafka_client(bootstrap, security, timeout).and_then(|mut kafka| {
+            probe::native_listener_of(&mut kafka, bootstrap)
+                .ok_or_else(|| "it did not say where the native listener is".to_string())
+        });
+    let (native, protocol) = match through_kafka {
+        Ok(found) => found,
+        Err(kafka_err) => return Client::connect_secure(bootstrap, security, timeout)
+            .await
+            .map_err(|e| {
+                format!(
+                    "{bootstrap}: {e} (as shardlog's native protocol); {kafka_err} (as Kafka's)"
+                )
+            }),
+    };
+    eprintln!("note: {bootstrap} is shardlog's Kafka listener; using its native listener {native} ({protocol})");
+    let connected = match protocol.as_str() {
+        "PLAINTEXT" => Client::connect_with_timeout(&native, timeout).await,
+        _ => Client::connect_secure(&native, security, timeout).await,
+    };
+    connected.map_err(|e| format!("{native}: {e}"))
 }
 
 /// Fetches one topic's metadata, turning "unknown topic" into a clear error.

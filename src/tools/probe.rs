@@ -60,31 +60,55 @@ pub fn probe(addr: &str, timeout: Duration) -> Result<Protocol, String> {
 /// The native listener of the shardlog server whose Kafka listener is at `kafka_addr`:
 /// its `listen` setting (DescribeConfigs of the broker), at the host the caller used.
 pub fn native_address_of(kafka_addr: &str, timeout: Duration) -> Option<String> {
+    let mut c = BlockingClient::connect_with_timeout(kafka_addr, timeout).ok()?;
+    native_listener_of(&mut c, kafka_addr).map(|(addr, _)| addr)
+}
+
+/// Through a connected (and, on a secured listener, authenticated) Kafka client of the
+/// server at `kafka_addr`: its native listener's address, at the host the caller used, and
+/// its security protocol (`native.security.protocol`).
+pub fn native_listener_of(c: &mut BlockingClient, kafka_addr: &str) -> Option<(String, String)> {
     use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
     use kafka_protocol::messages::{
         ApiKey as K, DescribeConfigsRequest, RequestKind, ResponseKind,
     };
-    let mut c = BlockingClient::connect_with_timeout(kafka_addr, timeout).ok()?;
+    let keys = ["listen", "native.security.protocol"].map(|k| k.to_string().into());
     let r =
         DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
             .with_resource_type(4)
             .with_resource_name("0".to_string().into())
-            .with_configuration_keys(Some(vec!["listen".to_string().into()]))]);
+            .with_configuration_keys(Some(keys.to_vec()))]);
     let ResponseKind::DescribeConfigs(r) = c
         .call(K::DescribeConfigs, 1, &RequestKind::DescribeConfigs(r))
         .ok()?
     else {
         return None;
     };
-    let listen = r
-        .results
-        .first()?
-        .configs
-        .first()?
-        .value
-        .as_ref()?
-        .to_string();
+    let configs = &r.results.first()?.configs;
+    let value = |key: &str| {
+        let c = configs.iter().find(|c| c.name.as_str() == key)?;
+        Some(c.value.as_ref()?.to_string())
+    };
+    let listen = value("listen")?;
+    let protocol = value("native.security.protocol").unwrap_or_else(|| "PLAINTEXT".into());
     let port = listen.rsplit_once(':')?.1;
     let host = kafka_addr.rsplit_once(':')?.0;
-    Some(format!("{host}:{port}"))
+    Some((format!("{host}:{port}"), protocol))
+}
+
+/// Whether `addr` answers plaintext with a TLS alert record (an SSL or SASL_SSL listener
+/// reached without TLS): content type 21, version 3.x.
+pub fn speaks_tls(addr: &str, timeout: Duration) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(timeout));
+    let _ = s.set_write_timeout(Some(timeout));
+    // A native ApiVersions frame: garbage to a TLS server, which answers with an alert.
+    if s.write_all(&[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1]).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 2];
+    s.read_exact(&mut head).is_ok() && head == [0x15, 0x03]
 }
