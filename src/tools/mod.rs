@@ -109,13 +109,15 @@ async fn connect_secured(
         });
     let (native, protocol) = match through_kafka {
         Ok(found) => found,
-        Err(kafka_err) => return Client::connect_secure(bootstrap, security, timeout)
-            .await
-            .map_err(|e| {
-                format!(
+        Err(kafka_err) => {
+            return Client::connect_secure(bootstrap, security, timeout)
+                .await
+                .map_err(|e| {
+                    format!(
                     "{bootstrap}: {e} (as shardlog's native protocol); {kafka_err} (as Kafka's)"
                 )
-            }),
+                })
+        }
     };
     eprintln!("note: {bootstrap} is shardlog's Kafka listener; using its native listener {native} ({protocol})");
     let connected = match protocol.as_str() {
