@@ -21,20 +21,30 @@ fn produce_one(addr: &str, topic: &'static str, partition: i32) -> Result<(), Cl
     })
 }
 
-#[test]
-fn a_partition_that_cannot_be_opened_is_left_offline_and_the_rest_serve() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let mut server = ServerProc::start(&data, 2, &[]);
+/// A server with `topic` of `partitions` partitions, one record in each.
+fn server_with_records(
+    data: &std::path::Path,
+    topic: &'static str,
+    partitions: i32,
+) -> (ServerProc, String) {
+    let server = ServerProc::start(data, 2, &[]);
     let addr = server.addr();
     let a = addr.clone();
     common::client(move || async move {
         let mut c = Client::connect(&a).await.unwrap();
-        c.create_topic("dmg", 4, vec![]).await.unwrap();
+        c.create_topic(topic, partitions, vec![]).await.unwrap();
     });
-    for p in 0..4 {
-        produce_one(&addr, "dmg", p).unwrap();
+    for p in 0..partitions {
+        produce_one(&addr, topic, p).unwrap();
     }
+    (server, addr)
+}
+
+#[test]
+fn a_partition_that_cannot_be_opened_is_left_offline_and_the_rest_serve() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (mut server, addr) = server_with_records(&data, "dmg", 4);
     server.kill9();
     // Partition 0's log can no longer be opened at all.
     let log = data.join("dmg-0/00000000000000000000.log");
@@ -59,17 +69,7 @@ fn a_partition_that_cannot_be_opened_is_left_offline_and_the_rest_serve() {
 #[test]
 fn zero_padding_after_a_kill_is_one_info_per_shard_not_a_warning_per_partition() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let mut server = ServerProc::start(&data, 2, &[]);
-    let addr = server.addr();
-    let a = addr.clone();
-    common::client(move || async move {
-        let mut c = Client::connect(&a).await.unwrap();
-        c.create_topic("pad", 6, vec![]).await.unwrap();
-    });
-    for p in 0..6 {
-        produce_one(&addr, "pad", p).unwrap();
-    }
+    let (mut server, addr) = server_with_records(&tmp.path().join("data"), "pad", 6);
     server.restart_after_kill();
     let text = server.log_text();
     let after_restart = &text[text.rfind("file descriptor budget").unwrap_or(0)..];

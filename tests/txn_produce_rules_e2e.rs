@@ -79,8 +79,9 @@ fn ends(k: &mut BlockingClient) -> (i64, i64) {
     (at(0), at(1))
 }
 
-#[test]
-fn a_transactional_produce_with_a_foreign_second_batch_is_refused_whole() {
+/// A server with the one-partition topic, a Kafka client, and the transactional producer
+/// "rules" initialised: (server, its temp dir, client, producer id, epoch).
+fn transactional_setup() -> (ServerProc, tempfile::TempDir, BlockingClient, i64, i16) {
     let tmp = tempfile::tempdir().unwrap();
     let server = ServerProc::start(&tmp.path().join("data"), 2, &[("kafka.listen", "auto")]);
     let addr = server.addr();
@@ -101,26 +102,13 @@ fn a_transactional_produce_with_a_foreign_second_batch_is_refused_whole() {
         panic!()
     };
     assert_eq!(init.error_code, 0, "{init:?}");
-    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
-    let add = AddPartitionsToTxnRequest::default()
-        .with_v3_and_below_transactional_id(tid())
-        .with_v3_and_below_producer_id(init.producer_id)
-        .with_v3_and_below_producer_epoch(epoch)
-        .with_v3_and_below_topics(vec![
-            add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
-                .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
-                .with_partitions(vec![0]),
-        ]);
-    let ResponseKind::AddPartitionsToTxn(added) = call(
-        &mut k,
-        ApiKey::AddPartitionsToTxn,
-        3,
-        RequestKind::AddPartitionsToTxn(add),
-    ) else {
-        panic!()
-    };
-    let code = added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code;
-    assert_eq!(code, 0, "{added:?}");
+    (server, tmp, k, init.producer_id.0, init.producer_epoch)
+}
+
+#[test]
+fn a_transactional_produce_with_a_foreign_second_batch_is_refused_whole() {
+    let (_server, _tmp, mut k, pid, epoch) = transactional_setup();
+    add_partition(&mut k, pid, epoch);
 
     // The producer's batch followed by one of a producer nobody verified.
     let mut two = batch(pid, epoch, 0);
@@ -144,16 +132,7 @@ fn a_transactional_produce_with_a_foreign_second_batch_is_refused_whole() {
 
     // The producer's own batch, then commit: the last stable offset reaches the end.
     assert_eq!(produce(&mut k, batch(pid, epoch, 0)), (0, String::new()));
-    let end = EndTxnRequest::default()
-        .with_transactional_id(tid())
-        .with_producer_id(init.producer_id)
-        .with_producer_epoch(epoch)
-        .with_committed(true);
-    let ResponseKind::EndTxn(end) = call(&mut k, ApiKey::EndTxn, 3, RequestKind::EndTxn(end))
-    else {
-        panic!()
-    };
-    assert_eq!(end.error_code, 0, "{end:?}");
+    end_txn(&mut k, pid, epoch, true);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while ends(&mut k) != (2, 2) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -248,27 +227,8 @@ fn consumed(addr: &str, isolation: Option<&str>) -> Vec<String> {
 /// prints a marker. `dump-log --deep-iteration` names the markers.
 #[test]
 fn consume_reads_committed_records_by_default_and_never_prints_markers() {
-    let tmp = tempfile::tempdir().unwrap();
-    let server = ServerProc::start(&tmp.path().join("data"), 2, &[("kafka.listen", "auto")]);
+    let (server, tmp, mut k, pid, epoch) = transactional_setup();
     let addr = server.addr();
-    let a = addr.clone();
-    common::client(move || async move {
-        let mut c = shardlog::client::Client::connect(&a).await.unwrap();
-        c.create_topic(TOPIC, 1, vec![]).await.unwrap();
-    });
-    let mut k = BlockingClient::connect(&server.kafka_addr()).unwrap();
-    let init = InitProducerIdRequest::default()
-        .with_transactional_id(Some(tid()))
-        .with_transaction_timeout_ms(60_000);
-    let ResponseKind::InitProducerId(init) = call(
-        &mut k,
-        ApiKey::InitProducerId,
-        4,
-        RequestKind::InitProducerId(init),
-    ) else {
-        panic!()
-    };
-    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
     let mut seq = 0;
     for (values, commit) in [
         (&["c1", "c2"][..], Some(true)),

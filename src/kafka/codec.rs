@@ -120,14 +120,7 @@ fn spliced(
 
 fn close(why: String) -> Reply {
     tracing::debug!(%why, "closing a Kafka connection");
-    Reply {
-        frame: None,
-        reservation: Reservation::default(),
-        close: true,
-        api: "unknown",
-        ok: false,
-        timed: false,
-    }
+    Reply::close_unanswered()
 }
 
 pub(super) fn decode(mut frame: Bytes) -> Decoded {

@@ -52,14 +52,7 @@ pub async fn handle_frame(
         let kafka = shard.config.kafka_listeners();
         let kafka: Vec<String> = kafka.iter().map(ToString::to_string).collect();
         tracing::info!(shard = shard.id, remote = ?peer.remote, %client_id, kafka_listeners = %kafka.join(","), "a Kafka client reached the native listener; closing: Kafka clients connect to the Kafka listener");
-        return Reply {
-            frame: None,
-            reservation: Reservation::default(),
-            close: true,
-            api: "unknown",
-            ok: false,
-            timed: false,
-        };
+        return Reply::close_unanswered();
     }
     let mut reservation = Reservation::default();
     let mut outcome = Outcome {

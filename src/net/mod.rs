@@ -153,6 +153,19 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// No reply: the connection is closed (a request that cannot be trusted, a client on
+    /// the wrong listener).
+    pub fn close_unanswered() -> Self {
+        Reply {
+            frame: None,
+            reservation: Reservation::default(),
+            close: true,
+            api: "unknown",
+            ok: false,
+            timed: false,
+        }
+    }
+
     pub fn frame(frame: Vec<u8>) -> Self {
         Reply {
             frame: Some(frame.into()),
