@@ -141,7 +141,8 @@ impl RemoteLog {
     }
 
     /// A missing manifest means a new partition only if it never uploaded: not when this
-    /// process wrote or read one, and not when segment objects of it are in the bucket.
+    /// process wrote or read one, and not when segment objects are in the bucket while
+    /// local segments were already deleted (they go only once a manifest holds them).
     async fn refuse_lost_history(&self, key: &str) -> Result<(), RemoteError> {
         let known = {
             let state = self.state.borrow();
@@ -150,7 +151,10 @@ impl RemoteLog {
         let dir = keys::partition_dir(&self.topic, self.partition);
         let objects = self.store.list_keys(&dir, usize::MAX).await?;
         let objects = objects.iter().filter(|k| !k.ends_with(".json")).count();
-        if known || objects > 0 {
+        // Local segments are deleted only once a manifest holds them: objects without a
+        // manifest while the local log starts past 0 are a lost history, while objects of a
+        // first upload cut short (local start still 0) are orphans the sweep removes.
+        if known || (objects > 0 && self.local_start.get() > 0) {
             return Err(RemoteError::ManifestMissing {
                 key: key.to_string(),
                 objects,
