@@ -317,6 +317,17 @@ fn the_native_protocol_applies_the_same_acls() {
     ]);
     let (ok, text) = native_tool(&["log-dirs", "-b", &native], "");
     assert!(ok, "{text}");
+    // Issue 39: acls pointed at the (PLAINTEXT) native listener with the admin's SASL
+    // config finds the SASL Kafka listener and manages the same ACLs there.
+    let listed = acls_live(
+        &native,
+        &props,
+        &["--list", "--principal", "User:ANONYMOUS"],
+    );
+    assert!(
+        listed.contains("operation=DESCRIBE") && listed.contains("name=n,"),
+        "{listed}"
+    );
     drop(server);
 }
 

@@ -234,25 +234,48 @@ fn produce_sizes_its_batches_to_small_segments() {
 
 /// Issue 39: one way to reach the server. Every tool takes `-b`/`--bootstrap`/
 /// `--bootstrap-server` (consumer-groups and acls included); acls pointed at the native
-/// listener says which listener it needs instead of failing to decode; and a Kafka client
-/// that reaches the native listener is recognised, closed, and the log names the Kafka
-/// listener (librdkafka used to report "broker version < 0.10").
+/// listener (every tool's default) asks it for the Kafka listener and manages ACLs there
+/// (it used to fail with a decode error); and a Kafka client that reaches the native
+/// listener is recognised, closed, and the log names the Kafka listener (librdkafka used
+/// to report "broker version < 0.10").
 #[test]
 fn every_tool_takes_the_same_flags_and_kafka_clients_on_the_native_port_are_told() {
     let tmp = tempfile::tempdir().unwrap();
-    let server = ServerProc::start(&tmp.path().join("data"), 2, &[("kafka.listen", "auto")]);
+    let config = [
+        ("kafka.listen", "auto"),
+        ("authorizer.enable", "true"),
+        ("super.users", "User:ANONYMOUS"),
+    ];
+    let server = ServerProc::start(&tmp.path().join("data"), 2, &config);
     let (native, kafka) = (server.addr(), server.kafka_addr());
     for flag in ["-b", "--bootstrap", "--bootstrap-server"] {
         let (out, err, ok) = shardlog(&["consumer-groups", flag, &native, "--list"]);
         assert!(ok, "consumer-groups {flag}: {out} {err}");
-        // Without an authorizer the listing is refused by the server, not by the flags.
-        let (_, err, _) = shardlog(&["acls", flag, &kafka, "--list"]);
-        assert!(!err.contains("unexpected argument"), "acls {flag}: {err}");
+        let (out, err, ok) = shardlog(&["acls", flag, &kafka, "--list"]);
+        assert!(ok, "acls {flag}: {out} {err}");
     }
-    let (_, err, ok) = shardlog(&["acls", "-b", &native, "--list"]);
+    let add = [
+        "acls",
+        "-b",
+        &native,
+        "--add",
+        "--allow-principal",
+        "User:bob",
+        "--operation",
+        "Read",
+        "--topic",
+        "t",
+    ];
+    let (out, err, ok) = shardlog(&add);
+    assert!(ok, "acls on the native listener: {out} {err}");
     assert!(
-        !ok && err.contains("native listener") && err.contains("Kafka listener"),
+        err.contains(&format!("using its Kafka listener {kafka}")),
         "{err}"
+    );
+    let (out, err, ok) = shardlog(&["acls", "-b", &kafka, "--list"]);
+    assert!(
+        ok && out.contains("User:bob") && out.contains("name=t,"),
+        "{out} {err}"
     );
     // A Kafka client's first request on the native port: closed unanswered, and logged.
     let mut c = shardlog::kafka::blocking_client::BlockingClient::connect_with_timeout(

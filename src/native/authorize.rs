@@ -78,6 +78,7 @@ fn needs(request: &Request) -> Vec<Need<'_>> {
             needs
         }
         Request::ApiVersions
+        | Request::DescribeListeners
         | Request::Metadata { .. }
         | Request::SaslHandshake { .. }
         | Request::SaslAuthenticate { .. } => Vec::new(),

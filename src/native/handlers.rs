@@ -12,11 +12,9 @@ use crate::metrics::{self, Stage};
 use crate::net::{Peer, Reply};
 use crate::protocol::frame::Frame;
 use crate::protocol::{
-    ApiKey, ErrorCode, MetadataResponse, PartitionMetadata, Request, Response, ResponseBody,
-    ShardInfo, StatsResponse, TopicMetadata, WireReader, ACKS_ALL, ACKS_LEADER, ACKS_NONE,
-    REQUEST_HEADER,
+    ApiKey, ErrorCode, Request, Response, ResponseBody, StatsResponse, WireReader, ACKS_ALL,
+    ACKS_LEADER, ACKS_NONE, REQUEST_HEADER,
 };
-use crate::settings::advertised_host;
 use crate::shard::budget::{Budget, FetchPlan, Reservation};
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp};
 use crate::shard::runtime::Shard;
@@ -291,7 +289,12 @@ async fn dispatch(
             ErrorCode::IllegalSaslState,
             "SASL requests come before any other, on a SASL listener (or to re-authenticate)",
         )),
-        Request::Metadata { topics } => Ok(ResponseBody::Metadata(metadata(shard, topics, peer))),
+        Request::Metadata { topics } => Ok(ResponseBody::Metadata(super::metadata::metadata(
+            shard, topics, peer,
+        ))),
+        Request::DescribeListeners => Ok(ResponseBody::DescribeListeners(
+            super::metadata::listeners(&shard.config, peer),
+        )),
         Request::CreateTopic {
             name,
             partitions,
@@ -550,76 +553,6 @@ fn stats_body(shard: &Shard, s: crate::shard::messages::ShardStats) -> StatsResp
         cache_budget_bytes: s.cache_budget_bytes as i64,
         rss_bytes: crate::io::os::rss_bytes(),
         clock_ms: crate::time::now_ms(),
-    }
-}
-
-/// Topics the peer may not DESCRIBE: named, they answer TopicAuthorizationFailed; from
-/// "every topic" they are left out, as Kafka hides them.
-fn metadata(shard: &Shard, topics: Option<Vec<String>>, peer: Peer) -> MetadataResponse {
-    let cfg = &shard.config;
-    let every_topic = topics.is_none();
-    let describable =
-        |name: &str| crate::native::authorize::may_describe_topic(&cfg.authorizer, &peer, name);
-    let host = advertised_host(&cfg.advertised_host, cfg.listen, peer.local);
-    let shards = (0..shard.n)
-        .map(|i| ShardInfo {
-            shard: i as i32,
-            host: host.clone(),
-            port: shard.config.shard_port(i) as i32,
-        })
-        .collect();
-    let topics = shard
-        .topics_snapshot(topics.as_deref())
-        .into_iter()
-        .filter_map(|t| {
-            let name = match &t {
-                Ok(meta) => meta.name.as_str(),
-                Err(crate::catalog::error::UnknownTopic(name)) => name.as_str(),
-            };
-            match (describable(name), every_topic) {
-                (true, _) => Some(topic_metadata(t)),
-                (false, true) => None,
-                (false, false) => Some(denied_topic(name.to_string())),
-            }
-        })
-        .collect();
-    MetadataResponse { shards, topics }
-}
-
-/// A topic the peer may describe: its partitions and configs, or UnknownTopic.
-fn topic_metadata(
-    t: Result<crate::catalog::topics::TopicMeta, crate::catalog::error::UnknownTopic>,
-) -> TopicMetadata {
-    match t {
-        Ok(meta) => TopicMetadata {
-            name: meta.name.clone(),
-            error_code: ErrorCode::None,
-            partitions: meta
-                .owners
-                .iter()
-                .enumerate()
-                .map(|(p, &o)| PartitionMetadata {
-                    partition: p as i32,
-                    owner_shard: o as i32,
-                })
-                .collect(),
-            configs: meta.config.to_pairs(),
-        },
-        Err(crate::catalog::error::UnknownTopic(name)) => TopicMetadata {
-            name,
-            error_code: ErrorCode::UnknownTopic,
-            partitions: Vec::new(),
-            configs: Vec::new(),
-        },
-    }
-}
-
-fn denied_topic(name: String) -> TopicMetadata {
-    TopicMetadata {
-        name,
-        error_code: ErrorCode::TopicAuthorizationFailed,
-        partitions: Vec::new(),
-        configs: Vec::new(),
     }
 }
 

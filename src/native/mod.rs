@@ -5,6 +5,7 @@ mod authorize;
 mod group_admin;
 pub(crate) mod handlers;
 mod log_admin;
+mod metadata;
 mod misdirected;
 mod multi;
 mod sasl;

@@ -147,6 +147,8 @@ requests! {
     SaslHandshake { mechanism: String = "mechanism" };
     /// One token of the chosen mechanism.
     SaslAuthenticate { auth_bytes: Bytes = "auth bytes" };
+    /// The server's listeners, so a tool given one address can reach the other protocol.
+    DescribeListeners;
 }
 
 /// Request header fields.
@@ -181,6 +183,18 @@ wire_struct! {
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct ShardInfo {
         pub shard: i32 = "shard",
+        pub host: String = "host",
+        pub port: i32 = "port",
+    }
+}
+
+wire_struct! {
+    /// One listener of the server: which protocol it speaks ("native" or "kafka"), under
+    /// which security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), where it is bound.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ListenerInfo {
+        pub protocol: String = "protocol",
+        pub security_protocol: String = "security_protocol",
         pub host: String = "host",
         pub port: i32 = "port",
     }
@@ -454,6 +468,7 @@ responses! {
         auth_bytes: Bytes = "auth bytes",
         session_lifetime_ms: i64 = "session_lifetime_ms",
     } for SaslAuthenticate;
+    DescribeListeners(listeners: Vec<ListenerInfo> = "listener count") for DescribeListeners;
     /// AlterConfigs, RollSegments, DeleteGroup and CreatePartitions.
     Empty for AlterConfigs, RollSegments, DeleteGroup, CreatePartitions;
 }
@@ -531,6 +546,7 @@ mod tests {
     #[test]
     fn requests_round_trip() {
         round_trip(Request::ApiVersions);
+        round_trip(Request::DescribeListeners);
         round_trip(Request::Metadata { topics: None });
         round_trip(Request::Metadata {
             topics: Some(vec!["a".into(), "b".into()]),

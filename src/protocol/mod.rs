@@ -56,10 +56,11 @@ pub enum ApiKey {
     SaslHandshake = 25,
     SaslAuthenticate = 26,
     FetchCommitted = 27,
+    DescribeListeners = 28,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 28] = [
+    pub const ALL: [ApiKey; 29] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -88,6 +89,7 @@ impl ApiKey {
         ApiKey::SaslHandshake,
         ApiKey::SaslAuthenticate,
         ApiKey::FetchCommitted,
+        ApiKey::DescribeListeners,
     ];
 
     /// Produce, Fetch, ListOffsets, FetchAtTime and the multi-partition ones: the requests the stage metrics time (admin and

@@ -14,7 +14,6 @@ use crate::security::acl::{
 
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("action").required(true).args(["add", "remove", "list"])))]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["bootstrap_server", "data_dir"])))]
 pub struct AclsArgs {
     #[arg(long)]
     pub add: bool,
@@ -22,11 +21,12 @@ pub struct AclsArgs {
     pub remove: bool,
     #[arg(long)]
     pub list: bool,
-    /// A running server's Kafka listener (-b and --bootstrap as every tool).
+    /// A running server (-b, --bootstrap and the default 127.0.0.1:7411 as every tool):
+    /// its Kafka listener, or its native listener, which names the Kafka one.
     #[arg(long, short = 'b', visible_aliases = ["bootstrap", "broker-list"])]
     pub bootstrap_server: Option<String>,
     /// A stopped server's data directory.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "bootstrap_server")]
     pub data_dir: Option<PathBuf>,
     #[command(flatten)]
     pub client: super::client_config::ClientConfigArgs,
@@ -265,14 +265,17 @@ pub trait AclTarget {
 }
 
 pub fn run(args: AclsArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
-    let mut target: Box<dyn AclTarget> = match (&args.data_dir, &args.bootstrap_server) {
-        (Some(dir), _) => Box::new(super::acls_offline::Offline::open(dir)?),
-        (None, Some(server)) => Box::new(super::acls_live::Live::connect(
+    let server = args
+        .bootstrap_server
+        .as_deref()
+        .unwrap_or(super::DEFAULT_SERVER);
+    let mut target: Box<dyn AclTarget> = match &args.data_dir {
+        Some(dir) => Box::new(super::acls_offline::Offline::open(dir)?),
+        None => Box::new(super::acls_live::Live::connect(
             server,
             &args.client,
             args.timeout_ms,
         )?),
-        (None, None) => unreachable!("clap requires a target"),
     };
     let print = |out: &mut dyn std::io::Write, text: String| {
         write!(out, "{text}").map_err(|e| e.to_string())

@@ -13,6 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::acls::AclTarget;
 use super::client_config::ClientConfigArgs;
+use super::{probe, secure_stream};
 use crate::kafka::blocking_client::BlockingClient;
 use crate::security::acl::{
     AccessEntry, AclBinding, AclFilter, Operation, PatternFilter, PatternType, Permission,
@@ -27,6 +28,9 @@ const ANY: i8 = 1;
 pub struct Live(BlockingClient);
 
 impl Live {
+    /// Connects to the server's Kafka listener. Given the native listener (shardlog's
+    /// default address, as for every tool), it asks the server for its Kafka listener under
+    /// the same security and uses that, saying so on stderr.
     pub fn connect(
         server: &str,
         config: &ClientConfigArgs,
@@ -34,12 +38,27 @@ impl Live {
     ) -> Result<Live, String> {
         let security = config.security()?;
         let timeout = Duration::from_millis(timeout_ms);
-        // ACLs are Kafka's requests: the native listener is named, not misread.
         let plaintext = security.protocol == crate::security::SecurityProtocol::Plaintext;
-        if plaintext && super::probe::probe(server, timeout) == Ok(super::probe::Protocol::Native) {
-            return Err(format!("{server} is shardlog's native listener; ACLs are managed through a Kafka listener (`listeners`, 127.0.0.1:9092 by default): give its address with -b"));
+        let native = plaintext && probe::probe(server, timeout) == Ok(probe::Protocol::Native);
+        let direct = match native {
+            true => Err(String::new()),
+            false => secure_stream::kafka_client(server, &security, timeout),
+        };
+        match direct {
+            Ok(client) => Ok(Live(client)),
+            // A secured native listener only shows itself by failing Kafka's handshake.
+            Err(kafka_err) => {
+                let kafka =
+                    probe::kafka_listener_of(server, &security, timeout).map_err(
+                        |e| match native {
+                            true => e,
+                            false => format!("{server}: {kafka_err} (as Kafka's protocol); {e}"),
+                        },
+                    )?;
+                eprintln!("note: {server} is shardlog's native listener; using its Kafka listener {kafka}");
+                secure_stream::kafka_client(&kafka, &security, timeout).map(Live)
+            }
         }
-        super::secure_stream::kafka_client(server, &security, timeout).map(Live)
     }
 
     fn call(&mut self, key: ApiKey, request: RequestKind) -> Result<ResponseKind, String> {

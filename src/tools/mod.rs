@@ -29,6 +29,9 @@ pub mod users;
 use crate::client::{Client, ClientError};
 use crate::protocol::TopicMetadata;
 
+/// Every tool's default server: the native listener's default address.
+pub const DEFAULT_SERVER: &str = "127.0.0.1:7411";
+
 /// The global --timeout-ms's default.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 
@@ -40,7 +43,7 @@ pub struct ServerAddr {
         long,
         short = 'b',
         visible_aliases = ["bootstrap-server", "broker-list"],
-        default_value = "127.0.0.1:7411"
+        default_value = DEFAULT_SERVER
     )]
     pub bootstrap: String,
     /// Connect and per-request timeout: the command line's global --timeout-ms.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::native_blocking::{CallError, NativeBlocking};
 use crate::kafka::blocking_client::BlockingClient;
 use crate::protocol::{Request, ResponseBody};
+use crate::security::client::ClientSecurity;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -94,6 +95,44 @@ pub fn native_listener_of(c: &mut BlockingClient, kafka_addr: &str) -> Option<(S
     let port = listen.rsplit_once(':')?.1;
     let host = kafka_addr.rsplit_once(':')?.0;
     Some((format!("{host}:{port}"), protocol))
+}
+
+/// The Kafka listener of the shardlog server whose native listener is at `native_addr`
+/// (DescribeListeners, reached under the client's security): the one under the client's
+/// own security protocol, so the same credentials serve both. A native listener that does
+/// not take the client's security (a PLAINTEXT one beside a SASL Kafka listener) is asked
+/// without it: the listeners are no secret (Kafka's Metadata names its brokers too). Says
+/// which listeners there are when none matches.
+pub fn kafka_listener_of(
+    native_addr: &str,
+    security: &ClientSecurity,
+    timeout: Duration,
+) -> Result<String, String> {
+    let mut c =
+        NativeBlocking::connect_secure(native_addr, security, timeout).or_else(
+            |e| match security.protocol {
+                crate::security::SecurityProtocol::Plaintext => Err(e),
+                _ => NativeBlocking::connect(native_addr, timeout),
+            },
+        )?;
+    let listeners = match c.call(&Request::DescribeListeners) {
+        Ok(ResponseBody::DescribeListeners(listeners)) => listeners,
+        Ok(other) => return Err(format!("unexpected answer to DescribeListeners: {other:?}")),
+        Err(e) => return Err(format!("{native_addr} did not list its listeners: {e}")),
+    };
+    let wanted = security.protocol.name();
+    let kafka: Vec<_> = listeners.iter().filter(|l| l.protocol == "kafka").collect();
+    if let Some(l) = kafka.iter().find(|l| l.security_protocol == wanted) {
+        return Ok(format!("{}:{}", l.host, l.port));
+    }
+    let named: Vec<String> = kafka
+        .iter()
+        .map(|l| format!("{}:{} ({})", l.host, l.port, l.security_protocol))
+        .collect();
+    Err(match named.is_empty() {
+        true => format!("{native_addr} is shardlog's native listener and the server has no Kafka listener (`listeners`)"),
+        false => format!("{native_addr} is shardlog's native listener; its Kafka listeners are {}, none under security.protocol={wanted}: point -b at one and give its security with --command-config", named.join(", ")),
+    })
 }
 
 /// Whether `addr` answers plaintext with a TLS alert record (an SSL or SASL_SSL listener
