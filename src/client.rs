@@ -683,6 +683,23 @@ impl Client {
         self.call(&req).await.map(|_| ())
     }
 
+    /// Rebuilds lost remote manifests of `topic` (of `partition`, or every one for -1) from
+    /// the segment objects in the bucket: each partition's outcome.
+    pub async fn rebuild_remote_manifest(
+        &mut self,
+        topic: &str,
+        partition: i32,
+    ) -> ClientResult<Vec<crate::protocol::RebuiltManifest>> {
+        let req = Request::RebuildRemoteManifest {
+            topic: topic.to_string(),
+            partition,
+        };
+        match self.call(&req).await? {
+            ResponseBody::RebuildRemoteManifest(rebuilt) => Ok(rebuilt),
+            other => Self::unexpected(other),
+        }
+    }
+
     /// Runs retention and a cleaning pass on every partition of `topic` now; returns
     /// (segments deleted, bytes deleted, records removed by cleaning).
     pub async fn run_log_maintenance(&mut self, topic: &str) -> ClientResult<(i64, i64, i64)> {

@@ -86,7 +86,9 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         // Kafka's answer to a write, truncation or deletion of an internal topic.
         E::InvalidTopicName | E::InternalTopic => INVALID_TOPIC_EXCEPTION,
         E::InvalidConfig => INVALID_CONFIG,
-        E::StorageError | E::CorruptStorage | E::PartitionPoisoned => KAFKA_STORAGE_ERROR,
+        E::StorageError | E::CorruptStorage | E::PartitionPoisoned | E::RemoteManifestMissing => {
+            KAFKA_STORAGE_ERROR
+        }
         E::InvalidAcks => INVALID_REQUIRED_ACKS,
         E::NotEnoughReplicas => NOT_ENOUGH_REPLICAS,
         E::InvalidTimestamp => INVALID_TIMESTAMP,

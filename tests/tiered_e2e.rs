@@ -839,10 +839,12 @@ fn a_backlog_is_copied_without_waiting_an_interval_per_batch() {
 /// fresh, empty history (one WARN blaming "another writer"): the log start jumped to the
 /// local start and every record only in the bucket became unreadable. A lost manifest of a
 /// partition that has uploaded is now a loud error (ERROR log, the
-/// `remote_manifest_missing` metric) that stops its uploads and remote retention; nothing
-/// is rewritten, and the bucket's records stay served; a restore refuses it too.
+/// `remote_manifest_missing` metric, `log-dirs` state) that stops its uploads and remote
+/// retention; nothing is rewritten, and the bucket's records stay served. `topics
+/// rebuild-manifest` then rebuilds it from the segment objects (checked batch by batch: a
+/// damaged object is left out and named), and uploads resume.
 #[test]
-fn a_deleted_manifest_stops_uploads_loudly_and_is_never_replaced_by_an_empty_one() {
+fn a_deleted_manifest_stops_uploads_loudly_and_is_rebuilt_from_the_segment_objects() {
     let tmp = tempfile::tempdir().unwrap();
     let (s3, data, server) = store_and_server(tmp.path());
     let base = base_ms(4000);
@@ -863,6 +865,7 @@ fn a_deleted_manifest_stops_uploads_loudly_and_is_never_replaced_by_an_empty_one
         None,
     );
     assert!(ok, "{err}");
+    let before = manifest_segments(&s3.manifest(PREFIX, "orders", 0).unwrap());
     std::fs::remove_file(&manifest).unwrap();
     // More sealed segments: the next pass must not start a new history.
     produce(&server, 3000, 1000, base + 3_000_000);
@@ -886,4 +889,63 @@ fn a_deleted_manifest_stops_uploads_loudly_and_is_never_replaced_by_an_empty_one
     assert_eq!(consume_at(&server, 0).unwrap().trim(), "0 k0");
     let log = server.log_text();
     assert!(!log.contains("changed by another writer"), "{log}");
+    rebuild_the_lost_manifest(&server, &s3, &before);
+}
+
+/// The rest of the story: log-dirs says what is wrong, the operator rebuilds, uploads
+/// resume from where the rebuilt manifest ends.
+fn rebuild_the_lost_manifest(server: &ServerProc, s3: &S3Server, before: &[(i64, i64)]) {
+    let addr = server.addr();
+    let shardlog = |args: &[&str]| common::cli::shardlog(args, None);
+    let (out, err, ok) = shardlog(&["log-dirs", "-b", &addr, "--topic-list", "orders"]);
+    assert!(ok && out.contains("MANIFEST_MISSING"), "{out} {err}");
+    // A damaged object of an upload nobody committed: read, refused, named, left out.
+    let damaged = format!("{PREFIX}/topics/orders/0/00000000000000900000-00000000deadbeef.log");
+    std::fs::write(s3.object(&damaged), vec![7u8; 300]).unwrap();
+    let rebuild = [
+        "topics",
+        "rebuild-manifest",
+        "-b",
+        &addr,
+        "--topic",
+        "orders",
+        "--partition",
+        "0",
+    ];
+    let (out, err, ok) = shardlog(&rebuild);
+    assert!(
+        ok && out.contains("orders-0: manifest rebuilt"),
+        "{out} {err}"
+    );
+    assert!(
+        out.contains("00000000000000900000-00000000deadbeef.log") && out.contains("left out"),
+        "{out}"
+    );
+    let rebuilt = manifest_segments(&s3.manifest(PREFIX, "orders", 0).expect("rebuilt"));
+    for seg in before {
+        assert!(
+            rebuilt.contains(seg),
+            "{seg:?} lost: {before:?} vs {rebuilt:?}"
+        );
+    }
+    assert!(
+        rebuilt.iter().all(|&(base, _)| base < 900_000),
+        "{rebuilt:?}"
+    );
+    assert_eq!(consume_at(server, 0).unwrap().trim(), "0 k0");
+    // Once there, a manifest is never rebuilt over.
+    let (out, _, ok) = shardlog(&rebuild);
+    assert!(!ok && out.contains("nothing to rebuild"), "{out}");
+    // Uploads resume: the segments sealed while it was lost reach the bucket.
+    let last = rebuilt.last().unwrap().1;
+    wait_until("uploads to resume", Duration::from_secs(60), || {
+        s3.manifest(PREFIX, "orders", 0)
+            .and_then(|m| manifest_segments(&m).last().copied())
+            .is_some_and(|(_, l)| l > last)
+    });
+    let (out, err, ok) = shardlog(&["log-dirs", "-b", &addr, "--topic-list", "orders"]);
+    assert!(
+        ok && !out.contains("MANIFEST_MISSING") && out.contains("\"state\":\"ok\""),
+        "{out} {err}"
+    );
 }

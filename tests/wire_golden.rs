@@ -1,6 +1,6 @@
 //! Every native message encodes to exactly the bytes it did when `tests/golden/native_wire.txt`
 //! was recorded (from the hand-written codecs, before the message tables replaced them;
-//! CreatePartitions, DescribeLogs v1 (v2 since tiered storage) and OffsetDelete, added later, from PROTOCOL.md's layout by hand):
+//! CreatePartitions, DescribeLogs v1 (v2 since tiered storage, v3 since its state) and OffsetDelete, added later, from PROTOCOL.md's layout by hand):
 //! the wire format is a contract with every client already deployed.
 
 use bytes::Bytes;
@@ -217,6 +217,7 @@ fn encodings() -> Vec<String> {
                         remote_size_bytes: 13,
                         remote_segments: 14,
                         upload_lag_bytes: 15,
+                        state: ErrorCode::RemoteManifestMissing,
                     },
                 }],
             }],

@@ -48,7 +48,8 @@ fn needs(request: &Request) -> Vec<Need<'_>> {
         Request::AlterConfigs { topic, .. } => topics(AlterConfigs, [topic]),
         Request::DropCaches { .. }
         | Request::RollSegments { .. }
-        | Request::RunLogMaintenance { .. } => cluster(ClusterAction),
+        | Request::RunLogMaintenance { .. }
+        | Request::RebuildRemoteManifest { .. } => cluster(ClusterAction),
         Request::Stats | Request::Metrics | Request::DescribeLogs { .. } | Request::ListGroups => {
             cluster(Describe)
         }

@@ -1,11 +1,11 @@
 //! Requests about topics' logs rather than their records: DeleteRecords, AlterConfigs,
-//! DescribeLogs, RollSegments and RunLogMaintenance. Each goes to the partitions' owner
+//! DescribeLogs, RollSegments, RunLogMaintenance and RebuildRemoteManifest. Each goes to the partitions' owner
 //! shards (or to the controller for AlterConfigs) like any partition request.
 
 use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
-use crate::protocol::{ErrorCode, LogDirInfo, Request, ResponseBody};
+use crate::protocol::{ErrorCode, LogDirInfo, RebuiltManifest, Request, ResponseBody};
 use crate::shard::messages::{MaintenanceSummary, OpOk, PartitionOp};
 use crate::shard::runtime::Shard;
 
@@ -32,6 +32,9 @@ pub async fn dispatch(shard: &Rc<Shard>, request: Request) -> Option<Reply> {
         Request::DescribeLogs { topics } => describe(shard, topics).await,
         Request::RollSegments { topic, partition } => roll(shard, &topic, partition).await,
         Request::RunLogMaintenance { topic } => maintain(shard, &topic).await,
+        Request::RebuildRemoteManifest { topic, partition } => {
+            rebuild(shard, &topic, partition).await
+        }
         _ => return None,
     })
 }
@@ -67,6 +70,39 @@ async fn maintain(shard: &Rc<Shard>, topic: &str) -> Reply {
         bytes_deleted: total.bytes_deleted as i64,
         records_removed: total.records_removed as i64,
     })
+}
+
+/// Each partition's outcome on its own: one that needs no rebuild does not hide another
+/// that does.
+async fn rebuild(shard: &Rc<Shard>, topic: &str, partition: i32) -> Reply {
+    let mut rebuilt = Vec::new();
+    for p in partitions_of(shard, topic, partition)? {
+        let outcome = shard
+            .partition_op(topic, p, PartitionOp::RebuildManifest)
+            .await;
+        rebuilt.push(match outcome {
+            Ok(OpOk::ManifestRebuilt(r)) => RebuiltManifest {
+                partition: p,
+                error_code: ErrorCode::None,
+                error_message: String::new(),
+                segments: r.segments as i32,
+                log_start_offset: r.log_start_offset,
+                next_offset: r.next_offset,
+                notes: r.notes,
+            },
+            Ok(other) => return Err(unexpected("RebuildRemoteManifest", other)),
+            Err(e) => RebuiltManifest {
+                partition: p,
+                error_code: e.code,
+                error_message: e.message,
+                segments: 0,
+                log_start_offset: -1,
+                next_offset: -1,
+                notes: Vec::new(),
+            },
+        });
+    }
+    Ok(ResponseBody::RebuildRemoteManifest(rebuilt))
 }
 
 async fn describe(shard: &Rc<Shard>, topics: Option<Vec<String>>) -> Reply {

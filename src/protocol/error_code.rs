@@ -81,10 +81,14 @@ pub enum ErrorCode {
     /// acks=all to a topic whose min.insync.replicas exceeds the replicas in sync (one
     /// node holds one); nothing was written (Kafka's 19).
     NotEnoughReplicas = 40,
+    /// A tiered partition that has uploaded before has no manifest in the bucket: its
+    /// uploads and remote retention are stopped until `topics rebuild-manifest` (Kafka's
+    /// KAFKA_STORAGE_ERROR).
+    RemoteManifestMissing = 41,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 41] = [
+    pub const ALL: [ErrorCode; 42] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -126,6 +130,7 @@ impl ErrorCode {
         ErrorCode::IllegalSaslState,
         ErrorCode::SaslAuthenticationFailed,
         ErrorCode::NotEnoughReplicas,
+        ErrorCode::RemoteManifestMissing,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

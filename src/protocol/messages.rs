@@ -149,6 +149,9 @@ requests! {
     SaslAuthenticate { auth_bytes: Bytes = "auth bytes" };
     /// The server's listeners, so a tool given one address can reach the other protocol.
     DescribeListeners;
+    /// Rebuild lost manifests of a tiered topic from its segment objects (-1: every
+    /// partition).
+    RebuildRemoteManifest { topic: String = "topic name", partition: i32 = "partition" };
 }
 
 /// Request header fields.
@@ -185,6 +188,21 @@ wire_struct! {
         pub shard: i32 = "shard",
         pub host: String = "host",
         pub port: i32 = "port",
+    }
+}
+
+wire_struct! {
+    /// One partition's outcome of RebuildRemoteManifest: the error (and why), or what the
+    /// rebuilt manifest holds and what the operator should know.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct RebuiltManifest {
+        pub partition: i32 = "partition",
+        pub error_code: ErrorCode = "error_code",
+        pub error_message: String = "error_message",
+        pub segments: i32 = "segments",
+        pub log_start_offset: i64 = "log_start_offset",
+        pub next_offset: i64 = "next_offset",
+        pub notes: Vec<String> = "note count",
     }
 }
 
@@ -286,6 +304,8 @@ wire_struct! {
         pub remote_segments: i32 = "remote_segments",
         /// Bytes of local segments not yet copied (the active segment included).
         pub upload_lag_bytes: i64 = "upload_lag_bytes",
+        /// None, or why the remote tier is stopped (RemoteManifestMissing).
+        pub state: ErrorCode = "remote_state",
     }
 }
 
@@ -302,6 +322,7 @@ impl RemoteLogInfo {
         remote_size_bytes: -1,
         remote_segments: -1,
         upload_lag_bytes: -1,
+        state: ErrorCode::None,
     };
 }
 
@@ -469,6 +490,7 @@ responses! {
         session_lifetime_ms: i64 = "session_lifetime_ms",
     } for SaslAuthenticate;
     DescribeListeners(listeners: Vec<ListenerInfo> = "listener count") for DescribeListeners;
+    RebuildRemoteManifest(rebuilt: Vec<RebuiltManifest> = "partition count") for RebuildRemoteManifest;
     /// AlterConfigs, RollSegments, DeleteGroup and CreatePartitions.
     Empty for AlterConfigs, RollSegments, DeleteGroup, CreatePartitions;
 }
@@ -547,6 +569,10 @@ mod tests {
     fn requests_round_trip() {
         round_trip(Request::ApiVersions);
         round_trip(Request::DescribeListeners);
+        round_trip(Request::RebuildRemoteManifest {
+            topic: "t".into(),
+            partition: -1,
+        });
         round_trip(Request::Metadata { topics: None });
         round_trip(Request::Metadata {
             topics: Some(vec!["a".into(), "b".into()]),

@@ -57,10 +57,11 @@ pub enum ApiKey {
     SaslAuthenticate = 26,
     FetchCommitted = 27,
     DescribeListeners = 28,
+    RebuildRemoteManifest = 29,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 29] = [
+    pub const ALL: [ApiKey; 30] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -90,6 +91,7 @@ impl ApiKey {
         ApiKey::SaslAuthenticate,
         ApiKey::FetchCommitted,
         ApiKey::DescribeListeners,
+        ApiKey::RebuildRemoteManifest,
     ];
 
     /// Produce, Fetch, ListOffsets, FetchAtTime and the multi-partition ones: the requests the stage metrics time (admin and
@@ -112,11 +114,12 @@ impl ApiKey {
     }
 
     /// Supported version range (min, max). Every API is at version 0 but DescribeLogs,
-    /// whose v1 reply added the data directory and the cleaner's view and v2 the remote
-    /// tier (an older client is told UNSUPPORTED_VERSION rather than misreading it).
+    /// whose v1 reply added the data directory and the cleaner's view, v2 the remote tier
+    /// and v3 its state (an older client is told UNSUPPORTED_VERSION rather than
+    /// misreading it).
     pub fn versions(self) -> (i16, i16) {
         match self {
-            ApiKey::DescribeLogs => (2, 2),
+            ApiKey::DescribeLogs => (3, 3),
             _ => (0, 0),
         }
     }

@@ -28,7 +28,7 @@ pub enum RemoteError {
     /// A partition that has uploaded before has no manifest (deleted or lost) while its
     /// segment objects are there: starting a new, empty history would drop them from the
     /// log, so the partition's uploads and remote retention stop until it is rebuilt.
-    #[error("the manifest {key} is missing but {objects} of the partition's segment objects are in the bucket: its uploads and remote retention are stopped so no acknowledged record is dropped; put the manifest object back (from the bucket's versioning or a backup); shardlog does not rebuild a manifest from segment objects")]
+    #[error("the manifest {key} is missing but {objects} of the partition's segment objects are in the bucket: its uploads and remote retention are stopped so no acknowledged record is dropped; put the manifest object back (from the bucket's versioning or a backup), or rebuild it from the segment objects with `shardlog topics rebuild-manifest`")]
     ManifestMissing { key: String, objects: usize },
     /// A local file of the segment being copied could not be read.
     #[error("reading {0} for upload")]
@@ -60,9 +60,8 @@ impl RemoteError {
     /// storage errors for an unreachable store, corruption for bad bytes.
     pub fn to_broker(&self) -> BrokerError {
         let code = match self {
-            RemoteError::Corrupt { .. } | RemoteError::ManifestMissing { .. } => {
-                ErrorCode::CorruptStorage
-            }
+            RemoteError::Corrupt { .. } => ErrorCode::CorruptStorage,
+            RemoteError::ManifestMissing { .. } => ErrorCode::RemoteManifestMissing,
             RemoteError::Config(_) | RemoteError::Refused { .. } => ErrorCode::InvalidConfig,
             _ => ErrorCode::StorageError,
         };

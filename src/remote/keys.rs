@@ -31,6 +31,19 @@ pub fn segment_file(topic: &str, partition: u32, base: i64, upload: &str, suffix
     format!("topics/{topic}/{partition}/{base:020}-{upload}{suffix}")
 }
 
+/// A segment file's key read back: (base offset, upload id, suffix with its dot), or
+/// `None` for any other key (a manifest, a stranger's object).
+pub fn parse_segment_file(key: &str) -> Option<(i64, &str, &str)> {
+    let name = key.rsplit('/').next()?;
+    let (base, rest) = name.split_once('-')?;
+    let dot = rest.find('.')?;
+    let (upload, suffix) = rest.split_at(dot);
+    let well_formed = base.len() == 20 && base.bytes().all(|b| b.is_ascii_digit());
+    let well_formed =
+        well_formed && !upload.is_empty() && upload.bytes().all(|b| b.is_ascii_hexdigit());
+    well_formed.then(|| Some((base.parse().ok()?, upload, suffix)))?
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -39,5 +52,21 @@ mod tests {
         let b = super::segment_file("t", 3, 10, "00", ".log");
         assert!(a < b);
         assert_eq!(a, "topics/t/3/00000000000000000009-ab.log");
+    }
+
+    #[test]
+    fn segment_keys_read_back() {
+        let key = super::segment_file("t", 3, 42, "00ff", ".timeindex");
+        assert_eq!(
+            super::parse_segment_file(&key),
+            Some((42, "00ff", ".timeindex"))
+        );
+        for other in [
+            "topics/t/3/manifest.json",
+            "topics/t/3/42-ab.log",
+            "x/00000000000000000042-.log",
+        ] {
+            assert_eq!(super::parse_segment_file(other), None, "{other}");
+        }
     }
 }

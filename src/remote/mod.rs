@@ -13,6 +13,7 @@ pub mod keys;
 pub mod manifest;
 pub mod partition;
 pub mod read;
+pub mod rebuild;
 pub mod restore;
 pub mod store;
 pub mod upload;

@@ -42,6 +42,12 @@ pub struct RemoteLog {
     /// The topic description last written to the bucket by this partition (partition 0
     /// writes it), so it is rewritten only when it changes.
     pub described: RefCell<Option<super::manifest::TopicManifest>>,
+    /// Whether the manifest was last found missing while the partition has a history
+    /// (DescribeLogs reports it until a manifest is read, written or rebuilt).
+    lost: Cell<bool>,
+    /// Set when a rebuilt manifest is installed, so the uploader retries at once instead of
+    /// waiting out its backoff.
+    rebuilt: Cell<bool>,
 }
 
 impl RemoteLog {
@@ -68,6 +74,8 @@ impl RemoteLog {
             upload_lag_bytes: Cell::new(0),
             swept: Cell::new(false),
             described: RefCell::new(None),
+            lost: Cell::new(false),
+            rebuilt: Cell::new(false),
         })
     }
 
@@ -132,9 +140,70 @@ impl RemoteLog {
             });
         }
         debug_assert!(manifest.topic == *self.topic && manifest.partition == self.partition);
+        self.lost.set(false);
         *self.state.borrow_mut() = State {
             manifest,
             version,
+            loaded: true,
+        };
+        Ok(())
+    }
+
+    /// Whether the store's manifest is missing while the partition has a history.
+    pub fn is_lost(&self) -> bool {
+        self.lost.get()
+    }
+
+    /// Whether a rebuilt manifest was installed since the last call.
+    pub fn take_rebuilt(&self) -> bool {
+        self.rebuilt.replace(false)
+    }
+
+    /// Refuses a rebuild while the store holds a manifest (it is not lost).
+    pub async fn refuse_rebuild_if_present(&self) -> Result<(), RemoteError> {
+        let key = self.manifest_key();
+        match self.store.get(self.store.key(&key)).await {
+            Ok(_) => Err(RemoteError::Refused {
+                key,
+                why: "it is in the bucket: there is nothing to rebuild".into(),
+            }),
+            Err(RemoteError::NotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes a manifest rebuilt from the segment objects, only if the store still has
+    /// none (create-only), and takes it as the partition's remote tier.
+    pub async fn install_rebuilt(&self, manifest: PartitionManifest) -> Result<(), RemoteError> {
+        let key = self.manifest_key();
+        if self.read_only {
+            let why = "this node is a read replica".into();
+            return Err(RemoteError::Refused { key, why });
+        }
+        assert!(
+            manifest.writer == *self.writer && manifest.partition == self.partition,
+            "a rebuilt manifest is this node's, for this partition"
+        );
+        let _turn = self
+            .turn
+            .acquire_permit(1)
+            .await
+            .map_err(|e| RemoteError::Unavailable(e.to_string()))?;
+        let written = self
+            .store
+            .put_if(self.store.key(&key), manifest.to_bytes(), None);
+        let version = match written.await {
+            Err(RemoteError::AlreadyExists(_) | RemoteError::Conflict(_)) => {
+                let why = "a manifest appeared while it was rebuilt; it was kept".into();
+                return Err(RemoteError::Refused { key, why });
+            }
+            other => other?,
+        };
+        self.lost.set(false);
+        self.rebuilt.set(true);
+        *self.state.borrow_mut() = State {
+            manifest,
+            version: Some(version),
             loaded: true,
         };
         Ok(())
@@ -155,6 +224,7 @@ impl RemoteLog {
         // manifest while the local log starts past 0 are a lost history, while objects of a
         // first upload cut short (local start still 0) are orphans the sweep removes.
         if known || (objects > 0 && self.local_start.get() > 0) {
+            self.lost.set(true);
             return Err(RemoteError::ManifestMissing {
                 key: key.to_string(),
                 objects,
@@ -235,6 +305,10 @@ impl RemoteLog {
             remote_size_bytes: m.size_bytes() as i64,
             remote_segments: m.segments.len() as i32,
             upload_lag_bytes: upload_lag_bytes as i64,
+            state: match self.lost.get() {
+                true => crate::protocol::ErrorCode::RemoteManifestMissing,
+                false => crate::protocol::ErrorCode::None,
+            },
         }
     }
 

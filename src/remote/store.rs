@@ -201,20 +201,31 @@ impl RemoteStore {
 
     /// Every key below `rel` (recursively), relative to the store's prefix; at most `limit`.
     pub async fn list_keys(&self, rel: &str, limit: usize) -> Result<Vec<String>, RemoteError> {
+        let listed = self.list_objects(rel, limit).await?;
+        Ok(listed.into_iter().map(|(key, _)| key).collect())
+    }
+
+    /// Every object below `rel` (recursively) as (key relative to the store's prefix,
+    /// size in bytes); at most `limit`.
+    pub async fn list_objects(
+        &self,
+        rel: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, u64)>, RemoteError> {
         let (prefix, root) = (self.key(rel), self.prefix.clone());
         self.run("list", move |s| async move {
             use futures_lite::StreamExt;
             let mut listed = s.list(Some(&prefix)).take(limit);
-            let mut keys = Vec::new();
+            let mut objects = Vec::new();
             while let Some(meta) = listed.next().await {
-                let path = meta?.location;
-                let rel: Vec<String> = match path.prefix_match(&root) {
+                let meta = meta?;
+                let rel: Vec<String> = match meta.location.prefix_match(&root) {
                     Some(parts) => parts.map(|p| p.as_ref().to_string()).collect(),
                     None => continue,
                 };
-                keys.push(rel.join("/"));
+                objects.push((rel.join("/"), meta.size));
             }
-            Ok(keys)
+            Ok(objects)
         })
         .await
     }

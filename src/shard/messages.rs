@@ -63,6 +63,8 @@ pub enum PartitionOp {
     SetConfig(LogConfig),
     /// Run retention and a forced cleaning pass now.
     Maintain,
+    /// Rebuild the partition's lost remote manifest from its segment objects.
+    RebuildManifest,
 }
 
 impl PartitionOp {
@@ -148,6 +150,7 @@ pub enum OpOk {
     LowWatermark(i64),
     Partition(PartitionSummary),
     Maintained(MaintenanceSummary),
+    ManifestRebuilt(crate::remote::rebuild::Rebuilt),
     ProducerId(i64),
     Group(crate::groups::ops::GroupReply),
     Txn(crate::shard::txn_ops::TxnReply),

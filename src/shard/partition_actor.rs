@@ -305,10 +305,10 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             remote: crate::protocol::RemoteLogInfo::NOT_TIERED,
         })),
         PartitionOp::SetConfig(config) => log.set_config(config).map(|_| OpOk::Done),
-        PartitionOp::Maintain => {
+        PartitionOp::Maintain | PartitionOp::RebuildManifest => {
             return Err(BrokerError::new(
                 ErrorCode::Internal,
-                "maintenance runs through the shard, not the partition task",
+                "maintenance and manifest rebuilds run through the shard, not the partition task",
             ))
         }
     };

@@ -411,6 +411,9 @@ impl Shard {
             Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
                 crate::shard::maintenance::maintain_now(self, &h).await,
             )),
+            Some(_) if matches!(op, PartitionOp::RebuildManifest) => {
+                crate::shard::tiering::rebuild_manifest(self.remote_log(&tp), &tp).await
+            }
             Some(h) => match self.remote_log(&tp) {
                 Some(remote) => self.tiered_op(&h, &remote, op).await,
                 None => h.call(op).await,

@@ -129,6 +129,25 @@ impl Shard {
     }
 }
 
+/// Rebuilds a tiered partition's lost manifest from its segment objects (an operator's
+/// `topics rebuild-manifest`); the uploader then resumes at once.
+pub(crate) async fn rebuild_manifest(
+    remote: Option<Rc<RemoteLog>>,
+    tp: &TopicPartition,
+) -> OpResult {
+    let remote = remote.ok_or_else(|| {
+        BrokerError::new(
+            crate::protocol::ErrorCode::InvalidRequest,
+            format!("{tp} is not tiered (remote.storage.enable is off): it has no manifest"),
+        )
+    })?;
+    let rebuilt = remote::rebuild::rebuild(&remote)
+        .await
+        .map_err(|e| e.to_broker())?;
+    tracing::warn!(partition = %tp, segments = rebuilt.segments, log_start = rebuilt.log_start_offset, next_offset = rebuilt.next_offset, notes = ?rebuilt.notes, "remote manifest rebuilt from the segment objects in the bucket");
+    Ok(OpOk::ManifestRebuilt(rebuilt))
+}
+
 /// DeleteRecords on both tiers: the local log first (it checks the offset against its
 /// end), then the manifest's log start; answers the whole log's new start.
 async fn delete_records(handle: &PartitionHandle, remote: &RemoteLog, offset: i64) -> OpResult {
@@ -317,6 +336,9 @@ pub async fn upload_loop(shard: Rc<Shard>) {
         for (tp, remote) in tiered {
             if shard.shutting_down.get() {
                 return;
+            }
+            if remote.take_rebuilt() {
+                backoff.remove(&tp);
             }
             if backoff
                 .get(&tp)

@@ -66,9 +66,19 @@ fn partition_json(topic: &str, p: &PartitionLogInfo) -> Value {
             "remoteSize": r.remote_size_bytes,
             "remoteSegments": r.remote_segments,
             "uploadLagBytes": r.upload_lag_bytes,
+            "state": remote_state(r.state),
         });
     }
     doc
+}
+
+/// The remote tier's state in words: what is wrong and what to do.
+fn remote_state(state: crate::protocol::ErrorCode) -> String {
+    match state {
+        crate::protocol::ErrorCode::None => "ok".into(),
+        crate::protocol::ErrorCode::RemoteManifestMissing => "MANIFEST_MISSING: the manifest is gone from the bucket while segment objects are there; uploads and remote retention are stopped (restore the object, or `shardlog topics rebuild-manifest`)".into(),
+        other => format!("{other:?}"),
+    }
 }
 
 /// A compacted partition's cleaner state: the dirty ratio the cleaner compares with

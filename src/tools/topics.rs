@@ -1,4 +1,5 @@
-//! `shardlog topics create|list|describe|delete|alter|roll|maintain|restore`: kafka-topics and
+//! `shardlog topics create|list|describe|delete|alter|roll|maintain|restore|rebuild-manifest`:
+//! kafka-topics and
 //! kafka-configs in one tool.
 
 use std::io::Write;
@@ -22,6 +23,10 @@ pub enum TopicsAction {
     /// Recreate a tiered topic from the object store (a node that lost it): every remote
     /// segment, its configs, its log start and end.
     Restore,
+    /// Rebuild a tiered partition's manifest lost from the bucket (of --partition, or of
+    /// every partition that lost one) from the segment objects there, each checked batch
+    /// by batch; uploads and remote retention then resume.
+    RebuildManifest,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -110,6 +115,10 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
             writeln!(out, "Rolled {topic} (partition {partition}; -1 = all).").map_err(io)?;
         }
         TopicsAction::Maintain => maintain(&mut client, need_topic()?, out).await?,
+        TopicsAction::RebuildManifest => {
+            let partition = args.partition.unwrap_or(-1);
+            rebuild_manifest(&mut client, need_topic()?, partition, out).await?
+        }
     }
     Ok(())
 }
@@ -135,6 +144,46 @@ async fn maintain(client: &mut Client, topic: String, out: &mut dyn Write) -> Re
         "Topic {topic}: retention deleted {segments} {what} ({bytes} bytes); cleaning removed {records} records."
     )
     .map_err(io)
+}
+
+/// Each partition's outcome; fails when any partition asked for by number could not be
+/// rebuilt (with every partition, those whose manifest is there are only reported).
+async fn rebuild_manifest(
+    client: &mut Client,
+    topic: String,
+    partition: i32,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    let rebuilt = client
+        .rebuild_remote_manifest(&topic, partition)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut failed = 0;
+    for r in &rebuilt {
+        let p = r.partition;
+        if r.error_code != ErrorCode::None {
+            writeln!(out, "{topic}-{p}: not rebuilt: {}", r.error_message).map_err(io)?;
+            failed += 1;
+            continue;
+        }
+        let (n, start, next) = (r.segments, r.log_start_offset, r.next_offset);
+        writeln!(
+            out,
+            "{topic}-{p}: manifest rebuilt: {n} segments, offsets {start}..{next}"
+        )
+        .map_err(io)?;
+        for note in &r.notes {
+            writeln!(out, "  note: {note}").map_err(io)?;
+        }
+    }
+    match (partition, failed) {
+        (-1, f) if f < rebuilt.len() || rebuilt.is_empty() => Ok(()),
+        (_, 0) => Ok(()),
+        _ => Err(format!(
+            "{failed} of {} partitions not rebuilt",
+            rebuilt.len()
+        )),
+    }
 }
 
 /// kafka-topics --alter --partitions and kafka-configs --alter in one: the topic grows
