@@ -1,5 +1,5 @@
 //! Rebuilding a lost manifest from the segment objects in the bucket (`topics
-//! rebuild-manifest`). Each candidate copy's `.log` is read through and every batch checked
+//! rebuild-manifest` on the writer, `topics restore` on a fresh node). Each candidate copy's `.log` is read through and every batch checked
 //! by its CRC-32C, so the rebuilt manifest names only whole, sound segments: per base offset
 //! the copy with the most files, in offset order, never overlapping. What cannot be known
 //! again (a DeleteRecords log start above the first segment) and what is missing (a gap
@@ -35,12 +35,40 @@ type Copy = Vec<(String, String, u64)>;
 /// Rebuilds the partition's manifest if, and only if, the bucket has none.
 pub async fn rebuild(log: &RemoteLog) -> Result<Rebuilt, RemoteError> {
     log.refuse_rebuild_if_present().await?;
-    let dir = keys::partition_dir(&log.topic, log.partition);
-    let listed = log.store.list_objects(&dir, usize::MAX).await?;
+    let (manifest, notes) = rebuilt_manifest(
+        &log.store,
+        log.writer(),
+        &log.topic,
+        log.partition,
+        log.local_start.get(),
+    )
+    .await?;
+    log.install_rebuilt(manifest.clone()).await?;
+    Ok(Rebuilt {
+        segments: manifest.segments.len(),
+        log_start_offset: manifest.log_start_offset,
+        next_offset: manifest.next_offset().unwrap_or(-1),
+        notes,
+    })
+}
+
+/// The manifest the partition's segment objects make, naming `writer`, with the notes
+/// about what was left out or is missing; `local_start` is where the local log starts
+/// (0 when there is none, as in a restore). Writes nothing.
+pub async fn rebuilt_manifest(
+    store: &RemoteStore,
+    writer: &str,
+    topic: &str,
+    partition: u32,
+    local_start: i64,
+) -> Result<(PartitionManifest, Vec<String>), RemoteError> {
+    let listed = store
+        .list_objects(&keys::partition_dir(topic, partition), usize::MAX)
+        .await?;
     let mut notes = Vec::new();
     let mut segments: Vec<RemoteSegment> = Vec::new();
     for (base, copies) in copies_by_base(&listed) {
-        match best_copy(&log.store, base, copies, &mut notes).await? {
+        match best_copy(store, base, copies, &mut notes).await? {
             Some(seg)
                 if segments
                     .last()
@@ -55,19 +83,11 @@ pub async fn rebuild(log: &RemoteLog) -> Result<Rebuilt, RemoteError> {
             None => {}
         }
     }
-    note_gaps(&segments, log.local_start.get(), &mut notes);
-    let log_start = segments
-        .first()
-        .map_or(log.local_start.get(), |s| s.base_offset);
-    let mut manifest = PartitionManifest::new(log.writer(), &log.topic, log.partition, log_start);
+    note_gaps(&segments, local_start, &mut notes);
+    let log_start = segments.first().map_or(local_start, |s| s.base_offset);
+    let mut manifest = PartitionManifest::new(writer, topic, partition, log_start);
     manifest.segments = segments;
-    log.install_rebuilt(manifest.clone()).await?;
-    Ok(Rebuilt {
-        segments: manifest.segments.len(),
-        log_start_offset: log_start,
-        next_offset: manifest.next_offset().unwrap_or(-1),
-        notes,
-    })
+    Ok((manifest, notes))
 }
 
 /// The partition's segment objects grouped by base offset, then by upload attempt.

@@ -6,6 +6,7 @@ use super::chunks::whole_file;
 use super::error::RemoteError;
 use super::keys;
 use super::manifest::{PartitionManifest, TopicManifest};
+use super::rebuild::rebuilt_manifest;
 use super::store::RemoteStore;
 use crate::log::file_names::SNAPSHOT_SUFFIX;
 
@@ -56,15 +57,14 @@ pub async fn take_over(
     let key = keys::partition_manifest(topic, partition);
     let (mut m, version) = match store.get(store.key(&key)).await {
         Ok((bytes, version)) => (PartitionManifest::parse(&key, &bytes)?, Some(version)),
+        // Segment objects without a manifest are a lost history, not an empty one: it is
+        // rebuilt from them (an empty partition's is empty).
         Err(RemoteError::NotFound(_)) => {
-            // Segment objects without a manifest are a lost history, not an empty one.
-            let dir = keys::partition_dir(topic, partition);
-            let objects = store.list_keys(&dir, usize::MAX).await?;
-            let objects = objects.iter().filter(|k| !k.ends_with(".json")).count();
-            if objects > 0 {
-                return Err(RemoteError::ManifestMissing { key, objects });
+            let (m, notes) = rebuilt_manifest(store, writer, topic, partition, 0).await?;
+            if !m.segments.is_empty() || !notes.is_empty() {
+                tracing::warn!(topic, partition, segments = m.segments.len(), ?notes, "restore: the partition's manifest was missing; rebuilt from the segment objects in the bucket");
             }
-            (PartitionManifest::new(writer, topic, partition, 0), None)
+            (m, None)
         }
         Err(e) => return Err(e),
     };
