@@ -14,6 +14,7 @@ use super::partition::RemoteLog;
 use super::store::RemoteStore;
 use crate::format::batch::{check_framing_and_crc, HEADER_SIZE};
 use crate::format::cursor::Window;
+use crate::format::error::BatchError;
 use crate::log::LOG_SUFFIX;
 
 /// Bytes of a `.log` read per ranged GET while it is checked.
@@ -141,13 +142,24 @@ struct LogScan {
     crc32c: u32,
 }
 
+/// Why a `.log` copy is not a sound run of batches (said in the rebuild's notes).
+#[derive(Debug, thiserror::Error)]
+enum Unsound {
+    #[error("batch at +{at}: {error}")]
+    Batch { at: usize, error: BatchError },
+    #[error("batch at +{at} goes back to offset {offset}")]
+    GoesBack { at: usize, offset: i64 },
+    #[error("no batches")]
+    Empty,
+}
+
 /// Reads a `.log` object through in ranged GETs, checking every batch's framing and
 /// CRC-32C: `Ok(Err(why))` when it is not a sound run of batches.
 async fn scan_log(
     store: &RemoteStore,
     key: &str,
     size: u64,
-) -> Result<Result<LogScan, String>, RemoteError> {
+) -> Result<Result<LogScan, Unsound>, RemoteError> {
     let (len, mut pos) = (size as usize, 0usize);
     let (mut start, mut bytes) = (0usize, bytes::Bytes::new());
     let mut scan = LogScan {
@@ -169,7 +181,7 @@ async fn scan_log(
         };
         let (at, h) = match step {
             Some(Ok((at, h))) if at + h.size() <= start + bytes.len() => (at, h),
-            Some(Err((at, e))) => return Ok(Err(format!("batch at +{at}: {e}"))),
+            Some(Err((at, e))) => return Ok(Err(Unsound::Batch { at, error: e })),
             // The next header or batch is not all in the window: read from it on.
             _ => {
                 let need = (HEADER_SIZE as u64).max(window_batch_size(&window, pos));
@@ -180,17 +192,17 @@ async fn scan_log(
             }
         };
         let batch = &bytes[at - start..at - start + h.size()];
-        if let Err(e) = check_framing_and_crc(batch) {
-            return Ok(Err(format!("batch at +{at}: {e}")));
+        if let Err(error) = check_framing_and_crc(batch) {
+            return Ok(Err(Unsound::Batch { at, error }));
         }
         if scan.base_offset < 0 {
             scan.base_offset = h.base_offset;
         }
         if h.base_offset <= scan.last_offset {
-            return Ok(Err(format!(
-                "batch at +{at} goes back to offset {}",
-                h.base_offset
-            )));
+            return Ok(Err(Unsound::GoesBack {
+                at,
+                offset: h.base_offset,
+            }));
         }
         scan.last_offset = h.last_offset();
         scan.max_timestamp_ms = scan.max_timestamp_ms.max(h.max_timestamp);
@@ -198,7 +210,7 @@ async fn scan_log(
         pos = at + h.size();
     }
     match scan.base_offset {
-        -1 => Ok(Err("no batches".into())),
+        -1 => Ok(Err(Unsound::Empty)),
         _ => Ok(Ok(scan)),
     }
 }
