@@ -2,9 +2,9 @@
 # Installs what the tests need beyond Rust, idempotently (CI runs it on a fresh machine):
 # - e2fsprogs and mount: the full-disk test formats and loop-mounts an ext4 image;
 # - kcat, and a Python virtual environment with confluent-kafka, kafka-python and aiokafka
-#   (at target/kafka-venv): the real Kafka clients tests/kafka_clients_e2e.rs drives;
+#   (at target/kafka-venv): the real Kafka clients tests/slow/kafka_clients_e2e.rs drives;
 # - s3s-fs (an S3 server over a directory, from crates.io, at target/test-tools): the object
-#   store of the tiered-storage tests (tests/tiered_e2e.rs). Pinned to 0.14.1, the newest
+#   store of the tiered-storage tests (tests/slow/tiered_e2e.rs). Pinned to 0.14.1, the newest
 #   release whose minimum Rust (1.92) this toolchain meets; it honours conditional writes
 #   (If-None-Match, If-Match), ranged GETs and multipart uploads, which shardlog relies on.
 set -euo pipefail

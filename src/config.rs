@@ -146,7 +146,7 @@ pub struct LogConfig {
     pub flush_messages: i64,
     /// flush.ms: fdatasync once the last one is this old when records are appended.
     pub flush_ms: i64,
-    /// Kafka keys with no effect on one node, kept and described as set (README lists
+    /// Kafka keys with no effect on one node, kept and described as set (docs/lifecycle.md lists
     /// them with the reason): preallocate, segment.jitter.ms,
     /// unclean.leader.election.enable, message.downconversion.enable,
     /// message.format.version, leader/follower.replication.throttled.replicas.

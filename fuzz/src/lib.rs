@@ -1,6 +1,6 @@
 //! What each fuzz target checks, as plain functions over one input. The cargo-fuzz targets
 //! (`fuzz_targets/`) call them; the stable `cargo test` replays every stored input of
-//! `corpus/` and `regressions/` through the same functions (`tests/fuzz_corpora.rs`
+//! `corpus/` and `regressions/` through the same functions (`tests/engine/fuzz_corpora.rs`
 //! includes this file), so a finding stays fixed without nightly.
 //!
 //! A check passes when it returns; a panic (or a sanitizer report) is a finding.

@@ -1,0 +1,12 @@
+//! Integration tests of the slow tier: the idle soak, the crash loop, the Python client suites, tiered storage on S3, the offsets integrity kills.
+//! One binary (one link of the crate) for the group; each module was a test file of its own.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod crash_loop;
+mod idle_e2e;
+mod kafka_clients_e2e;
+mod kafka_txn_e2e;
+mod offsets_integrity_e2e;
+mod tiered_e2e;
