@@ -18,7 +18,7 @@ pub type BrokerResult<T> = Result<T, BrokerError>;
 
 impl BrokerError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        debug_assert_ne!(code, ErrorCode::None, "an error has an error code");
+        assert_ne!(code, ErrorCode::None, "an error has an error code");
         BrokerError {
             code,
             message: message.into(),

@@ -41,8 +41,15 @@ const STRING_ERROR_FNS: usize = 0;
 const STD_FS_OUTSIDE_IO: usize = 0;
 const BACK_ARROWS: usize = 0;
 const OPEN_PUBLIC_ENUMS: usize = 0;
-/// Assertions of stated invariants in non-test code: may grow, never shrink.
-const MIN_ASSERTIONS: usize = 150;
+/// The most files inside one folder that import each other (a circle of files): may shrink,
+/// never grow; the goal is 1 (no circle).
+const LARGEST_FILE_CYCLE: usize = 17;
+/// Release assertions of stated invariants per 100 code lines. A folder below
+/// `MIN_FOLDER_DENSITY` is thin: their count is a ratchet (the goal is none). The crate's
+/// density may grow, never fall below `MIN_CRATE_DENSITY` (the goal is 1.0).
+const MIN_FOLDER_DENSITY: f64 = 0.5;
+const THIN_FOLDERS: usize = 12;
+const MIN_CRATE_DENSITY: f64 = 0.45;
 
 struct Source {
     /// Path relative to `src/`.
@@ -234,27 +241,29 @@ fn back_arrows(imports: &Imports) -> Vec<String> {
     out
 }
 
-/// Pairs of units that import each other, directly or through others.
-fn cycles(imports: &Imports) -> Vec<String> {
-    let reaches = |from: &str, to: &str| {
-        let mut seen = BTreeSet::new();
-        let mut stack = vec![from.to_string()];
-        while let Some(u) = stack.pop() {
-            for d in imports.get(&u).into_iter().flat_map(|d| d.keys()) {
-                if d == to {
-                    return true;
-                }
-                if seen.insert(d.clone()) {
-                    stack.push(d.clone());
-                }
+/// Whether `from` imports `to`, directly or through others.
+fn reaches(imports: &Imports, from: &str, to: &str) -> bool {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![from.to_string()];
+    while let Some(u) = stack.pop() {
+        for d in imports.get(&u).into_iter().flat_map(|d| d.keys()) {
+            if d == to {
+                return true;
+            }
+            if seen.insert(d.clone()) {
+                stack.push(d.clone());
             }
         }
-        false
-    };
+    }
+    false
+}
+
+/// Pairs of units that import each other, directly or through others.
+fn cycles(imports: &Imports) -> Vec<String> {
     let mut out = Vec::new();
     for a in imports.keys() {
         for b in imports.keys().filter(|b| a < *b) {
-            if reaches(a, b) && reaches(b, a) {
+            if reaches(imports, a, b) && reaches(imports, b, a) {
                 out.push(format!("{a} <-> {b}"));
             }
         }
@@ -262,6 +271,86 @@ fn cycles(imports: &Imports) -> Vec<String> {
     out
 }
 
+/// Each folder's files (its `mod.rs`, the facade, left out) and the sibling files each one
+/// names (`super::x`, `crate::folder::x`), keyed by folder.
+fn file_imports(sources: &[Source]) -> BTreeMap<String, Imports> {
+    let mut out: BTreeMap<String, Imports> = BTreeMap::new();
+    for s in sources.iter().filter(|s| s.rel.components().count() > 1) {
+        let folder = s.unit();
+        let Some(file) = file_node(&s.rel).filter(|f| f != "mod") else {
+            continue;
+        };
+        let deps = out
+            .entry(folder.clone())
+            .or_default()
+            .entry(file.clone())
+            .or_default();
+        let prefixes = ["super::".to_string(), format!("crate::{folder}::")];
+        for line in s.lines.iter().filter(|l| !l.trim_start().starts_with("//")) {
+            for prefix in &prefixes {
+                for piece in line.split(prefix.as_str()).skip(1) {
+                    let name: String = piece
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if name != file && !name.is_empty() {
+                        deps.insert(name, s.rel.display().to_string());
+                    }
+                }
+            }
+        }
+    }
+    // Keep only names that are files of the folder (not items of its facade).
+    for files in out.values_mut() {
+        let names: BTreeSet<String> = files.keys().cloned().collect();
+        for deps in files.values_mut() {
+            deps.retain(|name, _| names.contains(name));
+        }
+    }
+    out
+}
+
+/// A file's node in its folder's graph: its stem, or its subfolder's name.
+fn file_node(rel: &Path) -> Option<String> {
+    let second = rel.components().nth(1)?;
+    Some(
+        second
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string(),
+    )
+}
+
+/// The largest set of files in each folder that import each other (directly or through
+/// others), as `folder: size (files)`, folders without such a set left out.
+fn file_cycles(sources: &[Source]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (folder, files) in file_imports(sources) {
+        let largest = files
+            .keys()
+            .map(|a| {
+                let mut scc: Vec<&String> = files
+                    .keys()
+                    .filter(|b| a == *b || (reaches(&files, a, b) && reaches(&files, b, a)))
+                    .collect();
+                scc.sort();
+                scc
+            })
+            .max_by_key(Vec::len)
+            .unwrap_or_default();
+        if largest.len() > 1 {
+            let names: Vec<&str> = largest.iter().map(|s| s.as_str()).collect();
+            out.push((
+                largest.len(),
+                format!("{folder}: {} ({})", largest.len(), names.join(", ")),
+            ));
+        }
+    }
+    out
+}
+
+/// Public enums without `#[non_exhaustive]` (outside the CLI edge, whose clap enums are
 /// Public enums without `#[non_exhaustive]` (outside the CLI edge, whose clap enums are
 /// matched exhaustively on purpose).
 fn open_public_enums(sources: &[Source]) -> Vec<String> {
@@ -285,17 +374,84 @@ fn open_public_enums(sources: &[Source]) -> Vec<String> {
     out
 }
 
-fn assertions(sources: &[Source]) -> usize {
-    sources
-        .iter()
-        .flat_map(|s| &s.lines)
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .filter(|l| {
-            ["assert!(", "assert_eq!(", "assert_ne!("]
-                .iter()
-                .any(|a| l.contains(a))
-        })
-        .count()
+/// Assertions in one folder's (or root file's) non-test code: those kept in the release
+/// build (`assert!`, `assert_eq!`, `assert_ne!`), the debug-only ones, and the code lines
+/// (neither blank nor comment) they guard.
+#[derive(Default)]
+struct Asserted {
+    release: usize,
+    debug_only: usize,
+    code_lines: usize,
+}
+
+impl Asserted {
+    /// Release assertions per 100 code lines.
+    fn density(&self) -> f64 {
+        self.release as f64 * 100.0 / self.code_lines.max(1) as f64
+    }
+}
+
+fn assertions(sources: &[Source]) -> BTreeMap<String, Asserted> {
+    let mut out: BTreeMap<String, Asserted> = BTreeMap::new();
+    for s in sources {
+        let unit = out.entry(s.unit()).or_default();
+        for line in &s.lines {
+            let code = line.split("//").next().unwrap_or("").trim();
+            if code.is_empty() {
+                continue;
+            }
+            unit.code_lines += 1;
+            let asserts = ["assert!(", "assert_eq!(", "assert_ne!("];
+            if asserts.iter().any(|a| code.contains(&format!("debug_{a}"))) {
+                unit.debug_only += 1;
+            } else if asserts.iter().any(|a| code.contains(a)) {
+                unit.release += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Folders whose release assertions are thinner than `MIN_FOLDER_DENSITY` (ratcheted), and
+/// the crate's density against `MIN_CRATE_DENSITY`; prints every folder's figures.
+fn thin_assertions(sources: &[Source], failures: &mut Vec<String>) {
+    let mut thin = Vec::new();
+    let by_unit = assertions(sources);
+    let mut total = Asserted::default();
+    println!("assertions (release / debug-only / per 100 code lines, release):");
+    for (unit, a) in &by_unit {
+        println!(
+            "    {unit}: {} / {} / {:.2} ({} lines)",
+            a.release,
+            a.debug_only,
+            a.density(),
+            a.code_lines
+        );
+        total.release += a.release;
+        total.debug_only += a.debug_only;
+        total.code_lines += a.code_lines;
+        let folder = sources
+            .iter()
+            .any(|s| s.unit() == *unit && s.rel.components().count() > 1);
+        if folder && a.density() < MIN_FOLDER_DENSITY {
+            thin.push(format!("{unit}/: {:.2}", a.density()));
+        }
+    }
+    println!(
+        "    crate: {} / {} / {:.2} ({} lines)",
+        total.release,
+        total.debug_only,
+        total.density(),
+        total.code_lines
+    );
+    let what = format!("folders below {MIN_FOLDER_DENSITY} release assertions per 100 lines");
+    ratchet(&what, &thin, THIN_FOLDERS, failures);
+    if total.density() < MIN_CRATE_DENSITY {
+        failures.push(format!(
+            "crate: {:.2} release assertions per 100 lines < {MIN_CRATE_DENSITY}",
+            total.density()
+        ));
+    }
 }
 
 /// Checks one ratchet and prints its figure and exceptions.
@@ -314,6 +470,37 @@ fn ratchet(what: &str, found: &[String], limit: usize, failures: &mut Vec<String
     }
 }
 
+/// The floors ARCHITECTURE.md draws (its ```floors block, highest first), lowest first.
+fn documented_floors() -> Vec<Vec<String>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let block = text
+        .split("```floors\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("ARCHITECTURE.md has a ```floors block");
+    let mut floors: Vec<Vec<String>> = block
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .filter(|f: &Vec<String>| !f.is_empty())
+        .collect();
+    floors.reverse();
+    floors
+}
+
+#[test]
+fn architecture_draws_the_floors_tidy_enforces() {
+    let enforced: Vec<Vec<String>> = FLOORS
+        .iter()
+        .map(|f| f.iter().map(|u| u.to_string()).collect())
+        .collect();
+    assert_eq!(
+        documented_floors(),
+        enforced,
+        "ARCHITECTURE.md's floors block and tests/tidy.rs FLOORS differ"
+    );
+}
+
 #[test]
 fn house_rules() {
     let sources = load_sources();
@@ -326,6 +513,21 @@ fn house_rules() {
     }
     if !found_cycles.is_empty() {
         failures.push("folders import each other".to_string());
+    }
+    let file_sccs = file_cycles(&sources);
+    let largest_scc = file_sccs.iter().map(|(n, _)| *n).max().unwrap_or(0);
+    println!(
+        "folders with files that import each other: {} (largest {largest_scc} files, limit {LARGEST_FILE_CYCLE})",
+        file_sccs.len()
+    );
+    for (_, c) in &file_sccs {
+        println!("    {c}");
+    }
+    if largest_scc != LARGEST_FILE_CYCLE {
+        failures.push(format!(
+            "largest file-level cycle: {largest_scc} files, limit {LARGEST_FILE_CYCLE}: \
+             it may shrink (then lower LARGEST_FILE_CYCLE), never grow"
+        ));
     }
     ratchet(
         "imports to a higher floor",
@@ -357,11 +559,7 @@ fn house_rules() {
         OPEN_PUBLIC_ENUMS,
         &mut failures,
     );
-    let asserted = assertions(&sources);
-    println!("assertions in non-test code: {asserted} (at least {MIN_ASSERTIONS})");
-    if asserted < MIN_ASSERTIONS {
-        failures.push(format!("assertions: {asserted} < {MIN_ASSERTIONS}"));
-    }
+    thin_assertions(&sources, &mut failures);
     assert!(
         failures.is_empty(),
         "house rules broken:\n{}",

@@ -41,7 +41,7 @@ pub fn refuse_client(topic: &str, action: &str) -> Result<(), BrokerError> {
 
 /// The partition count and configs the server creates an internal topic with.
 pub fn settings(topic: &str, config: &ServerConfig) -> (i32, Vec<(String, String)>) {
-    debug_assert!(is_internal(topic));
+    assert!(is_internal(topic));
     let configs = vec![
         ("cleanup.policy".to_string(), "compact".to_string()),
         ("segment.bytes".to_string(), (100 << 20).to_string()),

@@ -34,7 +34,7 @@ pub fn marker_batch(producer_id: i64, epoch: i16, marker: EndTxnMarker, timestam
     batch[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
     let crc = compute_crc(&batch);
     batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
-    debug_assert_eq!(
+    assert_eq!(
         read_marker(&batch),
         Some(marker),
         "a marker reads back as written"

@@ -135,7 +135,7 @@ impl<R: ByteRun + ?Sized> Iterator for BatchCursor<'_, R> {
             Ok((at, h)) => self.pos = at + h.size(),
             Err(_) => self.stopped = true,
         }
-        debug_assert!(self.pos <= len);
+        assert!(self.pos <= len);
         Some(step)
     }
 }

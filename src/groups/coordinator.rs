@@ -215,7 +215,7 @@ fn begin_load(shard: &Host, p: i32) -> Option<glommio::Task<Result<(), GroupCode
             if read.is_ok() {
                 c.loaded.insert(p);
             }
-            debug_assert!(
+            assert!(
                 !c.loading.contains(&p),
                 "a partition is loading or loaded, not both"
             );
@@ -374,7 +374,7 @@ fn apply_written(records: Vec<OffsetRecord>) {
             rec.value.clone(),
         );
         apply(rec);
-        debug_assert_eq!(
+        assert_eq!(
             fetch_offsets(&group, Some(vec![key]))
                 .pop()
                 .and_then(|f| f.2),
@@ -534,7 +534,7 @@ async fn write(
     }
     // A group's records all go to its own offsets partition.
     debug_assert!(records.iter().all(|r| r.group == group));
-    debug_assert!(group_record.is_none_or(|m| m.group == group));
+    assert!(group_record.is_none_or(|m| m.group == group));
     let Some(meta) = shard.topic(OFFSETS_TOPIC) else {
         return e::COORDINATOR_NOT_AVAILABLE;
     };
@@ -575,7 +575,7 @@ fn fetch_offsets(
         }
     });
     // Partitions asked by name are each answered (unknown ones with no commit).
-    debug_assert!(asked.is_none_or(|n| n == found.len()));
+    assert!(asked.is_none_or(|n| n == found.len()));
     found
 }
 

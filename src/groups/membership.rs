@@ -102,8 +102,8 @@ fn admit(
     m.touch();
     prepare_rebalance(shard, name, g);
     // A parked join belongs to a member of a group in its join phase, which answers it.
-    debug_assert_eq!(g.state, State::PreparingRebalance);
-    debug_assert!(g.protocol_type.as_deref() == Some(req.protocol_type.as_str()));
+    assert_eq!(g.state, State::PreparingRebalance);
+    assert!(g.protocol_type.as_deref() == Some(req.protocol_type.as_str()));
     watch_sessions(shard, name, g);
     None
 }
@@ -151,7 +151,7 @@ fn unchanged_follower(g: &mut Group, member_id: &str, req: &JoinRequest) -> Opti
         return None;
     }
     // Members leave a Stable group only through a rebalance: its leader is one of them.
-    debug_assert!(g.leader.as_ref().is_some_and(|l| g.members.contains_key(l)));
+    assert!(g.leader.as_ref().is_some_and(|l| g.members.contains_key(l)));
     let m = g.members.get_mut(member_id)?;
     if m.protocols != req.protocols {
         return None;
@@ -248,7 +248,7 @@ async fn wait_for_rejoins(
 
 /// Ends the join phase: members that did not rejoin leave; a new generation starts.
 fn complete_join(g: &mut Group) {
-    debug_assert_eq!(
+    assert_eq!(
         g.state,
         State::PreparingRebalance,
         "a join phase ends only once begun"
@@ -257,7 +257,7 @@ fn complete_join(g: &mut Group) {
     g.members.retain(|_, m| m.join_waiter.is_some());
     let before = g.generation;
     g.generation += 1;
-    debug_assert!(g.generation > before, "each rebalance is a new generation");
+    assert!(g.generation > before, "each rebalance is a new generation");
     if g.members.is_empty() {
         g.state = State::Empty;
         g.protocol = None;
@@ -270,7 +270,7 @@ fn complete_join(g: &mut Group) {
     }
     g.state = State::CompletingRebalance;
     // A group with members has a leader among them.
-    debug_assert!(g.leader.as_ref().is_some_and(|l| g.members.contains_key(l)));
+    assert!(g.leader.as_ref().is_some_and(|l| g.members.contains_key(l)));
     let protocol = g.protocol.clone().unwrap_or_default();
     let leader = g.leader.clone().unwrap_or_default();
     let everyone: Vec<_> = g
@@ -519,7 +519,7 @@ fn members_changed(shard: &Host, name: &str, g: &mut Group) -> Option<GroupRecor
     }
     prepare_rebalance(shard, name, g);
     // Survivors always rebalance: none keeps an assignment that counted the departed.
-    debug_assert_eq!(g.state, State::PreparingRebalance);
+    assert_eq!(g.state, State::PreparingRebalance);
     None
 }
 

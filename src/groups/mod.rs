@@ -26,7 +26,7 @@ fn java_hash(s: &str) -> i32 {
 /// The offsets partition (and so the coordinator) of a group.
 pub fn partition_for(group: &str, partitions: usize) -> usize {
     let p = (java_hash(group).unsigned_abs() as usize) % partitions.max(1);
-    debug_assert!(p < partitions.max(1));
+    assert!(p < partitions.max(1));
     p
 }
 

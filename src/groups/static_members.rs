@@ -68,7 +68,7 @@ fn replace(g: &mut Group, req: &JoinRequest, old: String, new_id: String) -> Sta
     if was_leader {
         g.leader = Some(new_id.clone());
     }
-    debug_assert!(!g.members.contains_key(&old), "the old member id is gone");
+    assert!(!g.members.contains_key(&old), "the old member id is gone");
     if !unchanged {
         return StaticJoin::Join(new_id);
     }

@@ -371,7 +371,7 @@ impl LogFile {
         let small = self.staging.take().expect("checked above");
         if staged > 0 && self.written > self.staging_pos {
             // An idle file's partial block, already written: it becomes the head.
-            debug_assert_eq!(small.len(), BLOCK as usize);
+            assert_eq!(small.len(), BLOCK as usize);
             self.head = Some(small);
             self.staging_pos += BLOCK;
             self.staging = Some(self.granted_buffer());
@@ -584,7 +584,7 @@ impl LogFile {
             (out, staging)
         };
         self.staging = Some(kept);
-        debug_assert_eq!(out.len(), padded);
+        assert_eq!(out.len(), padded);
         out
     }
 
@@ -627,7 +627,7 @@ impl LogFile {
     /// may pool (close when idle, reopen on use). If that open fails (no descriptors left),
     /// the writable one is kept: nothing is lost but the saving.
     pub async fn reopen_read_only(&mut self, storage: &dyn Storage) {
-        debug_assert!(self.is_sealed(), "only a sealed file is reopened read-only");
+        assert!(self.is_sealed(), "only a sealed file is reopened read-only");
         self.read_ahead.cancel();
         match storage.open(&self.path, OpenMode::ReadOnly).await {
             Ok(read_only) => {

@@ -101,7 +101,7 @@ impl PageCache {
         let budget = self.budget_pages as u64;
         while self.extents.pages() + staging_pages > budget && self.extents.pop_lru() {}
         // Cached pages never push the shard over its budget (staging alone may).
-        debug_assert!(self.extents.is_empty() || self.extents.pages() + staging_pages <= budget);
+        assert!(self.extents.is_empty() || self.extents.pages() + staging_pages <= budget);
     }
 
     /// Grants an appender's staging buffer from the shard's budget: `full` bytes while
@@ -117,7 +117,7 @@ impl PageCache {
         };
         self.staging_bytes += granted;
         self.evict_to_budget();
-        debug_assert!(
+        assert!(
             granted == full || granted == min,
             "a grant is one of the two sizes"
         );
@@ -126,7 +126,7 @@ impl PageCache {
 
     /// Returns staging bytes granted by `grant_staging`.
     pub fn release_staging(&mut self, bytes: usize) {
-        debug_assert!(
+        assert!(
             bytes <= self.staging_bytes,
             "released more staging than granted"
         );
@@ -151,7 +151,7 @@ impl PageCache {
 
     /// Gives back read-ahead granted by `grant_read_ahead` (done or cancelled).
     pub fn release_read_ahead(&mut self, bytes: u64) {
-        debug_assert!(
+        assert!(
             bytes <= self.read_ahead_in_flight,
             "released more read-ahead than granted"
         );
@@ -170,7 +170,7 @@ impl PageCache {
         if self.budget_pages == 0 {
             return;
         }
-        debug_assert_eq!(pos % PAGE, 0);
+        assert_eq!(pos % PAGE, 0);
         let pages = data.len() / PAGE as usize;
         let first = pages.saturating_sub(TAIL_PAGES);
         let tail = &data[first * PAGE as usize..pages * PAGE as usize];
@@ -251,7 +251,7 @@ pub async fn read_through(
         }
     }
     // Exactly what was asked, or fewer bytes at the end of the file, never more.
-    debug_assert!(out.len() <= len, "read {} of {len}", out.len());
+    assert!(out.len() <= len, "read {} of {len}", out.len());
     Ok(out)
 }
 
@@ -279,7 +279,7 @@ async fn read_missing(
     let read = file.read_extents(page * PAGE, want as usize).await?;
     let got: u64 = read.iter().map(|e| e.len() as u64).sum();
     // Device reads give whole pages, the last one short only at the end of the file.
-    debug_assert!(got <= want, "read {got} of {want}");
+    assert!(got <= want, "read {got} of {want}");
     debug_assert!(read
         .iter()
         .rev()

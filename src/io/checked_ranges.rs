@@ -30,7 +30,7 @@ impl CheckedRanges {
     /// Records `[start, end)` of `file` as checked, merged with the ranges it overlaps or
     /// touches (unless `MAX_RANGES` are held and it would add one).
     pub fn insert(&mut self, file: u64, start: u64, end: u64) {
-        debug_assert!(start < end, "a checked range holds a batch");
+        assert!(start < end, "a checked range holds a batch");
         let joined = meeting(&self.ranges, file, start, end, true);
         if joined.is_empty() && self.ranges.len() >= MAX_RANGES {
             return;
@@ -41,7 +41,7 @@ impl CheckedRanges {
             self.ranges.remove(&(file, s));
         }
         self.ranges.insert((file, from), to);
-        debug_assert!(self.len() <= MAX_RANGES);
+        assert!(self.len() <= MAX_RANGES);
     }
 
     /// Forgets `[start, end)` of `file`: the ranges it overlaps keep only what lies outside
@@ -56,7 +56,7 @@ impl CheckedRanges {
                 self.ranges.insert((file, end), e);
             }
         }
-        debug_assert!(self.len() <= MAX_RANGES);
+        assert!(self.len() <= MAX_RANGES);
     }
 
     pub fn clear(&mut self) {

@@ -108,7 +108,7 @@ impl Extents {
     /// and what they keep outside it is copied into extents of its own (rare: reads of one
     /// file seldom overlap), so each extent's pages are its whole allocation.
     pub fn insert(&mut self, file: u64, page: u64, data: Bytes) {
-        debug_assert!(!data.is_empty(), "an extent holds at least one byte");
+        assert!(!data.is_empty(), "an extent holds at least one byte");
         let end = page + pages_of(data.len());
         for (start, old) in self.take_overlapping(file, page, end) {
             if start < page {
@@ -121,14 +121,14 @@ impl Extents {
             }
         }
         self.put(file, page, data);
-        debug_assert_eq!(self.lru.len(), self.by_pos.len());
+        assert_eq!(self.lru.len(), self.by_pos.len());
     }
 
     fn put(&mut self, file: u64, page: u64, data: Bytes) {
         let end = page + pages_of(data.len());
         self.pages += end - page;
         let replaced = self.by_pos.insert((file, page), end);
-        debug_assert!(replaced.is_none(), "extents of a file never overlap");
+        assert!(replaced.is_none(), "extents of a file never overlap");
         self.lru.put((file, page), data);
     }
 

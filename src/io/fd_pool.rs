@@ -40,7 +40,7 @@ impl FdPool {
             })
             .detach();
         }
-        debug_assert!(self.open.len() <= self.capacity);
+        assert!(self.open.len() <= self.capacity);
     }
 }
 

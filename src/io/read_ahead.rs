@@ -109,11 +109,11 @@ impl ReadAhead {
             from += len;
         }
         self.issued_end = from;
-        debug_assert!(
+        assert!(
             self.issued_end.is_multiple_of(PAGE),
             "chunks hold whole pages"
         );
-        debug_assert!(self.in_flight.len() as u64 <= WINDOW / CHUNK + 1);
+        assert!(self.in_flight.len() as u64 <= WINDOW / CHUNK + 1);
     }
 
     /// Whether a read at `start` continues the last one: it starts in the second half of

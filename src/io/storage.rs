@@ -47,7 +47,7 @@ impl IoBuf {
 
     /// Shortens the buffer to its first `len` bytes (a write then writes only those).
     pub fn truncate(&mut self, len: usize) {
-        debug_assert!(len <= self.len());
+        assert!(len <= self.len());
         match self {
             IoBuf::Dma(b) => b.trim_to_size(len),
             IoBuf::Heap(v) => v.truncate(len),

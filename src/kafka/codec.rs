@@ -180,7 +180,7 @@ pub fn encode(
     response.encode(&mut buf, version)?;
     let size = i32::try_from(buf.len() - 4)?;
     buf[..4].copy_from_slice(&size.to_be_bytes());
-    debug_assert_eq!(
+    assert_eq!(
         i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize + 4,
         buf.len(),
         "the size prefix counts the bytes after it"

@@ -137,7 +137,7 @@ async fn read_all(
         .collect();
     let asked = reads.len();
     let results = crate::shard::by_owner::fetch_by_shard(ctx.shard, reads, limit, isolation).await;
-    debug_assert_eq!(results.len(), asked, "one result per partition read");
+    assert_eq!(results.len(), asked, "one result per partition read");
     let mut results = results.into_iter();
     let mut out = Vec::with_capacity(wanted.len());
     for w in wanted {
@@ -155,9 +155,9 @@ async fn read_all(
                 records,
             }) => {
                 // A read at the log end holds nothing; a read below it starts in the log.
-                debug_assert!(log_start_offset <= log_end_offset);
-                debug_assert!(records.is_empty() || w.offset < log_end_offset);
-                debug_assert!(last_stable_offset <= log_end_offset);
+                assert!(log_start_offset <= log_end_offset);
+                assert!(records.is_empty() || w.offset < log_end_offset);
+                assert!(last_stable_offset <= log_end_offset);
                 Fetched {
                     error: errors::NONE,
                     log_start_offset,
@@ -256,7 +256,7 @@ fn response(
         );
     }
     // Every requested partition is answered, in request order.
-    debug_assert_eq!(i, wanted.len(), "one answer per requested partition");
+    assert_eq!(i, wanted.len(), "one answer per requested partition");
     FetchResponse::default().with_responses(topics)
 }
 

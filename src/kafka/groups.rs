@@ -134,7 +134,7 @@ pub async fn join(ctx: &Context<'_>, r: JoinGroupRequest) -> JoinGroupResponse {
         Ok(other) => unexpected(other),
     };
     // A member that joined is told who it is and which generation it is in.
-    debug_assert!(
+    assert!(
         out.error != crate::groups::code::NONE
             || (!out.member_id.is_empty() && out.generation >= 0)
     );

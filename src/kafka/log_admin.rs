@@ -50,7 +50,7 @@ pub async fn delete_records(
             }
         });
         let partitions = join_all(ops).await;
-        debug_assert_eq!(partitions.len(), asked, "one result per partition asked");
+        assert_eq!(partitions.len(), asked, "one result per partition asked");
         topics.push(
             DeleteRecordsTopicResult::default()
                 .with_name(t.name)

@@ -66,14 +66,14 @@ pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<Produc
     }
     let produced = queue_then_release(ctx.turn, run_all(ctx, acks, txn.is_some(), &planned));
     let mut produced = produced.await.into_iter();
-    debug_assert_eq!(produced.len(), planned.len(), "one outcome per partition");
+    assert_eq!(produced.len(), planned.len(), "one outcome per partition");
     let topics = layout
         .into_iter()
         .map(|(name, n)| {
             let answers = (produced.by_ref().take(n))
                 .map(|answer| partition_response(answer, ctx.version))
                 .collect::<Vec<_>>();
-            debug_assert_eq!(answers.len(), n, "one answer per partition produced to");
+            assert_eq!(answers.len(), n, "one answer per partition produced to");
             TopicProduceResponse::default()
                 .with_name(name)
                 .with_partition_responses(answers)

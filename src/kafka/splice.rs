@@ -76,7 +76,7 @@ impl Splices {
             at = cut + PLACEHOLDER;
         }
         out.push(encoded.slice(at..));
-        debug_assert_eq!(
+        assert_eq!(
             out.len(),
             size as usize + 4,
             "the size prefix counts the rest"

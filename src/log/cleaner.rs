@@ -225,7 +225,7 @@ impl PartitionLog {
         let mut stats = done.stats;
         stats.segments_cleaned = swapped;
         // Cleaning removes records inside the log (sealed segments only), never its ends.
-        debug_assert_eq!((self.log_start_offset, self.visible_end), ends);
+        assert_eq!((self.log_start_offset, self.visible_end), ends);
         tracing::info!(dir = %self.dir.display(), ?stats, "cleaned");
         Ok(stats)
     }

@@ -98,7 +98,7 @@ impl PartitionLog {
             last_cleaned_ms: self.last_cleaned_ms,
         };
         // The three byte counts partition the log.
-        debug_assert_eq!(
+        assert_eq!(
             view.dirty_bytes + view.clean_bytes + view.uncleanable_bytes,
             self.size_bytes()
         );

@@ -18,7 +18,7 @@ const DIGITS: usize = 20;
 
 /// File name of an offset-keyed file: the offset padded to 20 digits plus the suffix.
 pub fn segment_file_name(offset: i64, suffix: &str) -> String {
-    debug_assert!(offset >= 0, "offset {offset} names no file");
+    assert!(offset >= 0, "offset {offset} names no file");
     format!("{offset:0DIGITS$}{suffix}")
 }
 

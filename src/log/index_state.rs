@@ -83,13 +83,13 @@ impl IndexState {
         }
         self.next_offset = h.last_offset() + 1;
         // The newest timestamp seen names an offset this segment holds.
-        debug_assert!(
+        assert!(
             self.offset_of_max_timestamp < self.next_offset,
             "max timestamp at {} beyond {}",
             self.offset_of_max_timestamp,
             self.next_offset
         );
-        debug_assert!(self
+        assert!(self
             .offset_index
             .last()
             .is_none_or(|e| e.offset < self.next_offset));

@@ -621,7 +621,7 @@ impl PartitionLog {
         let r = self.active_mut().flush().await;
         self.note_failure(r)?;
         // Readers' end only moves forward: what they were shown stays readable.
-        debug_assert!(
+        assert!(
             self.log_end_offset() >= self.visible_end,
             "flush moved the end back"
         );
@@ -635,7 +635,7 @@ impl PartitionLog {
         self.check_healthy().await?;
         let r = self.active_mut().sync().await;
         self.note_failure(r)?;
-        debug_assert!(
+        assert!(
             self.log_end_offset() >= self.recovery_point.max(self.visible_end),
             "a sync never makes less durable or less visible"
         );
@@ -796,8 +796,8 @@ impl PartitionLog {
             if let Some(data) = seg.read(offset, max_bytes, at_least_one).await? {
                 let visible = visible_prefix(data, log_end);
                 // Strict reads never exceed their bound; others by at most their first batch.
-                debug_assert!(at_least_one || visible.len() <= max_bytes);
-                debug_assert!(
+                assert!(at_least_one || visible.len() <= max_bytes);
+                assert!(
                     first_batch_reaches(&visible, offset),
                     "a read starts at the batch holding {offset}, never below it"
                 );
@@ -849,7 +849,7 @@ impl PartitionLog {
             if let Some((offset, timestamp)) = seg.find_offset_by_timestamp(target, start).await? {
                 // Kafka's offsetsForTimes: the answer is a record at or after the target time,
                 // at or above the log start.
-                debug_assert!(
+                assert!(
                     offset >= start && timestamp >= target,
                     "{offset}@{timestamp}"
                 );
@@ -879,7 +879,7 @@ pub(super) fn visible_prefix(data: ByteChain, visible_end: i64) -> ByteChain {
             _ => break,
         }
     }
-    debug_assert!(end <= data.len());
+    assert!(end <= data.len());
     data.slice(0, end)
 }
 

@@ -293,7 +293,7 @@ impl ProducerState {
             last_offset: h.last_offset(),
             timestamp: h.max_timestamp,
         });
-        debug_assert!(p.batches.len() <= BATCHES_PER_PRODUCER);
+        assert!(p.batches.len() <= BATCHES_PER_PRODUCER);
         self.account(before, self.producers.len());
         self.evict_beyond_bound(id);
     }
@@ -352,7 +352,7 @@ impl ProducerState {
         let first = first?;
         self.open_txns.remove(&(first, id));
         // A transaction's records come before its marker.
-        debug_assert!(first < h.base_offset);
+        assert!(first < h.base_offset);
         Some(CompletedTxn {
             producer_id: id,
             first_offset: first,
@@ -406,7 +406,7 @@ impl ProducerState {
             self.producers.remove(&oldest.1);
             self.account(self.producers.len() + 1, self.producers.len());
         }
-        debug_assert_eq!(self.by_age.len(), self.producers.len());
+        assert_eq!(self.by_age.len(), self.producers.len());
     }
 
     /// Forgets producers that have not appended within the expiration.
@@ -420,7 +420,7 @@ impl ProducerState {
         let producers = &self.producers;
         self.by_age.retain(|(_, id)| producers.contains_key(id));
         self.account(before, self.producers.len());
-        debug_assert_eq!(self.by_age.len(), self.producers.len());
+        assert_eq!(self.by_age.len(), self.producers.len());
     }
 
     fn encode(&self) -> String {

@@ -106,7 +106,7 @@ impl PartitionLog {
         }
         out.files_removed = self.remove_due_files(now_ms).await;
         // Retention removes from the front only: the start moves up, the end never back.
-        debug_assert!(self.log_start_offset >= start_before && self.visible_end >= end_before);
+        assert!(self.log_start_offset >= start_before && self.visible_end >= end_before);
         Ok(out)
     }
 
@@ -149,7 +149,7 @@ impl PartitionLog {
         );
         let gone: Vec<Segment> = self.segments.drain(..n).collect();
         // Only wholly acknowledged segments go: a reader was never shown less than them.
-        debug_assert!(gone
+        assert!(gone
             .last()
             .is_none_or(|s| s.next_offset() <= self.visible_end));
         let bytes: u64 = gone.iter().map(|s| s.size()).sum();
@@ -165,7 +165,7 @@ impl PartitionLog {
         let start = self.segments[0].base_offset();
         self.advance_log_start(start).await?;
         // Nothing below the new first segment is served any more.
-        debug_assert!(self.log_start_offset >= start);
+        assert!(self.log_start_offset >= start);
         let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
         self.pending_removals
             .extend(renamed.into_iter().map(|p| (due, p)));

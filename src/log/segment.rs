@@ -592,8 +592,8 @@ impl Segment {
         data.truncate(valid);
         // What is served is whole, checked batches from the one found, within the bound
         // (the first batch alone may pass it when at least one is asked for).
-        debug_assert!(data.is_empty() || valid >= found.header.size());
-        debug_assert!(data.len() <= want);
+        assert!(data.is_empty() || valid >= found.header.size());
+        assert!(data.len() <= want);
         Ok(Some(data))
     }
 
@@ -639,7 +639,7 @@ impl Segment {
                 Err(_) => break,
             }
         }
-        debug_assert!(at <= len);
+        assert!(at <= len);
         Ok(at)
     }
 
@@ -684,7 +684,7 @@ impl Segment {
         let from = after_floor.max(below.offset + 1);
         // The next entry's record qualifies (its timestamp is above the target), so the
         // answer is at or before it.
-        debug_assert!(
+        assert!(
             next.timestamp > target && from <= next.offset,
             "{from} {next:?}"
         );

@@ -76,7 +76,7 @@ pub fn decode_entries<E: IndexEntry>(
         prev = Some(entry);
         out.push(entry);
     }
-    debug_assert_eq!(out.len() * E::SIZE, bytes.len());
+    assert_eq!(out.len() * E::SIZE, bytes.len());
     Ok(out)
 }
 
@@ -85,7 +85,7 @@ pub fn encode_entries<E: IndexEntry>(entries: &[E]) -> Vec<u8> {
     for e in entries {
         e.encode(&mut out);
     }
-    debug_assert_eq!(out.len(), entries.len() * E::SIZE);
+    assert_eq!(out.len(), entries.len() * E::SIZE);
     out
 }
 
@@ -166,7 +166,7 @@ impl<E: IndexEntry> SparseIndex<E> {
             });
         }
         self.entries.push(entry);
-        debug_assert!(self.entries.len() <= self.max_entries.max(1));
+        assert!(self.entries.len() <= self.max_entries.max(1));
         Ok(())
     }
 }

@@ -38,7 +38,7 @@ impl PartitionLog {
     }
 
     fn sealed(&self, seg: &Segment, next_base: i64) -> SealedSegment {
-        debug_assert!(seg.next_offset() <= next_base);
+        assert!(seg.next_offset() <= next_base);
         let base = seg.base_offset();
         let mut files: Vec<(&'static str, PathBuf)> = [
             LOG_SUFFIX,
@@ -65,7 +65,7 @@ impl PartitionLog {
 
     /// The remote tier now holds every record below `end` (a committed upload).
     pub fn set_remote_copied_end(&mut self, end: i64) {
-        debug_assert!(
+        assert!(
             self.remote_copied_end.is_none_or(|e| e <= end),
             "the copied end never moves back"
         );

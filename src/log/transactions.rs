@@ -27,7 +27,7 @@ impl PartitionLog {
         set_base_offset(&mut batch, self.log_end_offset());
         let info = self.append_with_assigned_offsets(&batch).await?;
         // The marker ended the producer's transaction here, whatever it held.
-        debug_assert!(!self.producers.has_open_txn(producer_id));
+        assert!(!self.producers.has_open_txn(producer_id));
         Ok(info)
     }
 

@@ -75,7 +75,7 @@ pub struct AbortedTxns {
 impl AbortedTxns {
     pub fn push(&mut self, entry: AbortedTxn) {
         // Markers are appended in offset order.
-        debug_assert!(self
+        assert!(self
             .entries
             .last()
             .is_none_or(|l| l.last_offset < entry.last_offset));

@@ -23,7 +23,7 @@ use crate::shard::runtime::Shard;
 const FETCH_RESPONSE_OVERHEAD: usize = 64;
 
 fn error_frame(correlation_id: i32, code: ErrorCode, msg: impl Into<String>) -> Frame {
-    debug_assert_ne!(code, ErrorCode::None, "an error frame names an error");
+    assert_ne!(code, ErrorCode::None, "an error frame names an error");
     Response {
         correlation_id,
         result: Err((code, msg.into())),
@@ -109,7 +109,7 @@ pub(super) fn decode_request(frame: &Bytes) -> Result<Decoded, Undecoded> {
     }
     match Request::decode_body(key, &mut r) {
         Ok(request) => {
-            debug_assert_eq!(request.api_key(), key);
+            assert_eq!(request.api_key(), key);
             Ok(Decoded { cid, key, request })
         }
         Err(e) => {
@@ -184,7 +184,7 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
                 ..
             },
         ) => {
-            debug_assert!(0 <= base_offset && base_offset <= last_offset);
+            assert!(0 <= base_offset && base_offset <= last_offset);
             ResponseBody::Produce {
                 base_offset,
                 last_offset,
@@ -208,9 +208,7 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
             },
         ) => {
             // Records come only with the offset they were found at, inside the log.
-            debug_assert!(
-                records.is_empty() || (log_start_offset..log_end_offset).contains(&offset)
-            );
+            assert!(records.is_empty() || (log_start_offset..log_end_offset).contains(&offset));
             ResponseBody::FetchAtTime {
                 offset,
                 timestamp,
@@ -243,7 +241,7 @@ fn fetched_body(key: ApiKey, fetched: OpOk) -> ResponseBody {
         unreachable!("called with a fetch's result");
     };
     if key == ApiKey::FetchCommitted {
-        debug_assert!(log_start_offset <= last_stable_offset);
+        assert!(log_start_offset <= last_stable_offset);
         return ResponseBody::FetchCommitted {
             log_start_offset,
             last_stable_offset,
@@ -251,7 +249,7 @@ fn fetched_body(key: ApiKey, fetched: OpOk) -> ResponseBody {
             records,
         };
     }
-    debug_assert!(log_start_offset <= log_end_offset);
+    assert!(log_start_offset <= log_end_offset);
     ResponseBody::Fetch {
         log_start_offset,
         log_end_offset,

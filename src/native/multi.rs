@@ -139,7 +139,7 @@ pub async fn fetch(
         .map(|e| (e.topic.clone(), e.partition, e.offset, e.max_bytes as usize))
         .collect();
     let results = fetch_by_shard(shard, reads, total, Isolation::ReadUncommitted).await;
-    debug_assert_eq!(
+    assert_eq!(
         results.len(),
         entries.len(),
         "one result per partition asked"

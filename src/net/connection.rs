@@ -493,7 +493,7 @@ async fn write_replies(
         if let Some(frame) = frame {
             // Every reply is a whole frame: its prefix counts the bytes after it, or the
             // client would lose its place in the stream.
-            debug_assert_eq!(frame.declared_size(), Some(frame.len() - 4));
+            assert_eq!(frame.declared_size(), Some(frame.len() - 4));
             let write_start = Instant::now();
             if let Err(e) = within(limit, writer.write_frame(&frame)).await {
                 tracing::debug!(error = %e, "writing a reply failed; closing the connection");
@@ -616,7 +616,7 @@ async fn read_frame(
     if let Err(e) = within(request, reader.read_body(body.as_mut_slice())).await {
         return Next::Stop(format!("reading a {size}-byte frame: {e}"));
     }
-    debug_assert_eq!(body.as_ref().len(), size);
+    assert_eq!(body.as_ref().len(), size);
     Next::Frame(body.freeze(), reservation, started, body_start.elapsed())
 }
 

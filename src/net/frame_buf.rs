@@ -52,7 +52,7 @@ impl FrameBuf {
         if buf.len() < len {
             buf.resize(len, 0);
         }
-        debug_assert!(buf.len() >= len);
+        assert!(buf.len() >= len);
         FrameBuf { buf, len }
     }
 

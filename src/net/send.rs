@@ -16,7 +16,7 @@ pub async fn write_frame(stream: &mut TcpStream, frame: &Frame) -> std::io::Resu
     let slices: Vec<&[u8]> = frame.parts().iter().map(|b| &b[..]).collect();
     debug_assert_eq!(slices.iter().map(|s| s.len()).sum::<usize>(), frame.len());
     let mut sent = try_send_vectored(stream.as_raw_fd(), &slices)?;
-    debug_assert!(sent <= frame.len(), "the kernel took more than was given");
+    assert!(sent <= frame.len(), "the kernel took more than was given");
     for s in slices {
         if sent >= s.len() {
             sent -= s.len();

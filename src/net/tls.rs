@@ -268,7 +268,7 @@ impl Pending {
     }
 
     fn filled(&mut self, n: usize) {
-        debug_assert!(self.is_empty() && n <= self.buf.len());
+        assert!(self.is_empty() && n <= self.buf.len());
         (self.start, self.end) = (0, n);
     }
 
@@ -276,7 +276,7 @@ impl Pending {
     fn feed(&mut self, session: &Session) -> std::io::Result<()> {
         let taken = absorb(session, &self.buf[self.start..self.end])?;
         self.start += taken;
-        debug_assert!(self.start <= self.end);
+        assert!(self.start <= self.end);
         Ok(())
     }
 }

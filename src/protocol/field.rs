@@ -188,7 +188,7 @@ impl<T: Field> Field for Option<Vec<T>> {
         let items = (0..n)
             .map(|_| T::get(r, what))
             .collect::<Result<Vec<T>, _>>()?;
-        debug_assert_eq!(items.len(), n);
+        assert_eq!(items.len(), n);
         Ok(Some(items))
     }
 }

@@ -82,7 +82,7 @@ impl FrameBuilder {
             frame.push(p.clone());
         }
         let frame = Frame(frame);
-        debug_assert_eq!(frame.declared_size(), Some(frame.len() - 4));
+        assert_eq!(frame.declared_size(), Some(frame.len() - 4));
         frame
     }
 }

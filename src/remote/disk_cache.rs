@@ -124,7 +124,7 @@ pub fn put(key: Rc<str>, chunk: u64, data: Bytes) {
                 d.bytes -= len;
                 gone.push(d.path(old));
             }
-            debug_assert!(
+            assert!(
                 d.bytes <= d.budget,
                 "the disk cache stays within its budget"
             );

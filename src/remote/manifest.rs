@@ -89,7 +89,7 @@ impl PartitionManifest {
     }
 
     pub fn to_bytes(&self) -> bytes::Bytes {
-        debug_assert_eq!(
+        assert_eq!(
             self.problem(),
             None,
             "a manifest is written only when sound"

@@ -139,7 +139,7 @@ impl RemoteLog {
                 ),
             });
         }
-        debug_assert!(manifest.topic == *self.topic && manifest.partition == self.partition);
+        assert!(manifest.topic == *self.topic && manifest.partition == self.partition);
         self.lost.set(false);
         *self.state.borrow_mut() = State {
             manifest,

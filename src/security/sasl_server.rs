@@ -43,7 +43,7 @@ pub enum TokenStep {
 
 impl SaslServer {
     pub fn new(enabled: Vec<SaslMechanism>) -> Self {
-        debug_assert!(!enabled.is_empty(), "a SASL listener offers a mechanism");
+        assert!(!enabled.is_empty(), "a SASL listener offers a mechanism");
         SaslServer {
             enabled,
             state: State::Start,

@@ -121,7 +121,7 @@ pub(crate) async fn create_on_every_shard(
     let _turn = shard.admin_turn().await?;
     let config = check_create(shard, &name, partitions, &configs)?;
     let meta = TopicMeta::new(name.clone(), partitions as u32, config, shard.n as u32);
-    debug_assert_eq!(meta.partitions() as i32, partitions);
+    assert_eq!(meta.partitions() as i32, partitions);
     let open = ShardOp::OpenPartitions {
         meta: meta.clone(),
         from: 0,
@@ -138,7 +138,7 @@ pub(crate) async fn create_on_every_shard(
     shard
         .on_every_shard(ShardOp::PublishTopic(meta.clone()))
         .await?;
-    debug_assert!(
+    assert!(
         shard.has_topic(&name),
         "a committed create is published here too"
     );
@@ -205,7 +205,7 @@ pub async fn delete(shard: &Rc<Shard>, name: String) -> OpResult {
             format!("topic {name:?} is deleted, but removing its deletion marker failed: {e}"),
         )
     })?;
-    debug_assert!(
+    assert!(
         !shard.has_topic(&name),
         "a finished delete is unpublished everywhere"
     );
@@ -262,7 +262,7 @@ pub async fn create_partitions(shard: &Rc<Shard>, name: String, count: i32) -> O
         return Err(e);
     }
     shard.on_every_shard(ShardOp::PublishTopic(grown)).await?;
-    debug_assert!(shard
+    assert!(shard
         .topic(&name)
         .is_some_and(|m| m.partitions() == count as u32));
     tracing::info!(topic = %name, from, to = count, "partitions created");
@@ -308,7 +308,7 @@ pub async fn alter(
     shard
         .on_every_shard(ShardOp::AlterTopic(altered.clone()))
         .await?;
-    debug_assert!(shard
+    assert!(shard
         .topic(&name)
         .is_some_and(|m| m.config == altered.config));
     tracing::info!(topic = %name, overrides = ?altered.config.overrides, "topic config altered");

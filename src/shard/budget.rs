@@ -105,7 +105,7 @@ impl Budget {
         let mut want = max;
         loop {
             if let Ok(shared) = self.shard.try_acquire_static_permit(want as u64) {
-                debug_assert!(want <= max, "a reply granted {want} of {max}");
+                assert!(want <= max, "a reply granted {want} of {max}");
                 let permits = vec![own, shared];
                 return Some((Reservation { permits }, want));
             }
@@ -159,13 +159,13 @@ impl FetchPlan {
     /// the record bytes it grants; `None` once the connection is closing.
     pub async fn grant(&self, budget: &Budget) -> Option<(Reservation, usize)> {
         let (reply, granted) = budget.reserve_reply(self.reserve).await?;
-        debug_assert!(
+        assert!(
             granted <= self.reserve,
             "granted {granted} of {}",
             self.reserve
         );
         let records = granted.saturating_sub(self.overhead).clamp(1, self.records);
-        debug_assert!(
+        assert!(
             (1..=self.records).contains(&records),
             "a grant is at least one byte and at most the plan"
         );

@@ -62,13 +62,13 @@ pub(crate) async fn run_on_owners<T>(
         .collect();
     for (indexes, task) in tasks {
         let answers = task.await;
-        debug_assert_eq!(
+        assert_eq!(
             answers.len(),
             indexes.len(),
             "one answer per item of a group"
         );
         for (i, r) in indexes.into_iter().zip(answers) {
-            debug_assert!(results[i].is_none(), "item {i} answered twice");
+            assert!(results[i].is_none(), "item {i} answered twice");
             results[i] = Some(r);
         }
     }

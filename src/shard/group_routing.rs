@@ -39,7 +39,7 @@ pub async fn route(
 ) -> Result<GroupReply, BrokerError> {
     let meta = internal_topic(shard, OFFSETS_TOPIC).await?;
     let owner = meta.owners[partition_for(&group, meta.owners.len())] as usize;
-    debug_assert!(owner < shard.n, "a coordinator among this run's shards");
+    assert!(owner < shard.n, "a coordinator among this run's shards");
     if owner == shard.id {
         return Ok(coordinator::handle(&Shard::group_host(shard), group, op).await);
     }

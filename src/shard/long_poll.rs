@@ -21,7 +21,7 @@ pub type Wait = (String, i32, i64);
 /// at once if one of them is not open here (the requester's next read says why).
 pub async fn wait_here(shard: &Shard, waits: &[(String, u32, i64)], timeout_ms: u64) {
     if let Some(watches) = shard.append_watches(waits) {
-        debug_assert_eq!(
+        assert_eq!(
             watches.len(),
             waits.len(),
             "a watch per partition waited on"

@@ -75,7 +75,7 @@ impl Outbox {
 /// Sends `peer`'s queued messages in order, waiting for room; ends when the queue is
 /// empty. A message the closed channel refuses goes to `undelivered`.
 pub async fn drain(outbox: Rc<Outbox>, peer: usize, undelivered: impl Fn(MeshMsg)) {
-    debug_assert!(
+    assert!(
         outbox.draining[peer].get(),
         "one drain per peer, started by send"
     );

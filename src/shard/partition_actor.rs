@@ -280,7 +280,7 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
         } => list_offsets(log, timestamp, isolation).await,
         PartitionOp::DeleteRecords { offset } => {
             log.delete_records_before(offset).await.map(|low| {
-                debug_assert!(
+                assert!(
                     low >= offset.min(log.visible_end_offset()) && low <= log.visible_end_offset(),
                     "the low watermark {low} moved to the asked {offset}, within the log"
                 );
@@ -329,8 +329,8 @@ async fn fetch(
             Vec::new(),
         ),
     };
-    debug_assert!(log.log_start_offset() <= log.last_stable_offset());
-    debug_assert!(log.last_stable_offset() <= log.visible_end_offset());
+    assert!(log.log_start_offset() <= log.last_stable_offset());
+    assert!(log.last_stable_offset() <= log.visible_end_offset());
     Ok(OpOk::Fetched {
         log_start_offset: log.log_start_offset(),
         log_end_offset: log.visible_end_offset(),
@@ -344,7 +344,7 @@ async fn fetch(
 async fn coordinator_append(log: &mut PartitionLog, records: &[u8]) -> crate::Result<OpOk> {
     let info = log.append_for_coordinator(records).await?;
     log.sync().await?;
-    debug_assert!(info.last_offset < log.visible_end_offset());
+    assert!(info.last_offset < log.visible_end_offset());
     Ok(OpOk::Done)
 }
 
@@ -358,7 +358,7 @@ async fn write_marker(
 ) -> crate::Result<OpOk> {
     log.append_marker(producer_id, epoch, marker).await?;
     log.sync().await?;
-    debug_assert!(log.last_stable_offset() <= log.visible_end_offset());
+    assert!(log.last_stable_offset() <= log.visible_end_offset());
     Ok(OpOk::Done)
 }
 
@@ -386,7 +386,7 @@ async fn list_offsets(
         timestamp: -1,
     });
     // An answer names a readable offset (or the log end, for "latest").
-    debug_assert!(
+    assert!(
         t.offset == -1 || (log.log_start_offset()..=log.visible_end_offset()).contains(&t.offset),
         "offset {} outside the log",
         t.offset
@@ -491,8 +491,8 @@ async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
                 done.bytes += r.as_ref().map_or(0, |info| info.bytes);
                 // The offsets answered are below the log end, which never moves back (a
                 // duplicate of an idempotent producer's batch answers its first offsets).
-                debug_assert!(log.log_end_offset() >= end_before);
-                debug_assert!(
+                assert!(log.log_end_offset() >= end_before);
+                assert!(
                     r.as_ref().is_err()
                         || r.as_ref()
                             .is_ok_and(|info| info.base_offset <= info.last_offset
@@ -543,7 +543,7 @@ fn check_min_insync(log: &PartitionLog, acks: i16) -> Result<(), BrokerError> {
 /// waiting produces hear how it went.
 async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
     // Produces wait only for a group that wrote: nothing else holds their replies back.
-    debug_assert!(done.waiting.is_empty() || done.wrote);
+    assert!(done.waiting.is_empty() || done.wrote);
     if done.wrote {
         // flush.messages / flush.ms make an acks=1 group durable too when they are due.
         let durable = if done.need_sync || log.flush_due() {
@@ -562,7 +562,7 @@ async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
     for (reply, result) in done.waiting.drain(..) {
         let _ = reply.try_send(result);
     }
-    debug_assert!(done.waiting.is_empty(), "every waiting produce is answered");
+    assert!(done.waiting.is_empty(), "every waiting produce is answered");
 }
 
 /// acks=1 groups that appended at most this many bytes wait for their flush awake: a few

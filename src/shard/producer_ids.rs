@@ -62,7 +62,7 @@ pub async fn allocate(shard: &Rc<Shard>) -> OpResult {
     } else {
         let new_end = next + shard.config.producer_id_block_size;
         // The block is persisted before any id of it is used, and reaches past `next`.
-        debug_assert!(
+        assert!(
             new_end > next && new_end >= end,
             "a new block ends past the old one"
         );

@@ -184,7 +184,7 @@ impl Shard {
                 .collect(),
         };
         // Each topic asked by name is answered, known or not, in the order asked.
-        debug_assert!(names.is_none_or(|n| n.len() == answered.len()));
+        assert!(names.is_none_or(|n| n.len() == answered.len()));
         answered
     }
 
@@ -286,7 +286,7 @@ impl Shard {
 
     /// Waits for this shard's turn to change topics (the controller runs one at a time).
     pub async fn admin_turn(&self) -> Result<Permit<'_>, AdminError> {
-        debug_assert_eq!(self.id, CONTROLLER, "topic changes are the controller's");
+        assert_eq!(self.id, CONTROLLER, "topic changes are the controller's");
         self.admin
             .acquire_permit(1)
             .await
@@ -328,7 +328,7 @@ impl Shard {
             .and_then(|p| meta.owners.get(p))
         {
             Some(&o) => {
-                debug_assert!((o as usize) < self.n, "owner {o} of {} shards", self.n);
+                assert!((o as usize) < self.n, "owner {o} of {} shards", self.n);
                 Ok(o as usize)
             }
             None => err(
@@ -368,7 +368,7 @@ impl Shard {
             let r = self.local_partition_op(&topic, partition, op).await;
             if let Ok(OpOk::Fetched { records, .. }) = &r {
                 // Only the request's first partition may exceed its share (by one batch).
-                debug_assert!(
+                assert!(
                     i == 0 || records.len() <= share,
                     "{} > {share}",
                     records.len()
@@ -377,7 +377,7 @@ impl Shard {
             }
             out.push(r);
         }
-        debug_assert!(left <= max_bytes);
+        assert!(left <= max_bytes);
         out
     }
 
@@ -400,7 +400,7 @@ impl Shard {
         for t in tasks {
             out.push(t.await);
         }
-        debug_assert_eq!(out.len(), n, "one result per op, in order");
+        assert_eq!(out.len(), n, "one result per op, in order");
         out
     }
 
@@ -455,7 +455,7 @@ impl Shard {
     /// answer, it forgets the request, and cancels a cancellable op on the peer.
     pub async fn remote(self: &Rc<Self>, peer: usize, op: ShardOp) -> OpResult {
         assert!(peer < self.n, "shard {peer} of {}", self.n);
-        debug_assert_ne!(
+        assert_ne!(
             peer, self.id,
             "a shard's own work runs locally, not over the mesh"
         );
@@ -463,7 +463,7 @@ impl Shard {
         self.next_id.set(id + 1);
         let (tx, rx) = local_channel::new_bounded(1);
         let earlier = self.pending.borrow_mut().insert(id, tx);
-        debug_assert!(earlier.is_none(), "request id {id} reused while awaited");
+        assert!(earlier.is_none(), "request id {id} reused while awaited");
         let timed = match &op {
             ShardOp::Partition { op, .. } => op.is_data_path(),
             ShardOp::Partitions(ops) => ops.iter().any(|(_, _, op)| op.is_data_path()),
@@ -525,7 +525,7 @@ impl Shard {
                 let (cancel, cancelled) = local_channel::new_bounded::<()>(1);
                 // Ids are unique per sender: one live request per (from, id).
                 let earlier = self.cancellable.borrow_mut().insert((from, id), cancel);
-                debug_assert!(earlier.is_none(), "request {id} from shard {from} twice");
+                assert!(earlier.is_none(), "request {id} from shard {from} twice");
                 let me = self.clone();
                 crate::tasks::spawn(async move {
                     let result =
@@ -543,7 +543,7 @@ impl Shard {
             }
             MeshMsg::Request { id, from, op } => {
                 // A shard's own work never crosses the mesh.
-                debug_assert!(
+                assert!(
                     from != self.id && from < self.n,
                     "a request from shard {from}"
                 );

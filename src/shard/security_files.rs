@@ -19,7 +19,7 @@ pub async fn replace_everywhere(
     text: String,
     install: ShardOp,
 ) -> Result<(), BrokerError> {
-    debug_assert_eq!(shard.id, CONTROLLER, "one writer of the security files");
+    assert_eq!(shard.id, CONTROLLER, "one writer of the security files");
     let meta_dir = shard.config.data_dir.join(META_DIR);
     let storage_error =
         |e: std::io::Error| BrokerError::new(ErrorCode::StorageError, format!("{file}: {e}"));

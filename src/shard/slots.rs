@@ -198,7 +198,7 @@ impl Drop for Slot {
         }
         if let Some(ip) = self.peer {
             let mut per_peer = s.per_peer.borrow_mut();
-            debug_assert!(
+            assert!(
                 per_peer.contains_key(&ip),
                 "a peer's slot outlived its count"
             );

@@ -16,7 +16,7 @@ use crate::txn::{partition_for, TRANSACTION_STATE_TOPIC};
 pub async fn route(shard: &Rc<Shard>, id: String, op: TxnOp) -> Result<TxnReply, BrokerError> {
     let meta = internal_topic(shard, TRANSACTION_STATE_TOPIC).await?;
     let owner = meta.owners[partition_for(&id, meta.owners.len())] as usize;
-    debug_assert!(owner < shard.n, "a coordinator among this run's shards");
+    assert!(owner < shard.n, "a coordinator among this run's shards");
     if owner == shard.id {
         return Ok(handle(shard, id, op).await);
     }

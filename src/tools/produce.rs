@@ -217,7 +217,7 @@ impl Pending {
                 p
             }
         };
-        debug_assert!(p < partitions, "partition {p} of {partitions}");
+        assert!(p < partitions, "partition {p} of {partitions}");
         p as usize
     }
 
