@@ -566,3 +566,78 @@ fn house_rules() {
         failures.join("\n")
     );
 }
+
+/// Each rule fails on a fixture that breaks it and passes its fixed twin: the rules are
+/// code, so they are tested like code.
+mod rules_catch_what_they_name {
+    use super::*;
+
+    fn source(rel: &str, text: &str) -> Source {
+        Source {
+            rel: PathBuf::from(rel),
+            lines: non_test_lines(text),
+        }
+    }
+
+    #[test]
+    fn a_long_function_is_found_and_a_test_module_is_not_counted() {
+        let body = "    let x = 1;\n".repeat(MAX_FN_LINES);
+        let long = source("log/a.rs", &format!("fn long() {{\n{body}}}\n"));
+        assert_eq!(long_functions(&[long]).len(), 1);
+        let in_tests = format!("#[cfg(test)]\nmod tests {{\n    fn long() {{\n{body}    }}\n}}\n");
+        assert!(long_functions(&[source("log/a.rs", &in_tests)]).is_empty());
+    }
+
+    #[test]
+    fn a_string_error_is_found_outside_the_cli_only() {
+        let text = "pub fn parse(\n    s: &str,\n) -> Result<u8, String> {\n    todo!()\n}\n";
+        assert_eq!(string_error_functions(&[source("log/a.rs", text)]).len(), 1);
+        assert!(string_error_functions(&[source("tools/a.rs", text)]).is_empty());
+        let typed = text.replace("String>", "ParseError>");
+        assert!(string_error_functions(&[source("log/a.rs", &typed)]).is_empty());
+    }
+
+    #[test]
+    fn std_fs_is_found_outside_io_and_tools_but_not_in_comments() {
+        let text = "use std::fs::File;\n// std::fs in a comment\n";
+        assert_eq!(std_fs_uses(&[source("log/a.rs", text)]), vec!["log/a.rs:1"]);
+        assert!(std_fs_uses(&[source("io/a.rs", text)]).is_empty());
+    }
+
+    #[test]
+    fn an_open_public_enum_is_found() {
+        let open = "pub enum E {\n    A,\n}\n";
+        assert_eq!(open_public_enums(&[source("log/a.rs", open)]).len(), 1);
+        let closed = format!("/// Doc.\n#[non_exhaustive]\n{open}");
+        assert!(open_public_enums(&[source("log/a.rs", &closed)]).is_empty());
+    }
+
+    #[test]
+    fn an_import_upward_and_a_circle_between_folders_are_found() {
+        let up = source("format/a.rs", "use crate::log::X;\n");
+        let down = source("log/a.rs", "use crate::format::Y;\n");
+        let imports = unit_imports(&[up, down]);
+        assert_eq!(back_arrows(&imports).len(), 1);
+        assert_eq!(cycles(&imports), vec!["format <-> log"]);
+    }
+
+    #[test]
+    fn a_circle_of_files_inside_a_folder_is_found_and_the_facade_is_not() {
+        let a = source("shard/a.rs", "use super::b::B;\n");
+        let b = source("shard/b.rs", "use crate::shard::c::C;\n");
+        let c = source("shard/c.rs", "use super::a::A;\n");
+        let facade = source("shard/mod.rs", "pub use a::A;\npub use d::D;\n");
+        let d = source("shard/d.rs", "use super::a::A;\n");
+        let found = file_cycles(&[a, b, c, facade, d]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0], (3, "shard: 3 (a, b, c)".to_string()));
+    }
+
+    #[test]
+    fn release_and_debug_assertions_are_counted_apart() {
+        let text = "fn f() {\n    assert!(true);\n    debug_assert!(true);\n    // assert!(x)\n}\n";
+        let counted = assertions(&[source("log/a.rs", text)]);
+        let log = &counted["log"];
+        assert_eq!((log.release, log.debug_only, log.code_lines), (1, 1, 4));
+    }
+}
