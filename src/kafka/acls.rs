@@ -39,7 +39,7 @@ pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {
 
 /// Why a whole request is refused: (code, message).
 fn refusal(ctx: &Context<'_>, op: Operation) -> Option<(i16, String)> {
-    if !ctx.shard.config.authorizer.enabled {
+    if !ctx.shard.config().authorizer.enabled {
         let why = "No Authorizer is configured (authorizer.enable=false)";
         return Some((errors::SECURITY_DISABLED, why.into()));
     }

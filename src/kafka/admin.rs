@@ -25,7 +25,7 @@ pub async fn create(ctx: &Context<'_>, request: CreateTopicsRequest) -> CreateTo
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let partitions = match (topic.num_partitions, topic.assignments.len()) {
-            (-1, 0) => ctx.shard.config.num_partitions as i32,
+            (-1, 0) => ctx.shard.config().num_partitions as i32,
             (-1, assigned) => assigned as i32,
             (n, _) => n,
         };

@@ -19,7 +19,7 @@ pub fn denied(kind: ResourceType, name: &str) -> String {
 impl Context<'_> {
     /// Whether this request's principal may do `op` on the named resource.
     pub fn allowed(&self, op: Operation, kind: ResourceType, name: &str) -> bool {
-        let authorizer = &self.shard.config.authorizer;
+        let authorizer = &self.shard.config().authorizer;
         let allowed = authorizer.authorize(&self.peer.who(), op, kind, name);
         if !allowed {
             tracing::debug!(principal = %self.peer.principal, host = %self.peer.host, %op, %kind, name, "denied");
@@ -69,7 +69,7 @@ impl Context<'_> {
     /// KIP-679: whether `op` is allowed on at least one resource of `kind`.
     pub fn on_any(&self, op: Operation, kind: ResourceType) -> bool {
         self.shard
-            .config
+            .config()
             .authorizer
             .authorize_any(&self.peer.who(), op, kind)
     }
@@ -78,7 +78,7 @@ impl Context<'_> {
     /// authorizer on, the ACLs decide (`op` on the cluster); off, only loopback clients
     /// unless `allow.remote.admin`.
     pub fn admin_allowed(&self, op: Operation) -> bool {
-        let cfg = &self.shard.config;
+        let cfg = self.shard.config();
         match cfg.authorizer.enabled {
             true => self.on_cluster(op),
             false => self.peer.is_loopback || cfg.allow_remote_admin,

@@ -13,7 +13,7 @@ pub const OPERATIONS_NOT_ASKED: i32 = i32::MIN;
 /// The address of the Kafka listener a client came in on (`ctx.peer.local`), as that
 /// client reaches it: each listener advertises itself to its own clients.
 pub fn broker_address(ctx: &Context<'_>) -> (String, i32) {
-    let cfg = &ctx.shard.config;
+    let cfg = ctx.shard.config();
     let listeners = cfg.kafka_listeners();
     let reached = ctx.peer.local.map(|a| a.port());
     let listen = listeners

@@ -159,7 +159,7 @@ fn broker_configs(
     }
     let server = ctx
         .shard
-        .config
+        .config()
         .described()
         .into_iter()
         .map(|(name, value, changed)| {

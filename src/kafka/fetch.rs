@@ -45,10 +45,10 @@ pub async fn handle(
     let plan = FetchPlan::new(
         request.max_bytes.max(1) as usize,
         overhead(wanted.len()),
-        ctx.shard.config.max_frame_bytes,
+        ctx.shard.config().max_frame_bytes,
     );
     // A client's wait is bounded by the server's request timeout.
-    let max_wait = (request.max_wait_ms.max(0) as u64).min(ctx.shard.config.request_timeout_ms);
+    let max_wait = (request.max_wait_ms.max(0) as u64).min(ctx.shard.config().request_timeout_ms);
     let deadline = Instant::now() + Duration::from_millis(max_wait);
     let min_bytes = request.min_bytes.max(0) as usize;
     let isolation = Isolation::from_kafka(request.isolation_level);

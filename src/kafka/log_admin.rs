@@ -80,7 +80,7 @@ pub async fn describe_log_dirs(
     let names: Option<Vec<String>> = asked
         .as_ref()
         .map(|a| a.iter().map(|(n, _)| n.clone()).collect());
-    let dir = ctx.shard.config.data_dir.clone();
+    let dir = ctx.shard.config().data_dir.clone();
     let result = DescribeLogDirsResult::default()
         .with_log_dir(str_bytes(crate::shard::log_info::log_dir_name(&dir)));
     let logs = match crate::shard::log_info::describe_logs(ctx.shard, names.as_deref()).await {

@@ -37,7 +37,7 @@ pub async fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResp
 /// disallows it (v4+) or the server does. Internal and invalid names are never created.
 async fn create_on_use(ctx: &Context<'_>, request: &MetadataRequest) {
     let allowed = ctx.version < 4 || request.allow_auto_topic_creation;
-    let cfg = &ctx.shard.config;
+    let cfg = ctx.shard.config();
     if !allowed || !cfg.auto_create_topics_enable {
         return;
     }

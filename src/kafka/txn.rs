@@ -84,7 +84,7 @@ pub async fn init_producer_id(
     request: &InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let r = InitProducerIdResponse::default();
-    let max = ctx.shard.config.transaction_max_timeout_ms;
+    let max = ctx.shard.config().transaction_max_timeout_ms;
     if request.transaction_timeout_ms <= 0 || request.transaction_timeout_ms > max {
         return r.with_error_code(k::INVALID_TRANSACTION_TIMEOUT);
     }

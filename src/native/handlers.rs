@@ -47,9 +47,9 @@ pub async fn handle_frame(
     turn: Turn,
 ) -> Reply {
     if let Some(client_id) = super::misdirected::kafka_client_id(&frame) {
-        let kafka = shard.config.kafka_listeners();
+        let kafka = shard.config().kafka_listeners();
         let kafka: Vec<String> = kafka.iter().map(ToString::to_string).collect();
-        tracing::info!(shard = shard.id, remote = ?peer.remote, %client_id, kafka_listeners = %kafka.join(","), "a Kafka client reached the native listener; closing: Kafka clients connect to the Kafka listener");
+        tracing::info!(shard = shard.id(), remote = ?peer.remote, %client_id, kafka_listeners = %kafka.join(","), "a Kafka client reached the native listener; closing: Kafka clients connect to the Kafka listener");
         return Reply::close_unanswered();
     }
     let mut reservation = Reservation::default();
@@ -266,13 +266,13 @@ async fn dispatch(
     budget: &Budget,
     reservation: &mut Reservation,
 ) -> Result<ResponseBody, BrokerError> {
-    if shard.shutting_down.get() {
+    if shard.is_shutting_down() {
         return Err(BrokerError::new(
             ErrorCode::ShuttingDown,
             "server is shutting down",
         ));
     }
-    crate::native::authorize::check(&shard.config.authorizer, &request, &peer)?;
+    crate::native::authorize::check(&shard.config().authorizer, &request, &peer)?;
     let key = request.api_key();
     if key.is_data_path() {
         return data_path(shard, request, budget, reservation).await;
@@ -293,7 +293,7 @@ async fn dispatch(
             shard, topics, peer,
         ))),
         Request::DescribeListeners => Ok(ResponseBody::DescribeListeners(
-            super::metadata::listeners(&shard.config, peer),
+            super::metadata::listeners(shard.config(), peer),
         )),
         Request::CreateTopic {
             name,
@@ -312,7 +312,7 @@ async fn dispatch(
             .await
             .unwrap_or_else(no_handler)
             .map(|body| {
-                crate::native::authorize::visible_offsets(&shard.config.authorizer, &peer, body)
+                crate::native::authorize::visible_offsets(&shard.config().authorizer, &peer, body)
             }),
         Request::OffsetCommit { .. }
         | Request::ListGroups
@@ -504,7 +504,7 @@ pub(super) async fn fetch_bytes(
     let plan = FetchPlan::new(
         max_bytes as usize,
         FETCH_RESPONSE_OVERHEAD,
-        shard.config.max_frame_bytes,
+        shard.config().max_frame_bytes,
     );
     let (reply, granted) = plan.grant(budget).await.ok_or(BrokerError::new(
         ErrorCode::ShuttingDown,
@@ -521,14 +521,14 @@ async fn drop_caches(
     drop_kernel_page_cache: bool,
 ) -> Result<crate::shard::messages::ShardStats, BrokerError> {
     // With the authorizer on, CLUSTER_ACTION was checked instead.
-    let cfg = &shard.config;
+    let cfg = shard.config();
     if !cfg.authorizer.enabled && !peer.is_loopback && !cfg.allow_remote_admin {
         return Err(BrokerError::new(
             ErrorCode::AdminNotAllowed,
             "DropCaches is accepted from loopback only (set allow.remote.admin=true)",
         ));
     }
-    if drop_kernel_page_cache && !shard.config.allow_drop_kernel_cache {
+    if drop_kernel_page_cache && !shard.config().allow_drop_kernel_cache {
         return Err(BrokerError::new(
             ErrorCode::AdminNotAllowed,
             "dropping the host's kernel page cache affects every process on the machine; \
@@ -545,7 +545,7 @@ async fn drop_caches(
 
 fn stats_body(shard: &Shard, s: crate::shard::messages::ShardStats) -> StatsResponse {
     StatsResponse {
-        shards: shard.n as i32,
+        shards: shard.shard_count() as i32,
         device_reads: s.device_reads as i64,
         cache_hits: s.cache_hits as i64,
         cache_misses: s.cache_misses as i64,

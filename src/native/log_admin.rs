@@ -107,7 +107,7 @@ async fn rebuild(shard: &Rc<Shard>, topic: &str, partition: i32) -> Reply {
 
 async fn describe(shard: &Rc<Shard>, topics: Option<Vec<String>>) -> Reply {
     let topics = crate::shard::log_info::describe_logs(shard, topics.as_deref()).await?;
-    let dir = &shard.config.data_dir;
+    let dir = &shard.config().data_dir;
     let (total, usable) = crate::io::os::disk_space(dir).unwrap_or((0, 0));
     Ok(ResponseBody::DescribeLogs(LogDirInfo {
         log_dir: crate::shard::log_info::log_dir_name(dir),

@@ -29,16 +29,16 @@ pub(super) fn listeners(cfg: &ServerConfig, peer: Peer) -> Vec<ListenerInfo> {
 /// Topics the peer may not DESCRIBE: named, they answer TopicAuthorizationFailed; from
 /// "every topic" they are left out, as Kafka hides them.
 pub(super) fn metadata(shard: &Shard, topics: Option<Vec<String>>, peer: Peer) -> MetadataResponse {
-    let cfg = &shard.config;
+    let cfg = shard.config();
     let every_topic = topics.is_none();
     let describable =
         |name: &str| crate::native::authorize::may_describe_topic(&cfg.authorizer, &peer, name);
     let host = advertised_host(&cfg.advertised_host, cfg.listen, peer.local);
-    let shards = (0..shard.n)
+    let shards = (0..shard.shard_count())
         .map(|i| ShardInfo {
             shard: i as i32,
             host: host.clone(),
-            port: shard.config.shard_port(i) as i32,
+            port: shard.config().shard_port(i) as i32,
         })
         .collect();
     let topics = shard

@@ -47,7 +47,7 @@ pub async fn accept_loop(shard: Rc<Shard>, listener: Listener) {
                 let slot = match slots.take(peer) {
                     Ok(slot) => slot,
                     Err(refusal) => {
-                        refused.note(shard.id, front.label(), peer, refusal);
+                        refused.note(shard.id(), front.label(), peer, refusal);
                         let why = refusal.describe(front.label());
                         crate::tasks::spawn(connection::refuse_connection(
                             stream,
@@ -62,23 +62,23 @@ pub async fn accept_loop(shard: Rc<Shard>, listener: Listener) {
                     Ok(writer) => writer,
                     Err(e) => {
                         drop(stream);
-                        glommio::timer::sleep(backoff.failed(shard.id, &e)).await;
+                        glommio::timer::sleep(backoff.failed(shard.id(), &e)).await;
                         continue;
                     }
                 };
                 backoff.reset();
-                shard.connections.set(shard.connections.get() + 1);
+                shard.count_connection(true);
                 let (shard, front) = (shard.clone(), front.clone());
                 let presence = slot.presence();
                 crate::tasks::spawn(async move {
                     connection::serve(shard.clone(), stream, writer, front, presence).await;
-                    shard.connections.set(shard.connections.get() - 1);
+                    shard.count_connection(false);
                     drop(slot);
                 })
                 .detach();
             }
             Some(Err(e)) => {
-                let pause = backoff.failed(shard.id, &e.into());
+                let pause = backoff.failed(shard.id(), &e.into());
                 glommio::timer::sleep(pause).await;
             }
         }

@@ -98,16 +98,16 @@ pub async fn serve(
 ) {
     let _ = stream.set_nodelay(true);
     let mut peer = peer_of(&stream);
-    let request_timeout = Duration::from_millis(shard.config.request_timeout_ms);
+    let request_timeout = Duration::from_millis(shard.config().request_timeout_ms);
     let budget = Budget::new(
-        shard.config.max_inflight_bytes_per_connection,
-        shard.config.max_inflight_large_requests_per_connection,
-        shard.inflight.clone(),
+        shard.config().max_inflight_bytes_per_connection,
+        shard.config().max_inflight_large_requests_per_connection,
+        shard.inflight().clone(),
     );
     let opened = match open(&shard, stream, writer, &*front).await {
         Ok(opened) => opened,
         Err(why) => {
-            return tracing::info!(shard = shard.id, remote = ?peer.remote, %why, "connection refused")
+            return tracing::info!(shard = shard.id(), remote = ?peer.remote, %why, "connection refused")
         }
     };
     if let Some(principal) = opened.principal {
@@ -209,14 +209,14 @@ impl Served<'_> {
                 match reauthenticate(shard, reader, &self.tx, budget, self.front, again).await {
                     Ok(()) => self.session_ends = self.lifetime.map(|l| Instant::now() + l),
                     Err(why) => {
-                        tracing::info!(shard = shard.id, ?remote, %why, "re-authentication refused");
+                        tracing::info!(shard = shard.id(), ?remote, %why, "re-authentication refused");
                         return false;
                     }
                 }
                 true
             }
             Next::Frame(..) if self.session_ends.is_some_and(|t| Instant::now() >= t) => {
-                tracing::info!(shard = shard.id, ?remote, "SASL session expired; closing");
+                tracing::info!(shard = shard.id(), ?remote, "SASL session expired; closing");
                 false
             }
             Next::Frame(body, reservation, started, frame_read) => {
@@ -244,7 +244,7 @@ impl Served<'_> {
                 false
             }
             Next::Stop(why) => {
-                tracing::debug!(shard = shard.id, %why, "closing connection");
+                tracing::debug!(shard = shard.id(), %why, "closing connection");
                 false
             }
         }
@@ -302,7 +302,7 @@ async fn open(
         });
     };
     let principal = authenticate(shard, &mut reader, &mut writer, front, handshake).await?;
-    tracing::debug!(shard = shard.id, %principal, "authenticated");
+    tracing::debug!(shard = shard.id(), %principal, "authenticated");
     Ok(Opened {
         reader,
         writer,
@@ -356,7 +356,7 @@ async fn authenticate(
     front: &dyn FrontEnd,
     mut handshake: Box<dyn Handshake>,
 ) -> Result<String, Refused> {
-    let deadline = Instant::now() + Duration::from_millis(shard.config.request_timeout_ms);
+    let deadline = Instant::now() + Duration::from_millis(shard.config().request_timeout_ms);
     let refused = |why: String| Refused(format!("authentication: {why}"));
     for _ in 0..MAX_HANDSHAKE_FRAMES {
         // Every step, not only the first, ends within the request timeout.
@@ -574,7 +574,7 @@ async fn read_frame(
     reading: Reading<'_>,
     front: &dyn FrontEnd,
 ) -> Next {
-    let cfg = &shard.config;
+    let cfg = shard.config();
     let request = Duration::from_millis(cfg.request_timeout_ms);
     let (idle, max_frame) = (reading.idle(cfg), reading.max_frame(cfg));
     let mut size_buf = [0u8; 4];

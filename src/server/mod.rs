@@ -302,7 +302,7 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, ServerError> {
 
 /// The shard's listeners: the shared native port, its own port, and the Kafka port.
 async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
-    let cfg = &shard.config;
+    let cfg = shard.config();
     crate::io::ensure_iopoll_probe_workaround(&cfg.data_dir)
         .await
         .map_err(|e| startup(e.to_string()))?;
@@ -318,7 +318,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     crate::shard::txn_coordinator::start_loading(shard);
     crate::shard::maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;
-    let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id))).await?;
+    let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id()))).await?;
     let native_listener = cfg.native_listener();
     let security = listener_security(shard, &cfg.for_native(), native_listener.protocol)?;
     let front: Rc<dyn crate::net::FrontEnd> = Rc::new(crate::native::Native { security });
@@ -339,7 +339,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
             slots: listener_slots(&own),
         });
     }
-    if let (Some(addr), 0) = (cfg.metrics_listen, shard.id) {
+    if let (Some(addr), 0) = (cfg.metrics_listen, shard.id()) {
         let listener = bind(addr).await?;
         let metrics = cfg.for_metrics();
         let tls = listener_security(shard, &metrics, metrics.metrics_security_protocol)?.tls;
@@ -400,7 +400,7 @@ fn listener_security(
 /// Looks at a TLS listener's keystore every `RELOAD_CHECK` until the shard stops.
 fn spawn_tls_reloader(shard: Rc<Shard>, source: Rc<crate::net::tls::TlsSource>) {
     crate::tasks::spawn(async move {
-        while !shard.shutting_down.get() {
+        while !shard.is_shutting_down() {
             glommio::timer::sleep(crate::net::tls::RELOAD_CHECK).await;
             source.refresh();
         }
@@ -461,14 +461,14 @@ async fn run_shard(
 /// close every partition (flush, fdatasync, trim, write indexes).
 async fn shutdown_shard(shard: &Rc<Shard>) -> Result<(), ServerError> {
     shard.begin_shutdown();
-    let deadline = Instant::now() + Duration::from_millis(shard.config.shutdown_timeout_ms);
-    while shard.connections.get() > 0 && Instant::now() < deadline {
+    let deadline = Instant::now() + Duration::from_millis(shard.config().shutdown_timeout_ms);
+    while shard.open_connections() > 0 && Instant::now() < deadline {
         glommio::timer::sleep(Duration::from_millis(5)).await;
     }
-    if shard.connections.get() > 0 {
+    if shard.open_connections() > 0 {
         tracing::warn!(
-            shard = shard.id,
-            open = shard.connections.get(),
+            shard = shard.id(),
+            open = shard.open_connections(),
             "connections still open at shutdown timeout"
         );
     }
@@ -477,16 +477,16 @@ async fn shutdown_shard(shard: &Rc<Shard>) -> Result<(), ServerError> {
         .is_none()
     {
         tracing::warn!(
-            shard = shard.id,
+            shard = shard.id(),
             "a peer did not take the drained notice in time"
         );
     }
-    while shard.drained_peers.get() + 1 < shard.n && Instant::now() < deadline {
+    while shard.drained_peers() + 1 < shard.shard_count() && Instant::now() < deadline {
         glommio::timer::sleep(Duration::from_millis(5)).await;
     }
     // Closing flushes and syncs: it gets its own full timeout after the drain.
-    let close_deadline = Instant::now() + Duration::from_millis(shard.config.shutdown_timeout_ms);
-    let id = shard.id;
+    let close_deadline = Instant::now() + Duration::from_millis(shard.config().shutdown_timeout_ms);
+    let id = shard.id();
     let result = match until(close_deadline, shard.close_partitions()).await {
         Some(0) => Ok(()),
         Some(n) => Err(ServerError::Shutdown(format!(

@@ -1,0 +1,125 @@
+//! Where each `ShardOp` runs once it reaches its shard: the shard's own partition and
+//! topic operations, and the services (catalog admin, groups, transactions, security,
+//! producer ids) through their entry points.
+
+use std::rc::Rc;
+
+use crate::shard::messages::{OpOk, OpResult, ShardOp};
+use crate::shard::runtime::Shard;
+
+impl Shard {
+    /// Topic and config changes on the controller. Boxed by the caller: admin operations
+    /// run `execute` on every shard themselves.
+    pub(super) async fn execute_admin(self: &Rc<Self>, op: ShardOp) -> OpResult {
+        use crate::shard::admin;
+        match op {
+            ShardOp::CreateTopic {
+                name,
+                partitions,
+                configs,
+            } => admin::create(self, name, partitions, configs).await,
+            ShardOp::CreateInternalTopic { name } => admin::create_internal(self, name).await,
+            ShardOp::DeleteTopic { name } => admin::delete(self, name).await,
+            ShardOp::AlterConfigs { name, set, delete } => {
+                admin::alter(self, name, set, delete).await
+            }
+            ShardOp::AlterBrokerConfigs { scope, set, delete } => {
+                admin::alter_broker(self, scope, set, delete).await
+            }
+            ShardOp::CreatePartitions { name, count } => {
+                admin::create_partitions(self, name, count).await
+            }
+            other => unreachable!("{other:?} is not an admin operation"),
+        }
+    }
+
+    /// The group and transaction coordinators of this shard.
+    pub(super) async fn execute_coordinator(self: &Rc<Self>, op: ShardOp) -> OpResult {
+        use crate::groups::{coordinator, ops::GroupReply};
+        match op {
+            ShardOp::Group { group, op } => Ok(OpOk::Group(
+                coordinator::handle(&Shard::group_host(self), group, op).await,
+            )),
+            ShardOp::Txn { id, op } => {
+                Ok(OpOk::Txn(crate::shard::txn_ops::handle(self, id, op).await))
+            }
+            ShardOp::CompleteTxnOffsets {
+                partition,
+                producer_id,
+                commit,
+            } => {
+                let host = Shard::group_host(self);
+                let code = coordinator::complete_txn(&host, partition, producer_id, commit).await;
+                Ok(OpOk::Group(GroupReply::Code(code)))
+            }
+            ShardOp::ListGroups => Ok(OpOk::Group(
+                match coordinator::list(&Shard::group_host(self)).await {
+                    Ok(groups) => GroupReply::Listed(groups),
+                    Err(code) => GroupReply::Code(code),
+                },
+            )),
+            other => unreachable!("{other:?} is not a coordinator operation"),
+        }
+    }
+
+    pub(crate) async fn execute(self: &Rc<Self>, op: ShardOp) -> OpResult {
+        match op {
+            ShardOp::Partition {
+                topic,
+                partition,
+                op,
+            } => self.local_partition_op(&topic, partition, op).await,
+            ShardOp::Partitions(ops) => Ok(OpOk::Results(self.local_partition_ops(ops).await)),
+            ShardOp::FetchInOrder {
+                reads,
+                max_bytes,
+                first_at_least_one,
+                isolation,
+            } => Ok(OpOk::Results(
+                self.fetch_in_order(reads, max_bytes, first_at_least_one, isolation)
+                    .await,
+            )),
+            op @ (ShardOp::CreateTopic { .. }
+            | ShardOp::CreateInternalTopic { .. }
+            | ShardOp::DeleteTopic { .. }
+            | ShardOp::AlterConfigs { .. }
+            | ShardOp::AlterBrokerConfigs { .. }
+            | ShardOp::CreatePartitions { .. }) => Box::pin(self.execute_admin(op)).await,
+            ShardOp::OpenPartitions {
+                meta,
+                from,
+                restored,
+            } => self.open_new_partitions(&meta, from, restored).await,
+            ShardOp::PublishTopic(meta) => {
+                self.topics.borrow_mut().insert(meta.name.clone(), meta);
+                Ok(OpOk::Done)
+            }
+            ShardOp::RemoveTopic(meta) => self.remove_owned(&meta).await,
+            ShardOp::RemovePartitions { meta, from } => self.discard_partitions(&meta, from).await,
+            ShardOp::AlterTopic(meta) => self.alter_owned(meta).await,
+            ShardOp::SetBrokerDefaults(defaults) => self.set_broker_defaults(defaults).await,
+            ShardOp::AlterScram(changes) => {
+                Box::pin(crate::shard::users::alter(self, changes)).await
+            }
+            ShardOp::SetCredentials(store) => crate::shard::users::install(store),
+            ShardOp::AlterAcls(change) => Box::pin(crate::shard::acls::alter(self, change)).await,
+            ShardOp::SetAcls(store) => crate::shard::acls::install(store),
+            ShardOp::DropCaches => self.drop_local_caches().await,
+            ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
+            ShardOp::Metrics => Ok(OpOk::Metrics(Box::new(self.local_metrics()))),
+            ShardOp::Drained => {
+                self.drained_peers.set(self.drained_peers.get() + 1);
+                Ok(OpOk::Done)
+            }
+            ShardOp::AllocateProducerId => crate::shard::producer_ids::allocate(self).await,
+            op @ (ShardOp::Group { .. }
+            | ShardOp::Txn { .. }
+            | ShardOp::ListGroups
+            | ShardOp::CompleteTxnOffsets { .. }) => Box::pin(self.execute_coordinator(op)).await,
+            ShardOp::WaitForAppends { waits, timeout_ms } => {
+                crate::shard::long_poll::wait_here(self, &waits, timeout_ms).await;
+                Ok(OpOk::Done)
+            }
+        }
+    }
+}
