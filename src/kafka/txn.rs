@@ -1,6 +1,6 @@
 //! Kafka's transaction APIs for clients (KIP-98): InitProducerId with a transactional id,
 //! AddPartitionsToTxn v0-3, EndTxn v0-3, and the admin side, DescribeTransactions v0 and
-//! ListTransactions v0-1. Each goes to the id's coordinator shard (`shard/txn_ops.rs`);
+//! ListTransactions v0-1. Each goes to the id's coordinator shard (`txn/ops.rs`);
 //! codes are Kafka's, with PRODUCER_FENCED sent as INVALID_PRODUCER_EPOCH to the versions
 //! that predate it (InitProducerId < 4, AddPartitionsToTxn < 2, EndTxn < 2).
 
@@ -16,9 +16,9 @@ use std::rc::Rc;
 use crate::kafka_codes as k;
 use crate::security::acl::Operation;
 use crate::shard::runtime::Shard;
-use crate::shard::txn_ops::{TxnOp, TxnReply};
 use crate::shard::txn_routing::route;
 use crate::txn::meta::TxnState;
+use crate::txn::ops::{TxnOp, TxnReply};
 use crate::TopicPartition;
 
 /// The transaction requests (InitProducerId aside: it serves idempotent producers too).

@@ -80,8 +80,13 @@ pub async fn write_txn_markers(
                 let code = match allowed {
                     false => errors::CLUSTER_AUTHORIZATION_FAILED,
                     true => {
-                        match crate::shard::txn_ops::write_marker(ctx.shard, &tp, producer, marker)
-                            .await
+                        match crate::txn::completion::write_marker(
+                            &crate::shard::Shard::txn_host(ctx.shard),
+                            &tp,
+                            producer,
+                            marker,
+                        )
+                        .await
                         {
                             Ok(()) => errors::NONE,
                             Err(e) => kafka_code(e.code, true),

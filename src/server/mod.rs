@@ -315,7 +315,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
         .map_err(|e| startup(e.to_string()))?;
     crate::security::authorizer::install(acls);
     crate::groups::coordinator::start_loading(&Shard::group_host(shard));
-    crate::shard::txn_coordinator::start_loading(shard);
+    crate::txn::load::start_loading(&Shard::txn_host(shard));
     crate::shard::maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;
     let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id()))).await?;

@@ -40,9 +40,9 @@ impl Shard {
             ShardOp::Group { group, op } => Ok(OpOk::Group(
                 coordinator::handle(&Shard::group_host(self), group, op).await,
             )),
-            ShardOp::Txn { id, op } => {
-                Ok(OpOk::Txn(crate::shard::txn_ops::handle(self, id, op).await))
-            }
+            ShardOp::Txn { id, op } => Ok(OpOk::Txn(
+                crate::txn::ops::handle(&Shard::txn_host(self), id, op).await,
+            )),
             ShardOp::CompleteTxnOffsets {
                 partition,
                 producer_id,

@@ -153,7 +153,7 @@ pub enum OpOk {
     ManifestRebuilt(crate::remote::rebuild::Rebuilt),
     ProducerId(i64),
     Group(crate::groups::ops::GroupReply),
-    Txn(crate::shard::txn_ops::TxnReply),
+    Txn(crate::txn::ops::TxnReply),
     Producers(Vec<crate::log::producer_state::ActiveProducer>),
     /// What each filter of an ACL change removed, in order.
     AclsRemoved(Vec<Vec<crate::security::acl::AclBinding>>),
@@ -316,7 +316,7 @@ pub enum ShardOp {
     /// A transactional id's operation, on its coordinator shard.
     Txn {
         id: String,
-        op: crate::shard::txn_ops::TxnOp,
+        op: crate::txn::ops::TxnOp,
     },
     /// The groups this shard coordinates.
     ListGroups,

@@ -9,8 +9,8 @@ pub(crate) mod budget;
 pub(crate) mod by_owner;
 mod controller;
 mod dispatch;
-pub(crate) mod group_host;
 pub(crate) mod group_routing;
+mod hosts;
 mod lifecycle;
 pub(crate) mod log_info;
 pub(crate) mod long_poll;
@@ -27,8 +27,6 @@ mod security_files;
 pub(crate) mod slots;
 mod stats;
 pub(crate) mod tiering;
-pub(crate) mod txn_coordinator;
-pub(crate) mod txn_ops;
 pub(crate) mod txn_routing;
 pub(crate) mod users;
 

@@ -5,11 +5,11 @@ use std::rc::Rc;
 
 use super::group_routing::internal_topic;
 use super::messages::{OpOk, ShardOp};
-use super::txn_ops::{handle, TxnOp, TxnReply};
 use super::Shard;
 use crate::broker_error::BrokerError;
 use crate::protocol::ErrorCode;
 use crate::txn::meta::TxnMeta;
+use crate::txn::ops::{handle, TxnOp, TxnReply};
 use crate::txn::{partition_for, TRANSACTION_STATE_TOPIC};
 
 /// Runs a transaction operation on the id's coordinator shard.
@@ -18,7 +18,7 @@ pub async fn route(shard: &Rc<Shard>, id: String, op: TxnOp) -> Result<TxnReply,
     let owner = meta.owners[partition_for(&id, meta.owners.len())] as usize;
     assert!(owner < shard.n, "a coordinator among this run's shards");
     if owner == shard.id {
-        return Ok(handle(shard, id, op).await);
+        return Ok(handle(&Shard::txn_host(shard), id, op).await);
     }
     match shard.remote(owner, ShardOp::Txn { id, op }).await? {
         OpOk::Txn(reply) => Ok(reply),
@@ -35,7 +35,7 @@ pub async fn list_all(shard: &Rc<Shard>) -> Result<Vec<(String, TxnMeta)>, Broke
     let mut all = Vec::new();
     for peer in 0..shard.n {
         let reply = if peer == shard.id {
-            handle(shard, String::new(), TxnOp::List).await
+            handle(&Shard::txn_host(shard), String::new(), TxnOp::List).await
         } else {
             match shard
                 .remote(

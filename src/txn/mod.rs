@@ -1,7 +1,7 @@
 //! Transactions (Kafka's KIP-98): the state of a transactional id (`meta.rs`) and its
-//! records in the transaction state log (`records.rs`). The coordinator itself runs on the
-//! shards (`shard/txn_coordinator.rs`, `shard/txn_ops.rs`), backed by the
-//! internal compacted topic `__transaction_state` (Kafka's schema, `records.rs`). A
+//! records in the transaction state log (`records.rs`). The coordinator (`coordinator.rs`,
+//! its operations in `ops.rs`) runs on each shard through the narrow `host.rs` interface the
+//! shard implements, backed by the internal compacted topic `__transaction_state` (Kafka's schema, `records.rs`). A
 //! transactional id belongs to the shard owning its state partition
 //! (`abs(java hashCode(id)) % partitions`, Kafka's rule, as for groups); requests for it are
 //! routed there over the mesh. The coordinator hands out producer ids and epochs (fencing
@@ -10,7 +10,12 @@
 //! transaction complete. The partitions' side (open transactions, the last stable offset,
 //! the aborted-transaction index) is the log's (`log/transactions.rs`).
 
+pub mod completion;
+pub mod coordinator;
+pub mod host;
+pub mod load;
 pub mod meta;
+pub mod ops;
 pub mod records;
 
 pub use crate::catalog::internal_topics::TRANSACTION_STATE_TOPIC;

@@ -1,0 +1,115 @@
+//! Loading a shard's transaction state: each state partition this shard owns is read once
+//! (at start, or by the first request that finds it unread, which meanwhile gets
+//! COORDINATOR_LOAD_IN_PROGRESS); transactions it left prepared are then completed and the
+//! timeout scan starts.
+
+use super::coordinator::{self as tc, state_partition};
+use super::host::{TxnHost, TxnHostRc};
+use super::meta::TxnMeta;
+use super::{completion, records, TRANSACTION_STATE_TOPIC};
+use crate::broker_error::BrokerError;
+use crate::format::batch::{split_batches, RecordsSection};
+use crate::kafka_codes as k;
+use crate::protocol::ErrorCode;
+
+/// Ok once `id`'s state partition is read; the first request to find it unread starts
+/// the read, requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
+pub async fn ensure_loaded(host: &TxnHostRc, id: &str) -> Result<(), i16> {
+    let p = state_partition(&**host, id)?;
+    if tc::is_loaded(p) {
+        return Ok(());
+    }
+    match begin_load(host, p) {
+        // The read runs in its own task: a request that goes away does not cut it short.
+        Some(load) => load
+            .detach()
+            .await
+            .unwrap_or(Err(k::COORDINATOR_NOT_AVAILABLE)),
+        None => Err(k::COORDINATOR_LOAD_IN_PROGRESS),
+    }
+}
+
+/// At start, once the shard's partitions are open: reads every state partition this shard
+/// owns, so prepared transactions are completed and open ones time out even if no client
+/// of theirs comes back (an undecided transaction would hold its partitions' LSO).
+pub fn start_loading(host: &TxnHostRc) {
+    let Some(meta) = host.topic(TRANSACTION_STATE_TOPIC) else {
+        return;
+    };
+    for (p, &owner) in meta.owners.iter().enumerate() {
+        if owner as usize == host.shard_id() {
+            if let Some(load) = begin_load(host, p as i32) {
+                load.detach();
+            }
+        }
+    }
+}
+
+/// A task reading state partition `p`, or `None` if one already is (or it was read).
+fn begin_load(host: &TxnHostRc, p: i32) -> Option<glommio::Task<Result<(), i16>>> {
+    if !tc::begin_loading(p) {
+        return None;
+    }
+    let host = host.clone();
+    Some(crate::tasks::spawn(async move {
+        let read = load(&host, p).await;
+        if read.is_ok() && tc::first_scan() {
+            completion::spawn_timeout_scan(host.clone());
+        }
+        read
+    }))
+}
+
+async fn load(host: &TxnHostRc, p: i32) -> Result<(), i16> {
+    let started = std::time::Instant::now();
+    let read = read_partition(&**host, p).await;
+    let loaded = tc::finish_loading(p, read.as_deref().ok());
+    match read {
+        Ok(records) => {
+            let elapsed_ms = started.elapsed().as_millis() as u64;
+            let n = records.len();
+            tracing::info!(
+                shard = host.shard_id(),
+                partition = p,
+                records = n,
+                ids = loaded,
+                elapsed_ms,
+                "transaction state partition loaded"
+            );
+            completion::finish_prepared(host, p);
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!(shard = host.shard_id(), partition = p, error = %e.message, "loading a transaction state partition failed");
+            Err(k::COORDINATOR_NOT_AVAILABLE)
+        }
+    }
+}
+
+type StateRecord = (String, Option<TxnMeta>);
+
+/// Every record of state partition `p`, in log order (later ones win).
+async fn read_partition(host: &dyn TxnHost, p: i32) -> Result<Vec<StateRecord>, BrokerError> {
+    let mut next = host.state_log_start(p).await?;
+    let mut out = Vec::new();
+    loop {
+        let data = host.read_state(p, next, 1 << 20).await?;
+        if data.is_empty() {
+            return Ok(out);
+        }
+        let bad = |e: crate::format::BatchError| {
+            BrokerError::new(ErrorCode::CorruptStorage, e.to_string())
+        };
+        for (start, h) in split_batches(&data).map_err(bad)? {
+            let section = RecordsSection::of(&data[start..start + h.size()], &h).map_err(bad)?;
+            for r in section.iter() {
+                let r = r.map_err(bad)?;
+                let decoded = r.key.and_then(|key| records::decode(key, r.value));
+                if let (true, Some(rec)) = (r.offset >= next, decoded) {
+                    out.push(rec);
+                }
+            }
+            next = h.last_offset() + 1;
+        }
+    }
+}
