@@ -24,8 +24,8 @@ use crate::security::acl::{
     AccessEntry, AclBinding, AclFilter, InvalidAcl, Operation, PatternFilter, PatternType,
     Permission, ResourcePattern, ResourceType,
 };
+use crate::security::acl_store::AclChange;
 use crate::security::authorizer;
-use crate::shard::acls::AclChange;
 use crate::shard::messages::OpOk;
 
 pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {

@@ -26,6 +26,13 @@ pub use error::RemoteError;
 pub use partition::RemoteLog;
 pub use store::RemoteStore;
 
+/// The object store and this node's writer id, on every shard when tiering is on.
+#[derive(Clone, Debug)]
+pub struct Tiering {
+    pub store: RemoteStore,
+    pub writer: String,
+}
+
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientConfigKey, ObjectStore, RetryConfig};
 

@@ -23,6 +23,24 @@ pub const FILE: &str = "acls";
 /// ACLs one server holds: every check reads them, and every change rewrites the file.
 pub const MAX_ACLS: usize = 100_000;
 
+/// One change: bindings to add (validated) and filters whose matches are removed.
+#[derive(Debug, Clone, Default)]
+pub struct AclChange {
+    pub add: Vec<AclBinding>,
+    pub remove: Vec<AclFilter>,
+}
+
+/// A change that would leave more than `MAX_ACLS` bindings.
+#[derive(Debug, thiserror::Error)]
+#[error("a server holds at most {MAX_ACLS} ACLs; the change would leave {0}")]
+pub struct TooManyAcls(pub usize);
+
+impl From<TooManyAcls> for crate::broker_error::BrokerError {
+    fn from(e: TooManyAcls) -> Self {
+        Self::new(crate::protocol::ErrorCode::InvalidRequest, e.to_string())
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AclStore {
     bindings: BTreeSet<AclBinding>,
@@ -45,6 +63,30 @@ impl AclStore {
     pub fn add(&mut self, binding: AclBinding) -> bool {
         debug_assert!(binding.validate().is_ok());
         self.bindings.insert(binding)
+    }
+
+    /// Applies `change` (removals first, then additions): what each filter removed, in
+    /// order. Refused whole, changing nothing, if it would leave more than `MAX_ACLS`.
+    pub fn apply(&mut self, change: &AclChange) -> Result<Vec<Vec<AclBinding>>, TooManyAcls> {
+        let mut next = self.clone();
+        let removed: Vec<Vec<AclBinding>> = change
+            .remove
+            .iter()
+            .map(|f| next.remove_matching(f))
+            .collect();
+        for b in &change.add {
+            next.add(b.clone());
+        }
+        if next.len() > MAX_ACLS {
+            return Err(TooManyAcls(next.len()));
+        }
+        assert_eq!(
+            removed.len(),
+            change.remove.len(),
+            "one removal list per filter"
+        );
+        *self = next;
+        Ok(removed)
     }
 
     /// Removes what `filter` matches, returning it.

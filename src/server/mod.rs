@@ -265,9 +265,7 @@ async fn take_clean_shutdown_marker(
 
 /// The object store of tiered storage and this data directory's writer id, when
 /// `remote.storage.url` is set.
-fn open_tiering(
-    config: &ServerConfig,
-) -> Result<Option<crate::shard::tiering::Tiering>, ServerError> {
+fn open_tiering(config: &ServerConfig) -> Result<Option<crate::remote::Tiering>, ServerError> {
     if config.remote_storage_url.is_empty() {
         return Ok(None);
     }
@@ -280,13 +278,13 @@ fn open_tiering(
             config.data_dir.display()
         ))
     })?;
-    Ok(Some(crate::shard::tiering::Tiering { store, writer }))
+    Ok(Some(crate::remote::Tiering { store, writer }))
 }
 
 /// What every shard starts from besides its config.
 struct ShardStart {
     previous_shutdown_clean: bool,
-    tiering: Option<crate::shard::tiering::Tiering>,
+    tiering: Option<crate::remote::Tiering>,
 }
 
 fn startup(why: String) -> ServerError {

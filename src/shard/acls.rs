@@ -4,20 +4,10 @@
 
 use std::rc::Rc;
 
-use crate::broker_error::BrokerError;
-use crate::protocol::ErrorCode;
-use crate::security::acl::{AclBinding, AclFilter};
-use crate::security::acl_store::{self, AclStore, MAX_ACLS};
+use crate::security::acl_store::{self, AclChange, AclStore};
 use crate::security::authorizer;
 use crate::shard::messages::{OpOk, OpResult, ShardOp};
 use crate::shard::runtime::{Shard, CONTROLLER};
-
-/// One change: bindings to add (validated) and filters whose matches are removed.
-#[derive(Debug, Clone, Default)]
-pub struct AclChange {
-    pub add: Vec<AclBinding>,
-    pub remove: Vec<AclFilter>,
-}
 
 /// Applies `change` from any shard: the bindings each filter removed, in order.
 pub async fn alter(shard: &Rc<Shard>, change: AclChange) -> OpResult {
@@ -26,20 +16,7 @@ pub async fn alter(shard: &Rc<Shard>, change: AclChange) -> OpResult {
     }
     let _turn = shard.admin_turn().await?;
     let mut next = authorizer::snapshot();
-    let removed: Vec<Vec<AclBinding>> = change
-        .remove
-        .iter()
-        .map(|f| next.remove_matching(f))
-        .collect();
-    for b in &change.add {
-        next.add(b.clone());
-    }
-    if next.len() > MAX_ACLS {
-        return Err(BrokerError::new(
-            ErrorCode::InvalidRequest,
-            format!("a server holds at most {MAX_ACLS} ACLs"),
-        ));
-    }
+    let removed = next.apply(&change)?;
     let (file, text) = (acl_store::FILE, next.encode());
     let install = ShardOp::SetAcls(next.clone());
     super::security_files::replace_everywhere(shard, file, text, install).await?;

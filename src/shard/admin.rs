@@ -101,49 +101,56 @@ pub async fn create(
     {
         crate::shard::restore::ensure_bucket_free(shard, &name).await?;
     }
-    create_on_every_shard(shard, name, partitions, configs, false).await
+    shard
+        .create_on_every_shard(name, partitions, configs, false)
+        .await
 }
 
 /// Creates an internal topic with the settings the server's config fixes for it.
 pub async fn create_internal(shard: &Rc<Shard>, name: String) -> OpResult {
     let (partitions, configs) = crate::catalog::internal_topics::settings(&name, &shard.config);
-    create_on_every_shard(shard, name, partitions, configs, false).await
+    shard
+        .create_on_every_shard(name, partitions, configs, false)
+        .await
 }
 
-/// Creates a topic on every shard, or leaves no trace of it.
-pub(crate) async fn create_on_every_shard(
-    shard: &Rc<Shard>,
-    name: String,
-    partitions: i32,
-    configs: Vec<(String, String)>,
-    restored: bool,
-) -> OpResult {
-    let _turn = shard.admin_turn().await?;
-    let config = check_create(shard, &name, partitions, &configs)?;
-    let meta = TopicMeta::new(name.clone(), partitions as u32, config, shard.n as u32);
-    assert_eq!(meta.partitions() as i32, partitions);
-    let open = ShardOp::OpenPartitions {
-        meta: meta.clone(),
-        from: 0,
-        restored,
-    };
-    if let Err(e) = shard.on_every_shard(open).await {
-        roll_back_create(shard, &meta).await;
-        return Err(e);
+impl Shard {
+    /// Creates a topic on every shard, or leaves no trace of it.
+    pub(crate) async fn create_on_every_shard(
+        self: &Rc<Self>,
+        name: String,
+        partitions: i32,
+        configs: Vec<(String, String)>,
+        restored: bool,
+    ) -> OpResult {
+        let shard = self;
+        let _turn = shard.admin_turn().await?;
+        let config = check_create(shard, &name, partitions, &configs)?;
+        let meta = TopicMeta::new(name.clone(), partitions as u32, config, shard.n as u32);
+        assert_eq!(meta.partitions() as i32, partitions);
+        let open = ShardOp::OpenPartitions {
+            meta: meta.clone(),
+            from: 0,
+            restored,
+        };
+        if let Err(e) = shard.on_every_shard(open).await {
+            roll_back_create(shard, &meta).await;
+            return Err(e);
+        }
+        if let Err(e) = persist(shard, &meta).await {
+            roll_back_create(shard, &meta).await;
+            return Err(e);
+        }
+        shard
+            .on_every_shard(ShardOp::PublishTopic(meta.clone()))
+            .await?;
+        assert!(
+            shard.has_topic(&name),
+            "a committed create is published here too"
+        );
+        tracing::info!(topic = %name, partitions, "topic created");
+        Ok(OpOk::Done)
     }
-    if let Err(e) = persist(shard, &meta).await {
-        roll_back_create(shard, &meta).await;
-        return Err(e);
-    }
-    shard
-        .on_every_shard(ShardOp::PublishTopic(meta.clone()))
-        .await?;
-    assert!(
-        shard.has_topic(&name),
-        "a committed create is published here too"
-    );
-    tracing::info!(topic = %name, partitions, "topic created");
-    Ok(OpOk::Done)
 }
 
 /// Writes a topic's metadata file: the commit point of create, grow and alter.

@@ -4,8 +4,10 @@
 
 use std::rc::Rc;
 
-use crate::shard::messages::{OpOk, OpResult, ShardOp};
-use crate::shard::runtime::Shard;
+use crate::protocol::ErrorCode;
+use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp};
+use crate::shard::runtime::{err, Shard};
+use crate::TopicPartition;
 
 impl Shard {
     /// Topic and config changes on the controller. Boxed by the caller: admin operations
@@ -120,6 +122,51 @@ impl Shard {
                 crate::shard::long_poll::wait_here(self, &waits, timeout_ms).await;
                 Ok(OpOk::Done)
             }
+        }
+    }
+
+    pub(super) async fn local_partition_op(
+        &self,
+        topic: &str,
+        partition: u32,
+        op: PartitionOp,
+    ) -> OpResult {
+        let tp = TopicPartition::new(topic, partition as i32);
+        let handle = self.partitions.borrow().get(&tp).cloned();
+        match handle {
+            Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
+                crate::shard::maintenance::maintain_now(self, &h).await,
+            )),
+            Some(_) if matches!(op, PartitionOp::RebuildManifest) => {
+                crate::shard::tiering::rebuild_manifest(self.remote_log(&tp), &tp).await
+            }
+            Some(h) => match self.remote_log(&tp) {
+                Some(remote) => self.tiered_op(&h, &remote, op).await,
+                None => h.call(op).await,
+            },
+            None if self.offline.borrow().contains_key(&tp) => {
+                let why = self.offline.borrow().get(&tp).cloned().unwrap_or_default();
+                let why = format!("partition {tp} is offline: {why}");
+                err(ErrorCode::StorageError, why)
+            }
+            None if !self.ready.get() => err(
+                ErrorCode::NotReady,
+                format!(
+                    "shard {} is still opening its partitions; retry shortly",
+                    self.id
+                ),
+            ),
+            // Deleted while the request was forwarded here.
+            None if !self.has_topic(topic) => {
+                err(ErrorCode::UnknownTopic, format!("unknown topic {topic:?}"))
+            }
+            None => err(
+                ErrorCode::UnknownPartition,
+                format!(
+                    "partition {topic}-{partition} is not open on shard {}",
+                    self.id
+                ),
+            ),
         }
     }
 }

@@ -6,8 +6,7 @@ use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
 use crate::catalog::error::UnknownTopic;
-use crate::log::PartitionLog;
-use crate::protocol::{CleanerInfo, ErrorCode, PartitionLogInfo, TopicLogInfo};
+use crate::protocol::{ErrorCode, PartitionLogInfo, TopicLogInfo};
 use crate::shard::messages::{OpOk, PartitionOp};
 use crate::shard::runtime::Shard;
 
@@ -64,21 +63,6 @@ pub async fn describe_logs(
         });
     }
     Ok(out)
-}
-
-/// The cleaner's view of `log` now, as DescribeLogs carries it.
-pub fn cleaner_info(log: &PartitionLog) -> CleanerInfo {
-    let Some(view) = log.cleaner_view(crate::time::now_ms()) else {
-        return CleanerInfo::NOT_COMPACTED;
-    };
-    CleanerInfo {
-        first_dirty_offset: view.first_dirty,
-        dirty_bytes: view.dirty_bytes as i64,
-        clean_bytes: view.clean_bytes as i64,
-        uncleanable_bytes: view.uncleanable_bytes as i64,
-        due: view.due(log.config().min_cleanable_dirty_ratio),
-        last_cleaned_ms: view.last_cleaned_ms.unwrap_or(-1),
-    }
 }
 
 /// The data directory as DescribeLogs and DescribeLogDirs name it: absolute (a relative

@@ -287,7 +287,7 @@ pub enum ShardOp {
     /// The SCRAM credentials the controller made durable: this shard's copy from now on.
     SetCredentials(crate::security::credentials::CredentialStore),
     /// Change the ACLs (on the controller: durable, then installed everywhere).
-    AlterAcls(crate::shard::acls::AclChange),
+    AlterAcls(crate::security::acl_store::AclChange),
     /// The ACLs the controller made durable: this shard's copy from now on.
     SetAcls(crate::security::acl_store::AclStore),
     /// Clear this shard's caches (page cache, OS cache of its files); reply with its stats.

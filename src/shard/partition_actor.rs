@@ -301,7 +301,7 @@ async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
             size_bytes: log.size_bytes(),
             segments: log.segments().len() as u32,
             last_stable_offset: log.last_stable_offset(),
-            cleaner: crate::shard::log_info::cleaner_info(log),
+            cleaner: cleaner_info(log),
             remote: crate::protocol::RemoteLogInfo::NOT_TIERED,
         })),
         PartitionOp::SetConfig(config) => log.set_config(config).map(|_| OpOk::Done),
@@ -588,4 +588,19 @@ async fn close_log(log: PartitionLog, discard: bool) -> Result<(), BrokerError> 
         tracing::error!(error = %e, "closing partition failed");
         engine_err(e)
     })
+}
+
+/// The cleaner's view of `log` now, as DescribeLogs carries it.
+fn cleaner_info(log: &PartitionLog) -> crate::protocol::CleanerInfo {
+    let Some(view) = log.cleaner_view(crate::time::now_ms()) else {
+        return crate::protocol::CleanerInfo::NOT_COMPACTED;
+    };
+    crate::protocol::CleanerInfo {
+        first_dirty_offset: view.first_dirty,
+        dirty_bytes: view.dirty_bytes as i64,
+        clean_bytes: view.clean_bytes as i64,
+        uncleanable_bytes: view.uncleanable_bytes as i64,
+        due: view.due(log.config().min_cleanable_dirty_ratio),
+        last_cleaned_ms: view.last_cleaned_ms.unwrap_or(-1),
+    }
 }

@@ -155,14 +155,9 @@ async fn sync_topics(shard: &Rc<Shard>) -> Result<(), BrokerError> {
             .await
             .map_err(|e| e.to_broker())?;
         let configs = topic.create_configs();
-        crate::shard::admin::create_on_every_shard(
-            shard,
-            name.clone(),
-            topic.partitions as i32,
-            configs,
-            false,
-        )
-        .await?;
+        shard
+            .create_on_every_shard(name.clone(), topic.partitions as i32, configs, false)
+            .await?;
         tracing::info!(topic = %name, partitions = topic.partitions, "read replica: serving a topic of the bucket");
     }
     Ok(())

@@ -83,7 +83,8 @@ pub async fn restore(shard: &Rc<Shard>, name: String) -> OpResult {
         tracing::info!(topic = %name, partition = p, next_offset = restored.next_offset, "partition restored from the bucket");
     }
     let configs = topic.create_configs();
-    crate::shard::admin::create_on_every_shard(shard, name, topic.partitions as i32, configs, true)
+    shard
+        .create_on_every_shard(name, topic.partitions as i32, configs, true)
         .await
 }
 

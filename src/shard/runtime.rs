@@ -71,7 +71,7 @@ pub struct Shard {
     /// Request and reply bytes all connections of this shard may hold at once.
     pub(super) inflight: Rc<Semaphore>,
     /// The object store, when tiering is on (`remote.storage.url`).
-    pub(super) tiering: Option<crate::shard::tiering::Tiering>,
+    pub(super) tiering: Option<crate::remote::Tiering>,
     /// The remote tier of each tiered partition this shard owns.
     pub(super) remote_logs: RefCell<HashMap<TopicPartition, Rc<crate::remote::RemoteLog>>>,
 }
@@ -86,7 +86,7 @@ impl Shard {
         config: Rc<ServerConfig>,
         senders: Senders<MeshMsg>,
         previous_shutdown_clean: bool,
-        tiering: Option<crate::shard::tiering::Tiering>,
+        tiering: Option<crate::remote::Tiering>,
     ) -> Rc<Self> {
         Rc::new(Shard {
             id,
@@ -359,51 +359,6 @@ impl Shard {
         }
         assert_eq!(out.len(), n, "one result per op, in order");
         out
-    }
-
-    pub(super) async fn local_partition_op(
-        &self,
-        topic: &str,
-        partition: u32,
-        op: PartitionOp,
-    ) -> OpResult {
-        let tp = TopicPartition::new(topic, partition as i32);
-        let handle = self.partitions.borrow().get(&tp).cloned();
-        match handle {
-            Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
-                crate::shard::maintenance::maintain_now(self, &h).await,
-            )),
-            Some(_) if matches!(op, PartitionOp::RebuildManifest) => {
-                crate::shard::tiering::rebuild_manifest(self.remote_log(&tp), &tp).await
-            }
-            Some(h) => match self.remote_log(&tp) {
-                Some(remote) => self.tiered_op(&h, &remote, op).await,
-                None => h.call(op).await,
-            },
-            None if self.offline.borrow().contains_key(&tp) => {
-                let why = self.offline.borrow().get(&tp).cloned().unwrap_or_default();
-                let why = format!("partition {tp} is offline: {why}");
-                err(ErrorCode::StorageError, why)
-            }
-            None if !self.ready.get() => err(
-                ErrorCode::NotReady,
-                format!(
-                    "shard {} is still opening its partitions; retry shortly",
-                    self.id
-                ),
-            ),
-            // Deleted while the request was forwarded here.
-            None if !self.has_topic(topic) => {
-                err(ErrorCode::UnknownTopic, format!("unknown topic {topic:?}"))
-            }
-            None => err(
-                ErrorCode::UnknownPartition,
-                format!(
-                    "partition {topic}-{partition} is not open on shard {}",
-                    self.id
-                ),
-            ),
-        }
     }
 
     /// The log-end watches of partitions this shard owns, with what each wait is after;

@@ -10,18 +10,11 @@ use std::time::Duration;
 use crate::broker_error::BrokerError;
 use crate::io::deadline::before;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
-use crate::remote::{self, RemoteError, RemoteLog, RemoteStore};
+use crate::remote::{self, RemoteError, RemoteLog};
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp};
 use crate::shard::partition_actor::{Job, PartitionHandle, TieringView};
 use crate::shard::runtime::Shard;
 use crate::topic_partition::TopicPartition;
-
-/// The object store and this node's writer id, on every shard when tiering is on.
-#[derive(Clone, Debug)]
-pub struct Tiering {
-    pub store: RemoteStore,
-    pub writer: String,
-}
 
 /// Longest pause between upload attempts of a partition whose uploads fail.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
