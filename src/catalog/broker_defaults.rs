@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::broker_error::BrokerError;
+pub use crate::catalog::error::LoadError;
 use crate::catalog::topics::{AdminError, META_DIR};
 use crate::config::LogConfig;
 use crate::io::storage::Storage;
@@ -258,14 +259,6 @@ impl BrokerDefaults {
             .write_file_atomic(&file_path(data_dir), text.into_bytes())
             .await
     }
-}
-
-/// The broker config file could not be read back.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("dynamic broker configs {}: {why}", path.display())]
-pub struct LoadError {
-    pub path: PathBuf,
-    pub why: String,
 }
 
 const HEADER: &str = "# shardlog dynamic broker configs v1";

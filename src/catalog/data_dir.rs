@@ -20,8 +20,7 @@ pub const LOCK_FILE: &str = ".lock";
 pub const TRASH_SUFFIX: &str = "-delete";
 /// Where directories no topic owns are moved at start-up (inside the metadata directory).
 pub const QUARANTINE_DIR: &str = "quarantine";
-/// Longest file name the file systems we run on accept (ext4, xfs, btrfs).
-pub const MAX_FILE_NAME_BYTES: usize = 255;
+pub use crate::catalog::topics::MAX_FILE_NAME_BYTES;
 
 /// The held lock: the data directory is this process's until it is dropped.
 pub type DataDirLock = crate::io::os::PidLock;

@@ -54,7 +54,7 @@ pub enum CatalogError {
     )]
     InternalNotCompacted { topic: String, policy: &'static str },
     #[error(transparent)]
-    BrokerDefaults(#[from] crate::catalog::broker_defaults::LoadError),
+    BrokerDefaults(#[from] LoadError),
     /// A partition of a topic on disk could not be opened.
     #[error("opening topic {topic}: {}", why.message)]
     Open { topic: String, why: BrokerError },
@@ -89,3 +89,11 @@ pub enum MetadataError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown topic {0}")]
 pub struct UnknownTopic(pub String);
+
+/// The broker config file could not be read back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("dynamic broker configs {}: {why}", path.display())]
+pub struct LoadError {
+    pub path: PathBuf,
+    pub why: String,
+}

@@ -13,6 +13,9 @@ use crate::protocol::ErrorCode;
 pub const META_DIR: &str = "__shardlog_meta";
 const TOPICS_DIR: &str = "topics";
 const META_HEADER: &str = "# shardlog topic metadata v2";
+/// Longest file name the file systems we run on accept (ext4, xfs, btrfs).
+pub const MAX_FILE_NAME_BYTES: usize = 255;
+
 /// Version 1 files listed every key; version 2 lists only the overrides.
 const META_HEADER_V1: &str = "# shardlog topic metadata v1";
 
@@ -57,7 +60,7 @@ pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
     }
     debug_assert!(derived_file_names(name)
         .iter()
-        .all(|n| n.len() <= crate::catalog::data_dir::MAX_FILE_NAME_BYTES));
+        .all(|n| n.len() <= MAX_FILE_NAME_BYTES));
     if name == "." || name == ".." {
         return bad("cannot be '.' or '..'");
     }

@@ -4,7 +4,7 @@
 //! (its CRC-checked prefix and its visible prefix) and dump-log's index checks all walk
 //! with it.
 
-use super::batch::{BatchHeader, HEADER_SIZE};
+use super::header::{BatchHeader, HEADER_SIZE};
 use super::BatchError;
 
 /// Bytes a batch walker reads, in one buffer or in pieces: their length, a small range

@@ -9,8 +9,10 @@ pub mod control;
 pub mod cursor;
 mod doc_check;
 pub mod error;
+pub mod header;
 pub mod record;
 pub mod retain;
+pub mod schema_string;
 pub mod varint;
 
 pub use batch::{BatchHeader, TimestampType, HEADER_SIZE, MAGIC_V2};

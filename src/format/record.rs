@@ -4,7 +4,7 @@
 //!  headerCount varint | (headerKeyLength varint | key | headerValueLength varint | value)*`.
 //! The bytes after `length` must be exactly `length` long.
 
-use super::batch::BatchHeader;
+use super::header::BatchHeader;
 use super::varint::{get_varint, get_varlong};
 use super::BatchError;
 

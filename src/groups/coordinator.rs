@@ -15,7 +15,7 @@ use super::code::{self as e, GroupCode};
 use super::group::{Group, State};
 use super::group_records::{restore, GroupRecord};
 use super::host::{GroupHost, Host};
-use super::ops::{GroupDescription, GroupOp, GroupReply, ListedGroup, OffsetToCommit};
+use super::ops::{GroupDescription, ListedGroup, OffsetToCommit};
 use super::records::{batch, Committed, OffsetRecord};
 use super::{membership, partition_for, OFFSETS_TOPIC};
 use crate::broker_error::BrokerError;
@@ -63,73 +63,6 @@ fn exists(name: &str) -> bool {
     COORDINATOR.with_borrow(|c| c.groups.contains_key(name))
 }
 
-pub async fn handle(shard: &Host, group: String, op: GroupOp) -> GroupReply {
-    // Kafka's offsets log stores the name as an int16-length string: a longer one could
-    // not be stored as given (native clients can send up to 64 KiB).
-    if group.is_empty() || group.len() > super::records::MAX_STRING {
-        return GroupReply::Code(e::INVALID_GROUP_ID);
-    }
-    let loaded = match offsets_partition(&**shard, &group) {
-        Ok(p) => ensure_loaded(shard, p).await,
-        Err(code) => Err(code),
-    };
-    if let Err(code) = loaded {
-        return GroupReply::Code(code);
-    }
-    match op {
-        GroupOp::Join(r) => GroupReply::Join(membership::join(shard, &group, r).await),
-        GroupOp::Sync(r) => GroupReply::Sync(membership::sync(shard, &group, r).await),
-        GroupOp::Heartbeat {
-            member_id,
-            group_instance_id: instance,
-            generation,
-        } => GroupReply::Code(membership::heartbeat(
-            &group,
-            &member_id,
-            instance.as_deref(),
-            generation,
-        )),
-        GroupOp::Leave { members } => {
-            GroupReply::Code(membership::leave(shard, &group, &members).await)
-        }
-        GroupOp::Commit {
-            member_id,
-            group_instance_id: instance,
-            generation,
-            offsets,
-        } => {
-            let who = (member_id.as_str(), instance.as_deref());
-            GroupReply::PartitionCodes(commit(shard, &group, who, generation, offsets).await)
-        }
-        GroupOp::TxnCommit {
-            producer_id,
-            epoch,
-            member_id,
-            group_instance_id: instance,
-            generation,
-            offsets,
-        } => {
-            let who = (member_id.as_str(), instance.as_deref());
-            let producer = (producer_id, epoch);
-            let codes =
-                super::txn_offsets::commit(shard, &group, who, generation, producer, offsets);
-            GroupReply::PartitionCodes(codes.await)
-        }
-        GroupOp::FetchOffsets {
-            partitions,
-            require_stable,
-        } => match require_stable && super::txn_offsets::has_pending(&group) {
-            true => GroupReply::Code(e::UNSTABLE_OFFSET_COMMIT),
-            false => GroupReply::Offsets(fetch_offsets(&group, partitions)),
-        },
-        GroupOp::Describe => GroupReply::Described(describe(&group)),
-        GroupOp::Delete => GroupReply::Code(delete(shard, &group).await),
-        GroupOp::DeleteOffsets { partitions } => {
-            GroupReply::PartitionCodes(delete_offsets(shard, &group, partitions).await)
-        }
-    }
-}
-
 /// Every group this shard coordinates; COORDINATOR_LOAD_IN_PROGRESS while one of its
 /// offsets partitions is not read yet.
 pub async fn list(shard: &Host) -> Result<Vec<ListedGroup>, GroupCode> {
@@ -148,7 +81,7 @@ pub async fn list(shard: &Host) -> Result<Vec<ListedGroup>, GroupCode> {
 }
 
 /// The offsets partition of a group, once this shard has opened its partitions.
-fn offsets_partition(shard: &dyn GroupHost, group: &str) -> Result<i32, GroupCode> {
+pub(super) fn offsets_partition(shard: &dyn GroupHost, group: &str) -> Result<i32, GroupCode> {
     if !shard.is_ready() {
         return Err(e::COORDINATOR_LOAD_IN_PROGRESS);
     }
@@ -186,7 +119,7 @@ pub fn start_loading(shard: &Host) {
 
 /// Ok once offsets partition `p` is read. The first request to find it unread starts
 /// the read and waits for it; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
-async fn ensure_loaded(shard: &Host, p: i32) -> Result<(), GroupCode> {
+pub(super) async fn ensure_loaded(shard: &Host, p: i32) -> Result<(), GroupCode> {
     if COORDINATOR.with_borrow(|c| c.loaded.contains(&p)) {
         return Ok(());
     }
@@ -468,7 +401,7 @@ fn commit_allowed(g: &mut Group, member_id: &str, generation: i32) -> GroupCode 
 /// (member id, static instance id) of whoever asks.
 type Who<'a> = (&'a str, Option<&'a str>);
 
-async fn commit(
+pub(super) async fn commit(
     shard: &Host,
     group: &str,
     (member_id, instance): Who<'_>,
@@ -551,7 +484,7 @@ async fn write(
     }
 }
 
-fn fetch_offsets(
+pub(super) fn fetch_offsets(
     group: &str,
     partitions: Option<Vec<TopicPartition>>,
 ) -> Vec<(String, i32, Option<Committed>)> {
@@ -579,7 +512,7 @@ fn fetch_offsets(
     found
 }
 
-fn describe(group: &str) -> GroupDescription {
+pub(super) fn describe(group: &str) -> GroupDescription {
     if !exists(group) {
         // What Kafka answers for a group it does not know.
         return GroupDescription {
@@ -609,7 +542,7 @@ fn tombstones(group: &str, g: &Group, only: Option<&[TopicPartition]>) -> Vec<Of
         .collect()
 }
 
-async fn delete(shard: &Host, group: &str) -> GroupCode {
+pub(super) async fn delete(shard: &Host, group: &str) -> GroupCode {
     if !exists(group) {
         return e::GROUP_ID_NOT_FOUND;
     }
@@ -628,7 +561,7 @@ async fn delete(shard: &Host, group: &str) -> GroupCode {
     written
 }
 
-async fn delete_offsets(
+pub(super) async fn delete_offsets(
     shard: &Host,
     group: &str,
     partitions: Vec<TopicPartition>,

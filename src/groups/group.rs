@@ -10,8 +10,8 @@ use bytes::Bytes;
 use glommio::channels::local_channel::LocalSender;
 
 use super::code::GroupCode;
+use super::ops::Committed;
 use super::ops::{JoinResponse, MemberDescription, SyncResponse};
-use super::records::Committed;
 use crate::TopicPartition;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

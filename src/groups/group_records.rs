@@ -13,7 +13,7 @@
 use bytes::{Buf, BufMut, Bytes};
 
 use super::group::{Group, Member, State};
-use super::records::{get_str, put_str};
+use crate::format::schema_string::{get_str, put_str};
 use crate::protocol::wire::{WireError, WireReader, WireWriter};
 
 const KEY_GROUP_METADATA: i16 = 2;

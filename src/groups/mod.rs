@@ -12,6 +12,7 @@ pub mod host;
 pub(crate) mod membership;
 pub(crate) mod ops;
 pub mod records;
+pub(crate) mod requests;
 pub(crate) mod static_members;
 pub(crate) mod txn_offsets;
 

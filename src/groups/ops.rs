@@ -5,7 +5,6 @@
 use bytes::Bytes;
 
 use super::code::GroupCode;
-use super::records::Committed;
 use crate::TopicPartition;
 
 #[derive(Debug, Clone)]
@@ -53,6 +52,15 @@ pub struct SyncResponse {
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
     pub assignment: Bytes,
+}
+
+/// One committed position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+    pub commit_timestamp: i64,
 }
 
 /// One partition's commit: (topic, partition, offset, leader epoch, metadata).

@@ -10,19 +10,11 @@
 use bytes::{Buf, BufMut};
 
 use super::group_records::GroupRecord;
+pub use super::ops::Committed;
 use crate::format::{BatchBuilder, RecordSpec};
 
 const KEY_OFFSET_COMMIT: i16 = 1;
 const VALUE_VERSION: i16 = 3;
-
-/// One committed position.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Committed {
-    pub offset: i64,
-    pub leader_epoch: i32,
-    pub metadata: String,
-    pub commit_timestamp: i64,
-}
 
 /// A commit (`Some`) or its deletion (`None`) for (group, topic, partition).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,31 +25,7 @@ pub struct OffsetRecord {
     pub value: Option<Committed>,
 }
 
-/// Longest string the schema stores (an int16 length); callers refuse longer ones.
-pub const MAX_STRING: usize = i16::MAX as usize;
-
-pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
-    assert!(
-        s.len() <= MAX_STRING,
-        "a {}-byte string in the offsets schema",
-        s.len()
-    );
-    out.put_i16(s.len() as i16);
-    out.extend_from_slice(s.as_bytes());
-}
-
-pub(crate) fn get_str(buf: &mut &[u8]) -> Option<String> {
-    if buf.remaining() < 2 {
-        return None;
-    }
-    let len = usize::try_from(buf.get_i16()).ok()?;
-    if buf.remaining() < len {
-        return None;
-    }
-    let s = String::from_utf8(buf[..len].to_vec()).ok()?;
-    buf.advance(len);
-    Some(s)
-}
+pub use crate::format::schema_string::{get_str, put_str, MAX_STRING};
 
 impl OffsetRecord {
     pub fn key(&self) -> Vec<u8> {

@@ -18,7 +18,7 @@ use super::chain::ByteChain;
 use super::extents::{Extents, Piece};
 use super::StorageFile;
 
-pub const PAGE: u64 = 4096;
+pub use super::extents::PAGE;
 /// Pages of each write that are cached: the tail just written.
 pub const TAIL_PAGES: usize = 16;
 

@@ -11,6 +11,7 @@ use bytes::Bytes;
 
 use glommio::io::{DmaFile, OpenOptions};
 
+use super::os::gerr;
 use super::probe::ensure_iopoll_probe_workaround;
 use super::storage::{IoBuf, IoFuture, OpenMode, Storage, StorageFile};
 use super::MAX_IO;
@@ -35,18 +36,6 @@ struct DmaStorageFile {
     path: PathBuf,
     file: DmaFile,
     reads: Rc<Cell<u64>>,
-}
-
-/// glommio's own conversion keeps only the error kind and a message: keep the OS error
-/// code, which is how ENOSPC, EMFILE and friends are told apart from real I/O failures.
-pub(crate) fn gerr(e: glommio::GlommioError<()>) -> std::io::Error {
-    match e {
-        glommio::GlommioError::EnhancedIoError { source, .. } => match source.raw_os_error() {
-            Some(code) => std::io::Error::from_raw_os_error(code),
-            None => source,
-        },
-        other => other.into(),
-    }
 }
 
 fn check_parent_exists(path: &Path) -> std::io::Result<()> {

@@ -9,9 +9,10 @@
 use bytes::Bytes;
 use lru::LruCache;
 
-use super::cache::PAGE;
 use super::checked_ranges::CheckedRanges;
 use super::intervals::{holding, meeting, FileIntervals};
+
+pub const PAGE: u64 = 4096;
 
 /// A run of pages `[page, page + pages)` of one file, cached or not.
 #[derive(Debug, Clone, PartialEq, Eq)]

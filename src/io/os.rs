@@ -196,3 +196,15 @@ pub fn mode_of(path: &Path) -> std::io::Result<u32> {
 pub fn create_dir_all(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
+
+/// glommio's own conversion keeps only the error kind and a message: keep the OS error
+/// code, which is how ENOSPC, EMFILE and friends are told apart from real I/O failures.
+pub(crate) fn gerr(e: glommio::GlommioError<()>) -> std::io::Error {
+    match e {
+        glommio::GlommioError::EnhancedIoError { source, .. } => match source.raw_os_error() {
+            Some(code) => std::io::Error::from_raw_os_error(code),
+            None => source,
+        },
+        other => other.into(),
+    }
+}

@@ -51,10 +51,10 @@ pub async fn ensure_iopoll_probe_workaround(dir: &Path) -> Result<()> {
     }
     let f = DmaFile::open(&path)
         .await
-        .map_err(|e| Error::io("open", &path, super::dma_storage::gerr(e)))?;
+        .map_err(|e| Error::io("open", &path, super::os::gerr(e)))?;
     f.close()
         .await
-        .map_err(|e| Error::io("close", &path, super::dma_storage::gerr(e)))?;
+        .map_err(|e| Error::io("close", &path, super::os::gerr(e)))?;
     PROBED_DEVICES.with(|s| s.borrow_mut().insert(dev));
     Ok(())
 }

@@ -32,6 +32,7 @@ use crate::io::{OpenMode, Storage};
 use super::batch_stream::{BatchStream, Next, BACKGROUND};
 use super::file_names::{offset_of, segment_path, LOG_SUFFIX};
 use super::segment::Segment;
+pub use super::txn_index::CompletedTxn;
 use super::txn_index::{AbortedTxn, AbortedTxns};
 
 /// Batches remembered per producer (Kafka's NUM_BATCHES_TO_RETAIN).
@@ -90,16 +91,6 @@ pub struct ActiveProducer {
     pub last_sequence: i32,
     pub last_timestamp: i64,
     pub txn_first_offset: i64,
-}
-
-/// A transaction a marker ended on this partition (Kafka's CompletedTxn).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CompletedTxn {
-    pub producer_id: i64,
-    pub first_offset: i64,
-    /// The marker's offset.
-    pub last_offset: i64,
-    pub aborted: bool,
 }
 
 /// What an append of one batch means for its producer.

@@ -13,7 +13,6 @@
 use std::path::Path;
 
 use super::file_names::segment_path;
-use super::producer_state::CompletedTxn;
 use crate::error::{Error, Result};
 use crate::io::Storage;
 
@@ -64,6 +63,16 @@ impl AbortedTxn {
         let version = i16::from_be_bytes([e[0], e[1]]);
         (version == VERSION && entry.first_offset <= entry.last_offset).then_some(entry)
     }
+}
+
+/// A transaction a marker ended on this partition (Kafka's CompletedTxn).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    /// The marker's offset.
+    pub last_offset: i64,
+    pub aborted: bool,
 }
 
 /// A partition's aborted transactions, ordered by marker offset.

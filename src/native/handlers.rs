@@ -7,20 +7,18 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use super::checks::{check_acks, fetch_bytes};
 use crate::broker_error::BrokerError;
 use crate::metrics::{self, Stage};
 use crate::net::{Peer, Reply};
 use crate::protocol::frame::Frame;
 use crate::protocol::{
-    ApiKey, ErrorCode, Request, Response, ResponseBody, StatsResponse, WireReader, ACKS_ALL,
-    ACKS_LEADER, ACKS_NONE, REQUEST_HEADER,
+    ApiKey, ErrorCode, Request, Response, ResponseBody, StatsResponse, WireReader, ACKS_NONE,
+    REQUEST_HEADER,
 };
-use crate::shard::budget::{Budget, FetchPlan, Reservation};
+use crate::shard::budget::{Budget, Reservation};
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp};
 use crate::shard::runtime::Shard;
-
-/// Space a Fetch response needs besides its records.
-const FETCH_RESPONSE_OVERHEAD: usize = 64;
 
 fn error_frame(correlation_id: i32, code: ErrorCode, msg: impl Into<String>) -> Frame {
     assert_ne!(code, ErrorCode::None, "an error frame names an error");
@@ -475,43 +473,6 @@ async fn server_state(
             ResponseBody::Stats(stats_body(shard, stats))
         }
     })
-}
-
-pub(super) fn check_acks(acks: i16) -> Result<(), BrokerError> {
-    if [ACKS_NONE, ACKS_LEADER, ACKS_ALL].contains(&acks) {
-        return Ok(());
-    }
-    Err(BrokerError::new(
-        ErrorCode::InvalidAcks,
-        format!("acks must be 0, 1 or -1 (all), got {acks}"),
-    ))
-}
-
-/// The bytes a Fetch may return ([`FetchPlan`]'s rule, with a native reply's fields), the
-/// reply's reservation merged into `reservation`.
-pub(super) async fn fetch_bytes(
-    shard: &Shard,
-    max_bytes: i32,
-    budget: &Budget,
-    reservation: &mut Reservation,
-) -> Result<usize, BrokerError> {
-    if max_bytes <= 0 {
-        return Err(BrokerError::new(
-            ErrorCode::InvalidRequest,
-            format!("max_bytes must be positive, got {max_bytes}"),
-        ));
-    }
-    let plan = FetchPlan::new(
-        max_bytes as usize,
-        FETCH_RESPONSE_OVERHEAD,
-        shard.config().max_frame_bytes,
-    );
-    let (reply, granted) = plan.grant(budget).await.ok_or(BrokerError::new(
-        ErrorCode::ShuttingDown,
-        "connection closing".to_string(),
-    ))?;
-    reservation.merge(reply);
-    Ok(granted)
 }
 
 /// DropCaches: loopback only unless allowed; the host's page cache only when allowed.

@@ -2,6 +2,7 @@
 //! operations and encodes their results.
 
 mod authorize;
+mod checks;
 mod group_admin;
 pub(crate) mod handlers;
 mod log_admin;

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
-use crate::native::handlers::{check_acks, fetch_bytes};
+use crate::native::checks::{check_acks, fetch_bytes};
 use crate::protocol::multi::{FetchEntry, Fetched, ProduceEntry, Produced, MAX_PARTITIONS};
 use crate::protocol::{ErrorCode, ResponseBody};
 use crate::shard::budget::{Budget, Reservation};

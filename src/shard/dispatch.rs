@@ -40,7 +40,7 @@ impl Shard {
         use crate::groups::{coordinator, ops::GroupReply};
         match op {
             ShardOp::Group { group, op } => Ok(OpOk::Group(
-                coordinator::handle(&Shard::group_host(self), group, op).await,
+                crate::groups::requests::handle(&Shard::group_host(self), group, op).await,
             )),
             ShardOp::Txn { id, op } => Ok(OpOk::Txn(
                 crate::txn::ops::handle(&Shard::txn_host(self), id, op).await,

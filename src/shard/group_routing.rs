@@ -41,7 +41,7 @@ pub async fn route(
     let owner = meta.owners[partition_for(&group, meta.owners.len())] as usize;
     assert!(owner < shard.n, "a coordinator among this run's shards");
     if owner == shard.id {
-        return Ok(coordinator::handle(&Shard::group_host(shard), group, op).await);
+        return Ok(crate::groups::requests::handle(&Shard::group_host(shard), group, op).await);
     }
     match shard.remote(owner, ShardOp::Group { group, op }).await? {
         OpOk::Group(reply) => Ok(reply),

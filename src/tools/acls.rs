@@ -7,6 +7,8 @@
 
 use std::path::PathBuf;
 
+use super::acl_target::AclTarget;
+
 use crate::security::acl::{
     AccessEntry, AclBinding, AclFilter, Operation, PatternFilter, PatternType, Permission,
     ResourcePattern, ResourceType, CLUSTER_NAME,
@@ -255,13 +257,6 @@ fn filters(args: &AclsArgs) -> Result<Vec<AclFilter>, String> {
         }
     }
     Ok(out)
-}
-
-/// Where the tool reads and changes ACLs.
-pub trait AclTarget {
-    fn create(&mut self, bindings: Vec<AclBinding>) -> Result<(), String>;
-    fn describe(&mut self, filter: &AclFilter) -> Result<Vec<AclBinding>, String>;
-    fn delete(&mut self, filters: Vec<AclFilter>) -> Result<Vec<AclBinding>, String>;
 }
 
 pub fn run(args: AclsArgs, out: &mut dyn std::io::Write) -> Result<(), String> {

@@ -11,7 +11,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::acls::AclTarget;
+use super::acl_target::AclTarget;
 use super::client_config::ClientConfigArgs;
 use super::{probe, secure_stream};
 use crate::kafka::blocking_client::BlockingClient;

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::acls::AclTarget;
+use super::acl_target::AclTarget;
 use crate::catalog::data_dir::DataDirLock;
 use crate::security::acl::{AclBinding, AclFilter};
 use crate::security::acl_store::AclStore;

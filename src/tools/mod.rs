@@ -1,5 +1,6 @@
 //! Command-line tools: `dump-log` works on files offline; the others talk to a server.
 
+mod acl_target;
 pub mod acls;
 mod acls_live;
 mod acls_offline;

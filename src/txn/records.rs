@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use bytes::{Buf, BufMut};
 
 use super::meta::{TxnMeta, TxnState};
+use crate::format::schema_string::{get_str, put_str};
 use crate::format::{BatchBuilder, RecordSpec};
-use crate::groups::records::{get_str, put_str};
 use crate::TopicPartition;
 
 const VERSION: i16 = 0;
