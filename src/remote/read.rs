@@ -10,6 +10,7 @@ use super::error::RemoteError;
 use super::manifest::{RemoteFile, RemoteSegment};
 use super::partition::RemoteLog;
 use crate::format::batch::{check_framing_and_crc, RecordsSection};
+use crate::format::cursor::{BatchCursor, Window};
 use crate::format::{BatchHeader, HEADER_SIZE};
 use crate::log::offset_index::OffsetIndex;
 use crate::log::time_index::TimeIndex;
@@ -74,11 +75,13 @@ async fn read_segment(
         end += h.size() as u64;
     }
     let data = read_range(&log.store, file, pos, end).await?;
-    verify_batches(seg, file, &data)?;
+    verify_batches(seg, file, pos, &data)?;
     Ok(data)
 }
 
-/// The header of the batch at `pos`, or `None` at the segment's end.
+/// The header of the batch at `pos` by the batch cursor's framing rules, or `None` at the
+/// segment's end. A header that does not parse, a batch cut off by the object's end or one
+/// holding offsets outside the segment is corruption (and leaves the cache).
 async fn header_at(
     log: &RemoteLog,
     seg: &RemoteSegment,
@@ -89,53 +92,67 @@ async fn header_at(
         return Ok(None);
     }
     let head = read_range(&log.store, file, pos, pos + HEADER_SIZE as u64).await?;
-    let corrupt = |what: String| {
-        chunks::forget(&file.key);
-        RemoteError::corrupt(&file.key, format!("at {pos}: {what}"))
+    let window = Window {
+        start: pos as usize,
+        bytes: &head,
+        len: file.size as usize,
     };
-    let h = BatchHeader::parse(&head).map_err(|e| corrupt(e.to_string()))?;
-    if pos + h.size() as u64 > file.size
-        || h.base_offset < seg.base_offset
-        || h.last_offset() > seg.last_offset
-    {
-        return Err(corrupt(format!(
-            "batch {}..={} of {} bytes does not fit the segment",
-            h.base_offset,
-            h.last_offset(),
-            h.size()
-        )));
+    if !window.holds_header_at(pos as usize) {
+        return Err(corrupt(file, pos, "short read of a batch header".into()));
     }
-    Ok(Some(h))
+    match window.step_at(pos as usize) {
+        None => Ok(None),
+        Some(Ok((_, h))) => in_segment(seg, &h)
+            .map(|()| Some(h))
+            .map_err(|what| corrupt(file, pos, what)),
+        Some(Err((_, e))) => Err(corrupt(file, pos, e.to_string())),
+    }
 }
 
-/// Checks framing and CRC of every batch before it is served; bad bytes leave the cache.
-fn verify_batches(seg: &RemoteSegment, file: &RemoteFile, data: &[u8]) -> Result<(), RemoteError> {
-    let mut at = 0usize;
-    while at < data.len() {
-        let checked = BatchHeader::parse(&data[at..])
-            .and_then(|h| check_framing_and_crc(&data[at..(at + h.size()).min(data.len())]))
-            .map_err(|e| e.to_string())
-            .and_then(|h| {
-                match h.base_offset >= seg.base_offset && h.last_offset() <= seg.last_offset {
-                    true => Ok(h),
-                    false => Err(format!(
-                        "offsets {}..={} outside the segment",
-                        h.base_offset,
-                        h.last_offset()
-                    )),
-                }
-            });
-        match checked {
-            Ok(h) => at += h.size(),
-            Err(what) => {
-                chunks::forget(&file.key);
-                return Err(RemoteError::corrupt(
-                    &file.key,
-                    format!("batch at +{at}: {what}"),
-                ));
-            }
-        }
+/// Bad bytes at `pos` of a remote object: dropped from the chunk cache, reported.
+fn corrupt(file: &RemoteFile, pos: u64, what: String) -> RemoteError {
+    chunks::forget(&file.key);
+    RemoteError::corrupt(&file.key, format!("at {pos}: {what}"))
+}
+
+/// Whether a batch's offsets lie inside its segment's (as the manifest records them).
+fn in_segment(seg: &RemoteSegment, h: &BatchHeader) -> Result<(), String> {
+    match h.base_offset >= seg.base_offset && h.last_offset() <= seg.last_offset {
+        true => Ok(()),
+        false => Err(format!(
+            "batch {}..={} of {} bytes outside segment {}..={}",
+            h.base_offset,
+            h.last_offset(),
+            h.size(),
+            seg.base_offset,
+            seg.last_offset
+        )),
     }
+}
+
+/// Checks every batch of bytes read from `pos` before they are served, walking them with the
+/// batch cursor: whole, CRC-32C intact and inside the segment; anything else is corruption.
+fn verify_batches(
+    seg: &RemoteSegment,
+    file: &RemoteFile,
+    pos: u64,
+    data: &[u8],
+) -> Result<(), RemoteError> {
+    let mut verified = 0;
+    for step in BatchCursor::new(data) {
+        let (at, h) = step.map_err(|(at, e)| corrupt(file, pos + at as u64, e.to_string()))?;
+        let at_pos = pos + at as u64;
+        check_framing_and_crc(&data[at..at + h.size()])
+            .map_err(|e| corrupt(file, at_pos, e.to_string()))?;
+        in_segment(seg, &h).map_err(|what| corrupt(file, at_pos, what))?;
+        verified = at + h.size();
+    }
+    // A cursor that met no error walked every byte.
+    assert_eq!(
+        verified,
+        data.len(),
+        "every byte served is in a verified batch"
+    );
     Ok(())
 }
 
@@ -204,7 +221,7 @@ async fn find_in_segment(
     while let Some(h) = header_at(log, seg, file, pos).await? {
         if h.last_offset() >= from && h.max_timestamp >= target {
             let batch = read_range(&log.store, file, pos, pos + h.size() as u64).await?;
-            verify_batches(seg, file, &batch)?;
+            verify_batches(seg, file, pos, &batch)?;
             let corrupt =
                 |e: crate::format::BatchError| RemoteError::corrupt(&file.key, e.to_string());
             let section = RecordsSection::of(&batch, &h).map_err(corrupt)?;

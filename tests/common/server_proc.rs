@@ -157,16 +157,26 @@ impl ServerProc {
                 return false;
             }
             if std::net::TcpStream::connect(self.addr()).is_ok() {
-                // Every listener is bound once the server says it is serving (the Kafka
-                // listeners bind after the native one).
-                while serving_lines(&self.log) <= self.served_before && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                return true;
+                return self.wait_serving(deadline);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         false
+    }
+
+    /// Every listener is bound once the server says it is serving (the Kafka listeners bind
+    /// after the native one). A server that exits first (a port picked free was taken by
+    /// another test meanwhile) or never says so is not ready: the caller starts another.
+    fn wait_serving(&mut self, deadline: Instant) -> bool {
+        while serving_lines(&self.log) <= self.served_before {
+            let exited = matches!(self.child.try_wait(), Ok(Some(_)));
+            if exited || Instant::now() >= deadline {
+                eprintln!("server listening natively but not serving (exited: {exited})");
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
     }
 
     /// kill -9, then wait until the killed process's listening sockets are gone (io_uring
