@@ -102,9 +102,10 @@ async fn header_at(
     }
     match window.step_at(pos as usize) {
         None => Ok(None),
-        Some(Ok((_, h))) => in_segment(seg, &h)
-            .map(|()| Some(h))
-            .map_err(|what| corrupt(file, pos, what)),
+        Some(Ok((_, h))) => match outside_segment(seg, &h) {
+            None => Ok(Some(h)),
+            Some(what) => Err(corrupt(file, pos, what)),
+        },
         Some(Err((_, e))) => Err(corrupt(file, pos, e.to_string())),
     }
 }
@@ -115,11 +116,12 @@ fn corrupt(file: &RemoteFile, pos: u64, what: String) -> RemoteError {
     RemoteError::corrupt(&file.key, format!("at {pos}: {what}"))
 }
 
-/// Whether a batch's offsets lie inside its segment's (as the manifest records them).
-fn in_segment(seg: &RemoteSegment, h: &BatchHeader) -> Result<(), String> {
+/// What is wrong with a batch whose offsets leave its segment's (as the manifest records
+/// them); `None` when they lie inside.
+fn outside_segment(seg: &RemoteSegment, h: &BatchHeader) -> Option<String> {
     match h.base_offset >= seg.base_offset && h.last_offset() <= seg.last_offset {
-        true => Ok(()),
-        false => Err(format!(
+        true => None,
+        false => Some(format!(
             "batch {}..={} of {} bytes outside segment {}..={}",
             h.base_offset,
             h.last_offset(),
@@ -144,7 +146,9 @@ fn verify_batches(
         let at_pos = pos + at as u64;
         check_framing_and_crc(&data[at..at + h.size()])
             .map_err(|e| corrupt(file, at_pos, e.to_string()))?;
-        in_segment(seg, &h).map_err(|what| corrupt(file, at_pos, what))?;
+        if let Some(what) = outside_segment(seg, &h) {
+            return Err(corrupt(file, at_pos, what));
+        }
         verified = at + h.size();
     }
     // A cursor that met no error walked every byte.
