@@ -1,9 +1,10 @@
 //! The topic catalog: topic names and configs, partition ownership, the metadata files
 //! that are the commit point of create, delete and alter, the data directory's lock and
-//! start-up cleanup, and the internal topics' rules.
+//! start-up cleanup, the internal topics' rules, and the producer id blocks.
 
 pub mod broker_defaults;
 pub mod data_dir;
 pub mod error;
 pub(crate) mod internal_topics;
+pub mod producer_ids;
 pub mod topics;

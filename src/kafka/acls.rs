@@ -1,7 +1,7 @@
 //! CreateAcls (30), DescribeAcls (29) and DeleteAcls (31), v1-3, as kafka-acls and the
 //! AdminClients use them. Creating and deleting need ALTER on the cluster, describing
 //! DESCRIBE; with the authorizer off they answer SECURITY_DISABLED (54), as Kafka does.
-//! Changes are durable and installed on every shard before the reply (`shard/acls.rs`).
+//! Changes are durable and installed on every shard before the reply (`shard/security_changes.rs`).
 
 use std::collections::BTreeMap;
 
@@ -88,7 +88,7 @@ async fn create(ctx: &Context<'_>, r: CreateAclsRequest) -> CreateAclsResponse {
         add: valid,
         remove: Vec::new(),
     };
-    let stored = crate::shard::acls::alter(ctx.shard, change).await;
+    let stored = crate::shard::security_changes::alter_acls(ctx.shard, change).await;
     let results = parsed.into_iter().map(|p| match (p, &stored) {
         (Err(e), _) => result(errors::INVALID_REQUEST, Some(e.0)),
         (Ok(_), Ok(_)) => result(errors::NONE, None),
@@ -214,7 +214,7 @@ async fn delete(ctx: &Context<'_>, r: DeleteAclsRequest) -> DeleteAclsResponse {
         add: Vec::new(),
         remove: parsed.iter().filter_map(|p| p.clone().ok()).collect(),
     };
-    let removed = match crate::shard::acls::alter(ctx.shard, change).await {
+    let removed = match crate::shard::security_changes::alter_acls(ctx.shard, change).await {
         Ok(OpOk::AclsRemoved(removed)) => removed,
         Ok(other) => unreachable!("an ACL change answers what it removed, not {other:?}"),
         Err(e) => {

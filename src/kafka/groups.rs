@@ -13,7 +13,7 @@ use crate::broker_error::BrokerError;
 use crate::groups::code::GroupCode;
 use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, OffsetToCommit, SyncRequest};
 use crate::security::acl::{Operation, ResourceType};
-use crate::shard::group_routing::{list_all, route};
+use crate::shard::coordinator_routing::{self as routing, route_group};
 use crate::TopicPartition;
 
 /// The type of every group here (KIP-848's "consumer" groups are not served).
@@ -37,7 +37,7 @@ pub(super) async fn run(
         return Err(GroupCode::InvalidGroupId);
     }
     super::group_acls::check(ctx, &group.0, &op)?;
-    route(ctx.shard, text(&group.0), op)
+    route_group(ctx.shard, text(&group.0), op)
         .await
         .map_err(|e| match e.code {
             crate::protocol::ErrorCode::NotReady => GroupCode::CoordinatorNotAvailable,
@@ -527,7 +527,7 @@ async fn offset_fetch_group(
 }
 
 pub async fn list_groups(ctx: &Context<'_>, r: ListGroupsRequest) -> ListGroupsResponse {
-    let groups = match list_all(ctx.shard).await {
+    let groups = match routing::list_groups(ctx.shard).await {
         Ok(g) => g,
         Err(BrokerError { code, .. }) => {
             let code = match code {

@@ -1,4 +1,4 @@
-//! InitProducerId v0-4: a new id from the controller's blocks (`shard/producer_ids.rs`), or
+//! InitProducerId v0-4: a new id from the controller's blocks (`catalog/producer_ids.rs`), or
 //! the next epoch of the id a producer already has (KIP-360); with a transactional id, its
 //! transaction coordinator's answer (`txn.rs`).
 

@@ -15,8 +15,8 @@ use std::rc::Rc;
 
 use crate::kafka_codes as k;
 use crate::security::acl::Operation;
+use crate::shard::coordinator_routing::route_txn;
 use crate::shard::runtime::Shard;
-use crate::shard::txn_routing::route;
 use crate::txn::meta::TxnState;
 use crate::txn::ops::{TxnOp, TxnReply};
 use crate::TopicPartition;
@@ -55,7 +55,7 @@ fn fenced_as(code: i16, knows_fenced: bool) -> i16 {
 }
 
 async fn ask_on(shard: &Rc<Shard>, id: &str, op: TxnOp) -> TxnReply {
-    match route(shard, id.to_string(), op).await {
+    match route_txn(shard, id.to_string(), op).await {
         Ok(reply) => reply,
         Err(e) => {
             tracing::warn!(id, error = %e.message, "transaction coordinator unreachable");
@@ -257,7 +257,7 @@ pub async fn list(ctx: &Context<'_>, request: ListTransactionsRequest) -> ListTr
         .filter(|s| !known(s.as_str()))
         .cloned()
         .collect();
-    let all = match crate::shard::txn_routing::list_all(ctx.shard).await {
+    let all = match crate::shard::coordinator_routing::list_txns(ctx.shard).await {
         Ok(all) => all,
         Err(_) => {
             return ListTransactionsResponse::default()
@@ -321,7 +321,7 @@ pub async fn add_offsets(
         return AddOffsetsToTxnResponse::default().with_error_code(k::GROUP_AUTHORIZATION_FAILED);
     }
     let offsets = crate::groups::OFFSETS_TOPIC;
-    let meta = match crate::shard::group_routing::internal_topic(ctx.shard, offsets).await {
+    let meta = match crate::shard::coordinator_routing::internal_topic(ctx.shard, offsets).await {
         Ok(meta) => meta,
         Err(_) => {
             return AddOffsetsToTxnResponse::default().with_error_code(k::COORDINATOR_NOT_AVAILABLE)

@@ -200,7 +200,9 @@ pub async fn alter(
     }
     let applied = match all.deletions.is_empty() && all.upsertions.is_empty() {
         true => Ok(()),
-        false => crate::shard::users::alter(ctx.shard, all).await.map(|_| ()),
+        false => crate::shard::security_changes::alter_credentials(ctx.shard, all)
+            .await
+            .map(|_| ()),
     };
     let results = outcome
         .into_iter()

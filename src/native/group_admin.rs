@@ -8,7 +8,7 @@ use crate::groups::code::GroupCode;
 use crate::groups::ops::{GroupOp, GroupReply};
 use crate::protocol::groups::GroupInfo;
 use crate::protocol::{ErrorCode, Request, ResponseBody};
-use crate::shard::group_routing::{list_all, route};
+use crate::shard::coordinator_routing::{list_groups, route_group};
 
 use crate::shard::runtime::Shard;
 
@@ -36,7 +36,7 @@ pub async fn dispatch(shard: &Rc<Shard>, request: Request) -> Option<Answer> {
     Some(match request {
         Request::OffsetCommit { group, offsets } => commit(shard, group, offsets).await,
         Request::OffsetFetch { group, topics } => fetch(shard, group, topics).await,
-        Request::ListGroups => list_all(shard).await.map(ResponseBody::ListGroups),
+        Request::ListGroups => list_groups(shard).await.map(ResponseBody::ListGroups),
         Request::DescribeGroup { group } => describe(shard, group).await,
         Request::DeleteGroup { group } => delete(shard, group).await,
         Request::OffsetDelete { group, partitions } => {
@@ -60,7 +60,7 @@ async fn commit(
             .map(|(t, p, o, m)| (t, p, o, -1, m))
             .collect(),
     };
-    match route(shard, group_id(&group)?, op).await? {
+    match route_group(shard, group_id(&group)?, op).await? {
         GroupReply::PartitionCodes(codes) => Ok(ResponseBody::OffsetCommit(
             codes
                 .into_iter()
@@ -80,7 +80,7 @@ async fn fetch(shard: &Rc<Shard>, group: String, topics: Option<Vec<String>>) ->
         partitions: None,
         require_stable: false,
     };
-    match route(shard, group_id(&group)?, op).await? {
+    match route_group(shard, group_id(&group)?, op).await? {
         GroupReply::Offsets(found) => Ok(ResponseBody::OffsetFetch(
             found
                 .into_iter()
@@ -97,7 +97,7 @@ async fn fetch(shard: &Rc<Shard>, group: String, topics: Option<Vec<String>>) ->
 }
 
 async fn describe(shard: &Rc<Shard>, group: String) -> Answer {
-    match route(shard, group_id(&group)?, GroupOp::Describe).await? {
+    match route_group(shard, group_id(&group)?, GroupOp::Describe).await? {
         GroupReply::Described(g) => Ok(ResponseBody::DescribeGroup(GroupInfo {
             state: g.state,
             protocol_type: g.protocol_type,
@@ -117,7 +117,7 @@ async fn describe(shard: &Rc<Shard>, group: String) -> Answer {
 }
 
 async fn delete(shard: &Rc<Shard>, group: String) -> Answer {
-    match route(shard, group_id(&group)?, GroupOp::Delete).await? {
+    match route_group(shard, group_id(&group)?, GroupOp::Delete).await? {
         GroupReply::Code(GroupCode::None) => Ok(ResponseBody::Empty),
         GroupReply::Code(c) => Err(BrokerError::new(
             c.native(),
@@ -143,7 +143,7 @@ async fn delete_offsets(
             .map(|(t, p)| crate::TopicPartition::new(t, *p))
             .collect(),
     };
-    let codes = match route(shard, group_id(&group)?, op).await? {
+    let codes = match route_group(shard, group_id(&group)?, op).await? {
         GroupReply::PartitionCodes(codes) => codes,
         GroupReply::Code(c) => {
             return Err(BrokerError::new(

@@ -10,7 +10,7 @@ impl Shard {
     /// A producer id never handed out before, from the controller's persisted blocks.
     pub async fn allocate_producer_id(self: &Rc<Self>) -> OpResult {
         if self.id == CONTROLLER {
-            crate::shard::producer_ids::allocate(self).await
+            self.allocate_producer_id_here().await
         } else {
             self.remote(CONTROLLER, ShardOp::AllocateProducerId).await
         }
@@ -92,5 +92,15 @@ impl Shard {
             let op = ShardOp::AlterBrokerConfigs { scope, set, delete };
             self.remote(CONTROLLER, op).await
         }
+    }
+
+    /// A producer id from the controller's persisted blocks (`catalog/producer_ids.rs`).
+    pub(super) async fn allocate_producer_id_here(&self) -> OpResult {
+        // One allocator: blocks are only consistent if a single shard hands ids out.
+        assert_eq!(self.id, CONTROLLER, "producer ids come from the controller");
+        let block = self.config.producer_id_block_size;
+        let dir = &self.config.data_dir;
+        let id = crate::catalog::producer_ids::allocate(&*self.storage, dir, block).await?;
+        Ok(crate::shard::messages::OpOk::ProducerId(id))
     }
 }

@@ -101,11 +101,18 @@ impl Shard {
             ShardOp::AlterTopic(meta) => self.alter_owned(meta).await,
             ShardOp::SetBrokerDefaults(defaults) => self.set_broker_defaults(defaults).await,
             ShardOp::AlterScram(changes) => {
-                Box::pin(crate::shard::users::alter(self, changes)).await
+                Box::pin(crate::shard::security_changes::alter_credentials(
+                    self, changes,
+                ))
+                .await
             }
-            ShardOp::SetCredentials(store) => crate::shard::users::install(store),
-            ShardOp::AlterAcls(change) => Box::pin(crate::shard::acls::alter(self, change)).await,
-            ShardOp::SetAcls(store) => crate::shard::acls::install(store),
+            ShardOp::SetCredentials(store) => {
+                crate::shard::security_changes::install_credentials(store)
+            }
+            ShardOp::AlterAcls(change) => {
+                Box::pin(crate::shard::security_changes::alter_acls(self, change)).await
+            }
+            ShardOp::SetAcls(store) => crate::shard::security_changes::install_acls(store),
             ShardOp::DropCaches => self.drop_local_caches().await,
             ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
             ShardOp::Metrics => Ok(OpOk::Metrics(Box::new(self.local_metrics()))),
@@ -113,7 +120,7 @@ impl Shard {
                 self.drained_peers.set(self.drained_peers.get() + 1);
                 Ok(OpOk::Done)
             }
-            ShardOp::AllocateProducerId => crate::shard::producer_ids::allocate(self).await,
+            ShardOp::AllocateProducerId => self.allocate_producer_id_here().await,
             op @ (ShardOp::Group { .. }
             | ShardOp::Txn { .. }
             | ShardOp::ListGroups

@@ -4,16 +4,16 @@
 //! out twice, even after a crash. File: `__shardlog_meta/producer-id-block` (FORMAT.md).
 
 use std::cell::Cell;
+use std::path::Path;
 use std::rc::Rc;
 
 use glommio::sync::Semaphore;
 
 use crate::broker_error::BrokerError;
 use crate::catalog::topics::META_DIR;
+use crate::io::Storage;
 use crate::log::checkpoint::Checkpoint;
 use crate::protocol::ErrorCode;
-use crate::shard::messages::{OpOk, OpResult};
-use crate::shard::runtime::Shard;
 
 /// The first id not yet reserved by a persisted block.
 const BLOCK_END: Checkpoint = Checkpoint {
@@ -30,25 +30,25 @@ thread_local! {
     static ALLOCATING: Rc<Semaphore> = Rc::new(Semaphore::new(1));
 }
 
-/// Hands out the next id, persisting a new block first when the current one is used up.
-pub async fn allocate(shard: &Rc<Shard>) -> OpResult {
-    // One allocator: blocks are only consistent if a single shard hands ids out.
-    assert_eq!(
-        shard.id,
-        crate::shard::runtime::CONTROLLER,
-        "producer ids come from the controller"
-    );
+/// Hands out the next id, persisting a new block (`block_size` ids) first when the current
+/// one is used up. Blocks are only consistent if a single shard (the controller) hands ids
+/// out: the caller's to ensure.
+pub async fn allocate(
+    storage: &dyn Storage,
+    data_dir: &Path,
+    block_size: i64,
+) -> Result<i64, BrokerError> {
     let turn = ALLOCATING.with(Rc::clone);
     let _turn = turn
         .acquire_permit(1)
         .await
         .map_err(|e| BrokerError::new(ErrorCode::Internal, format!("producer ids: {e}")))?;
-    let dir = shard.config.data_dir.join(META_DIR);
+    let dir = data_dir.join(META_DIR);
     let (next, end) = match BLOCK.get() {
         Some(b) => b,
         None => {
             let end = BLOCK_END
-                .read_strict(&*shard.storage, &dir)
+                .read_strict(storage, &dir)
                 .await
                 .map_err(|e| {
                     BrokerError::new(ErrorCode::CorruptStorage, format!("producer ids: {e}"))
@@ -60,7 +60,7 @@ pub async fn allocate(shard: &Rc<Shard>) -> OpResult {
     let end = if next < end {
         end
     } else {
-        let new_end = next + shard.config.producer_id_block_size;
+        let new_end = next + block_size;
         // The block is persisted before any id of it is used, and reaches past `next`.
         assert!(
             new_end > next && new_end >= end,
@@ -69,12 +69,11 @@ pub async fn allocate(shard: &Rc<Shard>) -> OpResult {
         let storage_error =
             |e: String| BrokerError::new(ErrorCode::StorageError, format!("producer ids: {e}"));
         // A fresh data directory has no meta directory until its first topic.
-        shard
-            .storage
+        storage
             .create_dir_all(&dir)
             .map_err(|e| storage_error(e.to_string()))?;
         BLOCK_END
-            .write(&*shard.storage, &dir, new_end)
+            .write(storage, &dir, new_end)
             .await
             .map_err(|e| storage_error(e.to_string()))?;
         new_end
@@ -84,5 +83,5 @@ pub async fn allocate(shard: &Rc<Shard>) -> OpResult {
         "producer id {next} outside its block ending at {end}"
     );
     BLOCK.set(Some((next + 1, end)));
-    Ok(OpOk::ProducerId(next))
+    Ok(next)
 }
