@@ -17,6 +17,7 @@ use crate::kafka_codes as k;
 use crate::security::acl::Operation;
 use crate::shard::coordinator_routing::route_txn;
 use crate::shard::runtime::Shard;
+use crate::txn::code::TxnCode;
 use crate::txn::meta::TxnState;
 use crate::txn::ops::{TxnOp, TxnReply};
 use crate::TopicPartition;
@@ -47,19 +48,12 @@ pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {
 }
 
 /// PRODUCER_FENCED as a request version from before it knows it.
-fn fenced_as(code: i16, knows_fenced: bool) -> i16 {
-    match code {
-        k::PRODUCER_FENCED if !knows_fenced => k::INVALID_PRODUCER_EPOCH,
-        other => other,
-    }
-}
-
 async fn ask_on(shard: &Rc<Shard>, id: &str, op: TxnOp) -> TxnReply {
     match route_txn(shard, id.to_string(), op).await {
         Ok(reply) => reply,
         Err(e) => {
             tracing::warn!(id, error = %e.message, "transaction coordinator unreachable");
-            TxnReply::Code(k::COORDINATOR_NOT_AVAILABLE)
+            TxnReply::Code(TxnCode::CoordinatorNotAvailable)
         }
     }
 }
@@ -72,7 +66,7 @@ async fn ask(ctx: &Context<'_>, id: &str, op: TxnOp) -> TxnReply {
         _ => Operation::Write,
     };
     if !ctx.on_transactional_id(needed, id) {
-        return TxnReply::Code(k::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+        return TxnReply::Code(TxnCode::TransactionalIdAuthorizationFailed);
     }
     ask_on(ctx.shard, id, op).await
 }
@@ -107,7 +101,7 @@ pub async fn init_producer_id(
         TxnReply::Code(code) => r
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1)
-            .with_error_code(fenced_as(code, ctx.version >= 4)),
+            .with_error_code(code.kafka(ctx.version >= 4)),
         _ => r.with_error_code(errors::UNKNOWN_SERVER_ERROR),
     }
 }
@@ -155,7 +149,7 @@ pub async fn add_partitions(
                 partitions: partitions.clone(),
             };
             let code = match ask(ctx, &id, op).await {
-                TxnReply::Code(code) => fenced_as(code, ctx.version >= 2),
+                TxnReply::Code(code) => code.kafka(ctx.version >= 2),
                 _ => errors::UNKNOWN_SERVER_ERROR,
             };
             partitions.into_iter().map(|tp| (tp, code)).collect()
@@ -189,7 +183,7 @@ pub async fn end_txn(ctx: &Context<'_>, request: EndTxnRequest) -> EndTxnRespons
         commit: request.committed,
     };
     let code = match ask(ctx, &request.transactional_id.0, op).await {
-        TxnReply::Code(code) => fenced_as(code, ctx.version >= 2),
+        TxnReply::Code(code) => code.kafka(ctx.version >= 2),
         _ => errors::UNKNOWN_SERVER_ERROR,
     };
     EndTxnResponse::default().with_error_code(code)
@@ -209,7 +203,7 @@ pub async fn verify(
         partition,
     };
     match ask_on(shard, id, op).await {
-        TxnReply::Code(code) => code,
+        TxnReply::Code(code) => code.kafka(true),
         _ => errors::UNKNOWN_SERVER_ERROR,
     }
 }
@@ -242,7 +236,7 @@ pub async fn describe(
                     .with_producer_epoch(m.epoch)
                     .with_topics(topics)
             }
-            TxnReply::Code(code) => s.with_error_code(code),
+            TxnReply::Code(code) => s.with_error_code(code.kafka(true)),
             _ => s.with_error_code(errors::UNKNOWN_SERVER_ERROR),
         });
     }
@@ -334,7 +328,7 @@ pub async fn add_offsets(
         partitions: vec![TopicPartition::new(offsets, p)],
     };
     let code = match ask(ctx, &request.transactional_id.0, op).await {
-        TxnReply::Code(code) => fenced_as(code, ctx.version >= 2),
+        TxnReply::Code(code) => code.kafka(ctx.version >= 2),
         _ => errors::UNKNOWN_SERVER_ERROR,
     };
     AddOffsetsToTxnResponse::default().with_error_code(code)

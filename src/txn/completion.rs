@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use glommio::sync::Semaphore;
 
+use super::code::TxnCode;
 use super::coordinator::{self as tc, claim, release};
 use super::host::TxnHostRc;
 use super::meta::{TxnMeta, TxnState, MAX_EPOCH};
@@ -17,7 +18,11 @@ use crate::TopicPartition;
 
 /// Aborts an Ongoing transaction under the next epoch (a new instance of its id took
 /// over, or it timed out): its producer is fenced on every partition by the markers.
-pub(super) async fn fence_and_abort(host: &TxnHostRc, id: &str, meta: TxnMeta) -> Result<(), i16> {
+pub(super) async fn fence_and_abort(
+    host: &TxnHostRc,
+    id: &str,
+    meta: TxnMeta,
+) -> Result<(), TxnCode> {
     let mut next = meta;
     if next.epoch < MAX_EPOCH {
         next.last_epoch = next.epoch;

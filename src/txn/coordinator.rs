@@ -10,10 +10,10 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 
+use super::code::{self as e, TxnCode};
 use super::host::{TxnHost, TxnHostRc};
 use super::meta::TxnMeta;
 use super::{partition_for, records, TRANSACTION_STATE_TOPIC};
-use crate::kafka_codes as k;
 
 #[derive(Default)]
 struct Coordinator {
@@ -49,37 +49,37 @@ pub fn release(id: &str) {
 }
 
 /// Logs `meta` as `id`'s state (durable before it returns), then puts it in force.
-pub async fn log_state(host: &TxnHostRc, id: &str, meta: TxnMeta) -> Result<(), i16> {
+pub async fn log_state(host: &TxnHostRc, id: &str, meta: TxnMeta) -> Result<(), TxnCode> {
     let p = state_partition(&**host, id)?;
     let batch = records::batch(id, Some(&meta), crate::time::now_ms());
     if let Err(e) = host.append_state(p, Bytes::from(batch)).await {
         tracing::warn!(id, error = %e.message, "logging a transaction state failed");
-        return Err(k::COORDINATOR_NOT_AVAILABLE);
+        return Err(e::COORDINATOR_NOT_AVAILABLE);
     }
     TC.with_borrow_mut(|c| c.txns.insert(id.to_string(), meta));
     Ok(())
 }
 
 /// Forgets `id` (a tombstone in its state partition, durable first).
-pub async fn forget(host: &TxnHostRc, id: &str) -> Result<(), i16> {
+pub async fn forget(host: &TxnHostRc, id: &str) -> Result<(), TxnCode> {
     let p = state_partition(&**host, id)?;
     let batch = records::batch(id, None, crate::time::now_ms());
     if let Err(e) = host.append_state(p, Bytes::from(batch)).await {
         tracing::warn!(id, error = %e.message, "forgetting a transactional id failed");
-        return Err(k::COORDINATOR_NOT_AVAILABLE);
+        return Err(e::COORDINATOR_NOT_AVAILABLE);
     }
     TC.with_borrow_mut(|c| c.txns.remove(id));
     Ok(())
 }
 
 /// The state partition of `id`, which this shard must own.
-pub(super) fn state_partition(host: &dyn TxnHost, id: &str) -> Result<i32, i16> {
+pub(super) fn state_partition(host: &dyn TxnHost, id: &str) -> Result<i32, TxnCode> {
     let meta = host
         .topic(TRANSACTION_STATE_TOPIC)
-        .ok_or(k::COORDINATOR_NOT_AVAILABLE)?;
+        .ok_or(e::COORDINATOR_NOT_AVAILABLE)?;
     let p = partition_for(id, meta.owners.len());
     if meta.owners[p] as usize != host.shard_id() {
-        return Err(k::NOT_COORDINATOR);
+        return Err(e::NOT_COORDINATOR);
     }
     Ok(p as i32)
 }

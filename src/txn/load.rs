@@ -3,18 +3,18 @@
 //! COORDINATOR_LOAD_IN_PROGRESS); transactions it left prepared are then completed and the
 //! timeout scan starts.
 
+use super::code::{self as e, TxnCode};
 use super::coordinator::{self as tc, state_partition};
 use super::host::{TxnHost, TxnHostRc};
 use super::meta::TxnMeta;
 use super::{completion, records, TRANSACTION_STATE_TOPIC};
 use crate::broker_error::BrokerError;
 use crate::format::batch::{split_batches, RecordsSection};
-use crate::kafka_codes as k;
 use crate::protocol::ErrorCode;
 
 /// Ok once `id`'s state partition is read; the first request to find it unread starts
 /// the read, requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
-pub async fn ensure_loaded(host: &TxnHostRc, id: &str) -> Result<(), i16> {
+pub async fn ensure_loaded(host: &TxnHostRc, id: &str) -> Result<(), TxnCode> {
     let p = state_partition(&**host, id)?;
     if tc::is_loaded(p) {
         return Ok(());
@@ -24,8 +24,8 @@ pub async fn ensure_loaded(host: &TxnHostRc, id: &str) -> Result<(), i16> {
         Some(load) => load
             .detach()
             .await
-            .unwrap_or(Err(k::COORDINATOR_NOT_AVAILABLE)),
-        None => Err(k::COORDINATOR_LOAD_IN_PROGRESS),
+            .unwrap_or(Err(e::COORDINATOR_NOT_AVAILABLE)),
+        None => Err(e::COORDINATOR_LOAD_IN_PROGRESS),
     }
 }
 
@@ -46,7 +46,7 @@ pub fn start_loading(host: &TxnHostRc) {
 }
 
 /// A task reading state partition `p`, or `None` if one already is (or it was read).
-fn begin_load(host: &TxnHostRc, p: i32) -> Option<glommio::Task<Result<(), i16>>> {
+fn begin_load(host: &TxnHostRc, p: i32) -> Option<glommio::Task<Result<(), TxnCode>>> {
     if !tc::begin_loading(p) {
         return None;
     }
@@ -60,7 +60,7 @@ fn begin_load(host: &TxnHostRc, p: i32) -> Option<glommio::Task<Result<(), i16>>
     }))
 }
 
-async fn load(host: &TxnHostRc, p: i32) -> Result<(), i16> {
+async fn load(host: &TxnHostRc, p: i32) -> Result<(), TxnCode> {
     let started = std::time::Instant::now();
     let read = read_partition(&**host, p).await;
     let loaded = tc::finish_loading(p, read.as_deref().ok());
@@ -81,7 +81,7 @@ async fn load(host: &TxnHostRc, p: i32) -> Result<(), i16> {
         }
         Err(e) => {
             tracing::warn!(shard = host.shard_id(), partition = p, error = %e.message, "loading a transaction state partition failed");
-            Err(k::COORDINATOR_NOT_AVAILABLE)
+            Err(e::COORDINATOR_NOT_AVAILABLE)
         }
     }
 }

@@ -10,6 +10,7 @@
 //! transaction complete. The partitions' side (open transactions, the last stable offset,
 //! the aborted-transaction index) is the log's (`log/transactions.rs`).
 
+pub mod code;
 pub mod completion;
 pub mod coordinator;
 pub mod host;

@@ -5,11 +5,11 @@
 //! the abort of transactions past their timeout. Codes are Kafka's; the front end turns
 //! PRODUCER_FENCED into INVALID_PRODUCER_EPOCH for the old versions that expect it.
 
+use super::code::{self as e, TxnCode};
 use super::completion::{fence_and_abort, spawn_completion};
 use super::coordinator::{self as tc, claim, release};
 use super::host::TxnHostRc;
 use super::meta::{TxnMeta, TxnState, MAX_EPOCH};
-use crate::kafka_codes as k;
 use crate::TopicPartition;
 
 #[derive(Debug, Clone)]
@@ -44,7 +44,7 @@ pub enum TxnOp {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum TxnReply {
-    Code(i16),
+    Code(TxnCode),
     Producer { producer_id: i64, epoch: i16 },
     Described(TxnMeta),
     Listed(Vec<(String, TxnMeta)>),
@@ -80,7 +80,7 @@ pub async fn handle(host: &TxnHostRc, id: String, op: TxnOp) -> TxnReply {
         } => TxnReply::Code(end_txn(host, &id, (producer_id, epoch), commit).await),
         TxnOp::Describe => match tc::get(&id) {
             Some(m) if m.state != TxnState::Dead => TxnReply::Described(m),
-            _ => TxnReply::Code(k::TRANSACTIONAL_ID_NOT_FOUND),
+            _ => TxnReply::Code(e::TRANSACTIONAL_ID_NOT_FOUND),
         },
         TxnOp::List => unreachable!("answered above"),
     }
@@ -88,13 +88,13 @@ pub async fn handle(host: &TxnHostRc, id: String, op: TxnOp) -> TxnReply {
 
 /// The id's state for a request of producer `(id, epoch)`: INVALID_PRODUCER_ID_MAPPING for
 /// another producer, PRODUCER_FENCED for another epoch.
-fn producer_state(id: &str, (producer_id, epoch): (i64, i16)) -> Result<TxnMeta, i16> {
-    let meta = tc::get(id).ok_or(k::INVALID_PRODUCER_ID_MAPPING)?;
+fn producer_state(id: &str, (producer_id, epoch): (i64, i16)) -> Result<TxnMeta, TxnCode> {
+    let meta = tc::get(id).ok_or(e::INVALID_PRODUCER_ID_MAPPING)?;
     if meta.producer_id != producer_id {
-        return Err(k::INVALID_PRODUCER_ID_MAPPING);
+        return Err(e::INVALID_PRODUCER_ID_MAPPING);
     }
     if meta.epoch != epoch {
-        return Err(k::PRODUCER_FENCED);
+        return Err(e::PRODUCER_FENCED);
     }
     Ok(meta)
 }
@@ -106,7 +106,7 @@ async fn init_producer_id(
     asked: (i64, i16),
 ) -> TxnReply {
     if !claim(id) {
-        return TxnReply::Code(k::CONCURRENT_TRANSACTIONS);
+        return TxnReply::Code(e::CONCURRENT_TRANSACTIONS);
     }
     let r = init_claimed(host, id, timeout_ms, asked).await;
     release(id);
@@ -118,32 +118,32 @@ async fn init_claimed(
     id: &str,
     timeout_ms: i32,
     (asked_pid, asked_epoch): (i64, i16),
-) -> Result<TxnReply, i16> {
+) -> Result<TxnReply, TxnCode> {
     let now = crate::time::now_ms();
     let meta = match tc::get(id) {
         Some(m) if m.state != TxnState::Dead => m,
         _ => TxnMeta::new(new_producer_id(host).await?, timeout_ms, now),
     };
     match meta.state {
-        s if s.is_preparing() => return Err(k::CONCURRENT_TRANSACTIONS),
+        s if s.is_preparing() => return Err(e::CONCURRENT_TRANSACTIONS),
         // A new instance while a transaction is open: abort it under a bumped epoch (its
         // markers fence the old instance everywhere); the client retries and gets the next.
         TxnState::Ongoing => {
             fence_and_abort(host, id, meta).await?;
-            return Err(k::CONCURRENT_TRANSACTIONS);
+            return Err(e::CONCURRENT_TRANSACTIONS);
         }
         _ => {}
     }
     if asked_pid >= 0 && meta.epoch >= 0 {
         if asked_pid != meta.producer_id {
-            return Err(k::PRODUCER_FENCED);
+            return Err(e::PRODUCER_FENCED);
         }
         if asked_epoch == meta.last_epoch && asked_epoch != meta.epoch {
             // A bump whose reply was lost: the current epoch again.
             return Ok(producer(&meta));
         }
         if asked_epoch != meta.epoch {
-            return Err(k::PRODUCER_FENCED);
+            return Err(e::PRODUCER_FENCED);
         }
     }
     let mut next = meta.clone();
@@ -171,10 +171,10 @@ fn producer(m: &TxnMeta) -> TxnReply {
     }
 }
 
-async fn new_producer_id(host: &TxnHostRc) -> Result<i64, i16> {
+async fn new_producer_id(host: &TxnHostRc) -> Result<i64, TxnCode> {
     host.allocate_producer_id()
         .await
-        .map_err(|_| k::COORDINATOR_NOT_AVAILABLE)
+        .map_err(|_| e::COORDINATOR_NOT_AVAILABLE)
 }
 
 async fn add_partitions(
@@ -182,13 +182,13 @@ async fn add_partitions(
     id: &str,
     producer: (i64, i16),
     partitions: Vec<TopicPartition>,
-) -> i16 {
+) -> TxnCode {
     if !claim(id) {
-        return k::CONCURRENT_TRANSACTIONS;
+        return e::CONCURRENT_TRANSACTIONS;
     }
     let r = add_claimed(host, id, producer, partitions).await;
     release(id);
-    r.err().unwrap_or(k::NONE)
+    r.err().unwrap_or(e::NONE)
 }
 
 async fn add_claimed(
@@ -196,10 +196,10 @@ async fn add_claimed(
     id: &str,
     producer: (i64, i16),
     partitions: Vec<TopicPartition>,
-) -> Result<(), i16> {
+) -> Result<(), TxnCode> {
     let meta = producer_state(id, producer)?;
     if meta.state.is_preparing() {
-        return Err(k::CONCURRENT_TRANSACTIONS);
+        return Err(e::CONCURRENT_TRANSACTIONS);
     }
     let ongoing = meta.state == TxnState::Ongoing;
     if ongoing && partitions.iter().all(|p| meta.partitions.contains(p)) {
@@ -219,18 +219,18 @@ async fn add_claimed(
 
 /// KIP-890 part 1: a transactional batch is written only to a partition its producer's
 /// open transaction added (else a hanging transaction could pin the LSO for ever).
-fn verify(id: &str, producer: (i64, i16), partition: &TopicPartition) -> i16 {
+fn verify(id: &str, producer: (i64, i16), partition: &TopicPartition) -> TxnCode {
     match producer_state(id, producer) {
-        Err(k::PRODUCER_FENCED) => k::INVALID_PRODUCER_EPOCH,
+        Err(e::PRODUCER_FENCED) => e::INVALID_PRODUCER_EPOCH,
         Err(code) => code,
-        Ok(m) if m.state == TxnState::Ongoing && m.partitions.contains(partition) => k::NONE,
-        Ok(_) => k::INVALID_TXN_STATE,
+        Ok(m) if m.state == TxnState::Ongoing && m.partitions.contains(partition) => e::NONE,
+        Ok(_) => e::INVALID_TXN_STATE,
     }
 }
 
-async fn end_txn(host: &TxnHostRc, id: &str, producer: (i64, i16), commit: bool) -> i16 {
+async fn end_txn(host: &TxnHostRc, id: &str, producer: (i64, i16), commit: bool) -> TxnCode {
     if !claim(id) {
-        return k::CONCURRENT_TRANSACTIONS;
+        return e::CONCURRENT_TRANSACTIONS;
     }
     let meta = match producer_state(id, producer) {
         Ok(m) => m,
@@ -241,11 +241,11 @@ async fn end_txn(host: &TxnHostRc, id: &str, producer: (i64, i16), commit: bool)
     };
     let code = match (meta.state, commit) {
         (TxnState::Ongoing, _) => return prepare(host, id, meta, commit).await,
-        (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => k::NONE,
+        (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => e::NONE,
         (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
-            k::CONCURRENT_TRANSACTIONS
+            e::CONCURRENT_TRANSACTIONS
         }
-        _ => k::INVALID_TXN_STATE,
+        _ => e::INVALID_TXN_STATE,
     };
     release(id);
     code
@@ -253,7 +253,7 @@ async fn end_txn(host: &TxnHostRc, id: &str, producer: (i64, i16), commit: bool)
 
 /// Logs Prepare{Commit,Abort} (the decision, durable before the reply, as Kafka answers)
 /// and leaves the id busy while the markers are written in the background.
-async fn prepare(host: &TxnHostRc, id: &str, meta: TxnMeta, commit: bool) -> i16 {
+async fn prepare(host: &TxnHostRc, id: &str, meta: TxnMeta, commit: bool) -> TxnCode {
     let mut next = meta;
     next.state = match commit {
         true => TxnState::PrepareCommit,
@@ -265,5 +265,5 @@ async fn prepare(host: &TxnHostRc, id: &str, meta: TxnMeta, commit: bool) -> i16
         return code;
     }
     spawn_completion(host.clone(), id.to_string(), next);
-    k::NONE
+    e::NONE
 }
