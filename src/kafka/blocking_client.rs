@@ -10,6 +10,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
+use super::wire_error::KafkaWireError;
 use crate::security::scram_client::ClientSasl;
 
 /// A connection's bytes: plain TCP or a TLS stream over it.
@@ -61,7 +62,7 @@ impl BlockingClient {
         mechanism: crate::security::SaslMechanism,
         user: &str,
         password: &str,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), KafkaWireError> {
         use kafka_protocol::messages::SaslHandshakeRequest;
         let name = StrBytes::from_string(mechanism.name().to_string());
         let handshake = SaslHandshakeRequest::default().with_mechanism(name);
@@ -73,12 +74,15 @@ impl BlockingClient {
             ResponseKind::SaslHandshake(r) if r.error_code == 0 => {}
             ResponseKind::SaslHandshake(r) => {
                 let offered: Vec<String> = r.mechanisms.iter().map(|m| m.to_string()).collect();
-                anyhow::bail!(
-                    "the server refused {} (it offers {offered:?})",
-                    mechanism.name()
-                )
+                return Err(KafkaWireError::MechanismRefused {
+                    mechanism: mechanism.name(),
+                    offered,
+                });
             }
-            other => anyhow::bail!("unexpected answer to SaslHandshake: {other:?}"),
+            other => {
+                let what = format!("to SaslHandshake: {other:?}");
+                return Err(KafkaWireError::Unexpected(what));
+            }
         }
         let (mut exchange, mut next) = ClientSasl::start(mechanism, user, password);
         loop {
@@ -92,18 +96,20 @@ impl BlockingClient {
     }
 
     /// One SASL token in a SaslAuthenticate v1; the server's token back.
-    fn sasl_token(&mut self, user: &str, token: Vec<u8>) -> anyhow::Result<Vec<u8>> {
+    fn sasl_token(&mut self, user: &str, token: Vec<u8>) -> Result<Vec<u8>, KafkaWireError> {
         use kafka_protocol::messages::SaslAuthenticateRequest;
         let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
         let kind = RequestKind::SaslAuthenticate(request);
         match self.call(ApiKey::SaslAuthenticate, 1, &kind)? {
             ResponseKind::SaslAuthenticate(r) if r.error_code == 0 => Ok(r.auth_bytes.to_vec()),
-            ResponseKind::SaslAuthenticate(r) => anyhow::bail!(
-                "SASL authentication as {user:?} failed (error {}): {}",
-                r.error_code,
-                r.error_message.map(|m| m.to_string()).unwrap_or_default()
-            ),
-            other => anyhow::bail!("unexpected answer to SaslAuthenticate: {other:?}"),
+            ResponseKind::SaslAuthenticate(r) => Err(KafkaWireError::AuthenticationFailed {
+                user: user.to_string(),
+                code: r.error_code,
+                message: r.error_message.map(|m| m.to_string()).unwrap_or_default(),
+            }),
+            other => Err(KafkaWireError::Unexpected(format!(
+                "to SaslAuthenticate: {other:?}"
+            ))),
         }
     }
 
@@ -149,22 +155,32 @@ impl BlockingClient {
         key: ApiKey,
         version: i16,
         request: &RequestKind,
-    ) -> anyhow::Result<ResponseKind> {
+    ) -> Result<ResponseKind, KafkaWireError> {
         let mut body = BytesMut::new();
-        request.encode(&mut body, version)?;
+        request
+            .encode(&mut body, version)
+            .map_err(KafkaWireError::codec)?;
         let cid = self.send_raw(key, version, &body)?;
         let ms = self.timeout.as_millis();
         let frame = self.next_frame().map_err(|e| match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                anyhow::anyhow!("{key:?}: no answer within {ms} ms (raise it with --timeout-ms)")
+                KafkaWireError::Timeout {
+                    key: format!("{key:?}"),
+                    ms,
+                }
             }
-            std::io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
-                "{key:?} v{version}: the connection was closed (is this the Kafka listener?)"
-            ),
-            _ => anyhow::anyhow!("{key:?} v{version}: {e}"),
+            std::io::ErrorKind::UnexpectedEof => KafkaWireError::Closed {
+                key: format!("{key:?} v{version}"),
+            },
+            _ => KafkaWireError::Io {
+                context: format!("{key:?} v{version}"),
+                source: e,
+            },
         })?;
         let (got, response) = super::decode_response(key, version, frame)?;
-        anyhow::ensure!(got == cid, "correlation id {got}, expected {cid}");
+        if got != cid {
+            return Err(KafkaWireError::Correlation { got, expected: cid });
+        }
         Ok(response)
     }
 }

@@ -13,6 +13,7 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeade
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use super::api_versions;
+use super::wire_error::KafkaWireError;
 use crate::metrics::{self, Stage};
 use crate::net::{Peer, Reply};
 use crate::protocol::frame::Frame;
@@ -109,7 +110,7 @@ fn spliced(
     ctx: &super::Context<'_>,
     key: ApiKey,
     version: i16,
-) -> anyhow::Result<Frame> {
+) -> Result<Frame, KafkaWireError> {
     let splices = ctx.splices.take();
     if splices.is_empty() {
         return Ok(encoded.into());
@@ -171,14 +172,17 @@ pub fn encode(
     version: i16,
     correlation_id: i32,
     response: &ResponseKind,
-) -> anyhow::Result<Vec<u8>> {
+) -> Result<Vec<u8>, KafkaWireError> {
     let mut buf = BytesMut::with_capacity(256);
     buf.extend_from_slice(&[0; 4]);
     ResponseHeader::default()
         .with_correlation_id(correlation_id)
-        .encode(&mut buf, key.response_header_version(version))?;
-    response.encode(&mut buf, version)?;
-    let size = i32::try_from(buf.len() - 4)?;
+        .encode(&mut buf, key.response_header_version(version))
+        .map_err(KafkaWireError::codec)?;
+    response
+        .encode(&mut buf, version)
+        .map_err(KafkaWireError::codec)?;
+    let size = i32::try_from(buf.len() - 4).map_err(|_| KafkaWireError::TooLarge(buf.len()))?;
     buf[..4].copy_from_slice(&size.to_be_bytes());
     assert_eq!(
         i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize + 4,
@@ -203,19 +207,23 @@ pub fn decode_response(
     key: ApiKey,
     version: i16,
     mut frame: Bytes,
-) -> anyhow::Result<(i32, ResponseKind)> {
-    let size = frame.get_i32();
-    anyhow::ensure!(
-        size as usize == frame.len(),
-        "frame size {size} vs {}",
-        frame.len()
-    );
-    let header = ResponseHeader::decode(&mut frame, key.response_header_version(version))?;
-    let body = ResponseKind::decode(key, &mut frame, version)?;
-    anyhow::ensure!(
-        !frame.has_remaining(),
-        "{} bytes after the body",
-        frame.len()
-    );
+) -> Result<(i32, ResponseKind), KafkaWireError> {
+    if frame.len() < 4 {
+        return Err(KafkaWireError::FrameSize {
+            declared: -1,
+            actual: frame.len(),
+        });
+    }
+    let declared = frame.get_i32();
+    if declared < 0 || declared as usize != frame.len() {
+        let actual = frame.len();
+        return Err(KafkaWireError::FrameSize { declared, actual });
+    }
+    let header = ResponseHeader::decode(&mut frame, key.response_header_version(version))
+        .map_err(KafkaWireError::codec)?;
+    let body = ResponseKind::decode(key, &mut frame, version).map_err(KafkaWireError::codec)?;
+    if frame.has_remaining() {
+        return Err(KafkaWireError::Trailing(frame.len()));
+    }
     Ok((header.correlation_id, body))
 }

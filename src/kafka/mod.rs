@@ -29,9 +29,11 @@ mod splice;
 mod txn;
 mod txn_admin;
 mod users;
+pub mod wire_error;
 
 pub use api_versions::ADVERTISED;
 pub use codec::{client_id_of_request, decode_response, encode, handle_frame};
+pub use wire_error::KafkaWireError;
 
 /// A Kafka listener's front end: a frame that breaks the framing or a connection over
 /// the limits is closed without a word, as a Kafka broker does. On a SASL listener every

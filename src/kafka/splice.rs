@@ -11,6 +11,7 @@
 
 use bytes::Bytes;
 
+use super::wire_error::KafkaWireError;
 use crate::io::chain::ByteChain;
 use crate::protocol::frame::Frame;
 
@@ -57,14 +58,14 @@ impl Splices {
 
     /// The reply frame: `encoded` (size prefix included) with each placeholder and its
     /// length field replaced by the records' length field and slices.
-    pub fn frame(self, mut encoded: Vec<u8>, flexible: bool) -> anyhow::Result<Frame> {
+    pub fn frame(self, mut encoded: Vec<u8>, flexible: bool) -> Result<Frame, KafkaWireError> {
         let cuts = self.find(&encoded, flexible)?;
         let old_field = length_field(PLACEHOLDER, flexible).len();
         let grown: usize = (self.records.iter())
             .map(|r| length_field(r.len(), flexible).len() + r.len())
             .sum();
         let size = encoded.len() - 4 - cuts.len() * (old_field + PLACEHOLDER) + grown;
-        let size = i32::try_from(size).map_err(|_| anyhow::anyhow!("a {size}-byte response"))?;
+        let size = i32::try_from(size).map_err(|_| KafkaWireError::TooLarge(size))?;
         encoded[..4].copy_from_slice(&size.to_be_bytes());
         let encoded = Bytes::from(encoded);
         let mut out = ByteChain::default();
@@ -86,20 +87,26 @@ impl Splices {
 
     /// Where each placeholder starts, in order, each checked: its index and the length
     /// field before it.
-    fn find(&self, encoded: &[u8], flexible: bool) -> anyhow::Result<Vec<usize>> {
+    fn find(&self, encoded: &[u8], flexible: bool) -> Result<Vec<usize>, KafkaWireError> {
         let finder = memchr::memmem::Finder::new(&self.prefix);
         let field = length_field(PLACEHOLDER, flexible);
         let mut cuts = Vec::with_capacity(self.records.len());
         let mut from = 0;
         for i in 0..self.records.len() {
             let at = from
-                + finder.find(&encoded[from..]).ok_or_else(|| {
-                    anyhow::anyhow!("records placeholder {i} not in the encoded response")
-                })?;
+                + finder
+                    .find(&encoded[from..])
+                    .ok_or(KafkaWireError::Placeholder {
+                        index: i,
+                        why: "not in the encoded response",
+                    })?;
             let index = &encoded[at + PREFIX..at + PLACEHOLDER];
             let before = &encoded[at.saturating_sub(field.len())..at];
             if index != (i as u32).to_be_bytes() || before != field.as_slice() {
-                anyhow::bail!("records placeholder {i} encoded unexpectedly");
+                return Err(KafkaWireError::Placeholder {
+                    index: i,
+                    why: "encoded unexpectedly",
+                });
             }
             cuts.push(at);
             from = at + PLACEHOLDER;

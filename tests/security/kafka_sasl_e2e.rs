@@ -157,7 +157,11 @@ fn users_are_managed_live_with_alter_user_scram_credentials() {
     run_client(&server, &refused, "REFUSED");
 }
 
-fn call(c: &mut BlockingClient, version: i16, r: RequestKind) -> anyhow::Result<ResponseKind> {
+fn call(
+    c: &mut BlockingClient,
+    version: i16,
+    r: RequestKind,
+) -> Result<ResponseKind, shardlog::kafka::KafkaWireError> {
     let key = match &r {
         RequestKind::ApiVersions(_) => ApiKey::ApiVersions,
         RequestKind::SaslHandshake(_) => ApiKey::SaslHandshake,
