@@ -19,6 +19,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::errors::{self, kafka_code};
+use super::refusal::Refusal;
 use super::{str_bytes, Context};
 use crate::security::acl::{
     AccessEntry, AclBinding, AclFilter, InvalidAcl, Operation, PatternFilter, PatternType,
@@ -38,14 +39,14 @@ pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {
 }
 
 /// Why a whole request is refused: (code, message).
-fn refusal(ctx: &Context<'_>, op: Operation) -> Option<(i16, String)> {
+fn refusal(ctx: &Context<'_>, op: Operation) -> Option<Refusal> {
     if !ctx.shard.config().authorizer.enabled {
         let why = "No Authorizer is configured (authorizer.enable=false)";
-        return Some((errors::SECURITY_DISABLED, why.into()));
+        return Some(Refusal::new(errors::SECURITY_DISABLED, why));
     }
     (!ctx.on_cluster(op)).then(|| {
         let why = super::authorize::denied(ResourceType::Cluster, "");
-        (errors::CLUSTER_AUTHORIZATION_FAILED, why)
+        Refusal::new(errors::CLUSTER_AUTHORIZATION_FAILED, why)
     })
 }
 
@@ -78,7 +79,7 @@ async fn create(ctx: &Context<'_>, r: CreateAclsRequest) -> CreateAclsResponse {
             .with_error_code(code)
             .with_error_message(message.map(str_bytes))
     };
-    if let Some((code, why)) = refusal(ctx, Operation::Alter) {
+    if let Some(Refusal { code, message: why }) = refusal(ctx, Operation::Alter) {
         let results = r.creations.iter().map(|_| result(code, Some(why.clone())));
         return CreateAclsResponse::default().with_results(results.collect());
     }
@@ -140,7 +141,7 @@ fn filter_of(w: WireFilter<'_>) -> Result<AclFilter, InvalidAcl> {
 
 fn describe(ctx: &Context<'_>, r: DescribeAclsRequest) -> DescribeAclsResponse {
     let response = DescribeAclsResponse::default();
-    if let Some((code, why)) = refusal(ctx, Operation::Describe) {
+    if let Some(Refusal { code, message: why }) = refusal(ctx, Operation::Describe) {
         return response
             .with_error_code(code)
             .with_error_message(Some(str_bytes(why)));
@@ -201,7 +202,7 @@ async fn delete(ctx: &Context<'_>, r: DeleteAclsRequest) -> DeleteAclsResponse {
             .with_error_code(code)
             .with_error_message(Some(str_bytes(why)))
     };
-    if let Some((code, why)) = refusal(ctx, Operation::Alter) {
+    if let Some(Refusal { code, message: why }) = refusal(ctx, Operation::Alter) {
         let results = r.filters.iter().map(|_| failed(code, why.clone()));
         return DeleteAclsResponse::default().with_filter_results(results.collect());
     }

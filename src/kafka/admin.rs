@@ -14,12 +14,13 @@ use kafka_protocol::messages::{
 
 use super::configs::described;
 use super::errors::{self, kafka_code};
+use super::refusal::Refusal;
 use super::{str_bytes, Context};
 use crate::catalog::topics::TopicConfig;
 use crate::protocol::ErrorCode;
 use crate::security::acl::{Operation, ResourceType};
 
-type Outcome = Result<(), (i16, String)>;
+type Outcome = Result<(), Refusal>;
 
 pub async fn create(ctx: &Context<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let mut results = Vec::with_capacity(request.topics.len());
@@ -42,7 +43,7 @@ async fn create_one(
     validate_only: bool,
 ) -> Outcome {
     if !matches!(topic.replication_factor, -1 | 1) {
-        return Err((
+        return Err(Refusal::new(
             errors::INVALID_REPLICATION_FACTOR,
             format!(
                 "replication factor {} is impossible: shardlog is a single node (use 1 or -1)",
@@ -52,9 +53,9 @@ async fn create_one(
     }
     if !topic.assignments.is_empty() {
         if topic.num_partitions != -1 || topic.replication_factor != -1 {
-            return Err((
+            return Err(Refusal::new(
                 errors::INVALID_REQUEST,
-                "both numPartitions or replicationFactor and replicasAssignments were set".into(),
+                "both numPartitions or replicationFactor and replicasAssignments were set",
             ));
         }
         let assigned = topic.assignments.iter().map(|a| {
@@ -66,7 +67,7 @@ async fn create_one(
     let name = topic.name.0.to_string();
     if !super::metadata::may_create(ctx, &name) {
         let denied = super::authorize::denied(ResourceType::Topic, &name);
-        return Err((errors::TOPIC_AUTHORIZATION_FAILED, denied));
+        return Err(Refusal::new(errors::TOPIC_AUTHORIZATION_FAILED, denied));
     }
     // A null value means "the default": leave the key out.
     let configs: Vec<(String, String)> = topic
@@ -84,7 +85,7 @@ async fn create_one(
             .await
             .map(|_| ())
     };
-    result.map_err(|e| (create_code(e.code), e.message))
+    result.map_err(|e| Refusal::new(create_code(e.code), e.message))
 }
 
 fn create_code(code: ErrorCode) -> i16 {
@@ -103,7 +104,7 @@ fn created(
 ) -> CreatableTopicResult {
     let r = CreatableTopicResult::default().with_name(name.clone());
     match outcome {
-        Err((code, msg)) => r
+        Err(Refusal { code, message: msg }) => r
             .with_error_code(code)
             .with_error_message(Some(str_bytes(msg))),
         Ok(()) if ctx.version >= 5 => {
@@ -149,11 +150,11 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
         let outcome = match ctx.topic_refusal(Operation::Delete, &name.0) {
             Some(denied) => Err(denied),
             None => (ctx.shard.delete_topic(name.0.to_string()).await)
-                .map_err(|e| (kafka_code(e.code, true), e.message)),
+                .map_err(|e| Refusal::new(kafka_code(e.code, true), e.message)),
         };
         results.push(match outcome {
             Ok(_) => r,
-            Err((code, msg)) => {
+            Err(Refusal { code, message: msg }) => {
                 let r = r.with_error_code(code);
                 if ctx.version >= 5 {
                     r.with_error_message(Some(str_bytes(msg)))
@@ -169,7 +170,7 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
 /// Kafka's checks of a manual replica assignment, (partition, replicas) each, on the one
 /// broker this is: partitions 0, 1, ... in order, each on exactly this broker.
 fn check_assignment(assigned: Vec<(i32, Vec<i32>)>) -> Outcome {
-    let refuse = |why: String| Err((errors::INVALID_REPLICA_ASSIGNMENT, why));
+    let refuse = |why: String| Err(Refusal::new(errors::INVALID_REPLICA_ASSIGNMENT, why));
     for (i, (partition, replicas)) in assigned.into_iter().enumerate() {
         if partition != i as i32 {
             return refuse(format!(
@@ -211,7 +212,7 @@ fn new_partitions_assignment(
     };
     let current = ctx.shard.topic(topic).map_or(0, |m| m.partitions() as i32);
     if assignments.len() as i32 != count - current {
-        return Err((
+        return Err(Refusal::new(
             errors::INVALID_REPLICA_ASSIGNMENT,
             format!(
                 "{} assignments for {} new partitions",
@@ -245,18 +246,18 @@ pub async fn create_partitions(
         } else if request.validate_only {
             crate::shard::admin::check_grow(ctx.shard, &name, t.count)
                 .map(|_| ())
-                .map_err(|e| (create_code(e.code), e.message))
+                .map_err(|e| Refusal::new(create_code(e.code), e.message))
         } else {
             ctx.shard
                 .create_partitions(name, t.count)
                 .await
                 .map(|_| ())
-                .map_err(|e| (create_code(e.code), e.message))
+                .map_err(|e| Refusal::new(create_code(e.code), e.message))
         };
         let r = CreatePartitionsTopicResult::default().with_name(t.name);
         results.push(match outcome {
             Ok(()) => r,
-            Err((code, msg)) => r
+            Err(Refusal { code, message: msg }) => r
                 .with_error_code(code)
                 .with_error_message(Some(str_bytes(msg))),
         });

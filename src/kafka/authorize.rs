@@ -3,6 +3,7 @@
 //! every check passes at once.
 
 use super::errors::TOPIC_AUTHORIZATION_FAILED;
+use super::refusal::Refusal;
 use super::Context;
 use crate::security::acl::{Operation, ResourceType, CLUSTER_NAME};
 
@@ -33,9 +34,9 @@ impl Context<'_> {
 
     /// TOPIC_AUTHORIZATION_FAILED and Kafka's message, when the principal may not `op`
     /// the topic.
-    pub fn topic_refusal(&self, op: Operation, topic: &str) -> Option<(i16, String)> {
+    pub fn topic_refusal(&self, op: Operation, topic: &str) -> Option<Refusal> {
         let denied = || {
-            (
+            Refusal::new(
                 TOPIC_AUTHORIZATION_FAILED,
                 denied(ResourceType::Topic, topic),
             )

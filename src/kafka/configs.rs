@@ -17,6 +17,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::errors::{self, kafka_code};
+use super::refusal::Refusal;
 use super::{str_bytes, Context};
 use crate::catalog::broker_defaults::{self, BrokerDefaults, Scope};
 use crate::catalog::topics::{TopicConfig, TopicMeta};
@@ -40,7 +41,7 @@ const OP_SUBTRACT: i8 = 3;
 /// The keys whose value is a list (APPEND and SUBTRACT apply to them).
 const LIST_KEYS: &[&str] = &["cleanup.policy", "log.cleanup.policy"];
 
-type Outcome = Result<(), (i16, String)>;
+type Outcome = Result<(), Refusal>;
 
 /// Every topic key with its value and source (the topic's override, a dynamic broker
 /// default, or Kafka's default), optionally only `keys`.
@@ -86,7 +87,7 @@ pub fn describe(ctx: &Context<'_>, request: DescribeConfigsRequest) -> DescribeC
                 .with_resource_type(res.resource_type)
                 .with_resource_name(res.resource_name);
             let refusal = config_refusal(ctx, res.resource_type, &name, Operation::DescribeConfigs);
-            if let Some((code, why)) = refusal {
+            if let Some(Refusal { code, message: why }) = refusal {
                 return r
                     .with_error_code(code)
                     .with_error_message(Some(str_bytes(why)));
@@ -202,10 +203,10 @@ fn broker_configs(
 }
 
 /// The topic a resource to alter names, or why it cannot be altered.
-fn topic_of(ctx: &Context<'_>, resource_type: i8, name: &str) -> Result<TopicMeta, (i16, String)> {
+fn topic_of(ctx: &Context<'_>, resource_type: i8, name: &str) -> Result<TopicMeta, Refusal> {
     match (resource_type, ctx.shard.topic(name)) {
         (RESOURCE_TOPIC, Some(meta)) => Ok(meta),
-        (RESOURCE_TOPIC, None) => Err((
+        (RESOURCE_TOPIC, None) => Err(Refusal::new(
             errors::UNKNOWN_TOPIC_OR_PARTITION,
             format!("unknown topic {name:?}"),
         )),
@@ -214,8 +215,8 @@ fn topic_of(ctx: &Context<'_>, resource_type: i8, name: &str) -> Result<TopicMet
 }
 
 /// Why a resource other than a topic or broker cannot be altered.
-fn not_a_topic(resource_type: i8) -> (i16, String) {
-    (
+fn not_a_topic(resource_type: i8) -> Refusal {
+    Refusal::new(
         errors::INVALID_REQUEST,
         format!("resource type {resource_type} is not supported"),
     )
@@ -237,7 +238,7 @@ async fn alter_broker(
             .await
             .map(|_| ())
     };
-    result.map_err(|e| (kafka_code(e.code, true), e.message))
+    result.map_err(|e| Refusal::new(kafka_code(e.code, true), e.message))
 }
 
 /// Applies (or, `validate_only`, only checks) one topic's change.
@@ -261,7 +262,7 @@ async fn alter_topic(
             ErrorCode::InvalidRequest => errors::INVALID_CONFIG,
             other => kafka_code(other, true),
         };
-        (code, e.message)
+        Refusal::new(code, e.message)
     })
 }
 
@@ -276,7 +277,7 @@ fn incremental_op(
     delete: &mut Vec<String>,
 ) -> Outcome {
     let value = value.map(|v| v.to_string());
-    let invalid = |why: String| Err((errors::INVALID_CONFIG, why));
+    let invalid = |why: String| Err(Refusal::new(errors::INVALID_CONFIG, why));
     match (op, value) {
         (OP_DELETE, _) => delete.push(key),
         (OP_SET, Some(v)) => set.push((key, v)),
@@ -302,7 +303,7 @@ fn incremental_op(
             return invalid(format!("{key}: a value is required"))
         }
         (other, _) => {
-            return Err((
+            return Err(Refusal::new(
                 errors::INVALID_REQUEST,
                 format!("unknown config operation {other}"),
             ))
@@ -319,11 +320,11 @@ enum Current {
 }
 
 impl Current {
-    fn of(ctx: &Context<'_>, resource_type: i8, name: &str) -> Result<Current, (i16, String)> {
+    fn of(ctx: &Context<'_>, resource_type: i8, name: &str) -> Result<Current, Refusal> {
         match resource_type {
             RESOURCE_BROKER => Scope::of_resource(name)
                 .map(|scope| Current::Broker(scope, ctx.shard.broker_defaults()))
-                .map_err(|e| (errors::INVALID_REQUEST, e.message)),
+                .map_err(|e| Refusal::new(errors::INVALID_REQUEST, e.message)),
             _ => topic_of(ctx, resource_type, name).map(|meta| Current::Topic(Box::new(meta))),
         }
     }
@@ -461,10 +462,10 @@ fn config_refusal(
     resource_type: i8,
     name: &str,
     op: Operation,
-) -> Option<(i16, String)> {
+) -> Option<Refusal> {
     match resource_type {
         RESOURCE_TOPIC => ctx.topic_refusal(op, name),
-        RESOURCE_BROKER if !ctx.on_cluster(op) => Some((
+        RESOURCE_BROKER if !ctx.on_cluster(op) => Some(Refusal::new(
             errors::CLUSTER_AUTHORIZATION_FAILED,
             super::authorize::denied(ResourceType::Cluster, name),
         )),
@@ -475,6 +476,6 @@ fn config_refusal(
 fn split(outcome: Outcome) -> (i16, Option<StrBytes>) {
     match outcome {
         Ok(()) => (errors::NONE, None),
-        Err((code, message)) => (code, Some(str_bytes(message))),
+        Err(Refusal { code, message }) => (code, Some(str_bytes(message))),
     }
 }

@@ -8,6 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::cluster::operations;
 use super::errors::{self as e, kafka_code};
 use super::group_acls;
+use super::refusal::Refusal;
 use super::{str_bytes, Context, NODE_ID};
 use crate::broker_error::BrokerError;
 use crate::groups::code::GroupCode;
@@ -47,7 +48,7 @@ pub(super) async fn run(
 
 /// The error for a coordinator key the principal may not DESCRIBE (key type 0: a group,
 /// 1: a transactional id), with its message.
-fn coordinator_denied(ctx: &Context<'_>, key_type: i8, key: &str) -> Option<(i16, String)> {
+fn coordinator_denied(ctx: &Context<'_>, key_type: i8, key: &str) -> Option<Refusal> {
     let (kind, code) = match key_type {
         1 => (
             ResourceType::TransactionalId,
@@ -56,7 +57,7 @@ fn coordinator_denied(ctx: &Context<'_>, key_type: i8, key: &str) -> Option<(i16
         _ => (ResourceType::Group, e::GROUP_AUTHORIZATION_FAILED),
     };
     let allowed = ctx.allowed(Operation::Describe, kind, key);
-    (!allowed).then(|| (code, super::authorize::denied(kind, key)))
+    (!allowed).then(|| Refusal::new(code, super::authorize::denied(kind, key)))
 }
 
 pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoordinatorResponse {
@@ -69,7 +70,7 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
             .map(|key| {
                 let c = find_coordinator_response::Coordinator::default();
                 match coordinator_denied(ctx, r.key_type, &key) {
-                    Some((code, why)) => c
+                    Some(Refusal { code, message: why }) => c
                         .with_error_code(code)
                         .with_error_message(Some(str_bytes(why))),
                     None => c
@@ -82,7 +83,7 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
             .collect();
         return response.with_coordinators(coordinators);
     }
-    if let Some((code, why)) = coordinator_denied(ctx, r.key_type, &r.key) {
+    if let Some(Refusal { code, message: why }) = coordinator_denied(ctx, r.key_type, &r.key) {
         let message = (ctx.version >= 1).then(|| str_bytes(why));
         return response
             .with_error_code(code)

@@ -24,6 +24,7 @@ mod list_offsets;
 mod log_admin;
 mod metadata;
 mod produce;
+mod refusal;
 mod sasl;
 mod splice;
 mod txn;

@@ -14,6 +14,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use super::errors::{self, kafka_code};
+use super::refusal::Refusal;
 use super::{join_all, str_bytes, Context};
 use crate::broker_error::BrokerError;
 use crate::format::BatchHeader;
@@ -24,13 +25,13 @@ use crate::shard::by_owner::run_on_owners;
 use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp};
 
 /// (base offset, log append time, log start offset), or (Kafka code, message).
-type Produced = Result<(i64, i64, i64), (i16, String)>;
+type Produced = Result<(i64, i64, i64), Refusal>;
 
 /// One partition of the request: where it goes, and its batch (or why it is refused).
 struct Planned {
     topic: String,
     index: i32,
-    batch: Result<bytes::Bytes, (i16, String)>,
+    batch: Result<bytes::Bytes, Refusal>,
 }
 
 /// The reply, or `None` for acks=0.
@@ -46,7 +47,7 @@ pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<Produc
         let refusal = refusal.clone().or_else(|| {
             let denied = super::authorize::denied(ResourceType::Topic, &name);
             (!ctx.on_topic(Operation::Write, &name))
-                .then_some((errors::TOPIC_AUTHORIZATION_FAILED, denied))
+                .then_some(Refusal::new(errors::TOPIC_AUTHORIZATION_FAILED, denied))
         });
         layout.push((topic.name, topic.partition_data.len()));
         for p in topic.partition_data {
@@ -84,9 +85,9 @@ pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<Produc
 
 /// An error that applies to the whole request: bad acks, or a transactional id the
 /// principal may not write with.
-fn refusal(ctx: &Context<'_>, request: &ProduceRequest) -> Option<(i16, String)> {
+fn refusal(ctx: &Context<'_>, request: &ProduceRequest) -> Option<Refusal> {
     if ![ACKS_NONE, ACKS_LEADER, ACKS_ALL].contains(&request.acks) {
-        return Some((
+        return Some(Refusal::new(
             errors::INVALID_REQUIRED_ACKS,
             format!("acks must be 0, 1 or -1 (all), got {}", request.acks),
         ));
@@ -94,7 +95,7 @@ fn refusal(ctx: &Context<'_>, request: &ProduceRequest) -> Option<(i16, String)>
     let id = request.transactional_id.as_ref()?.0.as_str();
     (!ctx.on_transactional_id(Operation::Write, id)).then(|| {
         let denied = super::authorize::denied(ResourceType::TransactionalId, id);
-        (errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, denied)
+        Refusal::new(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, denied)
     })
 }
 
@@ -105,13 +106,14 @@ fn one_batch(
     topic: &str,
     records: Option<bytes::Bytes>,
     version: i16,
-) -> Result<bytes::Bytes, (i16, String)> {
-    let invalid = |why: String| (kafka_code(ErrorCode::InvalidBatch, version >= 8), why);
+) -> Result<bytes::Bytes, Refusal> {
+    let invalid =
+        |why: String| Refusal::new(kafka_code(ErrorCode::InvalidBatch, version >= 8), why);
     let Some(records) = records.filter(|r| !r.is_empty()) else {
         return Err(invalid("the partition's records are empty".into()));
     };
     crate::catalog::internal_topics::refuse_client(topic, "produce to")
-        .map_err(|e| (kafka_code(e.code, version >= 8), e.message))?;
+        .map_err(|e| Refusal::new(kafka_code(e.code, version >= 8), e.message))?;
     let header = BatchHeader::parse(&records).map_err(|e| invalid(e.to_string()))?;
     if header.size() != records.len() {
         let why = format!(
@@ -138,7 +140,7 @@ async fn verify_transaction(ctx: &Context<'_>, id: &str, planned: &mut [Planned]
                 let code = super::txn::verify(&shard, &id, producer, tp.clone()).await;
                 let (pid, epoch) = producer;
                 let why = || format!("partition {tp} is not in transaction {id:?} of producer {pid} epoch {epoch}");
-                (code != errors::NONE).then(|| (code, why()))
+                (code != errors::NONE).then(|| Refusal::new(code, why()))
             }))
         })
         .unzip();
@@ -225,8 +227,10 @@ fn produced(result: Option<OpResult>, version: i16) -> Produced {
             assert!(log_start_offset <= last_offset + 1);
             Ok((base_offset, log_append_time, log_start_offset))
         }
-        Some(Err(BrokerError { code, message })) => Err((kafka_code(code, version >= 8), message)),
-        other => Err((
+        Some(Err(BrokerError { code, message })) => {
+            Err(Refusal::new(kafka_code(code, version >= 8), message))
+        }
+        other => Err(Refusal::new(
             errors::UNKNOWN_SERVER_ERROR,
             format!("unexpected produce result {other:?}"),
         )),
@@ -249,7 +253,7 @@ fn partition_response(
                 r
             }
         }
-        Err((code, message)) => {
+        Err(Refusal { code, message }) => {
             let r = r.with_error_code(code).with_base_offset(-1);
             if version < 8 {
                 return r;

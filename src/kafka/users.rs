@@ -16,6 +16,7 @@ use kafka_protocol::messages::{
 };
 
 use super::errors::{self, kafka_code};
+use super::refusal::Refusal;
 use super::{str_bytes, Context};
 use crate::security::acl::Operation;
 use crate::security::credentials::{self, check, Changes, CredentialStore};
@@ -88,7 +89,7 @@ pub fn describe(
 }
 
 /// One user's part of an alteration, validated: its changes, or its error.
-type Checked = Result<Changes, (i16, String)>;
+type Checked = Result<Changes, Refusal>;
 
 fn check_user(
     store: &CredentialStore,
@@ -98,22 +99,24 @@ fn check_user(
 ) -> Checked {
     let mut changes = Changes::default();
     for &t in deletions {
-        let m = Mechanism::from_kafka_type(t)
-            .ok_or((UNSUPPORTED_SASL_MECHANISM, format!("unknown mechanism {t}")))?;
+        let m = Mechanism::from_kafka_type(t).ok_or_else(|| {
+            Refusal::new(UNSUPPORTED_SASL_MECHANISM, format!("unknown mechanism {t}"))
+        })?;
         if store.get(user, m).is_none() {
             let why = format!("user {user} has no {} credential", m.name());
-            return Err((RESOURCE_NOT_FOUND, why));
+            return Err(Refusal::new(RESOURCE_NOT_FOUND, why));
         }
         changes.deletions.push((user.to_string(), m));
     }
     for &(t, iterations, salt, salted) in upsertions {
-        let m = Mechanism::from_kafka_type(t)
-            .ok_or((UNSUPPORTED_SASL_MECHANISM, format!("unknown mechanism {t}")))?;
+        let m = Mechanism::from_kafka_type(t).ok_or_else(|| {
+            Refusal::new(UNSUPPORTED_SASL_MECHANISM, format!("unknown mechanism {t}"))
+        })?;
         let iterations = u32::try_from(iterations).unwrap_or(0);
-        check(user, iterations).map_err(|e| (UNACCEPTABLE_CREDENTIAL, e.0))?;
+        check(user, iterations).map_err(|e| Refusal::new(UNACCEPTABLE_CREDENTIAL, e.0))?;
         if salt.is_empty() || salted.is_empty() {
             let why = "a salt and a salted password are required".to_string();
-            return Err((UNACCEPTABLE_CREDENTIAL, why));
+            return Err(Refusal::new(UNACCEPTABLE_CREDENTIAL, why));
         }
         let credential = Credential::from_salted(m, salted, salt.to_vec(), iterations);
         changes.upsertions.push((user.to_string(), m, credential));
@@ -176,11 +179,14 @@ fn check_all(ctx: &Context<'_>, r: &AlterUserScramCredentialsRequest) -> BTreeMa
             })
             .collect();
         let checked = match (allowed, twice.contains(&user)) {
-            (false, _) => Err((
+            (false, _) => Err(Refusal::new(
                 errors::CLUSTER_AUTHORIZATION_FAILED,
                 "credentials are altered from loopback only (allow.remote.admin)".to_string(),
             )),
-            (true, true) => Err((DUPLICATE_RESOURCE, format!("user {user} named twice"))),
+            (true, true) => Err(Refusal::new(
+                DUPLICATE_RESOURCE,
+                format!("user {user} named twice"),
+            )),
             (true, false) => check_user(&store, &user, &deletions, &upsertions),
         };
         outcome.insert(user, checked);
@@ -209,12 +215,12 @@ pub async fn alter(
         .map(|(user, checked)| {
             let error = match (checked, &applied) {
                 (Err(e), _) => Some(e),
-                (Ok(_), Err(e)) => Some((kafka_code(e.code, true), e.message.clone())),
+                (Ok(_), Err(e)) => Some(Refusal::new(kafka_code(e.code, true), e.message.clone())),
                 (Ok(_), Ok(())) => None,
             };
             let result = AlterUserScramCredentialsResult::default().with_user(str_bytes(user));
             match error {
-                Some((code, why)) => result
+                Some(Refusal { code, message: why }) => result
                     .with_error_code(code)
                     .with_error_message(Some(str_bytes(why))),
                 None => result,
