@@ -87,6 +87,7 @@ impl Distribution {
             return self.clone();
         }
         d.sum = self.sum.saturating_sub(earlier.sum);
+        assert!(d.count_recorded() <= self.count_recorded());
         d
     }
 
@@ -102,6 +103,8 @@ impl Distribution {
         V2Serializer::new()
             .serialize(&self.hist, &mut out)
             .expect("V2 serialisation into memory");
+        // What a server sends, its clients accept (`decode` refuses more).
+        assert!(out.len() <= MAX_ENCODED, "a {}-byte histogram", out.len());
         out
     }
 

@@ -129,6 +129,9 @@ thread_local! {
     static LABELS: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
 }
 
+/// More API names than both protocols have (Kafka's ~70, the native ~40).
+const MAX_API_LABELS: usize = 256;
+
 /// A `'static` label for an API name, interned once per thread. Only names of APIs that
 /// decoded get here (a few dozen at most), so the interned set stays small.
 pub fn api_label(name: impl std::fmt::Debug) -> &'static str {
@@ -138,6 +141,12 @@ pub fn api_label(name: impl std::fmt::Debug) -> &'static str {
         match l.iter().find(|x| **x == name) {
             Some(x) => x,
             None => {
+                // Leaked once per name: the names are API names, a bounded set, never
+                // anything a client chose (an unbounded set would leak without end).
+                assert!(
+                    l.len() < MAX_API_LABELS,
+                    "API label {name:?} past the bound"
+                );
                 let leaked: &'static str = Box::leak(name.into_boxed_str());
                 l.push(leaked);
                 leaked
@@ -184,6 +193,7 @@ pub fn record_request(r: RequestDone) {
         a.bytes_in += r.bytes_in as u64;
         a.bytes_out += r.bytes_out as u64;
         a.latency.record_duration(r.took);
+        assert!(a.errors <= a.requests, "more failed requests than requests");
     });
 }
 

@@ -52,6 +52,13 @@ fn buckets(d: &Distribution, bounds: &[f64], scale: f64) -> Vec<(f64, u64)> {
         })
         .collect();
     out.push((f64::INFINITY, d.count_recorded().saturating_sub(below)));
+    // The buckets partition what was recorded: each value is counted once.
+    let counted: u64 = out.iter().map(|(_, n)| n).sum();
+    assert_eq!(
+        counted,
+        d.count_recorded(),
+        "histogram buckets lose or add values"
+    );
     out
 }
 

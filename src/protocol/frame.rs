@@ -61,6 +61,11 @@ pub struct FrameBuilder {
 impl FrameBuilder {
     /// A records field: its int32 length, then its slices (not copied).
     pub fn records(&mut self, records: &ByteChain) {
+        assert!(
+            records.len() <= i32::MAX as usize,
+            "{} bytes of records",
+            records.len()
+        );
         self.w.i32(records.len() as i32);
         self.flush();
         for p in records.parts() {

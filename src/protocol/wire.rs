@@ -43,8 +43,14 @@ impl WireWriter {
         self.buf.extend_from_slice(&v.to_be_bytes());
         self
     }
+    /// An int16-length string; one longer than 32767 bytes is cut there, on a character
+    /// boundary, so what the peer reads is still UTF-8.
     pub fn string(&mut self, s: &str) -> &mut Self {
-        let len = s.len().min(i16::MAX as usize);
+        let mut len = s.len().min(i16::MAX as usize);
+        while !s.is_char_boundary(len) {
+            len -= 1;
+        }
+        assert!(len <= i16::MAX as usize && s.is_char_boundary(len));
         self.i16(len as i16);
         self.buf.extend_from_slice(&s.as_bytes()[..len]);
         self
@@ -56,6 +62,8 @@ impl WireWriter {
         }
     }
     pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        // Frames are bounded by max.frame.bytes, far below 2 GiB: the length never wraps.
+        assert!(b.len() <= i32::MAX as usize, "a {}-byte field", b.len());
         self.i32(b.len() as i32);
         self.buf.extend_from_slice(b);
         self
@@ -63,6 +71,11 @@ impl WireWriter {
 
     /// Wraps the written bytes into a frame: a 4-byte size prefix followed by the bytes.
     pub fn into_frame(self) -> Vec<u8> {
+        assert!(
+            self.buf.len() <= i32::MAX as usize,
+            "a {}-byte frame",
+            self.buf.len()
+        );
         let mut out = Vec::with_capacity(4 + self.buf.len());
         out.extend_from_slice(&(self.buf.len() as i32).to_be_bytes());
         out.extend_from_slice(&self.buf);
@@ -207,5 +220,24 @@ impl<'a> WireReader<'a> {
             });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_string_past_the_int16_limit_is_cut_on_a_character_boundary() {
+        // 16384 two-byte characters: 32768 bytes, one past the limit, mid-character.
+        let long = "é".repeat(16_384);
+        let mut w = WireWriter::new();
+        w.string(&long);
+        let frame = w.into_frame();
+        let mut r = WireReader::new(&frame[4..]);
+        let back = r.string("s").unwrap();
+        assert_eq!(back.len(), 32_766);
+        assert!(long.starts_with(&back));
+        r.finish().unwrap();
     }
 }

@@ -97,9 +97,12 @@ impl AclStore {
             .filter(|b| filter.matches(b))
             .cloned()
             .collect();
+        let before = self.bindings.len();
         for b in &gone {
             self.bindings.remove(b);
         }
+        // What is returned is exactly what went: each was held once.
+        assert_eq!(self.bindings.len() + gone.len(), before);
         gone
     }
 

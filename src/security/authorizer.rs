@@ -60,6 +60,12 @@ impl AclIndex {
                 .or_default()
                 .push(b.entry.clone());
         }
+        // Every binding is indexed once: a check sees each ACL, none twice.
+        let indexed: usize = (by_type.values())
+            .flat_map(|i| i.literal.values().chain(i.prefixed.values()))
+            .map(Vec::len)
+            .sum();
+        assert_eq!(indexed, store.len(), "ACLs indexed vs held");
         AclIndex { store, by_type }
     }
 

@@ -166,6 +166,11 @@ impl CredentialStore {
         for (user, m, c) in &changes.upsertions {
             next.set(user, *m, c.clone());
         }
+        // Upserts come after deletions: each one stands, even for a user deleted too.
+        assert!(changes
+            .upsertions
+            .iter()
+            .all(|(u, m, _)| next.get(u, *m).is_some()));
         next
     }
 }

@@ -82,7 +82,13 @@ impl Mechanism {
             .iter()
             .zip(&signature)
             .map(|(a, b)| a ^ b)
-            .collect();
+            .collect::<Vec<u8>>();
+        // Key and signature are both the hash's length: the XOR covers all of the key.
+        assert_eq!(
+            proof.len(),
+            client_key.len(),
+            "a proof shorter than its key"
+        );
         let server_key = self.hmac(salted, b"Server Key");
         (proof, self.hmac(&server_key, auth_message))
     }
@@ -118,12 +124,15 @@ impl Credential {
         iterations: u32,
     ) -> Self {
         let client_key = mechanism.hmac(salted, b"Client Key");
-        Credential {
+        let credential = Credential {
             salt,
             stored_key: mechanism.hash(&client_key),
             server_key: mechanism.hmac(salted, b"Server Key"),
             iterations,
-        }
+        };
+        // Both keys are digests of the mechanism's hash: a login compares them whole.
+        assert_eq!(credential.stored_key.len(), credential.server_key.len());
+        credential
     }
 
     /// From a password, with a fresh random salt.

@@ -89,6 +89,9 @@ impl ServerConfig {
             let set = server_key(key).expect("checked when set").set;
             set(&mut cfg, value).expect("checked when set");
         }
+        // Only PER_LISTENER keys reach here: a listener's security and connection limits,
+        // never the node's layout.
+        assert!(cfg.shards == self.shards && cfg.listen == self.listen);
         cfg
     }
 

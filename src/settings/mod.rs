@@ -383,6 +383,14 @@ impl ServerConfig {
     /// The Kafka port is none of the native ones, and the per-shard ports fit above
     /// `listen`'s.
     fn validate_ports(&self) -> Result<(), SettingsError> {
+        // First: the other checks list the per-shard ports, which must exist.
+        let last_port = self.listen.port() as usize + self.shards;
+        if self.listen.port() == 0 || last_port > u16::MAX as usize {
+            return Err(bad(
+                "listen",
+                "needs a fixed port with room for one port per shard above it",
+            ));
+        }
         for k in self.kafka_listeners() {
             if self.listen_addrs()[..=self.shards]
                 .iter()
@@ -410,24 +418,23 @@ impl ServerConfig {
                 ));
             }
         }
-        let last_port = self.listen.port() as usize + self.shards;
-        if self.listen.port() == 0 || last_port > u16::MAX as usize {
-            return Err(bad(
-                "listen",
-                "needs a fixed port with room for one port per shard above it",
-            ));
-        }
         Ok(())
     }
 
     /// Every address the server listens on: the shared one, then each shard's own, then
     /// the Kafka listeners', then the metrics endpoint's.
     pub fn listen_addrs(&self) -> Vec<SocketAddr> {
-        std::iter::once(self.listen)
+        let addrs: Vec<SocketAddr> = std::iter::once(self.listen)
             .chain((0..self.shards).map(|i| SocketAddr::new(self.listen.ip(), self.shard_port(i))))
             .chain(self.kafka_listeners().into_iter().map(|l| l.addr))
             .chain(self.metrics_listen)
-            .collect()
+            .collect();
+        // The shared port and the shards' come first, in order: callers slice by position.
+        assert!(
+            addrs.len() > self.shards,
+            "every shard has a listen address"
+        );
+        addrs
     }
 
     /// The Kafka listeners: `listeners` when set, else `kafka.listen` as one PLAINTEXT one.
@@ -454,7 +461,11 @@ impl ServerConfig {
 
     /// The per-shard port of shard `i`.
     pub fn shard_port(&self, i: usize) -> u16 {
-        self.listen.port() + 1 + i as u16
+        assert!(i < self.shards, "shard {i} of {}", self.shards);
+        let port = self.listen.port() as usize + 1 + i;
+        // `validate_ports` refuses a `listen` port without room above it for every shard.
+        assert!(port <= u16::MAX as usize, "shard {i}'s port past 65535");
+        port as u16
     }
 }
 
@@ -488,6 +499,17 @@ pub fn advertised_host(configured: &str, listen: SocketAddr, local: Option<Socke
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listen_port_without_room_for_the_shards_is_refused_not_wrapped() {
+        let mut c = ServerConfig::default();
+        c.set("shards", "1").unwrap();
+        c.set("listen", "127.0.0.1:65535").unwrap();
+        let refused = c.validate().unwrap_err().to_string();
+        assert!(refused.contains("room for one port per shard"), "{refused}");
+        c.set("listen", "127.0.0.1:65534").unwrap();
+        assert_eq!(c.shard_port(0), 65535);
+    }
 
     #[test]
     fn wildcard_listens_advertise_the_reached_address() {

@@ -47,6 +47,11 @@ pub(super) fn spawn_completion(host: TxnHostRc, id: String, meta: TxnMeta) {
 }
 
 async fn write_markers(host: &TxnHostRc, id: &str, meta: &TxnMeta) {
+    // Markers follow a logged decision: a restart re-drives them from it.
+    assert!(
+        meta.state.is_preparing(),
+        "{id:?}: markers without a decision"
+    );
     let commit = meta.state == TxnState::PrepareCommit;
     let marker = EndTxnMarker {
         commit,

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::code::{self as e, TxnCode};
 use super::host::{TxnHost, TxnHostRc};
-use super::meta::TxnMeta;
+use super::meta::{TxnMeta, MAX_EPOCH};
 use super::{partition_for, records, TRANSACTION_STATE_TOPIC};
 
 #[derive(Default)]
@@ -45,11 +45,17 @@ pub fn claim(id: &str) -> bool {
 }
 
 pub fn release(id: &str) {
-    TC.with_borrow_mut(|c| c.busy.remove(id));
+    let was_busy = TC.with_borrow_mut(|c| c.busy.remove(id));
+    // Every release ends a claim: a second one would let two changes of `id` interleave.
+    assert!(was_busy, "transactional id {id:?} released without a claim");
 }
 
 /// Logs `meta` as `id`'s state (durable before it returns), then puts it in force.
 pub async fn log_state(host: &TxnHostRc, id: &str, meta: TxnMeta) -> Result<(), TxnCode> {
+    // What is logged is what a restart puts back in force: a real producer and an epoch
+    // that bumps never carried past the last one (a new producer id takes over there).
+    assert!(meta.producer_id >= 0, "{id:?} logged with no producer id");
+    assert!(meta.epoch <= MAX_EPOCH, "{id:?} logged past the last epoch");
     let p = state_partition(&**host, id)?;
     let batch = records::batch(id, Some(&meta), crate::time::now_ms());
     if let Err(e) = host.append_state(p, Bytes::from(batch)).await {
@@ -114,7 +120,11 @@ pub(super) fn first_scan() -> bool {
 /// succeeded, and it counts as read; returns how many ids this shard now coordinates.
 pub(super) fn finish_loading(p: i32, read: Option<&[(String, Option<TxnMeta>)]>) -> usize {
     TC.with_borrow_mut(|c| {
-        c.loading.remove(&p);
+        let was_loading = c.loading.remove(&p);
+        assert!(
+            was_loading,
+            "state partition {p} loaded without being claimed"
+        );
         for (id, meta) in read.unwrap_or_default() {
             match meta {
                 Some(m) => c.txns.insert(id.clone(), m.clone()),

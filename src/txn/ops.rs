@@ -214,6 +214,8 @@ async fn add_claimed(
     next.state = TxnState::Ongoing;
     next.partitions.extend(partitions);
     next.update_ms = now;
+    // An open transaction has a start: its timeout counts from there.
+    assert!(next.start_ms >= 0, "{id:?} open with no start time");
     tc::log_state(host, id, next).await
 }
 
