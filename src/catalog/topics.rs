@@ -162,7 +162,10 @@ pub fn new_topic_id() -> uuid::Uuid {
 /// A topic id as Kafka writes it: URL-safe base64 of its 16 bytes, unpadded.
 pub fn topic_id_text(id: uuid::Uuid) -> String {
     use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.as_bytes())
+    let text = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.as_bytes());
+    // 16 bytes are 22 characters unpadded, as Kafka prints them; `parse_topic_id` reads them.
+    assert_eq!(text.len(), 22, "topic id text {text:?}");
+    text
 }
 
 /// The id Kafka's text names (`topic_id_text`'s inverse).
@@ -187,7 +190,14 @@ pub fn stable_hash(bytes: &[u8]) -> u64 {
 /// The owner of (topic, p) among `shards`: partitions of a topic go round-robin over the
 /// shards, starting at a shard chosen by the topic's name, so they spread evenly.
 pub fn owner_of(topic: &str, partition: u32, shards: u32) -> u32 {
-    ((stable_hash(topic.as_bytes()) % shards as u64 + partition as u64) % shards as u64) as u32
+    assert!(
+        shards > 0,
+        "partitions are owned by one of at least one shard"
+    );
+    let owner =
+        ((stable_hash(topic.as_bytes()) % shards as u64 + partition as u64) % shards as u64) as u32;
+    assert!(owner < shards);
+    owner
 }
 
 pub fn topics_dir(data_dir: &Path) -> PathBuf {

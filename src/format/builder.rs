@@ -149,6 +149,8 @@ impl<'a> BatchBuilder<'a> {
         out[RECORDS_COUNT_AT..RECORDS_COUNT_AT + 4].copy_from_slice(&n.to_be_bytes());
         let crc = compute_crc(&out);
         out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        // The header written frames exactly the bytes built.
+        assert_eq!(BatchHeader::parse(&out).map(|h| h.size()), Ok(out.len()));
         out
     }
 }

@@ -123,6 +123,8 @@ impl BatchHeader {
                 available: buf.len(),
             });
         }
+        // What callers walk by: a parsed batch is at least a header long.
+        assert!(h.size() >= HEADER_SIZE, "a {}-byte batch parsed", h.size());
         Ok(h)
     }
 

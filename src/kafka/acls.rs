@@ -95,7 +95,13 @@ async fn create(ctx: &Context<'_>, r: CreateAclsRequest) -> CreateAclsResponse {
         (Ok(_), Ok(_)) => result(errors::NONE, None),
         (Ok(_), Err(e)) => result(kafka_code(e.code, true), Some(e.message.clone())),
     });
-    CreateAclsResponse::default().with_results(results.collect())
+    let results: Vec<_> = results.collect();
+    assert_eq!(
+        results.len(),
+        r.creations.len(),
+        "one result per ACL to create"
+    );
+    CreateAclsResponse::default().with_results(results)
 }
 
 /// A filter from its wire fields: (resource type, name, pattern type, principal, host,
@@ -233,7 +239,10 @@ async fn delete(ctx: &Context<'_>, r: DeleteAclsRequest) -> DeleteAclsResponse {
                 .with_matching_acls(gone.iter().map(matching).collect())
         }
     });
-    DeleteAclsResponse::default().with_filter_results(results.collect())
+    let results: Vec<_> = results.collect();
+    // The store answered one removal list per valid filter, in order: none is left over.
+    assert!(removed.next().is_none(), "removal lists beyond the filters");
+    DeleteAclsResponse::default().with_filter_results(results)
 }
 
 fn matching(b: &AclBinding) -> DeleteAclsMatchingAcl {

@@ -23,7 +23,8 @@ use crate::security::acl::{Operation, ResourceType};
 type Outcome = Result<(), Refusal>;
 
 pub async fn create(ctx: &Context<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
-    let mut results = Vec::with_capacity(request.topics.len());
+    let asked = request.topics.len();
+    let mut results = Vec::with_capacity(asked);
     for topic in request.topics {
         let partitions = match (topic.num_partitions, topic.assignments.len()) {
             (-1, 0) => ctx.shard.config().num_partitions as i32,
@@ -33,6 +34,7 @@ pub async fn create(ctx: &Context<'_>, request: CreateTopicsRequest) -> CreateTo
         let outcome = create_one(ctx, &topic, partitions, request.validate_only).await;
         results.push(created(ctx, topic.name, partitions, outcome));
     }
+    assert_eq!(results.len(), asked, "one result per topic to create");
     CreateTopicsResponse::default().with_topics(results)
 }
 
@@ -144,7 +146,8 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
     } else {
         request.topic_names
     };
-    let mut results = Vec::with_capacity(names.len());
+    let asked = names.len();
+    let mut results = Vec::with_capacity(asked);
     for name in names {
         let r = DeletableTopicResult::default().with_name(Some(name.clone()));
         let outcome = match ctx.topic_refusal(Operation::Delete, &name.0) {
@@ -164,6 +167,7 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
             }
         });
     }
+    assert_eq!(results.len(), asked, "one result per topic to delete");
     DeleteTopicsResponse::default().with_responses(results)
 }
 

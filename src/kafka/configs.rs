@@ -75,7 +75,8 @@ fn scope_source(scope: Scope) -> i8 {
 }
 
 pub fn describe(ctx: &Context<'_>, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
-    let results = request
+    let asked = request.resources.len();
+    let results: Vec<DescribeConfigsResult> = request
         .resources
         .into_iter()
         .map(|res| {
@@ -113,6 +114,7 @@ pub fn describe(ctx: &Context<'_>, request: DescribeConfigsRequest) -> DescribeC
             }
         })
         .collect();
+    assert_eq!(results.len(), asked, "one result per resource");
     DescribeConfigsResponse::default().with_results(results)
 }
 

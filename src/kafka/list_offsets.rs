@@ -21,6 +21,7 @@ pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffse
     let mut topics = Vec::with_capacity(request.topics.len());
     for t in request.topics {
         let name = t.name.0.to_string();
+        let asked = t.partitions.len();
         let authorized = ctx.on_topic(Operation::Describe, &name);
         let ops = t.partitions.into_iter().map(|p| {
             let shard = ctx.shard.clone();
@@ -52,10 +53,12 @@ pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffse
                 }
             }
         });
+        let answers = join_all(ops).await;
+        assert_eq!(answers.len(), asked, "one answer per partition asked");
         topics.push(
             ListOffsetsTopicResponse::default()
                 .with_name(t.name)
-                .with_partitions(join_all(ops).await),
+                .with_partitions(answers),
         );
     }
     ListOffsetsResponse::default().with_topics(topics)

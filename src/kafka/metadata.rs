@@ -88,8 +88,10 @@ fn requested(ctx: &Context<'_>, request: &MetadataRequest) -> Option<Vec<String>
 fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseTopic> {
     let names = requested(ctx, request);
     let every_topic = names.is_none();
+    let asked = names.as_ref().map(Vec::len);
     let describable = |name: &str| ctx.on_topic(Operation::Describe, name);
-    ctx.shard
+    let topics: Vec<MetadataResponseTopic> = ctx
+        .shard
         .topics_snapshot(names.as_deref())
         .into_iter()
         .filter_map(|t| {
@@ -103,7 +105,13 @@ fn topics(ctx: &Context<'_>, request: &MetadataRequest) -> Vec<MetadataResponseT
                 (false, false) => Some(denied(name.to_string())),
             }
         })
-        .collect()
+        .collect();
+    // A topic asked by name is always answered (described, unknown or denied).
+    assert!(
+        asked.is_none_or(|n| n == topics.len()),
+        "a named topic unanswered"
+    );
+    topics
 }
 
 /// A topic the principal may describe: its partitions, or why there are none.

@@ -145,6 +145,11 @@ impl AcceptBackoff {
             self.unlogged = 0;
             self.last_log = Some(Instant::now());
         }
-        Duration::from_millis((10u64 << self.failures.min(7)).min(1000))
+        let pause = Duration::from_millis((10u64 << self.failures.min(7)).min(1000));
+        assert!(
+            pause <= Duration::from_secs(1),
+            "accept backs off at most a second"
+        );
+        pause
     }
 }

@@ -140,6 +140,8 @@ pub fn forget(key: &str) {
             .collect();
         for k in stale {
             if let Some(old) = c.entries.pop(&k) {
+                // `bytes` counts what the entries hold: it covers every entry taken out.
+                assert!(old.len() as u64 <= c.bytes, "chunk cache accounting");
                 c.bytes -= old.len() as u64;
             }
         }

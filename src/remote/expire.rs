@@ -42,6 +42,11 @@ pub fn expired_count(
             .count();
         n = n.max(by_size);
     }
+    assert!(
+        n <= m.segments.len(),
+        "{n} of {} segments expire",
+        m.segments.len()
+    );
     n
 }
 
@@ -65,6 +70,8 @@ pub async fn expire(
             m.log_start_offset = m.log_start_offset.max(new_start);
         })
         .await?;
+    // Whatever else committed meanwhile, the start never falls back below what expired.
+    assert!(committed.log_start_offset >= new_start);
     for s in &gone {
         remove_objects(log, &s.files).await;
     }

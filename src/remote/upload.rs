@@ -67,6 +67,7 @@ pub async fn copy_segment(
         files: files.clone(),
     };
     let mut added = false;
+    let last_offset = segment.last_offset;
     let committed = log
         .commit(|m| {
             if m.next_offset()
@@ -80,7 +81,9 @@ pub async fn copy_segment(
     if committed.is_err() || !added {
         remove_objects(log, &files).await;
     }
-    committed?;
+    let committed = committed?;
+    // A segment added ends the manifest this commit wrote.
+    assert!(!added || committed.next_offset() == Some(last_offset + 1));
     Ok(if added { bytes } else { 0 })
 }
 

@@ -291,6 +291,8 @@ impl ServerExchange {
             return Err(ScramError("malformed proof"));
         }
         let client_key: Vec<u8> = proof.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+        // Checked equal above: the key recovered is the proof's full length.
+        assert_eq!(client_key.len(), proof.len());
         if !bool::from(m.hash(&client_key).ct_eq(&credential.stored_key)) {
             return Err(ScramError("wrong password"));
         }

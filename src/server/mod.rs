@@ -358,6 +358,11 @@ fn listener_slots(cfg: &ServerConfig) -> Rc<crate::shard::slots::Slots> {
     let shards = cfg.shards.max(1);
     let per_shard = (cfg.max_connections.div_ceil(shards)).min(cfg.max_connections_per_shard);
     let per_peer = cfg.max_connections_per_ip.div_ceil(shards);
+    // The shards' shares cover the listener's limits (rounded up, never down to none).
+    assert!(
+        per_shard.saturating_mul(shards) >= cfg.max_connections.min(cfg.max_connections_per_shard)
+    );
+    assert!(per_peer.saturating_mul(shards) >= cfg.max_connections_per_ip);
     crate::shard::slots::Slots::new(per_shard, per_peer)
 }
 
