@@ -20,7 +20,9 @@ use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
 use crate::security::acl::Operation;
 use crate::shard::budget::{FetchPlan, Reservation};
+use crate::shard::messages::FetchRead;
 use crate::shard::messages::{Isolation, OpOk, PartitionOp};
+use crate::TopicPartition;
 
 /// Space a response needs besides records: per partition about 60 bytes.
 const RESPONSE_OVERHEAD: usize = 64;
@@ -133,7 +135,11 @@ async fn read_all(
     let reads: Vec<_> = wanted
         .iter()
         .filter(|w| w.authorized)
-        .map(|w| (w.topic.clone(), w.partition, w.offset, w.max_bytes))
+        .map(|w| FetchRead {
+            tp: TopicPartition::new(&*w.topic, w.partition),
+            offset: w.offset,
+            max_bytes: w.max_bytes,
+        })
         .collect();
     let asked = reads.len();
     let results = crate::shard::by_owner::fetch_by_shard(ctx.shard, reads, limit, isolation).await;
@@ -217,7 +223,12 @@ async fn wait_for_append(
         .iter()
         .zip(results)
         .filter(|(w, _)| w.authorized)
-        .map(|(w, r)| (w.topic.clone(), w.partition, r.high_watermark))
+        .map(|(w, r)| {
+            (
+                TopicPartition::new(&*w.topic, w.partition),
+                r.high_watermark,
+            )
+        })
         .collect();
     crate::shard::long_poll::wait_any(ctx.shard, waits, deadline).await;
 }

@@ -23,6 +23,7 @@ use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_LEADER, ACKS_NONE};
 use crate::security::acl::{Operation, ResourceType};
 use crate::shard::by_owner::run_on_owners;
 use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp};
+use crate::TopicPartition;
 
 /// (base offset, log append time, log start offset), or (Kafka code, message).
 type Produced = Result<(i64, i64, i64), Refusal>;
@@ -164,16 +165,21 @@ async fn run_all(
     planned: &[Planned],
 ) -> Vec<Answer> {
     let items = (planned.iter())
-        .filter_map(|p| Some((p.topic.clone(), p.index, p.batch.clone().ok()?)))
+        .filter_map(|p| {
+            Some((
+                TopicPartition::new(&*p.topic, p.index),
+                p.batch.clone().ok()?,
+            ))
+        })
         .collect();
     let results = run_on_owners(ctx.shard, items, |group| {
-        let ops = group.into_iter().map(|(_, topic, partition, records)| {
+        let ops = group.into_iter().map(|(_, tp, records)| {
             let op = PartitionOp::Produce {
                 acks,
                 records,
                 transactional,
             };
-            (topic, partition, op)
+            (tp, op)
         });
         ShardOp::Partitions(ops.collect())
     });

@@ -12,8 +12,10 @@ use crate::native::checks::{check_acks, fetch_bytes};
 use crate::protocol::multi::{FetchEntry, Fetched, ProduceEntry, Produced, MAX_PARTITIONS};
 use crate::protocol::{ErrorCode, ResponseBody};
 use crate::shard::budget::{Budget, Reservation};
+use crate::shard::messages::FetchRead;
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp, ShardOp};
 use crate::shard::runtime::Shard;
+use crate::TopicPartition;
 
 type Refused = BrokerError;
 
@@ -66,14 +68,12 @@ pub async fn produce(
         .collect();
     let items = entries
         .into_iter()
-        .map(|e| (e.topic, e.partition, e.records))
+        .map(|e| (TopicPartition::new(e.topic, e.partition), e.records))
         .collect();
     let results = run_on_owners(shard, items, |group| {
         let ops = group
             .into_iter()
-            .map(|(_, topic, partition, records)| {
-                (topic, partition, PartitionOp::produce(acks, records))
-            })
+            .map(|(_, tp, records)| (tp, PartitionOp::produce(acks, records)))
             .collect();
         ShardOp::Partitions(ops)
     })
@@ -136,7 +136,11 @@ pub async fn fetch(
     let total = fetch_bytes(shard, max_bytes, budget, reservation).await?;
     let reads = entries
         .iter()
-        .map(|e| (e.topic.clone(), e.partition, e.offset, e.max_bytes as usize))
+        .map(|e| FetchRead {
+            tp: TopicPartition::new(&*e.topic, e.partition),
+            offset: e.offset,
+            max_bytes: e.max_bytes as usize,
+        })
         .collect();
     let results = fetch_by_shard(shard, reads, total, Isolation::ReadUncommitted).await;
     assert_eq!(

@@ -6,10 +6,11 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::messages::{Isolation, OpOk, OpResult, ShardOp};
+use super::messages::{FetchRead, Isolation, OpOk, OpResult, ShardOp};
 use super::Shard;
 use crate::broker_error::BrokerError;
 use crate::protocol::ErrorCode;
+use crate::TopicPartition;
 
 /// The error of a reply that is not the one the operation answers.
 pub(crate) fn unexpected(got: OpOk) -> BrokerError {
@@ -17,26 +18,21 @@ pub(crate) fn unexpected(got: OpOk) -> BrokerError {
 }
 
 /// One partition's work in a request: its place in the request, name and what to do.
-pub(crate) type Item<T> = (usize, String, u32, T);
+pub(crate) type Item<T> = (usize, TopicPartition, T);
 
 /// Groups `items` by owner shard and runs each group as the `ShardOp` that `make` builds
 /// from it (which must answer `OpOk::Results`, one per item in order), every group at once:
 /// locally or as one mesh message. Results in the order of `items`.
 pub(crate) async fn run_on_owners<T>(
     shard: &Rc<Shard>,
-    items: Vec<(String, i32, T)>,
+    items: Vec<(TopicPartition, T)>,
     make: impl Fn(Vec<Item<T>>) -> ShardOp,
 ) -> Vec<OpResult> {
     let mut results: Vec<Option<OpResult>> = (0..items.len()).map(|_| None).collect();
     let mut by_owner: HashMap<usize, Vec<Item<T>>> = HashMap::new();
-    for (i, (topic, partition, work)) in items.into_iter().enumerate() {
-        match shard.owner_of(&topic, partition) {
-            Ok(owner) => {
-                by_owner
-                    .entry(owner)
-                    .or_default()
-                    .push((i, topic, partition as u32, work))
-            }
+    for (i, (tp, work)) in items.into_iter().enumerate() {
+        match shard.owner_of(&tp.topic, tp.partition) {
+            Ok(owner) => by_owner.entry(owner).or_default().push((i, tp, work)),
             Err(e) => results[i] = Some(Err(e)),
         }
     }
@@ -82,28 +78,32 @@ pub(crate) async fn run_on_owners<T>(
         .collect()
 }
 
-/// Fetches (topic, partition, offset, partition max bytes) on their owner shards at once,
+/// Fetches partitions (each from an offset, at most its own max) on their owner shards at once,
 /// `total` bytes in all: each shard gets a share in proportion to the partitions it serves
 /// and fills it in request order (`ShardOp::FetchInOrder`, Kafka's rules: only the
 /// request's first partition may exceed its share by one batch). `OpOk::Done`: not read,
 /// no share left. The native MultiFetch and the Kafka listener's Fetch both read this way.
 pub(crate) async fn fetch_by_shard(
     shard: &Rc<Shard>,
-    reads: Vec<(String, i32, i64, usize)>,
+    reads: Vec<FetchRead>,
     total: usize,
     isolation: Isolation,
 ) -> Vec<OpResult> {
     let count = reads.len().max(1);
     let items = reads
         .into_iter()
-        .map(|(topic, partition, offset, max)| (topic, partition, (offset, max)))
+        .map(|r| (r.tp, (r.offset, r.max_bytes)))
         .collect();
     run_on_owners(shard, items, |group| {
         let share = total * group.len() / count;
         let first_at_least_one = group.first().is_some_and(|g| g.0 == 0);
         let reads = group
             .into_iter()
-            .map(|(_, topic, partition, (offset, max))| (topic, partition, offset, max))
+            .map(|(_, tp, (offset, max_bytes))| FetchRead {
+                tp,
+                offset,
+                max_bytes,
+            })
             .collect();
         ShardOp::FetchInOrder {
             reads,

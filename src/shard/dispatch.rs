@@ -66,11 +66,7 @@ impl Shard {
 
     pub(crate) async fn execute(self: &Rc<Self>, op: ShardOp) -> OpResult {
         match op {
-            ShardOp::Partition {
-                topic,
-                partition,
-                op,
-            } => self.local_partition_op(&topic, partition, op).await,
+            ShardOp::Partition { tp, op } => self.local_partition_op(&tp, op).await,
             ShardOp::Partitions(ops) => Ok(OpOk::Results(self.local_partition_ops(ops).await)),
             ShardOp::FetchInOrder {
                 reads,
@@ -134,25 +130,23 @@ impl Shard {
 
     pub(super) async fn local_partition_op(
         &self,
-        topic: &str,
-        partition: u32,
+        tp: &TopicPartition,
         op: PartitionOp,
     ) -> OpResult {
-        let tp = TopicPartition::new(topic, partition as i32);
-        let handle = self.partitions.borrow().get(&tp).cloned();
+        let handle = self.partitions.borrow().get(tp).cloned();
         match handle {
             Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
                 crate::shard::maintenance::maintain_now(self, &h).await,
             )),
             Some(_) if matches!(op, PartitionOp::RebuildManifest) => {
-                crate::shard::tiering::rebuild_manifest(self.remote_log(&tp), &tp).await
+                crate::shard::tiering::rebuild_manifest(self.remote_log(tp), tp).await
             }
-            Some(h) => match self.remote_log(&tp) {
+            Some(h) => match self.remote_log(tp) {
                 Some(remote) => self.tiered_op(&h, &remote, op).await,
                 None => h.call(op).await,
             },
-            None if self.offline.borrow().contains_key(&tp) => {
-                let why = self.offline.borrow().get(&tp).cloned().unwrap_or_default();
+            None if self.offline.borrow().contains_key(tp) => {
+                let why = self.offline.borrow().get(tp).cloned().unwrap_or_default();
                 let why = format!("partition {tp} is offline: {why}");
                 err(ErrorCode::StorageError, why)
             }
@@ -164,15 +158,13 @@ impl Shard {
                 ),
             ),
             // Deleted while the request was forwarded here.
-            None if !self.has_topic(topic) => {
+            None if !self.has_topic(&tp.topic) => {
+                let topic = &tp.topic;
                 err(ErrorCode::UnknownTopic, format!("unknown topic {topic:?}"))
             }
             None => err(
                 ErrorCode::UnknownPartition,
-                format!(
-                    "partition {topic}-{partition} is not open on shard {}",
-                    self.id
-                ),
+                format!("partition {tp} is not open on shard {}", self.id),
             ),
         }
     }

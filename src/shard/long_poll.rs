@@ -13,13 +13,14 @@ use crate::io::deadline::before;
 use crate::shard::append_watch::AnyAppend;
 use crate::shard::messages::ShardOp;
 use crate::shard::runtime::Shard;
+use crate::TopicPartition;
 
-/// A partition to wait on: (topic, partition, the log end already seen).
-pub type Wait = (String, i32, i64);
+/// A partition to wait on, with the log end already seen.
+pub type Wait = (TopicPartition, i64);
 
 /// Waits on this shard until any of `waits` passes its end, at most `timeout_ms`. Returns
 /// at once if one of them is not open here (the requester's next read says why).
-pub async fn wait_here(shard: &Shard, waits: &[(String, u32, i64)], timeout_ms: u64) {
+pub async fn wait_here(shard: &Shard, waits: &[Wait], timeout_ms: u64) {
     if let Some(watches) = shard.append_watches(waits) {
         assert_eq!(
             watches.len(),
@@ -32,18 +33,15 @@ pub async fn wait_here(shard: &Shard, waits: &[(String, u32, i64)], timeout_ms: 
 
 /// Waits until any of `waits` grows past the end seen, or `deadline`.
 pub async fn wait_any(shard: &Rc<Shard>, waits: Vec<Wait>, deadline: Instant) {
-    let mut by_owner: BTreeMap<usize, Vec<(String, u32, i64)>> = BTreeMap::new();
-    for (topic, partition, after) in waits {
-        let Ok(owner) = shard.owner_of(&topic, partition) else {
+    let mut by_owner: BTreeMap<usize, Vec<Wait>> = BTreeMap::new();
+    for (tp, after) in waits {
+        let Ok(owner) = shard.owner_of(&tp.topic, tp.partition) else {
             // Gone since it was read: read again now.
             return;
         };
         let waits = by_owner.entry(owner).or_default();
-        if !waits
-            .iter()
-            .any(|(t, p, _)| *t == topic && *p == partition as u32)
-        {
-            waits.push((topic, partition as u32, after));
+        if !waits.iter().any(|(t, _)| *t == tp) {
+            waits.push((tp, after));
         }
     }
     let left = deadline.saturating_duration_since(Instant::now());

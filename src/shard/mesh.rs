@@ -52,7 +52,7 @@ impl Shard {
         assert!(earlier.is_none(), "request id {id} reused while awaited");
         let timed = match &op {
             ShardOp::Partition { op, .. } => op.is_data_path(),
-            ShardOp::Partitions(ops) => ops.iter().any(|(_, _, op)| op.is_data_path()),
+            ShardOp::Partitions(ops) => ops.iter().any(|(_, op)| op.is_data_path()),
             ShardOp::FetchInOrder { .. } => true,
             _ => false,
         };

@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
+use crate::TopicPartition;
 
 use crate::catalog::topics::TopicMeta;
 use crate::config::LogConfig;
@@ -212,20 +213,27 @@ impl ShardStats {
 
 pub type OpResult = Result<OpOk, BrokerError>;
 
+/// One partition of a fetch across partitions: where to read from and at most how much.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchRead {
+    pub tp: TopicPartition,
+    pub offset: i64,
+    pub max_bytes: usize,
+}
+
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum ShardOp {
     Partition {
-        topic: String,
-        partition: u32,
+        tp: TopicPartition,
         op: PartitionOp,
     },
     /// Several partition ops this shard owns, run at once (multi-partition requests).
-    Partitions(Vec<(String, u32, PartitionOp)>),
+    Partitions(Vec<(TopicPartition, PartitionOp)>),
     /// Fetches from partitions this shard owns, in order, sharing `max_bytes` (a
-    /// MultiFetch's share): (topic, partition, offset, partition max bytes).
+    /// MultiFetch's share).
     FetchInOrder {
-        reads: Vec<(String, u32, i64, usize)>,
+        reads: Vec<FetchRead>,
         max_bytes: usize,
         first_at_least_one: bool,
         isolation: Isolation,
@@ -321,10 +329,10 @@ pub enum ShardOp {
     /// The groups this shard coordinates.
     ListGroups,
     /// Long poll: completes when the log end of any of these partitions this shard owns
-    /// passes its `after` (topic, partition, after), or after `timeout_ms`. The requester
-    /// cancels it (`MeshMsg::Cancel`) when it stops waiting.
+    /// passes the offset beside it, or after `timeout_ms`. The requester cancels it
+    /// (`MeshMsg::Cancel`) when it stops waiting.
     WaitForAppends {
-        waits: Vec<(String, u32, i64)>,
+        waits: Vec<(TopicPartition, i64)>,
         timeout_ms: u64,
     },
 }

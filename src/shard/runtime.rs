@@ -23,7 +23,7 @@ use crate::catalog::topics::{AdminError, TopicMeta};
 use crate::config::LogConfig;
 use crate::io::{DmaStorage, PageCache, PooledStorage, SharedPageCache, Storage};
 use crate::protocol::ErrorCode;
-use crate::shard::messages::{Isolation, MeshMsg, OpOk, OpResult, PartitionOp, ShardOp};
+use crate::shard::messages::{FetchRead, Isolation, MeshMsg, OpOk, OpResult, PartitionOp, ShardOp};
 use crate::shard::partition_actor::PartitionHandle;
 use crate::TopicPartition;
 
@@ -258,19 +258,11 @@ impl Shard {
         op: PartitionOp,
     ) -> OpResult {
         let owner = self.owner_of(topic, partition)?;
-        let partition = partition as u32;
+        let tp = TopicPartition::new(topic, partition);
         if owner == self.id {
-            self.local_partition_op(topic, partition, op).await
+            self.local_partition_op(&tp, op).await
         } else {
-            self.remote(
-                owner,
-                ShardOp::Partition {
-                    topic: topic.to_string(),
-                    partition,
-                    op,
-                },
-            )
-            .await
+            self.remote(owner, ShardOp::Partition { tp, op }).await
         }
     }
 
@@ -303,26 +295,26 @@ impl Shard {
     /// (`OpOk::Done`). Only the first may exceed its share by one batch, if so asked.
     pub async fn fetch_in_order(
         &self,
-        reads: Vec<(String, u32, i64, usize)>,
+        reads: Vec<FetchRead>,
         max_bytes: usize,
         first_at_least_one: bool,
         isolation: Isolation,
     ) -> Vec<OpResult> {
         let mut left = max_bytes;
         let mut out = Vec::with_capacity(reads.len());
-        for (i, (topic, partition, offset, max)) in reads.into_iter().enumerate() {
-            let share = max.min(left);
+        for (i, read) in reads.into_iter().enumerate() {
+            let share = read.max_bytes.min(left);
             if share == 0 {
                 out.push(Ok(OpOk::Done));
                 continue;
             }
             let op = PartitionOp::Fetch {
-                offset,
+                offset: read.offset,
                 max_bytes: share,
                 at_least_one: i == 0 && first_at_least_one,
                 isolation,
             };
-            let r = self.local_partition_op(&topic, partition, op).await;
+            let r = self.local_partition_op(&read.tp, op).await;
             if let Ok(OpOk::Fetched { records, .. }) = &r {
                 // Only the request's first partition may exceed its share (by one batch).
                 assert!(
@@ -341,15 +333,13 @@ impl Shard {
     /// Runs several partition ops that this shard owns, all at once; results in order.
     pub async fn local_partition_ops(
         self: &Rc<Self>,
-        ops: Vec<(String, u32, PartitionOp)>,
+        ops: Vec<(TopicPartition, PartitionOp)>,
     ) -> Vec<OpResult> {
         let tasks: Vec<_> = ops
             .into_iter()
-            .map(|(topic, partition, op)| {
+            .map(|(tp, op)| {
                 let me = self.clone();
-                crate::tasks::spawn(
-                    async move { me.local_partition_op(&topic, partition, op).await },
-                )
+                crate::tasks::spawn(async move { me.local_partition_op(&tp, op).await })
             })
             .collect();
         let n = tasks.len();
@@ -365,13 +355,13 @@ impl Shard {
     /// `None` if one is not open here (the caller reads it again and reports why).
     pub fn append_watches(
         &self,
-        waits: &[(String, u32, i64)],
+        waits: &[(TopicPartition, i64)],
     ) -> Option<Vec<(Rc<crate::shard::append_watch::AppendWatch>, i64)>> {
         let partitions = self.partitions.borrow();
         waits
             .iter()
-            .map(|(topic, p, after)| {
-                let h = partitions.get(&TopicPartition::new(&**topic, *p as i32))?;
+            .map(|(tp, after)| {
+                let h = partitions.get(tp)?;
                 Some((h.append_watch(), *after))
             })
             .collect()
