@@ -310,7 +310,7 @@ fn apply_written(records: Vec<OffsetRecord>) {
         assert_eq!(
             fetch_offsets(&group, Some(vec![key]))
                 .pop()
-                .and_then(|f| f.2),
+                .and_then(|f| f.1),
             value,
             "a written commit reads back as written"
         );
@@ -407,7 +407,7 @@ pub(super) async fn commit(
     (member_id, instance): Who<'_>,
     generation: i32,
     offsets: Vec<OffsetToCommit>,
-) -> Vec<(String, i32, GroupCode)> {
+) -> Vec<(TopicPartition, GroupCode)> {
     let allowed = with_group(
         group,
         |g| match crate::groups::static_members::check_fenced(g, member_id, instance) {
@@ -418,7 +418,13 @@ pub(super) async fn commit(
     let now = crate::time::now_ms();
     let mut codes = Vec::with_capacity(offsets.len());
     let mut records = Vec::new();
-    for (topic, partition, offset, leader_epoch, metadata) in offsets {
+    for commit in offsets {
+        let OffsetToCommit {
+            tp: TopicPartition { topic, partition },
+            offset,
+            leader_epoch,
+            metadata,
+        } = commit;
         let known = shard
             .topic(&topic)
             .is_some_and(|t| (0..t.owners.len() as i32).contains(&partition));
@@ -441,11 +447,11 @@ pub(super) async fn commit(
                 }),
             });
         }
-        codes.push((topic, partition, code));
+        codes.push((TopicPartition { topic, partition }, code));
     }
     let written = write(shard, group, &records, None, now).await;
-    for c in codes.iter_mut().filter(|c| c.2 == e::NONE) {
-        c.2 = written;
+    for c in codes.iter_mut().filter(|c| c.1 == e::NONE) {
+        c.1 = written;
     }
     if written == e::NONE {
         apply_written(records);
@@ -487,7 +493,7 @@ async fn write(
 pub(super) fn fetch_offsets(
     group: &str,
     partitions: Option<Vec<TopicPartition>>,
-) -> Vec<(String, i32, Option<Committed>)> {
+) -> Vec<(TopicPartition, Option<Committed>)> {
     let asked = partitions.as_ref().map(Vec::len);
     let found = COORDINATOR.with_borrow(|c| {
         let g = c.groups.get(group);
@@ -496,13 +502,13 @@ pub(super) fn fetch_offsets(
                 .into_iter()
                 .map(|tp| {
                     let found = g.and_then(|g| g.offsets.get(&tp).cloned());
-                    (tp.topic, tp.partition, found)
+                    (tp, found)
                 })
                 .collect(),
             None => g.map_or(Vec::new(), |g| {
                 g.offsets
                     .iter()
-                    .map(|(tp, c)| (tp.topic.clone(), tp.partition, Some(c.clone())))
+                    .map(|(tp, c)| (tp.clone(), Some(c.clone())))
                     .collect()
             }),
         }
@@ -565,11 +571,11 @@ pub(super) async fn delete_offsets(
     shard: &Host,
     group: &str,
     partitions: Vec<TopicPartition>,
-) -> Vec<(String, i32, GroupCode)> {
+) -> Vec<(TopicPartition, GroupCode)> {
     if !exists(group) {
         return partitions
             .into_iter()
-            .map(|tp| (tp.topic, tp.partition, e::GROUP_ID_NOT_FOUND))
+            .map(|tp| (tp, e::GROUP_ID_NOT_FOUND))
             .collect();
     }
     // Kafka refuses only partitions of topics the members subscribe to; members'
@@ -582,17 +588,14 @@ pub(super) async fn delete_offsets(
     let Some(records) = records else {
         return partitions
             .into_iter()
-            .map(|tp| (tp.topic, tp.partition, e::GROUP_SUBSCRIBED_TO_TOPIC))
+            .map(|tp| (tp, e::GROUP_SUBSCRIBED_TO_TOPIC))
             .collect();
     };
     let written = write(shard, group, &records, None, crate::time::now_ms()).await;
     if written == e::NONE {
         apply_written(records);
     }
-    partitions
-        .into_iter()
-        .map(|tp| (tp.topic, tp.partition, written))
-        .collect()
+    partitions.into_iter().map(|tp| (tp, written)).collect()
 }
 
 /// Writes the group's metadata record (acks=all); Kafka's code.

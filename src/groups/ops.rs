@@ -63,8 +63,14 @@ pub struct Committed {
     pub commit_timestamp: i64,
 }
 
-/// One partition's commit: (topic, partition, offset, leader epoch, metadata).
-pub type OffsetToCommit = (String, i32, i64, i32, String);
+/// One partition's commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetToCommit {
+    pub tp: TopicPartition,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+}
 
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -139,8 +145,8 @@ pub enum GroupReply {
     /// Heartbeat, LeaveGroup, DeleteGroups: just an error code (0: done).
     Code(GroupCode),
     /// Per partition of a commit or an offsets deletion: (topic, partition, error code).
-    PartitionCodes(Vec<(String, i32, GroupCode)>),
-    Offsets(Vec<(String, i32, Option<Committed>)>),
+    PartitionCodes(Vec<(TopicPartition, GroupCode)>),
+    Offsets(Vec<(TopicPartition, Option<Committed>)>),
     Described(GroupDescription),
     Listed(Vec<ListedGroup>),
 }

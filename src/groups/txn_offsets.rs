@@ -13,6 +13,7 @@ use super::group::Group;
 use super::host::Host;
 use super::ops::OffsetToCommit;
 use super::records::{batch, Committed, OffsetRecord};
+use crate::TopicPartition;
 
 /// Kafka's rule for a transactional commit's group metadata (v3; older clients send none):
 /// a member id, if given, must be a member; a generation, if given, the current one.
@@ -36,7 +37,7 @@ pub async fn commit(
     generation: i32,
     (producer_id, epoch): (i64, i16),
     offsets: Vec<OffsetToCommit>,
-) -> Vec<(String, i32, GroupCode)> {
+) -> Vec<(TopicPartition, GroupCode)> {
     let allowed = with_group(group, |g| {
         match super::static_members::check_fenced(g, member_id, instance) {
             e::NONE => allowed(g, member_id, generation),
@@ -46,7 +47,13 @@ pub async fn commit(
     let now = crate::time::now_ms();
     let mut codes = Vec::with_capacity(offsets.len());
     let mut records = Vec::new();
-    for (topic, partition, offset, leader_epoch, metadata) in offsets {
+    for commit in offsets {
+        let OffsetToCommit {
+            tp: TopicPartition { topic, partition },
+            offset,
+            leader_epoch,
+            metadata,
+        } = commit;
         let code = match allowed {
             e::NONE => check_partition(shard, &topic, partition, &metadata),
             refused => refused,
@@ -65,11 +72,11 @@ pub async fn commit(
                 value: Some(value),
             });
         }
-        codes.push((topic, partition, code));
+        codes.push((TopicPartition { topic, partition }, code));
     }
     let written = write(shard, group, (producer_id, epoch), &records, now).await;
-    for c in codes.iter_mut().filter(|c| c.2 == e::NONE) {
-        c.2 = written;
+    for c in codes.iter_mut().filter(|c| c.1 == e::NONE) {
+        c.1 = written;
     }
     codes
 }

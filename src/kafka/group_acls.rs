@@ -42,9 +42,6 @@ pub fn split_by_topic<T>(
 }
 
 /// The partitions of `denied` answered TOPIC_AUTHORIZATION_FAILED.
-pub fn denied_codes(denied: &[TopicPartition]) -> Vec<(String, i32, GroupCode)> {
-    denied
-        .iter()
-        .map(|tp| (tp.topic.clone(), tp.partition, TOPIC_DENIED))
-        .collect()
+pub fn denied_codes(denied: &[TopicPartition]) -> Vec<(TopicPartition, GroupCode)> {
+    denied.iter().map(|tp| (tp.clone(), TOPIC_DENIED)).collect()
 }

@@ -268,18 +268,15 @@ fn offsets_to_commit(ctx: &Context<'_>, r: &OffsetCommitRequest) -> Vec<OffsetTo
     r.topics
         .iter()
         .flat_map(|t| {
-            t.partitions.iter().map(|p| {
-                (
-                    text(&t.name.0),
-                    p.partition_index,
-                    p.committed_offset,
-                    if ctx.version >= 6 {
-                        p.committed_leader_epoch
-                    } else {
-                        -1
-                    },
-                    p.committed_metadata.as_ref().map(text).unwrap_or_default(),
-                )
+            t.partitions.iter().map(|p| OffsetToCommit {
+                tp: TopicPartition::new(text(&t.name.0), p.partition_index),
+                offset: p.committed_offset,
+                leader_epoch: if ctx.version >= 6 {
+                    p.committed_leader_epoch
+                } else {
+                    -1
+                },
+                metadata: p.committed_metadata.as_ref().map(text).unwrap_or_default(),
             })
         })
         .collect()
@@ -287,11 +284,10 @@ fn offsets_to_commit(ctx: &Context<'_>, r: &OffsetCommitRequest) -> Vec<OffsetTo
 
 pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetCommitResponse {
     let (offsets, denied) =
-        group_acls::split_by_topic(ctx, Operation::Read, offsets_to_commit(ctx, &r), |o| &o.0);
-    let denied: Vec<TopicPartition> = denied
-        .iter()
-        .map(|o| TopicPartition::new(&o.0, o.1))
-        .collect();
+        group_acls::split_by_topic(ctx, Operation::Read, offsets_to_commit(ctx, &r), |o| {
+            &o.tp.topic
+        });
+    let denied: Vec<TopicPartition> = denied.into_iter().map(|o| o.tp).collect();
     let op = GroupOp::Commit {
         member_id: text(&r.member_id),
         group_instance_id: r.group_instance_id.as_ref().map(text),
@@ -304,7 +300,7 @@ pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetC
         }
         _ => run(ctx, &r.group_id, op).await,
     };
-    let codes: Vec<(String, i32, GroupCode)> = match outcome {
+    let codes: Vec<(TopicPartition, GroupCode)> = match outcome {
         Ok(GroupReply::PartitionCodes(c)) => c
             .into_iter()
             .chain(group_acls::denied_codes(&denied))
@@ -313,9 +309,12 @@ pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetC
             .topics
             .iter()
             .flat_map(|t| {
-                t.partitions
-                    .iter()
-                    .map(move |p| (text(&t.name.0), p.partition_index, code))
+                t.partitions.iter().map(move |p| {
+                    (
+                        TopicPartition::new(text(&t.name.0), p.partition_index),
+                        code,
+                    )
+                })
             })
             .collect(),
         Ok(other) => unexpected(other),
@@ -325,7 +324,7 @@ pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetC
 
 fn commit_results(
     r: &OffsetCommitRequest,
-    codes: &[(String, i32, GroupCode)],
+    codes: &[(TopicPartition, GroupCode)],
 ) -> Vec<offset_commit_response::OffsetCommitResponseTopic> {
     r.topics
         .iter()
@@ -333,10 +332,10 @@ fn commit_results(
             let name = text(&t.name.0);
             let partitions = codes
                 .iter()
-                .filter(|(n, _, _)| *n == name)
-                .map(|(_, p, code)| {
+                .filter(|(tp, _)| tp.topic == name)
+                .map(|(tp, code)| {
                     offset_commit_response::OffsetCommitResponsePartition::default()
-                        .with_partition_index(*p)
+                        .with_partition_index(tp.partition)
                         .with_error_code(code.kafka())
                 })
                 .collect();
@@ -380,11 +379,19 @@ async fn fetch_group(
             found
                 .into_iter()
                 // Of every committed partition, only those on topics it may describe.
-                .filter(|(t, _, _)| asked.is_some() || ctx.on_topic(Operation::Describe, t))
-                .map(|(t, p, c)| match c {
-                    Some(c) => (t, p, c.offset, c.leader_epoch, c.metadata, e::NONE),
-                    None => (t, p, -1, -1, String::new(), e::NONE),
-                })
+                .filter(|(tp, _)| asked.is_some() || ctx.on_topic(Operation::Describe, &tp.topic))
+                .map(
+                    |(
+                        TopicPartition {
+                            topic: t,
+                            partition: p,
+                        },
+                        c,
+                    )| match c {
+                        Some(c) => (t, p, c.offset, c.leader_epoch, c.metadata, e::NONE),
+                        None => (t, p, -1, -1, String::new(), e::NONE),
+                    },
+                )
                 .chain(denied_rows)
                 .collect(),
             e::NONE,
@@ -650,7 +657,7 @@ pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetD
         }
         Ok(other) => unexpected(other),
     };
-    if codes.iter().all(|c| c.2 == GroupCode::GroupIdNotFound) && !codes.is_empty() {
+    if codes.iter().all(|c| c.1 == GroupCode::GroupIdNotFound) && !codes.is_empty() {
         return OffsetDeleteResponse::default().with_error_code(e::GROUP_ID_NOT_FOUND);
     }
     let topics = r
@@ -663,11 +670,11 @@ pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetD
                 .with_partitions(
                     codes
                         .iter()
-                        .filter(|c| c.0 == name)
-                        .map(|c| {
+                        .filter(|(tp, _)| tp.topic == name)
+                        .map(|(tp, code)| {
                             offset_delete_response::OffsetDeleteResponsePartition::default()
-                                .with_partition_index(c.1)
-                                .with_error_code(c.2.kafka())
+                                .with_partition_index(tp.partition)
+                                .with_error_code(code.kafka())
                         })
                         .collect(),
                 )

@@ -408,13 +408,12 @@ async fn commit_in_txn(
                 } else {
                     -1
                 };
-                (
-                    t.name.0.to_string(),
-                    p.partition_index,
-                    p.committed_offset,
-                    epoch,
-                    metadata.unwrap_or_default(),
-                )
+                crate::groups::ops::OffsetToCommit {
+                    tp: TopicPartition::new(t.name.0.to_string(), p.partition_index),
+                    offset: p.committed_offset,
+                    leader_epoch: epoch,
+                    metadata: metadata.unwrap_or_default(),
+                }
             })
         })
         .collect();
@@ -427,10 +426,9 @@ async fn commit_in_txn(
         offsets,
     };
     match super::groups::run(ctx, &request.group_id, op).await {
-        Ok(crate::groups::ops::GroupReply::PartitionCodes(codes)) => codes
-            .into_iter()
-            .map(|(t, p, c)| (TopicPartition::new(t, p), c.kafka()))
-            .collect(),
+        Ok(crate::groups::ops::GroupReply::PartitionCodes(codes)) => {
+            codes.into_iter().map(|(tp, c)| (tp, c.kafka())).collect()
+        }
         Ok(_) => partition_codes(request, errors::UNKNOWN_SERVER_ERROR),
         Err(code) => partition_codes(request, code.kafka()),
     }

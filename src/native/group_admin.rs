@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
 use crate::groups::code::GroupCode;
-use crate::groups::ops::{GroupOp, GroupReply};
+use crate::groups::ops::{GroupOp, GroupReply, OffsetToCommit};
 use crate::protocol::groups::GroupInfo;
 use crate::protocol::{ErrorCode, Request, ResponseBody};
 use crate::shard::coordinator_routing::{list_groups, route_group};
@@ -57,14 +57,19 @@ async fn commit(
         generation: -1,
         offsets: offsets
             .into_iter()
-            .map(|(t, p, o, m)| (t, p, o, -1, m))
+            .map(|(t, p, offset, metadata)| OffsetToCommit {
+                tp: crate::TopicPartition::new(t, p),
+                offset,
+                leader_epoch: -1,
+                metadata,
+            })
             .collect(),
     };
     match route_group(shard, group_id(&group)?, op).await? {
         GroupReply::PartitionCodes(codes) => Ok(ResponseBody::OffsetCommit(
             codes
                 .into_iter()
-                .map(|(t, p, c)| (t, p, c.native()))
+                .map(|(tp, c)| (tp.topic, tp.partition, c.native()))
                 .collect(),
         )),
         GroupReply::Code(c) => Err(BrokerError::new(
@@ -84,8 +89,8 @@ async fn fetch(shard: &Rc<Shard>, group: String, topics: Option<Vec<String>>) ->
         GroupReply::Offsets(found) => Ok(ResponseBody::OffsetFetch(
             found
                 .into_iter()
-                .filter(|(t, _, _)| topics.as_ref().is_none_or(|ts| ts.contains(t)))
-                .filter_map(|(t, p, c)| c.map(|c| (t, p, c.offset, c.metadata)))
+                .filter(|(tp, _)| topics.as_ref().is_none_or(|ts| ts.contains(&tp.topic)))
+                .filter_map(|(tp, c)| c.map(|c| (tp.topic, tp.partition, c.offset, c.metadata)))
                 .collect(),
         )),
         GroupReply::Code(c) => Err(BrokerError::new(
@@ -153,7 +158,7 @@ async fn delete_offsets(
         }
         other => return Err(unexpected("OffsetDelete", other)),
     };
-    if !codes.is_empty() && codes.iter().all(|c| c.2 == GroupCode::GroupIdNotFound) {
+    if !codes.is_empty() && codes.iter().all(|c| c.1 == GroupCode::GroupIdNotFound) {
         return Err(BrokerError::new(
             ErrorCode::GroupNotFound,
             format!("no group {group:?}"),
@@ -162,7 +167,7 @@ async fn delete_offsets(
     Ok(ResponseBody::OffsetCommit(
         codes
             .into_iter()
-            .map(|(t, p, c)| (t, p, c.native()))
+            .map(|(tp, c)| (tp.topic, tp.partition, c.native()))
             .collect(),
     ))
 }
