@@ -3,6 +3,8 @@
 
 use std::rc::Rc;
 
+use futures_util::stream::{self, StreamExt};
+
 use crate::broker_error::BrokerError;
 use crate::catalog::broker_defaults::BrokerDefaults;
 use crate::catalog::data_dir;
@@ -14,6 +16,11 @@ use crate::shard::messages::{OpOk, OpResult, PartitionOp};
 use crate::shard::partition_actor::PartitionHandle;
 use crate::shard::runtime::{Shard, CONTROLLER};
 use crate::TopicPartition;
+
+/// Partitions a shard opens, or closes, at once: enough to keep the device busy with the
+/// small reads and syncs each one does, few enough to bound the memory and I/O in flight.
+const OPEN_CONCURRENCY: usize = 32;
+const CLOSE_CONCURRENCY: usize = 32;
 
 /// A partition that takes longer than this to open is logged.
 const SLOW_OPEN: std::time::Duration = std::time::Duration::from_secs(1);
@@ -225,7 +232,8 @@ impl Shard {
         }
     }
 
-    /// Opens the partitions of `meta` this shard owns and starts their tasks.
+    /// Opens the partitions of `meta` this shard owns and starts their tasks, up to
+    /// `OPEN_CONCURRENCY` at a time (each open is a few small reads, or a recovery scan).
     async fn open_owned(
         &self,
         meta: &TopicMeta,
@@ -235,72 +243,96 @@ impl Shard {
     ) -> OpResult {
         opts.cache = Some(self.cache.clone());
         opts.acknowledged_reads = true;
-        for p in self.owned_partitions(meta, from) {
-            let dir = partition_dir(&self.config.data_dir, &meta.name, p);
-            let mut log_config = meta.config.log.clone();
-            log_config.min_time_roll_interval_ms = self.config.log_roll_min_interval_ms;
-            let started = std::time::Instant::now();
-            let opened =
-                PartitionLog::open_with(self.storage.clone(), &dir, log_config, opts.clone())
-                    .await
-                    .map_err(|e| {
-                        BrokerError::new(
-                            ErrorCode::of(&e),
-                            format!("opening {}: {e}", dir.display()),
-                        )
-                    });
-            let tp = TopicPartition::new(&*meta.name, p as i32);
-            let log = match (opened, on_failure) {
-                (Ok(log), _) => log,
-                (Err(why), OnOpenFailure::Fail) => return Err(why),
-                (Err(why), OnOpenFailure::Offline) => {
-                    tracing::error!(partition = %tp, %why, "partition left offline: it cannot be opened (its requests get KAFKA_STORAGE_ERROR); the rest of the node serves");
-                    self.offline.borrow_mut().insert(tp, why.message);
-                    continue;
-                }
-            };
-            // A slow start names its partitions (recovery scans and producer-state replays
-            // are the expected costs; anything else is a finding).
-            if started.elapsed() >= SLOW_OPEN {
-                let elapsed_ms = started.elapsed().as_millis() as u64;
-                let clean = opts.clean_shutdown;
-                tracing::warn!(dir = %dir.display(), elapsed_ms, clean, segments = log.segments().len(), "slow partition open");
+        let owned: Vec<u32> = self.owned_partitions(meta, from).collect();
+        let opened: Vec<Result<(), BrokerError>> = stream::iter(owned.iter().copied())
+            .map(|p| self.open_one(meta, p, &opts, on_failure))
+            .buffer_unordered(OPEN_CONCURRENCY)
+            .collect()
+            .await;
+        assert_eq!(opened.len(), owned.len(), "every owned partition was tried");
+        // With `Fail`, the caller removes what did open (a topic being created).
+        opened
+            .into_iter()
+            .find_map(Result::err)
+            .map_or(Ok(OpOk::Done), Err)
+    }
+
+    /// Opens partition `p` of `meta` and starts its task; a partition that cannot be
+    /// opened fails the caller or is left offline, as `on_failure` says.
+    async fn open_one(
+        &self,
+        meta: &TopicMeta,
+        p: u32,
+        opts: &OpenOptions,
+        on_failure: OnOpenFailure,
+    ) -> Result<(), BrokerError> {
+        let dir = partition_dir(&self.config.data_dir, &meta.name, p);
+        let mut log_config = meta.config.log.clone();
+        log_config.min_time_roll_interval_ms = self.config.log_roll_min_interval_ms;
+        let started = std::time::Instant::now();
+        let opened = PartitionLog::open_with(self.storage.clone(), &dir, log_config, opts.clone())
+            .await
+            .map_err(|e| {
+                BrokerError::new(ErrorCode::of(&e), format!("opening {}: {e}", dir.display()))
+            });
+        let tp = TopicPartition::new(&*meta.name, p as i32);
+        let log = match (opened, on_failure) {
+            (Ok(log), _) => log,
+            (Err(why), OnOpenFailure::Fail) => return Err(why),
+            (Err(why), OnOpenFailure::Offline) => {
+                tracing::error!(partition = %tp, %why, "partition left offline: it cannot be opened (its requests get KAFKA_STORAGE_ERROR); the rest of the node serves");
+                self.offline.borrow_mut().insert(tp, why.message);
+                return Ok(());
             }
-            self.note_truncations(log.recovery_truncations());
-            let id = meta.topic_id;
-            let recorded =
-                crate::catalog::topics::ensure_partition_metadata(&*self.storage, &dir, id).await;
-            if let Err(e) = recorded {
-                tracing::warn!(partition = %tp, error = %e, "writing partition.metadata failed; the topic id is still in the topic's metadata");
-            }
-            let local_start = log.log_start_offset();
-            self.partitions
-                .borrow_mut()
-                .insert(tp, PartitionHandle::spawn(log));
-            self.attach_remote(
-                &meta.name,
-                p,
-                meta.config.log.remote_storage_enable,
-                local_start,
-            );
+        };
+        // A slow start names its partitions (recovery scans and producer-state replays
+        // are the expected costs; anything else is a finding).
+        if started.elapsed() >= SLOW_OPEN {
+            let elapsed_ms = started.elapsed().as_millis() as u64;
+            let clean = opts.clean_shutdown;
+            tracing::warn!(dir = %dir.display(), elapsed_ms, clean, segments = log.segments().len(), "slow partition open");
         }
-        Ok(OpOk::Done)
+        self.note_truncations(log.recovery_truncations());
+        let id = meta.topic_id;
+        let recorded =
+            crate::catalog::topics::ensure_partition_metadata(&*self.storage, &dir, id).await;
+        if let Err(e) = recorded {
+            tracing::warn!(partition = %tp, error = %e, "writing partition.metadata failed; the topic id is still in the topic's metadata");
+        }
+        let local_start = log.log_start_offset();
+        let earlier = self
+            .partitions
+            .borrow_mut()
+            .insert(tp, PartitionHandle::spawn(log));
+        assert!(
+            earlier.is_none(),
+            "partition {} of {} opened twice",
+            p,
+            meta.name
+        );
+        let tiered = meta.config.log.remote_storage_enable;
+        self.attach_remote(&meta.name, p, tiered, local_start);
+        Ok(())
     }
 
     /// Closes every partition this shard owns (clean shutdown). Returns how many could not
     /// be closed cleanly.
     pub async fn close_partitions(&self) -> usize {
         let handles: Vec<_> = self.partitions.borrow_mut().drain().collect();
-        let mut failed = 0;
-        for (tp, h) in handles {
-            match h.close().await {
-                Ok(()) => tracing::debug!(partition = %tp, "partition closed"),
-                Err(e) => {
-                    failed += 1;
-                    tracing::error!(partition = %tp, error = %e, "partition did not close cleanly");
+        let closing = stream::iter(handles)
+            .map(|(tp, h)| async move {
+                match h.close().await {
+                    Ok(()) => tracing::debug!(partition = %tp, "partition closed"),
+                    Err(e) => {
+                        tracing::error!(partition = %tp, error = %e, "partition did not close cleanly");
+                        return 1;
+                    }
                 }
-            }
-        }
-        failed
+                0
+            })
+            .buffer_unordered(CLOSE_CONCURRENCY);
+        closing
+            .fold(0, |failed, one| async move { failed + one })
+            .await
     }
 }
