@@ -19,13 +19,17 @@ pub type HostResult<T> = Result<T, BrokerError>;
 /// The shard a coordinator runs on (cheap to clone: a reference count).
 pub type Host = Rc<dyn GroupHost>;
 
-pub trait GroupHost {
+/// What every coordinator (groups, transactions) asks of the shard it runs on.
+pub trait CoordinatorHost {
     fn shard_id(&self) -> usize;
-    /// Whether the shard has opened its partitions (before that, groups are not loaded).
-    fn is_ready(&self) -> bool;
     fn shutting_down(&self) -> bool;
     fn settings(&self) -> &ServerConfig;
     fn topic(&self, name: &str) -> Option<TopicMeta>;
+}
+
+pub trait GroupHost: CoordinatorHost {
+    /// Whether the shard has opened its partitions (before that, groups are not loaded).
+    fn is_ready(&self) -> bool;
     /// Record batches of an offsets partition from `offset`, at most about `max_bytes`
     /// (at least one batch); empty at the log end.
     fn read_offsets(

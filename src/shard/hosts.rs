@@ -11,7 +11,7 @@ use super::messages::{Isolation, OpOk, PartitionOp, ShardOp};
 use super::Shard;
 use crate::catalog::topics::TopicMeta;
 use crate::format::control::EndTxnMarker;
-use crate::groups::host::{GroupHost, Host, HostFuture, HostResult};
+use crate::groups::host::{CoordinatorHost, GroupHost, Host, HostFuture, HostResult};
 use crate::groups::ops::GroupReply;
 use crate::groups::OFFSETS_TOPIC;
 use crate::protocol::ACKS_ALL;
@@ -76,13 +76,9 @@ impl ShardHost {
     }
 }
 
-impl GroupHost for ShardHost {
+impl CoordinatorHost for ShardHost {
     fn shard_id(&self) -> usize {
         self.0.id
-    }
-
-    fn is_ready(&self) -> bool {
-        self.0.is_ready()
     }
 
     fn shutting_down(&self) -> bool {
@@ -95,6 +91,12 @@ impl GroupHost for ShardHost {
 
     fn topic(&self, name: &str) -> Option<TopicMeta> {
         self.0.topic(name)
+    }
+}
+
+impl GroupHost for ShardHost {
+    fn is_ready(&self) -> bool {
+        self.0.is_ready()
     }
 
     fn read_offsets(&self, p: i32, offset: i64, max: usize) -> HostFuture<'_, HostResult<Bytes>> {
@@ -117,22 +119,6 @@ impl GroupHost for ShardHost {
 }
 
 impl TxnHost for ShardHost {
-    fn shard_id(&self) -> usize {
-        self.0.id
-    }
-
-    fn shutting_down(&self) -> bool {
-        self.0.shutting_down.get()
-    }
-
-    fn settings(&self) -> &ServerConfig {
-        &self.0.config
-    }
-
-    fn topic(&self, name: &str) -> Option<TopicMeta> {
-        self.0.topic(name)
-    }
-
     fn state_log_start(&self, partition: i32) -> HostFuture<'_, HostResult<i64>> {
         Box::pin(self.log_start(TRANSACTION_STATE_TOPIC, partition))
     }

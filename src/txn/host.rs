@@ -8,20 +8,14 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use crate::catalog::topics::TopicMeta;
 use crate::format::control::EndTxnMarker;
-pub use crate::groups::host::{HostFuture, HostResult};
-use crate::settings::ServerConfig;
+pub use crate::groups::host::{CoordinatorHost, HostFuture, HostResult};
 use crate::TopicPartition;
 
 /// The shard a transaction coordinator runs on (cheap to clone: a reference count).
 pub type TxnHostRc = Rc<dyn TxnHost>;
 
-pub trait TxnHost {
-    fn shard_id(&self) -> usize;
-    fn shutting_down(&self) -> bool;
-    fn settings(&self) -> &ServerConfig;
-    fn topic(&self, name: &str) -> Option<TopicMeta>;
+pub trait TxnHost: CoordinatorHost {
     /// The log start offset of a state partition.
     fn state_log_start(&self, partition: i32) -> HostFuture<'_, HostResult<i64>>;
     /// Record batches of a state partition from `offset`, at most about `max_bytes` (at
