@@ -113,7 +113,8 @@ fn check_user(
             Refusal::new(UNSUPPORTED_SASL_MECHANISM, format!("unknown mechanism {t}"))
         })?;
         let iterations = u32::try_from(iterations).unwrap_or(0);
-        check(user, iterations).map_err(|e| Refusal::new(UNACCEPTABLE_CREDENTIAL, e.0))?;
+        check(user, iterations)
+            .map_err(|e| Refusal::new(UNACCEPTABLE_CREDENTIAL, e.to_string()))?;
         if salt.is_empty() || salted.is_empty() {
             let why = "a salt and a salted password are required".to_string();
             return Err(Refusal::new(UNACCEPTABLE_CREDENTIAL, why));

@@ -47,7 +47,7 @@ pub struct TlsSettings {
 fn certificates(path: &Path, key: &str) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
     crate::security::pem::certificates(path).map_err(|e| TlsSetupError {
         what: format!("{key} {}", path.display()),
-        why: e.0,
+        why: e.to_string(),
     })
 }
 
@@ -91,7 +91,7 @@ pub fn server_config(settings: &TlsSettings) -> Result<Arc<rustls::ServerConfig>
         why,
     };
     let chain = certificates(keystore, "ssl.keystore.location")?;
-    let key = crate::security::pem::private_key(keystore).map_err(|e| fail(e.0))?;
+    let key = crate::security::pem::private_key(keystore).map_err(|e| fail(e.to_string()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

@@ -31,22 +31,27 @@ pub fn file_path(meta_dir: &Path) -> PathBuf {
     meta_dir.join(FILE)
 }
 
-/// Why a credential cannot be stored (Kafka's UNACCEPTABLE_CREDENTIAL cases).
+/// Why a credential cannot be stored (Kafka's UNACCEPTABLE_CREDENTIAL cases), or why the
+/// credentials file cannot be read back.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unacceptable(pub String);
+#[non_exhaustive]
+pub enum Unacceptable {
+    #[error("a user name must have 1 to {max} bytes, not {0}", max = MAX_USER)]
+    UserName(usize),
+    #[error("iterations must be {min} to {max}, not {0}", min = MIN_ITERATIONS, max = MAX_ITERATIONS)]
+    Iterations(u32),
+    #[error("not a shardlog credentials file (bad header)")]
+    BadHeader,
+    #[error("line {line}: {what}")]
+    BadLine { line: usize, what: String },
+}
 
 pub fn check(user: &str, iterations: u32) -> Result<(), Unacceptable> {
     if user.is_empty() || user.len() > MAX_USER {
-        return Err(Unacceptable(format!(
-            "a user name must have 1 to {MAX_USER} bytes, not {}",
-            user.len()
-        )));
+        return Err(Unacceptable::UserName(user.len()));
     }
     if !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&iterations) {
-        return Err(Unacceptable(format!(
-            "iterations must be {MIN_ITERATIONS} to {MAX_ITERATIONS}, not {iterations}"
-        )));
+        return Err(Unacceptable::Iterations(iterations));
     }
     Ok(())
 }
@@ -65,7 +70,11 @@ impl CredentialStore {
     }
 
     pub fn set(&mut self, user: &str, mechanism: Mechanism, credential: Credential) {
-        debug_assert!(check(user, credential.iterations).is_ok());
+        // Callers check first (AlterUserScramCredentials, the file, the offline tool).
+        assert!(
+            check(user, credential.iterations).is_ok(),
+            "an unchecked credential"
+        );
         self.by_user
             .insert((user.to_string(), mechanism), credential);
     }
@@ -94,11 +103,13 @@ impl CredentialStore {
     }
 
     pub fn decode(text: &str) -> Result<Self, Unacceptable> {
-        let lines = meta_file::data_lines(text, HEADER)
-            .ok_or_else(|| Unacceptable("not a shardlog credentials file (bad header)".into()))?;
+        let lines = meta_file::data_lines(text, HEADER).ok_or(Unacceptable::BadHeader)?;
         let mut store = CredentialStore::default();
         for (n, line) in lines {
-            let bad = |why: &str| Unacceptable(format!("line {n}: {why}"));
+            let bad = |why: &str| Unacceptable::BadLine {
+                line: n,
+                what: why.to_string(),
+            };
             let f: Vec<&str> = line.split(' ').collect();
             let [mechanism, iterations, user, salt, stored, server] = f[..] else {
                 return Err(bad("expected 6 fields"));
@@ -107,7 +118,7 @@ impl CredentialStore {
             let iterations: u32 = iterations.parse().map_err(|_| bad("iterations"))?;
             let b64 = |s: &str, what: &str| B64.decode(s).map_err(|_| bad(what));
             let user = String::from_utf8(b64(user, "user")?).map_err(|_| bad("user"))?;
-            check(&user, iterations).map_err(|e| bad(&e.0))?;
+            check(&user, iterations).map_err(|e| bad(&e.to_string()))?;
             let credential = Credential {
                 salt: b64(salt, "salt")?,
                 stored_key: b64(stored, "stored key")?,

@@ -125,7 +125,7 @@ pub fn run(args: UsersArgs, out: &mut dyn std::io::Write) -> Result<(), String> 
             password_file,
         } => {
             let m = mechanism(&name)?;
-            check(&user, iterations).map_err(|e| e.0)?;
+            check(&user, iterations).map_err(|e| e.to_string())?;
             let password = read_password(password_stdin, password_file)?;
             store.set(&user, m, scram::Credential::new(m, &password, iterations));
             write(&store)?;
