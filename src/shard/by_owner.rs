@@ -42,12 +42,7 @@ pub(crate) async fn run_on_owners<T>(
             let indexes: Vec<usize> = group.iter().map(|g| g.0).collect();
             let (n, op, shard) = (group.len(), make(group), shard.clone());
             let task = crate::tasks::spawn(async move {
-                let answer = if owner == shard.id {
-                    shard.execute(op).await
-                } else {
-                    shard.remote(owner, op).await
-                };
-                match answer {
+                match shard.run_on(owner, op).await {
                     Ok(OpOk::Results(r)) if r.len() == n => r,
                     Ok(other) => vec![Err(unexpected(other)); n],
                     Err(e) => vec![Err(e); n],

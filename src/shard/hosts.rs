@@ -166,10 +166,7 @@ impl TxnHost for ShardHost {
                 commit,
             };
             let owner = meta.owners[p as usize] as usize;
-            let reply = match owner == self.0.id {
-                true => Box::pin(self.0.execute(op)).await,
-                false => self.0.remote(owner, op).await,
-            };
+            let reply = self.0.run_on(owner, op).await;
             matches!(reply, Ok(OpOk::Group(GroupReply::Code(code))) if code.is_ok())
         })
     }

@@ -37,6 +37,15 @@ impl Shard {
         local.and(remote)
     }
 
+    /// Runs `op` on shard `owner`: here, or over the mesh.
+    pub async fn run_on(self: &Rc<Self>, owner: usize, op: ShardOp) -> OpResult {
+        if owner == self.id {
+            self.execute(op).await
+        } else {
+            self.remote(owner, op).await
+        }
+    }
+
     /// Sends an operation to another shard and waits for its answer. Dropped before the
     /// answer, it forgets the request, and cancels a cancellable op on the peer.
     pub async fn remote(self: &Rc<Self>, peer: usize, op: ShardOp) -> OpResult {
