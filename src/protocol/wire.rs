@@ -50,7 +50,8 @@ impl WireWriter {
         while !s.is_char_boundary(len) {
             len -= 1;
         }
-        assert!(len <= i16::MAX as usize && s.is_char_boundary(len));
+        assert!(len <= i16::MAX as usize);
+        assert!(s.is_char_boundary(len));
         self.i16(len as i16);
         self.buf.extend_from_slice(&s.as_bytes()[..len]);
         self

@@ -91,7 +91,8 @@ impl ServerConfig {
         }
         // Only PER_LISTENER keys reach here: a listener's security and connection limits,
         // never the node's layout.
-        assert!(cfg.shards == self.shards && cfg.listen == self.listen);
+        assert_eq!(cfg.shards, self.shards);
+        assert_eq!(cfg.listen, self.listen);
         cfg
     }
 

@@ -73,6 +73,7 @@ mod tests {
         assert_eq!(PRODUCER_FENCED.kafka(true), k::PRODUCER_FENCED);
         assert_eq!(PRODUCER_FENCED.kafka(false), k::INVALID_PRODUCER_EPOCH);
         assert_eq!(NONE.kafka(false), k::NONE);
-        assert!(NONE.is_ok() && !CONCURRENT_TRANSACTIONS.is_ok());
+        assert!(NONE.is_ok());
+        assert!(!CONCURRENT_TRANSACTIONS.is_ok());
     }
 }
