@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start and stop with many partitions: creates TOPICS topics of 1,000 partitions each, then
-# measures a clean restart (each shard's own "partitions open ... elapsed_ms", and the time
-# until the server listens) and SIGTERM (time to exit, and whether every partition closed).
+# measures what idle partitions hold (RSS above the empty server, descriptors), a clean
+# restart (each shard's own "partitions open ... elapsed_ms", and the time until the server
+# listens) and SIGTERM (time to exit, and whether every partition closed).
 # Usage: scripts/partitions.sh [TOPICS]   (default 4: 4,000 partitions, 2,000 per shard here)
 # Environment: SHARDLOG_BIN (another server build to measure, e.g. the commit before a change).
 set -euo pipefail
@@ -38,12 +39,18 @@ stop() { # sets ms: until the process exits after SIGTERM
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 }
 
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
+fds() { ls "/proc/$pid/fd" | wc -l; }
+
 start "$dir/first.log"
+sleep 2; empty_rss=$(rss_kb)
 t0=$(date +%s%N)
 for i in $(seq 1 "$topics"); do
   "$tool" topics create -b "127.0.0.1:$port" --topic "t$i" --partitions 1000 >/dev/null
 done
 create_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+sleep "${IDLE_S:-3}" # past the partitions' idle release (0.5 s)
+idle_rss=$(rss_kb); idle_fds=$(fds)
 stop; stop_ms=$ms
 first_clean=$(grep -c "clean shutdown complete" "$dir/first.log" || true)
 start "$dir/restart.log"; listen_ms=$ms
@@ -54,5 +61,6 @@ panics=$(cat "$dir/first.log" "$dir/restart.log" | grep -c "panicked" || true)
 grep -E "shutdown|timed out|panicked|drained|connections still" "$dir/first.log" | tail -5 >&2 || true
 partitions=$((topics * 1000))
 echo "partitions: $partitions; create: $create_ms ms ($(( partitions * 1000 / (create_ms + 1) )) /s)"
+echo "idle: RSS $idle_rss KiB, $(( (idle_rss - empty_rss) * 1024 / partitions )) bytes per partition above the empty server ($empty_rss KiB); descriptors: $idle_fds"
 echo "SIGTERM after create: $stop_ms ms (clean: $first_clean); restart: serving after $listen_ms ms; per shard: $opened"
 echo "SIGTERM after restart: $stop2_ms ms; shard closes that timed out or failed: $unclean; panics: $panics"

@@ -1,12 +1,13 @@
-//! File descriptors of read-only files (sealed segments and their indexes), bounded per
-//! shard. `PooledStorage` wraps any storage: a file opened read-only is a handle whose
-//! descriptor lives in the shard's pool, an LRU of at most `capacity` open files. When the
-//! pool is full the least recently used descriptor is closed; its handle reopens the file on
-//! its next use. So 10,000 sealed segments cost at most `capacity` descriptors, and a client
-//! that forces a roll on every produce cannot exhaust the process's descriptors.
+//! File descriptors, bounded per shard. `PooledStorage` wraps any storage: every file it
+//! opens is a handle whose descriptor lives in the shard's pool, an LRU of at most
+//! `capacity` open files. When the pool is full the least recently used descriptor is
+//! closed; its handle reopens the file on its next use (a created file reopens read-write).
+//! So 10,000 sealed segments, or the active segments of 10,000 idle partitions, cost at
+//! most `capacity` descriptors, and a client that forces a roll on every produce cannot
+//! exhaust the process's descriptors.
 //!
-//! Writable files (the active segment, temporary files) are not pooled: they are bounded by
-//! the number of partitions.
+//! Closing a descriptor loses nothing: writes are direct (each completes on the device or
+//! fails itself), and an fdatasync through any descriptor of a file syncs the file.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -70,10 +71,12 @@ impl PooledStorage {
     }
 }
 
-/// A read-only file whose descriptor may be closed by the pool between uses.
+/// A file whose descriptor may be closed by the pool between uses.
 struct PooledFile {
     id: u64,
     path: PathBuf,
+    /// How a closed descriptor is reopened.
+    reopen: OpenMode,
     inner: Rc<dyn Storage>,
     pool: SharedPool,
 }
@@ -84,7 +87,7 @@ impl PooledFile {
         if let Some(f) = self.pool.borrow_mut().open.get(&self.id) {
             return Ok(f.clone());
         }
-        let f = self.inner.open(&self.path, OpenMode::ReadOnly).await?;
+        let f = self.inner.open(&self.path, self.reopen).await?;
         let mut pool = self.pool.borrow_mut();
         pool.reopens += 1;
         pool.insert(self.id, f.clone());
@@ -98,12 +101,26 @@ impl StorageFile for PooledFile {
     }
 
     fn alloc_buffer(&self, size: usize) -> IoBuf {
-        // Read-only: nothing is written through it; plain memory is enough.
-        IoBuf::Heap(vec![0; size])
+        // The open descriptor's kind of buffer (aligned memory for direct writes); a file
+        // whose descriptor was closed writes plain memory, copied once when written.
+        match self.pool.borrow().open.peek(&self.id) {
+            Some(f) => f.alloc_buffer(size),
+            None => IoBuf::Heap(vec![0; size]),
+        }
     }
 
     fn write_at(&self, buf: IoBuf, pos: u64) -> IoFuture<'_, usize> {
         Box::pin(async move { self.handle().await?.write_at(buf, pos).await })
+    }
+
+    fn start_writes(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + '_>> {
+        // Writes in flight hold their descriptor; the pool's, if open, starts them.
+        let open = self.pool.borrow().open.peek(&self.id).cloned();
+        Box::pin(async move {
+            if let Some(f) = open {
+                f.start_writes().await;
+            }
+        })
     }
 
     fn read_at(&self, pos: u64, len: usize) -> IoFuture<'_, Vec<u8>> {
@@ -147,14 +164,16 @@ impl Storage for PooledStorage {
         Box::pin(async move {
             // Opened now, so a missing file fails here, not at the first read.
             let file = self.inner.open(&path, mode).await?;
-            if mode != OpenMode::ReadOnly {
-                return Ok(file);
-            }
             let id = next_file_id();
             self.pool.borrow_mut().insert(id, file);
+            let reopen = match mode {
+                OpenMode::ReadOnly => OpenMode::ReadOnly,
+                _ => OpenMode::ReadWrite,
+            };
             Ok(Rc::new(PooledFile {
                 id,
                 path,
+                reopen,
                 inner: self.inner.clone(),
                 pool: self.pool.clone(),
             }) as Rc<dyn StorageFile>)
@@ -239,6 +258,42 @@ mod tests {
                     .open("/d/none".as_ref(), OpenMode::ReadOnly)
                     .await
                     .is_err());
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    #[test]
+    fn writable_files_share_the_pool_and_reopen_read_write() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let sim = SimStorage::new();
+                sim.create_dir_all("/d".as_ref()).unwrap();
+                let pooled = PooledStorage::new(Rc::new(sim.clone()), 3);
+                let mut files = Vec::new();
+                for i in 0..10 {
+                    let path = PathBuf::from(format!("/d/{i}.log"));
+                    files.push(pooled.open(&path, OpenMode::CreateNew).await.unwrap());
+                }
+                // Round robin over more files than the pool holds: every write reopens.
+                for round in 0..3u64 {
+                    for (i, f) in files.iter().enumerate() {
+                        let mut buf = f.alloc_buffer(4096);
+                        buf.as_bytes_mut().fill(i as u8);
+                        assert_eq!(f.write_at(buf, round * 4096).await.unwrap(), 4096);
+                        f.fdatasync().await.unwrap();
+                        assert!(pooled.open_files().0 <= 3);
+                    }
+                }
+                assert!(pooled.open_files().1 >= 20, "evicted files were reopened");
+                // What was synced through reopened descriptors survives a power cut.
+                sim.sync_dir("/d".as_ref()).await.unwrap();
+                sim.crash(crate::io::sim::CrashKind::PowerLoss);
+                for i in 0..10 {
+                    let path = PathBuf::from(format!("/d/{i}.log"));
+                    assert_eq!(sim.read_file(&path).await.unwrap(), vec![i as u8; 3 * 4096]);
+                }
             })
             .unwrap()
             .join()

@@ -2,9 +2,9 @@
 
 /// Raises the soft RLIMIT_NOFILE to the hard limit (the common soft default of 1024 is far
 /// below what a server with many partitions needs) and logs the budget: descriptors the
-/// configured connections and open sealed files may take. Returns the soft limit in force
-/// afterwards.
-pub fn raise_fd_limit(connections: u64, sealed: u64) -> u64 {
+/// configured connections and the shards' pools of open files may take. Returns the soft
+/// limit in force afterwards.
+pub fn raise_fd_limit(connections: u64, files: u64) -> u64 {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -30,10 +30,10 @@ pub fn raise_fd_limit(connections: u64, sealed: u64) -> u64 {
     tracing::info!(
         fd_limit = lim.rlim_cur,
         connections_max_fds = connections,
-        sealed_segment_files_max_fds = sealed,
-        "file descriptor budget (active segments add one .log each; sealed ones are opened lazily)"
+        segment_files_max_fds = files,
+        "file descriptor budget (segment files, active and sealed, share the shards' pools)"
     );
-    if connections + sealed >= lim.rlim_cur {
+    if connections + files >= lim.rlim_cur {
         tracing::warn!(
             fd_limit = lim.rlim_cur,
             "the fd limit is below the configured connection and open-file bounds; EMFILE is answered with retriable errors"

@@ -218,12 +218,12 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
 }
 
 /// Raises the fd limit for the descriptors the config allows: two per connection (reader
-/// and writer) per protocol, and the open sealed files.
+/// and writer) per protocol, and the shards' pools of open files.
 fn raise_fd_limit(config: &ServerConfig) {
     let shards = config.shards as u64;
     let connection_fds = shards * config.max_connections_per_shard as u64 * 2 * 2;
-    let sealed_fds = shards * config.max_open_sealed_files_per_shard as u64;
-    crate::io::limits::raise_fd_limit(connection_fds, sealed_fds);
+    let file_fds = shards * config.max_open_files_per_shard as u64;
+    crate::io::limits::raise_fd_limit(connection_fds, file_fds);
 }
 
 /// The start-up pass over the data directory, through the storage seam on an executor of

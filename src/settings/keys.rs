@@ -391,11 +391,7 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         max_inflight_bytes_per_shard,
         1..
     ),
-    number_key!(
-        "max.open.sealed.files.per.shard",
-        max_open_sealed_files_per_shard,
-        3..
-    ),
+    number_key!("max.open.files.per.shard", max_open_files_per_shard, 3..),
     number_key!(
         "connections.max.idle.ms",
         connections_max_idle_ms,

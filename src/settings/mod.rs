@@ -57,9 +57,9 @@ pub struct ServerConfig {
     /// Request and reply bytes all connections of one shard may hold at once (requests
     /// being read or run, replies not yet written). Bounds memory under slow readers.
     pub max_inflight_bytes_per_shard: usize,
-    /// Sealed-segment files (.log, .index, .timeindex) a shard keeps open; the least
-    /// recently used are closed and reopened on demand.
-    pub max_open_sealed_files_per_shard: usize,
+    /// Segment files (active and sealed .log, .index, .timeindex) a shard keeps open; the
+    /// least recently used are closed and reopened on demand.
+    pub max_open_files_per_shard: usize,
     /// A connection with no request for this long is closed (Kafka's connections.max.idle.ms).
     pub connections_max_idle_ms: u64,
     /// KIP-368: a SASL session lasts this long; then the client re-authenticates on the
@@ -244,7 +244,7 @@ impl Default for ServerConfig {
             shutdown_timeout_ms: 10_000,
             spin_before_park_us: DEFAULT_SPIN_BEFORE_PARK_US,
             max_inflight_bytes_per_shard: 256 << 20,
-            max_open_sealed_files_per_shard: 1000,
+            max_open_files_per_shard: 2000,
             connections_max_idle_ms: 600_000,
             connections_max_reauth_ms: 0,
             request_timeout_ms: 30_000,

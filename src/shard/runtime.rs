@@ -93,7 +93,7 @@ impl Shard {
             n: config.shards,
             storage: PooledStorage::new(
                 DmaStorage::new(config.data_dir.clone()),
-                config.max_open_sealed_files_per_shard,
+                config.max_open_files_per_shard,
             ),
             inflight: crate::shard::budget::Budget::shard_pool(config.max_inflight_bytes_per_shard),
             cache: PageCache::shared(config.cache_bytes),

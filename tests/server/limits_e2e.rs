@@ -34,21 +34,33 @@ async fn read_offsets(c: &mut Client, topic: &str, p: i32) -> Vec<i64> {
         .collect()
 }
 
+/// Partition directories of `topic` in the data directory (not those being deleted).
+fn partition_dirs(data: &std::path::Path, topic: &str) -> usize {
+    let prefix = format!("{topic}-");
+    std::fs::read_dir(data)
+        .unwrap()
+        .filter(|e| {
+            let n = e
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .into_owned();
+            n.starts_with(&prefix) && !n.ends_with("-delete")
+        })
+        .count()
+}
+
 #[test]
-fn a_low_fd_limit_gives_clear_errors_keeps_serving_and_restarts() {
+fn a_pool_larger_than_the_fd_limit_fails_a_create_clearly_and_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let config = [
-        ("max.open.sealed.files.per.shard", "30"),
-        ("log.roll.min.interval.ms", "0"),
-        ("max.connections.per.shard", "1000"),
-    ];
-    let mut server = ServerProc::start_wrapped(&data, 1, &config, Some("ulimit -n 160"));
+    let config = [("max.open.files.per.shard", "1000")];
+    let server = ServerProc::start_wrapped(&data, 1, &config, Some("ulimit -n 160"));
     let addr = server.addr();
-    let a = addr.clone();
     client(move || async move {
-        let mut c = Client::connect(&a).await.unwrap();
-        // One open .log per partition: 300 do not fit in 160 descriptors.
+        let mut c = Client::connect(&addr).await.unwrap();
+        // The pool would keep 300 active segments open: they do not fit in 160 descriptors.
         let e = c.create_topic("wide", 300, vec![]).await.unwrap_err();
         assert_eq!(e.code(), Some(ErrorCode::StorageError), "{e}");
         assert!(e.to_string().contains("Too many open files"), "{e}");
@@ -57,6 +69,45 @@ fn a_low_fd_limit_gives_clear_errors_keeps_serving_and_restarts() {
             md.topic("wide").unwrap().error_code,
             ErrorCode::UnknownTopic
         );
+        // The node keeps serving once descriptors are back.
+        c.create_topic("narrow", 3, vec![]).await.unwrap();
+        c.produce("narrow", 2, ACKS_ALL, batch_at(0, 100))
+            .await
+            .unwrap();
+    });
+    assert_eq!(
+        partition_dirs(&data, "wide"),
+        0,
+        "a failed create leaves no partition behind"
+    );
+}
+
+#[test]
+fn a_low_fd_limit_gives_clear_errors_keeps_serving_and_restarts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let config = [
+        ("max.open.files.per.shard", "30"),
+        ("log.roll.min.interval.ms", "0"),
+        ("max.connections.per.shard", "1000"),
+    ];
+    let mut server = ServerProc::start_wrapped(&data, 1, &config, Some("ulimit -n 160"));
+    let addr = server.addr();
+    let a = addr.clone();
+    client(move || async move {
+        let mut c = Client::connect(&a).await.unwrap();
+        // 300 partitions in 160 descriptors: their active segments share the pool of 30.
+        c.create_topic("wide", 300, vec![]).await.unwrap();
+        for round in 0..2 {
+            for p in 0..300 {
+                c.produce("wide", p, ACKS_ALL, batch_at(round, 100))
+                    .await
+                    .unwrap();
+            }
+        }
+        for p in (0..300).step_by(37) {
+            assert_eq!(read_offsets(&mut c, "wide", p).await, vec![0, 1]);
+        }
         // Timestamps leaping past segment.ms force a roll on every produce.
         c.create_topic("rolls", 1, vec![("segment.ms".into(), "1000".into())])
             .await
@@ -85,19 +136,6 @@ fn a_low_fd_limit_gives_clear_errors_keeps_serving_and_restarts() {
     let fds = server.open_fds();
     eprintln!("figures: {segments} segments, {fds} descriptors open (limit 160, pool 30)");
     assert!(fds < 100, "{fds} descriptors open");
-    let wide_dirs = std::fs::read_dir(&data)
-        .unwrap()
-        .filter(|e| {
-            let n = e
-                .as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .into_owned();
-            n.starts_with("wide-") && !n.ends_with("-delete")
-        })
-        .count();
-    assert_eq!(wide_dirs, 0, "a failed create leaves no partition behind");
     // Connections until accept runs out of descriptors: it backs off instead of spinning.
     let held = connect_until_accept_fails(&server, &addr);
     let failures_before = accept_failures_logged(&server);
@@ -116,6 +154,7 @@ fn a_low_fd_limit_gives_clear_errors_keeps_serving_and_restarts() {
             read_offsets(&mut c, "rolls", 0).await,
             (0..400).collect::<Vec<_>>()
         );
+        assert_eq!(read_offsets(&mut c, "wide", 299).await, vec![0, 1]);
     });
 }
 
