@@ -16,7 +16,7 @@ port=$((20000 + RANDOM % 10000))
 pid=""
 cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$dir"; echo "data: $dir" >&2; }
 trap cleanup EXIT
-printf 'max.partitions.per.topic=1000\n' >"$dir/server.properties"
+printf 'max.partitions.per.topic=1000\n%s' "${EXTRA_CONFIG:-}" >"$dir/server.properties"
 
 ms=0
 start() { # $1: log file; sets ms: until the server says it serves (every shard opened)

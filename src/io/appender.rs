@@ -91,6 +91,9 @@ pub struct LogFile {
     poisoned: Option<String>,
     /// The file's size as grown by `allocate` (0: not grown); writes below it overwrite.
     allocated: u64,
+    /// How long the file may be on disk: its size when opened, grown by padded writes and
+    /// allocation. Above `size`, a seal trims it.
+    file_len: u64,
     /// Whether to allocate ahead (off once an allocation failed: writes then extend).
     allocate_ahead: bool,
     /// Chunks read ahead of a sequential reader (consumers catching up).
@@ -131,6 +134,7 @@ impl LogFile {
             durable: size,
             poisoned: None,
             allocated: 0,
+            file_len: size,
             allocate_ahead: false,
             read_ahead: ReadAhead::default(),
         }
@@ -177,7 +181,10 @@ impl LogFile {
         let tail_pos = align_down(size);
         let tail_len = (size - tail_pos) as usize;
         let staging_pos = align_up(size);
+        // The file may run past `size` (padding, space allocated ahead): a seal trims it.
+        let file_len = file.size().await.map_err(|e| Error::io("stat", path, e))?;
         let mut log = Self::assemble(path, file.clone(), size, staging_pos, None, cache);
+        log.file_len = file_len.max(size);
         if tail_len > 0 {
             let tail = file
                 .read_at(tail_pos, BLOCK as usize)
@@ -451,7 +458,10 @@ impl LogFile {
         let ahead = self.allocated.clamp(CHUNK as u64, MAX_ALLOCATE_AHEAD);
         let target = align_up(end) + ahead;
         match self.file.allocate(target).await {
-            Ok(()) => self.allocated = target,
+            Ok(()) => {
+                self.allocated = target;
+                self.file_len = self.file_len.max(target);
+            }
             Err(e) => {
                 tracing::debug!(file = %self.path.display(), error = %e, "allocating ahead failed: writes extend the file");
                 self.allocate_ahead = false;
@@ -462,6 +472,7 @@ impl LogFile {
     fn submit(&mut self, buf: IoBuf, pos: u64) {
         let file = self.file.clone();
         let expected = buf.len();
+        self.file_len = self.file_len.max(pos + expected as u64);
         let task = crate::tasks::spawn(async move { file.write_at(buf, pos).await });
         self.in_flight.push_back(InFlight {
             end: pos + expected as u64,
@@ -550,6 +561,7 @@ impl LogFile {
             "disjoint writes"
         );
         let (file, padded) = (self.file.clone(), buf.len());
+        self.file_len = self.file_len.max(pos + padded as u64);
         let write = crate::tasks::spawn(async move { file.write_at(buf, pos).await });
         Some((write, padded))
     }
@@ -603,18 +615,26 @@ impl LogFile {
     }
 
     /// Makes the file read-only: flush, trim the zero padding so the file ends at its last
-    /// byte, fdatasync, and release the staging buffer.
+    /// byte, fdatasync, and release the staging buffer. A file untouched since it was opened
+    /// (an idle partition's, at shutdown) needs neither trim nor sync.
     pub async fn seal(&mut self) -> Result<()> {
         if self.staging.is_none() {
             return Ok(());
         }
         self.flush().await?;
-        if let Err(e) = self.file.truncate(self.size).await {
-            return Err(self.poison("truncate", e));
+        assert!(self.file_len >= self.size, "flushed bytes are in the file");
+        let trim = self.file_len > self.size;
+        if trim {
+            if let Err(e) = self.file.truncate(self.size).await {
+                return Err(self.poison("truncate", e));
+            }
+            self.file_len = self.size;
         }
         // One fdatasync covers the data and the new size (needed to read the data back).
-        if let Err(e) = self.file.fdatasync().await {
-            return Err(self.poison("fdatasync", e));
+        if trim || self.durable < self.size {
+            if let Err(e) = self.file.fdatasync().await {
+                return Err(self.poison("fdatasync", e));
+            }
         }
         self.durable = self.size;
         self.drop_staging();

@@ -202,6 +202,38 @@ impl Storage for DmaStorage {
         })
     }
 
+    /// A small file through the page cache (io_uring open, write and close): no block
+    /// padding, so no truncate, which would wait on the blocking thread behind renames.
+    fn create_file_with(&self, path: &Path, data: Vec<u8>, sync: bool) -> IoFuture<'_, ()> {
+        let path = path.to_path_buf();
+        Box::pin(async move {
+            check_parent_exists(&path)?;
+            let f = glommio::io::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .buffered_open(&path)
+                .await
+                .map_err(gerr)?;
+            let written = async {
+                let len = data.len();
+                let n = f.write_at(data, 0).await.map_err(gerr)?;
+                if n != len {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::WriteZero,
+                        format!("short write: {n} of {len} bytes"),
+                    ));
+                }
+                match sync {
+                    true => f.fdatasync().await.map_err(gerr),
+                    false => Ok(()),
+                }
+            }
+            .await;
+            let closed = f.close().await.map_err(gerr);
+            written.and(closed)
+        })
+    }
+
     fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
         std::fs::read_dir(dir)?
             .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
@@ -234,6 +266,16 @@ impl Storage for DmaStorage {
         Box::pin(async move { glommio::io::rename(&from, &to).await.map_err(Into::into) })
     }
 
+    /// All in one trip to glommio's blocking thread, not one trip per rename.
+    fn rename_all(&self, renames: Vec<(PathBuf, PathBuf)>) -> IoFuture<'_, ()> {
+        let rename = move || {
+            renames
+                .iter()
+                .try_for_each(|(from, to)| std::fs::rename(from, to))
+        };
+        Box::pin(glommio::executor().spawn_blocking(rename))
+    }
+
     fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)
     }
@@ -249,6 +291,23 @@ impl Storage for DmaStorage {
             let synced = d.sync().await.map_err(gerr);
             d.close().await.map_err(gerr)?;
             synced
+        })
+    }
+
+    fn sync_file_system(&self, dir: &Path) -> IoFuture<'_, ()> {
+        let dir = dir.to_path_buf();
+        // On glommio's blocking thread: syncfs waits for every dirty inode and the journal.
+        Box::pin(async move {
+            let syncfs = move || -> std::io::Result<()> {
+                use std::os::fd::AsRawFd;
+                let d = std::fs::File::open(&dir)?;
+                // SAFETY: a valid descriptor, kept open for the call.
+                match unsafe { libc::syncfs(d.as_raw_fd()) } {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            };
+            glommio::executor().spawn_blocking(syncfs).await
         })
     }
 

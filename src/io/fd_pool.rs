@@ -188,6 +188,10 @@ impl Storage for PooledStorage {
         self.inner.write_file_atomic(path, data)
     }
 
+    fn create_file_with(&self, path: &Path, data: Vec<u8>, sync: bool) -> IoFuture<'_, ()> {
+        self.inner.create_file_with(path, data, sync)
+    }
+
     fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
         self.inner.list(dir)
     }
@@ -208,12 +212,20 @@ impl Storage for PooledStorage {
         self.inner.rename(from, to)
     }
 
+    fn rename_all(&self, renames: Vec<(PathBuf, PathBuf)>) -> IoFuture<'_, ()> {
+        self.inner.rename_all(renames)
+    }
+
     fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
         self.inner.create_dir_all(dir)
     }
 
     fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()> {
         self.inner.sync_dir(dir)
+    }
+
+    fn sync_file_system(&self, dir: &Path) -> IoFuture<'_, ()> {
+        self.inner.sync_file_system(dir)
     }
 
     fn device_reads(&self) -> u64 {

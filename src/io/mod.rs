@@ -11,6 +11,7 @@ pub mod cache;
 pub mod chain;
 mod checked_ranges;
 pub mod deadline;
+pub mod deferred_syncs;
 pub(crate) mod dma_storage;
 mod extents;
 pub mod fd_pool;
@@ -25,6 +26,7 @@ pub mod storage;
 
 pub use appender::{LogFile, MAX_ALLOCATE_AHEAD};
 pub use cache::{PageCache, SharedPageCache};
+pub use deferred_syncs::DeferredSyncs;
 pub use dma_storage::DmaStorage;
 pub use fd_pool::PooledStorage;
 pub use probe::ensure_iopoll_probe_workaround;

@@ -121,13 +121,19 @@ pub trait Storage {
             if self.exists(&tmp) {
                 self.remove(&tmp).await?;
             }
-            write_new_file_synced(self, &tmp, &data).await?;
+            self.create_file_with(&tmp, data, true).await?;
             self.rename(&tmp, &path).await?;
             match path.parent() {
                 Some(dir) => self.sync_dir(dir).await,
                 None => Ok(()),
             }
         })
+    }
+    /// Creates a small file (failing if it exists) holding `data`, fdatasync'd when `sync`.
+    /// By default through `open` with block-padded direct writes and a truncate.
+    fn create_file_with(&self, path: &Path, data: Vec<u8>, sync: bool) -> IoFuture<'_, ()> {
+        let path = path.to_path_buf();
+        Box::pin(async move { write_new_file_direct(self, &path, &data, sync).await })
     }
     /// Names of the entries of a directory.
     fn list(&self, dir: &Path) -> std::io::Result<Vec<String>>;
@@ -138,8 +144,23 @@ pub trait Storage {
     fn remove(&self, path: &Path) -> IoFuture<'_, ()>;
     /// Renames a file or a directory (with everything in it). Off the reactor thread.
     fn rename(&self, from: &Path, to: &Path) -> IoFuture<'_, ()>;
+    /// Renames many files, in order, stopping at the first failure. By default one by one.
+    fn rename_all(&self, renames: Vec<(PathBuf, PathBuf)>) -> IoFuture<'_, ()> {
+        Box::pin(async move {
+            for (from, to) in &renames {
+                self.rename(from, to).await?;
+            }
+            Ok(())
+        })
+    }
     fn create_dir_all(&self, dir: &Path) -> std::io::Result<()>;
     fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()>;
+    /// Makes every change on the file system holding `dir` durable, file contents and
+    /// directories (syncfs). The simulated disk's directory sync already commits every
+    /// directory change, so by default this is `sync_dir`.
+    fn sync_file_system(&self, dir: &Path) -> IoFuture<'_, ()> {
+        self.sync_dir(dir)
+    }
     /// Reads submitted to the device so far (each read of at most 1 MiB counts once).
     fn device_reads(&self) -> u64 {
         0
@@ -156,7 +177,7 @@ pub async fn write_new_file<S: Storage + ?Sized>(
     path: &Path,
     data: &[u8],
 ) -> std::io::Result<()> {
-    write_new_file_with(storage, path, data, false).await
+    storage.create_file_with(path, data.to_vec(), false).await
 }
 
 /// Writes a new file and fdatasyncs it, without the temp file, rename and directory fsync
@@ -167,10 +188,12 @@ pub async fn write_new_file_synced<S: Storage + ?Sized>(
     path: &Path,
     data: &[u8],
 ) -> std::io::Result<()> {
-    write_new_file_with(storage, path, data, true).await
+    storage.create_file_with(path, data.to_vec(), true).await
 }
 
-async fn write_new_file_with<S: Storage + ?Sized>(
+/// `create_file_with` through `open`: direct writes of whole blocks, then a truncate to
+/// the exact length.
+async fn write_new_file_direct<S: Storage + ?Sized>(
     storage: &S,
     path: &Path,
     data: &[u8],

@@ -707,7 +707,7 @@ impl PartitionLog {
             .await
             .err();
         for seg in self.segments {
-            if let Err(e) = seg.close(&self.config).await {
+            if let Err(e) = seg.close().await {
                 first_err.get_or_insert(e);
             }
         }

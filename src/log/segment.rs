@@ -506,17 +506,23 @@ impl Segment {
     }
 
     /// Makes the segment read-only: the final max-timestamp time entry, the `.log` trimmed
-    /// and synced, and both index files written.
+    /// and synced, and both index files written; then it is read through them.
     pub async fn seal(&mut self, config: &LogConfig) -> Result<()> {
         if self.log.is_sealed() {
             return Ok(());
         }
-        self.idx.add_final_time_entry();
-        self.log.seal().await?;
-        self.write_indexes().await?;
+        self.seal_files().await?;
         self.page_out_indexes(config).await;
         self.log.reopen_read_only(self.io.storage.as_ref()).await;
         Ok(())
+    }
+
+    /// The files of a seal: the final time entry, the `.log` trimmed and synced, both
+    /// index files written (nothing reads them back: a close may defer their renames).
+    async fn seal_files(&mut self) -> Result<()> {
+        self.idx.add_final_time_entry();
+        self.log.seal().await?;
+        self.write_indexes().await
     }
 
     /// Entries in the in-memory indexes (the active segment's), to tell when they changed.
@@ -542,8 +548,10 @@ impl Segment {
     }
 
     /// Seals and closes the segment.
-    pub async fn close(mut self, config: &LogConfig) -> Result<()> {
-        self.seal(config).await?;
+    pub async fn close(mut self) -> Result<()> {
+        if !self.log.is_sealed() {
+            self.seal_files().await?;
+        }
         if let Some(p) = self.paged.take() {
             p.close().await;
         }

@@ -22,7 +22,7 @@ use crate::net::accept::{accept_loop, Listener};
 pub use crate::settings as config;
 pub use crate::settings::ServerConfig;
 use crate::shard::messages::{MeshMsg, ShardOp};
-use crate::shard::Shard;
+use crate::shard::{ClosedPartitions, Shard};
 
 /// Marker written after a clean shutdown and removed at start (FORMAT.md).
 pub const CLEAN_SHUTDOWN_FILE: &str = ".clean-shutdown";
@@ -490,13 +490,18 @@ async fn shutdown_shard(shard: &Rc<Shard>) -> Result<(), ServerError> {
     // Closing flushes and syncs: it gets its own full timeout after the drain.
     let close_deadline = Instant::now() + Duration::from_millis(shard.config().shutdown_timeout_ms);
     let id = shard.id();
-    let result = match until(close_deadline, shard.close_partitions()).await {
-        Some(0) => Ok(()),
-        Some(n) => Err(ServerError::Shutdown(format!(
-            "shard {id}: {n} partitions did not close cleanly; they will be recovered at the next start"
-        ))),
-        None => Err(ServerError::Shutdown(format!(
-            "shard {id}: closing partitions timed out; they will be recovered at the next start"
+    let started = Instant::now();
+    let done = shard.close_partitions(close_deadline).await;
+    tracing::info!(
+        shard = id,
+        closed = done.closed,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "partitions closed"
+    );
+    let result = match done {
+        ClosedPartitions { failed: 0, not_started: 0, .. } => Ok(()),
+        ClosedPartitions { failed, not_started, .. } => Err(ServerError::Shutdown(format!(
+            "shard {id}: {failed} partitions did not close cleanly and {not_started} were not closed before the shutdown deadline; they will be recovered at the next start"
         ))),
     };
     tracing::debug!(shard = id, "shard stopped");

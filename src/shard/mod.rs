@@ -26,4 +26,5 @@ pub(crate) mod slots;
 mod stats;
 pub(crate) mod tiering;
 
+pub(crate) use lifecycle::ClosedPartitions;
 pub(crate) use runtime::Shard;

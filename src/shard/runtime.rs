@@ -35,6 +35,8 @@ pub struct Shard {
     pub(super) n: usize,
     pub(super) config: Rc<ServerConfig>,
     pub(super) storage: Rc<dyn Storage>,
+    /// The same storage, for batching its directory syncs (the shutdown's closes).
+    pub(super) dir_syncs: Rc<crate::io::DeferredSyncs>,
     /// This shard's read cache of `.log` and index pages.
     pub(super) cache: SharedPageCache,
     /// Whether the previous run shut down cleanly: partitions opened at start-up skip the
@@ -88,13 +90,16 @@ impl Shard {
         previous_shutdown_clean: bool,
         tiering: Option<crate::remote::Tiering>,
     ) -> Rc<Self> {
+        let pooled = PooledStorage::new(
+            DmaStorage::new(config.data_dir.clone()),
+            config.max_open_files_per_shard,
+        );
+        let dir_syncs = crate::io::DeferredSyncs::new(pooled);
         Rc::new(Shard {
             id,
             n: config.shards,
-            storage: PooledStorage::new(
-                DmaStorage::new(config.data_dir.clone()),
-                config.max_open_files_per_shard,
-            ),
+            storage: dir_syncs.clone(),
+            dir_syncs,
             inflight: crate::shard::budget::Budget::shard_pool(config.max_inflight_bytes_per_shard),
             cache: PageCache::shared(config.cache_bytes),
             previous_shutdown_clean,
@@ -133,7 +138,8 @@ impl Shard {
         &self.config
     }
 
-    /// This shard's storage (direct I/O through the shard's descriptor pool).
+    /// This shard's storage (direct I/O through the shard's descriptor pool, directory
+    /// syncs batched while it closes).
     pub fn storage(&self) -> &Rc<dyn Storage> {
         &self.storage
     }

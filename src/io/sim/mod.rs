@@ -422,6 +422,20 @@ impl Storage for SimStorage {
         Ok(())
     }
 
+    /// syncfs: every completed write of every file, and every directory change.
+    fn sync_file_system(&self, _dir: &Path) -> IoFuture<'_, ()> {
+        Box::pin(async move {
+            let mut s = self.state.borrow_mut();
+            s.begin(FaultPoint::Sync)?;
+            for f in s.files.values_mut() {
+                f.durable = f.volatile.clone();
+                f.unsynced.clear();
+            }
+            s.commit_dir_journal();
+            Ok(())
+        })
+    }
+
     fn sync_dir(&self, _dir: &Path) -> IoFuture<'_, ()> {
         Box::pin(async move {
             let mut s = self.state.borrow_mut();
