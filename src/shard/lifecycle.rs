@@ -316,15 +316,18 @@ impl Shard {
     }
 
     /// Closes every partition this shard owns (clean shutdown), `CLOSE_CONCURRENCY` at a
-    /// time, their directory syncs batched into one file-system sync at the end. No close
-    /// starts after `deadline`; those started finish (none is cut off mid-I/O), and the
-    /// rest are left to recovery at the next start.
+    /// time, their file replacements made durable by two file-system syncs at the end. No
+    /// close starts in the last fifth of the time to `deadline` (kept for those syncs);
+    /// those started finish (none is cut off mid-I/O), and the rest are left to recovery at
+    /// the next start.
     pub async fn close_partitions(&self, deadline: std::time::Instant) -> ClosedPartitions {
         let handles: Vec<_> = self.partitions.borrow_mut().drain().collect();
         let total = handles.len();
+        let now = std::time::Instant::now();
+        let last_start = now + deadline.saturating_duration_since(now) * 4 / 5;
         self.dir_syncs.defer();
         let (closed, failed) = stream::iter(handles)
-            .take_while(|_| std::future::ready(std::time::Instant::now() < deadline))
+            .take_while(|_| std::future::ready(std::time::Instant::now() < last_start))
             .map(|(tp, h)| async move {
                 let closed = h.close().await;
                 if let Err(e) = &closed {
