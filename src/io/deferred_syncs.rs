@@ -16,7 +16,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use super::storage::{with_suffix, IoFuture, OpenMode, Storage, StorageFile};
+use super::storage::{
+    forward_storage_to_inner, with_suffix, IoFuture, OpenMode, Storage, StorageFile,
+};
 
 /// A storage whose file replacements and directory syncs can be deferred to two
 /// file-system syncs.
@@ -83,47 +85,11 @@ impl Storage for DeferredSyncs {
         self.inner.open(path, mode)
     }
 
-    fn read_file(&self, path: &Path) -> IoFuture<'_, Vec<u8>> {
-        self.inner.read_file(path)
-    }
-
     fn write_file_atomic(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()> {
         if !self.deferring.get() {
             return self.inner.write_file_atomic(path, data);
         }
         Box::pin(self.replace_later(path.to_path_buf(), data))
-    }
-
-    fn create_file_with(&self, path: &Path, data: Vec<u8>, sync: bool) -> IoFuture<'_, ()> {
-        self.inner.create_file_with(path, data, sync)
-    }
-
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-
-    fn list_dirs(&self, dir: &Path) -> std::io::Result<Vec<String>> {
-        self.inner.list_dirs(dir)
-    }
-
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-
-    fn remove(&self, path: &Path) -> IoFuture<'_, ()> {
-        self.inner.remove(path)
-    }
-
-    fn rename(&self, from: &Path, to: &Path) -> IoFuture<'_, ()> {
-        self.inner.rename(from, to)
-    }
-
-    fn rename_all(&self, renames: Vec<(PathBuf, PathBuf)>) -> IoFuture<'_, ()> {
-        self.inner.rename_all(renames)
-    }
-
-    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
     }
 
     fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()> {
@@ -134,17 +100,7 @@ impl Storage for DeferredSyncs {
         Box::pin(std::future::ready(Ok(())))
     }
 
-    fn sync_file_system(&self, dir: &Path) -> IoFuture<'_, ()> {
-        self.inner.sync_file_system(dir)
-    }
-
-    fn device_reads(&self) -> u64 {
-        self.inner.device_reads()
-    }
-
-    fn drop_os_cache(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.drop_os_cache(path)
-    }
+    forward_storage_to_inner!();
 }
 
 #[cfg(test)]

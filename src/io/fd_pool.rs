@@ -16,7 +16,7 @@ use std::rc::Rc;
 use lru::LruCache;
 
 use super::cache::next_file_id;
-use super::storage::{IoBuf, IoFuture, OpenMode, Storage, StorageFile};
+use super::storage::{forward_storage_to_inner, IoBuf, IoFuture, OpenMode, Storage, StorageFile};
 
 /// Open read-only descriptors of one shard, least recently used first out.
 struct FdPool {
@@ -180,61 +180,15 @@ impl Storage for PooledStorage {
         })
     }
 
-    fn read_file(&self, path: &Path) -> IoFuture<'_, Vec<u8>> {
-        self.inner.read_file(path)
-    }
-
     fn write_file_atomic(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()> {
         self.inner.write_file_atomic(path, data)
-    }
-
-    fn create_file_with(&self, path: &Path, data: Vec<u8>, sync: bool) -> IoFuture<'_, ()> {
-        self.inner.create_file_with(path, data, sync)
-    }
-
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-
-    fn list_dirs(&self, dir: &Path) -> std::io::Result<Vec<String>> {
-        self.inner.list_dirs(dir)
-    }
-
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-
-    fn remove(&self, path: &Path) -> IoFuture<'_, ()> {
-        self.inner.remove(path)
-    }
-
-    fn rename(&self, from: &Path, to: &Path) -> IoFuture<'_, ()> {
-        self.inner.rename(from, to)
-    }
-
-    fn rename_all(&self, renames: Vec<(PathBuf, PathBuf)>) -> IoFuture<'_, ()> {
-        self.inner.rename_all(renames)
-    }
-
-    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
     }
 
     fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()> {
         self.inner.sync_dir(dir)
     }
 
-    fn sync_file_system(&self, dir: &Path) -> IoFuture<'_, ()> {
-        self.inner.sync_file_system(dir)
-    }
-
-    fn device_reads(&self) -> u64 {
-        self.inner.device_reads()
-    }
-
-    fn drop_os_cache(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.drop_os_cache(path)
-    }
+    forward_storage_to_inner!();
 }
 
 #[cfg(test)]

@@ -171,6 +171,62 @@ pub trait Storage {
     }
 }
 
+/// The `Storage` methods a wrapper storage passes to its `inner` unchanged: everything but
+/// `open`, `write_file_atomic` and `sync_dir`, which each wrapper writes itself (so one
+/// that changes them cannot forget to).
+macro_rules! forward_storage_to_inner {
+    () => {
+        fn read_file(&self, path: &Path) -> IoFuture<'_, Vec<u8>> {
+            self.inner.read_file(path)
+        }
+
+        fn create_file_with(&self, path: &Path, data: Vec<u8>, sync: bool) -> IoFuture<'_, ()> {
+            self.inner.create_file_with(path, data, sync)
+        }
+
+        fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+            self.inner.list(dir)
+        }
+
+        fn list_dirs(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+            self.inner.list_dirs(dir)
+        }
+
+        fn exists(&self, path: &Path) -> bool {
+            self.inner.exists(path)
+        }
+
+        fn remove(&self, path: &Path) -> IoFuture<'_, ()> {
+            self.inner.remove(path)
+        }
+
+        fn rename(&self, from: &Path, to: &Path) -> IoFuture<'_, ()> {
+            self.inner.rename(from, to)
+        }
+
+        fn rename_all(&self, renames: Vec<(PathBuf, PathBuf)>) -> IoFuture<'_, ()> {
+            self.inner.rename_all(renames)
+        }
+
+        fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+            self.inner.create_dir_all(dir)
+        }
+
+        fn sync_file_system(&self, dir: &Path) -> IoFuture<'_, ()> {
+            self.inner.sync_file_system(dir)
+        }
+
+        fn device_reads(&self) -> u64 {
+            self.inner.device_reads()
+        }
+
+        fn drop_os_cache(&self, path: &Path) -> std::io::Result<()> {
+            self.inner.drop_os_cache(path)
+        }
+    };
+}
+pub(crate) use forward_storage_to_inner;
+
 /// Writes a new file, not synced: for caches whose contents are checked when read.
 pub async fn write_new_file<S: Storage + ?Sized>(
     storage: &S,
