@@ -486,8 +486,22 @@ pub const SERVER_KEYS: &[ServerKey] = &[
     ),
 ];
 
-/// The row of a key, or an error listing the known ones.
+/// Keys an earlier version had: (old name, new name, what changed).
+const RENAMED_KEYS: &[(&str, &str, &str)] = &[(
+    "max.open.sealed.files.per.shard",
+    "max.open.files.per.shard",
+    "the pool now holds active segments' descriptors too; default 2000",
+)];
+
+/// The row of a key, or an error naming a renamed key's new name or listing the known ones.
 pub fn server_key(name: &str) -> Result<&'static ServerKey, SettingsError> {
+    if let Some(&(old, new, why)) = RENAMED_KEYS.iter().find(|(old, ..)| *old == name) {
+        return Err(SettingsError::RenamedKey {
+            old: old.to_string(),
+            new,
+            why,
+        });
+    }
     SERVER_KEYS.iter().find(|k| k.name == name).ok_or_else(|| {
         let known: Vec<&str> = SERVER_KEYS.iter().map(|k| k.name).collect();
         SettingsError::UnknownKey {
@@ -538,5 +552,18 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), SERVER_KEYS.len(), "a key is listed twice");
+    }
+
+    #[test]
+    fn a_renamed_key_names_its_new_name() {
+        let e = server_key("max.open.sealed.files.per.shard").err().unwrap();
+        assert!(
+            e.to_string()
+                .contains("is now \"max.open.files.per.shard\""),
+            "{e}"
+        );
+        assert!(RENAMED_KEYS
+            .iter()
+            .all(|(_, new, _)| server_key(new).is_ok()));
     }
 }

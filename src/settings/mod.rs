@@ -268,6 +268,13 @@ pub enum SettingsError {
     Invalid { key: String, why: String },
     #[error("unknown server config key {name:?}; known: {known}")]
     UnknownKey { name: String, known: String },
+    /// A key an earlier version had, under its new name.
+    #[error("server config key {old:?} is now {new:?} ({why})")]
+    RenamedKey {
+        old: String,
+        new: &'static str,
+        why: &'static str,
+    },
     #[error("cannot read config file {path}: {why}")]
     Unreadable { path: String, why: String },
     #[error("{path}: {why}")]
