@@ -416,6 +416,24 @@ pub(super) async fn commit(
         },
     );
     let now = crate::time::now_ms();
+    let (mut codes, records) = commit_records(shard, group, allowed, offsets, now);
+    let written = write(shard, group, &records, None, now).await;
+    mark_written(&mut codes, written);
+    if written == e::NONE {
+        apply_written(records);
+    }
+    codes
+}
+
+/// One commit's code per partition (`allowed`, or the partition's own check) and the
+/// records of those that passed, to be written.
+pub(super) fn commit_records(
+    shard: &Host,
+    group: &str,
+    allowed: GroupCode,
+    offsets: Vec<OffsetToCommit>,
+    now: i64,
+) -> (Vec<(TopicPartition, GroupCode)>, Vec<OffsetRecord>) {
     let mut codes = Vec::with_capacity(offsets.len());
     let mut records = Vec::new();
     for commit in offsets {
@@ -425,38 +443,34 @@ pub(super) async fn commit(
             leader_epoch,
             metadata,
         } = commit;
-        let known = shard
-            .topic(&topic)
-            .is_some_and(|t| (0..t.owners.len() as i32).contains(&partition));
-        let too_large = metadata.len() > shard.settings().offset_metadata_max_bytes;
-        let code = match (allowed, known, too_large) {
-            (e::NONE, false, _) => e::UNKNOWN_TOPIC_OR_PARTITION,
-            (e::NONE, true, true) => e::OFFSET_METADATA_TOO_LARGE,
-            (code, _, _) => code,
+        let code = match allowed {
+            e::NONE => check_partition(shard, &topic, partition, &metadata),
+            refused => refused,
         };
         if code == e::NONE {
+            let value = Committed {
+                offset,
+                leader_epoch,
+                metadata,
+                commit_timestamp: now,
+            };
             records.push(OffsetRecord {
                 group: group.to_string(),
                 topic: topic.clone(),
                 partition,
-                value: Some(Committed {
-                    offset,
-                    leader_epoch,
-                    metadata,
-                    commit_timestamp: now,
-                }),
+                value: Some(value),
             });
         }
         codes.push((TopicPartition { topic, partition }, code));
     }
-    let written = write(shard, group, &records, None, now).await;
+    (codes, records)
+}
+
+/// The write's outcome becomes the code of every partition that passed its checks.
+pub(super) fn mark_written(codes: &mut [(TopicPartition, GroupCode)], written: GroupCode) {
     for c in codes.iter_mut().filter(|c| c.1 == e::NONE) {
         c.1 = written;
     }
-    if written == e::NONE {
-        apply_written(records);
-    }
-    codes
 }
 
 /// Appends `records` (and the group's metadata record, when given) to the group's offsets
@@ -701,12 +715,7 @@ pub(super) async fn write_txn(shard: &Host, group: &str, p: i32, batch: Vec<u8>)
 }
 
 /// Kafka's check of a commit (offsets and metadata size) for one partition.
-pub(super) fn check_partition(
-    shard: &Host,
-    topic: &str,
-    partition: i32,
-    metadata: &str,
-) -> GroupCode {
+fn check_partition(shard: &Host, topic: &str, partition: i32, metadata: &str) -> GroupCode {
     let known = shard
         .topic(topic)
         .is_some_and(|t| (0..t.owners.len() as i32).contains(&partition));

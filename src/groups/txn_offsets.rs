@@ -7,12 +7,13 @@
 
 use super::code::{self as e, GroupCode};
 use super::coordinator::{
-    check_partition, group_has_pending, hold_pending, partition_of, with_group, write_txn,
+    commit_records, group_has_pending, hold_pending, mark_written, partition_of, with_group,
+    write_txn,
 };
 use super::group::Group;
 use super::host::Host;
 use super::ops::OffsetToCommit;
-use super::records::{batch, Committed, OffsetRecord};
+use super::records::{batch, OffsetRecord};
 use crate::TopicPartition;
 
 /// Kafka's rule for a transactional commit's group metadata (v3; older clients send none):
@@ -45,39 +46,9 @@ pub async fn commit(
         }
     });
     let now = crate::time::now_ms();
-    let mut codes = Vec::with_capacity(offsets.len());
-    let mut records = Vec::new();
-    for commit in offsets {
-        let OffsetToCommit {
-            tp: TopicPartition { topic, partition },
-            offset,
-            leader_epoch,
-            metadata,
-        } = commit;
-        let code = match allowed {
-            e::NONE => check_partition(shard, &topic, partition, &metadata),
-            refused => refused,
-        };
-        if code == e::NONE {
-            let value = Committed {
-                offset,
-                leader_epoch,
-                metadata,
-                commit_timestamp: now,
-            };
-            records.push(OffsetRecord {
-                group: group.to_string(),
-                topic: topic.clone(),
-                partition,
-                value: Some(value),
-            });
-        }
-        codes.push((TopicPartition { topic, partition }, code));
-    }
+    let (mut codes, records) = commit_records(shard, group, allowed, offsets, now);
     let written = write(shard, group, (producer_id, epoch), &records, now).await;
-    for c in codes.iter_mut().filter(|c| c.1 == e::NONE) {
-        c.1 = written;
-    }
+    mark_written(&mut codes, written);
     codes
 }
 
