@@ -16,6 +16,7 @@ use super::configs::described;
 use super::errors::{self, kafka_code};
 use super::refusal::Refusal;
 use super::{str_bytes, Context};
+use crate::catalog::admin_host::AdminRequest;
 use crate::catalog::topics::TopicConfig;
 use crate::protocol::ErrorCode;
 use crate::security::acl::{Operation, ResourceType};
@@ -79,13 +80,21 @@ async fn create_one(
         .collect();
     let result = if validate_only {
         crate::catalog::internal_topics::refuse_client(&name, "create").and_then(|_| {
-            crate::shard::admin::check_create(ctx.shard, &name, partitions, &configs).map(|_| ())
+            crate::catalog::admin::check_create(
+                &ctx.shard.admin_host(),
+                &name,
+                partitions,
+                &configs,
+            )
+            .map(|_| ())
         })
     } else {
-        ctx.shard
-            .create_topic(name, partitions, configs)
-            .await
-            .map(|_| ())
+        let request = AdminRequest::CreateTopic {
+            name,
+            partitions,
+            configs,
+        };
+        ctx.shard.admin(request).await.map(|_| ())
     };
     result.map_err(|e| Refusal::new(create_code(e.code), e.message))
 }
@@ -152,7 +161,12 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
         let r = DeletableTopicResult::default().with_name(Some(name.clone()));
         let outcome = match ctx.topic_refusal(Operation::Delete, &name.0) {
             Some(denied) => Err(denied),
-            None => (ctx.shard.delete_topic(name.0.to_string()).await)
+            None => (ctx
+                .shard
+                .admin(AdminRequest::DeleteTopic {
+                    name: name.0.to_string(),
+                })
+                .await)
                 .map_err(|e| Refusal::new(kafka_code(e.code, true), e.message)),
         };
         results.push(match outcome {
@@ -248,12 +262,13 @@ pub async fn create_partitions(
         {
             Err(refused)
         } else if request.validate_only {
-            crate::shard::admin::check_grow(ctx.shard, &name, t.count)
+            crate::catalog::admin::check_grow(&ctx.shard.admin_host(), &name, t.count)
                 .map(|_| ())
                 .map_err(|e| Refusal::new(create_code(e.code), e.message))
         } else {
+            let count = t.count;
             ctx.shard
-                .create_partitions(name, t.count)
+                .admin(AdminRequest::CreatePartitions { name, count })
                 .await
                 .map(|_| ())
                 .map_err(|e| Refusal::new(create_code(e.code), e.message))

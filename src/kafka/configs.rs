@@ -19,6 +19,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::errors::{self, kafka_code};
 use super::refusal::Refusal;
 use super::{str_bytes, Context};
+use crate::catalog::admin_host::AdminRequest;
 use crate::catalog::broker_defaults::{self, BrokerDefaults, Scope};
 use crate::catalog::topics::{TopicConfig, TopicMeta};
 use crate::protocol::ErrorCode;
@@ -233,12 +234,11 @@ async fn alter_broker(
     validate_only: bool,
 ) -> Outcome {
     let result = if validate_only {
-        crate::shard::admin::check_alter_broker(ctx.shard, scope, &set, &delete).map(|_| ())
-    } else {
-        ctx.shard
-            .alter_broker_configs(scope, set, delete)
-            .await
+        crate::catalog::admin::check_alter_broker(&ctx.shard.admin_host(), scope, &set, &delete)
             .map(|_| ())
+    } else {
+        let request = AdminRequest::AlterBrokerConfigs { scope, set, delete };
+        ctx.shard.admin(request).await.map(|_| ())
     };
     result.map_err(|e| Refusal::new(kafka_code(e.code, true), e.message))
 }
@@ -252,12 +252,11 @@ async fn alter_topic(
     validate_only: bool,
 ) -> Outcome {
     let result = if validate_only {
-        crate::shard::admin::check_alter(ctx.shard, name, &set, &delete).map(|_| ())
+        crate::catalog::admin::check_alter(&ctx.shard.admin_host(), name, &set, &delete).map(|_| ())
     } else {
-        ctx.shard
-            .alter_configs(name.to_string(), set, delete)
-            .await
-            .map(|_| ())
+        let name = name.to_string();
+        let request = AdminRequest::AlterConfigs { name, set, delete };
+        ctx.shard.admin(request).await.map(|_| ())
     };
     result.map_err(|e| {
         let code = match e.code {

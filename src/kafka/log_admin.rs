@@ -38,9 +38,9 @@ pub async fn delete_records(
                         .with_low_watermark(-1)
                         .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
                 }
-                let deleted =
-                    crate::shard::admin::delete_records(&shard, &name, p.partition_index, p.offset)
-                        .await;
+                let deleted = shard
+                    .delete_records(&name, p.partition_index, p.offset)
+                    .await;
                 match deleted {
                     Ok(low) => r.with_low_watermark(low),
                     Err(e) => r

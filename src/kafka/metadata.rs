@@ -49,10 +49,12 @@ async fn create_on_use(ctx: &Context<'_>, request: &MetadataRequest) {
         if !creatable {
             continue;
         }
-        let created = ctx
-            .shard
-            .create_topic(name.clone(), cfg.num_partitions as i32, Vec::new())
-            .await;
+        let request = crate::catalog::admin_host::AdminRequest::CreateTopic {
+            name: name.clone(),
+            partitions: cfg.num_partitions as i32,
+            configs: Vec::new(),
+        };
+        let created = ctx.shard.admin(request).await;
         match created {
             Ok(_) => {
                 tracing::info!(topic = %name, partitions = cfg.num_partitions, "topic created on first use")

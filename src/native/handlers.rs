@@ -1,6 +1,7 @@
 //! Request dispatch: decode a frame, run it (locally or on the owner shard), encode the
 //! reply. Every bad input becomes an error response with its own code; nothing panics.
 
+use crate::catalog::admin_host::AdminRequest;
 use crate::net::turn::{in_turn, Turn};
 use std::rc::Rc;
 use std::time::Instant;
@@ -217,8 +218,6 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
                 records,
             }
         }
-        (ApiKey::CreateTopic, OpOk::Done) => ResponseBody::CreateTopic,
-        (ApiKey::DeleteTopic, OpOk::Done) => ResponseBody::DeleteTopic,
         (key, other) => {
             return Err(BrokerError::new(
                 ErrorCode::Internal,
@@ -275,6 +274,10 @@ async fn dispatch(
     if key.is_data_path() {
         return data_path(shard, request, budget, reservation).await;
     }
+    let request = match as_admin(request) {
+        Ok(admin) => return admin_reply(key, shard.admin(admin).await),
+        Err(other) => other,
+    };
     let no_handler = || {
         Err(BrokerError::new(
             ErrorCode::Internal,
@@ -293,16 +296,6 @@ async fn dispatch(
         Request::DescribeListeners => Ok(ResponseBody::DescribeListeners(
             super::metadata::listeners(shard.config(), peer),
         )),
-        Request::CreateTopic {
-            name,
-            partitions,
-            configs,
-        } => to_body(key, shard.create_topic(name, partitions, configs).await),
-        Request::DeleteTopic { name } => to_body(key, shard.delete_topic(name).await),
-        Request::CreatePartitions { topic, count } => shard
-            .create_partitions(topic, count)
-            .await
-            .map(|_| ResponseBody::Empty),
         Request::DropCaches { .. } | Request::Stats | Request::Metrics => {
             server_state(shard, request, peer).await
         }
@@ -323,6 +316,40 @@ async fn dispatch(
             .await
             .unwrap_or_else(no_handler),
     }
+}
+
+/// The topic and config changes a native request asks of the controller.
+fn as_admin(request: Request) -> Result<AdminRequest, Request> {
+    Ok(match request {
+        Request::CreateTopic {
+            name,
+            partitions,
+            configs,
+        } => AdminRequest::CreateTopic {
+            name,
+            partitions,
+            configs,
+        },
+        Request::DeleteTopic { name } => AdminRequest::DeleteTopic { name },
+        Request::CreatePartitions { topic, count } => {
+            AdminRequest::CreatePartitions { name: topic, count }
+        }
+        Request::AlterConfigs { topic, set, delete } => AdminRequest::AlterConfigs {
+            name: topic,
+            set,
+            delete,
+        },
+        other => return Err(other),
+    })
+}
+
+fn admin_reply(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
+    r?;
+    Ok(match key {
+        ApiKey::CreateTopic => ResponseBody::CreateTopic,
+        ApiKey::DeleteTopic => ResponseBody::DeleteTopic,
+        _ => ResponseBody::Empty,
+    })
 }
 
 /// Every API and its versions.

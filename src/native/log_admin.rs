@@ -1,6 +1,6 @@
-//! Requests about topics' logs rather than their records: DeleteRecords, AlterConfigs,
-//! DescribeLogs, RollSegments, RunLogMaintenance and RebuildRemoteManifest. Each goes to the partitions' owner
-//! shards (or to the controller for AlterConfigs) like any partition request.
+//! Requests about topics' logs rather than their records: DeleteRecords, DescribeLogs,
+//! RollSegments, RunLogMaintenance and RebuildRemoteManifest. Each goes to the partitions'
+//! owner shards like any partition request.
 
 use std::rc::Rc;
 
@@ -22,13 +22,10 @@ pub async fn dispatch(shard: &Rc<Shard>, request: Request) -> Option<Reply> {
             topic,
             partition,
             offset,
-        } => crate::shard::admin::delete_records(shard, &topic, partition, offset)
+        } => shard
+            .delete_records(&topic, partition, offset)
             .await
             .map(|low_watermark| ResponseBody::DeleteRecords { low_watermark }),
-        Request::AlterConfigs { topic, set, delete } => shard
-            .alter_configs(topic, set, delete)
-            .await
-            .map(|_| ResponseBody::Empty),
         Request::DescribeLogs { topics } => describe(shard, topics).await,
         Request::RollSegments { topic, partition } => roll(shard, &topic, partition).await,
         Request::RunLogMaintenance { topic } => maintain(shard, &topic).await,

@@ -1,9 +1,19 @@
 //! Operations the controller shard runs (topic and config changes, producer ids): run here
-//! on the controller, or sent to it.
+//! on the controller, or sent to it. The topic lifecycle itself is `catalog::admin`; this
+//! shard hosts it (`catalog::admin_host::AdminHost`) and applies its changes.
 
 use std::rc::Rc;
 
-use crate::shard::messages::{OpResult, ShardOp};
+use glommio::sync::Permit;
+
+use crate::catalog::admin_host::CatalogChange;
+use crate::catalog::admin_host::{AdminFuture, AdminHost, AdminRequest, AdminResult};
+use crate::catalog::broker_defaults::BrokerDefaults;
+use crate::catalog::topics::TopicMeta;
+use crate::config::LogConfig;
+use crate::io::Storage;
+use crate::settings::ServerConfig;
+use crate::shard::messages::{OpOk, OpResult, ShardOp};
 use crate::shard::runtime::{Shard, CONTROLLER};
 
 impl Shard {
@@ -16,81 +26,50 @@ impl Shard {
         }
     }
 
-    pub async fn create_topic(
-        self: &Rc<Self>,
-        name: String,
-        partitions: i32,
-        configs: Vec<(String, String)>,
-    ) -> OpResult {
+    /// Runs a client's topic or config change on the controller.
+    pub async fn admin(self: &Rc<Self>, request: AdminRequest) -> OpResult {
         if self.id == CONTROLLER {
-            crate::shard::admin::create(self, name, partitions, configs).await
+            self.run_admin_here(request).await
         } else {
-            self.remote(
-                CONTROLLER,
-                ShardOp::CreateTopic {
-                    name,
-                    partitions,
-                    configs,
-                },
-            )
-            .await
+            self.remote(CONTROLLER, ShardOp::Admin(request)).await
         }
+    }
+
+    pub(super) async fn run_admin_here(self: &Rc<Self>, request: AdminRequest) -> OpResult {
+        let host = ControllerHost(self.clone());
+        crate::catalog::admin::handle(&host, request).await?;
+        Ok(OpOk::Done)
+    }
+
+    /// This shard as the host of the topic lifecycle (the checks of a validate-only request
+    /// run on any shard; the changes on the controller only).
+    pub(crate) fn admin_host(self: &Rc<Self>) -> impl AdminHost {
+        ControllerHost(self.clone())
     }
 
     /// Creates an internal topic (`internal_topics.rs`) on the controller.
     pub async fn create_internal_topic(self: &Rc<Self>, name: String) -> OpResult {
-        if self.id == CONTROLLER {
-            crate::shard::admin::create_internal(self, name).await
-        } else {
-            let op = ShardOp::CreateInternalTopic { name };
-            self.remote(CONTROLLER, op).await
-        }
+        self.admin(AdminRequest::CreateInternalTopic { name }).await
     }
 
-    /// Grows a topic to `count` partitions, on the controller.
-    pub async fn create_partitions(self: &Rc<Self>, name: String, count: i32) -> OpResult {
-        if self.id == CONTROLLER {
-            crate::shard::admin::create_partitions(self, name, count).await
-        } else {
-            let op = ShardOp::CreatePartitions { name, count };
-            self.remote(CONTROLLER, op).await
-        }
-    }
-
-    pub async fn delete_topic(self: &Rc<Self>, name: String) -> OpResult {
-        if self.id == CONTROLLER {
-            crate::shard::admin::delete(self, name).await
-        } else {
-            self.remote(CONTROLLER, ShardOp::DeleteTopic { name }).await
-        }
-    }
-
-    pub async fn alter_configs(
-        self: &Rc<Self>,
-        name: String,
-        set: Vec<(String, String)>,
-        delete: Vec<String>,
-    ) -> OpResult {
-        if self.id == CONTROLLER {
-            crate::shard::admin::alter(self, name, set, delete).await
-        } else {
-            let op = ShardOp::AlterConfigs { name, set, delete };
-            self.remote(CONTROLLER, op).await
-        }
-    }
-
-    /// Alters the dynamic broker configs, on the controller.
-    pub async fn alter_broker_configs(
-        self: &Rc<Self>,
-        scope: crate::catalog::broker_defaults::Scope,
-        set: Vec<(String, String)>,
-        delete: Vec<String>,
-    ) -> OpResult {
-        if self.id == CONTROLLER {
-            crate::shard::admin::alter_broker(self, scope, set, delete).await
-        } else {
-            let op = ShardOp::AlterBrokerConfigs { scope, set, delete };
-            self.remote(CONTROLLER, op).await
+    /// Applies one step of an admin change to this shard's catalog and partitions.
+    pub(super) async fn apply_catalog_change(&self, change: CatalogChange) -> OpResult {
+        match change {
+            CatalogChange::OpenPartitions {
+                meta,
+                from,
+                restored,
+            } => self.open_new_partitions(&meta, from, restored).await,
+            CatalogChange::PublishTopic(meta) => {
+                self.topics.borrow_mut().insert(meta.name.clone(), meta);
+                Ok(OpOk::Done)
+            }
+            CatalogChange::RemoveTopic(meta) => self.remove_owned(&meta).await,
+            CatalogChange::RemovePartitions { meta, from } => {
+                self.discard_partitions(&meta, from).await
+            }
+            CatalogChange::AlterTopic(meta) => self.alter_owned(meta).await,
+            CatalogChange::SetBrokerDefaults(defaults) => self.set_broker_defaults(defaults).await,
         }
     }
 
@@ -101,6 +80,62 @@ impl Shard {
         let block = self.config.producer_id_block_size;
         let dir = &self.config.data_dir;
         let id = crate::catalog::producer_ids::allocate(&*self.storage, dir, block).await?;
-        Ok(crate::shard::messages::OpOk::ProducerId(id))
+        Ok(OpOk::ProducerId(id))
+    }
+}
+
+/// The controller shard as the host of `catalog::admin`.
+pub(crate) struct ControllerHost(pub(crate) Rc<Shard>);
+
+impl AdminHost for ControllerHost {
+    fn settings(&self) -> &ServerConfig {
+        &self.0.config
+    }
+
+    fn storage(&self) -> &dyn Storage {
+        &*self.0.storage
+    }
+
+    fn shards(&self) -> u32 {
+        self.0.n as u32
+    }
+
+    fn topic(&self, name: &str) -> Option<TopicMeta> {
+        self.0.topic(name)
+    }
+
+    fn topics(&self) -> Vec<TopicMeta> {
+        self.0.topics.borrow().values().cloned().collect()
+    }
+
+    fn broker_defaults(&self) -> BrokerDefaults {
+        self.0.broker_defaults()
+    }
+
+    fn topic_base(&self) -> LogConfig {
+        self.0.topic_base()
+    }
+
+    fn admin_turn(&self) -> AdminFuture<'_, AdminResult<Permit<'_>>> {
+        Box::pin(self.0.admin_turn())
+    }
+
+    fn on_every_shard(&self, change: CatalogChange) -> AdminFuture<'_, AdminResult<()>> {
+        Box::pin(async move {
+            self.0.on_every_shard(ShardOp::Catalog(change)).await?;
+            Ok(())
+        })
+    }
+
+    fn restore_topic(&self, name: String) -> AdminFuture<'_, AdminResult<()>> {
+        Box::pin(crate::shard::restore::restore(&self.0, name))
+    }
+
+    fn ensure_bucket_free<'a>(&'a self, name: &'a str) -> AdminFuture<'a, AdminResult<()>> {
+        Box::pin(crate::shard::restore::ensure_bucket_free(&self.0, name))
+    }
+
+    fn delete_remote_in_background(&self, name: &str) {
+        crate::shard::restore::delete_remote_in_background(&self.0, name)
     }
 }

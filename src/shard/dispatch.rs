@@ -1,5 +1,5 @@
 //! Where each `ShardOp` runs once it reaches its shard: the shard's own partition and
-//! topic operations, and the services (catalog admin, groups, transactions, security,
+//! topic operations, and the services (topic admin, groups, transactions, security,
 //! producer ids) through their entry points.
 
 use std::rc::Rc;
@@ -10,31 +10,6 @@ use crate::shard::runtime::{err, Shard};
 use crate::TopicPartition;
 
 impl Shard {
-    /// Topic and config changes on the controller. Boxed by the caller: admin operations
-    /// run `execute` on every shard themselves.
-    pub(super) async fn execute_admin(self: &Rc<Self>, op: ShardOp) -> OpResult {
-        use crate::shard::admin;
-        match op {
-            ShardOp::CreateTopic {
-                name,
-                partitions,
-                configs,
-            } => admin::create(self, name, partitions, configs).await,
-            ShardOp::CreateInternalTopic { name } => admin::create_internal(self, name).await,
-            ShardOp::DeleteTopic { name } => admin::delete(self, name).await,
-            ShardOp::AlterConfigs { name, set, delete } => {
-                admin::alter(self, name, set, delete).await
-            }
-            ShardOp::AlterBrokerConfigs { scope, set, delete } => {
-                admin::alter_broker(self, scope, set, delete).await
-            }
-            ShardOp::CreatePartitions { name, count } => {
-                admin::create_partitions(self, name, count).await
-            }
-            other => unreachable!("{other:?} is not an admin operation"),
-        }
-    }
-
     /// The group and transaction coordinators of this shard.
     pub(super) async fn execute_coordinator(self: &Rc<Self>, op: ShardOp) -> OpResult {
         use crate::groups::{coordinator, ops::GroupReply};
@@ -77,25 +52,8 @@ impl Shard {
                 self.fetch_in_order(reads, max_bytes, first_at_least_one, isolation)
                     .await,
             )),
-            op @ (ShardOp::CreateTopic { .. }
-            | ShardOp::CreateInternalTopic { .. }
-            | ShardOp::DeleteTopic { .. }
-            | ShardOp::AlterConfigs { .. }
-            | ShardOp::AlterBrokerConfigs { .. }
-            | ShardOp::CreatePartitions { .. }) => Box::pin(self.execute_admin(op)).await,
-            ShardOp::OpenPartitions {
-                meta,
-                from,
-                restored,
-            } => self.open_new_partitions(&meta, from, restored).await,
-            ShardOp::PublishTopic(meta) => {
-                self.topics.borrow_mut().insert(meta.name.clone(), meta);
-                Ok(OpOk::Done)
-            }
-            ShardOp::RemoveTopic(meta) => self.remove_owned(&meta).await,
-            ShardOp::RemovePartitions { meta, from } => self.discard_partitions(&meta, from).await,
-            ShardOp::AlterTopic(meta) => self.alter_owned(meta).await,
-            ShardOp::SetBrokerDefaults(defaults) => self.set_broker_defaults(defaults).await,
+            ShardOp::Admin(request) => Box::pin(self.run_admin_here(request)).await,
+            ShardOp::Catalog(change) => self.apply_catalog_change(change).await,
             ShardOp::AlterScram(changes) => {
                 Box::pin(crate::shard::security_changes::alter_credentials(
                     self, changes,

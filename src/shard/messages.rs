@@ -7,7 +7,6 @@ use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
 use crate::TopicPartition;
 
-use crate::catalog::topics::TopicMeta;
 use crate::config::LogConfig;
 
 /// An operation on one partition, executed by its owner shard.
@@ -238,58 +237,10 @@ pub enum ShardOp {
         first_at_least_one: bool,
         isolation: Isolation,
     },
-    CreateTopic {
-        name: String,
-        partitions: i32,
-        configs: Vec<(String, String)>,
-    },
-    /// Create an internal topic with the settings the server fixes (runs on the controller).
-    CreateInternalTopic {
-        name: String,
-    },
-    DeleteTopic {
-        name: String,
-    },
-    /// Alter a topic's config (runs on the controller).
-    AlterConfigs {
-        name: String,
-        set: Vec<(String, String)>,
-        delete: Vec<String>,
-    },
-    /// Alter the dynamic broker configs (runs on the controller).
-    AlterBrokerConfigs {
-        scope: crate::catalog::broker_defaults::Scope,
-        set: Vec<(String, String)>,
-        delete: Vec<String>,
-    },
-    /// Open the partitions from `from` on of a topic being created or grown that this shard
-    /// owns (not yet visible), each in a fresh directory, or, for a topic being restored
-    /// from the remote tier, in the directory the restore laid out.
-    OpenPartitions {
-        meta: TopicMeta,
-        from: u32,
-        restored: bool,
-    },
-    /// Make a created topic visible on this shard.
-    PublishTopic(TopicMeta),
-    /// Unpublish a topic, close the partitions this shard owns and move their directories
-    /// to the trash (deletion, or rollback of a failed create).
-    RemoveTopic(TopicMeta),
-    /// Close the partitions from `from` on that this shard owns and trash their directories
-    /// (rollback of a failed CreatePartitions; the topic stays as it was).
-    RemovePartitions {
-        meta: TopicMeta,
-        from: u32,
-    },
-    /// Grow a topic to `count` partitions (runs on the controller).
-    CreatePartitions {
-        name: String,
-        count: i32,
-    },
-    /// Apply a topic's altered config (already persisted by the controller).
-    AlterTopic(TopicMeta),
-    /// New dynamic broker configs: every topic's config is rebased on them.
-    SetBrokerDefaults(crate::catalog::broker_defaults::BrokerDefaults),
+    /// A client's topic or config change (runs on the controller).
+    Admin(crate::catalog::admin_host::AdminRequest),
+    /// One step of an admin change, applied by every shard.
+    Catalog(crate::catalog::admin_host::CatalogChange),
     /// Change the SCRAM credentials (on the controller: durable, then installed everywhere).
     AlterScram(crate::security::credentials::Changes),
     /// The SCRAM credentials the controller made durable: this shard's copy from now on.

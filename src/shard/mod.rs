@@ -2,7 +2,6 @@
 //! (locally or on the owner shard over the channel mesh) and knows no wire protocol; the
 //! services below it (catalog, groups) are called through narrow interfaces.
 
-pub(crate) mod admin;
 mod append_watch;
 pub(crate) mod budget;
 pub(crate) mod by_owner;

@@ -155,8 +155,9 @@ async fn sync_topics(shard: &Rc<Shard>) -> Result<(), BrokerError> {
             .await
             .map_err(|e| e.to_broker())?;
         let configs = topic.create_configs();
-        shard
-            .create_on_every_shard(name.clone(), topic.partitions as i32, configs, false)
+        let host = shard.admin_host();
+        let partitions = topic.partitions as i32;
+        crate::catalog::admin::create_everywhere(&host, name.clone(), partitions, configs, false)
             .await?;
         tracing::info!(topic = %name, partitions = topic.partitions, "read replica: serving a topic of the bucket");
     }

@@ -9,30 +9,12 @@
 use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
+use crate::catalog::admin_host::AdminResult;
 use crate::log::partition_dir;
 use crate::protocol::ErrorCode;
 use crate::remote::restore::{read_topic, take_over};
 use crate::remote::RemoteError;
-use crate::shard::messages::OpResult;
 use crate::shard::runtime::Shard;
-
-/// The CreateTopics config that asks for a restore instead of a new, empty topic.
-pub const RECOVERY_KEY: &str = "remote.recovery";
-
-/// Takes `remote.recovery` out of a create's configs: whether it asks for a restore.
-pub fn take_recovery_flag(configs: &mut Vec<(String, String)>) -> Result<bool, BrokerError> {
-    let Some(i) = configs.iter().position(|(k, _)| k == RECOVERY_KEY) else {
-        return Ok(false);
-    };
-    match configs.remove(i).1.trim() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        other => Err(BrokerError::new(
-            ErrorCode::InvalidConfig,
-            format!("{RECOVERY_KEY}={other:?}: use true or false"),
-        )),
-    }
-}
 
 fn remote_err(topic: &str, e: RemoteError) -> BrokerError {
     match e {
@@ -46,7 +28,7 @@ fn remote_err(topic: &str, e: RemoteError) -> BrokerError {
 
 /// Restores `name` from the bucket, with the bucket's partition count and configs (the
 /// count a create asks is not the restore's to choose: Kafka clients send a default).
-pub async fn restore(shard: &Rc<Shard>, name: String) -> OpResult {
+pub(crate) async fn restore(shard: &Rc<Shard>, name: String) -> AdminResult<()> {
     let Some(tiering) = shard.tiering.clone() else {
         return Err(BrokerError::new(
             ErrorCode::InvalidConfig,
@@ -83,9 +65,14 @@ pub async fn restore(shard: &Rc<Shard>, name: String) -> OpResult {
         tracing::info!(topic = %name, partition = p, next_offset = restored.next_offset, "partition restored from the bucket");
     }
     let configs = topic.create_configs();
-    shard
-        .create_on_every_shard(name, topic.partitions as i32, configs, true)
-        .await
+    crate::catalog::admin::create_everywhere(
+        &shard.admin_host(),
+        name,
+        topic.partitions as i32,
+        configs,
+        true,
+    )
+    .await
 }
 
 /// Refuses a new tiered topic (or tiering turned on) while the bucket still holds data

@@ -256,6 +256,23 @@ impl Shard {
             .map_err(|e| BrokerError::new(ErrorCode::Internal, format!("admin queue closed: {e}")))
     }
 
+    /// Kafka's DeleteRecords on one partition: records below `offset` (-1: the high
+    /// watermark) stop being served; returns the new low watermark. Internal topics are
+    /// refused.
+    pub async fn delete_records(
+        self: &Rc<Self>,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> Result<i64, BrokerError> {
+        crate::catalog::internal_topics::refuse_client(topic, "delete records of")?;
+        let op = PartitionOp::DeleteRecords { offset };
+        match self.partition_op(topic, partition, op).await? {
+            OpOk::LowWatermark(low) => Ok(low),
+            other => err(ErrorCode::Internal, format!("DeleteRecords got {other:?}")),
+        }
+    }
+
     /// Runs a partition operation on the partition's owner: here, or via the mesh.
     pub async fn partition_op(
         self: &Rc<Self>,
