@@ -2,21 +2,27 @@
 //! with `remote.storage.enable=true` are copied, as Kafka's own files, to an object store
 //! (S3, GCS, Azure, or a local directory) through the `object_store` crate; a manifest per
 //! partition is the commit point of every change; reads below the local log's start are
-//! served from there. This module knows the store, the manifests and the remote reads; the
-//! shard (`shard/tiering.rs`) drives them.
+//! served from there. This module knows the store, the manifests, the remote reads, the
+//! uploader, restore and read replicas; the shard hosts them (`host.rs`, and
+//! `catalog::admin_host` for topic changes) and routes partition operations to both tiers
+//! (`shard/tiering.rs`).
 
 pub mod chunks;
 pub mod disk_cache;
 pub mod error;
 pub mod expire;
+pub mod host;
 pub mod keys;
 pub mod manifest;
 pub mod partition;
 pub mod read;
+pub mod read_replica;
 pub mod rebuild;
 pub mod restore;
 pub mod store;
+pub mod topic_lifecycle;
 pub mod upload;
+pub mod uploader;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -4,15 +4,7 @@
 
 use std::rc::Rc;
 
-use glommio::sync::Permit;
-
-use crate::catalog::admin_host::CatalogChange;
-use crate::catalog::admin_host::{AdminFuture, AdminHost, AdminRequest, AdminResult};
-use crate::catalog::broker_defaults::BrokerDefaults;
-use crate::catalog::topics::TopicMeta;
-use crate::config::LogConfig;
-use crate::io::Storage;
-use crate::settings::ServerConfig;
+use crate::catalog::admin_host::{AdminHost, AdminRequest, CatalogChange};
 use crate::shard::messages::{OpOk, OpResult, ShardOp};
 use crate::shard::runtime::{Shard, CONTROLLER};
 
@@ -36,7 +28,7 @@ impl Shard {
     }
 
     pub(super) async fn run_admin_here(self: &Rc<Self>, request: AdminRequest) -> OpResult {
-        let host = ControllerHost(self.clone());
+        let host = self.admin_host();
         crate::catalog::admin::handle(&host, request).await?;
         Ok(OpOk::Done)
     }
@@ -44,7 +36,7 @@ impl Shard {
     /// This shard as the host of the topic lifecycle (the checks of a validate-only request
     /// run on any shard; the changes on the controller only).
     pub(crate) fn admin_host(self: &Rc<Self>) -> impl AdminHost {
-        ControllerHost(self.clone())
+        super::hosts::ShardHost(self.clone())
     }
 
     /// Creates an internal topic (`internal_topics.rs`) on the controller.
@@ -81,61 +73,5 @@ impl Shard {
         let dir = &self.config.data_dir;
         let id = crate::catalog::producer_ids::allocate(&*self.storage, dir, block).await?;
         Ok(OpOk::ProducerId(id))
-    }
-}
-
-/// The controller shard as the host of `catalog::admin`.
-pub(crate) struct ControllerHost(pub(crate) Rc<Shard>);
-
-impl AdminHost for ControllerHost {
-    fn settings(&self) -> &ServerConfig {
-        &self.0.config
-    }
-
-    fn storage(&self) -> &dyn Storage {
-        &*self.0.storage
-    }
-
-    fn shards(&self) -> u32 {
-        self.0.n as u32
-    }
-
-    fn topic(&self, name: &str) -> Option<TopicMeta> {
-        self.0.topic(name)
-    }
-
-    fn topics(&self) -> Vec<TopicMeta> {
-        self.0.topics.borrow().values().cloned().collect()
-    }
-
-    fn broker_defaults(&self) -> BrokerDefaults {
-        self.0.broker_defaults()
-    }
-
-    fn topic_base(&self) -> LogConfig {
-        self.0.topic_base()
-    }
-
-    fn admin_turn(&self) -> AdminFuture<'_, AdminResult<Permit<'_>>> {
-        Box::pin(self.0.admin_turn())
-    }
-
-    fn on_every_shard(&self, change: CatalogChange) -> AdminFuture<'_, AdminResult<()>> {
-        Box::pin(async move {
-            self.0.on_every_shard(ShardOp::Catalog(change)).await?;
-            Ok(())
-        })
-    }
-
-    fn restore_topic(&self, name: String) -> AdminFuture<'_, AdminResult<()>> {
-        Box::pin(crate::shard::restore::restore(&self.0, name))
-    }
-
-    fn ensure_bucket_free<'a>(&'a self, name: &'a str) -> AdminFuture<'a, AdminResult<()>> {
-        Box::pin(crate::shard::restore::ensure_bucket_free(&self.0, name))
-    }
-
-    fn delete_remote_in_background(&self, name: &str) {
-        crate::shard::restore::delete_remote_in_background(&self.0, name)
     }
 }

@@ -1,7 +1,8 @@
-//! The shard runtime as the host of the coordinators that run on it: the group coordinator
-//! (`groups::host::GroupHost`) and the transaction coordinator (`txn::host::TxnHost`). They
-//! reach their internal partitions, the catalog and each other only through these; both
-//! read and append their partitions the one way below.
+//! The shard runtime as the host of the services that run on it: the group coordinator
+//! (`groups::host::GroupHost`), the transaction coordinator (`txn::host::TxnHost`), the
+//! topic lifecycle (`catalog::admin_host::AdminHost`) and the remote tier's background work
+//! (`remote::host::TieringHost`). They reach their partitions, the catalog and each other
+//! only through these; the coordinators read and append their partitions the one way below.
 
 use std::rc::Rc;
 
@@ -9,22 +10,38 @@ use bytes::Bytes;
 
 use super::messages::{Isolation, OpOk, PartitionOp, ShardOp};
 use super::Shard;
+use glommio::channels::local_channel::LocalReceiver;
+use glommio::sync::Permit;
+
+use super::partition_actor::Job;
+use crate::catalog::admin_host::{AdminFuture, AdminHost, AdminResult, CatalogChange};
+use crate::catalog::broker_defaults::BrokerDefaults;
 use crate::catalog::topics::TopicMeta;
+use crate::config::LogConfig;
 use crate::format::control::EndTxnMarker;
 use crate::groups::host::{CoordinatorHost, GroupHost, Host, HostFuture, HostResult};
 use crate::groups::ops::GroupReply;
 use crate::groups::OFFSETS_TOPIC;
+use crate::io::Storage;
 use crate::protocol::ACKS_ALL;
+use crate::remote::host::{TieringFuture, TieringHost, TieringView};
+use crate::remote::{topic_lifecycle, RemoteLog};
 use crate::settings::ServerConfig;
 use crate::txn::host::{TxnHost, TxnHostRc};
 use crate::txn::TRANSACTION_STATE_TOPIC;
 use crate::TopicPartition;
 
-struct ShardHost(Rc<Shard>);
+/// The shard as the host of the services that run on it (one value, every host trait).
+pub(crate) struct ShardHost(pub(crate) Rc<Shard>);
 
 impl Shard {
     /// This shard as the host of its group coordinator.
     pub(crate) fn group_host(shard: &Rc<Shard>) -> Host {
+        Rc::new(ShardHost(shard.clone()))
+    }
+
+    /// This shard as the host of its remote tier's uploader.
+    pub(crate) fn tiering_host(shard: &Rc<Shard>) -> Rc<dyn TieringHost> {
         Rc::new(ShardHost(shard.clone()))
     }
 
@@ -168,6 +185,109 @@ impl TxnHost for ShardHost {
             let owner = meta.owners[p as usize] as usize;
             let reply = self.0.run_on(owner, op).await;
             matches!(reply, Ok(OpOk::Group(GroupReply::Code(code))) if code.is_ok())
+        })
+    }
+}
+
+impl AdminHost for ShardHost {
+    fn settings(&self) -> &ServerConfig {
+        &self.0.config
+    }
+
+    fn storage(&self) -> &dyn Storage {
+        &*self.0.storage
+    }
+
+    fn shards(&self) -> u32 {
+        self.0.n as u32
+    }
+
+    fn topic(&self, name: &str) -> Option<TopicMeta> {
+        self.0.topic(name)
+    }
+
+    fn topics(&self) -> Vec<TopicMeta> {
+        self.0.topics.borrow().values().cloned().collect()
+    }
+
+    fn broker_defaults(&self) -> BrokerDefaults {
+        self.0.broker_defaults()
+    }
+
+    fn topic_base(&self) -> LogConfig {
+        self.0.topic_base()
+    }
+
+    fn admin_turn(&self) -> AdminFuture<'_, AdminResult<Permit<'_>>> {
+        Box::pin(self.0.admin_turn())
+    }
+
+    fn on_every_shard(&self, change: CatalogChange) -> AdminFuture<'_, AdminResult<()>> {
+        Box::pin(async move {
+            self.0.on_every_shard(ShardOp::Catalog(change)).await?;
+            Ok(())
+        })
+    }
+
+    fn restore_topic(&self, name: String) -> AdminFuture<'_, AdminResult<()>> {
+        Box::pin(topic_lifecycle::restore_topic(
+            self,
+            self.0.tiering.as_ref(),
+            name,
+        ))
+    }
+
+    fn ensure_bucket_free<'a>(&'a self, name: &'a str) -> AdminFuture<'a, AdminResult<()>> {
+        Box::pin(topic_lifecycle::ensure_bucket_free(
+            self.0.tiering.as_ref(),
+            name,
+        ))
+    }
+
+    fn delete_remote_in_background(&self, name: &str) {
+        topic_lifecycle::delete_in_background(self.0.tiering.as_ref(), name)
+    }
+}
+
+impl TieringHost for ShardHost {
+    fn settings(&self) -> &ServerConfig {
+        &self.0.config
+    }
+
+    fn storage(&self) -> &Rc<dyn Storage> {
+        &self.0.storage
+    }
+
+    fn shutting_down(&self) -> bool {
+        self.0.shutting_down.get()
+    }
+
+    fn shutdown_listener(&self) -> LocalReceiver<()> {
+        self.0.shutdown_listener()
+    }
+
+    fn topic(&self, name: &str) -> Option<TopicMeta> {
+        self.0.topic(name)
+    }
+
+    fn tiered_partitions(&self) -> Vec<(TopicPartition, Rc<RemoteLog>)> {
+        let logs = self.0.remote_logs.borrow();
+        logs.iter().map(|(tp, r)| (tp.clone(), r.clone())).collect()
+    }
+
+    fn tiering_view(
+        &self,
+        tp: &TopicPartition,
+        copied: i64,
+    ) -> TieringFuture<'_, Option<TieringView>> {
+        let handle = self.0.partition_handle(tp);
+        Box::pin(async move {
+            let job = |reply| Job::Tiering {
+                from_offset: copied,
+                copied_end: Some(copied),
+                reply,
+            };
+            handle?.job(job).await
         })
     }
 }

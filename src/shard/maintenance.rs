@@ -83,14 +83,26 @@ async fn run(shard: Rc<Shard>) {
         {
             tracing::warn!(error = %e, "the remote chunk cache on disk is off (memory only)");
         }
-        match crate::tasks::spawn_into(crate::shard::tiering::upload_loop(shard.clone()), queue()) {
+        match crate::tasks::spawn_into(
+            crate::remote::uploader::upload_loop(Shard::tiering_host(&shard)),
+            queue(),
+        ) {
             Ok(task) => {
                 task.detach();
             }
             Err(e) => tracing::error!(error = %e, "could not start the remote tier's uploader"),
         }
-        if shard.config.remote_read_replica && shard.id == crate::shard::runtime::CONTROLLER {
-            let sync = crate::shard::read_replica::sync_topics_loop(shard.clone());
+        let tiering = shard
+            .tiering
+            .clone()
+            .filter(|_| shard.config.remote_read_replica);
+        if let Some(tiering) = tiering.filter(|_| shard.id == crate::shard::runtime::CONTROLLER) {
+            let host = Rc::new(shard.admin_host());
+            let sync = crate::remote::read_replica::sync_topics_loop(
+                host,
+                tiering,
+                shard.shutdown_listener(),
+            );
             match crate::tasks::spawn_into(sync, queue()) {
                 Ok(task) => {
                     task.detach();

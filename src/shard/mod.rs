@@ -18,7 +18,6 @@ pub(crate) mod messages;
 mod outbox;
 mod partition_actor;
 pub(crate) mod read_replica;
-pub(crate) mod restore;
 pub(crate) mod runtime;
 pub(crate) mod security_changes;
 pub(crate) mod slots;

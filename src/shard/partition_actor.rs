@@ -15,6 +15,7 @@ use crate::log::PartitionLog;
 use crate::log::{CleanStats, CleaningPlan, RetentionOutcome};
 use crate::metrics::{self, Stage};
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
+use crate::remote::host::TieringView;
 use crate::shard::append_watch::AppendWatch;
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp, PartitionSummary};
 
@@ -70,16 +71,6 @@ pub enum Job {
         copied_end: Option<i64>,
         reply: LocalSender<TieringView>,
     },
-}
-
-/// A tiered log as its uploader sees it.
-#[derive(Debug, Clone, Default)]
-pub struct TieringView {
-    pub to_copy: Vec<crate::log::SealedSegment>,
-    pub local_start: i64,
-    /// Bytes of the local segments not (wholly) copied yet: what remote retention.bytes
-    /// counts besides the remote tier.
-    pub local_only_bytes: u64,
 }
 
 /// Segments one uploader pass takes from a partition.

@@ -1,22 +1,14 @@
-//! A read replica (`remote.read.replica=true`, Redpanda's remote read replicas): another
-//! node on the same bucket serves every tiered topic it finds there, read-only, from the
-//! object store. The controller adds the bucket's topics (their description: partitions
-//! and configs) every `remote.upload.interval.ms`; each partition's manifest is read again
-//! on the same interval, so new segments become readable as the writer uploads them.
-//! Fetch, ListOffsets (earliest, latest, by time, max timestamp) and Describe answer from
-//! the manifest and the remote segments; Produce and every other change are refused.
-
-use std::rc::Rc;
-use std::time::Duration;
+//! A read replica's partition operations (`remote.read.replica=true`; the topics come from
+//! `remote/read_replica.rs`): Fetch, ListOffsets (earliest, latest, by time, max timestamp)
+//! and Describe answer from the manifest and the remote segments; Produce and every other
+//! change are refused.
 
 use crate::broker_error::BrokerError;
-use crate::io::deadline::before;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use crate::protocol::ErrorCode;
 use crate::remote::manifest::PartitionManifest;
 use crate::remote::{self, RemoteLog};
 use crate::shard::messages::{OpOk, OpResult, PartitionOp, PartitionSummary};
-use crate::shard::runtime::Shard;
 
 fn read_only(topic: &str) -> BrokerError {
     BrokerError::new(
@@ -125,41 +117,4 @@ async fn list_offsets(remote: &RemoteLog, m: &PartitionManifest, timestamp: i64)
         Some((o, ts)) => offset(o, ts),
         None => offset(-1, -1),
     }
-}
-
-/// On the controller of a read replica: every interval, the bucket's tiered topics this
-/// node does not have yet are added (read-only). Each shard's partitions re-read their
-/// manifests in the uploader loop.
-pub async fn sync_topics_loop(shard: Rc<Shard>) {
-    let every = Duration::from_millis(shard.config.remote_upload_interval_ms);
-    let shutdown = shard.shutdown_listener();
-    loop {
-        if let Err(e) = sync_topics(&shard).await {
-            tracing::warn!(error = %e, "read replica: listing the bucket's topics failed; retrying");
-        }
-        if before(every, shutdown.recv()).await.is_some() {
-            return;
-        }
-    }
-}
-
-async fn sync_topics(shard: &Rc<Shard>) -> Result<(), BrokerError> {
-    let Some(tiering) = shard.tiering.clone() else {
-        return Ok(());
-    };
-    let names = remote::restore::list_topics(&tiering.store)
-        .await
-        .map_err(|e| e.to_broker())?;
-    for name in names.into_iter().filter(|n| !shard.has_topic(n)) {
-        let topic = remote::restore::read_topic(&tiering.store, &name)
-            .await
-            .map_err(|e| e.to_broker())?;
-        let configs = topic.create_configs();
-        let host = shard.admin_host();
-        let partitions = topic.partitions as i32;
-        crate::catalog::admin::create_everywhere(&host, name.clone(), partitions, configs, false)
-            .await?;
-        tracing::info!(topic = %name, partitions = topic.partitions, "read replica: serving a topic of the bucket");
-    }
-    Ok(())
 }

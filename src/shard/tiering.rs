@@ -5,19 +5,14 @@
 //! never the partition's: a slow object store holds up only the requests that need it.
 
 use std::rc::Rc;
-use std::time::Duration;
 
 use crate::broker_error::BrokerError;
-use crate::io::deadline::before;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
-use crate::remote::{self, RemoteError, RemoteLog};
+use crate::remote::{self, RemoteLog};
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp};
-use crate::shard::partition_actor::{Job, PartitionHandle, TieringView};
+use crate::shard::partition_actor::{Job, PartitionHandle};
 use crate::shard::runtime::Shard;
 use crate::topic_partition::TopicPartition;
-
-/// Longest pause between upload attempts of a partition whose uploads fail.
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 impl Shard {
     /// The remote tier of a partition this shard owns, if its topic is tiered.
@@ -302,159 +297,4 @@ async fn find_remote(remote: &RemoteLog, timestamp: i64) -> Result<Option<OpOk>,
     Ok(found
         .filter(|&(offset, _)| offset < local_start)
         .map(|(offset, timestamp)| OpOk::Offset { offset, timestamp }))
-}
-
-/// How long one partition's copies may hold a shard's uploader in one pass before the next
-/// partition's turn (a backlog goes on in the next pass, which starts at once).
-const PASS_SHARE: Duration = Duration::from_secs(10);
-
-/// The uploader of one shard: every `remote.upload.interval.ms`, each tiered partition it
-/// owns copies its newly sealed segments and applies remote retention; while a backlog is
-/// left (the store was away, the writers outran it), the next pass starts at once. A
-/// partition whose store fails backs off (doubling, at most a minute); the others go on.
-pub async fn upload_loop(shard: Rc<Shard>) {
-    let every = Duration::from_millis(shard.config.remote_upload_interval_ms);
-    let shutdown = shard.shutdown_listener();
-    let mut backoff: std::collections::HashMap<TopicPartition, (u32, std::time::Instant)> =
-        Default::default();
-    let mut wait = every;
-    while before(wait, shutdown.recv()).await.is_none() {
-        wait = every;
-        let tiered: Vec<(TopicPartition, Rc<RemoteLog>)> = shard
-            .remote_logs
-            .borrow()
-            .iter()
-            .map(|(tp, r)| (tp.clone(), r.clone()))
-            .collect();
-        for (tp, remote) in tiered {
-            if shard.shutting_down.get() {
-                return;
-            }
-            if remote.take_rebuilt() {
-                backoff.remove(&tp);
-            }
-            if backoff
-                .get(&tp)
-                .is_some_and(|(_, until)| std::time::Instant::now() < *until)
-            {
-                continue;
-            }
-            match upload_pass(&shard, &tp, &remote).await {
-                Ok(backlog) => {
-                    backoff.remove(&tp);
-                    if backlog {
-                        wait = Duration::ZERO;
-                    }
-                }
-                Err(e) => {
-                    let failures = backoff.get(&tp).map_or(0, |(n, _)| *n) + 1;
-                    let pause = (every * 2u32.saturating_pow(failures.min(10))).min(MAX_BACKOFF);
-                    let retry_in_ms = pause.as_millis() as u64;
-                    if let RemoteError::ManifestMissing { .. } = e {
-                        tracing::error!(partition = %tp, error = %e, retry_in_ms, "remote tier history lost: uploads and remote retention stopped");
-                        crate::metrics::record_remote(|m| m.manifest_missing += 1);
-                    } else {
-                        tracing::warn!(partition = %tp, error = %e, retry_in_ms, "remote tier pass failed");
-                    }
-                    crate::metrics::record_remote(|m| m.failed_passes += 1);
-                    backoff.insert(tp, (failures, std::time::Instant::now() + pause));
-                }
-            }
-        }
-    }
-}
-
-/// One partition's pass: copy what is sealed and not yet remote (for at most
-/// `PASS_SHARE`), then remote retention. True when segments are left to copy.
-async fn upload_pass(
-    shard: &Rc<Shard>,
-    tp: &TopicPartition,
-    remote: &RemoteLog,
-) -> Result<bool, RemoteError> {
-    if shard.config.remote_read_replica {
-        return remote.reload().await.map(|()| false);
-    }
-    let Some(handle) = shard.partition_handle(tp) else {
-        return Ok(false);
-    };
-    let Some(meta) = shard.topic(&tp.topic) else {
-        return Ok(false);
-    };
-    if tp.partition == 0 {
-        describe_topic(remote, &meta).await?;
-    }
-    if !remote.swept.get() {
-        remote::upload::sweep_orphans(remote).await?;
-        remote.swept.set(true);
-    }
-    let started = std::time::Instant::now();
-    let mut view = tiering_view(&handle, remote).await?;
-    while !view.to_copy.is_empty() && started.elapsed() < PASS_SHARE {
-        for seg in std::mem::take(&mut view.to_copy) {
-            if shard.shutting_down.get() {
-                return Ok(false);
-            }
-            let bytes = remote::upload::copy_segment(remote, &shard.storage, &seg).await?;
-            crate::metrics::record_remote(|m| {
-                m.uploaded_bytes += bytes;
-                m.uploaded_segments += u64::from(bytes > 0);
-            });
-            // Tells the partition its new copied end (local retention may delete below it).
-            view = tiering_view(&handle, remote).await?;
-        }
-    }
-    remote::expire::expire(
-        remote,
-        &meta.config.log,
-        crate::time::now_ms(),
-        view.local_only_bytes,
-    )
-    .await?;
-    Ok(!view.to_copy.is_empty())
-}
-
-/// Writes the topic's description (partitions, configs set on it) to the bucket when it
-/// changed: what restore and read replicas recreate the topic from.
-async fn describe_topic(
-    remote: &RemoteLog,
-    meta: &crate::catalog::topics::TopicMeta,
-) -> Result<(), RemoteError> {
-    let described = remote::manifest::TopicManifest {
-        format: remote::manifest::FORMAT_VERSION,
-        writer: remote.writer().to_string(),
-        topic: meta.name.clone(),
-        partitions: meta.partitions(),
-        configs: meta
-            .config
-            .overrides
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-    };
-    if remote.described.borrow().as_ref() == Some(&described) {
-        return Ok(());
-    }
-    remote::restore::write_topic(&remote.store, &described).await?;
-    *remote.described.borrow_mut() = Some(described);
-    Ok(())
-}
-
-/// The partition's segments to copy, after telling it what the remote tier holds.
-async fn tiering_view(
-    handle: &PartitionHandle,
-    remote: &RemoteLog,
-) -> Result<TieringView, RemoteError> {
-    let manifest = remote.manifest().await?;
-    let copied = manifest.next_offset().unwrap_or(manifest.log_start_offset);
-    let view = handle
-        .job(|reply| Job::Tiering {
-            from_offset: copied,
-            copied_end: Some(copied),
-            reply,
-        })
-        .await
-        .ok_or_else(|| RemoteError::Unavailable("the partition is closing".into()))?;
-    remote.local_start.set(view.local_start);
-    remote.upload_lag_bytes.set(view.local_only_bytes);
-    Ok(view)
 }
