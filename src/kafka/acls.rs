@@ -27,7 +27,7 @@ use crate::security::acl::{
 };
 use crate::security::acl_store::AclChange;
 use crate::security::authorizer;
-use crate::shard::messages::OpOk;
+use crate::security::changes::{SecurityChange, SecurityOutcome};
 
 pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {
     match request {
@@ -89,7 +89,10 @@ async fn create(ctx: &Context<'_>, r: CreateAclsRequest) -> CreateAclsResponse {
         add: valid,
         remove: Vec::new(),
     };
-    let stored = crate::shard::security_changes::alter_acls(ctx.shard, change).await;
+    let stored = ctx
+        .shard
+        .security_change(SecurityChange::Acls(change))
+        .await;
     let results = parsed.into_iter().map(|p| match (p, &stored) {
         (Err(e), _) => result(errors::INVALID_REQUEST, Some(e.0)),
         (Ok(_), Ok(_)) => result(errors::NONE, None),
@@ -221,8 +224,12 @@ async fn delete(ctx: &Context<'_>, r: DeleteAclsRequest) -> DeleteAclsResponse {
         add: Vec::new(),
         remove: parsed.iter().filter_map(|p| p.clone().ok()).collect(),
     };
-    let removed = match crate::shard::security_changes::alter_acls(ctx.shard, change).await {
-        Ok(OpOk::AclsRemoved(removed)) => removed,
+    let removed = match ctx
+        .shard
+        .security_change(SecurityChange::Acls(change))
+        .await
+    {
+        Ok(SecurityOutcome::AclsRemoved(removed)) => removed,
         Ok(other) => unreachable!("an ACL change answers what it removed, not {other:?}"),
         Err(e) => {
             let code = kafka_code(e.code, true);

@@ -19,6 +19,7 @@ use super::errors::{self, kafka_code};
 use super::refusal::Refusal;
 use super::{str_bytes, Context};
 use crate::security::acl::Operation;
+use crate::security::changes::SecurityChange;
 use crate::security::credentials::{self, check, Changes, CredentialStore};
 use crate::security::scram::{Credential, Mechanism};
 
@@ -207,7 +208,9 @@ pub async fn alter(
     }
     let applied = match all.deletions.is_empty() && all.upsertions.is_empty() {
         true => Ok(()),
-        false => crate::shard::security_changes::alter_credentials(ctx.shard, all)
+        false => ctx
+            .shard
+            .security_change(SecurityChange::Credentials(all))
             .await
             .map(|_| ()),
     };

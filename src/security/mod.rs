@@ -5,6 +5,7 @@
 pub mod acl;
 pub mod acl_store;
 pub mod authorizer;
+pub mod changes;
 pub mod client;
 pub mod credentials;
 pub mod listeners;

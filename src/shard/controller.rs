@@ -4,7 +4,9 @@
 
 use std::rc::Rc;
 
+use crate::broker_error::BrokerError;
 use crate::catalog::admin_host::{AdminHost, AdminRequest, CatalogChange};
+use crate::security::changes::{SecurityChange, SecurityOutcome};
 use crate::shard::messages::{OpOk, OpResult, ShardOp};
 use crate::shard::runtime::{Shard, CONTROLLER};
 
@@ -37,6 +39,28 @@ impl Shard {
     /// run on any shard; the changes on the controller only).
     pub(crate) fn admin_host(self: &Rc<Self>) -> impl AdminHost {
         super::hosts::ShardHost(self.clone())
+    }
+
+    /// Changes the SCRAM credentials or the ACLs, on the controller.
+    pub async fn security_change(
+        self: &Rc<Self>,
+        change: SecurityChange,
+    ) -> Result<SecurityOutcome, BrokerError> {
+        if self.id != CONTROLLER {
+            return match self.remote(CONTROLLER, ShardOp::Security(change)).await? {
+                OpOk::Security(outcome) => Ok(outcome),
+                other => Err(super::by_owner::unexpected(other)),
+            };
+        }
+        self.security_change_here(change).await
+    }
+
+    pub(super) async fn security_change_here(
+        self: &Rc<Self>,
+        change: SecurityChange,
+    ) -> Result<SecurityOutcome, BrokerError> {
+        let host = super::hosts::ShardHost(self.clone());
+        crate::security::changes::apply(&host, change).await
     }
 
     /// Creates an internal topic (`internal_topics.rs`) on the controller.

@@ -54,19 +54,14 @@ impl Shard {
             )),
             ShardOp::Admin(request) => Box::pin(self.run_admin_here(request)).await,
             ShardOp::Catalog(change) => self.apply_catalog_change(change).await,
-            ShardOp::AlterScram(changes) => {
-                Box::pin(crate::shard::security_changes::alter_credentials(
-                    self, changes,
-                ))
-                .await
+            ShardOp::Security(change) => {
+                let outcome = Box::pin(self.security_change_here(change)).await?;
+                Ok(OpOk::Security(outcome))
             }
-            ShardOp::SetCredentials(store) => {
-                crate::shard::security_changes::install_credentials(store)
+            ShardOp::InstallSecurity(state) => {
+                crate::security::changes::install(state);
+                Ok(OpOk::Done)
             }
-            ShardOp::AlterAcls(change) => {
-                Box::pin(crate::shard::security_changes::alter_acls(self, change)).await
-            }
-            ShardOp::SetAcls(store) => crate::shard::security_changes::install_acls(store),
             ShardOp::DropCaches => self.drop_local_caches().await,
             ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
             ShardOp::Metrics => Ok(OpOk::Metrics(Box::new(self.local_metrics()))),

@@ -1,6 +1,7 @@
 //! The shard runtime as the host of the services that run on it: the group coordinator
 //! (`groups::host::GroupHost`), the transaction coordinator (`txn::host::TxnHost`), the
-//! topic lifecycle (`catalog::admin_host::AdminHost`) and the remote tier's background work
+//! topic lifecycle (`catalog::admin_host::AdminHost`), the security changes
+//! (`security::changes::SecurityHost`) and the remote tier's background work
 //! (`remote::host::TieringHost`). They reach their partitions, the catalog and each other
 //! only through these; the coordinators read and append their partitions the one way below.
 
@@ -26,6 +27,7 @@ use crate::io::Storage;
 use crate::protocol::ACKS_ALL;
 use crate::remote::host::{TieringFuture, TieringHost, TieringView};
 use crate::remote::{topic_lifecycle, RemoteLog};
+use crate::security::changes::{SecurityFuture, SecurityHost, SecurityState};
 use crate::settings::ServerConfig;
 use crate::txn::host::{TxnHost, TxnHostRc};
 use crate::txn::TRANSACTION_STATE_TOPIC;
@@ -288,6 +290,37 @@ impl TieringHost for ShardHost {
                 reply,
             };
             handle?.job(job).await
+        })
+    }
+}
+
+impl SecurityHost for ShardHost {
+    fn storage(&self) -> &dyn Storage {
+        &*self.0.storage
+    }
+
+    fn meta_dir(&self) -> std::path::PathBuf {
+        self.0
+            .config
+            .data_dir
+            .join(crate::catalog::topics::META_DIR)
+    }
+
+    fn admin_turn(
+        &self,
+    ) -> SecurityFuture<'_, Result<Permit<'_>, crate::broker_error::BrokerError>> {
+        Box::pin(self.0.admin_turn())
+    }
+
+    fn install_everywhere(
+        &self,
+        state: SecurityState,
+    ) -> SecurityFuture<'_, Result<(), crate::broker_error::BrokerError>> {
+        Box::pin(async move {
+            self.0
+                .on_every_shard(ShardOp::InstallSecurity(state))
+                .await?;
+            Ok(())
         })
     }
 }

@@ -155,8 +155,8 @@ pub enum OpOk {
     Group(crate::groups::ops::GroupReply),
     Txn(crate::txn::ops::TxnReply),
     Producers(Vec<crate::log::producer_state::ActiveProducer>),
-    /// What each filter of an ACL change removed, in order.
-    AclsRemoved(Vec<Vec<crate::security::acl::AclBinding>>),
+    /// What a security change did.
+    Security(crate::security::changes::SecurityOutcome),
     /// One result per op of `ShardOp::Partitions`, in order.
     Results(Vec<OpResult>),
     Done,
@@ -241,14 +241,11 @@ pub enum ShardOp {
     Admin(crate::catalog::admin_host::AdminRequest),
     /// One step of an admin change, applied by every shard.
     Catalog(crate::catalog::admin_host::CatalogChange),
-    /// Change the SCRAM credentials (on the controller: durable, then installed everywhere).
-    AlterScram(crate::security::credentials::Changes),
-    /// The SCRAM credentials the controller made durable: this shard's copy from now on.
-    SetCredentials(crate::security::credentials::CredentialStore),
-    /// Change the ACLs (on the controller: durable, then installed everywhere).
-    AlterAcls(crate::security::acl_store::AclChange),
-    /// The ACLs the controller made durable: this shard's copy from now on.
-    SetAcls(crate::security::acl_store::AclStore),
+    /// Change the SCRAM credentials or the ACLs (on the controller: durable, then installed
+    /// everywhere).
+    Security(crate::security::changes::SecurityChange),
+    /// Credentials or ACLs the controller made durable: this shard's copy from now on.
+    InstallSecurity(crate::security::changes::SecurityState),
     /// Clear this shard's caches (page cache, OS cache of its files); reply with its stats.
     DropCaches,
     /// Reply with this shard's stats.

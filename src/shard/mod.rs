@@ -19,7 +19,6 @@ mod outbox;
 mod partition_actor;
 pub(crate) mod read_replica;
 pub(crate) mod runtime;
-pub(crate) mod security_changes;
 pub(crate) mod slots;
 mod stats;
 pub(crate) mod tiering;
