@@ -11,6 +11,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
+pub mod admission;
 pub mod alloc_guard;
 pub mod broker_error;
 pub mod catalog;

@@ -18,7 +18,7 @@ const FLOORS: &[&[&str]] = &[
         "error",
         "topic_partition",
     ],
-    &["io", "config"],
+    &["io", "config", "admission"],
     &["log"],
     &["protocol", "kafka_codes", "broker_error"],
     &["settings", "security"],

@@ -14,10 +14,10 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use super::api_versions;
 use super::wire_error::KafkaWireError;
+use crate::admission::budget::{Budget, Reservation};
 use crate::metrics::{self, Stage};
 use crate::net::{Peer, Reply};
 use crate::protocol::frame::Frame;
-use crate::shard::budget::{Budget, Reservation};
 use crate::shard::runtime::Shard;
 
 /// A decoded request, or why it cannot be served.

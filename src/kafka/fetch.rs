@@ -16,10 +16,10 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 
 use super::errors::{self, kafka_code};
 use super::Context;
+use crate::admission::budget::{FetchPlan, Reservation};
 use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
 use crate::security::acl::Operation;
-use crate::shard::budget::{FetchPlan, Reservation};
 use crate::shard::messages::FetchRead;
 use crate::shard::messages::{Isolation, OpOk, PartitionOp};
 use crate::TopicPartition;

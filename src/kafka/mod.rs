@@ -92,8 +92,8 @@ pub const CLUSTER_ID: &str = "shardlog";
 
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 
+use crate::admission::budget::{Budget, Reservation};
 use crate::net::Peer;
-use crate::shard::budget::{Budget, Reservation};
 use crate::shard::runtime::Shard;
 
 /// What every request handler needs besides its request.

@@ -1,9 +1,9 @@
 //! Checks shared by the single- and multi-partition handlers: the acks a produce may ask
 //! for, and the bytes a fetch may return within the connection's budget.
 
+use crate::admission::budget::{Budget, FetchPlan, Reservation};
 use crate::broker_error::BrokerError;
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_LEADER, ACKS_NONE};
-use crate::shard::budget::{Budget, FetchPlan, Reservation};
 use crate::shard::runtime::Shard;
 
 /// Space a Fetch response needs besides its records.

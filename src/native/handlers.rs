@@ -9,6 +9,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::checks::{check_acks, fetch_bytes};
+use crate::admission::budget::{Budget, Reservation};
 use crate::broker_error::BrokerError;
 use crate::metrics::{self, Stage};
 use crate::net::{Peer, Reply};
@@ -17,7 +18,6 @@ use crate::protocol::{
     ApiKey, ErrorCode, Request, Response, ResponseBody, StatsResponse, WireReader, ACKS_NONE,
     REQUEST_HEADER,
 };
-use crate::shard::budget::{Budget, Reservation};
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp};
 use crate::shard::runtime::Shard;
 

@@ -17,9 +17,9 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
+use crate::admission::budget::Budget;
 use crate::net::{FrontEnd, Peer, Reply};
 use crate::protocol::{ErrorCode, Response, REQUEST_HEADER};
-use crate::shard::budget::Budget;
 use crate::shard::Shard;
 
 /// The native protocol's listeners, under their security protocol

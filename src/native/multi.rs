@@ -6,12 +6,12 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
+use crate::admission::budget::{Budget, Reservation};
 use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
 use crate::native::checks::{check_acks, fetch_bytes};
 use crate::protocol::multi::{FetchEntry, Fetched, ProduceEntry, Produced, MAX_PARTITIONS};
 use crate::protocol::{ErrorCode, ResponseBody};
-use crate::shard::budget::{Budget, Reservation};
 use crate::shard::messages::FetchRead;
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp, ShardOp};
 use crate::shard::runtime::Shard;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use glommio::net::TcpListener;
 
 use super::{connection, FrontEnd};
-use crate::shard::slots::{Refusal, Slots};
+use crate::admission::slots::{Refusal, Slots};
 use crate::shard::Shard;
 
 /// The next connection, or `None` once the shard begins shutting down.

@@ -26,12 +26,12 @@ use glommio::net::TcpStream;
 use super::stream::{ConnReader, ConnWriter};
 use super::turn::Turns;
 use super::{FrontEnd, Handshake, HandshakeStep, Peer, Reply};
+use crate::admission::budget::{Budget, Reservation};
+use crate::admission::slots::Presence;
 use crate::io::deadline::within;
 use crate::metrics::{self, Stage};
 use crate::protocol::REQUEST_HEADER;
 use crate::security::listeners::is_loopback;
-use crate::shard::budget::{Budget, Reservation};
-use crate::shard::slots::Presence;
 use crate::shard::Shard;
 
 /// Requests queued for the writer before the reader waits.

@@ -33,7 +33,7 @@ pub async fn serve(
     tls: Option<Rc<super::tls::TlsSource>>,
 ) {
     let stop = shard.shutdown_listener();
-    let slots = crate::shard::slots::Slots::new(MAX_CONNECTIONS, MAX_PER_PEER);
+    let slots = crate::admission::slots::Slots::new(MAX_CONNECTIONS, MAX_PER_PEER);
     loop {
         match super::accept::accept_or_stop(&listener, &stop).await {
             None => break,

@@ -19,8 +19,8 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
+use crate::admission::budget::{Budget, Reservation};
 use crate::protocol::frame::Frame;
-use crate::shard::budget::{Budget, Reservation};
 use crate::shard::Shard;
 
 /// A protocol's side of a listener: how a request frame is answered, and what a client

@@ -354,7 +354,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
 /// One listener's slots on a shard (`cfg`: the listener's own settings): its share of
 /// `max.connections` (Kafka's, per listener with `listener.name.<name>.max.connections`),
 /// at most `max.connections.per.shard`, and this shard's share of each peer's.
-fn listener_slots(cfg: &ServerConfig) -> Rc<crate::shard::slots::Slots> {
+fn listener_slots(cfg: &ServerConfig) -> Rc<crate::admission::slots::Slots> {
     let shards = cfg.shards.max(1);
     let per_shard = (cfg.max_connections.div_ceil(shards)).min(cfg.max_connections_per_shard);
     let per_peer = cfg.max_connections_per_ip.div_ceil(shards);
@@ -363,7 +363,7 @@ fn listener_slots(cfg: &ServerConfig) -> Rc<crate::shard::slots::Slots> {
         per_shard.saturating_mul(shards) >= cfg.max_connections.min(cfg.max_connections_per_shard)
     );
     assert!(per_peer.saturating_mul(shards) >= cfg.max_connections_per_ip);
-    crate::shard::slots::Slots::new(per_shard, per_peer)
+    crate::admission::slots::Slots::new(per_shard, per_peer)
 }
 
 /// A listener's security from its settings (`own`: the server's, with the listener's own

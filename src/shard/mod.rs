@@ -3,7 +3,6 @@
 //! services below it (catalog, groups) are called through narrow interfaces.
 
 mod append_watch;
-pub(crate) mod budget;
 pub(crate) mod by_owner;
 mod controller;
 pub(crate) mod coordinator_routing;
@@ -17,9 +16,7 @@ mod mesh;
 pub(crate) mod messages;
 mod outbox;
 mod partition_actor;
-pub(crate) mod read_replica;
 pub(crate) mod runtime;
-pub(crate) mod slots;
 mod stats;
 pub(crate) mod tiering;
 

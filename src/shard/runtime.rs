@@ -100,7 +100,9 @@ impl Shard {
             n: config.shards,
             storage: dir_syncs.clone(),
             dir_syncs,
-            inflight: crate::shard::budget::Budget::shard_pool(config.max_inflight_bytes_per_shard),
+            inflight: crate::admission::budget::Budget::shard_pool(
+                config.max_inflight_bytes_per_shard,
+            ),
             cache: PageCache::shared(config.cache_bytes),
             previous_shutdown_clean,
             outbox: Outbox::new(senders, config.shards),
