@@ -6,7 +6,9 @@
 # - s3s-fs (an S3 server over a directory, from crates.io, at target/test-tools): the object
 #   store of the tiered-storage tests (tests/slow/tiered_e2e.rs). Pinned to 0.14.1, the newest
 #   release whose minimum Rust (1.92) this toolchain meets; it honours conditional writes
-#   (If-None-Match, If-Match), ranged GETs and multipart uploads, which shardlog relies on.
+#   (If-None-Match, If-Match), ranged GETs and multipart uploads, which shardlog relies on;
+# - etcd (Debian's etcd-server): the consensus store of cluster mode; the cluster tests
+#   (tests/slow/cluster_e2e.rs) start their own member on free loopback ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +16,7 @@ need=()
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v mount >/dev/null || need+=(mount)
 command -v kcat >/dev/null || need+=(kcat)
+command -v etcd >/dev/null || need+=(etcd-server)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if ((${#need[@]})); then
   apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "${need[@]}"

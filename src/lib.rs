@@ -15,6 +15,7 @@ pub mod admission;
 pub mod alloc_guard;
 pub mod broker_error;
 pub mod catalog;
+pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod format;

@@ -208,3 +208,21 @@ pub(crate) fn gerr(e: glommio::GlommioError<()>) -> std::io::Error {
         other => other.into(),
     }
 }
+
+/// The random id stored in `path`, created (durably) at the first call: what names a data
+/// directory to the world (the remote tier's writer, a cluster node's incarnation).
+pub fn read_or_create_id(path: &Path) -> std::io::Result<String> {
+    match read_text(path) {
+        Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_string()),
+        Ok(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is empty", path.display()),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let id = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+            write_file_durably(path, id.as_bytes())?;
+            Ok(id)
+        }
+        Err(e) => Err(e),
+    }
+}

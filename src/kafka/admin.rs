@@ -65,7 +65,7 @@ async fn create_one(
             let replicas: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
             (a.partition_index, replicas)
         });
-        check_assignment(assigned.collect())?;
+        check_assignment(super::cluster::node_id(ctx), assigned.collect())?;
     }
     let name = topic.name.0.to_string();
     if !super::metadata::may_create(ctx, &name) {
@@ -186,8 +186,8 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
 }
 
 /// Kafka's checks of a manual replica assignment, (partition, replicas) each, on the one
-/// broker this is: partitions 0, 1, ... in order, each on exactly this broker.
-fn check_assignment(assigned: Vec<(i32, Vec<i32>)>) -> Outcome {
+/// broker that holds the topic (`me`): partitions 0, 1, ... in order, each on exactly it.
+fn check_assignment(me: i32, assigned: Vec<(i32, Vec<i32>)>) -> Outcome {
     let refuse = |why: String| Err(Refusal::new(errors::INVALID_REPLICA_ASSIGNMENT, why));
     for (i, (partition, replicas)) in assigned.into_iter().enumerate() {
         if partition != i as i32 {
@@ -195,15 +195,10 @@ fn check_assignment(assigned: Vec<(i32, Vec<i32>)>) -> Outcome {
                 "partitions must be assigned in order from 0: got {partition} at place {i}"
             ));
         }
-        let unknown: Vec<i32> = replicas
-            .iter()
-            .copied()
-            .filter(|&b| b != super::NODE_ID)
-            .collect();
+        let unknown: Vec<i32> = replicas.iter().copied().filter(|&b| b != me).collect();
         if !unknown.is_empty() {
             return refuse(format!(
-                "Unknown broker(s) in replica assignment: {unknown:?} (this cluster is broker {})",
-                super::NODE_ID
+                "Unknown broker(s) in replica assignment: {unknown:?} (this topic's broker is {me})"
             ));
         }
         if replicas.len() != 1 {
@@ -243,7 +238,7 @@ fn new_partitions_assignment(
         let replicas = a.broker_ids.iter().map(|b| b.0).collect();
         (i as i32, replicas)
     });
-    check_assignment(assigned.collect())
+    check_assignment(super::cluster::node_id(ctx), assigned.collect())
 }
 
 /// CreatePartitions (`kafka-topics --alter --partitions`): each topic grows on the

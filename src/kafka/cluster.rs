@@ -1,29 +1,70 @@
-//! This server as the one broker of its cluster: the address Metadata and DescribeCluster
-//! give for it, and DescribeCluster v0-1 (`kafka-cluster`, AdminClient.describe_cluster).
+//! The brokers a client is told of: this node (its id and the address of the listener the
+//! client came in on), the live nodes of its cluster in cluster mode, and the controller;
+//! DescribeCluster v0-1 (`kafka-cluster`, AdminClient.describe_cluster).
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
-use super::{str_bytes, Context, CLUSTER_ID, NODE_ID};
+use super::{str_bytes, Context, CLUSTER_ID};
+use crate::security::KafkaListener;
 use crate::settings::advertised_host;
 
 /// Kafka's value for "authorized operations were not asked for".
 pub const OPERATIONS_NOT_ASKED: i32 = i32::MIN;
 
-/// The address of the Kafka listener a client came in on (`ctx.peer.local`), as that
-/// client reaches it: each listener advertises itself to its own clients.
-pub fn broker_address(ctx: &Context<'_>) -> (String, i32) {
-    let cfg = ctx.shard.config();
-    let listeners = cfg.kafka_listeners();
+/// This node's broker id (Kafka's broker.id: 0 unless configured).
+pub fn node_id(ctx: &Context<'_>) -> i32 {
+    ctx.shard.config().cluster.broker_id
+}
+
+/// The Kafka listener a client came in on (`ctx.peer.local`).
+fn reached_listener(ctx: &Context<'_>) -> KafkaListener {
+    let listeners = ctx.shard.config().kafka_listeners();
     let reached = ctx.peer.local.map(|a| a.port());
-    let listen = listeners
-        .iter()
-        .find(|l| Some(l.addr.port()) == reached)
+    let found = listeners.iter().find(|l| Some(l.addr.port()) == reached);
+    found
         .or(listeners.first())
+        .copied()
         .expect("a Kafka request came through a Kafka listener")
-        .addr;
-    let host = advertised_host(&cfg.advertised_host, listen, ctx.peer.local);
+}
+
+/// The address of the Kafka listener a client came in on, as that client reaches it: each
+/// listener advertises itself to its own clients.
+pub fn broker_address(ctx: &Context<'_>) -> (String, i32) {
+    let listen = reached_listener(ctx).addr;
+    let host = advertised_host(&ctx.shard.config().advertised_host, listen, ctx.peer.local);
     (host, listen.port() as i32)
+}
+
+/// Every live broker as (id, host, port) for this client: this node at the listener it
+/// came in on, and in cluster mode every other live node at its listener of the same
+/// security protocol (a node without one is left out, as Kafka leaves out a broker without
+/// the listener's name).
+pub fn live_brokers(ctx: &Context<'_>) -> Vec<(i32, String, i32)> {
+    let me = node_id(ctx);
+    let (host, port) = broker_address(ctx);
+    let mut brokers = vec![(me, host, port)];
+    let Some(view) = ctx.shard.cluster() else {
+        return brokers;
+    };
+    let protocol = reached_listener(ctx).protocol.name();
+    for node in view.brokers.iter().filter(|b| b.id != me) {
+        let listener = node.listeners.iter().find(|l| l.name == protocol);
+        if let Some(l) = listener {
+            brokers.push((node.id, l.host.clone(), l.port as i32));
+        }
+    }
+    brokers.sort_by_key(|b| b.0);
+    brokers
+}
+
+/// The cluster's elected controller in cluster mode (-1 while there is none), else this
+/// node.
+pub fn controller_id(ctx: &Context<'_>) -> i32 {
+    match ctx.shard.cluster() {
+        Some(view) => view.controller.map_or(-1, |c| c.id),
+        None => node_id(ctx),
+    }
 }
 
 use crate::security::acl::ResourceType;
@@ -53,11 +94,12 @@ pub fn describe_cluster(
     ctx: &Context<'_>,
     request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
-    let (host, port) = broker_address(ctx);
-    let broker = DescribeClusterBroker::default()
-        .with_broker_id(BrokerId(NODE_ID))
-        .with_host(str_bytes(host))
-        .with_port(port);
+    let brokers = live_brokers(ctx).into_iter().map(|(id, host, port)| {
+        DescribeClusterBroker::default()
+            .with_broker_id(BrokerId(id))
+            .with_host(str_bytes(host))
+            .with_port(port)
+    });
     let operations = if request.include_cluster_authorized_operations {
         let name = crate::security::acl::CLUSTER_NAME;
         ctx.authorized_operations(ResourceType::Cluster, name, operations::CLUSTER)
@@ -66,7 +108,7 @@ pub fn describe_cluster(
     };
     DescribeClusterResponse::default()
         .with_cluster_id(str_bytes(CLUSTER_ID))
-        .with_controller_id(BrokerId(NODE_ID))
-        .with_brokers(vec![broker])
+        .with_controller_id(BrokerId(controller_id(ctx)))
+        .with_brokers(brokers.collect())
         .with_cluster_authorized_operations(operations)
 }

@@ -5,11 +5,12 @@
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
+use super::cluster::node_id;
 use super::cluster::operations;
 use super::errors::{self as e, kafka_code};
 use super::group_acls;
 use super::refusal::Refusal;
-use super::{str_bytes, Context, NODE_ID};
+use super::{str_bytes, Context};
 use crate::broker_error::BrokerError;
 use crate::groups::code::GroupCode;
 use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, OffsetToCommit, SyncRequest};
@@ -74,7 +75,7 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
                         .with_error_code(code)
                         .with_error_message(Some(str_bytes(why))),
                     None => c
-                        .with_node_id(BrokerId(NODE_ID))
+                        .with_node_id(BrokerId(node_id(ctx)))
                         .with_host(str_bytes(host.clone()))
                         .with_port(port),
                 }
@@ -91,7 +92,7 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
             .with_node_id(BrokerId(-1));
     }
     response
-        .with_node_id(BrokerId(NODE_ID))
+        .with_node_id(BrokerId(node_id(ctx)))
         .with_host(str_bytes(host))
         .with_port(port)
 }

@@ -1,6 +1,12 @@
-//! Metadata v0-12: one broker (this server's Kafka listener), which leads every partition
-//! and is the controller. Leader epochs are reported as -1 (unknown), so clients never
-//! validate positions with OffsetForLeaderEpoch, which shardlog does not serve.
+//! Metadata v0-12: this node (its broker.id, at the listener the client came in on), which
+//! leads every partition it holds and is the controller of its topics. Leader epochs are
+//! reported as -1 (unknown), so clients never validate positions with OffsetForLeaderEpoch,
+//! which shardlog does not serve yet.
+//!
+//! In cluster mode too, until topics are shared through etcd: every node still holds its
+//! own topics, so listing the other nodes (or the elected controller, where clients send
+//! CreateTopics) would send a client's requests to a node that does not have its topics.
+//! DescribeCluster reports the cluster's live nodes and controller.
 
 use crate::catalog::error::UnknownTopic;
 use kafka_protocol::messages::metadata_response::{
@@ -8,22 +14,24 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 
+use super::cluster::node_id;
 use super::cluster::operations;
 use super::errors;
-use super::{str_bytes, topic_name, Context, CLUSTER_ID, NODE_ID};
+use super::{str_bytes, topic_name, Context, CLUSTER_ID};
 use crate::catalog::topics::validate_topic_name;
 use crate::security::acl::{Operation, ResourceType};
 
 pub async fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResponse {
     create_on_use(ctx, &request).await;
     let (host, port) = super::cluster::broker_address(ctx);
+    let me = node_id(ctx);
     let broker = MetadataResponseBroker::default()
-        .with_node_id(BrokerId(NODE_ID))
+        .with_node_id(BrokerId(me))
         .with_host(str_bytes(host))
         .with_port(port);
     let response = MetadataResponse::default()
         .with_brokers(vec![broker])
-        .with_controller_id(BrokerId(if ctx.version >= 1 { NODE_ID } else { -1 }))
+        .with_controller_id(BrokerId(if ctx.version >= 1 { me } else { -1 }))
         .with_topics(topics(ctx, &request));
     if ctx.version >= 2 {
         response.with_cluster_id(Some(str_bytes(CLUSTER_ID)))
@@ -129,7 +137,7 @@ fn described(
             .with_is_internal(crate::catalog::internal_topics::is_internal(&meta.name))
             .with_partitions(
                 (0..meta.owners.len() as i32)
-                    .map(|p| partition(ctx.version, p))
+                    .map(|p| partition(ctx.version, node_id(ctx), p))
                     .collect(),
             )
             .with_topic_authorized_operations(operations(ctx, request, &meta.name)),
@@ -160,12 +168,13 @@ fn operations(ctx: &Context<'_>, request: &MetadataRequest, topic: &str) -> i32 
     }
 }
 
-fn partition(version: i16, index: i32) -> MetadataResponsePartition {
+/// A partition this node leads, its only replica.
+fn partition(version: i16, me: i32, index: i32) -> MetadataResponsePartition {
     let p = MetadataResponsePartition::default()
         .with_partition_index(index)
-        .with_leader_id(BrokerId(NODE_ID))
-        .with_replica_nodes(vec![BrokerId(NODE_ID)])
-        .with_isr_nodes(vec![BrokerId(NODE_ID)]);
+        .with_leader_id(BrokerId(me))
+        .with_replica_nodes(vec![BrokerId(me)])
+        .with_isr_nodes(vec![BrokerId(me)]);
     if version >= 7 {
         p.with_leader_epoch(-1)
     } else {

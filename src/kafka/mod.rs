@@ -85,8 +85,6 @@ impl crate::net::FrontEnd for Kafka {
     }
 }
 
-/// The one broker a shardlog server is, as Metadata and FindCoordinator name it.
-pub const NODE_ID: i32 = 0;
 /// Reported as the cluster id (Metadata v2+).
 pub const CLUSTER_ID: &str = "shardlog";
 

@@ -148,20 +148,7 @@ fn start(store: Arc<dyn ObjectStore>, prefix: ObjectPath) -> Result<RemoteStore,
 /// This data directory's writer id (created at the first start with tiering): the
 /// manifests it writes name it, and it refuses manifests naming another.
 pub fn writer_id(data_dir: &Path) -> std::io::Result<String> {
-    let path = data_dir.join("remote-writer-id");
-    match crate::io::os::read_text(&path) {
-        Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_string()),
-        Ok(_) => Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("{} is empty", path.display()),
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let id = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
-            crate::io::os::write_file_durably(&path, id.as_bytes())?;
-            Ok(id)
-        }
-        Err(e) => Err(e),
-    }
+    crate::io::os::read_or_create_id(&data_dir.join("remote-writer-id"))
 }
 
 #[cfg(test)]

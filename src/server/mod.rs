@@ -45,6 +45,9 @@ pub enum ServerError {
     /// A listener could not be bound.
     #[error("binding {addr}: {why}")]
     Bind { addr: SocketAddr, why: String },
+    /// Cluster mode could not join (etcd, the broker id, the listeners it advertises).
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
     /// A shard could not start.
     #[error("shard {shard}: {why}")]
     Shard { shard: usize, why: String },
@@ -77,6 +80,8 @@ pub struct ServerHandle {
     _lock: data_dir::DataDirLock,
     /// Keeps the mesh builder's shared state alive for the server's life (see `start`).
     _mesh: MeshBuilder<MeshMsg, Full>,
+    /// Cluster mode's etcd session: ended (its lease revoked) once the shards have stopped.
+    cluster: Option<crate::cluster::Session>,
 }
 
 impl ServerHandle {
@@ -109,6 +114,10 @@ impl ServerHandle {
                     first_err.get_or_insert(ServerError::Shutdown(why));
                 }
             }
+        }
+        // The node leaves the cluster now rather than when its lease would expire.
+        if let Some(session) = self.cluster {
+            session.stop();
         }
         if let Some(e) = first_err {
             return Err(e);
@@ -159,6 +168,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
     let previous_shutdown_was_clean = prepare_data_dir(&config)?;
     raise_fd_limit(&config);
     let tiering = open_tiering(&config)?;
+    let cluster = join_cluster(&config)?;
 
     let (stop, stop_listeners) = stop::stop_pair(config.shards)
         .map_err(|e| startup(format!("creating stop sockets: {e}")))?;
@@ -177,27 +187,12 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
     let config = Arc::new(config);
     let data_dir = config.data_dir.clone();
     let n = config.shards;
-    let handles = {
-        let config = config.clone();
-        LocalExecutorPoolBuilder::new(PoolPlacement::MaxSpread(n, None))
-            .io_memory(config.io_memory_bytes)
-            .spin_before_park(Duration::from_micros(config.spin_before_park_us))
-            .name("shardlog-shard")
-            .on_all_shards(move || {
-                let config = config.clone();
-                let (mesh, stop) = per_shard.pop().expect("one mesh builder per shard");
-                let ready = ready_tx.clone();
-                let tiering = tiering.clone();
-                async move {
-                    let start = ShardStart {
-                        previous_shutdown_clean: previous_shutdown_was_clean,
-                        tiering,
-                    };
-                    run_shard(config, mesh, stop, ready, start).await
-                }
-            })
-            .map_err(|e| startup(format!("starting {n} shard executors: {e}")))?
+    let start = ShardStart {
+        previous_shutdown_clean: previous_shutdown_was_clean,
+        tiering,
+        cluster: cluster.as_ref().map(crate::cluster::Session::view),
     };
+    let handles = spawn_shards(config.clone(), per_shard, ready_tx, start)?;
     let handle = ServerHandle {
         stop,
         handles,
@@ -205,6 +200,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
         previous_shutdown_was_clean,
         _lock: lock,
         _mesh: mesh,
+        cluster,
     };
     let handle = wait_until_ready(handle, &ready_rx, n)?;
     tracing::info!(
@@ -215,6 +211,30 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
         "shardlog serving"
     );
     Ok(handle)
+}
+
+/// Each shard's mesh builder and end of the stop sockets, taken once by its executor.
+type PerShard = Arc<crossbeam_queue::ArrayQueue<(MeshBuilder<MeshMsg, Full>, stop::StopListener)>>;
+
+/// One pinned executor per shard, each running `run_shard` from its share of `per_shard`.
+fn spawn_shards(
+    config: Arc<ServerConfig>,
+    per_shard: PerShard,
+    ready: mpsc::Sender<Result<usize, ServerError>>,
+    start: ShardStart,
+) -> Result<PoolThreadHandles<Result<(), ServerError>>, ServerError> {
+    let n = config.shards;
+    LocalExecutorPoolBuilder::new(PoolPlacement::MaxSpread(n, None))
+        .io_memory(config.io_memory_bytes)
+        .spin_before_park(Duration::from_micros(config.spin_before_park_us))
+        .name("shardlog-shard")
+        .on_all_shards(move || {
+            let config = config.clone();
+            let (mesh, stop) = per_shard.pop().expect("one mesh builder per shard");
+            let (ready, start) = (ready.clone(), start.clone());
+            async move { run_shard(config, mesh, stop, ready, start).await }
+        })
+        .map_err(|e| startup(format!("starting {n} shard executors: {e}")))
 }
 
 /// Raises the fd limit for the descriptors the config allows: two per connection (reader
@@ -281,10 +301,24 @@ fn open_tiering(config: &ServerConfig) -> Result<Option<crate::remote::Tiering>,
     Ok(Some(crate::remote::Tiering { store, writer }))
 }
 
+/// Cluster mode (`cluster.etcd.endpoints`): registers this node in etcd before any shard
+/// starts, so a broker.id another live node holds is refused before anything is served.
+fn join_cluster(config: &ServerConfig) -> Result<Option<crate::cluster::Session>, ServerError> {
+    if !config.cluster.enabled() {
+        return Ok(None);
+    }
+    let session =
+        crate::cluster::session_config(config).and_then(crate::cluster::Session::start)?;
+    Ok(Some(session))
+}
+
 /// What every shard starts from besides its config.
+#[derive(Clone)]
 struct ShardStart {
     previous_shutdown_clean: bool,
     tiering: Option<crate::remote::Tiering>,
+    /// The cluster session's views (cluster mode only).
+    cluster: Option<crate::cluster::ViewReceiver>,
 }
 
 fn startup(why: String) -> ServerError {
@@ -431,6 +465,9 @@ async fn run_shard(
         start.previous_shutdown_clean,
         start.tiering,
     );
+    if let Some(views) = start.cluster {
+        shard.follow_cluster(views);
+    }
     for (_, rx) in receivers.streams() {
         let shard = shard.clone();
         crate::tasks::spawn(async move {

@@ -69,15 +69,15 @@ fn unbounded(_: &ServerConfig) -> Result<(), SettingsError> {
 }
 
 macro_rules! number_key {
-    ($name:literal, $field:ident, $range:expr) => {
+    ($name:literal, $($field:ident).+, $range:expr) => {
         ServerKey {
             name: $name,
-            get: |c| c.$field.to_string(),
+            get: |c| c.$($field).+.to_string(),
             set: |c, v| {
-                c.$field = number($name, v)?;
+                c.$($field).+ = number($name, v)?;
                 Ok(())
             },
-            check: |c| within($name, c.$field, $range),
+            check: |c| within($name, c.$($field).+, $range),
         }
     };
 }
@@ -312,6 +312,37 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         check: unbounded,
     },
     number_key!("shards", shards, 1..),
+    ServerKey {
+        name: "cluster.etcd.endpoints",
+        get: |c| c.cluster.etcd_endpoints.clone(),
+        set: |c, v| {
+            c.cluster.etcd_endpoints = v.trim().to_string();
+            Ok(())
+        },
+        check: |c| crate::settings::cluster::endpoints(&c.cluster.etcd_endpoints).map(|_| ()),
+    },
+    ServerKey {
+        name: "cluster.name",
+        get: |c| c.cluster.name.clone(),
+        set: |c, v| {
+            c.cluster.name = v.trim().to_string();
+            Ok(())
+        },
+        check: |c| crate::settings::cluster::check_name(&c.cluster.name),
+    },
+    number_key!("broker.id", cluster.broker_id, 0..=(i32::MAX - 1)),
+    // Kafka's KRaft name for the same id.
+    number_key!("node.id", cluster.broker_id, 0..=(i32::MAX - 1)),
+    number_key!(
+        "broker.session.timeout.ms",
+        cluster.session_timeout_ms,
+        2_000..=DAY_MS
+    ),
+    number_key!(
+        "broker.heartbeat.interval.ms",
+        cluster.heartbeat_interval_ms,
+        100..=DAY_MS
+    ),
     ServerKey {
         name: "remote.storage.url",
         get: |c| c.remote_storage_url.clone(),

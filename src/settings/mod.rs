@@ -4,6 +4,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
+pub mod cluster;
 pub mod keys;
 mod listener_security;
 
@@ -153,6 +154,8 @@ pub struct ServerConfig {
     /// A transactional id idle this long with no open transaction is forgotten (Kafka's
     /// transactional.id.expiration.ms, 7 days): the coordinators' state stays bounded.
     pub transactional_id_expiration_ms: i64,
+    /// Cluster mode: etcd, this node's id and its session (off without etcd endpoints).
+    pub cluster: cluster::ClusterSettings,
     /// Tiered storage: where sealed segments of tiered topics go (`s3://BUCKET/PREFIX`,
     /// `gs://...`, `az://...`, `file:///PATH`); empty: tiering is off.
     pub remote_storage_url: String,
@@ -219,14 +222,13 @@ impl Default for ServerConfig {
             transaction_max_timeout_ms: 900_000,
             transaction_abort_timed_out_transaction_cleanup_interval_ms: 10_000,
             transactional_id_expiration_ms: 604_800_000,
+            cluster: cluster::ClusterSettings::default(),
             remote_storage_url: String::new(),
             remote_storage_endpoint: String::new(),
             remote_upload_interval_ms: 30_000,
             remote_cache_bytes: 256 << 20,
             remote_read_replica: false,
-            shards: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            shards: available_cpus(),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_inflight_bytes_per_connection: 64 << 20,
             max_inflight_large_requests_per_connection:
@@ -345,15 +347,14 @@ impl ServerConfig {
 
     /// Rules that relate keys, and the one bound that depends on the machine.
     fn validate_relations(&self) -> Result<(), SettingsError> {
-        let cpus = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
+        let cpus = available_cpus();
         if self.shards > cpus {
             return Err(bad(
                 "shards",
                 format!("{} must be between 1 and the {cpus} available CPUs (one pinned executor per CPU)", self.shards),
             ));
         }
+        self.cluster.check_heartbeat()?;
         if self.remote_read_replica && self.remote_storage_url.is_empty() {
             return Err(bad(
                 "remote.read.replica",
@@ -474,6 +475,11 @@ impl ServerConfig {
         assert!(port <= u16::MAX as usize, "shard {i}'s port past 65535");
         port as u16
     }
+}
+
+/// One shard per CPU this process may run on.
+fn available_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Parses HOST:PORT, or `off` (also `none` or empty) for a listener that is turned off.

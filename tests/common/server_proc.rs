@@ -257,6 +257,30 @@ impl ServerProc {
             .unwrap_or(0)
     }
 
+    /// User + system CPU time of the process, in clock ticks (1/100 s here).
+    #[allow(dead_code)]
+    pub fn cpu_ticks(&self) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        let fields: Vec<&str> = after_name.split(' ').collect();
+        // utime and stime are fields 14 and 15 of stat; 12 and 13 after the name and state.
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    }
+
+    /// SIGTERM, then wait (bounded) for the exit: whether it exited 0.
+    #[allow(dead_code)]
+    pub fn terminate(&mut self, within: Duration) -> bool {
+        unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("no exit within {within:?} of SIGTERM:\n{}", self.log_text());
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }

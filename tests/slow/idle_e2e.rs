@@ -34,15 +34,6 @@ fn value(m: &MetricsReport, name: &str) -> i64 {
         .unwrap_or_else(|| panic!("metric {name} missing")) as i64
 }
 
-/// User + system CPU time of a process, in clock ticks (1/100 s here).
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = after_name.split(' ').collect();
-    // utime and stime are fields 14 and 15 of stat; 12 and 13 after the name and state.
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-}
-
 fn shardlog(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_shardlog"));
     c.args(args);
@@ -89,11 +80,11 @@ fn idle_consumers_cost_nothing_and_leave_nothing_behind() {
     // Connected, first polls done, every lazy structure made.
     std::thread::sleep(Duration::from_secs(5));
     let (before, cpu_before, fds_before) =
-        (server.metrics(), cpu_ticks(server.pid()), server.open_fds());
+        (server.metrics(), server.cpu_ticks(), server.open_fds());
     let started = Instant::now();
     std::thread::sleep(SOAK);
     let after = server.metrics();
-    let cpu = (cpu_ticks(server.pid()) - cpu_before) as f64 / 100.0;
+    let cpu = (server.cpu_ticks() - cpu_before) as f64 / 100.0;
     let waited = started.elapsed().as_secs_f64();
 
     let grew = |name: &str| value(&after, name) - value(&before, name);

@@ -1,9 +1,10 @@
-//! Integration tests of the slow tier: the idle soak, the crash loop, the Python client suites, tiered storage on S3, the offsets integrity kills.
+//! Integration tests of the slow tier: cluster mode on etcd, the idle soak, the crash loop, the Python client suites, tiered storage on S3, the offsets integrity kills.
 //! One binary (one link of the crate) for the group; each module was a test file of its own.
 
 #[path = "../common/mod.rs"]
 mod common;
 
+mod cluster_e2e;
 mod crash_loop;
 mod idle_e2e;
 mod kafka_clients_e2e;

@@ -1,0 +1,124 @@
+//! Cluster mode (`cluster.etcd.endpoints`): the cluster's state lives in etcd, never in a
+//! home-made consensus. Each node registers itself under a lease (its id, its listeners, a
+//! broker epoch that grows with every registration, KIP-380); a node whose lease expires
+//! is dead to the others; one node at a time is the controller, elected by creating the
+//! controller key under its lease, with the key's creation revision as the controller epoch
+//! that fences a deposed one. The etcd session runs on a thread of its own (`session.rs`);
+//! the shards see a copy of its view (`view.rs`), never a lock.
+//!
+//! Without `cluster.etcd.endpoints` none of this runs: one node, as before.
+
+pub mod etcd;
+pub mod session;
+pub mod view;
+
+pub use session::{Session, SessionConfig};
+
+/// Where a shard hears of each new view (tokio's watch channel works on any executor).
+pub type ViewReceiver = tokio::sync::watch::Receiver<std::sync::Arc<ClusterView>>;
+pub use view::{BrokerRegistration, ClusterView, ControllerInfo, Endpoint};
+
+/// What can stop or trouble cluster mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterError {
+    #[error("etcd is unreachable at {endpoints}: {why}")]
+    Unreachable { endpoints: String, why: String },
+    #[error("broker.id {id} is registered by another live node ({holder}); give this node its own broker.id, or stop the other one")]
+    DuplicateBrokerId { id: i32, holder: String },
+    #[error("etcd: {0}")]
+    Etcd(String),
+    #[error("cluster mode: {0}")]
+    Config(String),
+}
+
+/// The etcd keys of one cluster (`cluster.name` is the prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    root: String,
+}
+
+impl Keys {
+    pub fn new(cluster_name: &str) -> Keys {
+        Keys {
+            root: format!("/shardlog/{cluster_name}/"),
+        }
+    }
+
+    /// Everything of the cluster.
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    pub fn brokers(&self) -> String {
+        format!("{}brokers/", self.root)
+    }
+
+    pub fn broker(&self, id: i32) -> String {
+        format!("{}brokers/{id}", self.root)
+    }
+
+    pub fn controller(&self) -> String {
+        format!("{}controller", self.root)
+    }
+}
+
+/// The file in the data directory whose random id tells a restart of this node apart from
+/// another node given the same broker.id by mistake.
+pub const DIRECTORY_ID_FILE: &str = "cluster-directory-id";
+
+/// What this node registers, from its settings: its id, its data directory's id, and its
+/// listeners as others reach them (`advertised.host`, or the address each one listens on).
+pub fn session_config(
+    config: &crate::settings::ServerConfig,
+) -> Result<SessionConfig, ClusterError> {
+    let endpoints = crate::settings::cluster::endpoints(&config.cluster.etcd_endpoints)
+        .map_err(|e| ClusterError::Config(e.to_string()))?;
+    assert!(
+        !endpoints.is_empty(),
+        "cluster mode names its etcd endpoints"
+    );
+    let id_file = config.data_dir.join(DIRECTORY_ID_FILE);
+    let directory = crate::io::os::read_or_create_id(&id_file)
+        .map_err(|e| ClusterError::Config(format!("{}: {e}", id_file.display())))?;
+    let host = |addr: std::net::SocketAddr| reachable_host(config, addr);
+    let listeners = config.kafka_listeners().into_iter().map(|l| {
+        Ok(Endpoint {
+            name: l.protocol.name().to_string(),
+            host: host(l.addr)?,
+            port: l.addr.port(),
+        })
+    });
+    let cluster = &config.cluster;
+    let me = BrokerRegistration {
+        id: cluster.broker_id,
+        epoch: 0,
+        directory,
+        listeners: listeners.collect::<Result<_, ClusterError>>()?,
+        native: format!("{}:{}", host(config.listen)?, config.listen.port()),
+    };
+    Ok(SessionConfig {
+        endpoints,
+        keys: Keys::new(&cluster.name),
+        me,
+        session_timeout: std::time::Duration::from_millis(cluster.session_timeout_ms),
+        heartbeat: std::time::Duration::from_millis(cluster.heartbeat_interval_ms),
+    })
+}
+
+/// The host other nodes and clients reach `addr` at: a wildcard address names no host, so
+/// cluster mode then needs `advertised.host`.
+fn reachable_host(
+    config: &crate::settings::ServerConfig,
+    addr: std::net::SocketAddr,
+) -> Result<String, ClusterError> {
+    if !config.advertised_host.is_empty() {
+        return Ok(config.advertised_host.clone());
+    }
+    if addr.ip().is_unspecified() {
+        return Err(ClusterError::Config(format!(
+            "{addr} listens on every address, so it names no host the other nodes can reach; set advertised.host"
+        )));
+    }
+    Ok(addr.ip().to_string())
+}

@@ -1,0 +1,305 @@
+//! This node's etcd session, on a thread of its own with a small tokio runtime (the HTTP
+//! client needs tokio; a shard's executor never waits on etcd). At start it registers the
+//! node (refusing a broker.id another live node holds) and only then lets the server
+//! listen. Every `broker.heartbeat.interval.ms` it renews its lease, reads the cluster's
+//! keys in one range (one consistent revision), campaigns for the controller when there is
+//! none, and publishes the view to the shards. A lease that expired while etcd was away is
+//! replaced by a new registration, with a new broker epoch, as soon as etcd answers again.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{oneshot, watch};
+
+use crate::cluster::etcd::{Created, Etcd};
+use crate::cluster::view::{encode_controller, BrokerRegistration, ClusterView};
+use crate::cluster::{ClusterError, Keys};
+
+/// What the session needs to know of this node.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    pub endpoints: Vec<String>,
+    pub keys: Keys,
+    pub me: BrokerRegistration,
+    pub session_timeout: Duration,
+    pub heartbeat: Duration,
+}
+
+/// The running session: the view it publishes, and its stop.
+pub struct Session {
+    view: watch::Receiver<Arc<ClusterView>>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    broker_epoch: i64,
+}
+
+impl Session {
+    /// Registers this node and starts renewing it; returns once registered, or with why not.
+    pub fn start(config: SessionConfig) -> Result<Session, ClusterError> {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (view_tx, view) = watch::channel(Arc::new(ClusterView::default()));
+        let (stop, stop_rx) = oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("shardlog-cluster".to_string())
+            .spawn(move || run(config, ready_tx, view_tx, stop_rx))
+            .map_err(|e| ClusterError::Config(format!("starting the cluster thread: {e}")))?;
+        let started = ready_rx
+            .recv()
+            .unwrap_or_else(|_| Err(ClusterError::Config("the cluster thread ended".into())));
+        let broker_epoch = match started {
+            Ok(epoch) => epoch,
+            Err(e) => {
+                let _ = thread.join();
+                return Err(e);
+            }
+        };
+        assert!(broker_epoch > 0, "a registration has a creation revision");
+        Ok(Session {
+            view,
+            stop: Some(stop),
+            thread: Some(thread),
+            broker_epoch,
+        })
+    }
+
+    /// The cluster as last read (each shard keeps a receiver and copies new views).
+    pub fn view(&self) -> crate::cluster::ViewReceiver {
+        self.view.clone()
+    }
+
+    /// The broker epoch of the registration made at start.
+    pub fn broker_epoch(&self) -> i64 {
+        self.broker_epoch
+    }
+
+    /// Ends the session: the lease is revoked, so the node leaves the cluster at once
+    /// (and gives up the controller) instead of after the session timeout.
+    pub fn stop(mut self) {
+        self.shut_down();
+    }
+
+    fn shut_down(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}
+
+type Ready = std::sync::mpsc::Sender<Result<i64, ClusterError>>;
+
+fn run(
+    config: SessionConfig,
+    ready: Ready,
+    view: watch::Sender<Arc<ClusterView>>,
+    stop: oneshot::Receiver<()>,
+) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let runtime = match runtime {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = ready.send(Err(ClusterError::Config(format!("tokio runtime: {e}"))));
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        let mut node = match Node::register(config).await {
+            Ok(node) => node,
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        node.tick(&view).await;
+        let _ = ready.send(Ok(node.epoch));
+        node.serve(view, stop).await;
+    });
+}
+
+/// The session's state on its thread.
+struct Node {
+    etcd: Etcd,
+    config: SessionConfig,
+    lease: i64,
+    /// This registration's broker epoch.
+    epoch: i64,
+    last_renewed: Instant,
+    /// Whether the last renewal failed (so a long outage is logged once, not every beat).
+    failing: bool,
+}
+
+impl Node {
+    async fn register(config: SessionConfig) -> Result<Node, ClusterError> {
+        let etcd = Etcd::new(config.endpoints.clone())?;
+        let (lease, epoch) = register(&etcd, &config).await?;
+        tracing::info!(broker = config.me.id, epoch, endpoints = %etcd.endpoints().join(","), "registered in the cluster");
+        Ok(Node {
+            etcd,
+            config,
+            lease,
+            epoch,
+            last_renewed: Instant::now(),
+            failing: false,
+        })
+    }
+
+    async fn serve(
+        mut self,
+        view: watch::Sender<Arc<ClusterView>>,
+        mut stop: oneshot::Receiver<()>,
+    ) {
+        loop {
+            tokio::select! {
+                _ = &mut stop => break,
+                _ = tokio::time::sleep(self.config.heartbeat) => self.tick(&view).await,
+            }
+        }
+        match self.etcd.revoke(self.lease).await {
+            Ok(()) => tracing::info!(broker = self.config.me.id, "left the cluster"),
+            Err(e) => {
+                tracing::warn!(error = %e, "revoking the session's lease failed; the node leaves when it expires")
+            }
+        }
+    }
+
+    /// One heartbeat: renew (or register again), read the cluster, campaign if there is
+    /// no controller, publish.
+    async fn tick(&mut self, view: &watch::Sender<Arc<ClusterView>>) {
+        if let Err(e) = self.beat(view).await {
+            self.note_failure(&e);
+        } else if std::mem::take(&mut self.failing) {
+            tracing::info!("etcd answers again");
+        }
+    }
+
+    async fn beat(&mut self, view: &watch::Sender<Arc<ClusterView>>) -> Result<(), ClusterError> {
+        self.renew().await?;
+        let mut current = self.read().await?;
+        if current.controller.is_none() {
+            self.campaign().await?;
+            current = self.read().await?;
+        }
+        view.send_if_modified(|old| {
+            let changed = **old != current;
+            if changed {
+                *old = Arc::new(current);
+            }
+            changed
+        });
+        Ok(())
+    }
+
+    async fn renew(&mut self) -> Result<(), ClusterError> {
+        if self.etcd.keep_alive(self.lease).await? > 0 {
+            self.last_renewed = Instant::now();
+            return Ok(());
+        }
+        tracing::error!(broker = self.config.me.id, old_epoch = self.epoch, "this node's registration expired (etcd was out of reach for longer than broker.session.timeout.ms); registering again with a new broker epoch");
+        let (lease, epoch) = register(&self.etcd, &self.config).await?;
+        assert!(epoch > self.epoch, "a new registration has a larger epoch");
+        (self.lease, self.epoch, self.last_renewed) = (lease, epoch, Instant::now());
+        tracing::info!(
+            broker = self.config.me.id,
+            epoch,
+            "registered in the cluster again"
+        );
+        Ok(())
+    }
+
+    async fn read(&self) -> Result<ClusterView, ClusterError> {
+        let keys = &self.config.keys;
+        let (revision, kvs) = self.etcd.range_prefix(keys.root()).await?;
+        Ok(ClusterView::from_keys(keys, revision, &kvs))
+    }
+
+    /// Creates the controller key under this node's lease; whoever creates it first is the
+    /// controller until its lease ends.
+    async fn campaign(&self) -> Result<(), ClusterError> {
+        let me = self.config.me.id;
+        let key = self.config.keys.controller();
+        match self
+            .etcd
+            .create(&key, &encode_controller(me), self.lease)
+            .await?
+        {
+            Created::Yes { revision } => {
+                tracing::info!(
+                    broker = me,
+                    controller_epoch = revision,
+                    "became the controller"
+                )
+            }
+            Created::Taken(_) => {}
+        }
+        Ok(())
+    }
+
+    fn note_failure(&mut self, e: &ClusterError) {
+        let away = self.last_renewed.elapsed();
+        if !std::mem::replace(&mut self.failing, true) {
+            tracing::warn!(error = %e, "the cluster session's heartbeat failed; retrying every broker.heartbeat.interval.ms");
+        }
+        if away > self.config.session_timeout {
+            tracing::error!(error = %e, away_ms = away.as_millis() as u64, "etcd has been out of reach for longer than broker.session.timeout.ms: the cluster considers this node dead until it registers again");
+        }
+    }
+}
+
+/// Registers `config.me` under a new lease: (lease, broker epoch). A key held by an
+/// earlier incarnation of this same data directory (killed before its lease ended) is
+/// taken over at once; one held by another node is refused.
+async fn register(etcd: &Etcd, config: &SessionConfig) -> Result<(i64, i64), ClusterError> {
+    let ttl_s = config.session_timeout.as_secs().max(1) as i64;
+    let key = config.keys.broker(config.me.id);
+    let value = config.me.encode();
+    // Twice at most: once to find an earlier incarnation's key, once after revoking it.
+    for _ in 0..2 {
+        let lease = etcd.grant(ttl_s).await?;
+        let held = match etcd.create(&key, &value, lease).await {
+            Ok(Created::Yes { revision }) => return Ok((lease, revision)),
+            Ok(Created::Taken(held)) => held,
+            Err(e) => {
+                let _ = etcd.revoke(lease).await;
+                return Err(e);
+            }
+        };
+        etcd.revoke(lease).await?;
+        let holder = BrokerRegistration::decode(&held);
+        match holder {
+            Some(h) if h.directory == config.me.directory => {
+                tracing::info!(
+                    broker = config.me.id,
+                    old_epoch = h.epoch,
+                    "an earlier run of this node is still registered; replacing its registration"
+                );
+                etcd.revoke(held.lease).await?;
+            }
+            Some(h) => {
+                return Err(ClusterError::DuplicateBrokerId {
+                    id: config.me.id,
+                    holder: h.describe(),
+                })
+            }
+            // Gone between the compare and the read, or unreadable: try again.
+            None if held.create_revision == 0 => {}
+            None => {
+                etcd.delete_if_created_at(&key, held.create_revision)
+                    .await?
+            }
+        }
+    }
+    Err(ClusterError::Etcd(format!(
+        "registering broker {} did not settle; retry",
+        config.me.id
+    )))
+}

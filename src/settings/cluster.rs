@@ -1,0 +1,138 @@
+//! Cluster mode's settings and their rules: etcd endpoints as `http://host:port`, a cluster
+//! name that is one etcd key segment, and a heartbeat well inside the session timeout.
+
+use super::{bad, SettingsError};
+
+/// Cluster mode (`cluster.etcd.endpoints`); with no endpoints the node runs alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterSettings {
+    /// The etcd members that hold the cluster's state (`http://host:port`,
+    /// comma-separated); empty: one node, no etcd.
+    pub etcd_endpoints: String,
+    /// The etcd key prefix of this cluster (several clusters may share one etcd).
+    pub name: String,
+    /// This node's id in the cluster (Kafka's broker.id; node.id is an alias).
+    pub broker_id: i32,
+    /// A node whose registration is not renewed this long is dead to the cluster (Kafka's
+    /// broker.session.timeout.ms): the TTL of its etcd lease.
+    pub session_timeout_ms: u64,
+    /// How often a node renews its registration and refreshes its view of the cluster
+    /// (Kafka's broker.heartbeat.interval.ms).
+    pub heartbeat_interval_ms: u64,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        ClusterSettings {
+            etcd_endpoints: String::new(),
+            name: "shardlog".to_string(),
+            broker_id: 0,
+            session_timeout_ms: 9_000,
+            heartbeat_interval_ms: 2_000,
+        }
+    }
+}
+
+impl ClusterSettings {
+    /// Whether cluster mode is on.
+    pub fn enabled(&self) -> bool {
+        !self.etcd_endpoints.is_empty()
+    }
+
+    /// In cluster mode, the heartbeat renews the lease several times per timeout, so one
+    /// late renewal does not expire a live node.
+    pub fn check_heartbeat(&self) -> Result<(), SettingsError> {
+        let (beat, session) = (self.heartbeat_interval_ms, self.session_timeout_ms);
+        match !self.enabled() || beat.saturating_mul(3) <= session {
+            true => Ok(()),
+            false => Err(bad(
+                "broker.heartbeat.interval.ms",
+                format!("{beat} must be at most a third of broker.session.timeout.ms={session}"),
+            )),
+        }
+    }
+}
+
+/// The endpoints of `cluster.etcd.endpoints` (comma-separated), each `http://host:port`;
+/// empty when cluster mode is off.
+pub fn endpoints(list: &str) -> Result<Vec<String>, SettingsError> {
+    let refuse = |e: &str, why: &str| bad("cluster.etcd.endpoints", format!("{e:?}: {why}"));
+    let mut out = Vec::new();
+    for e in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let Some(rest) = e.strip_prefix("http://") else {
+            return Err(refuse(
+                e,
+                "use http://host:port (TLS to etcd is not supported yet)",
+            ));
+        };
+        let (host, port) = rest
+            .trim_end_matches('/')
+            .rsplit_once(':')
+            .unwrap_or((rest, ""));
+        if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
+            return Err(refuse(e, "use http://host:port"));
+        }
+        out.push(format!("http://{host}:{port}"));
+    }
+    Ok(out)
+}
+
+/// A cluster name is one segment of the etcd keys: letters, digits, `.`, `_` and `-`.
+pub fn check_name(name: &str) -> Result<(), SettingsError> {
+    let fits = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    match !name.is_empty() && name.len() <= 200 && name.chars().all(fits) {
+        true => Ok(()),
+        false => Err(bad(
+            "cluster.name",
+            format!("{name:?}: 1 to 200 letters, digits, '.', '_' or '-'"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_http_host_port_and_anything_else_is_named() {
+        let ok = endpoints(" http://127.0.0.1:2379 ,http://h:1/").unwrap();
+        assert_eq!(ok, ["http://127.0.0.1:2379", "http://h:1"]);
+        assert!(endpoints("").unwrap().is_empty());
+        for bad in [
+            "127.0.0.1:2379",
+            "https://h:1",
+            "http://h",
+            "http://:1",
+            "http://h:0",
+        ] {
+            let why = endpoints(bad).unwrap_err().to_string();
+            assert!(why.contains(bad.trim_end_matches('/')), "{why}");
+            assert!(why.contains("cluster.etcd.endpoints"), "{why}");
+        }
+    }
+
+    #[test]
+    fn a_cluster_name_is_one_key_segment() {
+        assert!(check_name("prod-eu_1.a").is_ok());
+        for bad in ["", "a/b", "a b", &"x".repeat(201)] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_heartbeat_fits_three_times_in_the_session_timeout_in_cluster_mode() {
+        let mut c = ClusterSettings {
+            heartbeat_interval_ms: 3_001,
+            ..ClusterSettings::default()
+        };
+        assert!(
+            c.check_heartbeat().is_ok(),
+            "not checked without cluster mode"
+        );
+        c.etcd_endpoints = "http://127.0.0.1:2379".into();
+        let why = c.check_heartbeat().unwrap_err().to_string();
+        assert!(why.contains("at most a third"), "{why}");
+        c.heartbeat_interval_ms = 3_000;
+        assert!(c.check_heartbeat().is_ok());
+    }
+}
