@@ -41,6 +41,7 @@ pub use topic_partition::TopicPartition;
 pub mod client;
 pub mod protocol;
 pub mod remote;
+pub mod replication;
 pub mod security;
 pub mod server;
 

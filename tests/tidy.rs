@@ -23,7 +23,7 @@ const FLOORS: &[&[&str]] = &[
     &["protocol", "kafka_codes", "broker_error"],
     &["settings", "security"],
     &["catalog"],
-    &["remote", "cluster"],
+    &["remote", "cluster", "replication"],
     &["groups", "txn"],
     &["shard"],
     &["net"],

@@ -16,5 +16,6 @@ mod partition_log;
 mod property;
 mod recovery_disk;
 mod remote_cache;
+mod replication_sim;
 mod txn_partition;
 mod wire_golden;

@@ -1,0 +1,417 @@
+//! One replica of a partition as Kafka runs it: as leader it stamps its epoch on appends,
+//! tracks each follower's log end from the offsets it fetches, advances the high watermark
+//! to the smallest log end in the ISR, and proposes ISR changes (which count only once the
+//! store holds them); as follower it fetches with its last epoch and truncates where the
+//! leader says the logs stop agreeing (KIP-320), never to the high watermark alone.
+
+use std::collections::BTreeMap;
+
+use super::{Epoch, UNDEFINED};
+use super::{EpochCache, EpochEntry, Millis, NodeId, Offset, PartitionState, ReplicaError};
+
+/// What a follower asks of its leader (Kafka's Fetch from a replica).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchRequest {
+    pub follower: NodeId,
+    pub fetch_offset: Offset,
+    /// The epoch of the last record the follower holds; None for an empty log.
+    pub last_fetched_epoch: Option<Epoch>,
+    pub current_leader_epoch: Epoch,
+    /// The follower's number for this fetch (a correlation id): only the answer to its
+    /// latest fetch is taken, so a late or repeated answer never acts twice.
+    pub correlation: u64,
+}
+
+/// The leader's answer to a fetch it accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FetchAnswer {
+    /// Send the records from `from` on, and the high watermark.
+    Records {
+        from: Offset,
+        high_watermark: Offset,
+    },
+    /// The follower's log stops agreeing with the leader's at `end_offset` (the end of
+    /// `epoch` in the leader's log): it truncates there and fetches again.
+    Diverging { epoch: Epoch, end_offset: Offset },
+}
+
+/// A leader's proposal of a new ISR, fenced by the epochs of the state it read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsrChange {
+    pub leader: NodeId,
+    pub leader_epoch: Epoch,
+    pub partition_epoch: i32,
+    pub isr: Vec<NodeId>,
+}
+
+/// The records of one fetch answer a follower received, as the leader sent them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// The fetch this answers (`FetchRequest::correlation`).
+    pub correlation: u64,
+    pub leader_epoch: Epoch,
+    pub fetch_offset: Offset,
+    pub high_watermark: Offset,
+    /// The follower's log end once the records are appended.
+    pub new_end: Offset,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Role {
+    /// Not acting: just started, or named leader under an earlier registration.
+    Unattached,
+    Leader(Leadership),
+    Follower {
+        leader: Option<NodeId>,
+        epoch: Epoch,
+    },
+}
+
+/// What a leader knows of its epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leadership {
+    pub epoch: Epoch,
+    pub partition_epoch: i32,
+    /// The ISR the store holds (the only one the high watermark may shrink to).
+    pub isr: Vec<NodeId>,
+    /// An ISR sent to the store and not yet seen back: the high watermark waits for the
+    /// members of both.
+    pending: Option<Vec<NodeId>>,
+    /// The offset of the first record of this epoch.
+    epoch_start: Offset,
+    followers: BTreeMap<NodeId, Progress>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Progress {
+    /// The follower's log end as its last fetch showed it (UNDEFINED before one).
+    log_end: Offset,
+    caught_up_at: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replica {
+    me: NodeId,
+    epochs: EpochCache,
+    high_watermark: Offset,
+    /// The (leader epoch, partition epoch) of the newest state applied: older ones are stale.
+    seen: (Epoch, i32),
+    role: Role,
+    /// The correlation of the latest fetch sent.
+    last_fetch: u64,
+}
+
+impl Replica {
+    /// A replica as its files left it (the epoch history, the checkpointed high watermark).
+    pub fn new(me: NodeId, epochs: EpochCache, high_watermark: Offset) -> Replica {
+        Replica {
+            me,
+            epochs,
+            high_watermark,
+            seen: (UNDEFINED as Epoch, UNDEFINED as i32),
+            role: Role::Unattached,
+            last_fetch: 0,
+        }
+    }
+
+    pub fn role(&self) -> &Role {
+        &self.role
+    }
+
+    pub fn high_watermark(&self) -> Offset {
+        self.high_watermark
+    }
+
+    pub fn epochs(&self) -> &EpochCache {
+        &self.epochs
+    }
+
+    /// The ISR while leading.
+    pub fn leader_isr(&self) -> Option<&[NodeId]> {
+        match &self.role {
+            Role::Leader(l) => Some(&l.isr),
+            _ => None,
+        }
+    }
+
+    /// Takes in the partition's state as the store holds it; `broker_epoch` is this node's
+    /// registration. An older state than one already applied changes nothing.
+    pub fn apply(
+        &mut self,
+        state: &PartitionState,
+        broker_epoch: i64,
+        log_end: Offset,
+        now: Millis,
+    ) {
+        let version = (state.leader_epoch, state.partition_epoch);
+        if version <= self.seen {
+            return;
+        }
+        let leads = state.leader == Some(self.me) && state.leader_broker_epoch == broker_epoch;
+        let same_epoch = version.0 == self.seen.0;
+        self.seen = version;
+        match &mut self.role {
+            Role::Leader(l) if leads && same_epoch => {
+                l.partition_epoch = state.partition_epoch;
+                l.isr = state.isr.clone();
+                l.pending = None;
+                self.advance_high_watermark(log_end);
+            }
+            _ if leads => self.lead(state, log_end, now),
+            _ if state.leader == Some(self.me) => self.role = Role::Unattached,
+            _ => {
+                let (leader, epoch) = (state.leader, state.leader_epoch);
+                self.role = Role::Follower { leader, epoch };
+            }
+        }
+    }
+
+    fn lead(&mut self, state: &PartitionState, log_end: Offset, now: Millis) {
+        self.epochs.assign(state.leader_epoch, log_end);
+        let others = state.replicas.iter().filter(|&&r| r != self.me);
+        let followers = others.map(|&r| {
+            (
+                r,
+                Progress {
+                    log_end: UNDEFINED,
+                    caught_up_at: now,
+                },
+            )
+        });
+        self.role = Role::Leader(Leadership {
+            epoch: state.leader_epoch,
+            partition_epoch: state.partition_epoch,
+            isr: state.isr.clone(),
+            pending: None,
+            epoch_start: log_end,
+            followers: followers.collect(),
+        });
+        assert!(
+            state.isr.contains(&self.me),
+            "a leader is elected from the ISR"
+        );
+    }
+
+    /// Before an append: the epoch to stamp on it, or why it is refused.
+    pub fn append(&self, min_insync: usize) -> Result<Epoch, ReplicaError> {
+        let Role::Leader(l) = &self.role else {
+            return Err(ReplicaError::NotLeader);
+        };
+        if l.isr.len() < min_insync {
+            return Err(ReplicaError::NotEnoughReplicas);
+        }
+        Ok(l.epoch)
+    }
+
+    /// After an append (or anything that moved the leader's log end).
+    pub fn appended(&mut self, log_end: Offset) {
+        self.advance_high_watermark(log_end);
+    }
+
+    /// A follower's fetch, as leader: the answer, and an ISR expansion to propose when it
+    /// has caught up and is `eligible` (registered and not shutting down, KIP-841).
+    pub fn on_fetch(
+        &mut self,
+        request: FetchRequest,
+        log_end: Offset,
+        now: Millis,
+        eligible: impl Fn(NodeId) -> bool,
+    ) -> Result<(FetchAnswer, Option<IsrChange>), ReplicaError> {
+        let Role::Leader(l) = &self.role else {
+            return Err(ReplicaError::NotLeader);
+        };
+        check_epoch(request.current_leader_epoch, l.epoch)?;
+        if !l.followers.contains_key(&request.follower) {
+            return Err(ReplicaError::NotLeader);
+        }
+        if let Some(diverging) = self.divergence(&request, log_end) {
+            return Ok((diverging, None));
+        }
+        if request.fetch_offset > log_end {
+            return Err(ReplicaError::OffsetOutOfRange);
+        }
+        self.record_progress(&request, log_end, now);
+        self.advance_high_watermark(log_end);
+        let high_watermark = self.high_watermark;
+        let answer = FetchAnswer::Records {
+            from: request.fetch_offset,
+            high_watermark,
+        };
+        let expansion = eligible(request.follower).then(|| self.expansion(request.follower));
+        Ok((answer, expansion.flatten()))
+    }
+
+    /// KIP-320: the follower's last epoch must end in the leader's log at or past the
+    /// follower's log end, else the logs disagree from where it ends.
+    fn divergence(&self, request: &FetchRequest, log_end: Offset) -> Option<FetchAnswer> {
+        let last = request.last_fetched_epoch?;
+        let (epoch, end_offset) = self.epochs.end_offset_for(last, log_end);
+        (epoch < last || end_offset < request.fetch_offset)
+            .then_some(FetchAnswer::Diverging { epoch, end_offset })
+    }
+
+    fn record_progress(&mut self, request: &FetchRequest, log_end: Offset, now: Millis) {
+        let Role::Leader(l) = &mut self.role else {
+            unreachable!("checked by on_fetch")
+        };
+        let progress = l.followers.get_mut(&request.follower).expect("a replica");
+        progress.log_end = request.fetch_offset;
+        if request.fetch_offset >= log_end {
+            progress.caught_up_at = now;
+        }
+    }
+
+    /// A follower outside the ISR that holds everything up to the high watermark and this
+    /// epoch's first record joins it (once the store says so).
+    fn expansion(&mut self, follower: NodeId) -> Option<IsrChange> {
+        let Role::Leader(l) = &mut self.role else {
+            return None;
+        };
+        let log_end = l.followers[&follower].log_end;
+        let caught_up = log_end >= self.high_watermark && log_end >= l.epoch_start;
+        if l.isr.contains(&follower) || l.pending.is_some() || !caught_up {
+            return None;
+        }
+        let mut isr = l.isr.clone();
+        isr.push(follower);
+        Some(propose(self.me, l, isr))
+    }
+
+    /// As leader: the followers that have not caught up for `max_lag` leave the ISR.
+    pub fn check_isr(&mut self, now: Millis, max_lag: Millis) -> Option<IsrChange> {
+        let Role::Leader(l) = &mut self.role else {
+            return None;
+        };
+        if l.pending.is_some() {
+            return None;
+        }
+        let lagging = |r: &NodeId| *r != self.me && now - l.followers[r].caught_up_at > max_lag;
+        if !l.isr.iter().any(lagging) {
+            return None;
+        }
+        let isr: Vec<NodeId> = l.isr.iter().copied().filter(|r| !lagging(r)).collect();
+        Some(propose(self.me, l, isr))
+    }
+
+    /// The ISR change sent and not yet seen back in the store. It is cleared only by a
+    /// newer state (which it can no longer land on): a lost request is sent again as it
+    /// was, never replaced, so a late copy can never land after the leader gave it up.
+    pub fn pending_isr_change(&self) -> Option<IsrChange> {
+        let Role::Leader(l) = &self.role else {
+            return None;
+        };
+        let isr = l.pending.clone()?;
+        Some(IsrChange {
+            leader: self.me,
+            leader_epoch: l.epoch,
+            partition_epoch: l.partition_epoch,
+            isr,
+        })
+    }
+
+    /// The high watermark is the smallest log end among the ISR and any proposed ISR; it
+    /// never moves back.
+    fn advance_high_watermark(&mut self, log_end: Offset) {
+        let Role::Leader(l) = &self.role else { return };
+        let members = l.isr.iter().chain(l.pending.iter().flatten());
+        let end_of = |r: &NodeId| match *r == self.me {
+            true => log_end,
+            false => l.followers.get(r).map_or(UNDEFINED, |p| p.log_end),
+        };
+        let smallest = members.map(end_of).min().unwrap_or(UNDEFINED);
+        self.high_watermark = self.high_watermark.max(smallest);
+        assert!(
+            self.high_watermark <= log_end,
+            "the high watermark passed the log end"
+        );
+    }
+
+    /// As follower: the next fetch to send, if there is a leader to send it to. It
+    /// supersedes every earlier one.
+    pub fn fetch_request(&mut self, log_end: Offset) -> Option<(NodeId, FetchRequest)> {
+        let Role::Follower {
+            leader: Some(leader),
+            epoch,
+        } = self.role
+        else {
+            return None;
+        };
+        self.last_fetch += 1;
+        let request = FetchRequest {
+            correlation: self.last_fetch,
+            follower: self.me,
+            fetch_offset: log_end,
+            last_fetched_epoch: self.epochs.latest().map(|e| e.epoch),
+            current_leader_epoch: epoch,
+        };
+        Some((leader, request))
+    }
+
+    /// As follower: the leader said the logs disagree from `end_offset`. Returns where to
+    /// truncate the log to, or None when the answer is stale.
+    pub fn on_diverging(
+        &mut self,
+        answered: &FetchRequest,
+        (epoch, end_offset): (Epoch, Offset),
+        log_end: Offset,
+    ) -> Option<Offset> {
+        let current = self.answers_latest(answered.correlation, answered.current_leader_epoch);
+        if !current || answered.fetch_offset != log_end {
+            return None;
+        }
+        // A leader without any of our epochs: keep only what is known committed (KIP-279).
+        let end = match epoch as i64 == UNDEFINED {
+            true => self.high_watermark.min(log_end),
+            false => end_offset.min(log_end),
+        };
+        self.epochs.truncate_from_end(end);
+        self.high_watermark = self.high_watermark.min(end);
+        Some(end)
+    }
+
+    /// As follower: whether to append the records of a fetch answer (`runs`: the first
+    /// offset of each epoch among them). A stale answer (another epoch, or for an offset
+    /// the log has moved from) is dropped.
+    pub fn on_records(&mut self, received: Received, runs: &[EpochEntry], log_end: Offset) -> bool {
+        let current = self.answers_latest(received.correlation, received.leader_epoch);
+        if !current || received.fetch_offset != log_end {
+            return false;
+        }
+        for run in runs {
+            if self.epochs.latest().is_none_or(|l| run.epoch > l.epoch) {
+                self.epochs.assign(run.epoch, run.start_offset);
+            }
+        }
+        let known = received.high_watermark.min(received.new_end);
+        self.high_watermark = self.high_watermark.max(known);
+        true
+    }
+
+    /// Whether an answer is to the latest fetch, sent in the epoch still followed.
+    fn answers_latest(&self, correlation: u64, leader_epoch: Epoch) -> bool {
+        let following = matches!(self.role, Role::Follower { epoch, .. } if epoch == leader_epoch);
+        following && correlation == self.last_fetch
+    }
+}
+
+/// Kafka's fencing of a request's leader epoch (KIP-320).
+fn check_epoch(requested: Epoch, current: Epoch) -> Result<(), ReplicaError> {
+    match requested.cmp(&current) {
+        std::cmp::Ordering::Less => Err(ReplicaError::FencedLeaderEpoch),
+        std::cmp::Ordering::Greater => Err(ReplicaError::UnknownLeaderEpoch),
+        std::cmp::Ordering::Equal => Ok(()),
+    }
+}
+
+fn propose(me: NodeId, l: &mut Leadership, isr: Vec<NodeId>) -> IsrChange {
+    assert!(isr.contains(&me), "a leader stays in its ISR");
+    l.pending = Some(isr.clone());
+    IsrChange {
+        leader: me,
+        leader_epoch: l.epoch,
+        partition_epoch: l.partition_epoch,
+        isr,
+    }
+}
