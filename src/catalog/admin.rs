@@ -21,6 +21,9 @@ use crate::protocol::ErrorCode;
 
 /// Runs a client's admin request (on the controller).
 pub async fn handle(host: &dyn AdminHost, request: AdminRequest) -> AdminResult<()> {
+    if host.in_cluster() {
+        refuse_in_cluster(&request)?;
+    }
     match request {
         AdminRequest::CreateTopic {
             name,
@@ -28,7 +31,15 @@ pub async fn handle(host: &dyn AdminHost, request: AdminRequest) -> AdminResult<
             configs,
         } => create(host, name, partitions, configs).await,
         AdminRequest::CreateInternalTopic { name } => create_internal(host, name).await,
-        AdminRequest::DeleteTopic { name } => delete(host, name).await,
+        AdminRequest::CopyClusterTopic {
+            name,
+            id,
+            partitions,
+            configs,
+        } => create_everywhere(host, name, partitions, configs, Origin::Cluster(id)).await,
+        AdminRequest::DeleteTopic { name } | AdminRequest::DeleteClusterCopy { name } => {
+            delete(host, name).await
+        }
         AdminRequest::CreatePartitions { name, count } => {
             create_partitions(host, name, count).await
         }
@@ -37,6 +48,23 @@ pub async fn handle(host: &dyn AdminHost, request: AdminRequest) -> AdminResult<
             alter_broker(host, scope, set, delete).await
         }
     }
+}
+
+/// In cluster mode a client's topic change goes to the controller through etcd (the Kafka
+/// API does so); changing only this node's copy would make the nodes disagree.
+fn refuse_in_cluster(request: &AdminRequest) -> AdminResult<()> {
+    let what = match request {
+        AdminRequest::CreateTopic { .. } => "create topics",
+        AdminRequest::DeleteTopic { .. } => "delete topics",
+        AdminRequest::CreatePartitions { .. } => "add partitions",
+        AdminRequest::AlterConfigs { .. } => "alter topic configs",
+        _ => return Ok(()),
+    };
+    let why = match request {
+        AdminRequest::CreateTopic { .. } | AdminRequest::DeleteTopic { .. } => format!("in cluster mode {what} through the Kafka API (CreateTopics/DeleteTopics go to the controller, which writes them to etcd)"),
+        _ => format!("cluster mode cannot {what} yet: the cluster's topics are fixed at creation"),
+    };
+    err(ErrorCode::InvalidRequest, why)
 }
 
 fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, AdminError> {
@@ -142,28 +170,43 @@ pub async fn create(
     {
         host.ensure_bucket_free(&name).await?;
     }
-    create_everywhere(host, name, partitions, configs, false).await
+    create_everywhere(host, name, partitions, configs, Origin::New).await
 }
 
 /// Creates an internal topic with the settings the server's config fixes for it.
 pub async fn create_internal(host: &dyn AdminHost, name: String) -> AdminResult<()> {
     let (partitions, configs) = internal_topics::settings(&name, host.settings());
-    create_everywhere(host, name, partitions, configs, false).await
+    create_everywhere(host, name, partitions, configs, Origin::New).await
 }
 
-/// Creates a topic on every shard, or leaves no trace of it. `restored`: its partitions'
-/// directories were laid out by a restore from the bucket.
+/// Where a topic being created on this node comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Origin {
+    /// New here, with a new topic id.
+    New,
+    /// Restored from the bucket: its partitions' directories are already laid out.
+    Restored,
+    /// Created in the cluster (etcd) with this id: this node's copy of it.
+    Cluster(uuid::Uuid),
+}
+
+/// Creates a topic on every shard, or leaves no trace of it.
 pub async fn create_everywhere(
     host: &dyn AdminHost,
     name: String,
     partitions: i32,
     configs: Vec<(String, String)>,
-    restored: bool,
+    origin: Origin,
 ) -> AdminResult<()> {
     let _turn = host.admin_turn().await?;
     let config = check_create(host, &name, partitions, &configs)?;
-    let meta = TopicMeta::new(name.clone(), partitions as u32, config, host.shards());
+    let mut meta = TopicMeta::new(name.clone(), partitions as u32, config, host.shards());
     assert_eq!(meta.partitions() as i32, partitions);
+    if let Origin::Cluster(id) = origin {
+        meta.topic_id = id;
+    }
+    let restored = origin == Origin::Restored;
     let open = CatalogChange::OpenPartitions {
         meta: meta.clone(),
         from: 0,

@@ -28,11 +28,22 @@ pub enum AdminRequest {
         partitions: i32,
         configs: Vec<(String, String)>,
     },
+    /// This node's copy of a topic created in the cluster (etcd), with the cluster's id.
+    CopyClusterTopic {
+        name: String,
+        id: uuid::Uuid,
+        partitions: i32,
+        configs: Vec<(String, String)>,
+    },
     /// An internal topic with the settings the server's config fixes for it.
     CreateInternalTopic {
         name: String,
     },
     DeleteTopic {
+        name: String,
+    },
+    /// Removes this node's copy of a topic the cluster deleted (or replaced).
+    DeleteClusterCopy {
         name: String,
     },
     /// Grow a topic to `count` partitions.
@@ -86,6 +97,9 @@ pub trait AdminHost {
     fn storage(&self) -> &dyn Storage;
     /// How many shards own partitions (the placement of a new topic's partitions).
     fn shards(&self) -> u32;
+    /// Whether the node runs in cluster mode: its topics are then the cluster's, changed
+    /// in etcd by the controller, and copied here.
+    fn in_cluster(&self) -> bool;
     fn topic(&self, name: &str) -> Option<TopicMeta>;
     /// Every topic this shard knows.
     fn topics(&self) -> Vec<TopicMeta>;

@@ -1,7 +1,7 @@
 //! etcd's v3 API through its JSON gateway (`/v3/...`, etcd's documented HTTP mapping of the
 //! gRPC API: int64s as strings, keys and values as base64). Only what membership and the
-//! controller need: leases, ranges by prefix, and one compare-and-create transaction. The
-//! gRPC client crates need `protoc` at build time, which would break the first `cargo run`
+//! controller need: leases, ranges by prefix, and transactions (compare revisions, then
+//! put or delete). The gRPC client crates need `protoc` at build time, which would break the first `cargo run`
 //! on a fresh machine; the gateway needs only the HTTP client the object store already
 //! links. Runs on the cluster thread's tokio runtime, never on a shard.
 
@@ -138,12 +138,21 @@ impl Etcd {
         key: &str,
         create_revision: i64,
     ) -> Result<(), ClusterError> {
-        let k = b64(key.as_bytes());
+        let compare = [Compare::CreatedAt(key.to_string(), create_revision)];
+        self.txn(&compare, &[Op::Delete(key.to_string())])
+            .await
+            .map(|_| ())
+    }
+
+    /// One transaction: every op of `then` if every comparison holds, else none. Whether
+    /// it was applied.
+    pub async fn txn(&self, compare: &[Compare], then: &[Op]) -> Result<bool, ClusterError> {
         let body = json!({
-            "compare": [{ "key": k, "target": "CREATE", "result": "EQUAL", "create_revision": create_revision.to_string() }],
-            "success": [{ "request_delete_range": { "key": k } }],
+            "compare": compare.iter().map(Compare::to_json).collect::<Vec<_>>(),
+            "success": then.iter().map(Op::to_json).collect::<Vec<_>>(),
         });
-        self.call("kv/txn", body).await.map(|_| ())
+        let reply = self.call("kv/txn", body).await?;
+        Ok(reply["succeeded"].as_bool() == Some(true))
     }
 
     /// One request, tried on each endpoint in turn until one answers.
@@ -179,6 +188,52 @@ impl Etcd {
             endpoints: self.endpoints.join(","),
             why: failures.join("; "),
         })
+    }
+}
+
+/// A condition of a transaction, on one key's revisions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Compare {
+    /// The key was created at this revision (0: the key is absent).
+    CreatedAt(String, i64),
+    /// The key was last changed at this revision (0: the key is absent).
+    ModifiedAt(String, i64),
+}
+
+impl Compare {
+    fn to_json(&self) -> Value {
+        match self {
+            Compare::CreatedAt(key, rev) => {
+                json!({ "key": b64(key.as_bytes()), "target": "CREATE", "result": "EQUAL", "create_revision": rev.to_string() })
+            }
+            Compare::ModifiedAt(key, rev) => {
+                json!({ "key": b64(key.as_bytes()), "target": "MOD", "result": "EQUAL", "mod_revision": rev.to_string() })
+            }
+        }
+    }
+}
+
+/// A write of a transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Op {
+    Put(String, Vec<u8>),
+    Delete(String),
+    /// Every key starting with the prefix.
+    DeletePrefix(String),
+}
+
+impl Op {
+    fn to_json(&self) -> Value {
+        match self {
+            Op::Put(key, value) => {
+                json!({ "request_put": { "key": b64(key.as_bytes()), "value": b64(value) } })
+            }
+            Op::Delete(key) => json!({ "request_delete_range": { "key": b64(key.as_bytes()) } }),
+            Op::DeletePrefix(prefix) => json!({ "request_delete_range": {
+                "key": b64(prefix.as_bytes()), "range_end": b64(&prefix_end(prefix)) } }),
+        }
     }
 }
 

@@ -8,14 +8,54 @@
 //!
 //! Without `cluster.etcd.endpoints` none of this runs: one node, as before.
 
+pub mod controller;
 pub mod etcd;
 pub mod session;
+pub mod topics;
 pub mod view;
 
 pub use session::{Session, SessionConfig};
 
 /// Where a shard hears of each new view (tokio's watch channel works on any executor).
 pub type ViewReceiver = tokio::sync::watch::Receiver<std::sync::Arc<ClusterView>>;
+
+pub use controller::{TopicCommand, TopicRefused, TopicSpec};
+pub use topics::{ClusterPartition, ClusterTopic};
+
+/// A shard's link to the cluster thread: the views it publishes, and the queue of topic
+/// changes it carries out when this node is the controller (tokio's channels work on any
+/// executor, so a shard never blocks on them).
+#[derive(Clone)]
+pub struct ClusterLink {
+    pub views: ViewReceiver,
+    pub commands: tokio::sync::mpsc::Sender<TopicCommand>,
+}
+
+impl ClusterLink {
+    /// Asks the controller (this node) to create a topic; answered once etcd holds it.
+    pub async fn create_topic(&self, spec: TopicSpec) -> Result<ClusterTopic, TopicRefused> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.send(TopicCommand::Create { spec, reply }).await?;
+        answer.await.map_err(|_| gone())?
+    }
+
+    /// Asks the controller (this node) to delete a topic.
+    pub async fn delete_topic(&self, name: String) -> Result<(), TopicRefused> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.send(TopicCommand::Delete { name, reply }).await?;
+        answer.await.map_err(|_| gone())?
+    }
+
+    async fn send(&self, command: TopicCommand) -> Result<(), TopicRefused> {
+        self.commands.send(command).await.map_err(|_| gone())
+    }
+}
+
+fn gone() -> TopicRefused {
+    TopicRefused::Cluster(ClusterError::Config(
+        "the cluster session has ended (the node is stopping)".into(),
+    ))
+}
 pub use view::{BrokerRegistration, ClusterView, ControllerInfo, Endpoint};
 
 /// What can stop or trouble cluster mode.
@@ -60,6 +100,30 @@ impl Keys {
 
     pub fn controller(&self) -> String {
         format!("{}controller", self.root)
+    }
+
+    /// Every topic's key (id, partition count, configs).
+    pub fn topics(&self) -> String {
+        format!("{}topics/", self.root)
+    }
+
+    pub fn topic(&self, name: &str) -> String {
+        format!("{}topics/{name}", self.root)
+    }
+
+    /// Every partition state's key.
+    pub fn partitions(&self) -> String {
+        format!("{}partitions/", self.root)
+    }
+
+    /// The partition states of one topic.
+    pub fn partitions_of(&self, topic: &str) -> String {
+        format!("{}partitions/{topic}/", self.root)
+    }
+
+    /// One partition's state (leader, epochs, replicas, ISR).
+    pub fn partition(&self, topic: &str, partition: u32) -> String {
+        format!("{}partitions/{topic}/{partition}", self.root)
     }
 }
 

@@ -9,8 +9,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::cluster::controller::{self, TopicCommand};
 use crate::cluster::etcd::{Created, Etcd};
 use crate::cluster::view::{encode_controller, BrokerRegistration, ClusterView};
 use crate::cluster::{ClusterError, Keys};
@@ -28,6 +29,7 @@ pub struct SessionConfig {
 /// The running session: the view it publishes, and its stop.
 pub struct Session {
     view: watch::Receiver<Arc<ClusterView>>,
+    commands: mpsc::Sender<TopicCommand>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
     broker_epoch: i64,
@@ -39,9 +41,16 @@ impl Session {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (view_tx, view) = watch::channel(Arc::new(ClusterView::default()));
         let (stop, stop_rx) = oneshot::channel();
+        let (commands, commands_rx) = mpsc::channel(COMMANDS_QUEUED);
+        let channels = Channels {
+            ready: ready_tx,
+            view: view_tx,
+            stop: stop_rx,
+            commands: commands_rx,
+        };
         let thread = std::thread::Builder::new()
             .name("shardlog-cluster".to_string())
-            .spawn(move || run(config, ready_tx, view_tx, stop_rx))
+            .spawn(move || run(config, channels))
             .map_err(|e| ClusterError::Config(format!("starting the cluster thread: {e}")))?;
         let started = ready_rx
             .recv()
@@ -56,6 +65,7 @@ impl Session {
         assert!(broker_epoch > 0, "a registration has a creation revision");
         Ok(Session {
             view,
+            commands,
             stop: Some(stop),
             thread: Some(thread),
             broker_epoch,
@@ -65,6 +75,14 @@ impl Session {
     /// The cluster as last read (each shard keeps a receiver and copies new views).
     pub fn view(&self) -> crate::cluster::ViewReceiver {
         self.view.clone()
+    }
+
+    /// What a shard needs of the cluster: the view it follows and the controller's queue.
+    pub fn link(&self) -> crate::cluster::ClusterLink {
+        crate::cluster::ClusterLink {
+            views: self.view.clone(),
+            commands: self.commands.clone(),
+        }
     }
 
     /// The broker epoch of the registration made at start.
@@ -96,12 +114,25 @@ impl Drop for Session {
 
 type Ready = std::sync::mpsc::Sender<Result<i64, ClusterError>>;
 
-fn run(
-    config: SessionConfig,
+/// Topic commands waiting for the cluster thread (each from a client request that waits
+/// for its answer, so the queue is bounded by the requests in flight too).
+const COMMANDS_QUEUED: usize = 64;
+
+/// How the cluster thread talks with the rest of the server.
+struct Channels {
     ready: Ready,
     view: watch::Sender<Arc<ClusterView>>,
     stop: oneshot::Receiver<()>,
-) {
+    commands: mpsc::Receiver<TopicCommand>,
+}
+
+fn run(config: SessionConfig, channels: Channels) {
+    let Channels {
+        ready,
+        view,
+        stop,
+        commands,
+    } = channels;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build();
@@ -122,7 +153,7 @@ fn run(
         };
         node.tick(&view).await;
         let _ = ready.send(Ok(node.epoch));
-        node.serve(view, stop).await;
+        node.serve(view, stop, commands).await;
     });
 }
 
@@ -157,11 +188,17 @@ impl Node {
         mut self,
         view: watch::Sender<Arc<ClusterView>>,
         mut stop: oneshot::Receiver<()>,
+        mut commands: mpsc::Receiver<TopicCommand>,
     ) {
+        let mut next_beat = tokio::time::Instant::now() + self.config.heartbeat;
         loop {
             tokio::select! {
                 _ = &mut stop => break,
-                _ = tokio::time::sleep(self.config.heartbeat) => self.tick(&view).await,
+                _ = tokio::time::sleep_until(next_beat) => {
+                    self.tick(&view).await;
+                    next_beat = tokio::time::Instant::now() + self.config.heartbeat;
+                }
+                Some(command) = commands.recv() => self.run_command(command, &view).await,
             }
         }
         match self.etcd.revoke(self.lease).await {
@@ -189,14 +226,48 @@ impl Node {
             self.campaign().await?;
             current = self.read().await?;
         }
-        view.send_if_modified(|old| {
-            let changed = **old != current;
-            if changed {
-                *old = Arc::new(current);
-            }
-            changed
-        });
+        let (etcd, keys, me) = (&self.etcd, &self.config.keys, self.config.me.id);
+        if controller::elect_leaders(etcd, keys, &current, me).await? > 0 {
+            current = self.read().await?;
+        }
+        publish(view, current);
         Ok(())
+    }
+
+    /// A client's topic change, run against a fresh read; the view that shows it is
+    /// published before the answer, so the node that asked serves the change at once.
+    async fn run_command(&mut self, command: TopicCommand, view: &watch::Sender<Arc<ClusterView>>) {
+        let (etcd, keys, me) = (&self.etcd, &self.config.keys, self.config.me.id);
+        let current = self.read().await;
+        let answered = match command {
+            TopicCommand::Create { spec, reply } => {
+                let created = match &current {
+                    Ok(current) => controller::create_topic(etcd, keys, current, me, spec).await,
+                    Err(e) => Err(e.clone().into()),
+                };
+                self.republish(view).await;
+                reply.send(created).is_ok()
+            }
+            TopicCommand::Delete { name, reply } => {
+                let deleted = match &current {
+                    Ok(current) => controller::delete_topic(etcd, keys, current, me, &name).await,
+                    Err(e) => Err(e.clone().into()),
+                };
+                self.republish(view).await;
+                reply.send(deleted).is_ok()
+            }
+        };
+        if !answered {
+            tracing::debug!("a topic command's requester went away before its answer");
+        }
+    }
+
+    /// Reads and publishes the cluster now (after a change this node made).
+    async fn republish(&mut self, view: &watch::Sender<Arc<ClusterView>>) {
+        match self.read().await {
+            Ok(current) => publish(view, current),
+            Err(e) => self.note_failure(&e),
+        }
     }
 
     async fn renew(&mut self) -> Result<(), ClusterError> {
@@ -253,6 +324,17 @@ impl Node {
             tracing::error!(error = %e, away_ms = away.as_millis() as u64, "etcd has been out of reach for longer than broker.session.timeout.ms: the cluster considers this node dead until it registers again");
         }
     }
+}
+
+/// Hands `current` to the shards if it differs from what they have.
+fn publish(view: &watch::Sender<Arc<ClusterView>>, current: ClusterView) {
+    view.send_if_modified(|old| {
+        let changed = **old != current;
+        if changed {
+            *old = Arc::new(current);
+        }
+        changed
+    });
 }
 
 /// Registers `config.me` under a new lease: (lease, broker epoch). A key held by an

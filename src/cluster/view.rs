@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::cluster::etcd::KeyValue;
+use crate::cluster::topics::ClusterTopic;
 use crate::cluster::Keys;
 
 /// A Kafka listener as other nodes and clients reach it.
@@ -45,6 +46,8 @@ pub struct ClusterView {
     /// Live brokers, by id.
     pub brokers: Vec<BrokerRegistration>,
     pub controller: Option<ControllerInfo>,
+    /// The cluster's topics, by name (complete ones only).
+    pub topics: std::collections::BTreeMap<String, ClusterTopic>,
 }
 
 impl BrokerRegistration {
@@ -130,11 +133,30 @@ impl ClusterView {
             }
         }
         view.brokers.sort_by_key(|b| b.id);
+        view.topics = crate::cluster::topics::from_keys(keys, kvs);
         view
     }
 
     pub fn broker(&self, id: i32) -> Option<&BrokerRegistration> {
         self.brokers.iter().find(|b| b.id == id)
+    }
+
+    /// A live broker's epoch (None: not registered, so dead to the cluster).
+    pub fn live_epoch(&self, id: i32) -> Option<i64> {
+        self.broker(id).map(|b| b.epoch)
+    }
+
+    /// Whether `broker` leads the partition in this view: named leader, and elected while
+    /// registered as it is now (a restarted leader leads again only once re-elected).
+    pub fn leads(&self, broker: i32, topic: &str, partition: u32) -> bool {
+        let state = self
+            .topics
+            .get(topic)
+            .and_then(|t| t.partitions.get(partition as usize));
+        state.is_some_and(|p| {
+            p.state.leader == Some(broker)
+                && self.live_epoch(broker) == Some(p.state.leader_broker_epoch)
+        })
     }
 }
 

@@ -45,28 +45,7 @@ async fn create_one(
     partitions: i32,
     validate_only: bool,
 ) -> Outcome {
-    if !matches!(topic.replication_factor, -1 | 1) {
-        return Err(Refusal::new(
-            errors::INVALID_REPLICATION_FACTOR,
-            format!(
-                "replication factor {} is impossible: shardlog is a single node (use 1 or -1)",
-                topic.replication_factor
-            ),
-        ));
-    }
-    if !topic.assignments.is_empty() {
-        if topic.num_partitions != -1 || topic.replication_factor != -1 {
-            return Err(Refusal::new(
-                errors::INVALID_REQUEST,
-                "both numPartitions or replicationFactor and replicasAssignments were set",
-            ));
-        }
-        let assigned = topic.assignments.iter().map(|a| {
-            let replicas: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
-            (a.partition_index, replicas)
-        });
-        check_assignment(super::cluster::node_id(ctx), assigned.collect())?;
-    }
+    check_replicas(ctx, topic)?;
     let name = topic.name.0.to_string();
     if !super::metadata::may_create(ctx, &name) {
         let denied = super::authorize::denied(ResourceType::Topic, &name);
@@ -78,25 +57,63 @@ async fn create_one(
         .iter()
         .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
         .collect();
-    let result = if validate_only {
-        crate::catalog::internal_topics::refuse_client(&name, "create").and_then(|_| {
-            crate::catalog::admin::check_create(
-                &ctx.shard.admin_host(),
-                &name,
+    let checked = crate::catalog::internal_topics::refuse_client(&name, "create").and_then(|_| {
+        let host = ctx.shard.admin_host();
+        crate::catalog::admin::check_create(&host, &name, partitions, &configs).map(|_| ())
+    });
+    let in_cluster = super::cluster_admin::in_cluster(ctx);
+    let result = match (validate_only, in_cluster) {
+        (true, _) => checked,
+        (false, true) => {
+            checked.map_err(|e| Refusal::new(create_code(e.code), e.message))?;
+            let factor = topic.replication_factor;
+            return super::cluster_admin::create(ctx, name, partitions, factor, configs).await;
+        }
+        (false, false) => {
+            let request = AdminRequest::CreateTopic {
+                name,
                 partitions,
-                &configs,
-            )
-            .map(|_| ())
-        })
-    } else {
-        let request = AdminRequest::CreateTopic {
-            name,
-            partitions,
-            configs,
-        };
-        ctx.shard.admin(request).await.map(|_| ())
+                configs,
+            };
+            ctx.shard.admin(request).await.map(|_| ())
+        }
     };
     result.map_err(|e| Refusal::new(create_code(e.code), e.message))
+}
+
+/// The replication factor and manual assignment a create asks for, where they can hold:
+/// one node holds one replica of each partition; a cluster places them itself.
+fn check_replicas(ctx: &Context<'_>, topic: &CreatableTopic) -> Outcome {
+    let in_cluster = super::cluster_admin::in_cluster(ctx);
+    if !in_cluster && !matches!(topic.replication_factor, -1 | 1) {
+        return Err(Refusal::new(
+            errors::INVALID_REPLICATION_FACTOR,
+            format!(
+                "replication factor {} is impossible: shardlog is a single node (use 1 or -1)",
+                topic.replication_factor
+            ),
+        ));
+    }
+    if topic.assignments.is_empty() {
+        return Ok(());
+    }
+    if in_cluster {
+        return Err(Refusal::new(
+            errors::INVALID_REPLICA_ASSIGNMENT,
+            "manual replica assignments are not taken in cluster mode yet: give a replication factor and the controller places the replicas",
+        ));
+    }
+    if topic.num_partitions != -1 || topic.replication_factor != -1 {
+        return Err(Refusal::new(
+            errors::INVALID_REQUEST,
+            "both numPartitions or replicationFactor and replicasAssignments were set",
+        ));
+    }
+    let assigned = topic.assignments.iter().map(|a| {
+        let replicas: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
+        (a.partition_index, replicas)
+    });
+    check_assignment(super::cluster::node_id(ctx), assigned.collect())
 }
 
 fn create_code(code: ErrorCode) -> i16 {
@@ -125,12 +142,29 @@ fn created(
                 .unwrap_or_default();
             let id = meta.map_or(uuid::Uuid::nil(), |m| m.topic_id);
             r.with_num_partitions(partitions)
-                .with_replication_factor(1)
+                .with_replication_factor(replication_factor(ctx, &name.0))
                 .with_configs(Some(configs))
                 .with_topic_id(id)
         }
         Ok(()) => r,
     }
+}
+
+/// A created topic's replication factor: its replicas in the cluster, else this node.
+fn replication_factor(ctx: &Context<'_>, topic: &str) -> i16 {
+    let view = ctx.shard.cluster();
+    let replicas = view.as_ref().and_then(|v| {
+        Some(
+            v.topics
+                .get(topic)?
+                .partitions
+                .first()?
+                .state
+                .replicas
+                .len(),
+        )
+    });
+    replicas.map_or(1, |n| n as i16)
 }
 
 fn creatable_configs(
@@ -161,12 +195,16 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
         let r = DeletableTopicResult::default().with_name(Some(name.clone()));
         let outcome = match ctx.topic_refusal(Operation::Delete, &name.0) {
             Some(denied) => Err(denied),
+            None if super::cluster_admin::in_cluster(ctx) => {
+                super::cluster_admin::delete(ctx, name.0.to_string()).await
+            }
             None => (ctx
                 .shard
                 .admin(AdminRequest::DeleteTopic {
                     name: name.0.to_string(),
                 })
                 .await)
+                .map(|_| ())
                 .map_err(|e| Refusal::new(kafka_code(e.code, true), e.message)),
         };
         results.push(match outcome {

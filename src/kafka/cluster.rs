@@ -67,6 +67,42 @@ pub fn controller_id(ctx: &Context<'_>) -> i32 {
     }
 }
 
+/// In cluster mode, why this node may not serve a client's read or write of a partition:
+/// another node leads it, or none does while a leader is elected (NOT_LEADER_OR_FOLLOWER,
+/// so the client refreshes its metadata and asks again), or the topic is a stray the
+/// cluster does not have (UNKNOWN_TOPIC_OR_PARTITION). None: serve it.
+pub fn not_leader(ctx: &Context<'_>, topic: &str, partition: i32) -> Option<Refusal> {
+    let view = ctx.shard.cluster()?;
+    let Some(cluster_topic) = view.topics.get(topic) else {
+        let stray =
+            !crate::catalog::internal_topics::is_internal(topic) && ctx.shard.has_topic(topic);
+        return stray.then(|| {
+            Refusal::new(
+                errors::UNKNOWN_TOPIC_OR_PARTITION,
+                format!("topic {topic:?} is this node's own, not the cluster's: it is not served in cluster mode"),
+            )
+        });
+    };
+    let state = &cluster_topic
+        .partitions
+        .get(usize::try_from(partition).ok()?)?
+        .state;
+    let me = node_id(ctx);
+    if view.leads(me, topic, partition as u32) {
+        return None;
+    }
+    let why = match state.leader {
+        Some(l) => format!(
+            "{topic}-{partition} is led by broker {l} (leader epoch {}), not by this broker ({me})",
+            state.leader_epoch
+        ),
+        None => format!("{topic}-{partition} has no leader now (no in-sync replica is live)"),
+    };
+    Some(Refusal::new(errors::NOT_LEADER_OR_FOLLOWER, why))
+}
+
+use super::errors;
+use super::refusal::Refusal;
 use crate::security::acl::ResourceType;
 
 /// Without an authorizer Kafka allows every operation a resource type has; these are the

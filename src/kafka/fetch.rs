@@ -34,8 +34,15 @@ struct Wanted {
     partition: i32,
     offset: i64,
     max_bytes: usize,
-    /// The principal may READ the topic (else answered TOPIC_AUTHORIZATION_FAILED, unread).
-    authorized: bool,
+    /// Why it is answered unread: the principal may not READ the topic
+    /// (TOPIC_AUTHORIZATION_FAILED), or another node leads it (NOT_LEADER_OR_FOLLOWER).
+    refused: Option<i16>,
+}
+
+impl Wanted {
+    fn readable(&self) -> bool {
+        self.refused.is_none()
+    }
 }
 
 pub async fn handle(
@@ -68,8 +75,10 @@ pub async fn handle(
             ready <= limit || results.iter().skip(1).map(Fetched::bytes).sum::<usize>() <= limit,
             "{ready} record bytes for a grant of {limit}"
         );
-        let any_error = (results.iter().zip(&wanted)).any(|(r, w)| w.authorized && r.error != 0);
-        let none_readable = !wanted.iter().any(|w| w.authorized);
+        // Any error but a denial is answered at once (a client of a moved leader asks again).
+        let any_error =
+            (results.iter()).any(|r| ![0, errors::TOPIC_AUTHORIZATION_FAILED].contains(&r.error));
+        let none_readable = !wanted.iter().any(Wanted::readable);
         if ready >= min_bytes.max(1) || any_error || none_readable || Instant::now() >= deadline {
             reservation.merge(reply);
             return response(ctx, &request, &wanted, results);
@@ -87,6 +96,7 @@ fn wanted(ctx: &Context<'_>, request: &FetchRequest) -> Vec<Wanted> {
     let mut out = Vec::new();
     for t in &request.topics {
         let authorized = ctx.on_topic(Operation::Read, &t.topic.0);
+        let topic = t.topic.0.as_str();
         for FetchPartition {
             partition,
             fetch_offset,
@@ -99,7 +109,10 @@ fn wanted(ctx: &Context<'_>, request: &FetchRequest) -> Vec<Wanted> {
                 partition: *partition,
                 offset: *fetch_offset,
                 max_bytes: (*partition_max_bytes).max(1) as usize,
-                authorized,
+                refused: match authorized {
+                    false => Some(errors::TOPIC_AUTHORIZATION_FAILED),
+                    true => super::cluster::not_leader(ctx, topic, *partition).map(|r| r.code),
+                },
             });
         }
     }
@@ -134,7 +147,7 @@ async fn read_all(
 ) -> Vec<Fetched> {
     let reads: Vec<_> = wanted
         .iter()
-        .filter(|w| w.authorized)
+        .filter(|w| w.readable())
         .map(|w| FetchRead {
             tp: TopicPartition::new(&*w.topic, w.partition),
             offset: w.offset,
@@ -147,8 +160,8 @@ async fn read_all(
     let mut results = results.into_iter();
     let mut out = Vec::with_capacity(wanted.len());
     for w in wanted {
-        if !w.authorized {
-            out.push(failed(errors::TOPIC_AUTHORIZATION_FAILED));
+        if let Some(code) = w.refused {
+            out.push(failed(code));
             continue;
         }
         let r = results.next().expect("one result per partition read");
@@ -222,7 +235,7 @@ async fn wait_for_append(
     let waits = wanted
         .iter()
         .zip(results)
-        .filter(|(w, _)| w.authorized)
+        .filter(|(w, _)| w.readable())
         .map(|(w, r)| {
             (
                 TopicPartition::new(&*w.topic, w.partition),

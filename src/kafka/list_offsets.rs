@@ -26,18 +26,22 @@ pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffse
         let ops = t.partitions.into_iter().map(|p| {
             let shard = ctx.shard.clone();
             let name = name.clone();
+            let not_leader = super::cluster::not_leader(ctx, &name, p.partition_index);
             async move {
                 if !authorized {
                     return ListOffsetsPartitionResponse::default()
                         .with_partition_index(p.partition_index)
                         .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
                 }
+                let r =
+                    ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+                if let Some(refused) = not_leader {
+                    return r.with_error_code(refused.code);
+                }
                 let op = PartitionOp::ListOffsets {
                     timestamp: p.timestamp,
                     isolation,
                 };
-                let r =
-                    ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
                 match shard.partition_op(&name, p.partition_index, op).await {
                     Ok(OpOk::Offset { offset, timestamp }) => {
                         // offsetsForTimes: a found record is at or after the asked time.

@@ -1,12 +1,13 @@
-//! Metadata v0-12: this node (its broker.id, at the listener the client came in on), which
-//! leads every partition it holds and is the controller of its topics. Leader epochs are
+//! Metadata v0-12. On a single node: this node (its broker.id, at the listener the client
+//! came in on) leads every partition it holds and is the controller; leader epochs are
 //! reported as -1 (unknown), so clients never validate positions with OffsetForLeaderEpoch,
 //! which shardlog does not serve yet.
 //!
-//! In cluster mode too, until topics are shared through etcd: every node still holds its
-//! own topics, so listing the other nodes (or the elected controller, where clients send
-//! CreateTopics) would send a client's requests to a node that does not have its topics.
-//! DescribeCluster reports the cluster's live nodes and controller.
+//! In cluster mode: every live node and the elected controller, and each cluster topic as
+//! etcd holds it (leader and leader epoch, replicas, ISR, offline replicas), so every node
+//! answers alike. The internal topics are still each node's own (the coordinators do not
+//! follow leadership yet): this node leads them. A local topic the cluster does not have
+//! (a stray) is not served.
 
 use crate::catalog::error::UnknownTopic;
 use kafka_protocol::messages::metadata_response::{
@@ -23,15 +24,17 @@ use crate::security::acl::{Operation, ResourceType};
 
 pub async fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResponse {
     create_on_use(ctx, &request).await;
-    let (host, port) = super::cluster::broker_address(ctx);
-    let me = node_id(ctx);
-    let broker = MetadataResponseBroker::default()
-        .with_node_id(BrokerId(me))
-        .with_host(str_bytes(host))
-        .with_port(port);
+    let brokers = super::cluster::live_brokers(ctx).into_iter();
+    let brokers = brokers.map(|(id, host, port)| {
+        MetadataResponseBroker::default()
+            .with_node_id(BrokerId(id))
+            .with_host(str_bytes(host))
+            .with_port(port)
+    });
+    let controller = super::cluster::controller_id(ctx);
     let response = MetadataResponse::default()
-        .with_brokers(vec![broker])
-        .with_controller_id(BrokerId(if ctx.version >= 1 { me } else { -1 }))
+        .with_brokers(brokers.collect())
+        .with_controller_id(BrokerId(if ctx.version >= 1 { controller } else { -1 }))
         .with_topics(topics(ctx, &request));
     if ctx.version >= 2 {
         response.with_cluster_id(Some(str_bytes(CLUSTER_ID)))
@@ -57,6 +60,10 @@ async fn create_on_use(ctx: &Context<'_>, request: &MetadataRequest) {
         if !creatable {
             continue;
         }
+        if super::cluster_admin::in_cluster(ctx) {
+            create_in_cluster(ctx, name, cfg.num_partitions as i32).await;
+            continue;
+        }
         let request = crate::catalog::admin_host::AdminRequest::CreateTopic {
             name: name.clone(),
             partitions: cfg.num_partitions as i32,
@@ -72,6 +79,26 @@ async fn create_on_use(ctx: &Context<'_>, request: &MetadataRequest) {
             Err(e) => {
                 tracing::warn!(topic = %name, error = %e, "creating a topic on first use failed")
             }
+        }
+    }
+}
+
+/// Auto-creation in cluster mode: the controller creates the topic in etcd; another node
+/// leaves it unknown (the client asks again, and finds it once a node that is the
+/// controller was asked).
+async fn create_in_cluster(ctx: &Context<'_>, name: String, partitions: i32) {
+    let known = ctx
+        .shard
+        .cluster()
+        .is_some_and(|v| v.topics.contains_key(&name));
+    if known || super::cluster::controller_id(ctx) != node_id(ctx) {
+        return;
+    }
+    match super::cluster_admin::create(ctx, name.clone(), partitions, -1, Vec::new()).await {
+        Ok(()) => tracing::info!(topic = %name, partitions, "topic created on first use"),
+        Err(refused) if refused.code == errors::TOPIC_ALREADY_EXISTS => {}
+        Err(refused) => {
+            tracing::warn!(topic = %name, error = %refused.message, "creating a topic on first use failed")
         }
     }
 }
@@ -130,16 +157,16 @@ fn described(
     request: &MetadataRequest,
     t: Result<crate::catalog::topics::TopicMeta, UnknownTopic>,
 ) -> MetadataResponseTopic {
-    match t {
-        Ok(meta) => MetadataResponseTopic::default()
+    let served = t.and_then(|meta| match partitions(ctx, &meta) {
+        Some(partitions) => Ok((meta, partitions)),
+        None => Err(UnknownTopic(meta.name)),
+    });
+    match served {
+        Ok((meta, partitions)) => MetadataResponseTopic::default()
             .with_name(Some(topic_name(meta.name.clone())))
             .with_topic_id(meta.topic_id)
             .with_is_internal(crate::catalog::internal_topics::is_internal(&meta.name))
-            .with_partitions(
-                (0..meta.owners.len() as i32)
-                    .map(|p| partition(ctx.version, node_id(ctx), p))
-                    .collect(),
-            )
+            .with_partitions(partitions)
             .with_topic_authorized_operations(operations(ctx, request, &meta.name)),
         Err(UnknownTopic(name)) => {
             let code = if validate_topic_name(&name).is_err() {
@@ -165,6 +192,64 @@ fn operations(ctx: &Context<'_>, request: &MetadataRequest, topic: &str) -> i32 
     match request.include_topic_authorized_operations {
         true => ctx.authorized_operations(ResourceType::Topic, topic, operations::TOPIC),
         false => super::cluster::OPERATIONS_NOT_ASKED,
+    }
+}
+
+/// A topic's partitions as this node serves them: the cluster's state of a cluster topic,
+/// this node alone for a topic of its own (one node, or an internal topic); None for a
+/// stray (a local topic the cluster does not have).
+fn partitions(
+    ctx: &Context<'_>,
+    meta: &crate::catalog::topics::TopicMeta,
+) -> Option<Vec<MetadataResponsePartition>> {
+    let view = ctx.shard.cluster();
+    let clustered = view
+        .as_ref()
+        .and_then(|v| Some((v, v.topics.get(&meta.name)?)));
+    if let Some((view, topic)) = clustered {
+        let each = topic.partitions.iter().enumerate();
+        let each = each.map(|(p, s)| cluster_partition(ctx.version, view, p as i32, &s.state));
+        return Some(each.collect());
+    }
+    let own = view.is_none() || crate::catalog::internal_topics::is_internal(&meta.name);
+    own.then(|| {
+        (0..meta.owners.len() as i32)
+            .map(|p| partition(ctx.version, node_id(ctx), p))
+            .collect()
+    })
+}
+
+/// A cluster partition: its leader while that node is live and registered as when it was
+/// elected (else LEADER_NOT_AVAILABLE, and the client asks again), its replicas, ISR and
+/// the replicas whose nodes are not live.
+fn cluster_partition(
+    version: i16,
+    view: &crate::cluster::ClusterView,
+    index: i32,
+    state: &crate::replication::PartitionState,
+) -> MetadataResponsePartition {
+    let ids = |nodes: &[i32]| nodes.iter().map(|&n| BrokerId(n)).collect::<Vec<_>>();
+    let live_leader = state
+        .leader
+        .filter(|&l| view.live_epoch(l) == Some(state.leader_broker_epoch));
+    let offline: Vec<i32> = (state.replicas.iter().copied())
+        .filter(|&r| view.live_epoch(r).is_none())
+        .collect();
+    let mut p = MetadataResponsePartition::default()
+        .with_partition_index(index)
+        .with_leader_id(BrokerId(live_leader.unwrap_or(-1)))
+        .with_replica_nodes(ids(&state.replicas))
+        .with_isr_nodes(ids(&state.isr));
+    // Fields a version does not have stay at their defaults (the encoder refuses others).
+    if version >= 5 {
+        p = p.with_offline_replicas(ids(&offline));
+    }
+    if version >= 7 {
+        p = p.with_leader_epoch(state.leader_epoch);
+    }
+    match live_leader {
+        Some(_) => p,
+        None => p.with_error_code(errors::LEADER_NOT_AVAILABLE),
     }
 }
 

@@ -13,6 +13,7 @@ mod api_versions;
 mod authorize;
 pub mod blocking_client;
 mod cluster;
+mod cluster_admin;
 mod codec;
 mod configs;
 pub use crate::kafka_codes as errors;

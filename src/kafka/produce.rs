@@ -54,7 +54,10 @@ pub async fn handle(ctx: &Context<'_>, request: ProduceRequest) -> Option<Produc
         for p in topic.partition_data {
             let batch = match &refusal {
                 Some(e) => Err(e.clone()),
-                None => one_batch(&name, p.records.clone(), ctx.version),
+                None => match super::cluster::not_leader(ctx, &name, p.index) {
+                    Some(e) => Err(e),
+                    None => one_batch(&name, p.records.clone(), ctx.version),
+                },
             };
             planned.push(Planned {
                 topic: name.clone(),

@@ -44,8 +44,14 @@ async fn sync_topics(host: &dyn AdminHost, tiering: &Tiering) -> Result<(), Brok
             .map_err(|e| e.to_broker())?;
         let configs = topic.create_configs();
         let partitions = topic.partitions as i32;
-        crate::catalog::admin::create_everywhere(host, name.clone(), partitions, configs, false)
-            .await?;
+        crate::catalog::admin::create_everywhere(
+            host,
+            name.clone(),
+            partitions,
+            configs,
+            crate::catalog::admin::Origin::New,
+        )
+        .await?;
         tracing::info!(topic = %name, partitions = topic.partitions, "read replica: serving a topic of the bucket");
     }
     Ok(())

@@ -71,7 +71,14 @@ pub async fn restore_topic(
     }
     let configs = topic.create_configs();
     let partitions = topic.partitions as i32;
-    crate::catalog::admin::create_everywhere(host, name, partitions, configs, true).await
+    crate::catalog::admin::create_everywhere(
+        host,
+        name,
+        partitions,
+        configs,
+        crate::catalog::admin::Origin::Restored,
+    )
+    .await
 }
 
 /// Refuses a new tiered topic (or tiering turned on) while the bucket still holds data

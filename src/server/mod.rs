@@ -190,7 +190,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
     let start = ShardStart {
         previous_shutdown_clean: previous_shutdown_was_clean,
         tiering,
-        cluster: cluster.as_ref().map(crate::cluster::Session::view),
+        cluster: cluster.as_ref().map(crate::cluster::Session::link),
     };
     let handles = spawn_shards(config.clone(), per_shard, ready_tx, start)?;
     let handle = ServerHandle {
@@ -317,8 +317,8 @@ fn join_cluster(config: &ServerConfig) -> Result<Option<crate::cluster::Session>
 struct ShardStart {
     previous_shutdown_clean: bool,
     tiering: Option<crate::remote::Tiering>,
-    /// The cluster session's views (cluster mode only).
-    cluster: Option<crate::cluster::ViewReceiver>,
+    /// The cluster session's views and command queue (cluster mode only).
+    cluster: Option<crate::cluster::ClusterLink>,
 }
 
 fn startup(why: String) -> ServerError {
@@ -465,8 +465,8 @@ async fn run_shard(
         start.previous_shutdown_clean,
         start.tiering,
     );
-    if let Some(views) = start.cluster {
-        shard.follow_cluster(views);
+    if let Some(link) = start.cluster {
+        shard.follow_cluster(link);
     }
     for (_, rx) in receivers.streams() {
         let shard = shard.clone();

@@ -412,7 +412,7 @@ pub const SERVER_KEYS: &[ServerKey] = &[
     number_key!(
         "default.replication.factor",
         default_replication_factor,
-        1..=1
+        1..=(i16::MAX as u32)
     ),
     boolean_key!("allow.drop.kernel.cache", allow_drop_kernel_cache),
     number_key!("shutdown.timeout.ms", shutdown_timeout_ms, ..),

@@ -40,8 +40,8 @@ pub struct ServerConfig {
     pub auto_create_topics_enable: bool,
     /// num.partitions: partitions of an auto-created topic, and of a CreateTopics with -1.
     pub num_partitions: u32,
-    /// default.replication.factor: 1, the only one a single node has (Kafka's name, for
-    /// config files written for Kafka).
+    /// default.replication.factor: the replicas of a topic created without a factor (or
+    /// auto-created); above 1 only in cluster mode.
     pub default_replication_factor: u32,
     /// Memory glommio registers for I/O buffers per shard.
     pub io_memory_bytes: usize,
@@ -355,6 +355,15 @@ impl ServerConfig {
             ));
         }
         self.cluster.check_heartbeat()?;
+        if !self.cluster.enabled() && self.default_replication_factor > 1 {
+            return Err(bad(
+                "default.replication.factor",
+                format!(
+                    "{} needs cluster mode (cluster.etcd.endpoints): one node holds one replica",
+                    self.default_replication_factor
+                ),
+            ));
+        }
         if self.remote_read_replica && self.remote_storage_url.is_empty() {
             return Err(bad(
                 "remote.read.replica",

@@ -204,6 +204,10 @@ impl AdminHost for ShardHost {
         self.0.n as u32
     }
 
+    fn in_cluster(&self) -> bool {
+        self.0.cluster_link().is_some()
+    }
+
     fn topic(&self, name: &str) -> Option<TopicMeta> {
         self.0.topic(name)
     }

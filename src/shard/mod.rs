@@ -4,6 +4,7 @@
 
 mod append_watch;
 pub(crate) mod by_owner;
+mod cluster;
 mod controller;
 pub(crate) mod coordinator_routing;
 mod dispatch;

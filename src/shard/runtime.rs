@@ -79,6 +79,8 @@ pub struct Shard {
     /// This shard's copy of the cluster as the etcd session last read it (cluster mode
     /// only): replaced whole when the session publishes a new one, never shared mutably.
     pub(super) cluster: RefCell<Option<std::sync::Arc<crate::cluster::ClusterView>>>,
+    /// The queue of topic changes to the cluster thread (cluster mode only).
+    pub(super) cluster_commands: RefCell<Option<crate::cluster::ClusterLink>>,
 }
 
 pub(super) fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, BrokerError> {
@@ -127,6 +129,7 @@ impl Shard {
             tiering,
             remote_logs: RefCell::new(HashMap::new()),
             cluster: RefCell::new(None),
+            cluster_commands: RefCell::new(None),
         })
     }
 
@@ -153,25 +156,6 @@ impl Shard {
     /// This shard's read cache of `.log` and index pages.
     pub fn cache(&self) -> &SharedPageCache {
         &self.cache
-    }
-
-    /// The cluster as this shard last heard of it; `None` outside cluster mode.
-    pub fn cluster(&self) -> Option<std::sync::Arc<crate::cluster::ClusterView>> {
-        self.cluster.borrow().clone()
-    }
-
-    /// Keeps this shard's copy of the cluster view current: each view the etcd session
-    /// publishes is copied in (one `Arc` swap; the session's thread is never waited on).
-    pub fn follow_cluster(self: &Rc<Self>, mut views: crate::cluster::ViewReceiver) {
-        *self.cluster.borrow_mut() = Some(views.borrow_and_update().clone());
-        let shard = self.clone();
-        crate::tasks::spawn(async move {
-            while views.changed().await.is_ok() {
-                let view = views.borrow_and_update().clone();
-                *shard.cluster.borrow_mut() = Some(view);
-            }
-        })
-        .detach();
     }
 
     /// Whether shutdown has begun (no new requests are read).

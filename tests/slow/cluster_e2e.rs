@@ -17,7 +17,7 @@ use kafka_protocol::messages::{ApiKey, DescribeClusterRequest, RequestKind, Resp
 use shardlog::kafka::blocking_client::BlockingClient;
 
 /// A node of the cluster on `etcd`, its registration renewed every 200 ms.
-fn node(dir: &Path, etcd: &EtcdServer, id: i32, session_timeout_ms: u64) -> ServerProc {
+pub(crate) fn node(dir: &Path, etcd: &EtcdServer, id: i32, session_timeout_ms: u64) -> ServerProc {
     let id = id.to_string();
     let timeout = session_timeout_ms.to_string();
     let endpoint = etcd.endpoint();
@@ -32,9 +32,9 @@ fn node(dir: &Path, etcd: &EtcdServer, id: i32, session_timeout_ms: u64) -> Serv
 }
 
 /// What a node says of the cluster: (controller id, [(broker id, host:port)]).
-type Described = (i32, Vec<(i32, String)>);
+pub(crate) type Described = (i32, Vec<(i32, String)>);
 
-fn describe(node: &ServerProc) -> Described {
+pub(crate) fn describe(node: &ServerProc) -> Described {
     let mut k = BlockingClient::connect(&node.kafka_addr()).unwrap();
     let request = RequestKind::DescribeCluster(DescribeClusterRequest::default());
     let Ok(ResponseKind::DescribeCluster(r)) = k.call(ApiKey::DescribeCluster, 0, &request) else {
@@ -47,13 +47,17 @@ fn describe(node: &ServerProc) -> Described {
 }
 
 /// The (id, Kafka address) of each node, by id.
-fn members(nodes: &[(i32, &ServerProc)]) -> Vec<(i32, String)> {
+pub(crate) fn members(nodes: &[(i32, &ServerProc)]) -> Vec<(i32, String)> {
     nodes.iter().map(|(id, n)| (*id, n.kafka_addr())).collect()
 }
 
 /// Waits (bounded) until every one of `nodes` lists exactly `members` and names the same
 /// controller, one of them; returns that controller.
-fn wait_for_agreement(nodes: &[&ServerProc], members: &[(i32, String)], within: Duration) -> i32 {
+pub(crate) fn wait_for_agreement(
+    nodes: &[&ServerProc],
+    members: &[(i32, String)],
+    within: Duration,
+) -> i32 {
     let deadline = Instant::now() + within;
     loop {
         let seen: Vec<Described> = nodes.iter().map(|n| describe(n)).collect();

@@ -1,0 +1,211 @@
+//! What the elected controller writes to etcd, on the cluster thread: new topics (replicas
+//! placed as Kafka places them), deleted topics, and new leaders when a leader's node is
+//! gone. The decisions are `replication::controller`'s pure functions; this file carries
+//! them out. Every write is one etcd transaction that also compares the controller key's
+//! creation revision with this controller's epoch, so a deposed controller (paused, cut
+//! off, its lease expired) can never change anything, and every partition change compares
+//! the revision of the state it was decided on.
+
+use tokio::sync::oneshot;
+
+use crate::cluster::etcd::{Compare, Etcd, Op};
+use crate::cluster::topics::{encode_partition, encode_topic, ClusterTopic};
+use crate::cluster::{ClusterError, ClusterView, Keys};
+use crate::replication::controller::{elect, place, PlacementError};
+use crate::replication::PartitionState;
+
+/// A topic change a client asked this node for, answered once etcd holds it (or why not).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TopicCommand {
+    Create {
+        spec: TopicSpec,
+        reply: oneshot::Sender<Result<ClusterTopic, TopicRefused>>,
+    },
+    Delete {
+        name: String,
+        reply: oneshot::Sender<Result<(), TopicRefused>>,
+    },
+}
+
+/// A topic to create, already validated by the node that took the request (name, count,
+/// configs).
+#[derive(Debug, Clone)]
+pub struct TopicSpec {
+    pub name: String,
+    pub partitions: u32,
+    pub replication_factor: usize,
+    pub configs: Vec<(String, String)>,
+}
+
+/// Why the controller did not make a change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TopicRefused {
+    #[error("this node is not the controller (the controller is {controller:?}); ask it")]
+    NotController { controller: Option<i32> },
+    #[error("topic {0:?} already exists")]
+    Exists(String),
+    #[error("unknown topic {0:?}")]
+    Unknown(String),
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
+    #[error("{0}")]
+    Cluster(#[from] ClusterError),
+    #[error("the change lost a race with another write to etcd (a new controller, or a concurrent change); retry")]
+    Raced,
+}
+
+/// At most this many writes per etcd transaction (etcd's --max-txn-ops is 128 by default).
+const OPS_PER_TXN: usize = 100;
+
+/// The controller's standing in one view: its epoch, or why it may not act.
+fn my_epoch(view: &ClusterView, me: i32) -> Result<i64, TopicRefused> {
+    match view.controller {
+        Some(c) if c.id == me => Ok(c.epoch),
+        other => Err(TopicRefused::NotController {
+            controller: other.map(|c| c.id),
+        }),
+    }
+}
+
+/// The fence of every controller write: the controller key is still this election's.
+fn fenced(keys: &Keys, epoch: i64) -> Compare {
+    Compare::CreatedAt(keys.controller(), epoch)
+}
+
+/// Creates a topic: its partitions' states first (in transactions of at most
+/// `OPS_PER_TXN`), then its key, the commit point (a topic is read back only with all its
+/// partitions). Each transaction requires the topic key still absent.
+pub async fn create_topic(
+    etcd: &Etcd,
+    keys: &Keys,
+    view: &ClusterView,
+    me: i32,
+    spec: TopicSpec,
+) -> Result<ClusterTopic, TopicRefused> {
+    let epoch = my_epoch(view, me)?;
+    if view.topics.contains_key(&spec.name) {
+        return Err(TopicRefused::Exists(spec.name));
+    }
+    let live: Vec<i32> = view.brokers.iter().map(|b| b.id).collect();
+    let (start, shift) = (fastrand::usize(..live.len().max(1)), fastrand::usize(..));
+    let placed = place(
+        spec.partitions as usize,
+        spec.replication_factor,
+        &live,
+        start,
+        shift,
+    )?;
+    let states: Vec<PartitionState> = placed.into_iter().map(|r| first_state(r, view)).collect();
+    let topic_key = keys.topic(&spec.name);
+    let guard = [
+        fenced(keys, epoch),
+        Compare::CreatedAt(topic_key.clone(), 0),
+    ];
+    // Leftovers of a create a dead controller did not finish.
+    let clear = [Op::DeletePrefix(keys.partitions_of(&spec.name))];
+    require(etcd.txn(&guard, &clear).await?)?;
+    let puts: Vec<Op> = states
+        .iter()
+        .enumerate()
+        .map(|(p, s)| Op::Put(keys.partition(&spec.name, p as u32), encode_partition(s)))
+        .collect();
+    for chunk in puts.chunks(OPS_PER_TXN) {
+        require(etcd.txn(&guard, chunk).await?)?;
+    }
+    let id = crate::catalog::topics::new_topic_id();
+    let value = encode_topic(id, spec.partitions, &spec.configs);
+    require(etcd.txn(&guard, &[Op::Put(topic_key, value)]).await?)?;
+    tracing::info!(topic = %spec.name, partitions = spec.partitions, replication_factor = spec.replication_factor, "topic created in the cluster");
+    let partitions = states
+        .into_iter()
+        .map(|state| crate::cluster::topics::ClusterPartition {
+            state,
+            mod_revision: 0,
+        });
+    Ok(ClusterTopic {
+        name: spec.name,
+        id,
+        configs: spec.configs,
+        partitions: partitions.collect(),
+    })
+}
+
+/// A new partition's state: the first replica leads. Its ISR is the leader alone until
+/// replica fetching lands: a replica that holds nothing is never counted in sync, so no
+/// election can pick one.
+fn first_state(replicas: Vec<i32>, view: &ClusterView) -> PartitionState {
+    let leader = replicas[0];
+    let epoch = view.live_epoch(leader);
+    assert!(epoch.is_some(), "replicas are placed on live brokers");
+    PartitionState {
+        isr: vec![leader],
+        leader: Some(leader),
+        leader_epoch: 0,
+        leader_broker_epoch: epoch.unwrap_or(-1),
+        partition_epoch: 0,
+        replicas,
+    }
+}
+
+fn require(applied: bool) -> Result<(), TopicRefused> {
+    if applied {
+        Ok(())
+    } else {
+        Err(TopicRefused::Raced)
+    }
+}
+
+/// Deletes a topic: its key and its partitions' keys in one transaction.
+pub async fn delete_topic(
+    etcd: &Etcd,
+    keys: &Keys,
+    view: &ClusterView,
+    me: i32,
+    name: &str,
+) -> Result<(), TopicRefused> {
+    let epoch = my_epoch(view, me)?;
+    if !view.topics.contains_key(name) {
+        return Err(TopicRefused::Unknown(name.to_string()));
+    }
+    let ops = [
+        Op::Delete(keys.topic(name)),
+        Op::DeletePrefix(keys.partitions_of(name)),
+    ];
+    require(etcd.txn(&[fenced(keys, epoch)], &ops).await?)?;
+    tracing::info!(topic = %name, "topic deleted from the cluster");
+    Ok(())
+}
+
+/// Elects a leader for every partition whose leader is gone (or restarted) and drops dead
+/// brokers from ISRs, each as a compare-and-swap on the state it read. How many changed.
+pub async fn elect_leaders(
+    etcd: &Etcd,
+    keys: &Keys,
+    view: &ClusterView,
+    me: i32,
+) -> Result<usize, ClusterError> {
+    let Ok(epoch) = my_epoch(view, me) else {
+        return Ok(0);
+    };
+    let mut changed = 0;
+    for topic in view.topics.values() {
+        for (p, partition) in topic.partitions.iter().enumerate() {
+            let Some(next) = elect(&partition.state, |n| view.live_epoch(n)) else {
+                continue;
+            };
+            let key = keys.partition(&topic.name, p as u32);
+            let guard = [
+                fenced(keys, epoch),
+                Compare::ModifiedAt(key.clone(), partition.mod_revision),
+            ];
+            let value = encode_partition(&next);
+            if etcd.txn(&guard, &[Op::Put(key, value)]).await? {
+                tracing::info!(topic = %topic.name, partition = p, leader = ?next.leader, leader_epoch = next.leader_epoch, isr = ?next.isr, "partition leadership changed");
+                changed += 1;
+            }
+        }
+    }
+    Ok(changed)
+}

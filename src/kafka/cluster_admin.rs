@@ -1,0 +1,92 @@
+//! CreateTopics and DeleteTopics in cluster mode: the elected controller writes the change
+//! to etcd (replicas placed over the live brokers) and only then makes its own copy; the
+//! other nodes copy it from the view they follow. A node that is not the controller
+//! answers NOT_CONTROLLER, so clients (which send these requests to the controller that
+//! Metadata names) refresh their metadata and ask the right node.
+
+use super::errors;
+use super::refusal::Refusal;
+use super::Context;
+use crate::catalog::admin_host::AdminRequest;
+use crate::cluster::{TopicRefused, TopicSpec};
+use crate::protocol::ErrorCode;
+
+/// Whether this node runs in cluster mode (topic changes then go through etcd).
+pub fn in_cluster(ctx: &Context<'_>) -> bool {
+    ctx.shard.cluster_link().is_some()
+}
+
+/// The replication factor a CreateTopics asks for (-1: `default.replication.factor`).
+fn factor(ctx: &Context<'_>, asked: i16) -> Result<usize, Refusal> {
+    match asked {
+        -1 => Ok(ctx.shard.config().default_replication_factor as usize),
+        n if n >= 1 => Ok(n as usize),
+        n => Err(Refusal::new(
+            errors::INVALID_REPLICATION_FACTOR,
+            format!("replication factor must be at least 1 (or -1 for default.replication.factor), got {n}"),
+        )),
+    }
+}
+
+/// Creates a topic in the cluster (the request already passed the authorizer and the
+/// checks of name, partition count and configs).
+pub async fn create(
+    ctx: &Context<'_>,
+    name: String,
+    partitions: i32,
+    replication_factor: i16,
+    configs: Vec<(String, String)>,
+) -> Result<(), Refusal> {
+    let link = ctx.shard.cluster_link().expect("cluster mode");
+    let spec = TopicSpec {
+        name: name.clone(),
+        partitions: partitions as u32,
+        replication_factor: factor(ctx, replication_factor)?,
+        configs,
+    };
+    let topic = link.create_topic(spec).await.map_err(refused)?;
+    assert_eq!(topic.partitions.len(), partitions as usize);
+    let copy = AdminRequest::CopyClusterTopic {
+        name,
+        id: topic.id,
+        partitions,
+        configs: topic.configs,
+    };
+    copied(ctx.shard.admin(copy).await, ErrorCode::TopicAlreadyExists)
+}
+
+/// Deletes a topic from the cluster, then this node's copy.
+pub async fn delete(ctx: &Context<'_>, name: String) -> Result<(), Refusal> {
+    let link = ctx.shard.cluster_link().expect("cluster mode");
+    crate::catalog::internal_topics::refuse_client(&name, "delete")
+        .map_err(|e| Refusal::new(errors::kafka_code(e.code, true), e.message))?;
+    link.delete_topic(name.clone()).await.map_err(refused)?;
+    let local = AdminRequest::DeleteClusterCopy { name };
+    copied(ctx.shard.admin(local).await, ErrorCode::UnknownTopic)
+}
+
+/// This node's part of a change etcd already holds: `done` means another path (the
+/// view's copy) made it first.
+fn copied(outcome: crate::shard::messages::OpResult, done: ErrorCode) -> Result<(), Refusal> {
+    match outcome {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == done => Ok(()),
+        // The cluster holds the change; this node's copy follows from its view.
+        Err(e) => {
+            tracing::warn!(error = %e, "a topic change is in the cluster, but this node's copy of it failed; it is retried from the view");
+            Ok(())
+        }
+    }
+}
+
+/// Kafka's code for why the controller refused.
+fn refused(why: TopicRefused) -> Refusal {
+    let code = match &why {
+        TopicRefused::NotController { .. } | TopicRefused::Raced => errors::NOT_CONTROLLER,
+        TopicRefused::Exists(_) => errors::TOPIC_ALREADY_EXISTS,
+        TopicRefused::Unknown(_) => errors::UNKNOWN_TOPIC_OR_PARTITION,
+        TopicRefused::Placement(_) => errors::INVALID_REPLICATION_FACTOR,
+        TopicRefused::Cluster(_) => errors::REQUEST_TIMED_OUT,
+    };
+    Refusal::new(code, why.to_string())
+}

@@ -1,0 +1,165 @@
+//! A shard in cluster mode: it keeps a copy of the cluster view the etcd session
+//! publishes, and the controller shard (shard 0) keeps this node's copies of the cluster's
+//! topics in step with etcd: a topic created in the cluster is created here with the
+//! cluster's topic id, one deleted there is deleted here, and a local topic of the same
+//! name with another id (the topic was deleted and created again while this node was
+//! away) is replaced, as Kafka does with topic ids (KIP-516).
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::catalog::admin_host::AdminRequest;
+use crate::cluster::{ClusterLink, ClusterTopic, ClusterView};
+use crate::protocol::ErrorCode;
+use crate::shard::runtime::{Shard, CONTROLLER};
+
+/// How soon a copy that could not be made (the shard still loading, a failed create) is
+/// tried again when no new view comes first.
+const RETRY: Duration = Duration::from_secs(1);
+
+impl Shard {
+    /// The cluster as this shard last heard of it; `None` outside cluster mode.
+    pub fn cluster(&self) -> Option<Arc<ClusterView>> {
+        self.cluster.borrow().clone()
+    }
+
+    /// The cluster thread's link (cluster mode only).
+    pub fn cluster_link(&self) -> Option<ClusterLink> {
+        self.cluster_commands.borrow().clone()
+    }
+
+    /// Keeps this shard's copy of the cluster view current (one `Arc` swap per view; the
+    /// session's thread is never waited on), and on the controller shard this node's
+    /// topics in step with the cluster's.
+    pub fn follow_cluster(self: &Rc<Self>, link: ClusterLink) {
+        let mut views = link.views.clone();
+        *self.cluster.borrow_mut() = Some(views.borrow_and_update().clone());
+        *self.cluster_commands.borrow_mut() = Some(link);
+        let shard = self.clone();
+        crate::tasks::spawn(async move {
+            let mut copies = (shard.id == CONTROLLER).then(TopicCopies::default);
+            loop {
+                let settled = match copies.as_mut() {
+                    Some(copies) => copies.reconcile(&shard).await,
+                    None => true,
+                };
+                let changed = async { views.changed().await.is_ok() };
+                let retry = async {
+                    glommio::timer::sleep(RETRY).await;
+                    true
+                };
+                let go_on = match settled {
+                    true => changed.await,
+                    false => futures_lite::future::or(changed, retry).await,
+                };
+                if !go_on {
+                    break;
+                }
+                *shard.cluster.borrow_mut() = Some(views.borrow_and_update().clone());
+            }
+        })
+        .detach();
+    }
+}
+
+/// The controller shard's memory of which cluster topics it has seen, so that a topic
+/// gone from etcd is deleted here, while a local topic the cluster never had (a stray) is
+/// only reported.
+#[derive(Default)]
+struct TopicCopies {
+    seen: Option<BTreeSet<String>>,
+}
+
+impl TopicCopies {
+    /// Brings this node's topics in step with the latest view: whether all of it was done.
+    async fn reconcile(&mut self, shard: &Rc<Shard>) -> bool {
+        let Some(view) = shard.cluster() else {
+            return true;
+        };
+        if !shard.is_ready() || shard.is_shutting_down() {
+            return false;
+        }
+        let mut settled = true;
+        for topic in view.topics.values() {
+            settled &= copy_topic(shard, topic).await;
+        }
+        let mut seen: BTreeSet<String> = view.topics.keys().cloned().collect();
+        match self.seen.take() {
+            Some(before) => {
+                for name in before.difference(&seen.clone()) {
+                    if !drop_copy(shard, name).await {
+                        seen.insert(name.clone());
+                        settled = false;
+                    }
+                }
+            }
+            None => report_strays(shard, &view),
+        }
+        self.seen = Some(seen);
+        settled
+    }
+}
+
+/// Makes this node's copy of a cluster topic: whether it now has it.
+async fn copy_topic(shard: &Rc<Shard>, topic: &ClusterTopic) -> bool {
+    match shard.topic(&topic.name) {
+        Some(local) if local.topic_id == topic.id => return true,
+        Some(local) => {
+            tracing::warn!(topic = %topic.name, local_id = %local.topic_id, cluster_id = %topic.id, "this node's topic of that name is not the cluster's (it was deleted and created again while this node was away): replacing it");
+            if !drop_copy(shard, &topic.name).await {
+                return false;
+            }
+        }
+        None => {}
+    }
+    let request = AdminRequest::CopyClusterTopic {
+        name: topic.name.clone(),
+        id: topic.id,
+        partitions: topic.partitions.len() as i32,
+        configs: topic.configs.clone(),
+    };
+    match shard.admin(request).await {
+        Ok(_) => {
+            tracing::info!(topic = %topic.name, partitions = topic.partitions.len(), "copied a cluster topic to this node");
+            true
+        }
+        Err(e) if e.code == ErrorCode::TopicAlreadyExists => false,
+        Err(e) => {
+            tracing::warn!(topic = %topic.name, error = %e, "copying a cluster topic to this node failed; retrying");
+            false
+        }
+    }
+}
+
+/// Deletes this node's copy of a topic the cluster no longer has: whether it is gone.
+async fn drop_copy(shard: &Rc<Shard>, name: &str) -> bool {
+    let request = AdminRequest::DeleteClusterCopy {
+        name: name.to_string(),
+    };
+    match shard.admin(request).await {
+        Ok(_) => true,
+        Err(e) if e.code == ErrorCode::UnknownTopic => true,
+        Err(e) => {
+            tracing::warn!(topic = %name, error = %e, "deleting this node's copy of a deleted cluster topic failed; retrying");
+            false
+        }
+    }
+}
+
+/// Local topics the cluster does not have, found at the first view: left on disk (a
+/// misnamed `cluster.name` must not wipe a node) and not served as cluster topics.
+fn report_strays(shard: &Rc<Shard>, view: &ClusterView) {
+    let strays: Vec<String> = shard
+        .topics_snapshot(None)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|meta| meta.name)
+        .filter(|name| !view.topics.contains_key(name))
+        .filter(|name| !crate::catalog::internal_topics::is_internal(name))
+        .collect();
+    if !strays.is_empty() {
+        tracing::warn!(?strays, "this node holds topics the cluster does not have; they stay on disk, unserved, until deleted with `shardlog topics delete`");
+    }
+}

@@ -1,0 +1,318 @@
+//! Topics in cluster mode against a real etcd and three `shardlog serve` processes: the
+//! controller alone creates and deletes topics (others answer NOT_CONTROLLER), replicas
+//! are placed over the live brokers (a factor above them is INVALID_REPLICATION_FACTOR),
+//! every node answers Metadata alike, only a partition's leader takes writes and reads
+//! (NOT_LEADER_OR_FOLLOWER elsewhere), a dead leader's partition goes offline rather than
+//! to a replica outside its ISR and comes back with its records and a larger leader epoch,
+//! a node that was away copies the topics created meanwhile, and a deleted topic leaves
+//! every node.
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::etcd::EtcdServer;
+use common::server_proc::ServerProc;
+use kafka_protocol::messages::{
+    create_topics_request, delete_topics_request, fetch_request, metadata_request, produce_request,
+    ApiKey, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest, MetadataRequest,
+    ProduceRequest, RequestKind, ResponseKind, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use shardlog::format::{BatchBuilder, RecordSpec};
+use shardlog::kafka::blocking_client::BlockingClient;
+
+use super::cluster_e2e::{describe, members, node, wait_for_agreement};
+
+fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+fn call(node: &ServerProc, key: ApiKey, version: i16, request: RequestKind) -> ResponseKind {
+    let mut k = BlockingClient::connect(&node.kafka_addr()).unwrap();
+    k.call(key, version, &request)
+        .unwrap_or_else(|e| panic!("{key:?}: {e}"))
+}
+
+/// CreateTopics v5: (error code, replication factor answered).
+fn create(node: &ServerProc, topic: &str, partitions: i32, factor: i16) -> (i16, i16) {
+    let t = create_topics_request::CreatableTopic::default()
+        .with_name(name(topic))
+        .with_num_partitions(partitions)
+        .with_replication_factor(factor);
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![t])
+        .with_timeout_ms(10_000);
+    let ResponseKind::CreateTopics(r) = call(
+        node,
+        ApiKey::CreateTopics,
+        5,
+        RequestKind::CreateTopics(request),
+    ) else {
+        panic!()
+    };
+    (r.topics[0].error_code, r.topics[0].replication_factor)
+}
+
+fn delete(node: &ServerProc, topic: &str) -> i16 {
+    let t = delete_topics_request::DeleteTopicState::default().with_name(Some(name(topic)));
+    let request = DeleteTopicsRequest::default()
+        .with_topics(vec![t])
+        .with_timeout_ms(10_000);
+    let ResponseKind::DeleteTopics(r) = call(
+        node,
+        ApiKey::DeleteTopics,
+        6,
+        RequestKind::DeleteTopics(request),
+    ) else {
+        panic!()
+    };
+    r.responses[0].error_code
+}
+
+/// One partition as Metadata v9 describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Described {
+    error: i16,
+    leader: i32,
+    leader_epoch: i32,
+    replicas: Vec<i32>,
+    isr: Vec<i32>,
+    offline: Vec<i32>,
+}
+
+/// Metadata v9 of one topic: (topic error, partitions, broker ids listed).
+fn metadata(node: &ServerProc, topic: &str) -> (i16, Vec<Described>, Vec<i32>) {
+    let t = metadata_request::MetadataRequestTopic::default().with_name(Some(name(topic)));
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![t]))
+        .with_allow_auto_topic_creation(false);
+    let ResponseKind::Metadata(r) = call(node, ApiKey::Metadata, 9, RequestKind::Metadata(request))
+    else {
+        panic!()
+    };
+    let t = &r.topics[0];
+    let ids = |v: &[kafka_protocol::messages::BrokerId]| v.iter().map(|b| b.0).collect::<Vec<_>>();
+    let mut partitions: Vec<(i32, Described)> = (t.partitions.iter())
+        .map(|p| {
+            let d = Described {
+                error: p.error_code,
+                leader: p.leader_id.0,
+                leader_epoch: p.leader_epoch,
+                replicas: ids(&p.replica_nodes),
+                isr: ids(&p.isr_nodes),
+                offline: ids(&p.offline_replicas),
+            };
+            (p.partition_index, d)
+        })
+        .collect();
+    partitions.sort_by_key(|(i, _)| *i);
+    let brokers = ids(&r.brokers.iter().map(|b| b.node_id).collect::<Vec<_>>());
+    (
+        t.error_code,
+        partitions.into_iter().map(|(_, d)| d).collect(),
+        brokers,
+    )
+}
+
+/// Waits (bounded) until every node answers Metadata for `topic` alike and `ready` holds
+/// for that answer; returns it.
+fn wait_for_metadata(
+    nodes: &[&ServerProc],
+    topic: &str,
+    ready: impl Fn(&(i16, Vec<Described>, Vec<i32>)) -> bool,
+) -> (i16, Vec<Described>, Vec<i32>) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen: Vec<_> = nodes.iter().map(|n| metadata(n, topic)).collect();
+        if seen.iter().all(|s| *s == seen[0]) && ready(&seen[0]) {
+            return seen[0].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no agreement on {topic}: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn batch(value: &str) -> Bytes {
+    let mut b = BatchBuilder::new(64);
+    b.push(RecordSpec::new(None, Some(value.as_bytes())).timestamp(1_700_000_000_000));
+    Bytes::from(b.build())
+}
+
+/// Produce v9 (acks=1) of one record to `topic`-`partition`: the error code.
+fn produce(node: &ServerProc, topic: &str, partition: i32, value: &str) -> i16 {
+    let p = produce_request::PartitionProduceData::default()
+        .with_index(partition)
+        .with_records(Some(batch(value)));
+    let t = produce_request::TopicProduceData::default()
+        .with_name(name(topic))
+        .with_partition_data(vec![p]);
+    let request = ProduceRequest::default()
+        .with_acks(1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![t]);
+    let ResponseKind::Produce(r) = call(node, ApiKey::Produce, 9, RequestKind::Produce(request))
+    else {
+        panic!()
+    };
+    r.responses[0].partition_responses[0].error_code
+}
+
+/// Fetch v11 from offset 0: (error code, record bytes returned).
+fn fetch(node: &ServerProc, topic: &str, partition: i32) -> (i16, usize) {
+    let p = fetch_request::FetchPartition::default()
+        .with_partition(partition)
+        .with_fetch_offset(0)
+        .with_partition_max_bytes(1 << 20);
+    let t = fetch_request::FetchTopic::default()
+        .with_topic(name(topic))
+        .with_partitions(vec![p]);
+    let request = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![t]);
+    let ResponseKind::Fetch(r) = call(node, ApiKey::Fetch, 11, RequestKind::Fetch(request)) else {
+        panic!()
+    };
+    let p = &r.responses[0].partitions[0];
+    (p.error_code, p.records.as_ref().map_or(0, Bytes::len))
+}
+
+const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+const NOT_CONTROLLER: i16 = 41;
+const INVALID_REPLICATION_FACTOR: i16 = 38;
+const LEADER_NOT_AVAILABLE: i16 = 5;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+
+#[test]
+fn the_controller_places_topics_every_node_serves_them_alike_and_only_leaders_take_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+    let mut nodes: Vec<ServerProc> = (1..=3)
+        .map(|id| node(tmp.path(), &etcd, id, 3_000))
+        .collect();
+    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
+    let at = |id: i32| (id - 1) as usize;
+    let other = (1..=3).find(|&id| id != controller).unwrap();
+
+    assert_eq!(create(&nodes[at(other)], "orders", 6, 3).0, NOT_CONTROLLER);
+    let c = &nodes[at(controller)];
+    assert_eq!(create(c, "orders", 6, 4).0, INVALID_REPLICATION_FACTOR);
+    assert_eq!(create(c, "orders", 6, 3), (0, 3));
+    assert_eq!(create(c, "orders", 6, 3).0, 36, "TOPIC_ALREADY_EXISTS");
+
+    let (error, parts, brokers) =
+        wait_for_metadata(&refs, "orders", |(e, p, _)| *e == 0 && p.len() == 6);
+    assert_eq!((error, brokers), (0, vec![1, 2, 3]));
+    for p in &parts {
+        let mut replicas = p.replicas.clone();
+        replicas.sort_unstable();
+        assert_eq!(replicas, [1, 2, 3], "{p:?}");
+        assert_eq!(
+            (p.leader, p.isr.clone(), p.leader_epoch),
+            (p.replicas[0], vec![p.replicas[0]], 0)
+        );
+    }
+    for id in 1..=3 {
+        let led = parts.iter().filter(|p| p.leader == id).count();
+        assert_eq!(led, 2, "leaders spread evenly: {parts:?}");
+    }
+
+    // Only the leader takes writes and reads.
+    let leader = parts[0].leader;
+    let follower = parts[0].replicas[1];
+    assert_eq!(produce(&nodes[at(leader)], "orders", 0, "first"), 0);
+    assert_eq!(
+        produce(&nodes[at(follower)], "orders", 0, "lost"),
+        NOT_LEADER_OR_FOLLOWER
+    );
+    assert_eq!(
+        fetch(&nodes[at(follower)], "orders", 0).0,
+        NOT_LEADER_OR_FOLLOWER
+    );
+    let (error, bytes) = fetch(&nodes[at(leader)], "orders", 0);
+    assert!(error == 0 && bytes > 0, "{error} {bytes}");
+
+    // kill -9 the leader: its partitions' ISR is the leader alone, so they go offline
+    // (never to a replica that lacks their records) with the next leader epoch.
+    nodes[at(leader)].kill9();
+    let survivors: Vec<&ServerProc> = (1..=3)
+        .filter(|&id| id != leader)
+        .map(|id| &nodes[at(id)])
+        .collect();
+    let (_, offline, _) = wait_for_metadata(&survivors, "orders", |(_, p, b)| {
+        b.len() == 2 && p[0].leader == -1
+    });
+    let p0 = &offline[0];
+    assert_eq!(
+        (p0.error, p0.isr.clone(), p0.leader_epoch),
+        (LEADER_NOT_AVAILABLE, vec![leader], 1)
+    );
+    assert_eq!(p0.offline, [leader]);
+    for p in offline.iter().filter(|p| p.replicas[0] != leader) {
+        assert_eq!((p.error, p.leader_epoch), (0, 0), "untouched: {p:?}");
+    }
+    assert_eq!(
+        produce(survivors[0], "orders", 0, "lost"),
+        NOT_LEADER_OR_FOLLOWER
+    );
+
+    // A topic created while the node is away reaches it when it is back.
+    let live_controller = describe(survivors[0]).0;
+    assert_eq!(create(&nodes[at(live_controller)], "late", 2, 2), (0, 2));
+    assert_eq!(
+        create(&nodes[at(live_controller)], "wide", 1, 3).0,
+        INVALID_REPLICATION_FACTOR
+    );
+
+    nodes[at(leader)].respawn();
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let (_, back, _) = wait_for_metadata(&refs, "orders", |(_, p, b)| {
+        b.len() == 3 && p[0].leader == leader
+    });
+    assert_eq!(
+        (back[0].error, back[0].leader_epoch),
+        (0, 2),
+        "re-elected with the next epoch"
+    );
+    let (error, bytes) = fetch(&nodes[at(leader)], "orders", 0);
+    assert!(
+        error == 0 && bytes > 0,
+        "the acknowledged record is back: {error} {bytes}"
+    );
+    wait_for_metadata(&refs, "late", |(e, p, _)| *e == 0 && p.len() == 2);
+
+    // A deleted topic leaves every node.
+    let live_controller = describe(&nodes[0]).0;
+    assert_eq!(
+        delete(&nodes[at(other_than(live_controller))], "orders"),
+        NOT_CONTROLLER
+    );
+    assert_eq!(delete(&nodes[at(live_controller)], "orders"), 0);
+    wait_for_metadata(&refs, "orders", |(e, _, _)| {
+        *e == UNKNOWN_TOPIC_OR_PARTITION
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for id in 1..=3 {
+        let dir = tmp.path().join(format!("node-{id}")).join("orders-0");
+        while dir.exists() {
+            assert!(Instant::now() < deadline, "{} still there", dir.display());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn other_than(id: i32) -> i32 {
+    if id == 1 {
+        2
+    } else {
+        1
+    }
+}
