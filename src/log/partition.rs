@@ -91,6 +91,14 @@ pub struct PartitionLog {
     /// Tiered logs: the offset below which the remote tier holds every record (committed
     /// uploads); local retention deletes only below it. `None`: nothing copied yet.
     pub(super) remote_copied_end: Option<i64>,
+    /// The leader epochs whose records the log holds, and where each starts
+    /// (`leader-epoch-checkpoint`).
+    pub(super) epochs: crate::replication::EpochCache,
+    /// The leader epoch stamped on appended batches (a leader's; -1 otherwise).
+    pub(super) stamp_epoch: i32,
+    /// A replicated partition's high watermark: readers see nothing at or above it.
+    /// `None`: a partition on one node, whose readers see every acknowledged record.
+    pub(super) high_watermark: Option<i64>,
 }
 
 /// Which index files are on disk: the segment's base offset and entries (offset, time).
@@ -141,6 +149,8 @@ impl PartitionLog {
             .max(loaded.segments[0].base_offset())
             .min(visible_end);
         aborted.drop_below(log_start_offset);
+        let mut epochs = super::leader_epochs::read(storage.as_ref(), dir).await;
+        epochs.truncate_from_end(visible_end);
         tracing::debug!(
             dir = %dir.display(),
             segments = loaded.segments.len(),
@@ -168,6 +178,9 @@ impl PartitionLog {
             producers,
             aborted,
             remote_copied_end: None,
+            epochs,
+            stamp_epoch: NO_PARTITION_LEADER_EPOCH,
+            high_watermark: None,
         };
         log.assert_invariants();
         Ok(log)
@@ -199,10 +212,12 @@ impl PartitionLog {
         self.log_start_offset
     }
 
-    /// The log end readers see: one past the last record acknowledged as written. Fetch,
-    /// lookups and "latest" stop here.
+    /// The log end readers see: one past the last record acknowledged as written, and, in
+    /// a replicated partition, below the high watermark. Fetch, lookups and "latest" stop
+    /// here.
     pub fn visible_end_offset(&self) -> i64 {
-        self.visible_end
+        self.high_watermark
+            .map_or(self.visible_end, |hw| hw.min(self.visible_end))
     }
 
     /// One past the last offset: the offset the next record gets. After an ENOSPC failure
@@ -416,7 +431,7 @@ impl PartitionLog {
         for p in &mut prepared {
             let body = &input[p.start + HEADER_SIZE..p.start + p.header.size()];
             set_base_offset(&mut p.head, next);
-            set_partition_leader_epoch(&mut p.head, NO_PARTITION_LEADER_EPOCH);
+            set_partition_leader_epoch(&mut p.head, self.stamp_epoch);
             match log_append_time {
                 Some(t) => {
                     set_header_max_timestamp(&mut p.head, body, TimestampType::LogAppendTime, t)
@@ -519,6 +534,7 @@ impl PartitionLog {
                 self.roll(header.base_offset).await?;
             }
             let config = self.config.clone();
+            self.note_epoch(&header).await?;
             self.active_mut()
                 .append(&[&p.head, body], &header, &config)
                 .await?;
@@ -776,25 +792,43 @@ impl PartitionLog {
         max_bytes: usize,
         at_least_one: bool,
     ) -> Result<ByteChain> {
+        let end = self.visible_end_offset();
+        self.read_below(offset, max_bytes, at_least_one, end).await
+    }
+
+    /// Whole batches from the one holding `offset` that start below `end` (the high
+    /// watermark for a consumer, the acknowledged log end for a follower). An offset up
+    /// to the log end is in range (a consumer ahead of the high watermark reads nothing);
+    /// past it, OffsetOutOfRange.
+    pub(super) async fn read_below(
+        &mut self,
+        offset: i64,
+        max_bytes: usize,
+        at_least_one: bool,
+        end: i64,
+    ) -> Result<ByteChain> {
         self.reopen_if_needed().await?;
-        let log_end = self.visible_end;
-        if offset < self.log_start_offset || offset > log_end {
+        assert!(
+            end <= self.visible_end,
+            "reads stop at acknowledged records"
+        );
+        if offset < self.log_start_offset || offset > self.visible_end {
             return Err(Error::OffsetOutOfRange {
                 offset,
                 log_start: self.log_start_offset,
-                log_end,
+                log_end: self.visible_end,
             });
         }
         let first = self
             .segments
             .partition_point(|s| s.base_offset() <= offset)
             .saturating_sub(1);
-        if offset == log_end {
+        if offset >= end {
             return Ok(ByteChain::default());
         }
         for seg in &mut self.segments[first..] {
             if let Some(data) = seg.read(offset, max_bytes, at_least_one).await? {
-                let visible = visible_prefix(data, log_end);
+                let visible = visible_prefix(data, end);
                 // Strict reads never exceed their bound; others by at most their first batch.
                 assert!(at_least_one || visible.len() <= max_bytes);
                 assert!(
@@ -821,7 +855,7 @@ impl PartitionLog {
                 timestamp: -1,
             })),
             LATEST_TIMESTAMP => Ok(Some(TimestampOffset {
-                offset: self.visible_end,
+                offset: self.visible_end_offset(),
                 timestamp: -1,
             })),
             MAX_TIMESTAMP => {
@@ -838,7 +872,7 @@ impl PartitionLog {
 
     async fn search_timestamp(&mut self, target: i64) -> Result<Option<TimestampOffset>> {
         let start = self.log_start_offset;
-        let visible_end = self.visible_end;
+        let visible_end = self.visible_end_offset();
         // The first segment whose max timestamp reaches the target usually answers; a later
         // one only when that segment's matches all lie below the log start.
         for seg in self

@@ -16,6 +16,7 @@ mod partition_log;
 mod property;
 mod recovery_disk;
 mod remote_cache;
+mod replica_log;
 mod replication_sim;
 mod txn_partition;
 mod wire_golden;

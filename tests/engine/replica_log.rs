@@ -1,0 +1,187 @@
+//! The partition log as replication uses it, through real files and io_uring: a leader's
+//! epoch stamped into every batch it appends and recorded in `leader-epoch-checkpoint`
+//! (Kafka's text), a high watermark that bounds what consumers see while followers read to
+//! the log end, and truncation from the end across segments that a reopen agrees with,
+//! with the producer state and the epoch history cut back too.
+
+use crate::common;
+
+use shardlog::error::Error;
+use shardlog::format::batch::set_producer;
+use shardlog::format::cursor::BatchCursor;
+use shardlog::format::{BatchBuilder, RecordSpec};
+use shardlog::log::{PartitionLog, LATEST_TIMESTAMP};
+use shardlog::replication::EpochEntry;
+use shardlog::LogConfig;
+
+/// A batch of `n` records from idempotent producer 9 starting at sequence `seq`.
+fn batch(seq: i32, n: usize) -> Vec<u8> {
+    let values: Vec<String> = (0..n).map(|i| format!("value {seq}+{i}")).collect();
+    let mut b = BatchBuilder::new(256);
+    for v in &values {
+        b.push(RecordSpec::new(Some(b"k"), Some(v.as_bytes())).timestamp(1_000 + seq as i64));
+    }
+    let mut bytes = b.build();
+    set_producer(&mut bytes, 9, 0, seq);
+    bytes
+}
+
+/// (base offset, leader epoch) of every batch a read returned.
+fn stamped(data: &shardlog::io::chain::ByteChain) -> Vec<(i64, i32)> {
+    BatchCursor::new(data)
+        .map(|b| b.unwrap().1)
+        .map(|h| (h.base_offset, h.partition_leader_epoch))
+        .collect()
+}
+
+/// Base offsets of every batch a follower would copy (reads stop at a segment's end).
+async fn copied_bases(log: &mut PartitionLog) -> Vec<i64> {
+    let mut bases = Vec::new();
+    let mut next = 0;
+    while next < log.replica_end_offset() {
+        let data = log.read_for_replica(next, 1 << 20).await.unwrap();
+        let read = stamped(&data);
+        assert!(!read.is_empty(), "a read below the end returns a batch");
+        bases.extend(read.iter().map(|(b, _)| *b));
+        let last = BatchCursor::new(&data).last().unwrap().unwrap().1;
+        next = last.last_offset() + 1;
+    }
+    bases
+}
+
+fn entries(log: &PartitionLog) -> Vec<(i32, i64)> {
+    let e = log.leader_epochs().entries().iter();
+    e.map(
+        |&EpochEntry {
+             epoch,
+             start_offset,
+         }| (epoch, start_offset),
+    )
+    .collect()
+}
+
+#[test]
+fn a_leader_stamps_its_epoch_and_the_history_survives_a_reopen() {
+    common::run(|dir| async move {
+        let path = dir.join("t-0");
+        let mut log = PartitionLog::open(&path, LogConfig::default())
+            .await
+            .unwrap();
+        log.append(&batch(0, 2)).await.unwrap();
+        log.set_leader_epoch(3);
+        log.append(&batch(2, 3)).await.unwrap();
+        log.set_leader_epoch(5);
+        log.append(&batch(5, 1)).await.unwrap();
+        log.append(&batch(6, 1)).await.unwrap();
+        let all = log.read(0, 1 << 20).await.unwrap();
+        assert_eq!(stamped(&all), [(0, -1), (2, 3), (5, 5), (6, 5)]);
+        assert_eq!(entries(&log), [(3, 2), (5, 5)]);
+        let file = std::fs::read_to_string(path.join("leader-epoch-checkpoint")).unwrap();
+        assert_eq!(file, "0\n2\n3 2\n5 5\n");
+        log.close().await.unwrap();
+        let log = PartitionLog::open(&path, LogConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(entries(&log), [(3, 2), (5, 5)]);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn consumers_stop_at_the_high_watermark_and_followers_read_to_the_log_end() {
+    common::run(|dir| async move {
+        let mut log = PartitionLog::open(&dir.join("t-0"), LogConfig::default())
+            .await
+            .unwrap();
+        for seq in 0..5 {
+            log.append(&batch(seq, 1)).await.unwrap();
+        }
+        log.set_high_watermark(Some(2));
+        assert_eq!(log.visible_end_offset(), 2);
+        let read = log.read(0, 1 << 20).await.unwrap();
+        assert_eq!(stamped(&read).len(), 2, "below the high watermark only");
+        // Between the high watermark and the log end: nothing yet, not an error.
+        assert!(log.read(3, 1 << 20).await.unwrap().is_empty());
+        assert!(matches!(
+            log.read(6, 1 << 20).await,
+            Err(Error::OffsetOutOfRange { .. })
+        ));
+        let latest = log
+            .find_offset_by_timestamp(LATEST_TIMESTAMP)
+            .await
+            .unwrap();
+        assert_eq!(latest.unwrap().offset, 2);
+        assert!(log.last_stable_offset() <= 2);
+        let copied = log.read_for_replica(0, 1 << 20).await.unwrap();
+        assert_eq!(stamped(&copied).len(), 5);
+        assert_eq!(log.replica_end_offset(), 5);
+        log.set_high_watermark(None);
+        assert_eq!(log.visible_end_offset(), 5);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn truncation_cuts_whole_batches_across_segments_and_a_reopen_agrees() {
+    common::run(|dir| async move {
+        let path = dir.join("t-0");
+        let config = LogConfig {
+            segment_bytes: 300,
+            index_interval_bytes: 1,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::open(&path, config.clone()).await.unwrap();
+        log.set_leader_epoch(1);
+        for seq in (0..20).step_by(2) {
+            log.append(&batch(seq, 2)).await.unwrap();
+            if seq == 10 {
+                log.set_leader_epoch(2);
+            }
+        }
+        let segments_before = log.segments().len();
+        assert!(segments_before >= 3, "{segments_before} segments");
+        assert_eq!(entries(&log), [(1, 0), (2, 12)]);
+        log.set_high_watermark(Some(9));
+
+        // Offset 9 is inside the batch of offsets 8-9: the whole batch goes.
+        assert_eq!(log.truncate_to(9).await.unwrap(), 8);
+        assert_eq!((log.log_end_offset(), log.replica_end_offset()), (8, 8));
+        assert_eq!(
+            log.visible_end_offset(),
+            8,
+            "the high watermark follows the cut"
+        );
+        assert!(log.segments().len() < segments_before);
+        assert_eq!(entries(&log), [(1, 0)], "epoch 2 started past the cut");
+        assert_eq!(copied_bases(&mut log).await, [0, 2, 4, 6]);
+
+        // The producer state went back too: the next sequence is the cut batch's.
+        assert!(
+            log.append(&batch(10, 1)).await.is_err(),
+            "a gap in sequence"
+        );
+        let again = log.append(&batch(8, 2)).await.unwrap();
+        assert_eq!((again.base_offset, again.last_offset), (8, 9));
+        assert_eq!(
+            entries(&log),
+            [(1, 0), (2, 8)],
+            "epoch 2 starts again at the new end"
+        );
+        log.close().await.unwrap();
+
+        let mut log = PartitionLog::open(&path, config).await.unwrap();
+        assert_eq!(log.log_end_offset(), 10);
+        assert_eq!(copied_bases(&mut log).await, [0, 2, 4, 6, 8]);
+        assert_eq!(entries(&log), [(1, 0), (2, 8)]);
+        assert!(matches!(
+            log.truncate_to(-1).await,
+            Err(Error::OffsetOutOfRange { .. })
+        ));
+        assert_eq!(
+            log.truncate_to(50).await.unwrap(),
+            10,
+            "past the end: nothing to cut"
+        );
+        log.close().await.unwrap();
+    });
+}
