@@ -25,6 +25,9 @@ pub const REBALANCE_IN_PROGRESS: i16 = 27;
 pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
 pub const INVALID_REQUIRED_ACKS: i16 = 21;
 pub const NOT_ENOUGH_REPLICAS: i16 = 19;
+pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
+pub const FENCED_LEADER_EPOCH: i16 = 74;
+pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
 pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
@@ -93,6 +96,11 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         }
         E::InvalidAcks => INVALID_REQUIRED_ACKS,
         E::NotEnoughReplicas => NOT_ENOUGH_REPLICAS,
+        E::NotEnoughReplicasAfterAppend => NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        E::NotLeader => NOT_LEADER_OR_FOLLOWER,
+        E::FencedLeaderEpoch => FENCED_LEADER_EPOCH,
+        E::UnknownLeaderEpoch => UNKNOWN_LEADER_EPOCH,
+        E::RequestTimedOut => REQUEST_TIMED_OUT,
         E::InvalidTimestamp => INVALID_TIMESTAMP,
         // Retriable: the client refreshes metadata and tries again.
         E::NotReady => LEADER_NOT_AVAILABLE,

@@ -11,8 +11,8 @@ use tokio::sync::oneshot;
 use crate::cluster::etcd::{Compare, Etcd, Op};
 use crate::cluster::topics::{encode_partition, encode_topic, ClusterTopic};
 use crate::cluster::{ClusterError, ClusterView, Keys};
-use crate::replication::controller::{elect, place, PlacementError};
-use crate::replication::PartitionState;
+use crate::replication::controller::{alter_isr, elect, place, IsrRefused, PlacementError};
+use crate::replication::{IsrChange, PartitionState};
 
 /// A topic change a client asked this node for, answered once etcd holds it (or why not).
 #[derive(Debug)]
@@ -24,6 +24,14 @@ pub enum TopicCommand {
     },
     Delete {
         name: String,
+        reply: oneshot::Sender<Result<(), TopicRefused>>,
+    },
+    /// A leader's ISR change (KIP-497's AlterPartition), checked against the partition's
+    /// current state and written only over the revision it was checked on.
+    AlterIsr {
+        topic: String,
+        partition: u32,
+        change: IsrChange,
         reply: oneshot::Sender<Result<(), TopicRefused>>,
     },
 }
@@ -54,6 +62,8 @@ pub enum TopicRefused {
     Cluster(#[from] ClusterError),
     #[error("the change lost a race with another write to etcd (a new controller, or a concurrent change); retry")]
     Raced,
+    #[error("{0}")]
+    Isr(#[from] IsrRefused),
 }
 
 /// At most this many writes per etcd transaction (etcd's --max-txn-ops is 128 by default).
@@ -208,4 +218,30 @@ pub async fn elect_leaders(
         }
     }
     Ok(changed)
+}
+
+/// Writes a leader's ISR change if it stands on the partition's current state (made by
+/// its current leader on its current partition epoch, naming live replicas), as a
+/// compare-and-swap on the revision that state was read at.
+pub async fn change_isr(
+    etcd: &Etcd,
+    keys: &Keys,
+    view: &ClusterView,
+    (topic, partition): (&str, u32),
+    change: &IsrChange,
+) -> Result<(), TopicRefused> {
+    let current = view
+        .topics
+        .get(topic)
+        .and_then(|t| t.partitions.get(partition as usize))
+        .ok_or_else(|| TopicRefused::Unknown(format!("{topic}-{partition}")))?;
+    let next = alter_isr(&current.state, change, |n| view.live_epoch(n))?;
+    let key = keys.partition(topic, partition);
+    let guard = [Compare::ModifiedAt(key.clone(), current.mod_revision)];
+    require(
+        etcd.txn(&guard, &[Op::Put(key, encode_partition(&next))])
+            .await?,
+    )?;
+    tracing::info!(topic, partition, isr = ?next.isr, partition_epoch = next.partition_epoch, "ISR changed");
+    Ok(())
 }

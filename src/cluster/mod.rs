@@ -46,6 +46,24 @@ impl ClusterLink {
         answer.await.map_err(|_| gone())?
     }
 
+    /// Asks etcd to take a leader's ISR change (checked against the partition's state).
+    pub async fn alter_isr(
+        &self,
+        topic: String,
+        partition: u32,
+        change: crate::replication::IsrChange,
+    ) -> Result<(), TopicRefused> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let command = TopicCommand::AlterIsr {
+            topic,
+            partition,
+            change,
+            reply,
+        };
+        self.send(command).await?;
+        answer.await.map_err(|_| gone())?
+    }
+
     async fn send(&self, command: TopicCommand) -> Result<(), TopicRefused> {
         self.commands.send(command).await.map_err(|_| gone())
     }

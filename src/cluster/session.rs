@@ -248,6 +248,22 @@ impl Node {
                 self.republish(view).await;
                 reply.send(created).is_ok()
             }
+            TopicCommand::AlterIsr {
+                topic,
+                partition,
+                change,
+                reply,
+            } => {
+                let changed = match &current {
+                    Ok(current) => {
+                        let at = (topic.as_str(), partition);
+                        controller::change_isr(etcd, keys, current, at, &change).await
+                    }
+                    Err(e) => Err(e.clone().into()),
+                };
+                self.republish(view).await;
+                reply.send(changed).is_ok()
+            }
             TopicCommand::Delete { name, reply } => {
                 let deleted = match &current {
                     Ok(current) => controller::delete_topic(etcd, keys, current, me, &name).await,

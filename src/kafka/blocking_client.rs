@@ -7,8 +7,8 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
-use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use kafka_protocol::protocol::StrBytes;
 
 use super::wire_error::KafkaWireError;
 use crate::security::scram_client::ClientSasl;
@@ -16,6 +16,8 @@ use crate::security::scram_client::ClientSasl;
 /// A connection's bytes: plain TCP or a TLS stream over it.
 pub trait Transport: Read + Write + Send {}
 impl<T: Read + Write + Send> Transport for T {}
+
+const CLIENT_ID: &str = "shardlog-blocking-client";
 
 pub struct BlockingClient {
     stream: Box<dyn Transport>,
@@ -117,18 +119,12 @@ impl BlockingClient {
     pub fn send_raw(&mut self, key: ApiKey, version: i16, body: &[u8]) -> std::io::Result<i32> {
         let cid = self.next_correlation_id;
         self.next_correlation_id += 1;
-        let mut buf = BytesMut::from(&[0u8; 4][..]);
-        RequestHeader::default()
-            .with_request_api_key(key as i16)
-            .with_request_api_version(version)
-            .with_correlation_id(cid)
-            .with_client_id(Some(StrBytes::from_static_str("shardlog-blocking-client")))
-            .encode(&mut buf, key.request_header_version(version))
-            .map_err(std::io::Error::other)?;
-        buf.extend_from_slice(body);
-        let size = (buf.len() - 4) as i32;
-        buf[..4].copy_from_slice(&size.to_be_bytes());
-        self.stream.write_all(&buf)?;
+        let frame = super::codec::encode_request(key, version, cid, CLIENT_ID, |buf| {
+            buf.extend_from_slice(body);
+            Ok(())
+        })
+        .map_err(std::io::Error::other)?;
+        self.stream.write_all(&frame)?;
         Ok(cid)
     }
 

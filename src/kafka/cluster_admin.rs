@@ -46,6 +46,11 @@ pub async fn create(
     };
     let topic = link.create_topic(spec).await.map_err(refused)?;
     assert_eq!(topic.partitions.len(), partitions as usize);
+    assert!(!topic.id.is_nil(), "a cluster topic has an id");
+    assert!(
+        topic.partitions.iter().all(|p| p.state.leader.is_some()),
+        "a new partition has a leader"
+    );
     let copy = AdminRequest::CopyClusterTopic {
         name,
         id: topic.id,
@@ -87,6 +92,7 @@ fn refused(why: TopicRefused) -> Refusal {
         TopicRefused::Unknown(_) => errors::UNKNOWN_TOPIC_OR_PARTITION,
         TopicRefused::Placement(_) => errors::INVALID_REPLICATION_FACTOR,
         TopicRefused::Cluster(_) => errors::REQUEST_TIMED_OUT,
+        TopicRefused::Isr(_) => errors::INVALID_REQUEST,
     };
     Refusal::new(code, why.to_string())
 }

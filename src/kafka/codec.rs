@@ -203,6 +203,35 @@ pub fn client_id_of_request(frame: Bytes) -> Option<String> {
     }
 }
 
+/// A request as a client sends it: the size prefix, the request header (with `client_id`)
+/// and the body `encoded` wrote.
+pub fn encode_request(
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    client_id: &'static str,
+    encoded: impl FnOnce(&mut bytes::BytesMut) -> Result<(), KafkaWireError>,
+) -> Result<Bytes, KafkaWireError> {
+    use kafka_protocol::protocol::Encodable;
+    let mut buf = bytes::BytesMut::from(&[0u8; 4][..]);
+    kafka_protocol::messages::RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(kafka_protocol::protocol::StrBytes::from_static_str(
+            client_id,
+        )))
+        .encode(&mut buf, key.request_header_version(version))
+        .map_err(KafkaWireError::codec)?;
+    encoded(&mut buf)?;
+    let size = i32::try_from(buf.len() - 4).map_err(|_| KafkaWireError::FrameSize {
+        declared: -1,
+        actual: buf.len(),
+    })?;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.freeze())
+}
+
 pub fn decode_response(
     key: ApiKey,
     version: i16,

@@ -50,6 +50,9 @@ pub async fn handle(
     request: FetchRequest,
     reservation: &mut Reservation,
 ) -> FetchResponse {
+    if let Some(follower) = super::replica_fetch::follower(ctx, &request) {
+        return super::replica_fetch::handle(ctx, request, follower).await;
+    }
     let wanted = wanted(ctx, &request);
     let plan = FetchPlan::new(
         request.max_bytes.max(1) as usize,
@@ -243,7 +246,8 @@ async fn wait_for_append(
             )
         })
         .collect();
-    crate::shard::long_poll::wait_any(ctx.shard, waits, deadline).await;
+    let reader = crate::shard::long_poll::Reader::Consumer;
+    crate::shard::long_poll::wait_any(ctx.shard, waits, deadline, reader).await;
 }
 
 fn response(

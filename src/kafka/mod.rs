@@ -26,6 +26,8 @@ mod log_admin;
 mod metadata;
 mod produce;
 mod refusal;
+mod replica_fetch;
+pub mod replica_fetcher;
 mod sasl;
 mod splice;
 mod txn;

@@ -19,9 +19,11 @@ use crate::log::txn_index::TXN_INDEX_SUFFIX;
 use crate::replication::EpochCache;
 
 impl PartitionLog {
-    /// The leader epoch stamped on the batches appended from now on (this node leads the
-    /// partition in that epoch).
-    pub fn set_leader_epoch(&mut self, epoch: i32) {
+    /// This node leads the partition in `epoch` from the log end on: the epoch is stamped
+    /// on the batches appended from now on, and recorded as starting at the log end (as
+    /// Kafka's leader does on election, so a follower asking where it ends gets an answer
+    /// before the first batch of the epoch is written).
+    pub async fn set_leader_epoch(&mut self, epoch: i32) -> Result<()> {
         assert!(epoch >= 0, "a leader epoch is never negative");
         assert!(
             self.epochs.latest().is_none_or(|l| l.epoch <= epoch),
@@ -29,6 +31,12 @@ impl PartitionLog {
             self.epochs.latest()
         );
         self.stamp_epoch = epoch;
+        if self.epochs.latest().is_some_and(|l| l.epoch == epoch) {
+            return Ok(());
+        }
+        self.epochs.assign(epoch, self.visible_end);
+        let storage = self.io.storage.clone();
+        super::leader_epochs::write(storage.as_ref(), &self.dir, &self.epochs).await
     }
 
     /// The leader epochs whose records the log holds, and where each starts.

@@ -85,10 +85,22 @@ pub enum ErrorCode {
     /// uploads and remote retention are stopped until `topics rebuild-manifest` (Kafka's
     /// KAFKA_STORAGE_ERROR).
     RemoteManifestMissing = 41,
+    /// Cluster mode: this node does not lead the partition (Kafka's NOT_LEADER_OR_FOLLOWER).
+    NotLeader = 42,
+    /// A replica's request names an older leader epoch than the leader's (Kafka's 74).
+    FencedLeaderEpoch = 43,
+    /// A replica's request names a newer leader epoch than this node knows (Kafka's 75).
+    UnknownLeaderEpoch = 44,
+    /// acks=all: written, but the in-sync replicas fell below min.insync.replicas before
+    /// they all had it (Kafka's 20).
+    NotEnoughReplicasAfterAppend = 45,
+    /// acks=all: the in-sync replicas did not all have the batch within the produce's
+    /// timeout (Kafka's REQUEST_TIMED_OUT, 7); it may still be committed later.
+    RequestTimedOut = 46,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 42] = [
+    pub const ALL: [ErrorCode; 47] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -131,6 +143,11 @@ impl ErrorCode {
         ErrorCode::SaslAuthenticationFailed,
         ErrorCode::NotEnoughReplicas,
         ErrorCode::RemoteManifestMissing,
+        ErrorCode::NotLeader,
+        ErrorCode::FencedLeaderEpoch,
+        ErrorCode::UnknownLeaderEpoch,
+        ErrorCode::NotEnoughReplicasAfterAppend,
+        ErrorCode::RequestTimedOut,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

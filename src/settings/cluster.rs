@@ -19,6 +19,9 @@ pub struct ClusterSettings {
     /// How often a node renews its registration and refreshes its view of the cluster
     /// (Kafka's broker.heartbeat.interval.ms).
     pub heartbeat_interval_ms: u64,
+    /// A follower that has not caught up with its leader's log end for this long leaves
+    /// the ISR (Kafka's replica.lag.time.max.ms).
+    pub replica_lag_time_max_ms: u64,
 }
 
 impl Default for ClusterSettings {
@@ -29,6 +32,7 @@ impl Default for ClusterSettings {
             broker_id: 0,
             session_timeout_ms: 9_000,
             heartbeat_interval_ms: 2_000,
+            replica_lag_time_max_ms: 30_000,
         }
     }
 }

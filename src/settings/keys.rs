@@ -343,6 +343,11 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         cluster.heartbeat_interval_ms,
         100..=DAY_MS
     ),
+    number_key!(
+        "replica.lag.time.max.ms",
+        cluster.replica_lag_time_max_ms,
+        100..=DAY_MS
+    ),
     ServerKey {
         name: "remote.storage.url",
         get: |c| c.remote_storage_url.clone(),

@@ -1,5 +1,6 @@
 //! A shard in cluster mode: it keeps a copy of the cluster view the etcd session
-//! publishes, and the controller shard (shard 0) keeps this node's copies of the cluster's
+//! publishes and hands each replicated partition it owns its state
+//! (`shard/replication.rs`), and the controller shard (shard 0) keeps this node's copies of the cluster's
 //! topics in step with etcd: a topic created in the cluster is created here with the
 //! cluster's topic id, one deleted there is deleted here, and a local topic of the same
 //! name with another id (the topic was deleted and created again while this node was
@@ -13,6 +14,7 @@ use std::time::Duration;
 use crate::catalog::admin_host::AdminRequest;
 use crate::cluster::{ClusterLink, ClusterTopic, ClusterView};
 use crate::protocol::ErrorCode;
+use crate::shard::replication::ReplicaStates;
 use crate::shard::runtime::{Shard, CONTROLLER};
 
 /// How soon a copy that could not be made (the shard still loading, a failed create) is
@@ -38,13 +40,18 @@ impl Shard {
         *self.cluster.borrow_mut() = Some(views.borrow_and_update().clone());
         *self.cluster_commands.borrow_mut() = Some(link);
         let shard = self.clone();
+        self.tick_led_partitions();
         crate::tasks::spawn(async move {
             let mut copies = (shard.id == CONTROLLER).then(TopicCopies::default);
+            let mut replicas = ReplicaStates::default();
             loop {
-                let settled = match copies.as_mut() {
+                let mut settled = match copies.as_mut() {
                     Some(copies) => copies.reconcile(&shard).await,
                     None => true,
                 };
+                if let Some(view) = shard.cluster().filter(|_| shard.is_ready()) {
+                    settled &= replicas.apply(&shard, &view).await;
+                }
                 let changed = async { views.changed().await.is_ok() };
                 let retry = async {
                     glommio::timer::sleep(RETRY).await;

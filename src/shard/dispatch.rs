@@ -74,8 +74,12 @@ impl Shard {
             | ShardOp::Txn { .. }
             | ShardOp::ListGroups
             | ShardOp::CompleteTxnOffsets { .. }) => Box::pin(self.execute_coordinator(op)).await,
-            ShardOp::WaitForAppends { waits, timeout_ms } => {
-                crate::shard::long_poll::wait_here(self, &waits, timeout_ms).await;
+            ShardOp::WaitForAppends {
+                waits,
+                timeout_ms,
+                reader,
+            } => {
+                crate::shard::long_poll::wait_here(self, &waits, timeout_ms, reader).await;
                 Ok(OpOk::Done)
             }
         }

@@ -18,10 +18,12 @@ use crate::TopicPartition;
 /// A partition to wait on, with the log end already seen.
 pub type Wait = (TopicPartition, i64);
 
+pub use crate::shard::messages::Reader;
+
 /// Waits on this shard until any of `waits` passes its end, at most `timeout_ms`. Returns
 /// at once if one of them is not open here (the requester's next read says why).
-pub async fn wait_here(shard: &Shard, waits: &[Wait], timeout_ms: u64) {
-    if let Some(watches) = shard.append_watches(waits) {
+pub async fn wait_here(shard: &Shard, waits: &[Wait], timeout_ms: u64, reader: Reader) {
+    if let Some(watches) = shard.append_watches(waits, reader) {
         assert_eq!(
             watches.len(),
             waits.len(),
@@ -32,7 +34,7 @@ pub async fn wait_here(shard: &Shard, waits: &[Wait], timeout_ms: u64) {
 }
 
 /// Waits until any of `waits` grows past the end seen, or `deadline`.
-pub async fn wait_any(shard: &Rc<Shard>, waits: Vec<Wait>, deadline: Instant) {
+pub async fn wait_any(shard: &Rc<Shard>, waits: Vec<Wait>, deadline: Instant, reader: Reader) {
     let mut by_owner: BTreeMap<usize, Vec<Wait>> = BTreeMap::new();
     for (tp, after) in waits {
         let Ok(owner) = shard.owner_of(&tp.topic, tp.partition) else {
@@ -52,11 +54,14 @@ pub async fn wait_any(shard: &Rc<Shard>, waits: Vec<Wait>, deadline: Instant) {
         let shard = shard.clone();
         Box::pin(async move {
             if owner == shard.id {
-                wait_here(&shard, &waits, timeout_ms).await;
+                wait_here(&shard, &waits, timeout_ms, reader).await;
             } else {
-                let _ = shard
-                    .remote(owner, ShardOp::WaitForAppends { waits, timeout_ms })
-                    .await;
+                let op = ShardOp::WaitForAppends {
+                    waits,
+                    timeout_ms,
+                    reader,
+                };
+                let _ = shard.remote(owner, op).await;
             }
         }) as Pin<Box<dyn Future<Output = ()>>>
     });

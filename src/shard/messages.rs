@@ -65,6 +65,8 @@ pub enum PartitionOp {
     Maintain,
     /// Rebuild the partition's lost remote manifest from its segment objects.
     RebuildManifest,
+    /// Replication's part (cluster mode): leader and follower steps on the partition's task.
+    Replica(crate::shard::replica_messages::ReplicaOp),
 }
 
 impl PartitionOp {
@@ -159,6 +161,8 @@ pub enum OpOk {
     Security(crate::security::changes::SecurityOutcome),
     /// One result per op of `ShardOp::Partitions`, in order.
     Results(Vec<OpResult>),
+    /// What a replication step did.
+    Replica(crate::shard::replica_messages::ReplicaReply),
     Done,
 }
 
@@ -282,7 +286,19 @@ pub enum ShardOp {
     WaitForAppends {
         waits: Vec<(TopicPartition, i64)>,
         timeout_ms: u64,
+        /// Whose end: consumers' (the high watermark) or followers' (the acknowledged log
+        /// end).
+        reader: Reader,
     },
+}
+
+/// Who waits in a long poll, and so which end: a consumer waits for the high watermark to
+/// move, a follower for the acknowledged log end (which runs ahead of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reader {
+    Consumer,
+    Follower,
 }
 
 impl ShardOp {

@@ -18,6 +18,7 @@ use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
 use crate::remote::host::TieringView;
 use crate::shard::append_watch::AppendWatch;
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp, PartitionSummary};
+use crate::shard::replica_actor::Replicated;
 
 #[non_exhaustive]
 pub enum Command {
@@ -81,6 +82,8 @@ const COPY_BATCH: usize = 4;
 pub struct PartitionHandle {
     tx: std::rc::Rc<LocalSender<Command>>,
     appends: std::rc::Rc<AppendWatch>,
+    /// The acknowledged log end, past the high watermark: what followers' long polls wait on.
+    replica_appends: std::rc::Rc<AppendWatch>,
 }
 
 /// Most commands one group takes, so a flood of produces still gets replies regularly.
@@ -92,16 +95,25 @@ impl PartitionHandle {
     pub fn spawn(log: PartitionLog) -> Self {
         let (tx, rx) = local_channel::new_unbounded();
         let appends = AppendWatch::new(log.visible_end_offset());
-        crate::tasks::spawn(run(log, rx, appends.clone())).detach();
+        let replica_appends = AppendWatch::new(log.replica_end_offset());
+        let watches = (appends.clone(), replica_appends.clone());
+        crate::tasks::spawn(run(log, rx, watches)).detach();
         PartitionHandle {
             tx: std::rc::Rc::new(tx),
             appends,
+            replica_appends,
         }
     }
 
-    /// The partition's log end and the long polls waiting for it to move.
+    /// The partition's log end as consumers see it and the long polls waiting for it to
+    /// move.
     pub fn append_watch(&self) -> std::rc::Rc<AppendWatch> {
         self.appends.clone()
+    }
+
+    /// The acknowledged log end followers copy to, and their long polls.
+    pub fn replica_append_watch(&self) -> std::rc::Rc<AppendWatch> {
+        self.replica_appends.clone()
     }
 
     /// Runs an operation on the partition and waits for its result.
@@ -246,8 +258,15 @@ async fn run_job(log: &mut PartitionLog, job: Job) {
 }
 
 /// Every operation but Produce (which takes part in the group commit).
-async fn run_op(log: &mut PartitionLog, op: PartitionOp) -> OpResult {
+async fn run_op(
+    log: &mut PartitionLog,
+    replicated: &mut Option<Replicated>,
+    op: PartitionOp,
+) -> OpResult {
     let r = match op {
+        PartitionOp::Replica(op) => {
+            return crate::shard::replica_actor::run(log, replicated, op).await;
+        }
         PartitionOp::Produce { .. } => {
             return Err(BrokerError::new(
                 ErrorCode::Internal,
@@ -409,7 +428,15 @@ async fn fetch_at_time(
     })
 }
 
-async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>, appends: std::rc::Rc<AppendWatch>) {
+type Watches = (std::rc::Rc<AppendWatch>, std::rc::Rc<AppendWatch>);
+
+async fn run(
+    mut log: PartitionLog,
+    rx: LocalReceiver<Command>,
+    (appends, replica_appends): Watches,
+) {
+    // Cluster mode: created by the partition's first state from etcd.
+    let mut replicated: Option<Replicated> = None;
     while let Some(first) = next_command(&mut log, &rx).await {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -419,9 +446,10 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>, appends: std::rc
             }
         }
         metrics::record_group_commit(group.len());
-        let mut done = run_group(&mut log, group).await;
-        commit_group(&mut log, &mut done).await;
+        let mut done = run_group(&mut log, &mut replicated, group).await;
+        commit_group(&mut log, &mut replicated, &mut done).await;
         appends.advanced_to(log.visible_end_offset());
+        replica_appends.advanced_to(log.replica_end_offset());
         if done.wrote && done.need_sync {
             // After the replies: the index files are for tools, not on a produce's path.
             log.write_active_indexes(false).await;
@@ -440,6 +468,9 @@ async fn run(mut log: PartitionLog, rx: LocalReceiver<Command>, appends: std::rc
 struct GroupDone {
     /// Produces waiting for the group's flush or sync: (reply, result so far).
     waiting: Vec<(LocalSender<OpResult>, OpResult)>,
+    /// Of a replicated partition: acks=all produces that wait, after the sync, for the
+    /// in-sync replicas.
+    replicated_acks: Vec<(LocalSender<OpResult>, OpResult)>,
     need_sync: bool,
     wrote: bool,
     /// Bytes the group's produces appended.
@@ -449,7 +480,11 @@ struct GroupDone {
 
 /// Runs each command of a group in order; produces that wait for the group's flush or sync
 /// are held back, every other reply is sent at once.
-async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
+async fn run_group(
+    log: &mut PartitionLog,
+    replicated: &mut Option<Replicated>,
+    group: Vec<Command>,
+) -> GroupDone {
     let mut done = GroupDone::default();
     for cmd in group {
         match cmd {
@@ -466,55 +501,92 @@ async fn run_group(log: &mut PartitionLog, group: Vec<Command>) -> GroupDone {
                 sent,
             } => {
                 metrics::record_since(Stage::QueueWait, sent);
-                if let Err(refused) = check_min_insync(log, acks) {
-                    let _ = reply.try_send(Err(refused));
-                    continue;
-                }
-                let end_before = log.log_end_offset();
-                let append = async {
-                    match transactional {
-                        true => log.append_transactional(&records).await,
-                        false => log.append(&records).await,
-                    }
+                let produce = Produce {
+                    acks,
+                    records,
+                    transactional,
                 };
-                let r = metrics::timed(Stage::PartitionOp, append).await;
-                done.wrote |= r.is_ok();
-                done.bytes += r.as_ref().map_or(0, |info| info.bytes);
-                // The offsets answered are below the log end, which never moves back (a
-                // duplicate of an idempotent producer's batch answers its first offsets).
-                assert!(log.log_end_offset() >= end_before);
-                assert!(
-                    r.as_ref().is_err()
-                        || r.as_ref()
-                            .is_ok_and(|info| info.base_offset <= info.last_offset
-                                && info.last_offset < log.log_end_offset())
-                );
-                let result = r
-                    .map(|info| OpOk::Produced {
-                        base_offset: info.base_offset,
-                        last_offset: info.last_offset,
-                        log_append_time: info.log_append_time.unwrap_or(-1),
-                        log_start_offset: log.log_start_offset(),
-                    })
-                    .map_err(engine_err);
-                if result.is_ok() && acks != ACKS_NONE {
-                    done.need_sync |= acks == ACKS_ALL;
-                    done.waiting.push((reply, result));
-                } else {
-                    let _ = reply.try_send(result);
-                }
+                produce_one(log, replicated.as_ref(), produce, reply, &mut done).await;
             }
             Command::Op { op, reply, sent } if op.is_data_path() => {
                 metrics::record_since(Stage::QueueWait, sent);
-                let r = metrics::timed(Stage::PartitionOp, run_op(log, op)).await;
+                let r = metrics::timed(Stage::PartitionOp, run_op(log, replicated, op)).await;
                 let _ = reply.try_send(r);
             }
             Command::Op { op, reply, .. } => {
-                let _ = reply.try_send(run_op(log, op).await);
+                let _ = reply.try_send(run_op(log, replicated, op).await);
             }
         }
     }
     done
+}
+
+/// A produce's part of a group.
+struct Produce {
+    acks: i16,
+    records: bytes::Bytes,
+    transactional: bool,
+}
+
+/// Appends one produce of a group: refused at once (not the leader, too few in sync), or
+/// appended and answered at once (acks=0, errors) or after the group's flush or sync
+/// (and, replicated with acks=all, once the in-sync replicas have it).
+async fn produce_one(
+    log: &mut PartitionLog,
+    replicated: Option<&Replicated>,
+    produce: Produce,
+    reply: LocalSender<OpResult>,
+    done: &mut GroupDone,
+) {
+    let Produce {
+        acks,
+        records,
+        transactional,
+    } = produce;
+    let admitted = match replicated {
+        Some(r) => r.check_produce(acks),
+        None => check_min_insync(log, acks),
+    };
+    if let Err(refused) = admitted {
+        let _ = reply.try_send(Err(refused));
+        return;
+    }
+    let end_before = log.log_end_offset();
+    let append = async {
+        match transactional {
+            true => log.append_transactional(&records).await,
+            false => log.append(&records).await,
+        }
+    };
+    let r = metrics::timed(Stage::PartitionOp, append).await;
+    done.wrote |= r.is_ok();
+    done.bytes += r.as_ref().map_or(0, |info| info.bytes);
+    // The offsets answered are below the log end, which never moves back (a duplicate of
+    // an idempotent producer's batch answers its first offsets).
+    assert!(log.log_end_offset() >= end_before);
+    assert!(
+        r.as_ref().is_err()
+            || r.as_ref()
+                .is_ok_and(|info| info.base_offset <= info.last_offset
+                    && info.last_offset < log.log_end_offset())
+    );
+    let result = r
+        .map(|info| OpOk::Produced {
+            base_offset: info.base_offset,
+            last_offset: info.last_offset,
+            log_append_time: info.log_append_time.unwrap_or(-1),
+            log_start_offset: log.log_start_offset(),
+        })
+        .map_err(engine_err);
+    if result.is_ok() && acks == ACKS_ALL && replicated.is_some() {
+        done.need_sync = true;
+        done.replicated_acks.push((reply, result));
+    } else if result.is_ok() && acks != ACKS_NONE {
+        done.need_sync |= acks == ACKS_ALL;
+        done.waiting.push((reply, result));
+    } else {
+        let _ = reply.try_send(result);
+    }
 }
 
 /// Kafka's min.insync.replicas: an acks=all produce needs that many replicas in sync, and
@@ -532,9 +604,14 @@ fn check_min_insync(log: &PartitionLog, acks: i16) -> Result<(), BrokerError> {
 
 /// One flush or fdatasync covers every produce of the group (group commit); then the
 /// waiting produces hear how it went.
-async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
+async fn commit_group(
+    log: &mut PartitionLog,
+    replicated: &mut Option<Replicated>,
+    done: &mut GroupDone,
+) {
     // Produces wait only for a group that wrote: nothing else holds their replies back.
     assert!(done.waiting.is_empty() || done.wrote);
+    assert!(done.replicated_acks.is_empty() || done.wrote);
     if done.wrote {
         // flush.messages / flush.ms make an acks=1 group durable too when they are due.
         let durable = if done.need_sync || log.flush_due() {
@@ -545,13 +622,18 @@ async fn commit_group(log: &mut PartitionLog, done: &mut GroupDone) {
         };
         if let Err(e) = durable {
             let err = engine_err(e);
-            for (reply, _) in done.waiting.drain(..) {
+            let held = done.waiting.drain(..).chain(done.replicated_acks.drain(..));
+            for (reply, _) in held {
                 let _ = reply.try_send(Err(err.clone()));
             }
         }
     }
     for (reply, result) in done.waiting.drain(..) {
         let _ = reply.try_send(result);
+    }
+    if let Some(r) = replicated.as_mut() {
+        // The leader's own appends count toward the high watermark once flushed.
+        r.after_commit(log, std::mem::take(&mut done.replicated_acks));
     }
     assert!(done.waiting.is_empty(), "every waiting produce is answered");
 }

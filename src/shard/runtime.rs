@@ -388,13 +388,18 @@ impl Shard {
     pub fn append_watches(
         &self,
         waits: &[(TopicPartition, i64)],
+        reader: crate::shard::messages::Reader,
     ) -> Option<Vec<(Rc<crate::shard::append_watch::AppendWatch>, i64)>> {
         let partitions = self.partitions.borrow();
         waits
             .iter()
             .map(|(tp, after)| {
                 let h = partitions.get(tp)?;
-                Some((h.append_watch(), *after))
+                let watch = match reader {
+                    crate::shard::messages::Reader::Consumer => h.append_watch(),
+                    _ => h.replica_append_watch(),
+                };
+                Some((watch, *after))
             })
             .collect()
     }

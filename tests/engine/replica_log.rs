@@ -68,9 +68,9 @@ fn a_leader_stamps_its_epoch_and_the_history_survives_a_reopen() {
             .await
             .unwrap();
         log.append(&batch(0, 2)).await.unwrap();
-        log.set_leader_epoch(3);
+        log.set_leader_epoch(3).await.unwrap();
         log.append(&batch(2, 3)).await.unwrap();
-        log.set_leader_epoch(5);
+        log.set_leader_epoch(5).await.unwrap();
         log.append(&batch(5, 1)).await.unwrap();
         log.append(&batch(6, 1)).await.unwrap();
         let all = log.read(0, 1 << 20).await.unwrap();
@@ -131,11 +131,11 @@ fn truncation_cuts_whole_batches_across_segments_and_a_reopen_agrees() {
             ..LogConfig::default()
         };
         let mut log = PartitionLog::open(&path, config.clone()).await.unwrap();
-        log.set_leader_epoch(1);
+        log.set_leader_epoch(1).await.unwrap();
         for seq in (0..20).step_by(2) {
             log.append(&batch(seq, 2)).await.unwrap();
             if seq == 10 {
-                log.set_leader_epoch(2);
+                log.set_leader_epoch(2).await.unwrap();
             }
         }
         let segments_before = log.segments().len();

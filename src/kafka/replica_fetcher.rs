@@ -1,0 +1,377 @@
+//! The follower's side of replication, one fetcher per shard and leader (Kafka's
+//! ReplicaFetcherThread, thread-per-core): for the partitions this shard owns and follows,
+//! it asks each partition's task for its next fetch (offset, last epoch, leader epoch),
+//! sends them together to their leader as one Kafka Fetch v12 with this node's
+//! `replica_id`, and hands each partition's answer back to its task (records appended
+//! with the leader's offsets and epochs, or a truncation where the log diverged). A
+//! partition whose leader moves leaves its old fetcher at the next view; a fetcher whose
+//! leader leads nothing here stops.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::TcpStream;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, ResponseKind, TopicName};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+
+use super::wire_error::KafkaWireError;
+use crate::io::deadline::before;
+use crate::replication::{FetchRequest as ReplicaFetch, NodeId};
+use crate::shard::messages::{OpOk, PartitionOp};
+use crate::shard::replica_actor::{LeaderAnswer, ReplicaOp, ReplicaReply};
+use crate::shard::Shard;
+use crate::TopicPartition;
+
+const VERSION: i16 = 12;
+/// A leader holds a fetch with nothing new this long (its long poll).
+const MAX_WAIT_MS: i32 = 500;
+/// What one fetch may bring back, and each partition of it.
+const MAX_BYTES: i32 = 8 << 20;
+const PARTITION_MAX_BYTES: i32 = 1 << 20;
+/// How long a fetch may take past its long poll before the connection is dropped.
+const SLACK: Duration = Duration::from_secs(5);
+/// After a failed connection or fetch, the next try waits this long.
+const BACKOFF: Duration = Duration::from_millis(200);
+/// How often the fetchers' partitions are compared with the latest view.
+const REVIEW: Duration = Duration::from_millis(100);
+
+/// The partitions this shard follows, by leader.
+type Following = BTreeMap<NodeId, BTreeSet<TopicPartition>>;
+
+/// Starts the shard's fetchers (cluster mode).
+pub fn start(shard: &Rc<Shard>) {
+    let shard = shard.clone();
+    crate::tasks::spawn(async move {
+        let following: Rc<std::cell::RefCell<Following>> = Rc::default();
+        let mut seen = None;
+        while !shard.is_shutting_down() {
+            if let Some(view) = shard.cluster().filter(|_| shard.is_ready()) {
+                if seen
+                    .as_ref()
+                    .is_none_or(|s| !std::sync::Arc::ptr_eq(s, &view))
+                {
+                    // A view reviewed before this node copied all its topics is seen again.
+                    let complete = review(&shard, &view, &following);
+                    seen = complete.then_some(view);
+                }
+            }
+            glommio::timer::sleep(REVIEW).await;
+        }
+    })
+    .detach();
+}
+
+/// The partitions this shard follows now, by leader; a fetcher starts for a new leader.
+/// Whether this node had its copy of every cluster topic.
+fn review(
+    shard: &Rc<Shard>,
+    view: &crate::cluster::ClusterView,
+    following: &Rc<std::cell::RefCell<Following>>,
+) -> bool {
+    let me = shard.config().cluster.broker_id;
+    let mut now = Following::new();
+    let mut complete = true;
+    for topic in view.topics.values() {
+        let Some(local) = shard.topic(&topic.name).filter(|m| m.topic_id == topic.id) else {
+            complete = false;
+            continue;
+        };
+        for (p, partition) in topic.partitions.iter().enumerate() {
+            let state = &partition.state;
+            let owned = local
+                .owners
+                .get(p)
+                .is_some_and(|&o| o as usize == shard.id());
+            let leader = state.leader.filter(|&l| l != me);
+            if let (true, Some(leader), true) = (owned, leader, state.replicas.contains(&me)) {
+                now.entry(leader)
+                    .or_default()
+                    .insert(TopicPartition::new(&*topic.name, p as i32));
+            }
+        }
+    }
+    let started: BTreeSet<NodeId> = following.borrow().keys().copied().collect();
+    let leaders: Vec<NodeId> = now.keys().copied().collect();
+    // Set before any fetcher starts: a new one reads its partitions from it at once.
+    *following.borrow_mut() = now;
+    for leader in leaders.into_iter().filter(|l| !started.contains(l)) {
+        let fetcher = Fetcher {
+            shard: shard.clone(),
+            leader,
+            following: following.clone(),
+            stream: None,
+            correlation: 0,
+        };
+        crate::tasks::spawn(fetcher.run()).detach();
+    }
+    complete
+}
+
+/// One fetcher: this shard's partitions led by `leader`, over one connection.
+struct Fetcher {
+    shard: Rc<Shard>,
+    leader: NodeId,
+    following: Rc<std::cell::RefCell<Following>>,
+    stream: Option<TcpStream>,
+    correlation: i32,
+}
+
+impl Fetcher {
+    async fn run(mut self) {
+        tracing::debug!(
+            leader = self.leader,
+            shard = self.shard.id(),
+            "replica fetcher started"
+        );
+        loop {
+            if self.shard.is_shutting_down() {
+                break;
+            }
+            let partitions = self.following.borrow().get(&self.leader).cloned();
+            let Some(partitions) = partitions.filter(|p| !p.is_empty()) else {
+                break;
+            };
+            let asked = self.next_fetches(&partitions).await;
+            if asked.is_empty() {
+                glommio::timer::sleep(BACKOFF).await;
+                continue;
+            }
+            match self.fetch(&asked).await {
+                Ok(answers) => self.hand_back(&asked, answers).await,
+                Err(e) => {
+                    tracing::debug!(leader = self.leader, error = %e, "a replica fetch failed; retrying");
+                    self.stream = None;
+                    glommio::timer::sleep(BACKOFF).await;
+                }
+            }
+        }
+        tracing::debug!(
+            leader = self.leader,
+            shard = self.shard.id(),
+            "replica fetcher stopped"
+        );
+    }
+
+    /// Each partition's next fetch from its task, where it follows this leader.
+    async fn next_fetches(
+        &self,
+        partitions: &BTreeSet<TopicPartition>,
+    ) -> Vec<(TopicPartition, ReplicaFetch)> {
+        let mut asked = Vec::new();
+        for tp in partitions {
+            let op = PartitionOp::Replica(ReplicaOp::NextFetch);
+            let reply = self.shard.partition_op(&tp.topic, tp.partition, op).await;
+            if let Ok(OpOk::Replica(ReplicaReply::NextFetch(Some((leader, request))))) = reply {
+                if leader == self.leader {
+                    asked.push((tp.clone(), request));
+                }
+            }
+        }
+        asked
+    }
+
+    /// One Fetch to the leader: its answer per partition, in the order asked.
+    async fn fetch(
+        &mut self,
+        asked: &[(TopicPartition, ReplicaFetch)],
+    ) -> Result<Vec<PartitionData>, KafkaWireError> {
+        let request = fetch_request(self.shard.config().cluster.broker_id, asked);
+        self.correlation = self.correlation.wrapping_add(1);
+        let cid = self.correlation;
+        let frame = super::codec::encode_request(
+            ApiKey::Fetch,
+            VERSION,
+            cid,
+            "shardlog-replica-fetcher",
+            |buf| request.encode(buf, VERSION).map_err(KafkaWireError::codec),
+        )?;
+        let stream = self.connected().await?;
+        let wait = Duration::from_millis(MAX_WAIT_MS as u64) + SLACK;
+        let exchanged = before(wait, exchange(stream, &frame)).await;
+        let response = exchanged.ok_or(KafkaWireError::Timeout {
+            key: "Fetch".into(),
+            ms: wait.as_millis(),
+        })??;
+        let (got, body) = super::codec::decode_response(ApiKey::Fetch, VERSION, response)?;
+        if got != cid {
+            return Err(KafkaWireError::Correlation { got, expected: cid });
+        }
+        let ResponseKind::Fetch(body) = body else {
+            return Err(KafkaWireError::Unexpected("not a Fetch response".into()));
+        };
+        if body.error_code != 0 {
+            return Err(KafkaWireError::Unexpected(format!(
+                "the leader refused the fetch: {}",
+                super::errors::describe(body.error_code)
+            )));
+        }
+        answers_in_order(asked, body.responses)
+    }
+
+    async fn connected(&mut self) -> Result<&mut TcpStream, KafkaWireError> {
+        if self.stream.is_none() {
+            let addr = self.leader_address()?;
+            let stream = before(SLACK, TcpStream::connect(addr.as_str())).await;
+            let stream = stream
+                .ok_or_else(|| {
+                    KafkaWireError::Unexpected(format!("connecting to {addr} timed out"))
+                })?
+                .map_err(|e| KafkaWireError::Unexpected(format!("connecting to {addr}: {e}")))?;
+            let _ = stream.set_nodelay(true);
+            self.stream = Some(stream);
+        }
+        Ok(self.stream.as_mut().expect("connected just now"))
+    }
+
+    /// The leader's PLAINTEXT listener, as it registered it.
+    fn leader_address(&self) -> Result<String, KafkaWireError> {
+        let view = self.shard.cluster();
+        let broker = view.as_ref().and_then(|v| v.broker(self.leader).cloned());
+        let listener = broker
+            .as_ref()
+            .and_then(|b| b.listeners.iter().find(|l| l.name == "PLAINTEXT").cloned());
+        let listener = listener.ok_or_else(|| {
+            KafkaWireError::Unexpected(format!("broker {} is not live or has no PLAINTEXT listener (replication between nodes speaks PLAINTEXT for now)", self.leader))
+        })?;
+        Ok(format!("{}:{}", listener.host, listener.port))
+    }
+
+    /// Each partition's answer to its task; when the leader refused them all (it has not
+    /// taken its leadership yet, or this node's epoch is behind), the next fetch waits.
+    async fn hand_back(
+        &self,
+        asked: &[(TopicPartition, ReplicaFetch)],
+        answers: Vec<PartitionData>,
+    ) {
+        let mut taken = 0;
+        for ((tp, request), answer) in asked.iter().zip(answers) {
+            let Some(answer) = leader_answer(tp, answer) else {
+                continue;
+            };
+            taken += 1;
+            let op = ReplicaOp::Received {
+                answered: *request,
+                answer,
+            };
+            let reply = self
+                .shard
+                .partition_op(&tp.topic, tp.partition, PartitionOp::Replica(op))
+                .await;
+            if let Err(e) = reply {
+                tracing::warn!(partition = %tp, error = %e, "a follower could not take its leader's records");
+            }
+        }
+        if taken == 0 {
+            glommio::timer::sleep(BACKOFF).await;
+        }
+    }
+}
+
+/// Writes a request frame and reads its response frame.
+async fn exchange(stream: &mut TcpStream, frame: &[u8]) -> Result<Bytes, KafkaWireError> {
+    let io = |e: std::io::Error| KafkaWireError::Io {
+        context: "replica fetch".into(),
+        source: e,
+    };
+    stream.write_all(frame).await.map_err(io)?;
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).await.map_err(io)?;
+    let len = i32::from_be_bytes(size);
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&l| l <= MAX_BYTES as usize * 2)
+        .ok_or(KafkaWireError::FrameSize {
+            declared: len,
+            actual: 0,
+        })?;
+    let mut buf = vec![0u8; 4 + len];
+    buf[..4].copy_from_slice(&size);
+    stream.read_exact(&mut buf[4..]).await.map_err(io)?;
+    Ok(Bytes::from(buf))
+}
+
+fn fetch_request(me: NodeId, asked: &[(TopicPartition, ReplicaFetch)]) -> FetchRequest {
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for (tp, r) in asked {
+        let partition = FetchPartition::default()
+            .with_partition(tp.partition)
+            .with_current_leader_epoch(r.current_leader_epoch)
+            .with_fetch_offset(r.fetch_offset)
+            .with_last_fetched_epoch(r.last_fetched_epoch.unwrap_or(-1))
+            .with_partition_max_bytes(PARTITION_MAX_BYTES);
+        match topics
+            .last_mut()
+            .filter(|t| t.topic.0.as_str() == &*tp.topic)
+        {
+            Some(t) => t.partitions.push(partition),
+            None => topics.push(
+                FetchTopic::default()
+                    .with_topic(TopicName(StrBytes::from_string(tp.topic.to_string())))
+                    .with_partitions(vec![partition]),
+            ),
+        }
+    }
+    let asked_count: usize = topics.iter().map(|t| t.partitions.len()).sum();
+    assert_eq!(asked_count, asked.len(), "every partition asked once");
+    assert!(me >= 0, "a replica fetch names its broker");
+    FetchRequest::default()
+        .with_replica_id(BrokerId(me))
+        .with_max_wait_ms(MAX_WAIT_MS)
+        .with_min_bytes(1)
+        .with_max_bytes(MAX_BYTES)
+        .with_topics(topics)
+}
+
+/// The response's partitions in the order asked (a leader answers every partition asked,
+/// in order).
+fn answers_in_order(
+    asked: &[(TopicPartition, ReplicaFetch)],
+    topics: Vec<kafka_protocol::messages::fetch_response::FetchableTopicResponse>,
+) -> Result<Vec<PartitionData>, KafkaWireError> {
+    let answers: Vec<(String, PartitionData)> = topics
+        .into_iter()
+        .flat_map(|t| {
+            let name = t.topic.0.to_string();
+            t.partitions.into_iter().map(move |p| (name.clone(), p))
+        })
+        .collect();
+    let matches = answers.len() == asked.len()
+        && asked
+            .iter()
+            .zip(&answers)
+            .all(|((tp, _), (name, p))| *name == *tp.topic && p.partition_index == tp.partition);
+    if !matches {
+        return Err(KafkaWireError::Unexpected(
+            "the leader's answer does not match the partitions asked".into(),
+        ));
+    }
+    Ok(answers.into_iter().map(|(_, p)| p).collect())
+}
+
+/// A partition's answer as its task takes it; None for an error (the partition waits for
+/// its next state: a new leader, or its own epoch catching up).
+fn leader_answer(tp: &TopicPartition, p: PartitionData) -> Option<LeaderAnswer> {
+    if p.error_code != 0 {
+        tracing::debug!(partition = %tp, error = %super::errors::describe(p.error_code), "the leader refused a partition's fetch");
+        return None;
+    }
+    if p.diverging_epoch.end_offset >= 0 {
+        if p.records.as_ref().is_some_and(|r| !r.is_empty()) {
+            tracing::warn!(partition = %tp, "the leader sent records with a divergence; ignored");
+            return None;
+        }
+        return Some(LeaderAnswer::Diverging {
+            epoch: p.diverging_epoch.epoch,
+            end_offset: p.diverging_epoch.end_offset,
+        });
+    }
+    Some(LeaderAnswer::Records {
+        records: p.records.unwrap_or_default(),
+        high_watermark: p.high_watermark,
+    })
+}

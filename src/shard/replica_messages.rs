@@ -1,0 +1,70 @@
+//! The messages of replication's steps on a partition's task (`replica_actor.rs` runs
+//! them): plain data, so the shard's message enums can carry them.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::io::chain::ByteChain;
+use crate::replication::{Epoch, FetchAnswer, FetchRequest, IsrChange, NodeId, PartitionState};
+
+/// What replication asks of a partition's task.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ReplicaOp {
+    /// The partition's state as etcd holds it, for this node (its id and broker epoch);
+    /// acks=all produces wait at most `ack_timeout` for the in-sync replicas.
+    Apply {
+        state: PartitionState,
+        me: NodeId,
+        broker_epoch: i64,
+        ack_timeout: Duration,
+    },
+    /// A follower's fetch, on the leader; `eligible`: the follower's node is live (it may
+    /// join the ISR).
+    Fetch {
+        request: FetchRequest,
+        max_bytes: usize,
+        eligible: bool,
+    },
+    /// The follower's next fetch, if it follows a leader.
+    NextFetch,
+    /// The leader's answer to this follower's fetch `answered`.
+    Received {
+        answered: FetchRequest,
+        answer: LeaderAnswer,
+    },
+    /// On the leader: followers that stopped keeping up leave the ISR (`max_lag`), and
+    /// acks=all produces past their deadline are answered.
+    Tick { max_lag: Duration },
+}
+
+/// What a leader answered a follower.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum LeaderAnswer {
+    Records { records: Bytes, high_watermark: i64 },
+    Diverging { epoch: Epoch, end_offset: i64 },
+}
+
+/// The results of replication's ops.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ReplicaReply {
+    Applied,
+    /// A leader's answer to a follower.
+    Fetched {
+        answer: FetchAnswer,
+        records: ByteChain,
+        log_start_offset: i64,
+        log_end_offset: i64,
+        isr_change: Option<IsrChange>,
+    },
+    NextFetch(Option<(NodeId, FetchRequest)>),
+    /// A follower took in its leader's answer: its log end now.
+    Followed {
+        log_end: i64,
+    },
+    /// An ISR change for the caller to write to etcd.
+    IsrChange(Option<IsrChange>),
+}

@@ -1,0 +1,154 @@
+//! A shard's part in replication (cluster mode): each partition it owns that this node
+//! replicates gets its state from every new view (once per change of leader epoch,
+//! partition epoch or this node's registration), and the partitions it leads are ticked
+//! (followers that stopped keeping up leave the ISR, acks=all produces past their timeout
+//! are answered), with the ISR changes that come back written to etcd through the
+//! cluster thread. The followers' fetching is `kafka::replica_fetcher`'s.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::cluster::ClusterView;
+use crate::replication::{IsrChange, NodeId};
+use crate::shard::messages::{OpOk, PartitionOp};
+use crate::shard::replica_actor::{ReplicaOp, ReplicaReply};
+use crate::shard::runtime::Shard;
+use crate::TopicPartition;
+
+/// What a partition was last given: (leader epoch, partition epoch, this node's broker
+/// epoch).
+type Applied = HashMap<TopicPartition, (i32, i32, i64)>;
+
+/// How often the partitions a shard leads are ticked.
+const TICK: Duration = Duration::from_secs(1);
+
+/// The replicated partitions this shard owns, as the last view left them.
+#[derive(Default)]
+pub struct ReplicaStates {
+    applied: Applied,
+}
+
+impl ReplicaStates {
+    /// Gives each replicated partition this shard owns its state from `view` where it
+    /// changed: whether every one took it (a partition not open yet is tried again).
+    pub async fn apply(&mut self, shard: &Rc<Shard>, view: &ClusterView) -> bool {
+        let me = shard.config().cluster.broker_id;
+        let Some(broker_epoch) = view.live_epoch(me) else {
+            return false;
+        };
+        let (here, mut settled) = replicated_here(shard, view, me);
+        let mut seen = Applied::new();
+        for (tp, state) in here {
+            let key = (state.leader_epoch, state.partition_epoch, broker_epoch);
+            seen.insert(tp.clone(), key);
+            if self.applied.get(&tp) == Some(&key) {
+                continue;
+            }
+            let op = ReplicaOp::Apply {
+                state,
+                me,
+                broker_epoch,
+                ack_timeout: Duration::from_millis(shard.config().request_timeout_ms),
+            };
+            match shard
+                .partition_op(&tp.topic, tp.partition, PartitionOp::Replica(op))
+                .await
+            {
+                Ok(_) => {
+                    tracing::debug!(partition = %tp, leader_epoch = key.0, partition_epoch = key.1, "a replica took its state")
+                }
+                Err(e) => {
+                    tracing::debug!(partition = %tp, error = %e, "a partition did not take its state yet");
+                    seen.remove(&tp);
+                    settled = false;
+                }
+            }
+        }
+        self.applied = seen;
+        settled
+    }
+}
+
+/// The partitions this shard owns whose replicas include this node, with their states,
+/// and whether this node has its copy of every cluster topic yet (else this is asked
+/// again soon).
+fn replicated_here(
+    shard: &Shard,
+    view: &ClusterView,
+    me: NodeId,
+) -> (
+    Vec<(TopicPartition, crate::replication::PartitionState)>,
+    bool,
+) {
+    let mut out = Vec::new();
+    let mut complete = true;
+    for topic in view.topics.values() {
+        let local = shard.topic(&topic.name).filter(|m| m.topic_id == topic.id);
+        let Some(local) = local else {
+            complete = false;
+            continue;
+        };
+        for (p, partition) in topic.partitions.iter().enumerate() {
+            let owned = local
+                .owners
+                .get(p)
+                .is_some_and(|&o| o as usize == shard.id());
+            if owned && partition.state.replicas.contains(&me) {
+                let tp = TopicPartition::new(&*topic.name, p as i32);
+                out.push((tp, partition.state.clone()));
+            }
+        }
+    }
+    (out, complete)
+}
+
+impl Shard {
+    /// Ticks, every second, the partitions this shard leads; their ISR changes go to etcd.
+    pub(super) fn tick_led_partitions(self: &Rc<Self>) {
+        let shard = self.clone();
+        crate::tasks::spawn(async move {
+            while !shard.is_shutting_down() {
+                glommio::timer::sleep(TICK).await;
+                shard.tick_once().await;
+            }
+        })
+        .detach();
+    }
+
+    async fn tick_once(self: &Rc<Self>) {
+        let (Some(view), Some(link)) = (self.cluster(), self.cluster_link()) else {
+            return;
+        };
+        let me = self.config().cluster.broker_id;
+        let max_lag = Duration::from_millis(self.config().cluster.replica_lag_time_max_ms);
+        let (led, _) = replicated_here(self, &view, me);
+        for (tp, _) in led
+            .into_iter()
+            .filter(|(tp, _)| view.leads(me, &tp.topic, tp.partition as u32))
+        {
+            let op = PartitionOp::Replica(ReplicaOp::Tick { max_lag });
+            let reply = self.partition_op(&tp.topic, tp.partition, op).await;
+            if let Ok(OpOk::Replica(ReplicaReply::IsrChange(Some(change)))) = reply {
+                propose_isr(&link, tp, change).await;
+            }
+        }
+    }
+}
+
+/// Sends a leader's ISR change to etcd; a refusal (a newer state already there) is fine:
+/// the partition's next state says what stands.
+pub async fn propose_isr(
+    link: &crate::cluster::ClusterLink,
+    tp: TopicPartition,
+    change: IsrChange,
+) {
+    let isr = change.isr.clone();
+    match link
+        .alter_isr(tp.topic.to_string(), tp.partition as u32, change)
+        .await
+    {
+        Ok(()) => tracing::debug!(partition = %tp, ?isr, "ISR change written"),
+        Err(e) => tracing::debug!(partition = %tp, ?isr, error = %e, "ISR change not written"),
+    }
+}
