@@ -5,6 +5,7 @@
 mod common;
 
 mod cluster_e2e;
+mod cluster_faults_e2e;
 mod cluster_replication_e2e;
 mod cluster_topics_e2e;
 mod crash_loop;

@@ -1,0 +1,277 @@
+//! Faults under acks=all load on a three-node cluster (a real etcd, real processes): a
+//! producer writes unique values to every partition's leader while leaders are killed
+//! (kill -9, then restarted) and paused (SIGSTOP past the session timeout, then SIGCONT);
+//! afterwards every acknowledged value is read back exactly once from the partitions'
+//! leaders, and the longest gap between two acknowledgements is reported (the failover
+//! time clients see). Every loop is bounded in time.
+
+use crate::common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::etcd::EtcdServer;
+use common::server_proc::ServerProc;
+use kafka_protocol::messages::{
+    fetch_request, metadata_request, produce_request, ApiKey, FetchRequest, MetadataRequest,
+    ProduceRequest, RequestKind, ResponseKind,
+};
+use shardlog::format::batch::{split_batches, RecordsSection};
+use shardlog::kafka::blocking_client::BlockingClient;
+
+use super::cluster_e2e::{members, wait_for_agreement};
+use super::cluster_topics_e2e::{batch, create, name, wait_for_metadata, Described};
+
+const TOPIC: &str = "load";
+const PARTITIONS: i32 = 3;
+
+/// A node whose acks=all produces give up after 3 s (the producer's timeout is longer).
+fn node(dir: &std::path::Path, etcd: &EtcdServer, id: i32) -> ServerProc {
+    let id = id.to_string();
+    let endpoint = etcd.endpoint();
+    let keys = [
+        ("cluster.etcd.endpoints", endpoint.as_str()),
+        ("broker.id", id.as_str()),
+        ("broker.session.timeout.ms", "3000"),
+        ("broker.heartbeat.interval.ms", "200"),
+        ("replica.lag.time.max.ms", "3000"),
+        ("request.timeout.ms", "3000"),
+        ("kafka.listen", "auto"),
+    ];
+    ServerProc::start(&dir.join(format!("node-{id}")), 1, &keys)
+}
+
+/// The leaders of the topic's partitions as `addr` sees them (-1: none), or None when it
+/// does not answer.
+fn leaders(addr: &str) -> Option<Vec<i32>> {
+    let mut k = BlockingClient::connect_with_timeout(addr, Duration::from_secs(2)).ok()?;
+    let t = metadata_request::MetadataRequestTopic::default().with_name(Some(name(TOPIC)));
+    let request = MetadataRequest::default().with_topics(Some(vec![t]));
+    let Ok(ResponseKind::Metadata(r)) =
+        k.call(ApiKey::Metadata, 9, &RequestKind::Metadata(request))
+    else {
+        return None;
+    };
+    let mut parts: Vec<(i32, i32)> = (r.topics.first()?.partitions.iter())
+        .map(|p| (p.partition_index, p.leader_id.0))
+        .collect();
+    parts.sort_unstable();
+    Some(parts.into_iter().map(|(_, l)| l).collect())
+}
+
+/// What the producer saw: acknowledged (partition, value), and the acknowledgement times.
+#[derive(Default)]
+struct Acked {
+    values: Vec<(i32, String)>,
+    times: Vec<Instant>,
+}
+
+/// Produces unique values round-robin to each partition's leader (acks=all) until `stop`.
+fn produce_load(addrs: Vec<(i32, String)>, stop: Arc<AtomicBool>, acked: Arc<Mutex<Acked>>) {
+    let mut leader_of: Vec<i32> = vec![-1; PARTITIONS as usize];
+    let mut clients: HashMap<i32, BlockingClient> = HashMap::new();
+    let addr_of: HashMap<i32, String> = addrs.iter().cloned().collect();
+    let mut attempt = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        attempt += 1;
+        let p = (attempt % PARTITIONS as u64) as i32;
+        let leader = leader_of[p as usize];
+        if leader < 0 {
+            refresh(&addrs, &mut leader_of);
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
+        let value = format!("p{p}-a{attempt}");
+        let client = match clients.entry(leader) {
+            std::collections::hash_map::Entry::Occupied(c) => Some(c.into_mut()),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                BlockingClient::connect_with_timeout(&addr_of[&leader], Duration::from_secs(5))
+                    .ok()
+                    .map(|c| v.insert(c))
+            }
+        };
+        let answer = client.and_then(|c| produce(c, p, &value));
+        match answer {
+            Some(0) => {
+                let mut a = acked.lock().unwrap();
+                a.values.push((p, value));
+                a.times.push(Instant::now());
+            }
+            _ => {
+                clients.remove(&leader);
+                leader_of[p as usize] = -1;
+            }
+        }
+    }
+}
+
+fn refresh(addrs: &[(i32, String)], leader_of: &mut [i32]) {
+    for (_, addr) in addrs {
+        if let Some(found) = leaders(addr).filter(|l| l.len() == leader_of.len()) {
+            leader_of.copy_from_slice(&found);
+            return;
+        }
+    }
+}
+
+/// Produce v9 acks=all of one record: the error code, None when the connection failed.
+fn produce(k: &mut BlockingClient, partition: i32, value: &str) -> Option<i16> {
+    let p = produce_request::PartitionProduceData::default()
+        .with_index(partition)
+        .with_records(Some(batch(value)));
+    let t = produce_request::TopicProduceData::default()
+        .with_name(name(TOPIC))
+        .with_partition_data(vec![p]);
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(3_000)
+        .with_topic_data(vec![t]);
+    match k.call(ApiKey::Produce, 9, &RequestKind::Produce(request)) {
+        Ok(ResponseKind::Produce(r)) => Some(r.responses[0].partition_responses[0].error_code),
+        _ => None,
+    }
+}
+
+/// Every value of a partition, read from its leader with consumer fetches.
+fn values(addr: &str, partition: i32) -> Vec<String> {
+    let mut k = BlockingClient::connect(addr).unwrap();
+    let mut out = Vec::new();
+    let mut next = 0;
+    loop {
+        let p = fetch_request::FetchPartition::default()
+            .with_partition(partition)
+            .with_fetch_offset(next)
+            .with_partition_max_bytes(1 << 20);
+        let t = fetch_request::FetchTopic::default()
+            .with_topic(name(TOPIC))
+            .with_partitions(vec![p]);
+        let request = FetchRequest::default()
+            .with_max_wait_ms(0)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![t]);
+        let Ok(ResponseKind::Fetch(r)) = k.call(ApiKey::Fetch, 11, &RequestKind::Fetch(request))
+        else {
+            panic!("fetch from {addr}")
+        };
+        let p = &r.responses[0].partitions[0];
+        assert_eq!(p.error_code, 0, "reading {TOPIC}-{partition} from {addr}");
+        let records: Bytes = p.records.clone().unwrap_or_default();
+        if records.is_empty() {
+            return out;
+        }
+        let before = out.len();
+        for (start, h) in split_batches(&records).unwrap() {
+            let bytes = &records[start..start + h.size()];
+            for r in RecordsSection::of(bytes, &h).unwrap().decode().unwrap() {
+                out.push(String::from_utf8_lossy(r.value.unwrap_or_default()).to_string());
+            }
+            next = h.last_offset() + 1;
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
+fn in_sync(p: &Described) -> bool {
+    p.isr.len() == p.replicas.len()
+}
+
+#[test]
+fn every_acknowledged_record_survives_leader_kills_and_pauses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+    let mut nodes: Vec<ServerProc> = (1..=3).map(|id| node(tmp.path(), &etcd, id)).collect();
+    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
+    let at = |id: i32| (id - 1) as usize;
+    assert_eq!(create(&nodes[at(controller)], TOPIC, PARTITIONS, 3), (0, 3));
+    wait_for_metadata(&refs, TOPIC, |(e, p, _)| {
+        *e == 0 && p.len() == 3 && p.iter().all(in_sync)
+    });
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(Acked::default()));
+    let producer = {
+        let (stop, acked, addrs) = (stop.clone(), acked.clone(), all.clone());
+        std::thread::spawn(move || produce_load(addrs, stop, acked))
+    };
+    let started = Instant::now();
+    // Two kills and one pause of partition 0's current leader, each with time to recover.
+    for round in 0..3 {
+        std::thread::sleep(Duration::from_secs(2));
+        let Some(leader) = leaders(&nodes[0].kafka_addr())
+            .or_else(|| leaders(&nodes[1].kafka_addr()))
+            .and_then(|l| l.first().copied())
+            .filter(|&l| l > 0)
+        else {
+            continue;
+        };
+        let victim = &mut nodes[at(leader)];
+        if round == 1 {
+            let pid = victim.pid().to_string();
+            std::process::Command::new("kill")
+                .args(["-STOP", &pid])
+                .status()
+                .unwrap();
+            std::thread::sleep(Duration::from_secs(5));
+            std::process::Command::new("kill")
+                .args(["-CONT", &pid])
+                .status()
+                .unwrap();
+        } else {
+            victim.kill9();
+            std::thread::sleep(Duration::from_secs(4));
+            victim.respawn();
+        }
+        let refs: Vec<&ServerProc> = nodes.iter().collect();
+        wait_for_metadata(&refs, TOPIC, |(_, p, b)| {
+            b.len() == 3 && p.iter().all(|p| p.leader > 0)
+        });
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::Relaxed);
+    producer.join().unwrap();
+    let elapsed = started.elapsed();
+
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let (_, parts, _) = wait_for_metadata(&refs, TOPIC, |(_, p, b)| {
+        b.len() == 3 && p.iter().all(|p| p.leader > 0 && in_sync(p))
+    });
+    let acked = acked.lock().unwrap();
+    let mut found: HashMap<String, usize> = HashMap::new();
+    for (p, part) in parts.iter().enumerate() {
+        for v in values(&nodes[at(part.leader)].kafka_addr(), p as i32) {
+            *found.entry(v).or_default() += 1;
+        }
+    }
+    let lost: Vec<&(i32, String)> = acked
+        .values
+        .iter()
+        .filter(|(_, v)| !found.contains_key(v))
+        .collect();
+    let doubled: Vec<(&String, &usize)> = found.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(lost.is_empty(), "acknowledged and lost: {lost:?}");
+    assert!(doubled.is_empty(), "stored twice: {doubled:?}");
+    assert!(
+        acked.values.len() > 100,
+        "the load kept going: {} acknowledged",
+        acked.values.len()
+    );
+    let gap = acked
+        .times
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default();
+    eprintln!(
+        "faults under acks=all: {} acknowledged in {elapsed:?}, all found once; {} stored in all; longest gap between acknowledgements {gap:?}",
+        acked.values.len(),
+        found.len()
+    );
+}
