@@ -160,7 +160,7 @@ fn three_nodes_agree_on_members_and_controller_and_fail_over_after_kill_9() {
 
 /// Idle cluster nodes renew their leases and nothing else: descriptors do not grow and
 /// the heartbeats cost little CPU.
-fn assert_idle_cost_flat(nodes: &[ServerProc]) {
+pub(crate) fn assert_idle_cost_flat(nodes: &[ServerProc]) {
     let before: Vec<(usize, u64)> = nodes
         .iter()
         .map(|n| (n.open_fds(), n.cpu_ticks()))

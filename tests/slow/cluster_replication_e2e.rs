@@ -188,4 +188,6 @@ fn acks_all_survives_a_leader_s_kill_9_and_the_node_rejoins_the_isr() {
     let leader_epochs =
         std::fs::read_to_string(leader_dir.join("leader-epoch-checkpoint")).unwrap();
     assert_eq!(epochs, leader_epochs, "the same epoch history");
+    // Followers' long polls keep an idle cluster cheap: descriptors flat, little CPU.
+    super::cluster_e2e::assert_idle_cost_flat(&nodes);
 }
