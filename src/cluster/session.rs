@@ -214,9 +214,35 @@ impl Node {
     async fn tick(&mut self, view: &watch::Sender<Arc<ClusterView>>) {
         if let Err(e) = self.beat(view).await {
             self.note_failure(&e);
+            if self.last_renewed.elapsed() > self.config.session_timeout {
+                self.fence_self(view);
+            }
         } else if std::mem::take(&mut self.failing) {
             tracing::info!("etcd answers again");
         }
+    }
+
+    /// This node's lease has expired for all it knows (etcd out of reach for longer than
+    /// the session timeout): the cluster may have elected other leaders, so the shards see
+    /// this node gone from the view, and stop serving as leader or controller, until a
+    /// renewed registration says otherwise. A lease is not a lock (Jepsen's etcd finding).
+    fn fence_self(&self, view: &watch::Sender<Arc<ClusterView>>) {
+        let me = self.config.me.id;
+        view.send_if_modified(|current| {
+            let listed = current.broker(me).is_some();
+            let controlling = current.controller.is_some_and(|c| c.id == me);
+            if !listed && !controlling {
+                return false;
+            }
+            let mut fenced = (**current).clone();
+            fenced.brokers.retain(|b| b.id != me);
+            if controlling {
+                fenced.controller = None;
+            }
+            *current = Arc::new(fenced);
+            tracing::error!(broker = me, "fenced: this node's registration may have expired; it serves no partition as leader until etcd answers");
+            true
+        });
     }
 
     async fn beat(&mut self, view: &watch::Sender<Arc<ClusterView>>) -> Result<(), ClusterError> {

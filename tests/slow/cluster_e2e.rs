@@ -247,19 +247,26 @@ fn sigterm_leaves_the_cluster_at_once_and_hands_over_the_controller() {
 
 #[test]
 fn a_node_rides_out_etcd_going_away_and_coming_back() {
+    use super::cluster_topics_e2e::{create, produce_acks, wait_for_metadata};
     let tmp = tempfile::tempdir().unwrap();
     let mut etcd = EtcdServer::start(&tmp.path().join("etcd"));
     let node = node(tmp.path(), &etcd, 7, 3_000);
     let me = members(&[(7, &node)]);
     wait_for_agreement(&[&node], &me, Duration::from_secs(20));
+    assert_eq!(create(&node, "kept", 1, 1), (0, 1));
+    wait_for_metadata(&[&node], "kept", |(e, p, _)| *e == 0 && p[0].leader == 7);
+    assert_eq!(produce_acks(&node, "kept", 0, "before", -1).0, 0);
     etcd.kill();
-    // Longer than the session timeout: the node keeps serving what it knows meanwhile.
-    let deadline = Instant::now() + Duration::from_secs(4);
+    // Longer than the session timeout: the node keeps answering meanwhile, but once its
+    // lease may have expired it takes no writes as a leader (another could be elected).
+    let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
         assert_eq!(describe(&node).1, me);
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(node.log_text().contains("heartbeat failed"));
+    assert!(node.log_text().contains("fenced"));
+    assert_eq!(produce_acks(&node, "kept", 0, "fenced", -1).0, 6, "NOT_LEADER_OR_FOLLOWER");
     etcd.restart();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !node.log_text().contains("etcd answers again") {
@@ -271,4 +278,6 @@ fn a_node_rides_out_etcd_going_away_and_coming_back() {
         std::thread::sleep(Duration::from_millis(100));
     }
     wait_for_agreement(&[&node], &me, Duration::from_secs(20));
+    wait_for_metadata(&[&node], "kept", |(e, p, _)| *e == 0 && p[0].leader == 7);
+    assert_eq!(produce_acks(&node, "kept", 0, "after", -1).0, 0, "a leader again");
 }
