@@ -7,6 +7,7 @@
 //! - `log-start-offset-checkpoint`: the log start offset when retention or DeleteRecords
 //!   moved it past the first segment's base offset.
 //! - `cleaner-offset-checkpoint`: the first offset the cleaner has not compacted yet.
+//! - `replication-offset-checkpoint` (cluster mode): the partition's high watermark.
 //!
 //! Written atomically (temp file, fsync, rename, fsync of the directory). Format (text, as
 //! Kafka's checkpoint files): a version line `0`, then the offset.
@@ -32,6 +33,13 @@ pub const RECOVERY_POINT: Checkpoint = Checkpoint {
 pub const LOG_START_OFFSET: Checkpoint = Checkpoint {
     file: "log-start-offset-checkpoint",
     // The first segment's base offset decides.
+    missing: 0,
+};
+/// A replicated partition's high watermark (cluster mode), as Kafka's
+/// `replication-offset-checkpoint` keeps it: where a restarted replica's readers start.
+pub const HIGH_WATERMARK: Checkpoint = Checkpoint {
+    file: "replication-offset-checkpoint",
+    // Nothing known committed: the leader tells a follower, a sole leader its log end.
     missing: 0,
 };
 pub const CLEANER_OFFSET: Checkpoint = Checkpoint {

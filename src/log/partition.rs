@@ -735,6 +735,15 @@ impl PartitionLog {
                 first_err = Some(e);
             }
         }
+        if let (None, Some(hw)) = (&first_err, self.high_watermark) {
+            let (storage, hw) = (self.io.storage.as_ref(), hw.min(log_end).max(0));
+            if let Err(e) = super::checkpoint::HIGH_WATERMARK
+                .write(storage, &self.dir, hw)
+                .await
+            {
+                first_err = Some(e);
+            }
+        }
         if first_err.is_none() {
             let (storage, now) = (self.io.storage.as_ref(), crate::time::now_ms());
             let mut producers = self.producers;

@@ -9,7 +9,7 @@ use crate::format::header::BatchHeader;
 use crate::io::chain::ByteChain;
 use crate::io::OpenMode;
 use crate::log::batch_stream::{BatchStream, Next, FULL_SPEED};
-use crate::log::checkpoint::RECOVERY_POINT;
+use crate::log::checkpoint::{HIGH_WATERMARK, RECOVERY_POINT};
 use crate::log::file_names::{
     offset_of, segment_path, INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX, TIME_INDEX_SUFFIX,
 };
@@ -48,6 +48,27 @@ impl PartitionLog {
     /// lifts the bound (the partition is on one node).
     pub fn set_high_watermark(&mut self, high_watermark: Option<i64>) {
         self.high_watermark = high_watermark;
+    }
+
+    /// The high watermark the last run checkpointed (`replication-offset-checkpoint`),
+    /// within the log: where a restarted replica's readers start.
+    pub async fn checkpointed_high_watermark(&self) -> i64 {
+        let storage = self.io.storage.clone();
+        let hw = HIGH_WATERMARK.read(storage.as_ref(), &self.dir).await;
+        hw.clamp(self.log_start_offset, self.visible_end)
+    }
+
+    /// Writes the high watermark to `replication-offset-checkpoint` (a replicated
+    /// partition's; nothing otherwise).
+    pub async fn checkpoint_high_watermark(&self) -> Result<()> {
+        let Some(hw) = self.high_watermark else {
+            return Ok(());
+        };
+        assert!(hw <= self.visible_end, "a high watermark within the log");
+        let storage = self.io.storage.clone();
+        HIGH_WATERMARK
+            .write(storage.as_ref(), &self.dir, hw.max(0))
+            .await
     }
 
     /// The acknowledged log end, past the high watermark: what a follower may copy.

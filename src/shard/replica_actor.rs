@@ -31,7 +31,13 @@ pub struct Replicated {
     ack_timeout: Duration,
     /// acks=all produces waiting for the high watermark to pass their last offset.
     waiting: Vec<Waiting>,
+    /// The high watermark last written to `replication-offset-checkpoint`, and when.
+    checkpointed: (i64, Instant),
 }
+
+/// A moved high watermark is checkpointed at most this often (Kafka's
+/// replica.high.watermark.checkpoint.interval.ms); a clean close writes it too.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(5);
 
 struct Waiting {
     last_offset: i64,
@@ -94,6 +100,7 @@ pub async fn run(
         ReplicaOp::Received { answered, answer } => r.take_answer(log, &answered, answer).await?,
         ReplicaOp::Tick { max_lag } => {
             r.expire_waiting(Instant::now());
+            r.checkpoint_if_due(log).await?;
             let now = millis(Instant::now());
             // A change etcd has not taken yet is proposed again (it may have been lost).
             let change = r.replica.check_isr(now, max_lag.as_millis() as i64);
@@ -113,12 +120,17 @@ async fn apply(
     (state, me, broker_epoch): (PartitionState, NodeId, i64),
     ack_timeout: Duration,
 ) -> OpResult {
-    let r = replicated.get_or_insert_with(|| Replicated {
-        replica: Replica::new(me, log.leader_epochs().clone(), 0),
-        min_insync: 1,
-        ack_timeout,
-        waiting: Vec::new(),
-    });
+    if replicated.is_none() {
+        let high_watermark = log.checkpointed_high_watermark().await;
+        *replicated = Some(Replicated {
+            replica: Replica::new(me, log.leader_epochs().clone(), high_watermark),
+            min_insync: 1,
+            ack_timeout,
+            waiting: Vec::new(),
+            checkpointed: (high_watermark, Instant::now()),
+        });
+    }
+    let r = replicated.as_mut().expect("created above");
     r.min_insync = log.config().min_insync_replicas.max(1) as usize;
     r.ack_timeout = ack_timeout;
     let was_leading = matches!(r.replica.role(), Role::Leader(_));
@@ -200,6 +212,19 @@ impl Replicated {
             };
             let _ = w.reply.try_send(result);
         }
+    }
+
+    /// Writes the high watermark to its checkpoint when it moved and the last write is
+    /// `CHECKPOINT_INTERVAL` old.
+    async fn checkpoint_if_due(&mut self, log: &PartitionLog) -> Result<(), BrokerError> {
+        let hw = log.visible_end_offset();
+        let (written, at) = self.checkpointed;
+        if hw == written || at.elapsed() < CHECKPOINT_INTERVAL {
+            return Ok(());
+        }
+        log.checkpoint_high_watermark().await.map_err(engine_err)?;
+        self.checkpointed = (hw, Instant::now());
+        Ok(())
     }
 
     fn expire_waiting(&mut self, now: Instant) {
@@ -291,6 +316,7 @@ impl Replicated {
             }
         }
         self.publish_high_watermark(log);
+        self.checkpoint_if_due(log).await?;
         Ok(ReplicaReply::Followed {
             log_end: log.replica_end_offset(),
         })

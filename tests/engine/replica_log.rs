@@ -122,6 +122,45 @@ fn consumers_stop_at_the_high_watermark_and_followers_read_to_the_log_end() {
 }
 
 #[test]
+fn the_high_watermark_is_checkpointed_and_read_back_within_the_log() {
+    common::run(|dir| async move {
+        let path = dir.join("t-0");
+        let mut log = PartitionLog::open(&path, LogConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(log.checkpointed_high_watermark().await, 0, "none yet");
+        for seq in 0..4 {
+            log.append(&batch(seq, 1)).await.unwrap();
+        }
+        log.set_high_watermark(Some(2));
+        log.checkpoint_high_watermark().await.unwrap();
+        let file = std::fs::read_to_string(path.join("replication-offset-checkpoint")).unwrap();
+        assert_eq!(file, "0\n2\n");
+        log.set_high_watermark(Some(3));
+        log.close().await.unwrap();
+        let log = PartitionLog::open(&path, LogConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            log.checkpointed_high_watermark().await,
+            3,
+            "a clean close writes it"
+        );
+        log.close().await.unwrap();
+        std::fs::write(path.join("replication-offset-checkpoint"), "0\n99\n").unwrap();
+        let log = PartitionLog::open(&path, LogConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            log.checkpointed_high_watermark().await,
+            4,
+            "never past the log end"
+        );
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
 fn truncation_cuts_whole_batches_across_segments_and_a_reopen_agrees() {
     common::run(|dir| async move {
         let path = dir.join("t-0");

@@ -266,7 +266,11 @@ fn a_node_rides_out_etcd_going_away_and_coming_back() {
     }
     assert!(node.log_text().contains("heartbeat failed"));
     assert!(node.log_text().contains("fenced"));
-    assert_eq!(produce_acks(&node, "kept", 0, "fenced", -1).0, 6, "NOT_LEADER_OR_FOLLOWER");
+    assert_eq!(
+        produce_acks(&node, "kept", 0, "fenced", -1).0,
+        6,
+        "NOT_LEADER_OR_FOLLOWER"
+    );
     etcd.restart();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !node.log_text().contains("etcd answers again") {
@@ -279,5 +283,9 @@ fn a_node_rides_out_etcd_going_away_and_coming_back() {
     }
     wait_for_agreement(&[&node], &me, Duration::from_secs(20));
     wait_for_metadata(&[&node], "kept", |(e, p, _)| *e == 0 && p[0].leader == 7);
-    assert_eq!(produce_acks(&node, "kept", 0, "after", -1).0, 0, "a leader again");
+    assert_eq!(
+        produce_acks(&node, "kept", 0, "after", -1).0,
+        0,
+        "a leader again"
+    );
 }
