@@ -40,7 +40,8 @@ pub async fn handle(host: &dyn AdminHost, request: AdminRequest) -> AdminResult<
         AdminRequest::DeleteTopic { name } | AdminRequest::DeleteClusterCopy { name } => {
             delete(host, name).await
         }
-        AdminRequest::CreatePartitions { name, count } => {
+        AdminRequest::CreatePartitions { name, count }
+        | AdminRequest::GrowClusterCopy { name, count } => {
             create_partitions(host, name, count).await
         }
         AdminRequest::AlterConfigs { name, set, delete } => alter(host, name, set, delete).await,
@@ -61,8 +62,8 @@ fn refuse_in_cluster(request: &AdminRequest) -> AdminResult<()> {
         _ => return Ok(()),
     };
     let why = match request {
-        AdminRequest::CreateTopic { .. } | AdminRequest::DeleteTopic { .. } => format!("in cluster mode {what} through the Kafka API (CreateTopics/DeleteTopics go to the controller, which writes them to etcd)"),
-        _ => format!("cluster mode cannot {what} yet: the cluster's topics are fixed at creation"),
+        AdminRequest::AlterConfigs { .. } => format!("cluster mode cannot {what} yet: a cluster topic's configs are fixed at creation"),
+        _ => format!("in cluster mode {what} through the Kafka API (CreateTopics, DeleteTopics and CreatePartitions go to the controller, which writes them to etcd)"),
     };
     err(ErrorCode::InvalidRequest, why)
 }

@@ -42,6 +42,11 @@ pub enum AdminRequest {
     DeleteTopic {
         name: String,
     },
+    /// Grows this node's copy of a cluster topic to the cluster's partition count.
+    GrowClusterCopy {
+        name: String,
+        count: i32,
+    },
     /// Removes this node's copy of a topic the cluster deleted (or replaced).
     DeleteClusterCopy {
         name: String,

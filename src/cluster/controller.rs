@@ -26,6 +26,11 @@ pub enum TopicCommand {
         name: String,
         reply: oneshot::Sender<Result<(), TopicRefused>>,
     },
+    Grow {
+        name: String,
+        count: u32,
+        reply: oneshot::Sender<Result<(), TopicRefused>>,
+    },
     /// A leader's ISR change (KIP-497's AlterPartition), checked against the partition's
     /// current state and written only over the revision it was checked on.
     AlterIsr {
@@ -56,6 +61,8 @@ pub enum TopicRefused {
     Exists(String),
     #[error("unknown topic {0:?}")]
     Unknown(String),
+    #[error("topic {name:?} has {now} partitions: it can only grow, not to {asked}")]
+    CannotShrink { name: String, now: u32, asked: u32 },
     #[error(transparent)]
     Placement(#[from] PlacementError),
     #[error("{0}")]
@@ -139,7 +146,54 @@ pub async fn create_topic(
         id,
         configs: spec.configs,
         partitions: partitions.collect(),
+        revision: 0,
     })
+}
+
+/// Grows a topic to `count` partitions (Kafka's CreatePartitions): the new partitions'
+/// states first, placed over the live brokers with the topic's replication factor, then
+/// the topic key's count (the commit point), each write requiring the topic key as read.
+pub async fn grow_topic(
+    etcd: &Etcd,
+    keys: &Keys,
+    view: &ClusterView,
+    me: i32,
+    (name, count): (&str, u32),
+) -> Result<(), TopicRefused> {
+    let epoch = my_epoch(view, me)?;
+    let topic = (view.topics.get(name)).ok_or_else(|| TopicRefused::Unknown(name.to_string()))?;
+    let now = topic.partitions.len() as u32;
+    if count <= now {
+        return Err(TopicRefused::CannotShrink {
+            name: name.to_string(),
+            now,
+            asked: count,
+        });
+    }
+    let factor = topic.partitions[0].state.replicas.len();
+    let live: Vec<i32> = view.brokers.iter().map(|b| b.id).collect();
+    let (start, shift) = (fastrand::usize(..live.len().max(1)), fastrand::usize(..));
+    let placed = place((count - now) as usize, factor, &live, start, shift)?;
+    let topic_key = keys.topic(name);
+    let guard = [
+        fenced(keys, epoch),
+        Compare::ModifiedAt(topic_key.clone(), topic.revision),
+    ];
+    let puts: Vec<Op> = placed
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let key = keys.partition(name, now + i as u32);
+            Op::Put(key, encode_partition(&first_state(r, view)))
+        })
+        .collect();
+    for chunk in puts.chunks(OPS_PER_TXN) {
+        require(etcd.txn(&guard, chunk).await?)?;
+    }
+    let value = encode_topic(topic.id, count, &topic.configs);
+    require(etcd.txn(&guard, &[Op::Put(topic_key, value)]).await?)?;
+    tracing::info!(topic = %name, from = now, to = count, "partitions added in the cluster");
+    Ok(())
 }
 
 /// A new partition's state: the first replica leads. Its ISR is the leader alone until

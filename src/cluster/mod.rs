@@ -46,6 +46,13 @@ impl ClusterLink {
         answer.await.map_err(|_| gone())?
     }
 
+    /// Asks the controller (this node) to grow a topic to `count` partitions.
+    pub async fn grow_topic(&self, name: String, count: u32) -> Result<(), TopicRefused> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.send(TopicCommand::Grow { name, count, reply }).await?;
+        answer.await.map_err(|_| gone())?
+    }
+
     /// Asks etcd to take a leader's ISR change (checked against the partition's state).
     pub async fn alter_isr(
         &self,

@@ -290,6 +290,17 @@ impl Node {
                 self.republish(view).await;
                 reply.send(changed).is_ok()
             }
+            TopicCommand::Grow { name, count, reply } => {
+                let grown = match &current {
+                    Ok(current) => {
+                        let asked = (name.as_str(), count);
+                        controller::grow_topic(etcd, keys, current, me, asked).await
+                    }
+                    Err(e) => Err(e.clone().into()),
+                };
+                self.republish(view).await;
+                reply.send(grown).is_ok()
+            }
             TopicCommand::Delete { name, reply } => {
                 let deleted = match &current {
                     Ok(current) => controller::delete_topic(etcd, keys, current, me, &name).await,

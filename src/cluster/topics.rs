@@ -21,6 +21,8 @@ pub struct ClusterTopic {
     pub configs: Vec<(String, String)>,
     /// Partition `p` is `partitions[p]`.
     pub partitions: Vec<ClusterPartition>,
+    /// The etcd revision the topic key was last written at (the compare of a change).
+    pub revision: i64,
 }
 
 /// One partition's state and the etcd revision it was read at (the compare of its next
@@ -140,6 +142,7 @@ pub fn from_keys(keys: &Keys, kvs: &[KeyValue]) -> BTreeMap<String, ClusterTopic
             id,
             configs,
             partitions,
+            revision: kv.mod_revision,
         };
         topics.insert(name.to_string(), topic);
     }

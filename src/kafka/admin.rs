@@ -261,6 +261,15 @@ fn new_partitions_assignment(
     let Some(assignments) = assignments else {
         return Ok(());
     };
+    if super::cluster_admin::in_cluster(ctx) {
+        if assignments.is_empty() {
+            return Ok(());
+        }
+        return Err(Refusal::new(
+            errors::INVALID_REPLICA_ASSIGNMENT,
+            "manual replica assignments are not taken in cluster mode yet: the controller places the new partitions' replicas",
+        ));
+    }
     let current = ctx.shard.topic(topic).map_or(0, |m| m.partitions() as i32);
     if assignments.len() as i32 != count - current {
         return Err(Refusal::new(
@@ -294,10 +303,14 @@ pub async fn create_partitions(
         } else if let Err(refused) = new_partitions_assignment(ctx, &name, t.count, &t.assignments)
         {
             Err(refused)
-        } else if request.validate_only {
+        } else if let Err(e) =
             crate::catalog::admin::check_grow(&ctx.shard.admin_host(), &name, t.count)
-                .map(|_| ())
-                .map_err(|e| Refusal::new(create_code(e.code), e.message))
+        {
+            Err(Refusal::new(create_code(e.code), e.message))
+        } else if request.validate_only {
+            Ok(())
+        } else if super::cluster_admin::in_cluster(ctx) {
+            super::cluster_admin::create_partitions(ctx, name, t.count).await
         } else {
             let count = t.count;
             ctx.shard

@@ -70,6 +70,21 @@ pub async fn delete(ctx: &Context<'_>, name: String) -> Result<(), Refusal> {
     copied(ctx.shard.admin(local).await, ErrorCode::UnknownTopic)
 }
 
+/// Grows a topic in the cluster (the request already passed the authorizer and the
+/// checks of the new count), then this node's copy.
+pub async fn create_partitions(ctx: &Context<'_>, name: String, count: i32) -> Result<(), Refusal> {
+    let link = ctx.shard.cluster_link().expect("cluster mode");
+    assert!(
+        count > 0,
+        "checked before: a topic grows to a positive count"
+    );
+    link.grow_topic(name.clone(), count as u32)
+        .await
+        .map_err(refused)?;
+    let grow = AdminRequest::GrowClusterCopy { name, count };
+    copied(ctx.shard.admin(grow).await, ErrorCode::InvalidRequest)
+}
+
 /// This node's part of a change etcd already holds: `done` means another path (the
 /// view's copy) made it first.
 fn copied(outcome: crate::shard::messages::OpResult, done: ErrorCode) -> Result<(), Refusal> {
@@ -93,6 +108,7 @@ fn refused(why: TopicRefused) -> Refusal {
         TopicRefused::Placement(_) => errors::INVALID_REPLICATION_FACTOR,
         TopicRefused::Cluster(_) => errors::REQUEST_TIMED_OUT,
         TopicRefused::Isr(_) => errors::INVALID_REQUEST,
+        TopicRefused::CannotShrink { .. } => errors::INVALID_PARTITIONS,
     };
     Refusal::new(code, why.to_string())
 }

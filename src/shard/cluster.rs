@@ -112,7 +112,7 @@ impl TopicCopies {
 /// Makes this node's copy of a cluster topic: whether it now has it.
 async fn copy_topic(shard: &Rc<Shard>, topic: &ClusterTopic) -> bool {
     match shard.topic(&topic.name) {
-        Some(local) if local.topic_id == topic.id => return true,
+        Some(local) if local.topic_id == topic.id => return grow_copy(shard, topic, &local).await,
         Some(local) => {
             tracing::warn!(topic = %topic.name, local_id = %local.topic_id, cluster_id = %topic.id, "this node's topic of that name is not the cluster's (it was deleted and created again while this node was away): replacing it");
             if !drop_copy(shard, &topic.name).await {
@@ -135,6 +135,29 @@ async fn copy_topic(shard: &Rc<Shard>, topic: &ClusterTopic) -> bool {
         Err(e) if e.code == ErrorCode::TopicAlreadyExists => false,
         Err(e) => {
             tracing::warn!(topic = %topic.name, error = %e, "copying a cluster topic to this node failed; retrying");
+            false
+        }
+    }
+}
+
+/// Grows this node's copy of a topic the cluster grew: whether it has every partition.
+async fn grow_copy(
+    shard: &Rc<Shard>,
+    topic: &ClusterTopic,
+    local: &crate::catalog::topics::TopicMeta,
+) -> bool {
+    let count = topic.partitions.len() as i32;
+    if local.partitions() as i32 >= count {
+        return true;
+    }
+    let request = AdminRequest::GrowClusterCopy {
+        name: topic.name.clone(),
+        count,
+    };
+    match shard.admin(request).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(topic = %topic.name, error = %e, "growing this node's copy of a cluster topic failed; retrying");
             false
         }
     }

@@ -1,6 +1,7 @@
 //! Topics in cluster mode against a real etcd and three `shardlog serve` processes: the
 //! controller alone creates and deletes topics (others answer NOT_CONTROLLER), replicas
 //! are placed over the live brokers (a factor above them is INVALID_REPLICATION_FACTOR),
+//! topics grow on the controller (CreatePartitions),
 //! every node answers Metadata alike, only a partition's leader takes writes and reads
 //! (NOT_LEADER_OR_FOLLOWER elsewhere), a partition whose only replica dies goes offline
 //! and comes back with its records and a larger leader epoch,
@@ -58,6 +59,27 @@ pub(crate) fn create(node: &ServerProc, topic: &str, partitions: i32, factor: i1
         panic!()
     };
     (r.topics[0].error_code, r.topics[0].replication_factor)
+}
+
+/// CreatePartitions v1 growing `topic` to `count`: the error code.
+fn grow(node: &ServerProc, topic: &str, count: i32) -> i16 {
+    use kafka_protocol::messages::{create_partitions_request, CreatePartitionsRequest};
+    let t = create_partitions_request::CreatePartitionsTopic::default()
+        .with_name(name(topic))
+        .with_count(count)
+        .with_assignments(None);
+    let request = CreatePartitionsRequest::default()
+        .with_topics(vec![t])
+        .with_timeout_ms(10_000);
+    let ResponseKind::CreatePartitions(r) = call(
+        node,
+        ApiKey::CreatePartitions,
+        1,
+        RequestKind::CreatePartitions(request),
+    ) else {
+        panic!()
+    };
+    r.results[0].error_code
 }
 
 pub(crate) fn delete(node: &ServerProc, topic: &str) -> i16 {
@@ -241,6 +263,30 @@ fn the_controller_places_topics_every_node_serves_them_alike_and_only_leaders_ta
         assert_eq!(led, 2, "leaders spread evenly: {parts:?}");
     }
 
+    // The controller grows a topic; every node serves the new partitions alike.
+    assert_eq!(grow(&nodes[at(other)], "orders", 8), NOT_CONTROLLER);
+    assert_eq!(
+        grow(c, "orders", 5),
+        37,
+        "INVALID_PARTITIONS: it only grows"
+    );
+    assert_eq!(grow(c, "orders", 8), 0);
+    let (_, grown, _) = wait_for_metadata(&refs, "orders", |(e, p, _)| *e == 0 && p.len() == 8);
+    let placed = |p: &[Described]| -> Vec<(i32, Vec<i32>, i32)> {
+        p.iter()
+            .map(|d| (d.leader, d.replicas.clone(), d.leader_epoch))
+            .collect()
+    };
+    assert_eq!(
+        placed(&grown[..6]),
+        placed(&parts[..6]),
+        "the first partitions untouched"
+    );
+    let mut new_replicas = grown[7].replicas.clone();
+    new_replicas.sort_unstable();
+    assert_eq!(new_replicas, [1, 2, 3]);
+    assert_eq!(produce(&nodes[at(grown[7].leader)], "orders", 7, "new"), 0);
+
     // Only the leader takes writes and reads.
     let leader = parts[0].leader;
     let follower = parts[0].replicas[1];
@@ -253,8 +299,20 @@ fn the_controller_places_topics_every_node_serves_them_alike_and_only_leaders_ta
         fetch(&nodes[at(follower)], "orders", 0).0,
         NOT_LEADER_OR_FOLLOWER
     );
-    let (error, bytes) = fetch(&nodes[at(leader)], "orders", 0);
-    assert!(error == 0 && bytes > 0, "{error} {bytes}");
+    // Readable once the in-sync followers have it (the high watermark passed it).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (error, bytes) = fetch(&nodes[at(leader)], "orders", 0);
+        assert_eq!(error, 0);
+        if bytes > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the record never became readable"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 
     // One replica per partition: when its node dies the partition goes offline (never to
     // a node without its records), and comes back with it and the next leader epoch.
