@@ -115,6 +115,11 @@ pub async fn create_topic(
         shift,
     )?;
     let states: Vec<PartitionState> = placed.into_iter().map(|r| first_state(r, view)).collect();
+    assert_eq!(
+        states.len(),
+        spec.partitions as usize,
+        "a state per partition"
+    );
     let topic_key = keys.topic(&spec.name);
     let guard = [
         fenced(keys, epoch),
@@ -174,6 +179,11 @@ pub async fn grow_topic(
     let live: Vec<i32> = view.brokers.iter().map(|b| b.id).collect();
     let (start, shift) = (fastrand::usize(..live.len().max(1)), fastrand::usize(..));
     let placed = place((count - now) as usize, factor, &live, start, shift)?;
+    assert_eq!(
+        placed.len(),
+        (count - now) as usize,
+        "one placement per new partition"
+    );
     let topic_key = keys.topic(name);
     let guard = [
         fenced(keys, epoch),
@@ -259,6 +269,10 @@ pub async fn elect_leaders(
             let Some(next) = elect(&partition.state, |n| view.live_epoch(n)) else {
                 continue;
             };
+            assert!(
+                next.leader_epoch >= partition.state.leader_epoch,
+                "epochs never go back"
+            );
             let key = keys.partition(&topic.name, p as u32);
             let guard = [
                 fenced(keys, epoch),
@@ -290,6 +304,10 @@ pub async fn change_isr(
         .and_then(|t| t.partitions.get(partition as usize))
         .ok_or_else(|| TopicRefused::Unknown(format!("{topic}-{partition}")))?;
     let next = alter_isr(&current.state, change, |n| view.live_epoch(n))?;
+    assert!(
+        next.partition_epoch > current.state.partition_epoch,
+        "an ISR change moves the partition epoch"
+    );
     let key = keys.partition(topic, partition);
     let guard = [Compare::ModifiedAt(key.clone(), current.mod_revision)];
     require(
