@@ -44,7 +44,10 @@ pub async fn handle(host: &dyn AdminHost, request: AdminRequest) -> AdminResult<
         | AdminRequest::GrowClusterCopy { name, count } => {
             create_partitions(host, name, count).await
         }
-        AdminRequest::AlterConfigs { name, set, delete } => alter(host, name, set, delete).await,
+        AdminRequest::AlterConfigs { name, set, delete }
+        | AdminRequest::AlterClusterCopy { name, set, delete } => {
+            alter(host, name, set, delete).await
+        }
         AdminRequest::AlterBrokerConfigs { scope, set, delete } => {
             alter_broker(host, scope, set, delete).await
         }
@@ -61,10 +64,7 @@ fn refuse_in_cluster(request: &AdminRequest) -> AdminResult<()> {
         AdminRequest::AlterConfigs { .. } => "alter topic configs",
         _ => return Ok(()),
     };
-    let why = match request {
-        AdminRequest::AlterConfigs { .. } => format!("cluster mode cannot {what} yet: a cluster topic's configs are fixed at creation"),
-        _ => format!("in cluster mode {what} through the Kafka API (CreateTopics, DeleteTopics and CreatePartitions go to the controller, which writes them to etcd)"),
-    };
+    let why = format!("in cluster mode {what} through the Kafka API (the change is written to etcd, and every node applies it)");
     err(ErrorCode::InvalidRequest, why)
 }
 

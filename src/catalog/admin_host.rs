@@ -42,6 +42,12 @@ pub enum AdminRequest {
     DeleteTopic {
         name: String,
     },
+    /// Sets this node's copy of a cluster topic to the cluster's config overrides.
+    AlterClusterCopy {
+        name: String,
+        set: Vec<(String, String)>,
+        delete: Vec<String>,
+    },
     /// Grows this node's copy of a cluster topic to the cluster's partition count.
     GrowClusterCopy {
         name: String,

@@ -31,6 +31,12 @@ pub enum TopicCommand {
         count: u32,
         reply: oneshot::Sender<Result<(), TopicRefused>>,
     },
+    /// A topic's whole set of config overrides, already validated by the node asked.
+    SetConfigs {
+        name: String,
+        configs: Vec<(String, String)>,
+        reply: oneshot::Sender<Result<(), TopicRefused>>,
+    },
     /// A leader's ISR change (KIP-497's AlterPartition), checked against the partition's
     /// current state and written only over the revision it was checked on.
     AlterIsr {
@@ -315,5 +321,23 @@ pub async fn change_isr(
             .await?,
     )?;
     tracing::info!(topic, partition, isr = ?next.isr, partition_epoch = next.partition_epoch, "ISR changed");
+    Ok(())
+}
+
+/// Replaces a topic's config overrides: a compare-and-swap on the topic key as read (any
+/// node may write it; a concurrent change makes this one retry, never lost silently).
+pub async fn set_topic_configs(
+    etcd: &Etcd,
+    keys: &Keys,
+    view: &ClusterView,
+    name: &str,
+    configs: &[(String, String)],
+) -> Result<(), TopicRefused> {
+    let topic = (view.topics.get(name)).ok_or_else(|| TopicRefused::Unknown(name.to_string()))?;
+    let key = keys.topic(name);
+    let guard = [Compare::ModifiedAt(key.clone(), topic.revision)];
+    let value = encode_topic(topic.id, topic.partitions.len() as u32, configs);
+    require(etcd.txn(&guard, &[Op::Put(key, value)]).await?)?;
+    tracing::info!(topic = %name, ?configs, "topic configs changed in the cluster");
     Ok(())
 }

@@ -53,6 +53,22 @@ impl ClusterLink {
         answer.await.map_err(|_| gone())?
     }
 
+    /// Replaces a topic's config overrides in etcd (any node may).
+    pub async fn set_topic_configs(
+        &self,
+        name: String,
+        configs: Vec<(String, String)>,
+    ) -> Result<(), TopicRefused> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let command = TopicCommand::SetConfigs {
+            name,
+            configs,
+            reply,
+        };
+        self.send(command).await?;
+        answer.await.map_err(|_| gone())?
+    }
+
     /// Asks etcd to take a leader's ISR change (checked against the partition's state).
     pub async fn alter_isr(
         &self,

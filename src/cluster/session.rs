@@ -290,6 +290,20 @@ impl Node {
                 self.republish(view).await;
                 reply.send(changed).is_ok()
             }
+            TopicCommand::SetConfigs {
+                name,
+                configs,
+                reply,
+            } => {
+                let set = match &current {
+                    Ok(current) => {
+                        controller::set_topic_configs(etcd, keys, current, &name, &configs).await
+                    }
+                    Err(e) => Err(e.clone().into()),
+                };
+                self.republish(view).await;
+                reply.send(set).is_ok()
+            }
             TopicCommand::Grow { name, count, reply } => {
                 let grown = match &current {
                     Ok(current) => {

@@ -38,11 +38,15 @@ pub async fn create(
     configs: Vec<(String, String)>,
 ) -> Result<(), Refusal> {
     let link = ctx.shard.cluster_link().expect("cluster mode");
+    // The overrides as this node parsed them, so every node's copy compares equal.
+    let host = ctx.shard.admin_host();
+    let config = crate::catalog::admin::check_create(&host, &name, partitions, &configs)
+        .map_err(|e| Refusal::new(errors::kafka_code(e.code, true), e.message))?;
     let spec = TopicSpec {
         name: name.clone(),
         partitions: partitions as u32,
         replication_factor: factor(ctx, replication_factor)?,
-        configs,
+        configs: config.overrides.into_iter().collect(),
     };
     let topic = link.create_topic(spec).await.map_err(refused)?;
     assert_eq!(topic.partitions.len(), partitions as usize);
@@ -83,6 +87,30 @@ pub async fn create_partitions(ctx: &Context<'_>, name: String, count: i32) -> R
         .map_err(refused)?;
     let grow = AdminRequest::GrowClusterCopy { name, count };
     copied(ctx.shard.admin(grow).await, ErrorCode::InvalidRequest)
+}
+
+/// Alters a topic's configs in the cluster: validated here as a whole, the whole set of
+/// overrides written to etcd (a compare-and-swap on the topic), then this node's copy;
+/// the others apply it from their views.
+pub async fn alter_configs(
+    ctx: &Context<'_>,
+    name: &str,
+    (set, delete): (Vec<(String, String)>, Vec<String>),
+) -> Result<(), Refusal> {
+    let link = ctx.shard.cluster_link().expect("cluster mode");
+    let host = ctx.shard.admin_host();
+    let altered = crate::catalog::admin::check_alter(&host, name, &set, &delete)
+        .map_err(|e| Refusal::new(super::configs::alter_code(e.code), e.message))?;
+    let configs: Vec<(String, String)> = altered.config.overrides.into_iter().collect();
+    link.set_topic_configs(name.to_string(), configs.clone())
+        .await
+        .map_err(refused)?;
+    let copy = AdminRequest::AlterClusterCopy {
+        name: name.to_string(),
+        set: configs,
+        delete,
+    };
+    copied(ctx.shard.admin(copy).await, ErrorCode::None)
 }
 
 /// This node's part of a change etcd already holds: `done` means another path (the

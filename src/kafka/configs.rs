@@ -253,18 +253,22 @@ async fn alter_topic(
 ) -> Outcome {
     let result = if validate_only {
         crate::catalog::admin::check_alter(&ctx.shard.admin_host(), name, &set, &delete).map(|_| ())
+    } else if super::cluster_admin::in_cluster(ctx) {
+        return super::cluster_admin::alter_configs(ctx, name, (set, delete)).await;
     } else {
         let name = name.to_string();
         let request = AdminRequest::AlterConfigs { name, set, delete };
         ctx.shard.admin(request).await.map(|_| ())
     };
-    result.map_err(|e| {
-        let code = match e.code {
-            ErrorCode::InvalidRequest => errors::INVALID_CONFIG,
-            other => kafka_code(other, true),
-        };
-        Refusal::new(code, e.message)
-    })
+    result.map_err(|e| Refusal::new(alter_code(e.code), e.message))
+}
+
+/// Kafka's code for a refused topic config change (a request error is a config's).
+pub(super) fn alter_code(code: ErrorCode) -> i16 {
+    match code {
+        ErrorCode::InvalidRequest => errors::INVALID_CONFIG,
+        other => kafka_code(other, true),
+    }
 }
 
 /// One incremental operation on `set`/`delete`; `current` gives a key's value in force

@@ -112,7 +112,10 @@ impl TopicCopies {
 /// Makes this node's copy of a cluster topic: whether it now has it.
 async fn copy_topic(shard: &Rc<Shard>, topic: &ClusterTopic) -> bool {
     match shard.topic(&topic.name) {
-        Some(local) if local.topic_id == topic.id => return grow_copy(shard, topic, &local).await,
+        Some(local) if local.topic_id == topic.id => {
+            let grown = grow_copy(shard, topic, &local).await;
+            return grown && configure_copy(shard, topic, &local).await;
+        }
         Some(local) => {
             tracing::warn!(topic = %topic.name, local_id = %local.topic_id, cluster_id = %topic.id, "this node's topic of that name is not the cluster's (it was deleted and created again while this node was away): replacing it");
             if !drop_copy(shard, &topic.name).await {
@@ -158,6 +161,35 @@ async fn grow_copy(
         Ok(_) => true,
         Err(e) => {
             tracing::warn!(topic = %topic.name, error = %e, "growing this node's copy of a cluster topic failed; retrying");
+            false
+        }
+    }
+}
+
+/// Gives this node's copy of a topic the cluster's config overrides: whether it has them.
+async fn configure_copy(
+    shard: &Rc<Shard>,
+    topic: &ClusterTopic,
+    local: &crate::catalog::topics::TopicMeta,
+) -> bool {
+    let wanted: std::collections::BTreeMap<String, String> =
+        topic.configs.iter().cloned().collect();
+    if local.config.overrides == wanted {
+        return true;
+    }
+    let delete = (local.config.overrides.keys())
+        .filter(|k| !wanted.contains_key(*k))
+        .cloned()
+        .collect();
+    let request = AdminRequest::AlterClusterCopy {
+        name: topic.name.clone(),
+        set: topic.configs.clone(),
+        delete,
+    };
+    match shard.admin(request).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(topic = %topic.name, error = %e, "applying a cluster topic's configs to this node failed; retrying");
             false
         }
     }

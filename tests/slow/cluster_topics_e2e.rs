@@ -1,7 +1,8 @@
 //! Topics in cluster mode against a real etcd and three `shardlog serve` processes: the
 //! controller alone creates and deletes topics (others answer NOT_CONTROLLER), replicas
 //! are placed over the live brokers (a factor above them is INVALID_REPLICATION_FACTOR),
-//! topics grow on the controller (CreatePartitions),
+//! topics grow on the controller (CreatePartitions), a config change made on any node
+//! reaches every node,
 //! every node answers Metadata alike, only a partition's leader takes writes and reads
 //! (NOT_LEADER_OR_FOLLOWER elsewhere), a partition whose only replica dies goes offline
 //! and comes back with its records and a larger leader epoch,
@@ -80,6 +81,53 @@ fn grow(node: &ServerProc, topic: &str, count: i32) -> i16 {
         panic!()
     };
     r.results[0].error_code
+}
+
+/// IncrementalAlterConfigs v0 setting one topic config: the error code.
+fn set_config(node: &ServerProc, topic: &str, key: &str, value: &str) -> i16 {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::IncrementalAlterConfigsRequest;
+    let config = AlterableConfig::default()
+        .with_name(StrBytes::from_string(key.to_string()))
+        .with_config_operation(0)
+        .with_value(Some(StrBytes::from_string(value.to_string())));
+    let resource = AlterConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(StrBytes::from_string(topic.to_string()))
+        .with_configs(vec![config]);
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![resource]);
+    let ResponseKind::IncrementalAlterConfigs(r) = call(
+        node,
+        ApiKey::IncrementalAlterConfigs,
+        0,
+        RequestKind::IncrementalAlterConfigs(request),
+    ) else {
+        panic!()
+    };
+    r.responses[0].error_code
+}
+
+/// DescribeConfigs v1 of one topic key: its value.
+fn config(node: &ServerProc, topic: &str, key: &str) -> Option<String> {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::DescribeConfigsRequest;
+    let resource = DescribeConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(StrBytes::from_string(topic.to_string()))
+        .with_configuration_keys(Some(vec![StrBytes::from_string(key.to_string())]));
+    let request = DescribeConfigsRequest::default().with_resources(vec![resource]);
+    let ResponseKind::DescribeConfigs(r) = call(
+        node,
+        ApiKey::DescribeConfigs,
+        1,
+        RequestKind::DescribeConfigs(request),
+    ) else {
+        panic!()
+    };
+    let found = r.results[0].configs.iter().find(|c| c.name.as_str() == key);
+    found.and_then(|c| c.value.as_ref().map(|v| v.to_string()))
 }
 
 pub(crate) fn delete(node: &ServerProc, topic: &str) -> i16 {
@@ -286,6 +334,28 @@ fn the_controller_places_topics_every_node_serves_them_alike_and_only_leaders_ta
     new_replicas.sort_unstable();
     assert_eq!(new_replicas, [1, 2, 3]);
     assert_eq!(produce(&nodes[at(grown[7].leader)], "orders", 7, "new"), 0);
+
+    // A config change on any node reaches every node.
+    assert_eq!(
+        set_config(&nodes[at(other)], "orders", "retention.ms", "123456"),
+        0
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !refs
+        .iter()
+        .all(|n| config(n, "orders", "retention.ms").as_deref() == Some("123456"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the config never reached every node"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        set_config(c, "orders", "retention.ms", "-7"),
+        40,
+        "INVALID_CONFIG"
+    );
 
     // Only the leader takes writes and reads.
     let leader = parts[0].leader;
