@@ -100,7 +100,7 @@ pub async fn alter_configs(
     let link = ctx.shard.cluster_link().expect("cluster mode");
     let host = ctx.shard.admin_host();
     let altered = crate::catalog::admin::check_alter(&host, name, &set, &delete)
-        .map_err(|e| Refusal::new(super::configs::alter_code(e.code), e.message))?;
+        .map_err(|e| Refusal::new(super::refusal::config_code(e.code), e.message))?;
     let configs: Vec<(String, String)> = altered.config.overrides.into_iter().collect();
     link.set_topic_configs(name.to_string(), configs.clone())
         .await

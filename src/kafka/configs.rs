@@ -22,7 +22,6 @@ use super::{str_bytes, Context};
 use crate::catalog::admin_host::AdminRequest;
 use crate::catalog::broker_defaults::{self, BrokerDefaults, Scope};
 use crate::catalog::topics::{TopicConfig, TopicMeta};
-use crate::protocol::ErrorCode;
 use crate::security::acl::{Operation, ResourceType};
 
 /// Config resource types.
@@ -260,15 +259,7 @@ async fn alter_topic(
         let request = AdminRequest::AlterConfigs { name, set, delete };
         ctx.shard.admin(request).await.map(|_| ())
     };
-    result.map_err(|e| Refusal::new(alter_code(e.code), e.message))
-}
-
-/// Kafka's code for a refused topic config change (a request error is a config's).
-pub(super) fn alter_code(code: ErrorCode) -> i16 {
-    match code {
-        ErrorCode::InvalidRequest => errors::INVALID_CONFIG,
-        other => kafka_code(other, true),
-    }
+    result.map_err(|e| Refusal::new(super::refusal::config_code(e.code), e.message))
 }
 
 /// One incremental operation on `set`/`delete`; `current` gives a key's value in force

@@ -19,3 +19,11 @@ impl Refusal {
         refusal
     }
 }
+
+/// Kafka's code for a refused topic config change (a request error is a config's).
+pub fn config_code(code: crate::protocol::ErrorCode) -> i16 {
+    match code {
+        crate::protocol::ErrorCode::InvalidRequest => super::errors::INVALID_CONFIG,
+        other => super::errors::kafka_code(other, true),
+    }
+}
