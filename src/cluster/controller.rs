@@ -47,6 +47,19 @@ pub enum TopicCommand {
     },
 }
 
+impl TopicCommand {
+    /// Answers the command with `why` without running it (etcd could not be read).
+    pub fn refuse(self, why: TopicRefused) {
+        let _ = match self {
+            TopicCommand::Create { reply, .. } => reply.send(Err(why)).is_ok(),
+            TopicCommand::Delete { reply, .. }
+            | TopicCommand::Grow { reply, .. }
+            | TopicCommand::SetConfigs { reply, .. }
+            | TopicCommand::AlterIsr { reply, .. } => reply.send(Err(why)).is_ok(),
+        };
+    }
+}
+
 /// A topic to create, already validated by the node that took the request (name, count,
 /// configs).
 #[derive(Debug, Clone)]

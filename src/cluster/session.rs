@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::cluster::controller::{self, TopicCommand};
+use crate::cluster::controller::{self, TopicCommand, TopicRefused};
 use crate::cluster::etcd::{Created, Etcd};
 use crate::cluster::view::{encode_controller, BrokerRegistration, ClusterView};
 use crate::cluster::{ClusterError, Keys};
@@ -263,16 +263,34 @@ impl Node {
     /// A client's topic change, run against a fresh read; the view that shows it is
     /// published before the answer, so the node that asked serves the change at once.
     async fn run_command(&mut self, command: TopicCommand, view: &watch::Sender<Arc<ClusterView>>) {
+        let current = match self.read().await {
+            Ok(current) => current,
+            Err(e) => return command.refuse(e.into()),
+        };
         let (etcd, keys, me) = (&self.etcd, &self.config.keys, self.config.me.id);
-        let current = self.read().await;
-        let answered = match command {
+        let answer = match command {
             TopicCommand::Create { spec, reply } => {
-                let created = match &current {
-                    Ok(current) => controller::create_topic(etcd, keys, current, me, spec).await,
-                    Err(e) => Err(e.clone().into()),
-                };
-                self.republish(view).await;
-                reply.send(created).is_ok()
+                let created = controller::create_topic(etcd, keys, &current, me, spec).await;
+                Answer::Topic(reply, created)
+            }
+            TopicCommand::Delete { name, reply } => {
+                let deleted = controller::delete_topic(etcd, keys, &current, me, &name).await;
+                Answer::Done(reply, deleted)
+            }
+            TopicCommand::Grow { name, count, reply } => {
+                let asked = (name.as_str(), count);
+                Answer::Done(
+                    reply,
+                    controller::grow_topic(etcd, keys, &current, me, asked).await,
+                )
+            }
+            TopicCommand::SetConfigs {
+                name,
+                configs,
+                reply,
+            } => {
+                let set = controller::set_topic_configs(etcd, keys, &current, &name, &configs);
+                Answer::Done(reply, set.await)
             }
             TopicCommand::AlterIsr {
                 topic,
@@ -280,51 +298,13 @@ impl Node {
                 change,
                 reply,
             } => {
-                let changed = match &current {
-                    Ok(current) => {
-                        let at = (topic.as_str(), partition);
-                        controller::change_isr(etcd, keys, current, at, &change).await
-                    }
-                    Err(e) => Err(e.clone().into()),
-                };
-                self.republish(view).await;
-                reply.send(changed).is_ok()
-            }
-            TopicCommand::SetConfigs {
-                name,
-                configs,
-                reply,
-            } => {
-                let set = match &current {
-                    Ok(current) => {
-                        controller::set_topic_configs(etcd, keys, current, &name, &configs).await
-                    }
-                    Err(e) => Err(e.clone().into()),
-                };
-                self.republish(view).await;
-                reply.send(set).is_ok()
-            }
-            TopicCommand::Grow { name, count, reply } => {
-                let grown = match &current {
-                    Ok(current) => {
-                        let asked = (name.as_str(), count);
-                        controller::grow_topic(etcd, keys, current, me, asked).await
-                    }
-                    Err(e) => Err(e.clone().into()),
-                };
-                self.republish(view).await;
-                reply.send(grown).is_ok()
-            }
-            TopicCommand::Delete { name, reply } => {
-                let deleted = match &current {
-                    Ok(current) => controller::delete_topic(etcd, keys, current, me, &name).await,
-                    Err(e) => Err(e.clone().into()),
-                };
-                self.republish(view).await;
-                reply.send(deleted).is_ok()
+                let at = (topic.as_str(), partition);
+                let changed = controller::change_isr(etcd, keys, &current, at, &change).await;
+                Answer::Done(reply, changed)
             }
         };
-        if !answered {
+        self.republish(view).await;
+        if !answer.send() {
             tracing::debug!("a topic command's requester went away before its answer");
         }
     }
@@ -389,6 +369,28 @@ impl Node {
         }
         if away > self.config.session_timeout {
             tracing::error!(error = %e, away_ms = away.as_millis() as u64, "etcd has been out of reach for longer than broker.session.timeout.ms: the cluster considers this node dead until it registers again");
+        }
+    }
+}
+
+/// A command's outcome, sent once the view that shows it is published.
+enum Answer {
+    Topic(
+        oneshot::Sender<Result<crate::cluster::ClusterTopic, TopicRefused>>,
+        Result<crate::cluster::ClusterTopic, TopicRefused>,
+    ),
+    Done(
+        oneshot::Sender<Result<(), TopicRefused>>,
+        Result<(), TopicRefused>,
+    ),
+}
+
+impl Answer {
+    /// Whether the requester was still there to take it.
+    fn send(self) -> bool {
+        match self {
+            Answer::Topic(reply, outcome) => reply.send(outcome).is_ok(),
+            Answer::Done(reply, outcome) => reply.send(outcome).is_ok(),
         }
     }
 }

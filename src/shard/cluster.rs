@@ -157,10 +157,16 @@ async fn grow_copy(
         name: topic.name.clone(),
         count,
     };
+    carried_out(shard, &topic.name, request, "growing").await
+}
+
+/// Runs one step of keeping this node's copy in step: whether it was done (a failure is
+/// logged, and the step tried again).
+async fn carried_out(shard: &Rc<Shard>, name: &str, request: AdminRequest, doing: &str) -> bool {
     match shard.admin(request).await {
         Ok(_) => true,
         Err(e) => {
-            tracing::warn!(topic = %topic.name, error = %e, "growing this node's copy of a cluster topic failed; retrying");
+            tracing::warn!(topic = %name, error = %e, "{doing} this node's copy of a cluster topic failed; retrying");
             false
         }
     }
@@ -186,13 +192,7 @@ async fn configure_copy(
         set: topic.configs.clone(),
         delete,
     };
-    match shard.admin(request).await {
-        Ok(_) => true,
-        Err(e) => {
-            tracing::warn!(topic = %topic.name, error = %e, "applying a cluster topic's configs to this node failed; retrying");
-            false
-        }
-    }
+    carried_out(shard, &topic.name, request, "configuring").await
 }
 
 /// Deletes this node's copy of a topic the cluster no longer has: whether it is gone.

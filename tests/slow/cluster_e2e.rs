@@ -88,16 +88,24 @@ fn logged(node: &ServerProc, event: &str, field: &str) -> Vec<i64> {
     lines.filter_map(value).collect()
 }
 
+/// Nodes 1, 2 and 3 on `etcd` (session timeout 3 s), once they agree: the nodes, their
+/// (id, Kafka address), and the controller.
+pub(crate) fn three_nodes(
+    dir: &Path,
+    etcd: &EtcdServer,
+) -> (Vec<ServerProc>, Vec<(i32, String)>, i32) {
+    let nodes: Vec<ServerProc> = (1..=3).map(|id| node(dir, etcd, id, 3_000)).collect();
+    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
+    (nodes, all, controller)
+}
+
 #[test]
 fn three_nodes_agree_on_members_and_controller_and_fail_over_after_kill_9() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdServer::start(&tmp.path().join("etcd"));
-    let mut nodes: Vec<ServerProc> = (1..=3)
-        .map(|id| node(tmp.path(), &etcd, id, 3_000))
-        .collect();
-    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
-    let refs: Vec<&ServerProc> = nodes.iter().collect();
-    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
+    let (mut nodes, all, controller) = three_nodes(tmp.path(), &etcd);
     assert_idle_cost_flat(&nodes);
 
     // kill -9 the controller: its lease ends within the session timeout, another node

@@ -12,14 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use common::etcd::EtcdServer;
 use common::server_proc::ServerProc;
 use kafka_protocol::messages::{
-    fetch_request, metadata_request, produce_request, ApiKey, FetchRequest, MetadataRequest,
-    ProduceRequest, RequestKind, ResponseKind,
+    metadata_request, produce_request, ApiKey, MetadataRequest, ProduceRequest, RequestKind,
+    ResponseKind,
 };
-use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::kafka::blocking_client::BlockingClient;
 
 use super::cluster_e2e::{members, wait_for_agreement};
@@ -137,44 +135,8 @@ fn produce(k: &mut BlockingClient, partition: i32, value: &str) -> Option<i16> {
 
 /// Every value of a partition, read from its leader with consumer fetches.
 fn values(addr: &str, partition: i32) -> Vec<String> {
-    let mut k = BlockingClient::connect(addr).unwrap();
-    let mut out = Vec::new();
-    let mut next = 0;
-    loop {
-        let p = fetch_request::FetchPartition::default()
-            .with_partition(partition)
-            .with_fetch_offset(next)
-            .with_partition_max_bytes(1 << 20);
-        let t = fetch_request::FetchTopic::default()
-            .with_topic(name(TOPIC))
-            .with_partitions(vec![p]);
-        let request = FetchRequest::default()
-            .with_max_wait_ms(0)
-            .with_min_bytes(1)
-            .with_max_bytes(1 << 20)
-            .with_topics(vec![t]);
-        let Ok(ResponseKind::Fetch(r)) = k.call(ApiKey::Fetch, 11, &RequestKind::Fetch(request))
-        else {
-            panic!("fetch from {addr}")
-        };
-        let p = &r.responses[0].partitions[0];
-        assert_eq!(p.error_code, 0, "reading {TOPIC}-{partition} from {addr}");
-        let records: Bytes = p.records.clone().unwrap_or_default();
-        if records.is_empty() {
-            return out;
-        }
-        let before = out.len();
-        for (start, h) in split_batches(&records).unwrap() {
-            let bytes = &records[start..start + h.size()];
-            for r in RecordsSection::of(bytes, &h).unwrap().decode().unwrap() {
-                out.push(String::from_utf8_lossy(r.value.unwrap_or_default()).to_string());
-            }
-            next = h.last_offset() + 1;
-        }
-        if out.len() == before {
-            return out;
-        }
-    }
+    let read = super::cluster_topics_e2e::records(addr, TOPIC, partition);
+    read.into_iter().map(|(_, value)| value).collect()
 }
 
 fn in_sync(p: &Described) -> bool {

@@ -11,48 +11,14 @@ use std::time::{Duration, Instant};
 use common::etcd::EtcdServer;
 use common::server_proc::ServerProc;
 
-use super::cluster_e2e::{members, node, wait_for_agreement};
 use super::cluster_topics_e2e::{create, produce_acks, wait_for_metadata, Described};
 
 const ACKS_ALL: i16 = -1;
 
-/// Every batch of `topic`-`partition` from offset 0 on `node`: base offsets (one record
-/// each here), read with consumer fetches until the high watermark.
+/// The offsets `node` serves of `topic`-`partition` (one record per batch here).
 fn offsets(node: &ServerProc, topic: &str, partition: i32) -> Vec<i64> {
-    use kafka_protocol::messages::{
-        fetch_request, ApiKey, FetchRequest, RequestKind, ResponseKind,
-    };
-    let mut out = Vec::new();
-    loop {
-        let p = fetch_request::FetchPartition::default()
-            .with_partition(partition)
-            .with_fetch_offset(out.last().map_or(0, |o| o + 1))
-            .with_partition_max_bytes(1 << 20);
-        let t = fetch_request::FetchTopic::default()
-            .with_topic(super::cluster_topics_e2e::name(topic))
-            .with_partitions(vec![p]);
-        let request = FetchRequest::default()
-            .with_max_wait_ms(0)
-            .with_min_bytes(1)
-            .with_max_bytes(1 << 20)
-            .with_topics(vec![t]);
-        let response =
-            super::cluster_topics_e2e::call(node, ApiKey::Fetch, 11, RequestKind::Fetch(request));
-        let ResponseKind::Fetch(r) = response else {
-            panic!()
-        };
-        let p = &r.responses[0].partitions[0];
-        assert_eq!(p.error_code, 0, "fetch of {topic}-{partition}");
-        let records = p.records.clone().unwrap_or_default();
-        let chain = shardlog::io::chain::ByteChain::from(records);
-        let before = out.len();
-        for batch in shardlog::format::cursor::BatchCursor::new(&chain) {
-            out.push(batch.unwrap().1.base_offset);
-        }
-        if out.len() == before {
-            return out;
-        }
-    }
+    let read = super::cluster_topics_e2e::records(&node.kafka_addr(), topic, partition);
+    read.into_iter().map(|(offset, _)| offset).collect()
 }
 
 /// Waits (bounded) until `node` serves exactly `expected` of `topic`-`partition`.
@@ -109,12 +75,8 @@ fn in_sync(p: &Described) -> bool {
 fn acks_all_survives_a_leader_s_kill_9_and_the_node_rejoins_the_isr() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdServer::start(&tmp.path().join("etcd"));
-    let mut nodes: Vec<ServerProc> = (1..=3)
-        .map(|id| node(tmp.path(), &etcd, id, 3_000))
-        .collect();
-    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
+    let (mut nodes, _, controller) = super::cluster_e2e::three_nodes(tmp.path(), &etcd);
     let refs: Vec<&ServerProc> = nodes.iter().collect();
-    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
     let at = |id: i32| (id - 1) as usize;
     assert_eq!(create(&nodes[at(controller)], "events", 3, 3), (0, 3));
     let (_, parts, _) = wait_for_metadata(&refs, "events", |(e, p, _)| {

@@ -25,7 +25,7 @@ use kafka_protocol::protocol::StrBytes;
 use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::kafka::blocking_client::BlockingClient;
 
-use super::cluster_e2e::{describe, members, node, wait_for_agreement};
+use super::cluster_e2e::describe;
 
 pub(crate) fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
@@ -249,25 +249,61 @@ pub(crate) fn produce_acks(
     (p.error_code, p.base_offset)
 }
 
-/// Fetch v11 from offset 0: (error code, record bytes returned).
-pub(crate) fn fetch(node: &ServerProc, topic: &str, partition: i32) -> (i16, usize) {
+/// A consumer's Fetch v11 of one partition from `offset`, not waiting.
+fn consumer_fetch(topic: &str, partition: i32, offset: i64) -> RequestKind {
     let p = fetch_request::FetchPartition::default()
         .with_partition(partition)
-        .with_fetch_offset(0)
+        .with_fetch_offset(offset)
         .with_partition_max_bytes(1 << 20);
     let t = fetch_request::FetchTopic::default()
         .with_topic(name(topic))
         .with_partitions(vec![p]);
-    let request = FetchRequest::default()
-        .with_max_wait_ms(0)
-        .with_min_bytes(1)
-        .with_max_bytes(1 << 20)
-        .with_topics(vec![t]);
-    let ResponseKind::Fetch(r) = call(node, ApiKey::Fetch, 11, RequestKind::Fetch(request)) else {
+    RequestKind::Fetch(
+        FetchRequest::default()
+            .with_max_wait_ms(0)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![t]),
+    )
+}
+
+/// Fetch v11 from offset 0: (error code, record bytes returned).
+pub(crate) fn fetch(node: &ServerProc, topic: &str, partition: i32) -> (i16, usize) {
+    let request = consumer_fetch(topic, partition, 0);
+    let ResponseKind::Fetch(r) = call(node, ApiKey::Fetch, 11, request) else {
         panic!()
     };
     let p = &r.responses[0].partitions[0];
     (p.error_code, p.records.as_ref().map_or(0, Bytes::len))
+}
+
+/// Every record of `topic`-`partition` a consumer reads from `addr` (from offset 0 up to
+/// the high watermark): (offset, value).
+pub(crate) fn records(addr: &str, topic: &str, partition: i32) -> Vec<(i64, String)> {
+    use shardlog::format::batch::{split_batches, RecordsSection};
+    let mut k = BlockingClient::connect(addr).unwrap();
+    let mut out = Vec::new();
+    let mut next = 0;
+    loop {
+        let request = consumer_fetch(topic, partition, next);
+        let Ok(ResponseKind::Fetch(r)) = k.call(ApiKey::Fetch, 11, &request) else {
+            panic!("fetch of {topic}-{partition} from {addr}")
+        };
+        let p = &r.responses[0].partitions[0];
+        assert_eq!(p.error_code, 0, "fetch of {topic}-{partition} from {addr}");
+        let data: Bytes = p.records.clone().unwrap_or_default();
+        if data.is_empty() {
+            return out;
+        }
+        for (start, h) in split_batches(&data).unwrap() {
+            let bytes = &data[start..start + h.size()];
+            for r in RecordsSection::of(bytes, &h).unwrap().decode().unwrap() {
+                let value = String::from_utf8_lossy(r.value.unwrap_or_default()).to_string();
+                out.push((r.offset, value));
+            }
+            next = h.last_offset() + 1;
+        }
+    }
 }
 
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
@@ -280,12 +316,8 @@ const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 fn the_controller_places_topics_every_node_serves_them_alike_and_only_leaders_take_writes() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdServer::start(&tmp.path().join("etcd"));
-    let mut nodes: Vec<ServerProc> = (1..=3)
-        .map(|id| node(tmp.path(), &etcd, id, 3_000))
-        .collect();
-    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
+    let (mut nodes, _, controller) = super::cluster_e2e::three_nodes(tmp.path(), &etcd);
     let refs: Vec<&ServerProc> = nodes.iter().collect();
-    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
     let at = |id: i32| (id - 1) as usize;
     let other = (1..=3).find(|&id| id != controller).unwrap();
 
