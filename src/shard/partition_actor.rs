@@ -267,6 +267,16 @@ async fn run_op(
         PartitionOp::Replica(op) => {
             return crate::shard::replica_actor::run(log, replicated, op).await;
         }
+        // A coordinator's writes go to a replicated partition's leader only: a marker or
+        // a batch on a follower's copy would make it diverge from its leader.
+        PartitionOp::WriteMarker { .. } | PartitionOp::CoordinatorAppend { .. }
+            if replicated
+                .as_ref()
+                .is_some_and(|r| r.check_produce(ACKS_NONE).is_err()) =>
+        {
+            let why = "this node does not lead the partition: a coordinator writes to the leader";
+            return Err(BrokerError::new(ErrorCode::NotLeader, why));
+        }
         PartitionOp::Produce { .. } => {
             return Err(BrokerError::new(
                 ErrorCode::Internal,
@@ -305,15 +315,7 @@ async fn run_op(
         } => write_marker(log, producer_id, epoch, marker).await,
         PartitionOp::CoordinatorAppend { records } => coordinator_append(log, &records).await,
         PartitionOp::DescribeProducers => Ok(OpOk::Producers(log.producers())),
-        PartitionOp::Describe => Ok(OpOk::Partition(PartitionSummary {
-            log_start_offset: log.log_start_offset(),
-            log_end_offset: log.visible_end_offset(),
-            size_bytes: log.size_bytes(),
-            segments: log.segments().len() as u32,
-            last_stable_offset: log.last_stable_offset(),
-            cleaner: cleaner_info(log),
-            remote: crate::protocol::RemoteLogInfo::NOT_TIERED,
-        })),
+        PartitionOp::Describe => Ok(OpOk::Partition(summary(log))),
         PartitionOp::SetConfig(config) => log.set_config(config).map(|_| OpOk::Done),
         PartitionOp::Maintain | PartitionOp::RebuildManifest => {
             return Err(BrokerError::new(
@@ -661,6 +663,19 @@ async fn close_log(log: PartitionLog, discard: bool) -> Result<(), BrokerError> 
         tracing::error!(error = %e, "closing partition failed");
         engine_err(e)
     })
+}
+
+/// The partition as `topics describe` and DescribeLogs show it.
+fn summary(log: &PartitionLog) -> PartitionSummary {
+    PartitionSummary {
+        log_start_offset: log.log_start_offset(),
+        log_end_offset: log.visible_end_offset(),
+        size_bytes: log.size_bytes(),
+        segments: log.segments().len() as u32,
+        last_stable_offset: log.last_stable_offset(),
+        cleaner: cleaner_info(log),
+        remote: crate::protocol::RemoteLogInfo::NOT_TIERED,
+    }
 }
 
 /// The cleaner's view of `log` now, as DescribeLogs carries it.
