@@ -92,6 +92,13 @@ def create(name, rf):
                 break
             if attempt % 10 == 9:
                 print(f"creating {name}: {e}", file=sys.stderr)
+                for i, n in nodes.items():
+                    try:
+                        one = AdminClient({"bootstrap.servers": f"127.0.0.1:{n['kafka']}"})
+                        md = one.list_topics(timeout=3)
+                        print(f"  node {i} says controller {md.controller_id}", file=sys.stderr)
+                    except Exception as e2:
+                        print(f"  node {i}: {e2}", file=sys.stderr)
             time.sleep(0.2)
     # Until every replica is in sync.
     deadline = time.time() + 30
