@@ -1,8 +1,9 @@
-//! CreateTopics and DeleteTopics in cluster mode: the elected controller writes the change
-//! to etcd (replicas placed over the live brokers) and only then makes its own copy; the
-//! other nodes copy it from the view they follow. A node that is not the controller
-//! answers NOT_CONTROLLER, so clients (which send these requests to the controller that
-//! Metadata names) refresh their metadata and ask the right node.
+//! CreateTopics, DeleteTopics and CreatePartitions in cluster mode: the elected controller
+//! writes the change to etcd (replicas placed over the live brokers) and only then makes
+//! its own copy; the other nodes copy it from the view they follow. A node that is not the
+//! controller forwards the request to it (`forward.rs`, as Kafka's brokers forward admin
+//! requests to their controller, KIP-590), so a client whose metadata names an old
+//! controller is served all the same. Topic configs may change on any node.
 
 use super::errors;
 use super::refusal::Refusal;
@@ -48,7 +49,12 @@ pub async fn create(
         replication_factor: factor(ctx, replication_factor)?,
         configs: config.overrides.into_iter().collect(),
     };
-    let topic = link.create_topic(spec).await.map_err(refused)?;
+    let topic = match link.create_topic(spec.clone()).await {
+        Err(TopicRefused::NotController {
+            controller: Some(controller),
+        }) => return super::forward::create(ctx, controller, &spec).await,
+        other => other.map_err(refused)?,
+    };
     assert_eq!(topic.partitions.len(), partitions as usize);
     assert!(!topic.id.is_nil(), "a cluster topic has an id");
     assert!(
@@ -69,7 +75,12 @@ pub async fn delete(ctx: &Context<'_>, name: String) -> Result<(), Refusal> {
     let link = ctx.shard.cluster_link().expect("cluster mode");
     crate::catalog::internal_topics::refuse_client(&name, "delete")
         .map_err(|e| Refusal::new(errors::kafka_code(e.code, true), e.message))?;
-    link.delete_topic(name.clone()).await.map_err(refused)?;
+    match link.delete_topic(name.clone()).await {
+        Err(TopicRefused::NotController {
+            controller: Some(controller),
+        }) => return super::forward::delete(ctx, controller, &name).await,
+        other => other.map_err(refused)?,
+    }
     let local = AdminRequest::DeleteClusterCopy { name };
     copied(ctx.shard.admin(local).await, ErrorCode::UnknownTopic)
 }
@@ -82,9 +93,12 @@ pub async fn create_partitions(ctx: &Context<'_>, name: String, count: i32) -> R
         count > 0,
         "checked before: a topic grows to a positive count"
     );
-    link.grow_topic(name.clone(), count as u32)
-        .await
-        .map_err(refused)?;
+    match link.grow_topic(name.clone(), count as u32).await {
+        Err(TopicRefused::NotController {
+            controller: Some(controller),
+        }) => return super::forward::create_partitions(ctx, controller, &name, count).await,
+        other => other.map_err(refused)?,
+    }
     let grow = AdminRequest::GrowClusterCopy { name, count };
     copied(ctx.shard.admin(grow).await, ErrorCode::InvalidRequest)
 }

@@ -11,16 +11,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use glommio::net::TcpStream;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
-use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, ResponseKind, TopicName};
-use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, FetchRequest, RequestKind, ResponseKind, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
 
+use super::peer::Peer;
 use super::wire_error::KafkaWireError;
-use crate::io::deadline::before;
 use crate::replication::{FetchRequest as ReplicaFetch, NodeId};
 use crate::shard::messages::{OpOk, PartitionOp};
 use crate::shard::replica_actor::{LeaderAnswer, ReplicaOp, ReplicaReply};
@@ -104,8 +103,7 @@ fn review(
             shard: shard.clone(),
             leader,
             following: following.clone(),
-            stream: None,
-            correlation: 0,
+            peer: None,
         };
         crate::tasks::spawn(fetcher.run()).detach();
     }
@@ -117,8 +115,7 @@ struct Fetcher {
     shard: Rc<Shard>,
     leader: NodeId,
     following: Rc<std::cell::RefCell<Following>>,
-    stream: Option<TcpStream>,
-    correlation: i32,
+    peer: Option<Peer>,
 }
 
 impl Fetcher {
@@ -145,7 +142,7 @@ impl Fetcher {
                 Ok(answers) => self.hand_back(&asked, answers).await,
                 Err(e) => {
                     tracing::debug!(leader = self.leader, error = %e, "a replica fetch failed; retrying");
-                    self.stream = None;
+                    self.peer = None;
                     glommio::timer::sleep(BACKOFF).await;
                 }
             }
@@ -180,28 +177,12 @@ impl Fetcher {
         &mut self,
         asked: &[(TopicPartition, ReplicaFetch)],
     ) -> Result<Vec<PartitionData>, KafkaWireError> {
-        let request = fetch_request(self.shard.config().cluster.broker_id, asked);
-        self.correlation = self.correlation.wrapping_add(1);
-        let cid = self.correlation;
-        let frame = super::codec::encode_request(
-            ApiKey::Fetch,
-            VERSION,
-            cid,
-            "shardlog-replica-fetcher",
-            |buf| request.encode(buf, VERSION).map_err(KafkaWireError::codec),
-        )?;
-        let stream = self.connected().await?;
+        let request =
+            RequestKind::Fetch(fetch_request(self.shard.config().cluster.broker_id, asked));
         let wait = Duration::from_millis(MAX_WAIT_MS as u64) + SLACK;
-        let exchanged = before(wait, exchange(stream, &frame)).await;
-        let response = exchanged.ok_or(KafkaWireError::Timeout {
-            key: "Fetch".into(),
-            ms: wait.as_millis(),
-        })??;
-        let (got, body) = super::codec::decode_response(ApiKey::Fetch, VERSION, response)?;
-        if got != cid {
-            return Err(KafkaWireError::Correlation { got, expected: cid });
-        }
-        let ResponseKind::Fetch(body) = body else {
+        let peer = self.connected().await?;
+        let ResponseKind::Fetch(body) = peer.call(ApiKey::Fetch, VERSION, &request, wait).await?
+        else {
             return Err(KafkaWireError::Unexpected("not a Fetch response".into()));
         };
         if body.error_code != 0 {
@@ -213,32 +194,13 @@ impl Fetcher {
         answers_in_order(asked, body.responses)
     }
 
-    async fn connected(&mut self) -> Result<&mut TcpStream, KafkaWireError> {
-        if self.stream.is_none() {
-            let addr = self.leader_address()?;
-            let stream = before(SLACK, TcpStream::connect(addr.as_str())).await;
-            let stream = stream
-                .ok_or_else(|| {
-                    KafkaWireError::Unexpected(format!("connecting to {addr} timed out"))
-                })?
-                .map_err(|e| KafkaWireError::Unexpected(format!("connecting to {addr}: {e}")))?;
-            let _ = stream.set_nodelay(true);
-            self.stream = Some(stream);
+    async fn connected(&mut self) -> Result<&mut Peer, KafkaWireError> {
+        if self.peer.is_none() {
+            let view = self.shard.cluster();
+            let addr = super::peer::plaintext_address(view.as_deref(), self.leader)?;
+            self.peer = Some(Peer::connect(&addr, SLACK, "shardlog-replica-fetcher").await?);
         }
-        Ok(self.stream.as_mut().expect("connected just now"))
-    }
-
-    /// The leader's PLAINTEXT listener, as it registered it.
-    fn leader_address(&self) -> Result<String, KafkaWireError> {
-        let view = self.shard.cluster();
-        let broker = view.as_ref().and_then(|v| v.broker(self.leader).cloned());
-        let listener = broker
-            .as_ref()
-            .and_then(|b| b.listeners.iter().find(|l| l.name == "PLAINTEXT").cloned());
-        let listener = listener.ok_or_else(|| {
-            KafkaWireError::Unexpected(format!("broker {} is not live or has no PLAINTEXT listener (replication between nodes speaks PLAINTEXT for now)", self.leader))
-        })?;
-        Ok(format!("{}:{}", listener.host, listener.port))
+        Ok(self.peer.as_mut().expect("connected just now"))
     }
 
     /// Each partition's answer to its task; when the leader refused them all (it has not
@@ -270,29 +232,6 @@ impl Fetcher {
             glommio::timer::sleep(BACKOFF).await;
         }
     }
-}
-
-/// Writes a request frame and reads its response frame.
-async fn exchange(stream: &mut TcpStream, frame: &[u8]) -> Result<Bytes, KafkaWireError> {
-    let io = |e: std::io::Error| KafkaWireError::Io {
-        context: "replica fetch".into(),
-        source: e,
-    };
-    stream.write_all(frame).await.map_err(io)?;
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size).await.map_err(io)?;
-    let len = i32::from_be_bytes(size);
-    let len = usize::try_from(len)
-        .ok()
-        .filter(|&l| l <= MAX_BYTES as usize * 2)
-        .ok_or(KafkaWireError::FrameSize {
-            declared: len,
-            actual: 0,
-        })?;
-    let mut buf = vec![0u8; 4 + len];
-    buf[..4].copy_from_slice(&size);
-    stream.read_exact(&mut buf[4..]).await.map_err(io)?;
-    Ok(Bytes::from(buf))
 }
 
 fn fetch_request(me: NodeId, asked: &[(TopicPartition, ReplicaFetch)]) -> FetchRequest {

@@ -1,0 +1,179 @@
+//! Topic changes a node that is not the controller forwards to the controller (Kafka's
+//! brokers forward admin requests the same way, KIP-590): the request, already checked
+//! here, is sent as a Kafka request over the controller's PLAINTEXT listener, and its
+//! answer is this node's answer. The controller authorizes the forwarding connection's
+//! own principal (with an authorizer, inter-node authentication is to come). A created
+//! topic's copy on this node follows from the view; the answer waits a little for it, so
+//! a CreateTopics v5+ reply carries the topic's id and configs.
+
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::{
+    ApiKey, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, RequestKind,
+    ResponseKind, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::errors;
+use super::peer::Peer;
+use super::refusal::Refusal;
+use super::Context;
+use crate::cluster::TopicSpec;
+
+/// How long a forwarded change may take at the controller.
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a forwarded create waits for this node's copy of the topic.
+const COPY_WAIT: Duration = Duration::from_secs(5);
+
+fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+/// Sends `request` to node `controller`: its answer, or why the controller could not be
+/// asked (retriable: the client asks again, maybe of a new controller).
+async fn ask(
+    ctx: &Context<'_>,
+    controller: i32,
+    key: ApiKey,
+    version: i16,
+    request: RequestKind,
+) -> Result<ResponseKind, Refusal> {
+    let unreachable = |why: String| {
+        let why = format!("forwarding to the controller (broker {controller}): {why}");
+        Refusal::new(errors::NOT_CONTROLLER, why)
+    };
+    let view = ctx.shard.cluster();
+    let addr = super::peer::plaintext_address(view.as_deref(), controller)
+        .map_err(|e| unreachable(e.to_string()))?;
+    let mut peer = Peer::connect(&addr, TIMEOUT, "shardlog-forward")
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    peer.call(key, version, &request, TIMEOUT)
+        .await
+        .map_err(|e| unreachable(e.to_string()))
+}
+
+fn outcome(code: i16, message: Option<&StrBytes>) -> Result<(), Refusal> {
+    match code {
+        0 => Ok(()),
+        code => {
+            let why = message.map_or_else(|| errors::describe(code), |m| m.to_string());
+            Err(Refusal::new(
+                code,
+                format!("the controller answered: {why}"),
+            ))
+        }
+    }
+}
+
+pub async fn create(ctx: &Context<'_>, controller: i32, spec: &TopicSpec) -> Result<(), Refusal> {
+    let configs = spec.configs.iter().map(|(k, v)| {
+        CreatableTopicConfig::default()
+            .with_name(StrBytes::from_string(k.clone()))
+            .with_value(Some(StrBytes::from_string(v.clone())))
+    });
+    let topic = CreatableTopic::default()
+        .with_name(name(&spec.name))
+        .with_num_partitions(spec.partitions as i32)
+        .with_replication_factor(i16::try_from(spec.replication_factor).unwrap_or(i16::MAX))
+        .with_configs(configs.collect());
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![topic])
+        .with_timeout_ms(TIMEOUT.as_millis() as i32);
+    let answer = ask(
+        ctx,
+        controller,
+        ApiKey::CreateTopics,
+        5,
+        RequestKind::CreateTopics(request),
+    )
+    .await?;
+    let ResponseKind::CreateTopics(r) = answer else {
+        return Err(Refusal::new(
+            errors::UNKNOWN_SERVER_ERROR,
+            "the controller's answer is not a CreateTopics",
+        ));
+    };
+    let t = r.topics.first().ok_or_else(|| {
+        Refusal::new(
+            errors::UNKNOWN_SERVER_ERROR,
+            "the controller answered no topic",
+        )
+    })?;
+    outcome(t.error_code, t.error_message.as_ref())?;
+    wait_for_copy(ctx, &spec.name).await;
+    Ok(())
+}
+
+/// Waits (bounded) until this node has its copy of a topic the controller created.
+async fn wait_for_copy(ctx: &Context<'_>, topic: &str) {
+    let deadline = Instant::now() + COPY_WAIT;
+    while !ctx.shard.has_topic(topic) && Instant::now() < deadline {
+        glommio::timer::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub async fn delete(ctx: &Context<'_>, controller: i32, topic: &str) -> Result<(), Refusal> {
+    let request = DeleteTopicsRequest::default()
+        .with_topic_names(vec![name(topic)])
+        .with_timeout_ms(TIMEOUT.as_millis() as i32);
+    let answer = ask(
+        ctx,
+        controller,
+        ApiKey::DeleteTopics,
+        5,
+        RequestKind::DeleteTopics(request),
+    )
+    .await?;
+    let ResponseKind::DeleteTopics(r) = answer else {
+        return Err(Refusal::new(
+            errors::UNKNOWN_SERVER_ERROR,
+            "the controller's answer is not a DeleteTopics",
+        ));
+    };
+    let t = r.responses.first().ok_or_else(|| {
+        Refusal::new(
+            errors::UNKNOWN_SERVER_ERROR,
+            "the controller answered no topic",
+        )
+    })?;
+    outcome(t.error_code, t.error_message.as_ref())
+}
+
+pub async fn create_partitions(
+    ctx: &Context<'_>,
+    controller: i32,
+    topic: &str,
+    count: i32,
+) -> Result<(), Refusal> {
+    let grow = CreatePartitionsTopic::default()
+        .with_name(name(topic))
+        .with_count(count)
+        .with_assignments(None);
+    let request = CreatePartitionsRequest::default()
+        .with_topics(vec![grow])
+        .with_timeout_ms(TIMEOUT.as_millis() as i32);
+    let answer = ask(
+        ctx,
+        controller,
+        ApiKey::CreatePartitions,
+        1,
+        RequestKind::CreatePartitions(request),
+    )
+    .await?;
+    let ResponseKind::CreatePartitions(r) = answer else {
+        return Err(Refusal::new(
+            errors::UNKNOWN_SERVER_ERROR,
+            "the controller's answer is not a CreatePartitions",
+        ));
+    };
+    let t = r.results.first().ok_or_else(|| {
+        Refusal::new(
+            errors::UNKNOWN_SERVER_ERROR,
+            "the controller answered no topic",
+        )
+    })?;
+    outcome(t.error_code, t.error_message.as_ref())
+}
