@@ -31,26 +31,24 @@ pub struct ClusterLink {
     pub commands: tokio::sync::mpsc::Sender<TopicCommand>,
 }
 
+/// Where the cluster thread answers one command.
+type Reply<T> = tokio::sync::oneshot::Sender<Result<T, TopicRefused>>;
+
 impl ClusterLink {
     /// Asks the controller (this node) to create a topic; answered once etcd holds it.
     pub async fn create_topic(&self, spec: TopicSpec) -> Result<ClusterTopic, TopicRefused> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.send(TopicCommand::Create { spec, reply }).await?;
-        answer.await.map_err(|_| gone())?
+        self.ask(|reply| TopicCommand::Create { spec, reply }).await
     }
 
     /// Asks the controller (this node) to delete a topic.
     pub async fn delete_topic(&self, name: String) -> Result<(), TopicRefused> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.send(TopicCommand::Delete { name, reply }).await?;
-        answer.await.map_err(|_| gone())?
+        self.ask(|reply| TopicCommand::Delete { name, reply }).await
     }
 
     /// Asks the controller (this node) to grow a topic to `count` partitions.
     pub async fn grow_topic(&self, name: String, count: u32) -> Result<(), TopicRefused> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.send(TopicCommand::Grow { name, count, reply }).await?;
-        answer.await.map_err(|_| gone())?
+        self.ask(|reply| TopicCommand::Grow { name, count, reply })
+            .await
     }
 
     /// Replaces a topic's config overrides in etcd (any node may).
@@ -59,14 +57,12 @@ impl ClusterLink {
         name: String,
         configs: Vec<(String, String)>,
     ) -> Result<(), TopicRefused> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let command = TopicCommand::SetConfigs {
+        self.ask(|reply| TopicCommand::SetConfigs {
             name,
             configs,
             reply,
-        };
-        self.send(command).await?;
-        answer.await.map_err(|_| gone())?
+        })
+        .await
     }
 
     /// Asks etcd to take a leader's ISR change (checked against the partition's state).
@@ -76,19 +72,20 @@ impl ClusterLink {
         partition: u32,
         change: crate::replication::IsrChange,
     ) -> Result<(), TopicRefused> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let command = TopicCommand::AlterIsr {
+        self.ask(|reply| TopicCommand::AlterIsr {
             topic,
             partition,
             change,
             reply,
-        };
-        self.send(command).await?;
-        answer.await.map_err(|_| gone())?
+        })
+        .await
     }
 
-    async fn send(&self, command: TopicCommand) -> Result<(), TopicRefused> {
-        self.commands.send(command).await.map_err(|_| gone())
+    /// Sends the command `make` builds around its reply, and waits for the answer.
+    async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> TopicCommand) -> Result<T, TopicRefused> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.commands.send(make(reply)).await.map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
     }
 }
 

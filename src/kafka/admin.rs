@@ -59,15 +59,15 @@ async fn create_one(
         .collect();
     let checked = crate::catalog::internal_topics::refuse_client(&name, "create").and_then(|_| {
         let host = ctx.shard.admin_host();
-        crate::catalog::admin::check_create(&host, &name, partitions, &configs).map(|_| ())
+        crate::catalog::admin::check_create(&host, &name, partitions, &configs)
     });
     let in_cluster = super::cluster_admin::in_cluster(ctx);
     let result = match (validate_only, in_cluster) {
-        (true, _) => checked,
+        (true, _) => checked.map(|_| ()),
         (false, true) => {
-            checked.map_err(|e| Refusal::new(create_code(e.code), e.message))?;
+            let config = checked.map_err(|e| Refusal::new(create_code(e.code), e.message))?;
             let factor = topic.replication_factor;
-            return super::cluster_admin::create(ctx, name, partitions, factor, configs).await;
+            return super::cluster_admin::create(ctx, name, partitions, factor, config).await;
         }
         (false, false) => {
             let request = AdminRequest::CreateTopic {

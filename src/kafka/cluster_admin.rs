@@ -30,19 +30,16 @@ fn factor(ctx: &Context<'_>, asked: i16) -> Result<usize, Refusal> {
 }
 
 /// Creates a topic in the cluster (the request already passed the authorizer and the
-/// checks of name, partition count and configs).
+/// checks of name, partition count and configs, which gave `config`).
 pub async fn create(
     ctx: &Context<'_>,
     name: String,
     partitions: i32,
     replication_factor: i16,
-    configs: Vec<(String, String)>,
+    config: crate::catalog::topics::TopicConfig,
 ) -> Result<(), Refusal> {
     let link = ctx.shard.cluster_link().expect("cluster mode");
     // The overrides as this node parsed them, so every node's copy compares equal.
-    let host = ctx.shard.admin_host();
-    let config = crate::catalog::admin::check_create(&host, &name, partitions, &configs)
-        .map_err(|e| Refusal::new(errors::kafka_code(e.code, true), e.message))?;
     let spec = TopicSpec {
         name: name.clone(),
         partitions: partitions as u32,

@@ -55,11 +55,26 @@ async fn ask(
         .map_err(|e| unreachable(e.to_string()))
 }
 
-fn outcome(code: i16, message: Option<&StrBytes>) -> Result<(), Refusal> {
+/// The controller's answer for the one topic forwarded, as this node's answer.
+fn outcome(answer: ResponseKind) -> Result<(), Refusal> {
+    let first = match &answer {
+        ResponseKind::CreateTopics(r) => r.topics.first().map(|t| (t.error_code, &t.error_message)),
+        ResponseKind::DeleteTopics(r) => {
+            (r.responses.first()).map(|t| (t.error_code, &t.error_message))
+        }
+        ResponseKind::CreatePartitions(r) => {
+            (r.results.first()).map(|t| (t.error_code, &t.error_message))
+        }
+        _ => None,
+    };
+    let Some((code, message)) = first else {
+        let why = "the controller's answer does not answer the topic forwarded";
+        return Err(Refusal::new(errors::UNKNOWN_SERVER_ERROR, why));
+    };
     match code {
         0 => Ok(()),
         code => {
-            let why = message.map_or_else(|| errors::describe(code), |m| m.to_string());
+            let why = (message.as_ref()).map_or_else(|| errors::describe(code), |m| m.to_string());
             Err(Refusal::new(
                 code,
                 format!("the controller answered: {why}"),
@@ -82,27 +97,8 @@ pub async fn create(ctx: &Context<'_>, controller: i32, spec: &TopicSpec) -> Res
     let request = CreateTopicsRequest::default()
         .with_topics(vec![topic])
         .with_timeout_ms(TIMEOUT.as_millis() as i32);
-    let answer = ask(
-        ctx,
-        controller,
-        ApiKey::CreateTopics,
-        5,
-        RequestKind::CreateTopics(request),
-    )
-    .await?;
-    let ResponseKind::CreateTopics(r) = answer else {
-        return Err(Refusal::new(
-            errors::UNKNOWN_SERVER_ERROR,
-            "the controller's answer is not a CreateTopics",
-        ));
-    };
-    let t = r.topics.first().ok_or_else(|| {
-        Refusal::new(
-            errors::UNKNOWN_SERVER_ERROR,
-            "the controller answered no topic",
-        )
-    })?;
-    outcome(t.error_code, t.error_message.as_ref())?;
+    let request = RequestKind::CreateTopics(request);
+    outcome(ask(ctx, controller, ApiKey::CreateTopics, 5, request).await?)?;
     wait_for_copy(ctx, &spec.name).await;
     Ok(())
 }
@@ -119,27 +115,8 @@ pub async fn delete(ctx: &Context<'_>, controller: i32, topic: &str) -> Result<(
     let request = DeleteTopicsRequest::default()
         .with_topic_names(vec![name(topic)])
         .with_timeout_ms(TIMEOUT.as_millis() as i32);
-    let answer = ask(
-        ctx,
-        controller,
-        ApiKey::DeleteTopics,
-        5,
-        RequestKind::DeleteTopics(request),
-    )
-    .await?;
-    let ResponseKind::DeleteTopics(r) = answer else {
-        return Err(Refusal::new(
-            errors::UNKNOWN_SERVER_ERROR,
-            "the controller's answer is not a DeleteTopics",
-        ));
-    };
-    let t = r.responses.first().ok_or_else(|| {
-        Refusal::new(
-            errors::UNKNOWN_SERVER_ERROR,
-            "the controller answered no topic",
-        )
-    })?;
-    outcome(t.error_code, t.error_message.as_ref())
+    let request = RequestKind::DeleteTopics(request);
+    outcome(ask(ctx, controller, ApiKey::DeleteTopics, 5, request).await?)
 }
 
 pub async fn create_partitions(
@@ -155,25 +132,6 @@ pub async fn create_partitions(
     let request = CreatePartitionsRequest::default()
         .with_topics(vec![grow])
         .with_timeout_ms(TIMEOUT.as_millis() as i32);
-    let answer = ask(
-        ctx,
-        controller,
-        ApiKey::CreatePartitions,
-        1,
-        RequestKind::CreatePartitions(request),
-    )
-    .await?;
-    let ResponseKind::CreatePartitions(r) = answer else {
-        return Err(Refusal::new(
-            errors::UNKNOWN_SERVER_ERROR,
-            "the controller's answer is not a CreatePartitions",
-        ));
-    };
-    let t = r.results.first().ok_or_else(|| {
-        Refusal::new(
-            errors::UNKNOWN_SERVER_ERROR,
-            "the controller answered no topic",
-        )
-    })?;
-    outcome(t.error_code, t.error_message.as_ref())
+    let request = RequestKind::CreatePartitions(request);
+    outcome(ask(ctx, controller, ApiKey::CreatePartitions, 1, request).await?)
 }

@@ -83,18 +83,25 @@ async fn create_on_use(ctx: &Context<'_>, request: &MetadataRequest) {
     }
 }
 
-/// Auto-creation in cluster mode: the controller creates the topic in etcd; another node
-/// leaves it unknown (the client asks again, and finds it once a node that is the
-/// controller was asked).
+/// Auto-creation in cluster mode: the topic is created in etcd by the controller (this
+/// node, or the controller it forwards to).
 async fn create_in_cluster(ctx: &Context<'_>, name: String, partitions: i32) {
     let known = ctx
         .shard
         .cluster()
         .is_some_and(|v| v.topics.contains_key(&name));
-    if known || super::cluster::controller_id(ctx) != node_id(ctx) {
+    if known {
         return;
     }
-    match super::cluster_admin::create(ctx, name.clone(), partitions, -1, Vec::new()).await {
+    let host = ctx.shard.admin_host();
+    let created = match crate::catalog::admin::check_create(&host, &name, partitions, &[]) {
+        Ok(config) => super::cluster_admin::create(ctx, name.clone(), partitions, -1, config).await,
+        Err(e) => Err(super::refusal::Refusal::new(
+            errors::kafka_code(e.code, true),
+            e.message,
+        )),
+    };
+    match created {
         Ok(()) => tracing::info!(topic = %name, partitions, "topic created on first use"),
         Err(refused) if refused.code == errors::TOPIC_ALREADY_EXISTS => {}
         Err(refused) => {

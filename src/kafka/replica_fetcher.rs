@@ -36,30 +36,39 @@ const PARTITION_MAX_BYTES: i32 = 1 << 20;
 const SLACK: Duration = Duration::from_secs(5);
 /// After a failed connection or fetch, the next try waits this long.
 const BACKOFF: Duration = Duration::from_millis(200);
-/// How often the fetchers' partitions are compared with the latest view.
-const REVIEW: Duration = Duration::from_millis(100);
+/// How soon the fetchers' partitions are looked at again while this node is still loading
+/// or copying a cluster topic (otherwise each new view is).
+const RETRY: Duration = Duration::from_millis(100);
 
 /// The partitions this shard follows, by leader.
 type Following = BTreeMap<NodeId, BTreeSet<TopicPartition>>;
 
 /// Starts the shard's fetchers (cluster mode).
 pub fn start(shard: &Rc<Shard>) {
-    let shard = shard.clone();
+    let Some(link) = shard.cluster_link() else {
+        return;
+    };
+    let (shard, mut views) = (shard.clone(), link.views);
     crate::tasks::spawn(async move {
         let following: Rc<std::cell::RefCell<Following>> = Rc::default();
-        let mut seen = None;
         while !shard.is_shutting_down() {
-            if let Some(view) = shard.cluster().filter(|_| shard.is_ready()) {
-                if seen
-                    .as_ref()
-                    .is_none_or(|s| !std::sync::Arc::ptr_eq(s, &view))
-                {
-                    // A view reviewed before this node copied all its topics is seen again.
-                    let complete = review(&shard, &view, &following);
-                    seen = complete.then_some(view);
+            let view = views.borrow_and_update().clone();
+            // Until this node has loaded and copied every cluster topic, look again soon.
+            let complete = shard.is_ready() && review(&shard, &view, &following);
+            let changed = async { views.changed().await.is_ok() };
+            let go_on = match complete {
+                true => changed.await,
+                false => {
+                    let retry = async {
+                        glommio::timer::sleep(RETRY).await;
+                        true
+                    };
+                    futures_lite::future::or(changed, retry).await
                 }
+            };
+            if !go_on {
+                break;
             }
-            glommio::timer::sleep(REVIEW).await;
         }
     })
     .detach();
@@ -73,25 +82,11 @@ fn review(
     following: &Rc<std::cell::RefCell<Following>>,
 ) -> bool {
     let me = shard.config().cluster.broker_id;
+    let (here, complete) = crate::shard::replication::replicated_here(shard, view, me);
     let mut now = Following::new();
-    let mut complete = true;
-    for topic in view.topics.values() {
-        let Some(local) = shard.topic(&topic.name).filter(|m| m.topic_id == topic.id) else {
-            complete = false;
-            continue;
-        };
-        for (p, partition) in topic.partitions.iter().enumerate() {
-            let state = &partition.state;
-            let owned = local
-                .owners
-                .get(p)
-                .is_some_and(|&o| o as usize == shard.id());
-            let leader = state.leader.filter(|&l| l != me);
-            if let (true, Some(leader), true) = (owned, leader, state.replicas.contains(&me)) {
-                now.entry(leader)
-                    .or_default()
-                    .insert(TopicPartition::new(&*topic.name, p as i32));
-            }
+    for (tp, state) in here {
+        if let Some(leader) = state.leader.filter(|&l| l != me) {
+            now.entry(leader).or_default().insert(tp);
         }
     }
     let started: BTreeSet<NodeId> = following.borrow().keys().copied().collect();

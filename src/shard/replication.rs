@@ -73,7 +73,7 @@ impl ReplicaStates {
 /// The partitions this shard owns whose replicas include this node, with their states,
 /// and whether this node has its copy of every cluster topic yet (else this is asked
 /// again soon).
-fn replicated_here(
+pub(crate) fn replicated_here(
     shard: &Shard,
     view: &ClusterView,
     me: NodeId,
