@@ -101,6 +101,7 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         E::FencedLeaderEpoch => FENCED_LEADER_EPOCH,
         E::UnknownLeaderEpoch => UNKNOWN_LEADER_EPOCH,
         E::RequestTimedOut => REQUEST_TIMED_OUT,
+        E::NotCoordinator => NOT_COORDINATOR,
         E::InvalidTimestamp => INVALID_TIMESTAMP,
         // Retriable: the client refreshes metadata and tries again.
         E::NotReady => LEADER_NOT_AVAILABLE,

@@ -37,9 +37,13 @@ pub async fn handle(host: &dyn AdminHost, request: AdminRequest) -> AdminResult<
             partitions,
             configs,
         } => create_everywhere(host, name, partitions, configs, Origin::Cluster(id)).await,
-        AdminRequest::DeleteTopic { name } | AdminRequest::DeleteClusterCopy { name } => {
+        AdminRequest::DeleteTopic { name } => {
+            internal_topics::refuse_client(&name, "delete")?;
             delete(host, name).await
         }
+        // The cluster's internal topics are copied like any other: a local one that is not
+        // the cluster's (another id) is replaced.
+        AdminRequest::DeleteClusterCopy { name } => delete(host, name).await,
         AdminRequest::CreatePartitions { name, count }
         | AdminRequest::GrowClusterCopy { name, count } => {
             create_partitions(host, name, count).await
@@ -256,9 +260,9 @@ async fn roll_back_create(host: &dyn AdminHost, meta: &TopicMeta) {
     }
 }
 
-/// Deletes a topic: committed durably first, then carried out on every host.
-pub async fn delete(host: &dyn AdminHost, name: String) -> AdminResult<()> {
-    internal_topics::refuse_client(&name, "delete")?;
+/// Deletes a topic: committed durably first, then carried out on every host. A client's
+/// delete of an internal topic is refused before this.
+async fn delete(host: &dyn AdminHost, name: String) -> AdminResult<()> {
     refuse_on_read_replica(host, "delete", &name)?;
     let _turn = host.admin_turn().await?;
     let Some(meta) = host.topic(&name) else {

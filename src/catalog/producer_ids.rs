@@ -30,53 +30,33 @@ thread_local! {
     static ALLOCATING: Rc<Semaphore> = Rc::new(Semaphore::new(1));
 }
 
-/// Hands out the next id, persisting a new block (`block_size` ids) first when the current
-/// one is used up. Blocks are only consistent if a single shard (the controller) hands ids
-/// out: the caller's to ensure.
-pub async fn allocate(
-    storage: &dyn Storage,
-    data_dir: &Path,
-    block_size: i64,
-) -> Result<i64, BrokerError> {
+/// Hands out the next id, taking a new block from `claim` first when the current one is
+/// used up (or none is known yet). `claim(next)` returns the new block as (first id, end):
+/// `next` is the first id past the used block (`None` before the first), and the block must
+/// be durable (its file written, or its claim held by etcd) before it returns. Blocks are
+/// only consistent if a single shard of the node (the controller) hands ids out: the
+/// caller's to ensure.
+pub async fn allocate<F, Fut>(claim: F) -> Result<i64, BrokerError>
+where
+    F: FnOnce(Option<i64>) -> Fut,
+    Fut: std::future::Future<Output = Result<(i64, i64), BrokerError>>,
+{
     let turn = ALLOCATING.with(Rc::clone);
     let _turn = turn
         .acquire_permit(1)
         .await
         .map_err(|e| BrokerError::new(ErrorCode::Internal, format!("producer ids: {e}")))?;
-    let dir = data_dir.join(META_DIR);
     let (next, end) = match BLOCK.get() {
-        Some(b) => b,
-        None => {
-            let end = BLOCK_END
-                .read_strict(storage, &dir)
-                .await
-                .map_err(|e| {
-                    BrokerError::new(ErrorCode::CorruptStorage, format!("producer ids: {e}"))
-                })?
-                .unwrap_or(0);
-            (end, end)
+        Some((next, end)) if next < end => (next, end),
+        used => {
+            let (start, end) = claim(used.map(|(next, _)| next)).await?;
+            assert!(start < end, "a new block of producer ids is not empty");
+            assert!(
+                used.is_none_or(|(next, _)| start >= next),
+                "a new block starts past the ids handed out"
+            );
+            (start, end)
         }
-    };
-    let end = if next < end {
-        end
-    } else {
-        let new_end = next + block_size;
-        // The block is persisted before any id of it is used, and reaches past `next`.
-        assert!(
-            new_end > next && new_end >= end,
-            "a new block ends past the old one"
-        );
-        let storage_error =
-            |e: String| BrokerError::new(ErrorCode::StorageError, format!("producer ids: {e}"));
-        // A fresh data directory has no meta directory until its first topic.
-        storage
-            .create_dir_all(&dir)
-            .map_err(|e| storage_error(e.to_string()))?;
-        BLOCK_END
-            .write(storage, &dir, new_end)
-            .await
-            .map_err(|e| storage_error(e.to_string()))?;
-        new_end
     };
     assert!(
         next < end,
@@ -84,4 +64,36 @@ pub async fn allocate(
     );
     BLOCK.set(Some((next + 1, end)));
     Ok(next)
+}
+
+/// A single node's next block: from `next` (or where the file's last block ended), its end
+/// persisted in `__shardlog_meta/producer-id-block` before any id of it is used.
+pub async fn file_block(
+    storage: &dyn Storage,
+    data_dir: &Path,
+    block_size: i64,
+    next: Option<i64>,
+) -> Result<(i64, i64), BrokerError> {
+    let dir = data_dir.join(META_DIR);
+    let next = match next {
+        Some(next) => next,
+        None => BLOCK_END
+            .read_strict(storage, &dir)
+            .await
+            .map_err(|e| BrokerError::new(ErrorCode::CorruptStorage, format!("producer ids: {e}")))?
+            .unwrap_or(0),
+    };
+    let new_end = next + block_size;
+    assert!(new_end > next, "a new block ends past its start");
+    let storage_error =
+        |e: String| BrokerError::new(ErrorCode::StorageError, format!("producer ids: {e}"));
+    // A fresh data directory has no meta directory until its first topic.
+    storage
+        .create_dir_all(&dir)
+        .map_err(|e| storage_error(e.to_string()))?;
+    BLOCK_END
+        .write(storage, &dir, new_end)
+        .await
+        .map_err(|e| storage_error(e.to_string()))?;
+    Ok((next, new_end))
 }

@@ -45,6 +45,16 @@ pub enum TopicCommand {
         change: IsrChange,
         reply: oneshot::Sender<Result<(), TopicRefused>>,
     },
+    /// An internal topic this node needs (created by the controller).
+    WantInternal {
+        spec: TopicSpec,
+        reply: oneshot::Sender<Result<(), TopicRefused>>,
+    },
+    /// A block of `size` producer ids for this node (any node may claim one): its start.
+    ClaimProducerIds {
+        size: i64,
+        reply: oneshot::Sender<Result<i64, TopicRefused>>,
+    },
 }
 
 impl TopicCommand {
@@ -55,14 +65,16 @@ impl TopicCommand {
             TopicCommand::Delete { reply, .. }
             | TopicCommand::Grow { reply, .. }
             | TopicCommand::SetConfigs { reply, .. }
-            | TopicCommand::AlterIsr { reply, .. } => reply.send(Err(why)).is_ok(),
+            | TopicCommand::AlterIsr { reply, .. }
+            | TopicCommand::WantInternal { reply, .. } => reply.send(Err(why)).is_ok(),
+            TopicCommand::ClaimProducerIds { reply, .. } => reply.send(Err(why)).is_ok(),
         };
     }
 }
 
 /// A topic to create, already validated by the node that took the request (name, count,
 /// configs).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicSpec {
     pub name: String,
     pub partitions: u32,

@@ -10,6 +10,8 @@
 
 pub mod controller;
 pub mod etcd;
+pub mod internal_topics;
+pub mod producer_ids;
 pub mod session;
 pub mod topics;
 pub mod view;
@@ -79,6 +81,18 @@ impl ClusterLink {
             reply,
         })
         .await
+    }
+
+    /// Asks for an internal topic (created by the controller; `internal_topics.rs`).
+    pub async fn want_internal_topic(&self, spec: TopicSpec) -> Result<(), TopicRefused> {
+        self.ask(|reply| TopicCommand::WantInternal { spec, reply })
+            .await
+    }
+
+    /// Claims a block of `size` producer ids no node has held: its first id.
+    pub async fn claim_producer_ids(&self, size: i64) -> Result<i64, TopicRefused> {
+        self.ask(|reply| TopicCommand::ClaimProducerIds { size, reply })
+            .await
     }
 
     /// Sends the command `make` builds around its reply, and waits for the answer.
@@ -157,6 +171,16 @@ impl Keys {
     /// The partition states of one topic.
     pub fn partitions_of(&self, topic: &str) -> String {
         format!("{}partitions/{topic}/", self.root)
+    }
+
+    /// An internal topic a node asked the controller for (`internal_topics.rs`).
+    pub fn wanted(&self, topic: &str) -> String {
+        format!("{}wanted/{topic}", self.root)
+    }
+
+    /// The first producer id no node has claimed (`producer_ids.rs`).
+    pub fn producer_id_block(&self) -> String {
+        format!("{}producer-id-block", self.root)
     }
 
     /// One partition's state (leader, epochs, replicas, ISR).

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::cluster::controller::{self, TopicCommand, TopicRefused};
 use crate::cluster::etcd::{Created, Etcd};
+use crate::cluster::internal_topics;
 use crate::cluster::view::{encode_controller, BrokerRegistration, ClusterView};
 use crate::cluster::{ClusterError, Keys};
 
@@ -256,6 +257,9 @@ impl Node {
         if controller::elect_leaders(etcd, keys, &current, me).await? > 0 {
             current = self.read().await?;
         }
+        if internal_topics::create_all_wanted(etcd, keys, &current, me).await? > 0 {
+            current = self.read().await?;
+        }
         publish(view, current);
         Ok(())
     }
@@ -301,6 +305,14 @@ impl Node {
                 let at = (topic.as_str(), partition);
                 let changed = controller::change_isr(etcd, keys, &current, at, &change).await;
                 Answer::Done(reply, changed)
+            }
+            TopicCommand::WantInternal { spec, reply } => {
+                let wanted = internal_topics::want(etcd, keys, &current, me, spec).await;
+                Answer::Done(reply, wanted)
+            }
+            TopicCommand::ClaimProducerIds { size, reply } => {
+                let claimed = crate::cluster::producer_ids::claim_block(etcd, keys, size).await;
+                Answer::Block(reply, claimed)
             }
         };
         self.republish(view).await;
@@ -383,6 +395,10 @@ enum Answer {
         oneshot::Sender<Result<(), TopicRefused>>,
         Result<(), TopicRefused>,
     ),
+    Block(
+        oneshot::Sender<Result<i64, TopicRefused>>,
+        Result<i64, TopicRefused>,
+    ),
 }
 
 impl Answer {
@@ -391,6 +407,7 @@ impl Answer {
         match self {
             Answer::Topic(reply, outcome) => reply.send(outcome).is_ok(),
             Answer::Done(reply, outcome) => reply.send(outcome).is_ok(),
+            Answer::Block(reply, outcome) => reply.send(outcome).is_ok(),
         }
     }
 }

@@ -48,6 +48,8 @@ pub struct ClusterView {
     pub controller: Option<ControllerInfo>,
     /// The cluster's topics, by name (complete ones only).
     pub topics: std::collections::BTreeMap<String, ClusterTopic>,
+    /// Internal topics a node asked the controller for, by name.
+    pub wanted: std::collections::BTreeMap<String, crate::cluster::TopicSpec>,
 }
 
 impl BrokerRegistration {
@@ -131,6 +133,10 @@ impl ClusterView {
                     epoch: kv.create_revision,
                 });
             }
+        }
+        let wanted = kvs.iter().filter(|kv| kv.key.starts_with(&keys.wanted("")));
+        for spec in wanted.filter_map(|kv| crate::cluster::internal_topics::decode(keys, kv)) {
+            view.wanted.insert(spec.name.clone(), spec);
         }
         view.brokers.sort_by_key(|b| b.id);
         view.topics = crate::cluster::topics::from_keys(keys, kvs);

@@ -32,6 +32,8 @@ struct Coordinator {
     /// Offsets partitions read into `groups`, and those being read.
     loaded: HashSet<i32>,
     loading: HashSet<i32>,
+    /// Counts unloads: a load that an unload overtook does not count as read.
+    unloads: u64,
     expiry_started: bool,
 }
 
@@ -89,7 +91,8 @@ pub(super) fn offsets_partition(shard: &dyn GroupHost, group: &str) -> Result<i3
         .topic(OFFSETS_TOPIC)
         .ok_or(e::COORDINATOR_NOT_AVAILABLE)?;
     let p = partition_for(group, meta.owners.len()) as i32;
-    if meta.owners[p as usize] as usize != shard.shard_id() {
+    if meta.owners[p as usize] as usize != shard.shard_id() || !shard.coordinates(OFFSETS_TOPIC, p)
+    {
         return Err(e::NOT_COORDINATOR);
     }
     Ok(p)
@@ -103,6 +106,7 @@ fn owned_offsets_partitions(shard: &dyn GroupHost) -> Result<Vec<i32>, GroupCode
     Ok(shard.topic(OFFSETS_TOPIC).map_or(Vec::new(), |meta| {
         (0..meta.owners.len() as i32)
             .filter(|&p| meta.owners[p as usize] as usize == shard.shard_id())
+            .filter(|&p| shard.coordinates(OFFSETS_TOPIC, p))
             .collect()
     }))
 }
@@ -140,9 +144,15 @@ fn begin_load(shard: &Host, p: i32) -> Option<glommio::Task<Result<(), GroupCode
         return None;
     }
     let shard = shard.clone();
+    let unloads = COORDINATOR.with_borrow(|c| c.unloads);
     Some(crate::tasks::spawn(async move {
         let started = std::time::Instant::now();
-        let read = load_partition(&shard, p).await;
+        let mut read = load_partition(&shard, p).await;
+        if COORDINATOR.with_borrow(|c| c.unloads) != unloads {
+            // Leadership moved while reading: what was read may be stale.
+            drop_groups_of(&*shard, p);
+            read = Err(LoadError::Overtaken { p });
+        }
         let (groups, start_expiry) = COORDINATOR.with_borrow_mut(|c| {
             c.loading.remove(&p);
             if read.is_ok() {
@@ -190,6 +200,60 @@ enum LoadError {
     Read { p: i32, why: BrokerError },
     #[error("offsets partition {p}: {why}")]
     Batch { p: i32, why: BatchError },
+    #[error("offsets partition {p}: its leadership moved while it was read")]
+    Overtaken { p: i32 },
+}
+
+/// In cluster mode, when this node stops leading offsets partition `p` (or leads it in a
+/// new leader epoch, after another leader may have written): its groups are forgotten,
+/// their parked joins and syncs answered NOT_COORDINATOR, and the partition must be read
+/// again before it serves.
+pub fn unload(shard: &dyn GroupHost, p: i32) {
+    let dropped = drop_groups_of(shard, p);
+    COORDINATOR.with_borrow_mut(|c| {
+        c.loaded.remove(&p);
+        c.unloads += 1;
+        c.pending_txn.retain(|(partition, _), _| *partition != p);
+    });
+    assert!(
+        COORDINATOR.with_borrow(|c| !c.loaded.contains(&p)),
+        "an unloaded partition is read again before it serves"
+    );
+    if dropped > 0 {
+        tracing::info!(
+            shard = shard.shard_id(),
+            partition = p,
+            groups = dropped,
+            "offsets partition unloaded: another node coordinates its groups now"
+        );
+    }
+}
+
+/// Reads offsets partition `p` now (this node became its leader).
+pub fn load_now(shard: &Host, p: i32) {
+    if let Some(load) = begin_load(shard, p) {
+        load.detach();
+    }
+}
+
+/// Forgets the groups of offsets partition `p`: how many.
+fn drop_groups_of(shard: &dyn GroupHost, p: i32) -> usize {
+    let partitions = shard.topic(OFFSETS_TOPIC).map_or(0, |m| m.owners.len());
+    if partitions == 0 {
+        return 0;
+    }
+    let dropped: Vec<Group> = COORDINATOR.with_borrow_mut(|c| {
+        let names: Vec<String> = (c.groups.keys())
+            .filter(|name| partition_for(name, partitions) as i32 == p)
+            .cloned()
+            .collect();
+        names.iter().filter_map(|n| c.groups.remove(n)).collect()
+    });
+    let n = dropped.len();
+    for mut g in dropped {
+        membership::release_waiters(&mut g);
+    }
+    n
 }
 
 async fn load_partition(shard: &Host, p: i32) -> Result<usize, LoadError> {

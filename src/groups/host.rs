@@ -25,6 +25,9 @@ pub trait CoordinatorHost {
     fn shutting_down(&self) -> bool;
     fn settings(&self) -> &ServerConfig;
     fn topic(&self, name: &str) -> Option<TopicMeta>;
+    /// Whether this node coordinates the keys of an internal topic's partition: always on
+    /// a single node; in cluster mode while it leads the partition.
+    fn coordinates(&self, topic: &str, partition: i32) -> bool;
 }
 
 pub trait GroupHost: CoordinatorHost {

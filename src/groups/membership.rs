@@ -548,6 +548,19 @@ pub(super) fn watch_sessions(shard: &Host, name: &str, g: &mut Group) {
     .detach();
 }
 
+/// Answers every parked JoinGroup and SyncGroup of a group this node no longer
+/// coordinates with NOT_COORDINATOR (the members find the new coordinator).
+pub(super) fn release_waiters(g: &mut Group) {
+    for (id, m) in g.members.iter_mut() {
+        if let Some(w) = m.join_waiter.take() {
+            let _ = w.try_send(join_error(e::NOT_COORDINATOR, id));
+        }
+        if let Some(w) = m.sync_waiter.take() {
+            let _ = w.try_send(sync_error(e::NOT_COORDINATOR));
+        }
+    }
+}
+
 /// Expires what is due; returns when to look again, or `None` (and stops watching) when
 /// nothing is left to watch.
 fn expire(shard: &Host, name: &str, g: &mut Group) -> Option<Instant> {

@@ -62,7 +62,6 @@ fn coordinator_denied(ctx: &Context<'_>, key_type: i8, key: &str) -> Option<Refu
 }
 
 pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoordinatorResponse {
-    let (host, port) = super::cluster::broker_address(ctx);
     let response = FindCoordinatorResponse::default();
     if ctx.version >= 4 {
         let coordinators = r
@@ -70,13 +69,14 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
             .into_iter()
             .map(|key| {
                 let c = find_coordinator_response::Coordinator::default();
-                match coordinator_denied(ctx, r.key_type, &key) {
-                    Some(Refusal { code, message: why }) => c
+                match coordinator_of(ctx, r.key_type, &key) {
+                    Err(Refusal { code, message: why }) => c
                         .with_error_code(code)
-                        .with_error_message(Some(str_bytes(why))),
-                    None => c
-                        .with_node_id(BrokerId(node_id(ctx)))
-                        .with_host(str_bytes(host.clone()))
+                        .with_error_message(Some(str_bytes(why)))
+                        .with_node_id(BrokerId(-1)),
+                    Ok((id, host, port)) => c
+                        .with_node_id(BrokerId(id))
+                        .with_host(str_bytes(host))
                         .with_port(port),
                 }
                 .with_key(key)
@@ -84,17 +84,52 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
             .collect();
         return response.with_coordinators(coordinators);
     }
-    if let Some(Refusal { code, message: why }) = coordinator_denied(ctx, r.key_type, &r.key) {
-        let message = (ctx.version >= 1).then(|| str_bytes(why));
-        return response
-            .with_error_code(code)
-            .with_error_message(message)
-            .with_node_id(BrokerId(-1));
+    match coordinator_of(ctx, r.key_type, &r.key) {
+        Err(Refusal { code, message: why }) => {
+            let message = (ctx.version >= 1).then(|| str_bytes(why));
+            response
+                .with_error_code(code)
+                .with_error_message(message)
+                .with_node_id(BrokerId(-1))
+        }
+        Ok((id, host, port)) => response
+            .with_node_id(BrokerId(id))
+            .with_host(str_bytes(host))
+            .with_port(port),
     }
-    response
-        .with_node_id(BrokerId(node_id(ctx)))
-        .with_host(str_bytes(host))
-        .with_port(port)
+}
+
+/// The coordinator of a key (key type 0: a group, 1: a transactional id) as (node id,
+/// host, port) at the client's listener: this node, or in cluster mode the leader of the
+/// key's partition of the internal topic (COORDINATOR_NOT_AVAILABLE while the topic is
+/// being created or the partition has no live leader).
+fn coordinator_of(
+    ctx: &Context<'_>,
+    key_type: i8,
+    key: &str,
+) -> Result<(i32, String, i32), Refusal> {
+    if let Some(denied) = coordinator_denied(ctx, key_type, key) {
+        return Err(denied);
+    }
+    let Some(view) = ctx.shard.cluster() else {
+        let (host, port) = super::cluster::broker_address(ctx);
+        return Ok((node_id(ctx), host, port));
+    };
+    let topic = match key_type {
+        1 => crate::txn::TRANSACTION_STATE_TOPIC,
+        _ => crate::groups::OFFSETS_TOPIC,
+    };
+    let unavailable = |why: String| Refusal::new(e::COORDINATOR_NOT_AVAILABLE, why);
+    let internal = routing::cluster_internal_topic(ctx.shard, &view, topic);
+    let internal = internal.map_err(|e| unavailable(e.message))?;
+    let p = crate::groups::partition_for(key, internal.partitions.len());
+    let leader = internal.partitions[p].state.leader;
+    let live = leader.filter(|&l| view.leads(l, topic, p as u32));
+    let address = live.and_then(|l| {
+        let brokers = super::cluster::live_brokers(ctx);
+        brokers.into_iter().find(|b| b.0 == l)
+    });
+    address.ok_or_else(|| unavailable(format!("{topic}-{p} has no live leader now")))
 }
 
 fn join_request(ctx: &Context<'_>, r: &JoinGroupRequest) -> JoinRequest {

@@ -34,6 +34,7 @@ mod sasl;
 mod splice;
 mod txn;
 mod txn_admin;
+pub mod txn_peers;
 mod users;
 pub mod wire_error;
 

@@ -1,15 +1,13 @@
 //! Kafka's transaction APIs for clients (KIP-98): InitProducerId with a transactional id,
-//! AddPartitionsToTxn v0-3, EndTxn v0-3, and the admin side, DescribeTransactions v0 and
+//! AddPartitionsToTxn v0-3 (v4, between nodes, is `txn_peers.rs`'s), EndTxn v0-3, and the admin side, DescribeTransactions v0 and
 //! ListTransactions v0-1. Each goes to the id's coordinator shard (`txn/ops.rs`);
 //! codes are Kafka's, with PRODUCER_FENCED sent as INVALID_PRODUCER_EPOCH to the versions
 //! that predate it (InitProducerId < 4, AddPartitionsToTxn < 2, EndTxn < 2).
 
-use kafka_protocol::messages::add_partitions_to_txn_response::{
-    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
-};
 use kafka_protocol::messages::*;
 
 use super::errors;
+use super::txn_peers::by_topic;
 use super::{str_bytes, Context};
 use std::rc::Rc;
 
@@ -139,6 +137,9 @@ pub async fn add_partitions(
     ctx: &Context<'_>,
     request: AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResponse {
+    if ctx.version >= super::txn_peers::BROKER_VERSION {
+        return super::txn_peers::add_partitions_for_brokers(ctx, request).await;
+    }
     let id = request.v3_and_below_transactional_id.0.to_string();
     let codes = match partitions_to_add(ctx, &request) {
         Err(codes) => codes,
@@ -156,24 +157,6 @@ pub async fn add_partitions(
         }
     };
     AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(by_topic(codes))
-}
-
-fn by_topic(codes: Vec<(TopicPartition, i16)>) -> Vec<AddPartitionsToTxnTopicResult> {
-    let mut out: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
-    for (tp, code) in codes {
-        let result = AddPartitionsToTxnPartitionResult::default()
-            .with_partition_index(tp.partition)
-            .with_partition_error_code(code);
-        match out.iter_mut().find(|t| t.name.0.as_str() == tp.topic) {
-            Some(t) => t.results_by_partition.push(result),
-            None => out.push(
-                AddPartitionsToTxnTopicResult::default()
-                    .with_name(TopicName(str_bytes(tp.topic)))
-                    .with_results_by_partition(vec![result]),
-            ),
-        }
-    }
-    out
 }
 
 pub async fn end_txn(ctx: &Context<'_>, request: EndTxnRequest) -> EndTxnResponse {
@@ -197,6 +180,9 @@ pub async fn verify(
     producer: (i64, i16),
     partition: TopicPartition,
 ) -> i16 {
+    if let Some((view, coordinator)) = remote_coordinator(shard, id) {
+        return super::txn_peers::verify_remote(&view, coordinator, id, producer, &partition).await;
+    }
     let op = TxnOp::Verify {
         producer_id: producer.0,
         epoch: producer.1,
@@ -206,6 +192,20 @@ pub async fn verify(
         TxnReply::Code(code) => code.kafka(true),
         _ => errors::UNKNOWN_SERVER_ERROR,
     }
+}
+
+/// In cluster mode, when another node coordinates `id` (it leads the id's partition of
+/// `__transaction_state`): the view and that node (-1 while the partition has no leader).
+fn remote_coordinator(
+    shard: &Rc<Shard>,
+    id: &str,
+) -> Option<(std::sync::Arc<crate::cluster::ClusterView>, i32)> {
+    let view = shard.cluster()?;
+    let state_topic = view.topics.get(crate::txn::TRANSACTION_STATE_TOPIC)?;
+    let p = crate::txn::partition_for(id, state_topic.partitions.len());
+    let leader = state_topic.partitions[p].state.leader.unwrap_or(-1);
+    let me = shard.config().cluster.broker_id;
+    (leader != me).then_some((view, leader))
 }
 
 pub async fn describe(

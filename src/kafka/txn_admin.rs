@@ -80,7 +80,7 @@ pub async fn write_txn_markers(
                 let code = match allowed {
                     false => errors::CLUSTER_AUTHORIZATION_FAILED,
                     true => {
-                        match crate::txn::completion::write_marker(
+                        match crate::txn::completion::write_marker_here(
                             &crate::shard::Shard::txn_host(ctx.shard),
                             &tp,
                             producer,

@@ -97,10 +97,13 @@ pub enum ErrorCode {
     /// acks=all: the in-sync replicas did not all have the batch within the produce's
     /// timeout (Kafka's REQUEST_TIMED_OUT, 7); it may still be committed later.
     RequestTimedOut = 46,
+    /// Cluster mode: the group's or transactional id's coordinator is another node (it
+    /// leads the key's partition of the internal topic); find it again (Kafka's 16).
+    NotCoordinator = 47,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 47] = [
+    pub const ALL: [ErrorCode; 48] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -148,6 +151,7 @@ impl ErrorCode {
         ErrorCode::UnknownLeaderEpoch,
         ErrorCode::NotEnoughReplicasAfterAppend,
         ErrorCode::RequestTimedOut,
+        ErrorCode::NotCoordinator,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

@@ -468,6 +468,7 @@ async fn run_shard(
     if let Some(link) = start.cluster {
         shard.follow_cluster(link);
         crate::kafka::replica_fetcher::start(&shard);
+        crate::kafka::txn_peers::KafkaPeerCalls::install(&shard);
     }
     for (_, rx) in receivers.streams() {
         let shard = shard.clone();

@@ -22,6 +22,13 @@ pub struct ClusterSettings {
     /// A follower that has not caught up with its leader's log end for this long leaves
     /// the ISR (Kafka's replica.lag.time.max.ms).
     pub replica_lag_time_max_ms: u64,
+    /// The replicas of `__consumer_offsets` (Kafka's offsets.topic.replication.factor);
+    /// 0, the default, is min(3, live brokers) when it is created, any other value waits
+    /// for that many live brokers.
+    pub offsets_topic_replication_factor: u32,
+    /// The same for `__transaction_state` (Kafka's
+    /// transaction.state.log.replication.factor).
+    pub transaction_state_log_replication_factor: u32,
 }
 
 impl Default for ClusterSettings {
@@ -33,6 +40,8 @@ impl Default for ClusterSettings {
             session_timeout_ms: 9_000,
             heartbeat_interval_ms: 2_000,
             replica_lag_time_max_ms: 30_000,
+            offsets_topic_replication_factor: 0,
+            transaction_state_log_replication_factor: 0,
         }
     }
 }

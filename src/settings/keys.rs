@@ -470,6 +470,16 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         1..=1000
     ),
     number_key!(
+        "offsets.topic.replication.factor",
+        cluster.offsets_topic_replication_factor,
+        ..=(i16::MAX as u32)
+    ),
+    number_key!(
+        "transaction.state.log.replication.factor",
+        cluster.transaction_state_log_replication_factor,
+        ..=(i16::MAX as u32)
+    ),
+    number_key!(
         "offset.metadata.max.bytes",
         offset_metadata_max_bytes,
         // The offsets log stores metadata as an int16-length string, as Kafka does.
@@ -563,6 +573,7 @@ mod tests {
             include_str!("../../docs/security.md"),
             include_str!("../../docs/tiered-storage.md"),
             include_str!("../../docs/kafka.md"),
+            include_str!("../../docs/cluster.md"),
         ]
         .concat();
         let defaults = ServerConfig::default();

@@ -11,17 +11,57 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::broker_error::BrokerError;
 use crate::catalog::admin_host::AdminRequest;
 use crate::cluster::{ClusterLink, ClusterTopic, ClusterView};
+use crate::format::control::EndTxnMarker;
+use crate::groups::host::{HostFuture, HostResult};
 use crate::protocol::ErrorCode;
 use crate::shard::replication::ReplicaStates;
 use crate::shard::runtime::{Shard, CONTROLLER};
+use crate::txn::host::PeerCalls;
+use crate::TopicPartition;
 
 /// How soon a copy that could not be made (the shard still loading, a failed create) is
 /// tried again when no new view comes first.
 const RETRY: Duration = Duration::from_secs(1);
 
 impl Shard {
+    /// Installs what this shard asks of other nodes (cluster mode, at start).
+    pub fn install_peer_calls(&self, calls: Rc<dyn PeerCalls>) {
+        *self.peer_calls.borrow_mut() = Some(calls);
+    }
+
+    /// Where the marker for `tp` goes when another node leads it (cluster mode): that
+    /// node's write, or why it cannot be made now. `None`: this node writes it.
+    pub(crate) fn marker_elsewhere<'a>(
+        &'a self,
+        tp: &'a TopicPartition,
+        producer: (i64, i16),
+        marker: EndTxnMarker,
+    ) -> Option<HostFuture<'a, HostResult<()>>> {
+        let view = self.cluster()?;
+        let me = self.config().cluster.broker_id;
+        if view.leads(me, &tp.topic, tp.partition as u32) {
+            return None;
+        }
+        let calls = self.peer_calls.borrow().clone();
+        Some(Box::pin(async move {
+            let state = (view.topics.get(&tp.topic))
+                .and_then(|t| t.partitions.get(usize::try_from(tp.partition).ok()?));
+            let leader = state.and_then(|p| p.state.leader);
+            let leader = leader.filter(|&l| view.leads(l, &tp.topic, tp.partition as u32));
+            let (Some(leader), Some(calls)) = (leader, calls) else {
+                let why = format!("{tp} has no live leader now; the marker is written once it has");
+                return Err(BrokerError::new(ErrorCode::NotLeader, why));
+            };
+            assert_ne!(leader, me, "a marker goes to another node");
+            calls
+                .write_marker(&view, leader, tp, producer, marker)
+                .await
+        }))
+    }
+
     /// The cluster as this shard last heard of it; `None` outside cluster mode.
     pub fn cluster(&self) -> Option<Arc<ClusterView>> {
         self.cluster.borrow().clone()

@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
 use crate::catalog::admin_host::{AdminHost, AdminRequest, CatalogChange};
+use crate::protocol::ErrorCode;
 use crate::security::changes::{SecurityChange, SecurityOutcome};
 use crate::shard::messages::{OpOk, OpResult, ShardOp};
 use crate::shard::runtime::{Shard, CONTROLLER};
@@ -93,9 +94,28 @@ impl Shard {
     pub(super) async fn allocate_producer_id_here(&self) -> OpResult {
         // One allocator: blocks are only consistent if a single shard hands ids out.
         assert_eq!(self.id, CONTROLLER, "producer ids come from the controller");
-        let block = self.config.producer_id_block_size;
-        let dir = &self.config.data_dir;
-        let id = crate::catalog::producer_ids::allocate(&*self.storage, dir, block).await?;
+        let size = self.config.producer_id_block_size;
+        let link = self.cluster_link();
+        let claim = |next| async move {
+            match link {
+                // In cluster mode every node's blocks come from one etcd key.
+                Some(link) => link
+                    .claim_producer_ids(size)
+                    .await
+                    .map(|start| (start, start + size))
+                    .map_err(|e| {
+                        BrokerError::new(
+                            ErrorCode::NotReady,
+                            format!("claiming producer ids in etcd: {e}"),
+                        )
+                    }),
+                None => {
+                    let dir = &self.config.data_dir;
+                    crate::catalog::producer_ids::file_block(&*self.storage, dir, size, next).await
+                }
+            }
+        };
+        let id = crate::catalog::producer_ids::allocate(claim).await?;
         Ok(OpOk::ProducerId(id))
     }
 }

@@ -70,7 +70,7 @@ impl ShardHost {
             offset,
             max_bytes: max,
             at_least_one: true,
-            isolation: Isolation::ReadUncommitted,
+            isolation: Isolation::LogEnd,
         };
         match self.0.partition_op(topic, partition, op).await? {
             OpOk::Fetched { records, .. } => Ok(records.to_bytes()),
@@ -110,6 +110,11 @@ impl CoordinatorHost for ShardHost {
 
     fn topic(&self, name: &str) -> Option<TopicMeta> {
         self.0.topic(name)
+    }
+
+    fn coordinates(&self, topic: &str, partition: i32) -> bool {
+        let me = self.0.config.cluster.broker_id;
+        (self.0.cluster()).is_none_or(|view| view.leads(me, topic, partition as u32))
     }
 }
 
@@ -172,6 +177,15 @@ impl TxnHost for ShardHost {
             marker,
         };
         Box::pin(self.append(&tp.topic, tp.partition, op))
+    }
+
+    fn marker_elsewhere<'a>(
+        &'a self,
+        tp: &'a TopicPartition,
+        producer: (i64, i16),
+        marker: EndTxnMarker,
+    ) -> Option<HostFuture<'a, HostResult<()>>> {
+        self.0.marker_elsewhere(tp, producer, marker)
     }
 
     fn complete_txn_offsets(&self, p: i32, producer_id: i64, commit: bool) -> HostFuture<'_, bool> {

@@ -102,6 +102,10 @@ impl PartitionOp {
 pub enum Isolation {
     ReadUncommitted,
     ReadCommitted,
+    /// A coordinator loading its internal partition: to the acknowledged log end, past the
+    /// high watermark (Kafka's FetchLogEnd), and of a replicated partition only on its
+    /// leader, whose log holds every acknowledged record.
+    LogEnd,
 }
 
 impl Isolation {

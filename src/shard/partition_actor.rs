@@ -257,25 +257,37 @@ async fn run_job(log: &mut PartitionLog, job: Job) {
     }
 }
 
+/// A coordinator's writes go to a replicated partition's leader only (a marker or a batch
+/// on a follower's copy would make it diverge from its leader), and it loads its state
+/// from the leader's copy only (a follower's may lack acknowledged records).
+fn leader_only(replicated: Option<&Replicated>, op: &PartitionOp) -> Option<BrokerError> {
+    let coordinators = matches!(
+        op,
+        PartitionOp::WriteMarker { .. }
+            | PartitionOp::CoordinatorAppend { .. }
+            | PartitionOp::Fetch {
+                isolation: Isolation::LogEnd,
+                ..
+            }
+    );
+    let follower = replicated.is_some_and(|r| r.check_produce(ACKS_NONE).is_err());
+    let why =
+        "this node does not lead the partition: a coordinator reads and writes the leader's copy";
+    (coordinators && follower).then(|| BrokerError::new(ErrorCode::NotLeader, why))
+}
+
 /// Every operation but Produce (which takes part in the group commit).
 async fn run_op(
     log: &mut PartitionLog,
     replicated: &mut Option<Replicated>,
     op: PartitionOp,
 ) -> OpResult {
+    if let Some(refused) = leader_only(replicated.as_ref(), &op) {
+        return Err(refused);
+    }
     let r = match op {
         PartitionOp::Replica(op) => {
             return crate::shard::replica_actor::run(log, replicated, op).await;
-        }
-        // A coordinator's writes go to a replicated partition's leader only: a marker or
-        // a batch on a follower's copy would make it diverge from its leader.
-        PartitionOp::WriteMarker { .. } | PartitionOp::CoordinatorAppend { .. }
-            if replicated
-                .as_ref()
-                .is_some_and(|r| r.check_produce(ACKS_NONE).is_err()) =>
-        {
-            let why = "this node does not lead the partition: a coordinator writes to the leader";
-            return Err(BrokerError::new(ErrorCode::NotLeader, why));
         }
         PartitionOp::Produce { .. } => {
             return Err(BrokerError::new(
@@ -336,6 +348,7 @@ async fn fetch(
 ) -> crate::Result<OpOk> {
     let (records, aborted) = match isolation {
         Isolation::ReadCommitted => log.read_committed(offset, max_bytes, at_least_one).await?,
+        Isolation::LogEnd => (log.read_for_replica(offset, max_bytes).await?, Vec::new()),
         _ => (
             log.read_bounded(offset, max_bytes, at_least_one).await?,
             Vec::new(),
@@ -356,7 +369,8 @@ async fn fetch(
 async fn coordinator_append(log: &mut PartitionLog, records: &[u8]) -> crate::Result<OpOk> {
     let info = log.append_for_coordinator(records).await?;
     log.sync().await?;
-    assert!(info.last_offset < log.visible_end_offset());
+    // Durable here; of a replicated partition, readable once the ISR has it.
+    assert!(info.last_offset < log.replica_end_offset());
     Ok(OpOk::Done)
 }
 
@@ -510,6 +524,9 @@ async fn run_group(
                 };
                 produce_one(log, replicated.as_ref(), produce, reply, &mut done).await;
             }
+            Command::Op { op, reply, .. } if is_coordinator_write(&op) && replicated.is_some() => {
+                coordinator_write_acks_all(log, replicated, op, reply).await;
+            }
             Command::Op { op, reply, sent } if op.is_data_path() => {
                 metrics::record_since(Stage::QueueWait, sent);
                 let r = metrics::timed(Stage::PartitionOp, run_op(log, replicated, op)).await;
@@ -521,6 +538,32 @@ async fn run_group(
         }
     }
     done
+}
+
+fn is_coordinator_write(op: &PartitionOp) -> bool {
+    matches!(
+        op,
+        PartitionOp::WriteMarker { .. } | PartitionOp::CoordinatorAppend { .. }
+    )
+}
+
+/// A coordinator's marker or batch on a replicated partition is answered as acks=all (as
+/// Kafka's coordinators append with acks=-1): once the in-sync replicas have it, so a
+/// completed transaction or a transactional offset commit survives the leader's loss.
+async fn coordinator_write_acks_all(
+    log: &mut PartitionLog,
+    replicated: &mut Option<Replicated>,
+    op: PartitionOp,
+    reply: LocalSender<OpResult>,
+) {
+    let result = run_op(log, replicated, op).await;
+    let last_offset = log.replica_end_offset() - 1;
+    match (result, replicated.as_mut()) {
+        (Ok(ok), Some(r)) => r.wait_for_isr(log, reply, Ok(ok), last_offset),
+        (other, _) => {
+            let _ = reply.try_send(other);
+        }
+    }
 }
 
 /// A produce's part of a group.

@@ -189,6 +189,29 @@ impl Replicated {
         self.publish_high_watermark(log);
     }
 
+    /// Holds a coordinator's write (its last offset `last_offset`, already durable here)
+    /// until the in-sync replicas have it, as an acks=all produce.
+    pub fn wait_for_isr(
+        &mut self,
+        log: &mut PartitionLog,
+        reply: LocalSender<OpResult>,
+        result: OpResult,
+        last_offset: i64,
+    ) {
+        assert!(
+            last_offset < log.replica_end_offset(),
+            "a held write is in the log"
+        );
+        self.replica.appended(log.replica_end_offset());
+        self.waiting.push(Waiting {
+            last_offset,
+            deadline: Instant::now() + self.ack_timeout,
+            reply,
+            result,
+        });
+        self.publish_high_watermark(log);
+    }
+
     /// The replica's high watermark, to the log (what readers see) and to the waiting
     /// acks=all produces it passed.
     fn publish_high_watermark(&mut self, log: &mut PartitionLog) {

@@ -27,6 +27,9 @@ const TICK: Duration = Duration::from_secs(1);
 #[derive(Default)]
 pub struct ReplicaStates {
     applied: Applied,
+    /// The internal partitions this node's coordinators serve, with the leader epoch their
+    /// state was loaded in (`shard/coordinator_routing.rs`).
+    coordinating: HashMap<TopicPartition, i32>,
 }
 
 impl ReplicaStates {
@@ -46,7 +49,7 @@ impl ReplicaStates {
                 continue;
             }
             let op = ReplicaOp::Apply {
-                state,
+                state: state.clone(),
                 me,
                 broker_epoch,
                 ack_timeout: Duration::from_millis(shard.config().request_timeout_ms),
@@ -56,7 +59,9 @@ impl ReplicaStates {
                 .await
             {
                 Ok(_) => {
-                    tracing::debug!(partition = %tp, leader_epoch = key.0, partition_epoch = key.1, "a replica took its state")
+                    tracing::debug!(partition = %tp, leader_epoch = key.0, partition_epoch = key.1, "a replica took its state");
+                    let led = (state.leader == Some(me)).then_some(state.leader_epoch);
+                    self.follow_coordination(shard, &tp, led);
                 }
                 Err(e) => {
                     tracing::debug!(partition = %tp, error = %e, "a partition did not take its state yet");
@@ -67,6 +72,33 @@ impl ReplicaStates {
         }
         self.applied = seen;
         settled
+    }
+}
+
+impl ReplicaStates {
+    /// A coordinator follows its internal partition's leadership: it loads the partition's
+    /// state when this node becomes its leader (or leads it in a new epoch, after another
+    /// leader may have written to it) and forgets it when another node leads it.
+    fn follow_coordination(&mut self, shard: &Rc<Shard>, tp: &TopicPartition, led: Option<i32>) {
+        if !crate::catalog::internal_topics::is_internal(&tp.topic) {
+            return;
+        }
+        let before = self.coordinating.get(tp).copied();
+        if before == led {
+            return;
+        }
+        if before.is_some() {
+            crate::shard::coordinator_routing::unload(shard, tp);
+        }
+        match led {
+            Some(epoch) => {
+                self.coordinating.insert(tp.clone(), epoch);
+                crate::shard::coordinator_routing::load(shard, tp);
+            }
+            None => {
+                self.coordinating.remove(tp);
+            }
+        }
     }
 }
 

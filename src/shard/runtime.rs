@@ -81,6 +81,8 @@ pub struct Shard {
     pub(super) cluster: RefCell<Option<std::sync::Arc<crate::cluster::ClusterView>>>,
     /// The queue of topic changes to the cluster thread (cluster mode only).
     pub(super) cluster_commands: RefCell<Option<crate::cluster::ClusterLink>>,
+    /// What this shard asks of other nodes, over the Kafka layer (cluster mode only).
+    pub(super) peer_calls: RefCell<Option<Rc<dyn crate::txn::host::PeerCalls>>>,
 }
 
 pub(super) fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, BrokerError> {
@@ -130,6 +132,7 @@ impl Shard {
             remote_logs: RefCell::new(HashMap::new()),
             cluster: RefCell::new(None),
             cluster_commands: RefCell::new(None),
+            peer_calls: RefCell::new(None),
         })
     }
 

@@ -92,10 +92,25 @@ async fn write_markers(host: &TxnHostRc, id: &str, meta: &TxnMeta) {
     }
 }
 
-/// Writes one marker of producer `(id, epoch)` into `tp`, durably; in an offsets partition
-/// the group coordinator then applies or drops the offsets sent inside the transaction.
-/// The coordinator's path and WriteTxnMarkers' (an operator ending a hanging transaction).
+/// The coordinator's marker for `tp`: written here, or in cluster mode sent to the node
+/// that leads `tp` (Kafka's WriteTxnMarkers), which writes it with `write_marker_here`.
 pub async fn write_marker(
+    host: &TxnHostRc,
+    tp: &TopicPartition,
+    producer: (i64, i16),
+    marker: EndTxnMarker,
+) -> Result<(), BrokerError> {
+    match host.marker_elsewhere(tp, producer, marker) {
+        Some(sent) => sent.await,
+        None => write_marker_here(host, tp, producer, marker).await,
+    }
+}
+
+/// Writes one marker of producer `(id, epoch)` into `tp` on this node, durably; in an
+/// offsets partition the group coordinator then applies or drops the offsets sent inside
+/// the transaction. WriteTxnMarkers' path (from a coordinator on another node, or an
+/// operator ending a hanging transaction): never sent on, so it cannot loop.
+pub async fn write_marker_here(
     host: &TxnHostRc,
     tp: &TopicPartition,
     (producer_id, epoch): (i64, i16),

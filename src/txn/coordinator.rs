@@ -22,6 +22,8 @@ struct Coordinator {
     busy: HashSet<String>,
     loaded: HashSet<i32>,
     loading: HashSet<i32>,
+    /// Counts unloads: a load that an unload overtook does not count as read.
+    unloads: u64,
     scan_started: bool,
 }
 
@@ -84,7 +86,8 @@ pub(super) fn state_partition(host: &dyn TxnHost, id: &str) -> Result<i32, TxnCo
         .topic(TRANSACTION_STATE_TOPIC)
         .ok_or(e::COORDINATOR_NOT_AVAILABLE)?;
     let p = partition_for(id, meta.owners.len());
-    if meta.owners[p] as usize != host.shard_id() {
+    let here = meta.owners[p] as usize == host.shard_id();
+    if !here || !host.coordinates(TRANSACTION_STATE_TOPIC, p as i32) {
         return Err(e::NOT_COORDINATOR);
     }
     Ok(p as i32)
@@ -106,9 +109,39 @@ pub(super) fn is_loaded(p: i32) -> bool {
     TC.with_borrow(|c| c.loaded.contains(&p))
 }
 
-/// Marks state partition `p` as being read; false if it already is, or was read.
-pub(super) fn begin_loading(p: i32) -> bool {
-    TC.with_borrow_mut(|c| !c.loaded.contains(&p) && c.loading.insert(p))
+/// Marks state partition `p` as being read; false if it already is, or was read. Returns
+/// the unload count to hand to `finish_loading`.
+pub(super) fn begin_loading(p: i32) -> Option<u64> {
+    TC.with_borrow_mut(|c| (!c.loaded.contains(&p) && c.loading.insert(p)).then_some(c.unloads))
+}
+
+/// In cluster mode, when this node stops leading state partition `p` (or leads it in a new
+/// leader epoch, after another leader may have written): its ids are forgotten here, and
+/// the partition must be read again before it serves.
+pub fn unload(host: &dyn TxnHost, p: i32) {
+    let partitions = host
+        .topic(TRANSACTION_STATE_TOPIC)
+        .map_or(0, |m| m.owners.len());
+    let dropped = TC.with_borrow_mut(|c| {
+        let before = c.txns.len();
+        c.txns
+            .retain(|id, _| partition_for(id, partitions) as i32 != p);
+        c.loaded.remove(&p);
+        c.unloads += 1;
+        before - c.txns.len()
+    });
+    assert!(
+        !is_loaded(p),
+        "an unloaded partition is read again before it serves"
+    );
+    if dropped > 0 {
+        tracing::info!(
+            shard = host.shard_id(),
+            partition = p,
+            ids = dropped,
+            "transaction state partition unloaded: another node coordinates its ids now"
+        );
+    }
 }
 
 /// True the first time only: the timeout scan starts after the first load.
@@ -118,13 +151,19 @@ pub(super) fn first_scan() -> bool {
 
 /// Ends the read of state partition `p`: its records (later ones win) are in force if it
 /// succeeded, and it counts as read; returns how many ids this shard now coordinates.
-pub(super) fn finish_loading(p: i32, read: Option<&[(String, Option<TxnMeta>)]>) -> usize {
+/// A read an unload overtook (`unloads` is the count `begin_loading` returned) is dropped.
+pub(super) fn finish_loading(
+    p: i32,
+    unloads: u64,
+    read: Option<&[(String, Option<TxnMeta>)]>,
+) -> usize {
     TC.with_borrow_mut(|c| {
         let was_loading = c.loading.remove(&p);
         assert!(
             was_loading,
             "state partition {p} loaded without being claimed"
         );
+        let read = read.filter(|_| c.unloads == unloads);
         for (id, meta) in read.unwrap_or_default() {
             match meta {
                 Some(m) => c.txns.insert(id.clone(), m.clone()),

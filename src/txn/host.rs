@@ -37,6 +37,14 @@ pub trait TxnHost: CoordinatorHost {
         producer: (i64, i16),
         marker: EndTxnMarker,
     ) -> HostFuture<'a, HostResult<()>>;
+    /// In cluster mode, when another node leads `tp`: the marker written there (an error
+    /// to retry while it has no leader). `None`: this node writes it (`write_marker`).
+    fn marker_elsewhere<'a>(
+        &'a self,
+        tp: &'a TopicPartition,
+        producer: (i64, i16),
+        marker: EndTxnMarker,
+    ) -> Option<HostFuture<'a, HostResult<()>>>;
     /// Tells the group coordinator of offsets partition `partition` that producer
     /// `producer_id`'s transaction ended there; whether it took note.
     fn complete_txn_offsets(
@@ -45,4 +53,20 @@ pub trait TxnHost: CoordinatorHost {
         producer_id: i64,
         commit: bool,
     ) -> HostFuture<'_, bool>;
+}
+
+/// What a transaction coordinator asks of another node of the cluster, over Kafka's own
+/// protocol. The Kafka layer implements it (`kafka/txn_peers.rs`) and installs it on each
+/// shard at start, so neither the coordinator nor the shard runtime names a protocol.
+pub trait PeerCalls {
+    /// Writes the marker ending producer `(id, epoch)`'s transaction into `tp` on `leader`
+    /// (Kafka's WriteTxnMarkers), durably; an error to retry otherwise.
+    fn write_marker<'a>(
+        &'a self,
+        view: &'a crate::cluster::ClusterView,
+        leader: i32,
+        tp: &'a TopicPartition,
+        producer: (i64, i16),
+        marker: EndTxnMarker,
+    ) -> HostFuture<'a, HostResult<()>>;
 }

@@ -38,21 +38,28 @@ pub fn start_loading(host: &TxnHostRc) {
     };
     for (p, &owner) in meta.owners.iter().enumerate() {
         if owner as usize == host.shard_id() {
-            if let Some(load) = begin_load(host, p as i32) {
-                load.detach();
-            }
+            load_now(host, p as i32);
         }
+    }
+}
+
+/// Reads state partition `p` now, if this node coordinates its ids (in cluster mode: once
+/// it became its leader).
+pub fn load_now(host: &TxnHostRc, p: i32) {
+    if !host.coordinates(TRANSACTION_STATE_TOPIC, p) {
+        return;
+    }
+    if let Some(load) = begin_load(host, p) {
+        load.detach();
     }
 }
 
 /// A task reading state partition `p`, or `None` if one already is (or it was read).
 fn begin_load(host: &TxnHostRc, p: i32) -> Option<glommio::Task<Result<(), TxnCode>>> {
-    if !tc::begin_loading(p) {
-        return None;
-    }
+    let unloads = tc::begin_loading(p)?;
     let host = host.clone();
     Some(crate::tasks::spawn(async move {
-        let read = load(&host, p).await;
+        let read = load(&host, p, unloads).await;
         if read.is_ok() && tc::first_scan() {
             completion::spawn_timeout_scan(host.clone());
         }
@@ -60,10 +67,14 @@ fn begin_load(host: &TxnHostRc, p: i32) -> Option<glommio::Task<Result<(), TxnCo
     }))
 }
 
-async fn load(host: &TxnHostRc, p: i32) -> Result<(), TxnCode> {
+async fn load(host: &TxnHostRc, p: i32, unloads: u64) -> Result<(), TxnCode> {
     let started = std::time::Instant::now();
     let read = read_partition(&**host, p).await;
-    let loaded = tc::finish_loading(p, read.as_deref().ok());
+    let loaded = tc::finish_loading(p, unloads, read.as_deref().ok());
+    if !tc::is_loaded(p) && read.is_ok() {
+        tracing::info!(partition = p, "a transaction state partition's leadership moved while it was read; it is read again on the next request");
+        return Err(e::COORDINATOR_LOAD_IN_PROGRESS);
+    }
     match read {
         Ok(records) => {
             let elapsed_ms = started.elapsed().as_millis() as u64;

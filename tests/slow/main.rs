@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod cluster_coordinators_e2e;
 mod cluster_e2e;
 mod cluster_faults_e2e;
 mod cluster_replication_e2e;
