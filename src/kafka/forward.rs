@@ -17,7 +17,6 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::errors;
-use super::peer::Peer;
 use super::refusal::Refusal;
 use super::Context;
 use crate::cluster::TopicSpec;
@@ -45,14 +44,15 @@ async fn ask(
         Refusal::new(errors::NOT_CONTROLLER, why)
     };
     let view = ctx.shard.cluster();
-    let addr = super::peer::plaintext_address(view.as_deref(), controller)
-        .map_err(|e| unreachable(e.to_string()))?;
-    let mut peer = Peer::connect(&addr, TIMEOUT, "shardlog-forward")
-        .await
-        .map_err(|e| unreachable(e.to_string()))?;
-    peer.call(key, version, &request, TIMEOUT)
-        .await
-        .map_err(|e| unreachable(e.to_string()))
+    let sent = (key, version, &request);
+    let answer = super::peer::call_once(
+        view.as_deref(),
+        controller,
+        "shardlog-forward",
+        sent,
+        TIMEOUT,
+    );
+    answer.await.map_err(|e| unreachable(e.to_string()))
 }
 
 /// The controller's answer for the one topic forwarded, as this node's answer.

@@ -81,6 +81,20 @@ pub fn plaintext_address(
     Ok(format!("{}:{}", listener.host, listener.port))
 }
 
+/// One request to node `to` over a connection of its own (its PLAINTEXT listener in
+/// `view`), within `timeout` for the connect and again for the answer.
+pub async fn call_once(
+    view: Option<&ClusterView>,
+    to: i32,
+    client_id: &'static str,
+    (key, version, request): (ApiKey, i16, &RequestKind),
+    timeout: Duration,
+) -> Result<ResponseKind, KafkaWireError> {
+    let addr = plaintext_address(view, to)?;
+    let mut peer = Peer::connect(&addr, timeout, client_id).await?;
+    peer.call(key, version, request, timeout).await
+}
+
 /// Writes a request frame and reads its response frame.
 async fn exchange(stream: &mut TcpStream, frame: &[u8]) -> Result<Bytes, KafkaWireError> {
     let io = |e: std::io::Error| KafkaWireError::Io {

@@ -21,7 +21,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
 use super::errors;
-use super::peer::{plaintext_address, Peer};
+use super::peer::call_once;
 use super::{str_bytes, Context};
 use crate::broker_error::BrokerError;
 use crate::cluster::ClusterView;
@@ -55,11 +55,8 @@ async fn call(
         let why = format!("asking broker {to}: {why}");
         BrokerError::new(ErrorCode::NotReady, why)
     };
-    let addr = plaintext_address(Some(view), to).map_err(|e| unreachable(e.to_string()))?;
-    let mut peer = Peer::connect(&addr, TIMEOUT, "shardlog-txn")
-        .await
-        .map_err(|e| unreachable(e.to_string()))?;
-    let answer = peer.call(key, version, &request, TIMEOUT).await;
+    let sent = (key, version, &request);
+    let answer = call_once(Some(view), to, "shardlog-txn", sent, TIMEOUT).await;
     answer.map_err(|e| unreachable(e.to_string()))
 }
 

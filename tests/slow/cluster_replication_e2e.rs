@@ -2,7 +2,8 @@
 //! catch up and join the ISR, acks=all is answered once the ISR has the batch, a kill -9 of
 //! a leader elects an in-sync follower with the next leader epoch that holds every
 //! acknowledged record (and takes new writes), the dead node comes back as a follower and
-//! rejoins the ISR, and its copy matches the leader's byte for byte.
+//! rejoins the ISR, and its copy matches the leader's byte for byte; a follower whose disk
+//! was wiped registers anew, copies its replicas back from the leader and rejoins the ISR.
 
 use crate::common;
 
@@ -152,4 +153,60 @@ fn acks_all_survives_a_leader_s_kill_9_and_the_node_rejoins_the_isr() {
     assert_eq!(epochs, leader_epochs, "the same epoch history");
     // Followers' long polls keep an idle cluster cheap: descriptors flat, little CPU.
     super::cluster_e2e::assert_idle_cost_flat(&nodes);
+}
+
+#[test]
+fn a_node_whose_disk_was_wiped_rejoins_and_copies_its_replicas_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+    let (mut nodes, _, controller) = super::cluster_e2e::three_nodes(tmp.path(), &etcd);
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let at = |id: i32| (id - 1) as usize;
+    assert_eq!(create(&nodes[at(controller)], "kept", 1, 3), (0, 3));
+    let (_, parts, _) = wait_for_metadata(&refs, "kept", |(e, p, _)| {
+        *e == 0 && p.len() == 1 && p.iter().all(in_sync)
+    });
+    let leader = parts[0].leader;
+    let mut acked = Vec::new();
+    for i in 0..20 {
+        let (error, offset) =
+            produce_acks(&nodes[at(leader)], "kept", 0, &format!("r{i}"), ACKS_ALL);
+        assert_eq!(error, 0, "acks=all to kept-0");
+        acked.push(offset);
+    }
+
+    // A follower loses its disk: killed, dropped from the ISR, its data directory gone.
+    let wiped = (1..=3).find(|&id| id != leader).unwrap();
+    nodes[at(wiped)].kill9();
+    let others: Vec<&ServerProc> = (1..=3)
+        .filter(|&id| id != wiped)
+        .map(|id| &nodes[at(id)])
+        .collect();
+    wait_for_metadata(&others, "kept", |(_, p, b)| {
+        b.len() == 2 && !p[0].isr.contains(&wiped)
+    });
+    std::fs::remove_dir_all(tmp.path().join(format!("node-{wiped}"))).unwrap();
+
+    // It registers anew (a new directory id), copies the topic, fetches from the start and
+    // rejoins the ISR with the leader's batches, byte for byte.
+    nodes[at(wiped)].respawn();
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    wait_for_metadata(&refs, "kept", |(_, p, b)| {
+        b.len() == 3 && p.iter().all(in_sync)
+    });
+    let dir = tmp.path().join(format!("node-{wiped}")).join("kept-0");
+    let leader_dir = tmp.path().join(format!("node-{leader}")).join("kept-0");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while on_disk(&dir) != on_disk(&leader_dir) {
+        assert!(
+            Instant::now() < deadline,
+            "the wiped node's copy never matched the leader's"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        on_disk(&dir).len(),
+        acked.len(),
+        "every acknowledged batch copied back"
+    );
 }
