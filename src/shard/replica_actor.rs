@@ -170,23 +170,29 @@ impl Replicated {
         acked: Vec<(LocalSender<OpResult>, OpResult)>,
     ) {
         self.replica.appended(log.replica_end_offset());
-        let deadline = Instant::now() + self.ack_timeout;
         for (reply, result) in acked {
-            let last_offset = match &result {
-                Ok(OpOk::Produced { last_offset, .. }) => *last_offset,
+            match &result {
+                Ok(OpOk::Produced { last_offset, .. }) => {
+                    let last_offset = *last_offset;
+                    self.hold(reply, result, last_offset);
+                }
                 _ => {
                     let _ = reply.try_send(result);
-                    continue;
                 }
-            };
-            self.waiting.push(Waiting {
-                last_offset,
-                deadline,
-                reply,
-                result,
-            });
+            }
         }
         self.publish_high_watermark(log);
+    }
+
+    /// Keeps a durable write's answer until the high watermark passes `last_offset` (or its
+    /// timeout, `expire_waiting`).
+    fn hold(&mut self, reply: LocalSender<OpResult>, result: OpResult, last_offset: i64) {
+        self.waiting.push(Waiting {
+            last_offset,
+            deadline: Instant::now() + self.ack_timeout,
+            reply,
+            result,
+        });
     }
 
     /// Holds a coordinator's write (its last offset `last_offset`, already durable here)
@@ -203,12 +209,7 @@ impl Replicated {
             "a held write is in the log"
         );
         self.replica.appended(log.replica_end_offset());
-        self.waiting.push(Waiting {
-            last_offset,
-            deadline: Instant::now() + self.ack_timeout,
-            reply,
-            result,
-        });
+        self.hold(reply, result, last_offset);
         self.publish_high_watermark(log);
     }
 
