@@ -8,7 +8,9 @@
 #   release whose minimum Rust (1.92) this toolchain meets; it honours conditional writes
 #   (If-None-Match, If-Match), ranged GETs and multipart uploads, which shardlog relies on;
 # - etcd (Debian's etcd-server): the consensus store of cluster mode; the cluster tests
-#   (tests/slow/cluster_e2e.rs) start their own member on free loopback ports.
+#   (tests/slow/cluster_e2e.rs) start their own member on free loopback ports;
+# - iptables: the cluster's partition test cuts nodes (run as their own users) off from
+#   each other on loopback with owner-match rules (tests/common/firewall.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +19,7 @@ command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v mount >/dev/null || need+=(mount)
 command -v kcat >/dev/null || need+=(kcat)
 command -v etcd >/dev/null || need+=(etcd-server)
+command -v iptables >/dev/null || need+=(iptables)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if ((${#need[@]})); then
   apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "${need[@]}"

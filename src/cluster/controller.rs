@@ -55,6 +55,14 @@ pub enum TopicCommand {
         size: i64,
         reply: oneshot::Sender<Result<i64, TopicRefused>>,
     },
+    /// A new security value (any node may), stored if etcd's is still the one at
+    /// `expected` (`security.rs`).
+    SwapSecurity {
+        name: String,
+        expected: i64,
+        value: Vec<u8>,
+        reply: oneshot::Sender<Result<crate::cluster::security::Swapped, TopicRefused>>,
+    },
 }
 
 impl TopicCommand {
@@ -68,6 +76,7 @@ impl TopicCommand {
             | TopicCommand::AlterIsr { reply, .. }
             | TopicCommand::WantInternal { reply, .. } => reply.send(Err(why)).is_ok(),
             TopicCommand::ClaimProducerIds { reply, .. } => reply.send(Err(why)).is_ok(),
+            TopicCommand::SwapSecurity { reply, .. } => reply.send(Err(why)).is_ok(),
         };
     }
 }

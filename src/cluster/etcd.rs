@@ -147,12 +147,26 @@ impl Etcd {
     /// One transaction: every op of `then` if every comparison holds, else none. Whether
     /// it was applied.
     pub async fn txn(&self, compare: &[Compare], then: &[Op]) -> Result<bool, ClusterError> {
+        Ok(self.txn_at(compare, then).await?.is_some())
+    }
+
+    /// As `txn`: the revision its writes were made at, None when a comparison failed.
+    pub async fn txn_at(
+        &self,
+        compare: &[Compare],
+        then: &[Op],
+    ) -> Result<Option<i64>, ClusterError> {
         let body = json!({
             "compare": compare.iter().map(Compare::to_json).collect::<Vec<_>>(),
             "success": then.iter().map(Op::to_json).collect::<Vec<_>>(),
         });
         let reply = self.call("kv/txn", body).await?;
-        Ok(reply["succeeded"].as_bool() == Some(true))
+        if reply["succeeded"].as_bool() != Some(true) {
+            return Ok(None);
+        }
+        let revision =
+            int(&reply["header"]["revision"]).ok_or_else(|| malformed("kv/txn", &reply))?;
+        Ok(Some(revision))
     }
 
     /// One request, tried on each endpoint in turn until one answers.

@@ -12,6 +12,7 @@ pub mod controller;
 pub mod etcd;
 pub mod internal_topics;
 pub mod producer_ids;
+pub mod security;
 pub mod session;
 pub mod topics;
 pub mod view;
@@ -93,6 +94,22 @@ impl ClusterLink {
     pub async fn claim_producer_ids(&self, size: i64) -> Result<i64, TopicRefused> {
         self.ask(|reply| TopicCommand::ClaimProducerIds { size, reply })
             .await
+    }
+
+    /// Stores a security value if etcd's was last changed at `expected` (0: none yet).
+    pub async fn swap_security(
+        &self,
+        name: String,
+        expected: i64,
+        value: Vec<u8>,
+    ) -> Result<security::Swapped, TopicRefused> {
+        self.ask(|reply| TopicCommand::SwapSecurity {
+            name,
+            expected,
+            value,
+            reply,
+        })
+        .await
     }
 
     /// Sends the command `make` builds around its reply, and waits for the answer.
@@ -183,6 +200,16 @@ impl Keys {
         format!("{}producer-id-block", self.root)
     }
 
+    /// Every security value (`security.rs`).
+    pub fn security_values(&self) -> String {
+        format!("{}security/", self.root)
+    }
+
+    /// One security value: the SCRAM credentials or the ACLs, in their file's format.
+    pub fn security(&self, name: &str) -> String {
+        format!("{}security/{name}", self.root)
+    }
+
     /// One partition's state (leader, epochs, replicas, ISR).
     pub fn partition(&self, topic: &str, partition: u32) -> String {
         format!("{}partitions/{topic}/{partition}", self.root)
@@ -229,7 +256,29 @@ pub fn session_config(
         me,
         session_timeout: std::time::Duration::from_millis(cluster.session_timeout_ms),
         heartbeat: std::time::Duration::from_millis(cluster.heartbeat_interval_ms),
+        security_seeds: security_seeds(config)?,
     })
+}
+
+/// This node's own SCRAM credentials and ACLs (its `__shardlog_meta` files), as text, for
+/// the cluster to take when etcd holds none; an unreadable file stops the start.
+fn security_seeds(
+    config: &crate::settings::ServerConfig,
+) -> Result<Vec<(String, String)>, ClusterError> {
+    use crate::security::{acl_store, credentials};
+    let meta_dir = config.data_dir.join(crate::catalog::topics::META_DIR);
+    let unreadable =
+        |e: crate::security::meta_file::StoreError| ClusterError::Config(e.to_string());
+    let users = credentials::CredentialStore::read(&meta_dir).map_err(unreadable)?;
+    let acls = acl_store::AclStore::read(&meta_dir).map_err(unreadable)?;
+    let mut seeds = Vec::new();
+    if !users.is_empty() {
+        seeds.push((credentials::FILE.to_string(), users.encode()));
+    }
+    if !acls.is_empty() {
+        seeds.push((acl_store::FILE.to_string(), acls.encode()));
+    }
+    Ok(seeds)
 }
 
 /// The host other nodes and clients reach `addr` at: a wildcard address names no host, so

@@ -13,8 +13,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::cluster::controller::{self, TopicCommand, TopicRefused};
 use crate::cluster::etcd::{Created, Etcd};
-use crate::cluster::internal_topics;
 use crate::cluster::view::{encode_controller, BrokerRegistration, ClusterView};
+use crate::cluster::{internal_topics, security};
 use crate::cluster::{ClusterError, Keys};
 
 /// What the session needs to know of this node.
@@ -25,6 +25,8 @@ pub struct SessionConfig {
     pub me: BrokerRegistration,
     pub session_timeout: Duration,
     pub heartbeat: Duration,
+    /// This node's own security values (name, text) the cluster gets if it has none yet.
+    pub security_seeds: Vec<(String, String)>,
 }
 
 /// The running session: the view it publishes, and its stop.
@@ -152,6 +154,12 @@ fn run(config: SessionConfig, channels: Channels) {
                 return;
             }
         };
+        let seeds = &node.config.security_seeds;
+        if let Err(e) = security::seed(&node.etcd, &node.config.keys, seeds).await {
+            let _ = node.etcd.revoke(node.lease).await;
+            let _ = ready.send(Err(e));
+            return;
+        }
         node.tick(&view).await;
         let _ = ready.send(Ok(node.epoch));
         node.serve(view, stop, commands).await;
@@ -314,6 +322,15 @@ impl Node {
                 let claimed = crate::cluster::producer_ids::claim_block(etcd, keys, size).await;
                 Answer::Block(reply, claimed)
             }
+            TopicCommand::SwapSecurity {
+                name,
+                expected,
+                value,
+                reply,
+            } => {
+                let swapped = security::swap(etcd, keys, &name, expected, value).await;
+                Answer::Swapped(reply, swapped.map_err(TopicRefused::from))
+            }
         };
         self.republish(view).await;
         if !answer.send() {
@@ -399,6 +416,10 @@ enum Answer {
         oneshot::Sender<Result<i64, TopicRefused>>,
         Result<i64, TopicRefused>,
     ),
+    Swapped(
+        oneshot::Sender<Result<security::Swapped, TopicRefused>>,
+        Result<security::Swapped, TopicRefused>,
+    ),
 }
 
 impl Answer {
@@ -408,6 +429,7 @@ impl Answer {
             Answer::Topic(reply, outcome) => reply.send(outcome).is_ok(),
             Answer::Done(reply, outcome) => reply.send(outcome).is_ok(),
             Answer::Block(reply, outcome) => reply.send(outcome).is_ok(),
+            Answer::Swapped(reply, outcome) => reply.send(outcome).is_ok(),
         }
     }
 }

@@ -50,6 +50,8 @@ pub struct ClusterView {
     pub topics: std::collections::BTreeMap<String, ClusterTopic>,
     /// Internal topics a node asked the controller for, by name.
     pub wanted: std::collections::BTreeMap<String, crate::cluster::TopicSpec>,
+    /// The cluster's SCRAM credentials and ACLs, by name (`security.rs`).
+    pub security: std::collections::BTreeMap<String, crate::cluster::security::StoredValue>,
 }
 
 impl BrokerRegistration {
@@ -140,6 +142,7 @@ impl ClusterView {
         }
         view.brokers.sort_by_key(|b| b.id);
         view.topics = crate::cluster::topics::from_keys(keys, kvs);
+        view.security = crate::cluster::security::from_keys(keys, kvs);
         view
     }
 

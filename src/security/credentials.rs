@@ -57,6 +57,10 @@ pub fn check(user: &str, iterations: u32) -> Result<(), Unacceptable> {
 }
 
 impl CredentialStore {
+    pub fn is_empty(&self) -> bool {
+        self.by_user.is_empty()
+    }
+
     pub fn get(&self, user: &str, mechanism: Mechanism) -> Option<&Credential> {
         self.by_user.get(&(user.to_string(), mechanism))
     }

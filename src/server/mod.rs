@@ -339,13 +339,9 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
         .await
         .map_err(|e| startup(e.to_string()))?;
     shard.load_topics().await?;
-    let meta_dir = cfg.data_dir.join(crate::catalog::topics::META_DIR);
-    let credentials = crate::security::credentials::CredentialStore::read(&meta_dir)
-        .map_err(|e| startup(e.to_string()))?;
-    crate::security::credentials::install(credentials);
-    let acls = crate::security::acl_store::AclStore::read(&meta_dir)
-        .map_err(|e| startup(e.to_string()))?;
-    crate::security::authorizer::install(acls);
+    if !cfg.cluster.enabled() {
+        install_security_files(&cfg.data_dir)?;
+    }
     crate::groups::coordinator::start_loading(&Shard::group_host(shard));
     crate::txn::load::start_loading(&Shard::txn_host(shard));
     crate::shard::maintenance::spawn(shard.clone());
@@ -383,6 +379,19 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
         .detach();
     }
     Ok(listeners)
+}
+
+/// Enforces the node's own SCRAM credentials and ACLs (a single node; in cluster mode the
+/// cluster's copies in etcd are enforced, seeded from these files when etcd has none).
+fn install_security_files(data_dir: &std::path::Path) -> Result<(), ServerError> {
+    let meta_dir = data_dir.join(crate::catalog::topics::META_DIR);
+    let credentials = crate::security::credentials::CredentialStore::read(&meta_dir)
+        .map_err(|e| startup(e.to_string()))?;
+    crate::security::credentials::install(credentials);
+    let acls = crate::security::acl_store::AclStore::read(&meta_dir)
+        .map_err(|e| startup(e.to_string()))?;
+    crate::security::authorizer::install(acls);
+    Ok(())
 }
 
 /// One listener's slots on a shard (`cfg`: the listener's own settings): its share of

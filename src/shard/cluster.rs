@@ -62,6 +62,15 @@ impl Shard {
         }))
     }
 
+    /// Enforces the cluster's SCRAM credentials and ACLs from the latest view, where they
+    /// are newer than this shard's.
+    fn install_cluster_security(&self) {
+        let Some(view) = self.cluster() else { return };
+        for (name, stored) in &view.security {
+            crate::security::state::install_stored(name, &stored.value, stored.revision);
+        }
+    }
+
     /// The cluster as this shard last heard of it; `None` outside cluster mode.
     pub fn cluster(&self) -> Option<Arc<ClusterView>> {
         self.cluster.borrow().clone()
@@ -78,6 +87,7 @@ impl Shard {
     pub fn follow_cluster(self: &Rc<Self>, link: ClusterLink) {
         let mut views = link.views.clone();
         *self.cluster.borrow_mut() = Some(views.borrow_and_update().clone());
+        self.install_cluster_security();
         *self.cluster_commands.borrow_mut() = Some(link);
         let shard = self.clone();
         self.tick_led_partitions();
@@ -105,6 +115,7 @@ impl Shard {
                     break;
                 }
                 *shard.cluster.borrow_mut() = Some(views.borrow_and_update().clone());
+                shard.install_cluster_security();
             }
         })
         .detach();

@@ -27,7 +27,9 @@ use crate::io::Storage;
 use crate::protocol::ACKS_ALL;
 use crate::remote::host::{TieringFuture, TieringHost, TieringView};
 use crate::remote::{topic_lifecycle, RemoteLog};
-use crate::security::changes::{SecurityFuture, SecurityHost, SecurityState};
+use crate::security::changes::{
+    ClusterCopy, SecurityFuture, SecurityHost, SecurityKind, SecurityState, Swap,
+};
 use crate::settings::ServerConfig;
 use crate::txn::host::{TxnHost, TxnHostRc};
 use crate::txn::TRANSACTION_STATE_TOPIC;
@@ -339,6 +341,40 @@ impl SecurityHost for ShardHost {
                 .on_every_shard(ShardOp::InstallSecurity(state))
                 .await?;
             Ok(())
+        })
+    }
+
+    fn cluster_copy(&self) -> Option<&dyn ClusterCopy> {
+        self.0.cluster_link().map(|_| self as &dyn ClusterCopy)
+    }
+}
+
+impl ClusterCopy for ShardHost {
+    fn last_seen(&self, kind: SecurityKind) -> Option<(Vec<u8>, i64)> {
+        let view = self.0.cluster()?;
+        let stored = view.security.get(kind.name())?;
+        Some((stored.value.clone(), stored.revision))
+    }
+
+    fn swap(
+        &self,
+        kind: SecurityKind,
+        expected: i64,
+        text: String,
+    ) -> SecurityFuture<'_, Result<Swap, crate::broker_error::BrokerError>> {
+        use crate::cluster::security::Swapped;
+        Box::pin(async move {
+            let link = self.0.cluster_link().expect("cluster mode has a link");
+            let name = kind.name().to_string();
+            let swapped = link.swap_security(name, expected, text.into_bytes()).await;
+            let unreachable = |e: crate::cluster::TopicRefused| {
+                let code = crate::protocol::ErrorCode::RequestTimedOut;
+                crate::broker_error::BrokerError::new(code, e.to_string())
+            };
+            match swapped.map_err(unreachable)? {
+                Swapped::Done { revision } => Ok(Swap::Done(revision)),
+                Swapped::Raced { now } => Ok(Swap::Raced(now.map(|v| (v.value, v.revision)))),
+            }
         })
     }
 }

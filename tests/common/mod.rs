@@ -8,6 +8,7 @@ use std::path::PathBuf;
 pub mod certs;
 pub mod cli;
 pub mod etcd;
+pub mod firewall;
 pub mod kafka_clients;
 pub mod s3;
 pub mod security;

@@ -12,6 +12,8 @@ pub struct ServerProc {
     pub log: PathBuf,
     config: Vec<(String, String)>,
     wrapper: Option<String>,
+    /// The user id the server runs as (None: this process's).
+    run_as: Option<u32>,
     /// How many "shardlog serving" lines the log held before this process started: the log
     /// is appended across restarts, so only a line past these says the new one is ready.
     served_before: usize,
@@ -38,6 +40,7 @@ fn spawn(
     config: &[(String, String)],
     log: &Path,
     wrapper: Option<&str>,
+    run_as: Option<u32>,
 ) -> Child {
     let conf = log.with_extension("properties");
     let text: String = config.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
@@ -63,7 +66,12 @@ fn spawn(
         Some(w) => format!("{w}; exec {args}"),
         None => format!("exec {args}"),
     };
-    Command::new("sh")
+    let mut command = Command::new("sh");
+    if let Some(uid) = run_as {
+        use std::os::unix::process::CommandExt;
+        command.uid(uid).gid(uid);
+    }
+    command
         .args(["-c", &script])
         .stdout(Stdio::null())
         .stderr(stderr)
@@ -83,6 +91,25 @@ impl ServerProc {
         shards: usize,
         config: &[(&str, &str)],
         wrapper: Option<&str>,
+    ) -> Self {
+        Self::launch(data, shards, config, wrapper, None)
+    }
+
+    /// As `start`, as the user `uid` (its data directory made its own; the directory
+    /// above it must let others in), so firewall rules can single its traffic out.
+    #[allow(dead_code)]
+    pub fn start_as(data: &Path, shards: usize, config: &[(&str, &str)], uid: u32) -> Self {
+        std::fs::create_dir_all(data).unwrap();
+        std::os::unix::fs::chown(data, Some(uid), Some(uid)).unwrap();
+        Self::launch(data, shards, config, None, Some(uid))
+    }
+
+    fn launch(
+        data: &Path,
+        shards: usize,
+        config: &[(&str, &str)],
+        wrapper: Option<&str>,
+        run_as: Option<u32>,
     ) -> Self {
         let mut config: Vec<(String, String)> = config
             .iter()
@@ -105,7 +132,7 @@ impl ServerProc {
                 })
                 .collect();
             let served_before = serving_lines(&log);
-            let child = spawn(data, port, &config, &log, wrapper);
+            let child = spawn(data, port, &config, &log, wrapper, run_as);
             let mut s = ServerProc {
                 served_before,
                 child,
@@ -114,6 +141,7 @@ impl ServerProc {
                 log: log.clone(),
                 config: config.clone(),
                 wrapper: wrapper.map(str::to_string),
+                run_as,
             };
             if s.wait_ready(Duration::from_secs(30)) {
                 return s;
@@ -204,7 +232,8 @@ impl ServerProc {
         loop {
             let wrapper = self.wrapper.as_deref();
             self.served_before = serving_lines(&self.log);
-            self.child = spawn(&self.data, self.port, &self.config, &self.log, wrapper);
+            let (data, config) = (&self.data, &self.config);
+            self.child = spawn(data, self.port, config, &self.log, wrapper, self.run_as);
             if self.wait_ready(Duration::from_secs(30)) {
                 return;
             }

@@ -8,6 +8,7 @@ mod cluster_coordinators_e2e;
 mod cluster_e2e;
 mod cluster_faults_e2e;
 mod cluster_replication_e2e;
+mod cluster_security_e2e;
 mod cluster_topics_e2e;
 mod crash_loop;
 mod idle_e2e;
