@@ -75,8 +75,12 @@ pub struct LogFile {
     size: u64,
     /// File position of `staging[0]`; always block-aligned.
     staging_pos: u64,
-    /// Bytes `[staging_pos, size)`, not yet covered by a full-chunk write. `None` once sealed.
+    /// Bytes `[staging_pos, size)`, not yet covered by a full-chunk write. `None` once sealed,
+    /// or while parked.
     staging: Option<IoBuf>,
+    /// An idle, writable file that holds no buffer at all: everything is written, the end
+    /// is on a block (so no partial block needs keeping). The next append takes a buffer.
+    parked: bool,
     /// The block before `staging_pos`, already on the device partly filled, while appends
     /// fill it: holds `[staging_pos - BLOCK, size)` (then `size < staging_pos`, staging is
     /// empty). Written on its own once full.
@@ -126,6 +130,7 @@ impl LogFile {
             size,
             staging_pos,
             staging,
+            parked: false,
             head: None,
             granted: 0,
             in_flight: VecDeque::new(),
@@ -229,7 +234,7 @@ impl LogFile {
     }
 
     pub fn is_sealed(&self) -> bool {
-        self.staging.is_none()
+        self.staging.is_none() && !self.parked
     }
 
     /// The invariants of the module doc, checked after every change of the watermarks:
@@ -245,6 +250,19 @@ impl LogFile {
             self.written,
             self.durable
         );
+        if self.parked {
+            assert!(
+                self.staging.is_none()
+                    && self.head.is_none()
+                    && self.in_flight.is_empty()
+                    && self.staging_pos == self.size
+                    && self.written == self.size
+                    && self.size.is_multiple_of(BLOCK),
+                "{path}: parked with bytes to keep (size {}, staging at {})",
+                self.size,
+                self.staging_pos
+            );
+        }
         if self.head.is_some() {
             assert!(
                 self.staging.is_some()
@@ -286,7 +304,7 @@ impl LogFile {
                 cause: cause.clone(),
             });
         }
-        if self.staging.is_none() {
+        if self.is_sealed() {
             return Err(Error::io(
                 "append",
                 &self.path,
@@ -322,12 +340,23 @@ impl LogFile {
 
     /// Gives back the 1 MiB staging buffer of an idle, flushed file, keeping only the
     /// partial tail block (as a one-block staging buffer): idle partitions hold 4 KiB each,
-    /// not 1 MiB. The next append takes a full buffer again.
+    /// not 1 MiB, and one whose end is on a block (an empty one) holds nothing (parked).
+    /// The next append takes a full buffer again.
     pub fn release_idle_memory(&mut self) {
         let Some(staging) = &self.staging else {
             return;
         };
-        if staging.len() <= BLOCK as usize || self.written < self.size || self.staged() > 0 {
+        if self.written < self.size || self.staged() > 0 {
+            return;
+        }
+        if self.head.is_none() && self.in_flight.is_empty() && self.staging_pos == self.size {
+            self.staging = None;
+            self.parked = true;
+            self.release_grant();
+            self.assert_invariants();
+            return;
+        }
+        if staging.len() <= BLOCK as usize {
             return;
         }
         self.staging = match self.head.take() {
@@ -362,12 +391,18 @@ impl LogFile {
     /// Drops the staging buffer (sealed, closed or abandoned) and its grant.
     fn drop_staging(&mut self) {
         self.staging = None;
+        self.parked = false;
         self.head = None;
         self.release_grant();
     }
 
     /// Before an append: a chunk-sized staging buffer again after `release_idle_memory`.
     fn ensure_chunk_staging(&mut self) {
+        if std::mem::take(&mut self.parked) {
+            assert!(self.staging.is_none(), "a parked file holds no buffer");
+            self.staging = Some(self.granted_buffer());
+            return;
+        }
         let Some(staging) = &self.staging else {
             return;
         };
@@ -618,7 +653,7 @@ impl LogFile {
     /// byte, fdatasync, and release the staging buffer. A file untouched since it was opened
     /// (an idle partition's, at shutdown) needs neither trim nor sync.
     pub async fn seal(&mut self) -> Result<()> {
-        if self.staging.is_none() {
+        if self.is_sealed() {
             return Ok(());
         }
         self.flush().await?;

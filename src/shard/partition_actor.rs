@@ -97,7 +97,9 @@ impl PartitionHandle {
         let appends = AppendWatch::new(log.visible_end_offset());
         let replica_appends = AppendWatch::new(log.replica_end_offset());
         let watches = (appends.clone(), replica_appends.clone());
-        crate::tasks::spawn(run(log, rx, watches)).detach();
+        // The log and the task's state on the heap, once each: an idle partition's task
+        // is its receive loop (about 1 KiB), not a copy of every state it can be in.
+        crate::tasks::spawn(Box::pin(run(Box::new(log), rx, watches))).detach();
         PartitionHandle {
             tx: std::rc::Rc::new(tx),
             appends,
@@ -187,14 +189,14 @@ async fn next_command(log: &mut PartitionLog, rx: &LocalReceiver<Command>) -> Op
             match before(left, rx.recv()).await {
                 Some(cmd) => cmd,
                 None => {
-                    on_idle(log).await;
+                    Box::pin(on_idle(log)).await;
                     idle_done = true;
                     continue;
                 }
             }
         };
         match cmd {
-            Some(Command::Job(job)) => run_job(log, job).await,
+            Some(Command::Job(job)) => Box::pin(run_job(log, job)).await,
             other => return other,
         }
     }
@@ -447,7 +449,7 @@ async fn fetch_at_time(
 type Watches = (std::rc::Rc<AppendWatch>, std::rc::Rc<AppendWatch>);
 
 async fn run(
-    mut log: PartitionLog,
+    mut log: Box<PartitionLog>,
     rx: LocalReceiver<Command>,
     (appends, replica_appends): Watches,
 ) {
@@ -462,21 +464,33 @@ async fn run(
             }
         }
         metrics::record_group_commit(group.len());
-        let mut done = run_group(&mut log, &mut replicated, group).await;
-        commit_group(&mut log, &mut replicated, &mut done).await;
+        // Boxed: the group's futures live on the heap only while it runs, so an idle
+        // partition's task holds its receive loop, not the largest state a group needs
+        // (tens of KB each, times thousands of idle partitions).
+        let done = Box::pin(run_and_commit(&mut log, &mut replicated, group)).await;
         appends.advanced_to(log.visible_end_offset());
         replica_appends.advanced_to(log.replica_end_offset());
         if done.wrote && done.need_sync {
             // After the replies: the index files are for tools, not on a produce's path.
-            log.write_active_indexes(false).await;
+            Box::pin(log.write_active_indexes(false)).await;
         }
         if let Some((reply, discard)) = done.close {
-            let _ = reply.try_send(close_log(log, discard).await);
+            let _ = reply.try_send(Box::pin(close_log(*log, discard)).await);
             return;
         }
     }
     // Channel closed without a Close command: still close the log cleanly.
-    let _ = close_log(log, false).await;
+    let _ = Box::pin(close_log(*log, false)).await;
+}
+
+async fn run_and_commit(
+    log: &mut PartitionLog,
+    replicated: &mut Option<Replicated>,
+    group: Vec<Command>,
+) -> GroupDone {
+    let mut done = run_group(log, replicated, group).await;
+    commit_group(log, replicated, &mut done).await;
+    done
 }
 
 /// What a group of commands left to do once each has run.

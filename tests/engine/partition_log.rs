@@ -649,3 +649,53 @@ fn staging_buffers_share_the_shards_budget() {
         assert_eq!(cache.borrow().staging_bytes(), 0);
     });
 }
+
+#[test]
+fn an_idle_log_whose_end_is_on_a_block_holds_no_buffer() {
+    run(|dir| async move {
+        let pdir = dir.join("t-0");
+        let mut log = PartitionLog::open(&pdir, LogConfig::default())
+            .await
+            .unwrap();
+        // Empty and idle: no buffer at all (thousands of idle partitions hold nothing).
+        log.release_idle_memory();
+        assert_eq!(log.staging_bytes(), 0);
+        // One batch of exactly one block: after a flush the end is on a block again.
+        let len = (0..4096)
+            .find(|&n| single(1, n).len() == 4096)
+            .expect("a value length that makes a 4 KiB batch");
+        log.append(&single(1, len)).await.unwrap();
+        log.flush().await.unwrap();
+        log.release_idle_memory();
+        assert_eq!(log.staging_bytes(), 0);
+        log.append(&single(2, 100)).await.unwrap();
+        assert_eq!(log.staging_bytes(), 1 << 20);
+        log.flush().await.unwrap();
+        log.release_idle_memory();
+        assert_eq!(log.staging_bytes(), 4096, "a partial last block is kept");
+        log.close().await.unwrap();
+        let mut log = PartitionLog::open(&pdir, LogConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(log.log_end_offset(), 2);
+        let all = log.read(0, 1 << 20).await.unwrap().to_bytes();
+        let offsets: Vec<i64> = split_batches(&all)
+            .unwrap()
+            .iter()
+            .map(|(_, h)| h.base_offset)
+            .collect();
+        assert_eq!(offsets, vec![0, 1]);
+        // Parked, then closed: the close still seals (trims what was allocated ahead).
+        log.close().await.unwrap();
+        let mut log = PartitionLog::open(&pdir, LogConfig::default())
+            .await
+            .unwrap();
+        log.release_idle_memory();
+        log.close().await.unwrap();
+        let reopened = PartitionLog::open(&pdir, LogConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(reopened.log_end_offset(), 2);
+        reopened.close().await.unwrap();
+    });
+}
