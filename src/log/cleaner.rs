@@ -246,6 +246,7 @@ impl PartitionLog {
     }
 
     async fn swap_in(&mut self, c: &CleanedSegment, now_ms: i64) -> Result<()> {
+        self.changed_since_open = true;
         let base = c.original.base;
         let at = self
             .segments

@@ -38,6 +38,9 @@ pub struct Loaded {
     pub truncations: Vec<Truncation>,
     /// Recovery point the partition may now claim (its log end, everything being durable).
     pub recovery_point: i64,
+    /// Whether the files on disk are as the last clean close (or the creation) left them:
+    /// a clean start, or a new partition. Nothing was recovered or rewritten.
+    pub as_left: bool,
 }
 
 async fn remove_logged(storage: &dyn Storage, path: &Path, why: &str) -> Result<()> {
@@ -185,7 +188,8 @@ pub async fn load(
         removed_later,
     } = opened;
     dir_changed |= removed_later;
-    if segments.is_empty() {
+    let created = segments.is_empty();
+    if created {
         segments.push(Segment::create(io.clone(), dir, 0, config).await?);
         dir_changed = true;
     }
@@ -200,10 +204,12 @@ pub async fn load(
         // Every segment is durable now (trusted, or recovered and fdatasync'd).
         RECOVERY_POINT.write(storage.as_ref(), dir, log_end).await?;
     }
+    let as_left = (opts.clean_shutdown || created) && truncations.is_empty();
     Ok(Loaded {
         segments,
         truncations,
         recovery_point: log_end,
+        as_left,
     })
 }
 

@@ -99,6 +99,11 @@ pub struct PartitionLog {
     /// A replicated partition's high watermark: readers see nothing at or above it.
     /// `None`: a partition on one node, whose readers see every acknowledged record.
     pub(super) high_watermark: Option<i64>,
+    /// Whether anything was appended, truncated, rolled or recovered since the partition
+    /// opened as it was left (`Loaded::as_left`). If not, its files already say what a
+    /// close would write, and a close writes nothing: thousands of idle partitions close
+    /// without a file write or sync each.
+    pub(super) changed_since_open: bool,
 }
 
 /// Which index files are on disk: the segment's base offset and entries (offset, time).
@@ -181,6 +186,7 @@ impl PartitionLog {
             epochs,
             stamp_epoch: NO_PARTITION_LEADER_EPOCH,
             high_watermark: None,
+            changed_since_open: !loaded.as_left,
         };
         log.assert_invariants();
         Ok(log)
@@ -265,6 +271,7 @@ impl PartitionLog {
         let Some(cause) = self.needs_reopen.clone() else {
             return Ok(());
         };
+        self.changed_since_open = true;
         let loaded = load(
             self.io.storage.clone(),
             &self.dir,
@@ -540,6 +547,7 @@ impl PartitionLog {
                 .await?;
             // Per batch: a roll before the next one snapshots the state with this one in it.
             let marker_bytes = header.is_control().then(|| [&p.head[..], body].concat());
+            self.changed_since_open = true;
             let done =
                 self.producers
                     .apply(&header, marker_bytes.as_deref().unwrap_or_default(), now);
@@ -558,6 +566,7 @@ impl PartitionLog {
         if active.is_empty() && active.base_offset() == base_offset {
             return Ok(());
         }
+        self.changed_since_open = true;
         let config = self.config.clone();
         let active = self.active_mut();
         active.seal(&config).await?;
@@ -715,6 +724,9 @@ impl PartitionLog {
                 cause: "closed without flushing after an I/O failure".into(),
             });
         }
+        if !self.changed_since_open {
+            return self.close_as_left().await;
+        }
         let log_end = self.log_end_offset();
         let active_base = self.active().base_offset();
         let mut first_err = self
@@ -735,14 +747,12 @@ impl PartitionLog {
                 first_err = Some(e);
             }
         }
-        if let (None, Some(hw)) = (&first_err, self.high_watermark) {
-            let (storage, hw) = (self.io.storage.as_ref(), hw.min(log_end).max(0));
-            if let Err(e) = super::checkpoint::HIGH_WATERMARK
-                .write(storage, &self.dir, hw)
+        if first_err.is_none() {
+            let storage = self.io.storage.as_ref();
+            let hw = self.high_watermark;
+            first_err = checkpoint_high_watermark(storage, &self.dir, hw, log_end)
                 .await
-            {
-                first_err = Some(e);
-            }
+                .err();
         }
         if first_err.is_none() {
             let (storage, now) = (self.io.storage.as_ref(), crate::time::now_ms());
@@ -752,6 +762,25 @@ impl PartitionLog {
                     .await
             {
                 first_err = Some(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Closes a partition nothing changed since it opened as it was left: its index files,
+    /// recovery point and producer snapshot already say what a close would write, so only
+    /// its files are closed (and a replica's high watermark checkpointed: it moves without
+    /// appends).
+    async fn close_as_left(self) -> Result<()> {
+        assert!(!self.changed_since_open, "only an unchanged partition");
+        let (storage, hw) = (self.io.storage.as_ref(), self.high_watermark);
+        let log_end = self.log_end_offset();
+        let mut first_err = checkpoint_high_watermark(storage, &self.dir, hw, log_end)
+            .await
+            .err();
+        for seg in self.segments {
+            if let Err(e) = seg.close_as_left().await {
+                first_err.get_or_insert(e);
             }
         }
         first_err.map_or(Ok(()), Err)
@@ -946,4 +975,20 @@ fn check_one_producer(
         found_id: next.producer_id,
         found_epoch: next.producer_epoch,
     })
+}
+
+/// A replicated partition's high watermark (at most the log end), at a close; nothing for
+/// a partition on one node.
+async fn checkpoint_high_watermark(
+    storage: &dyn crate::io::Storage,
+    dir: &Path,
+    hw: Option<i64>,
+    log_end: i64,
+) -> Result<()> {
+    let Some(hw) = hw else {
+        return Ok(());
+    };
+    super::checkpoint::HIGH_WATERMARK
+        .write(storage, dir, hw.min(log_end).max(0))
+        .await
 }

@@ -113,6 +113,7 @@ impl PartitionLog {
             });
         }
         self.sync().await?;
+        self.changed_since_open = true;
         let cut = self.segments.partition_point(|s| s.base_offset() <= offset) - 1;
         let cut_base = self.segments[cut].base_offset();
         let position = self.position_of(cut, offset).await?;

@@ -147,6 +147,7 @@ impl PartitionLog {
             n < self.segments.len(),
             "the active segment is never deleted"
         );
+        self.changed_since_open |= n > 0;
         let gone: Vec<Segment> = self.segments.drain(..n).collect();
         // Only wholly acknowledged segments go: a reader was never shown less than them.
         assert!(gone
@@ -214,6 +215,7 @@ impl PartitionLog {
         if offset <= self.log_start_offset {
             return Ok(());
         }
+        self.changed_since_open = true;
         assert!(
             offset <= self.visible_end,
             "log start {offset} past the visible end {}",

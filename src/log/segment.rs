@@ -315,7 +315,12 @@ impl Segment {
         let index_path = segment_path(&self.dir, base, INDEX_SUFFIX);
         let time_path = segment_path(&self.dir, base, TIME_INDEX_SUFFIX);
         if !self.io.storage.exists(&index_path) || !self.io.storage.exists(&time_path) {
-            return Err(StaleIndex::Missing);
+            // An empty segment has no entries to index: a new partition closed before its
+            // first append leaves no index files, and needs none.
+            return match self.log.size() {
+                0 => Ok(()),
+                _ => Err(StaleIndex::Missing),
+            };
         }
         let bytes = self
             .io
@@ -552,6 +557,15 @@ impl Segment {
         if !self.log.is_sealed() {
             self.seal_files().await?;
         }
+        if let Some(p) = self.paged.take() {
+            p.close().await;
+        }
+        self.log.close().await
+    }
+
+    /// Closes a segment whose files are as they were when it was opened (nothing appended):
+    /// its index files already hold its entries, so only the files are closed.
+    pub async fn close_as_left(mut self) -> Result<()> {
         if let Some(p) = self.paged.take() {
             p.close().await;
         }

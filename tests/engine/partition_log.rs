@@ -699,3 +699,60 @@ fn an_idle_log_whose_end_is_on_a_block_holds_no_buffer() {
         reopened.close().await.unwrap();
     });
 }
+
+/// Every file of a directory with its size and modification time.
+fn files_as_left(dir: &std::path::Path) -> Vec<(String, u64, std::time::SystemTime)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, m.len(), m.modified().unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_partition_unchanged_since_a_clean_open_closes_without_writing() {
+    run(|dir| async move {
+        let pdir = dir.join("t-0");
+        let open = |clean_shutdown: bool| {
+            let (storage, pdir) = (shardlog::io::DmaStorage::new(dir.clone()), pdir.clone());
+            let opts = OpenOptions {
+                clean_shutdown,
+                ..OpenOptions::default()
+            };
+            async move {
+                PartitionLog::open_with(storage, &pdir, LogConfig::default(), opts)
+                    .await
+                    .unwrap()
+            }
+        };
+        // A new partition closes as created, and opens cleanly afterwards.
+        open(false).await.close().await.unwrap();
+        let mut log = open(true).await;
+        for ts in [10, 20, 30] {
+            log.append(&single(ts, 100)).await.unwrap();
+        }
+        log.close().await.unwrap();
+        let before = files_as_left(&pdir);
+        // A clean start with nothing appended: the close writes nothing at all.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        open(true).await.close().await.unwrap();
+        assert_eq!(files_as_left(&pdir), before);
+        // What it left opens as before, cleanly or recovering, and takes appends.
+        let mut log = open(true).await;
+        assert_eq!(log.log_end_offset(), 3);
+        let found = log.find_offset_by_timestamp(20).await.unwrap().unwrap();
+        assert_eq!(found.offset, 1);
+        log.append(&single(40, 100)).await.unwrap();
+        log.close().await.unwrap();
+        let log = open(false).await;
+        assert_eq!(log.log_end_offset(), 4);
+        assert!(log.recovery_truncations().is_empty());
+        log.close().await.unwrap();
+    });
+}
