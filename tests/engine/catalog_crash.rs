@@ -40,6 +40,7 @@ fn topic(pairs: &[(&str, &str)]) -> TopicMeta {
     TopicMeta::new("orders".into(), PARTITIONS, config, 1)
 }
 
+/// Opens (and closes) partition `p` of `meta` as a restart does.
 async fn open_partition(sim: &SimStorage, meta: &TopicMeta, p: u32) -> shardlog::Result<()> {
     let dir = data().join(partition_dir_name(&meta.name, p));
     let config = meta.config.log.clone();
@@ -47,13 +48,28 @@ async fn open_partition(sim: &SimStorage, meta: &TopicMeta, p: u32) -> shardlog:
     log.await?.close().await
 }
 
+/// Opens the partitions `from..` of `meta` as a shard opens new ones: their files written
+/// without a sync each, then two file-system syncs for all of them.
+async fn open_new_partitions(sim: &SimStorage, meta: &TopicMeta, from: u32) -> Result<(), String> {
+    let deferred = shardlog::io::DeferredSyncs::new(sim.as_storage());
+    deferred.defer();
+    for p in from..meta.partitions() {
+        let dir = data().join(partition_dir_name(&meta.name, p));
+        let config = meta.config.log.clone();
+        let log = PartitionLog::open_with(deferred.clone(), &dir, config, OpenOptions::default());
+        let opened = log.await.map_err(|e| e.to_string())?;
+        opened.close().await.map_err(|e| e.to_string())?;
+    }
+    deferred
+        .sync_deferred(&data())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 /// Create as the controller runs it: every partition opened, then the commit point.
 async fn create(sim: &SimStorage, meta: &TopicMeta) -> Result<(), String> {
-    for p in 0..PARTITIONS {
-        open_partition(sim, meta, p)
-            .await
-            .map_err(|e| e.to_string())?;
-    }
+    open_new_partitions(sim, meta, 0).await?;
     let storage = sim.as_storage();
     let persisted = meta.persist(&*storage, &data(), 1).await;
     persisted.map_err(|e| e.to_string())
@@ -73,11 +89,7 @@ async fn delete(sim: &SimStorage, meta: &TopicMeta) -> std::io::Result<()> {
 /// CreatePartitions as the controller runs it: the new partitions opened, then the commit
 /// point (the metadata file with the new count).
 async fn grow(sim: &SimStorage, grown: &TopicMeta, from: u32) -> Result<(), String> {
-    for p in from..grown.partitions() {
-        open_partition(sim, grown, p)
-            .await
-            .map_err(|e| e.to_string())?;
-    }
+    open_new_partitions(sim, grown, from).await?;
     let storage = sim.as_storage();
     let persisted = grown.persist(&*storage, &data(), 1).await;
     persisted.map_err(|e| e.to_string())
