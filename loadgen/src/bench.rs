@@ -136,6 +136,7 @@ fn measure(bootstrap: &str, shards: usize, sizes: Sizes) -> Result<Measured, Str
         shard_aware: true,
         client_cores: 1,
         partitions_per_request: 1,
+        rotate_partitions: false,
     };
     eprintln!(
         "loadgen bench: writing {} MiB with acks=1 ({shards} shards) ...",

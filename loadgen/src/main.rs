@@ -127,6 +127,10 @@ struct WriteArgs {
     /// many partitions (one batch each), sent to the bootstrap.
     #[arg(long, default_value_t = 1)]
     partitions_per_request: usize,
+    /// Each connection writes in turn to every partition its shard owns, one batch per
+    /// request to the next one (writes across many partitions: `--partitions 10000`).
+    #[arg(long, conflicts_with = "partitions_per_request")]
+    rotate_partitions: bool,
     #[arg(long)]
     json: Option<PathBuf>,
     /// Write SVG plots here (latency percentile curves, throughput over time).
@@ -219,6 +223,7 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         no_shard_aware,
         client_cores,
         partitions_per_request,
+        rotate_partitions,
         json,
         plot,
     } = args;
@@ -247,6 +252,7 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         shard_aware: !no_shard_aware,
         client_cores,
         partitions_per_request,
+        rotate_partitions,
     };
     let pb = match (total_bytes, duration) {
         (Some(t), _) => progress_bytes(t),

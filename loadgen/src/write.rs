@@ -37,6 +37,8 @@ pub struct WriteOpts {
     pub client_cores: usize,
     /// Partitions per request: 1 is Produce; more is MultiProduce to that many partitions.
     pub partitions_per_request: usize,
+    /// Each request of a connection goes to the next partition its shard owns.
+    pub rotate_partitions: bool,
 }
 
 struct ConnResult {
@@ -111,6 +113,25 @@ impl ProduceFrame {
         (self.batches_at.len() * per_batch) as u64
     }
 
+    /// Where a one-partition Produce frame holds its partition: the one place two frames
+    /// that differ only in it differ (found, not assumed from the layout).
+    fn partition_field(topic: &str, acks: i16, value: &[u8], records: usize) -> usize {
+        let a = Self::new(topic, &[0], acks, value, records).frame;
+        let b = Self::new(topic, &[-1], acks, value, records).frame;
+        assert_eq!(a.len(), b.len(), "the partition has a fixed width");
+        let differ: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+        assert!(
+            differ.len() == 4 && differ[3] == differ[0] + 3,
+            "one i32 partition field"
+        );
+        differ[0]
+    }
+
+    /// Points a one-partition frame at `partition` (its field at `at`).
+    fn set_partition(&mut self, at: usize, partition: i32) {
+        self.frame[at..at + 4].copy_from_slice(&partition.to_be_bytes());
+    }
+
     /// The frame to send now, with fresh timestamps and correlation id.
     fn stamp(&mut self, correlation_id: i32) -> &[u8] {
         self.frame[8..12].copy_from_slice(&correlation_id.to_be_bytes());
@@ -131,12 +152,23 @@ struct Pacing {
     progress: ProgressBar,
 }
 
+/// The partitions a connection writes: one request's, and those its requests take turns on
+/// (none: every request goes to the request's own).
+struct Targets {
+    request: Vec<i32>,
+    rotation: Vec<i32>,
+}
+
 async fn one_connection(
     opts: WriteOpts,
     addr: String,
-    partitions: Vec<i32>,
+    targets: Targets,
     pacing: Pacing,
 ) -> Result<ConnResult, String> {
+    let Targets {
+        request: partitions,
+        rotation,
+    } = targets;
     let Pacing {
         budget,
         deadline,
@@ -154,6 +186,9 @@ async fn one_connection(
         opts.batch_records,
     );
     let per_request = request.records_per_request(opts.batch_records);
+    let partition_at = (rotation.len() > 1)
+        .then(|| ProduceFrame::partition_field(&opts.topic, opts.acks, &value, opts.batch_records));
+    let mut turn = 0usize;
     let mut correlation_id = 0i32;
     let mut hist = histogram();
     let mut inflight: VecDeque<(Instant, u64)> = VecDeque::new();
@@ -177,6 +212,10 @@ async fn one_connection(
             let size = request.records_len();
             budget.set(budget.get() - size as i64);
             correlation_id = correlation_id.wrapping_add(1);
+            if let Some(at) = partition_at {
+                request.set_partition(at, rotation[turn % rotation.len()]);
+                turn += 1;
+            }
             c.send_raw(request.stamp(correlation_id))
                 .await
                 .map_err(|e| e.to_string())?;
@@ -244,6 +283,34 @@ fn partitions_of(
     (0..per_request.clamp(1, routes.len()))
         .map(|k| routes[(conn * per_request + k) % routes.len()].partition)
         .collect()
+}
+
+/// The partitions connection `conn` takes turns on: those at its route's address (its
+/// shard), shared out among the connections to that address, so every partition is
+/// written and no two connections write the same one.
+fn rotation_of(
+    conn: usize,
+    connections: usize,
+    routes: &[crate::cluster::PartitionRoute],
+) -> Vec<i32> {
+    let addr = &routes[conn % routes.len()].addr;
+    let peers: Vec<usize> = (0..connections)
+        .filter(|&c| routes[c % routes.len()].addr == *addr)
+        .collect();
+    let me = peers
+        .iter()
+        .position(|&c| c == conn)
+        .expect("a connection is its own peer");
+    let here: Vec<i32> = routes
+        .iter()
+        .filter(|r| r.addr == *addr)
+        .map(|r| r.partition)
+        .collect();
+    let mine: Vec<i32> = here.iter().copied().skip(me).step_by(peers.len()).collect();
+    match mine.is_empty() {
+        true => vec![routes[conn % routes.len()].partition],
+        false => mine,
+    }
 }
 
 /// Runs the write workload on `client_cores` glommio executors.
@@ -341,6 +408,10 @@ async fn executor_connections(
     let mut tasks = Vec::new();
     for conn in (0..opts.connections).filter(|c| c % share.cores == share.me % share.cores) {
         let partitions = partitions_of(conn, opts.partitions_per_request, &routes);
+        let rotation = match opts.rotate_partitions {
+            true => rotation_of(conn, opts.connections, &routes),
+            false => Vec::new(),
+        };
         // A request for several partitions goes to the bootstrap, which forwards each
         // shard's share (one hop per shard).
         let addr = if partitions.len() > 1 {
@@ -355,10 +426,14 @@ async fn executor_connections(
             interval: share.interval,
             progress: progress.clone(),
         };
+        let targets = Targets {
+            request: partitions,
+            rotation,
+        };
         tasks.push(glommio::spawn_local(one_connection(
             opts.clone(),
             addr,
-            partitions,
+            targets,
             pacing,
         )));
     }

@@ -9,7 +9,8 @@
 //! file-system sync (every temp file's contents), the renames, a second file-system sync
 //! (the renames). A crash anywhere leaves each file whole, old or new, and leftover temp
 //! files, which the next start removes: what an unclean start already recovers from.
-//! A file written while deferring reads as its old contents until `sync_deferred`.
+//! A file written while deferring reads as its new contents through this storage (its temp
+//! file) and as its old contents through any other, until `sync_deferred`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -100,6 +101,15 @@ impl Storage for DeferredSyncs {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    /// A file replaced while deferring reads as its new contents to whoever replaced it
+    /// through this storage (its temp file); the disk keeps the old until the sync.
+    fn read_file(&self, path: &Path) -> IoFuture<'_, Vec<u8>> {
+        match self.renames.borrow().get(path) {
+            Some(tmp) => self.inner.read_file(tmp),
+            None => self.inner.read_file(path),
+        }
+    }
+
     forward_storage_to_inner!();
 }
 
@@ -129,8 +139,11 @@ mod tests {
                     .write_file_atomic(&files[0], b"newer".to_vec())
                     .await
                     .unwrap();
-                // Until the sync, readers and a power cut see the old files.
+                // Until the sync, other readers and a power cut see the old files; this
+                // storage reads its own replacements.
                 assert_eq!(sim.read_file(&files[1]).await.unwrap(), b"old");
+                assert_eq!(storage.read_file(&files[1]).await.unwrap(), b"new");
+                assert_eq!(storage.read_file(&files[0]).await.unwrap(), b"newer");
                 let cut = sim.fork();
                 cut.crash(CrashKind::PowerLoss);
                 for f in &files[..3] {

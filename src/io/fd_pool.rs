@@ -188,6 +188,10 @@ impl Storage for PooledStorage {
         self.inner.sync_dir(dir)
     }
 
+    fn read_file(&self, path: &Path) -> IoFuture<'_, Vec<u8>> {
+        self.inner.read_file(path)
+    }
+
     forward_storage_to_inner!();
 }
 

@@ -172,14 +172,10 @@ pub trait Storage {
 }
 
 /// The `Storage` methods a wrapper storage passes to its `inner` unchanged: everything but
-/// `open`, `write_file_atomic` and `sync_dir`, which each wrapper writes itself (so one
-/// that changes them cannot forget to).
+/// `open`, `read_file`, `write_file_atomic` and `sync_dir`, which each wrapper writes itself
+/// (so one that changes them cannot forget to).
 macro_rules! forward_storage_to_inner {
     () => {
-        fn read_file(&self, path: &Path) -> IoFuture<'_, Vec<u8>> {
-            self.inner.read_file(path)
-        }
-
         fn create_file_with(&self, path: &Path, data: Vec<u8>, sync: bool) -> IoFuture<'_, ()> {
             self.inner.create_file_with(path, data, sync)
         }

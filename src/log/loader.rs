@@ -39,7 +39,7 @@ pub struct Loaded {
     /// Recovery point the partition may now claim (its log end, everything being durable).
     pub recovery_point: i64,
     /// Whether the files on disk are as the last clean close (or the creation) left them:
-    /// a clean start, or a new partition. Nothing was recovered or rewritten.
+    /// a clean start, a new partition, or an empty one. Nothing was recovered or rewritten.
     pub as_left: bool,
 }
 
@@ -204,7 +204,9 @@ pub async fn load(
         // Every segment is durable now (trusted, or recovered and fdatasync'd).
         RECOVERY_POINT.write(storage.as_ref(), dir, log_end).await?;
     }
-    let as_left = (opts.clean_shutdown || created) && truncations.is_empty();
+    // An empty log (one empty segment at 0) holds nothing a close would write either.
+    let empty = log_end == 0 && segments.len() == 1;
+    let as_left = (opts.clean_shutdown || created || empty) && truncations.is_empty();
     Ok(Loaded {
         segments,
         truncations,
