@@ -576,13 +576,7 @@ fn acknowledged_reads_hide_appends_until_they_are_written() {
         log.append(&single(2, 5000)).await.unwrap();
         assert_eq!(log.staging_bytes(), 1 << 20);
         log.sync().await.unwrap();
-        let all = log.read(0, 1 << 20).await.unwrap().to_bytes();
-        let offsets: Vec<i64> = split_batches(&all)
-            .unwrap()
-            .iter()
-            .map(|(_, h)| h.base_offset)
-            .collect();
-        assert_eq!(offsets, vec![0, 1]);
+        assert_eq!(base_offsets(&mut log).await, vec![0, 1]);
         log.close().await.unwrap();
         let mut log = PartitionLog::open(&pdir, LogConfig::default())
             .await
@@ -678,13 +672,7 @@ fn an_idle_log_whose_end_is_on_a_block_holds_no_buffer() {
             .await
             .unwrap();
         assert_eq!(log.log_end_offset(), 2);
-        let all = log.read(0, 1 << 20).await.unwrap().to_bytes();
-        let offsets: Vec<i64> = split_batches(&all)
-            .unwrap()
-            .iter()
-            .map(|(_, h)| h.base_offset)
-            .collect();
-        assert_eq!(offsets, vec![0, 1]);
+        assert_eq!(base_offsets(&mut log).await, vec![0, 1]);
         // Parked, then closed: the close still seals (trims what was allocated ahead).
         log.close().await.unwrap();
         let mut log = PartitionLog::open(&pdir, LogConfig::default())
@@ -698,6 +686,13 @@ fn an_idle_log_whose_end_is_on_a_block_holds_no_buffer() {
         assert_eq!(reopened.log_end_offset(), 2);
         reopened.close().await.unwrap();
     });
+}
+
+/// The base offset of every batch in the first MiB of the log.
+async fn base_offsets(log: &mut PartitionLog) -> Vec<i64> {
+    let all = log.read(0, 1 << 20).await.unwrap().to_bytes();
+    let batches = split_batches(&all).unwrap();
+    batches.iter().map(|(_, h)| h.base_offset).collect()
 }
 
 /// Every file of a directory with its size and modification time.

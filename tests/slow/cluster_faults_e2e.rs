@@ -157,21 +157,12 @@ fn every_acknowledged_record_survives_leader_kills_and_pauses() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdServer::start(&tmp.path().join("etcd"));
     let mut nodes: Vec<ServerProc> = (1..=3).map(|id| node(tmp.path(), &etcd, id)).collect();
-    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
-    let refs: Vec<&ServerProc> = nodes.iter().collect();
-    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
     let at = |id: i32| (id - 1) as usize;
-    assert_eq!(create(&nodes[at(controller)], TOPIC, PARTITIONS, 3), (0, 3));
-    wait_for_metadata(&refs, TOPIC, |(e, p, _)| {
-        *e == 0 && p.len() == 3 && p.iter().all(in_sync)
-    });
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let acked = Arc::new(Mutex::new(Acked::default()));
-    let producer = {
-        let (stop, acked, addrs) = (stop.clone(), acked.clone(), all.clone());
-        std::thread::spawn(move || produce_load(addrs, stop, acked))
-    };
+    let Load {
+        stop,
+        acked,
+        producer,
+    } = start_load(&nodes);
     let started = Instant::now();
     // Two kills and one pause of partition 0's current leader, each with time to recover.
     for round in 0..3 {
@@ -215,6 +206,37 @@ fn every_acknowledged_record_survives_leader_kills_and_pauses() {
         "faults under acks=all: {} acknowledged in {elapsed:?}, all found once; longest gap between acknowledgements {gap:?}",
         acked.values.len(),
     );
+}
+
+/// The acks=all load on a running cluster: its stop, what it acknowledged, its thread.
+struct Load {
+    stop: Arc<AtomicBool>,
+    acked: Arc<Mutex<Acked>>,
+    producer: std::thread::JoinHandle<()>,
+}
+
+/// Once the three nodes agree: the topic created with three replicas each and in sync, and
+/// the load started against it.
+fn start_load(nodes: &[ServerProc]) -> Load {
+    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
+    let created = create(&nodes[(controller - 1) as usize], TOPIC, PARTITIONS, 3);
+    assert_eq!(created, (0, 3));
+    wait_for_metadata(&refs, TOPIC, |(e, p, _)| {
+        *e == 0 && p.len() == 3 && p.iter().all(in_sync)
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(Acked::default()));
+    let producer = {
+        let (stop, acked) = (stop.clone(), acked.clone());
+        std::thread::spawn(move || produce_load(all, stop, acked))
+    };
+    Load {
+        stop,
+        acked,
+        producer,
+    }
 }
 
 /// Once every partition is led and in sync again: every acknowledged value is read back
@@ -277,23 +299,12 @@ fn every_acknowledged_record_survives_a_leader_cut_off_from_its_peers() {
     let nodes: Vec<ServerProc> = (1..=3)
         .map(|id| node_as(tmp.path(), &etcd, id, Some(uid_of(id))))
         .collect();
-    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
     let refs: Vec<&ServerProc> = nodes.iter().collect();
-    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
-    assert_eq!(
-        create(&nodes[(controller - 1) as usize], TOPIC, PARTITIONS, 3),
-        (0, 3)
-    );
-    wait_for_metadata(&refs, TOPIC, |(e, p, _)| {
-        *e == 0 && p.len() == 3 && p.iter().all(in_sync)
-    });
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let acked = Arc::new(Mutex::new(Acked::default()));
-    let producer = {
-        let (stop, acked, addrs) = (stop.clone(), acked.clone(), all.clone());
-        std::thread::spawn(move || produce_load(addrs, stop, acked))
-    };
+    let Load {
+        stop,
+        acked,
+        producer,
+    } = start_load(&nodes);
     std::thread::sleep(Duration::from_secs(2));
     let (_, parts, _) = wait_for_metadata(&refs, TOPIC, |(_, p, _)| p[0].leader > 0);
     let cut = parts[0].leader;
