@@ -4,6 +4,9 @@
 //! fdatasync and one directory fsync per file (a journal commit each) made a
 //! 10,000-partition shutdown take longer than its deadline.
 //!
+//! A create defers only under its new partitions' directories (`defer_under`), the rest of
+//! the shard going on as before; a shutdown defers everything (`defer`).
+//!
 //! While deferring, `write_file_atomic` writes the new contents to `<path>.tmp` without a
 //! sync and `sync_dir` only counts. `sync_deferred` then makes it all durable in order: one
 //! file-system sync (every temp file's contents), the renames, a second file-system sync
@@ -26,6 +29,9 @@ use super::storage::{
 pub struct DeferredSyncs {
     inner: Rc<dyn Storage>,
     deferring: Cell<bool>,
+    /// Directories whose replacements and syncs wait for `sync_deferred` while the rest of
+    /// the storage syncs as it goes (a create's new partitions, beside partitions serving).
+    deferred_dirs: RefCell<Vec<PathBuf>>,
     /// Directory syncs skipped while deferring.
     skipped: Cell<u64>,
     /// Replaced files (target to temp file), renamed at `sync_deferred`.
@@ -37,6 +43,7 @@ impl DeferredSyncs {
         Rc::new(DeferredSyncs {
             inner,
             deferring: Cell::new(false),
+            deferred_dirs: RefCell::new(Vec::new()),
             skipped: Cell::new(0),
             renames: RefCell::new(HashMap::new()),
         })
@@ -47,11 +54,28 @@ impl DeferredSyncs {
         self.deferring.set(true);
     }
 
+    /// From now on file replacements and directory syncs under `dirs` wait for
+    /// `sync_deferred`; everything else goes on as before.
+    pub fn defer_under(&self, dirs: impl IntoIterator<Item = PathBuf>) {
+        self.deferred_dirs.borrow_mut().extend(dirs);
+    }
+
+    /// Whether a replacement of, or a sync of, `path` waits for `sync_deferred`.
+    fn defers(&self, path: &Path) -> bool {
+        self.deferring.get()
+            || self
+                .deferred_dirs
+                .borrow()
+                .iter()
+                .any(|d| path.starts_with(d))
+    }
+
     /// Makes everything deferred durable (the file system holding `dir` is synced twice:
     /// before and after the renames) and syncs as it goes again. Returns how many files it
     /// replaced. On an error the files not yet renamed keep their old contents.
     pub async fn sync_deferred(&self, dir: &Path) -> std::io::Result<usize> {
         self.deferring.set(false);
+        self.deferred_dirs.borrow_mut().clear();
         let renames = std::mem::take(&mut *self.renames.borrow_mut());
         let skipped = self.skipped.replace(0);
         if renames.is_empty() && skipped == 0 {
@@ -87,14 +111,14 @@ impl Storage for DeferredSyncs {
     }
 
     fn write_file_atomic(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()> {
-        if !self.deferring.get() {
+        if !self.defers(path) {
             return self.inner.write_file_atomic(path, data);
         }
         Box::pin(self.replace_later(path.to_path_buf(), data))
     }
 
     fn sync_dir(&self, dir: &Path) -> IoFuture<'_, ()> {
-        if !self.deferring.get() {
+        if !self.defers(dir) {
             return self.inner.sync_dir(dir);
         }
         self.skipped.set(self.skipped.get() + 1);
@@ -118,6 +142,39 @@ mod tests {
     use super::*;
     use crate::io::sim::{CrashKind, SimStorage};
     use std::path::PathBuf;
+
+    #[test]
+    fn only_replacements_under_the_deferred_directories_wait() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let sim = SimStorage::new();
+                for d in ["/d/new-1", "/d/new-10"] {
+                    sim.create_dir_all(d.as_ref()).unwrap();
+                }
+                let storage = DeferredSyncs::new(Rc::new(sim.clone()));
+                storage.defer_under([PathBuf::from("/d/new-1")]);
+                let (waits, goes_on) = ("/d/new-1/f".as_ref(), "/d/new-10/f".as_ref());
+                storage
+                    .write_file_atomic(waits, b"a".to_vec())
+                    .await
+                    .unwrap();
+                storage
+                    .write_file_atomic(goes_on, b"b".to_vec())
+                    .await
+                    .unwrap();
+                assert_eq!(storage.read_file(waits).await.unwrap(), b"a");
+                let cut = sim.fork();
+                cut.crash(CrashKind::PowerLoss);
+                assert!(!cut.exists(waits), "deferred until the sync");
+                assert_eq!(cut.read_file(goes_on).await.unwrap(), b"b");
+                assert_eq!(storage.sync_deferred("/d".as_ref()).await.unwrap(), 1);
+                sim.crash(CrashKind::PowerLoss);
+                assert_eq!(sim.read_file(waits).await.unwrap(), b"a");
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
 
     #[test]
     fn deferred_replacements_are_whole_old_or_new_across_a_power_cut() {

@@ -557,10 +557,7 @@ impl Segment {
         if !self.log.is_sealed() {
             self.seal_files().await?;
         }
-        if let Some(p) = self.paged.take() {
-            p.close().await;
-        }
-        self.log.close().await
+        self.close_as_left().await
     }
 
     /// Closes a segment whose files are as they were when it was opened (nothing appended):

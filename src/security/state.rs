@@ -175,6 +175,12 @@ pub fn installed_revision(kind: SecurityKind) -> i64 {
     INSTALLED_REVISION.get()[kind.index()]
 }
 
+fn note_installed_revision(kind: SecurityKind, revision: i64) {
+    let mut revisions = INSTALLED_REVISION.get();
+    revisions[kind.index()] = revision;
+    INSTALLED_REVISION.set(revisions);
+}
+
 /// Installs `state` on this shard unless a newer one of the cluster's is installed already:
 /// whether it was.
 pub fn install(state: SecurityState) -> bool {
@@ -182,9 +188,7 @@ pub fn install(state: SecurityState) -> bool {
     if state.revision > 0 && state.revision <= installed_revision(kind) {
         return false;
     }
-    let mut revisions = INSTALLED_REVISION.get();
-    revisions[kind.index()] = state.revision;
-    INSTALLED_REVISION.set(revisions);
+    note_installed_revision(kind, state.revision);
     match state.value {
         SecurityValue::Credentials(store) => credentials::install(store),
         SecurityValue::Acls(store) => authorizer::install(store),
@@ -209,9 +213,8 @@ pub fn install_stored(name: &str, text: &[u8], revision: i64) {
         }
         Err(why) => {
             tracing::error!(%name, revision, %why, "the cluster's security value in etcd cannot be read; this node keeps enforcing its previous one");
-            let mut revisions = INSTALLED_REVISION.get();
-            revisions[kind.index()] = revision;
-            INSTALLED_REVISION.set(revisions);
+            // Seen, so it is not decoded and logged again at every view.
+            note_installed_revision(kind, revision);
         }
     }
 }

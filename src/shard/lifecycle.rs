@@ -56,8 +56,7 @@ impl Shard {
                 clean_shutdown: self.previous_shutdown_clean,
                 ..OpenOptions::default()
             };
-            let storage = self.storage.clone();
-            self.open_owned(&meta, 0, (opts, &storage), OnOpenFailure::Offline)
+            self.open_owned(&meta, 0, opts, OnOpenFailure::Offline)
                 .await
                 .map_err(|why| CatalogError::Open {
                     topic: meta.name.clone(),
@@ -127,18 +126,14 @@ impl Shard {
         }
         // The new partitions' files are made durable together: written without a sync
         // each, then two file-system syncs before the create is answered (a few syncs per
-        // partition made creating thousands take seconds).
-        let deferred = crate::io::DeferredSyncs::new(self.storage.clone());
-        deferred.defer();
-        let storage: std::rc::Rc<dyn crate::io::Storage> = deferred.clone();
-        let opened = (self.open_owned(
-            meta,
-            from,
-            (OpenOptions::default(), &storage),
-            OnOpenFailure::Fail,
-        ))
-        .await;
-        let synced = deferred.sync_deferred(data_dir).await.map_err(|e| {
+        // partition made creating thousands take seconds). The shard's other partitions
+        // sync as they go meanwhile.
+        let new_dirs = self.owned_partitions(meta, from);
+        let new_dirs = new_dirs.map(|p| partition_dir(data_dir, &meta.name, p));
+        self.dir_syncs.defer_under(new_dirs);
+        let opened =
+            (self.open_owned(meta, from, OpenOptions::default(), OnOpenFailure::Fail)).await;
+        let synced = self.dir_syncs.sync_deferred(data_dir).await.map_err(|e| {
             let why = format!("syncing the new partitions of {}: {e}", meta.name);
             BrokerError::new(ErrorCode::StorageError, why)
         });
@@ -256,14 +251,14 @@ impl Shard {
         &self,
         meta: &TopicMeta,
         from: u32,
-        (mut opts, storage): (OpenOptions, &Rc<dyn crate::io::Storage>),
+        mut opts: OpenOptions,
         on_failure: OnOpenFailure,
     ) -> OpResult {
         opts.cache = Some(self.cache.clone());
         opts.acknowledged_reads = true;
         let owned: Vec<u32> = self.owned_partitions(meta, from).collect();
         let opened: Vec<Result<(), BrokerError>> = stream::iter(owned.iter().copied())
-            .map(|p| self.open_one(meta, p, (&opts, storage), on_failure))
+            .map(|p| self.open_one(meta, p, &opts, on_failure))
             .buffer_unordered(OPEN_CONCURRENCY)
             .collect()
             .await;
@@ -281,14 +276,14 @@ impl Shard {
         &self,
         meta: &TopicMeta,
         p: u32,
-        (opts, storage): (&OpenOptions, &Rc<dyn crate::io::Storage>),
+        opts: &OpenOptions,
         on_failure: OnOpenFailure,
     ) -> Result<(), BrokerError> {
         let dir = partition_dir(&self.config.data_dir, &meta.name, p);
         let mut log_config = meta.config.log.clone();
         log_config.min_time_roll_interval_ms = self.config.log_roll_min_interval_ms;
         let started = std::time::Instant::now();
-        let opened = PartitionLog::open_with(storage.clone(), &dir, log_config, opts.clone())
+        let opened = PartitionLog::open_with(self.storage.clone(), &dir, log_config, opts.clone())
             .await
             .map_err(|e| {
                 BrokerError::new(ErrorCode::of(&e), format!("opening {}: {e}", dir.display()))
@@ -313,7 +308,7 @@ impl Shard {
         self.note_truncations(log.recovery_truncations());
         let id = meta.topic_id;
         let recorded =
-            crate::catalog::topics::ensure_partition_metadata(&**storage, &dir, id).await;
+            crate::catalog::topics::ensure_partition_metadata(&*self.storage, &dir, id).await;
         if let Err(e) = recorded {
             tracing::warn!(partition = %tp, error = %e, "writing partition.metadata failed; the topic id is still in the topic's metadata");
         }

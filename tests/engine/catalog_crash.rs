@@ -52,9 +52,10 @@ async fn open_partition(sim: &SimStorage, meta: &TopicMeta, p: u32) -> shardlog:
 /// without a sync each, then two file-system syncs for all of them.
 async fn open_new_partitions(sim: &SimStorage, meta: &TopicMeta, from: u32) -> Result<(), String> {
     let deferred = shardlog::io::DeferredSyncs::new(sim.as_storage());
-    deferred.defer();
+    let dir_of = |p| data().join(partition_dir_name(&meta.name, p));
+    deferred.defer_under((from..meta.partitions()).map(dir_of));
     for p in from..meta.partitions() {
-        let dir = data().join(partition_dir_name(&meta.name, p));
+        let dir = dir_of(p);
         let config = meta.config.log.clone();
         let log = PartitionLog::open_with(deferred.clone(), &dir, config, OpenOptions::default());
         let opened = log.await.map_err(|e| e.to_string())?;
