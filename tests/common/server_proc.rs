@@ -28,6 +28,21 @@ fn serving_lines(log: &Path) -> usize {
         .count()
 }
 
+/// A config value with its ports picked at this start attempt, so an attempt that lost
+/// its port to another test retries with new ones: `kafka.listen=auto` (any `*.listen`)
+/// and every `:auto` inside a value (`listeners=SSL://127.0.0.1:auto,...`).
+fn with_free_ports(key: &str, value: &str) -> String {
+    if value == "auto" && key.ends_with(".listen") {
+        return format!("127.0.0.1:{}", free_port());
+    }
+    let mut pieces = value.split(":auto");
+    let mut resolved = pieces.next().unwrap_or_default().to_string();
+    for rest in pieces {
+        resolved.push_str(&format!(":{}{rest}", free_port()));
+    }
+    resolved
+}
+
 /// A port with room for per-shard ports above it, below the ephemeral range (32768+) so
 /// that no client socket of another test holds it.
 pub fn free_port() -> u16 {
@@ -121,15 +136,9 @@ impl ServerProc {
         let base_config = config;
         for _ in 0..10 {
             let port = free_port();
-            // `kafka.listen=auto` (any `*.listen`): a free port of its own.
             let config: Vec<(String, String)> = base_config
                 .iter()
-                .map(|(k, v)| match (k.as_str(), v.as_str()) {
-                    (k, "auto") if k.ends_with(".listen") => {
-                        (k.to_string(), format!("127.0.0.1:{}", free_port()))
-                    }
-                    _ => (k.clone(), v.clone()),
-                })
+                .map(|(k, v)| (k.clone(), with_free_ports(k, v)))
                 .collect();
             let served_before = serving_lines(&log);
             let child = spawn(data, port, &config, &log, wrapper, run_as);
@@ -163,6 +172,16 @@ impl ServerProc {
     #[allow(dead_code)]
     pub fn kafka_addr(&self) -> String {
         self.listen_addr("kafka.listen")
+    }
+
+    /// The address the `listeners` entry `name` got (e.g. `SASL_PLAINTEXT://127.0.0.1:auto`).
+    #[allow(dead_code)]
+    pub fn listener(&self, name: &str) -> String {
+        let prefix = format!("{name}://");
+        self.listen_addr("listeners")
+            .split(',')
+            .find_map(|entry| entry.strip_prefix(&prefix).map(str::to_string))
+            .unwrap_or_else(|| panic!("started with a {name} listener"))
     }
 
     /// The address a `*.listen` key got (started with `auto`).

@@ -17,18 +17,21 @@ const SCRAM: &str = "SCRAM-SHA-256";
 
 /// A server with the authorizer on and admin as the super user: (server, plain, sasl).
 fn server(data: &Path, extra: &[(&str, &str)]) -> (ServerProc, String, String) {
-    let (plain, sasl) = (
-        format!("127.0.0.1:{}", free_port()),
-        format!("127.0.0.1:{}", free_port()),
-    );
-    let listeners = format!("PLAINTEXT://{plain},SASL_PLAINTEXT://{sasl}");
     let mut config = vec![
-        ("listeners", listeners.as_str()),
+        (
+            "listeners",
+            "PLAINTEXT://127.0.0.1:auto,SASL_PLAINTEXT://127.0.0.1:auto",
+        ),
         ("authorizer.enable", "true"),
         ("super.users", "User:admin;User:ops"),
     ];
     config.extend_from_slice(extra);
-    (ServerProc::start(data, 2, &config), plain, sasl)
+    let server = ServerProc::start(data, 2, &config);
+    let (plain, sasl) = (
+        server.listener("PLAINTEXT"),
+        server.listener("SASL_PLAINTEXT"),
+    );
+    (server, plain, sasl)
 }
 
 /// The admin's client properties, as kafka-acls' --command-config takes them.
@@ -176,8 +179,7 @@ fn acl_apis_serve_admin_clients_and_refuse_everyone_else() {
     drop(server);
 
     let plain_only = tmp.path().join("plain");
-    let listen = format!("127.0.0.1:{}", free_port());
-    let unsecured = ServerProc::start(&plain_only, 1, &[("kafka.listen", listen.as_str())]);
+    let unsecured = ServerProc::start(&plain_only, 1, &[("kafka.listen", "auto")]);
     let kafka = unsecured.kafka_addr();
     acls(
         &["admin-api-disabled", &kafka, "-", "-", "-", "orders"],

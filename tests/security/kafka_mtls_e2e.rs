@@ -46,13 +46,11 @@ fn mint(dir: &Path) -> Files {
 /// A PLAINTEXT and an SSL listener; the SSL one asks for certificates (`client_auth`);
 /// "CN=alice,O=acme" maps to "alice", a super user. (server, plain, ssl)
 fn server(data: &Path, f: &Files, client_auth: &str) -> (ServerProc, String, String) {
-    let (plain, ssl) = (
-        format!("127.0.0.1:{}", free_port()),
-        format!("127.0.0.1:{}", free_port()),
-    );
-    let listeners = format!("PLAINTEXT://{plain},SSL://{ssl}");
     let config = [
-        ("listeners", listeners.as_str()),
+        (
+            "listeners",
+            "PLAINTEXT://127.0.0.1:auto,SSL://127.0.0.1:auto",
+        ),
         ("ssl.keystore.location", f.keystore.as_str()),
         ("ssl.truststore.location", f.truststore.as_str()),
         ("listener.name.ssl.ssl.client.auth", client_auth),
@@ -63,7 +61,9 @@ fn server(data: &Path, f: &Files, client_auth: &str) -> (ServerProc, String, Str
         ("authorizer.enable", "true"),
         ("super.users", "User:alice"),
     ];
-    (ServerProc::start(data, 2, &config), plain, ssl)
+    let server = ServerProc::start(data, 2, &config);
+    let (plain, ssl) = (server.listener("PLAINTEXT"), server.listener("SSL"));
+    (server, plain, ssl)
 }
 
 fn client(

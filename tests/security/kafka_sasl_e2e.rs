@@ -22,20 +22,23 @@ fn server(data: &Path) -> (ServerProc, String, String) {
 }
 
 fn server_with(data: &Path, extra: &[(&str, &str)]) -> (ServerProc, String, String) {
-    let (plain, sasl) = (
-        format!("127.0.0.1:{}", free_port()),
-        format!("127.0.0.1:{}", free_port()),
-    );
-    let listeners = format!("PLAINTEXT://{plain},SASL_PLAINTEXT://{sasl}");
     let mut config = vec![
-        ("listeners", listeners.as_str()),
+        (
+            "listeners",
+            "PLAINTEXT://127.0.0.1:auto,SASL_PLAINTEXT://127.0.0.1:auto",
+        ),
         (
             "sasl.enabled.mechanisms",
             "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
         ),
     ];
     config.extend_from_slice(extra);
-    (ServerProc::start(data, 2, &config), plain, sasl)
+    let server = ServerProc::start(data, 2, &config);
+    let (plain, sasl) = (
+        server.listener("PLAINTEXT"),
+        server.listener("SASL_PLAINTEXT"),
+    );
+    (server, plain, sasl)
 }
 
 fn run_client(server: &ServerProc, args: &[&str], expect: &str) {
@@ -376,16 +379,14 @@ fn unauthenticated_peers_hold_no_budget_and_abandoned_handshakes_end() {
     use std::time::{Duration, Instant};
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let (plain, sasl) = (
-        format!("127.0.0.1:{}", free_port()),
-        format!("127.0.0.1:{}", free_port()),
-    );
-    let listeners = format!("PLAINTEXT://{plain},SASL_PLAINTEXT://{sasl}");
     let server = ServerProc::start(
         &data,
         1,
         &[
-            ("listeners", listeners.as_str()),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:auto,SASL_PLAINTEXT://127.0.0.1:auto",
+            ),
             ("sasl.enabled.mechanisms", "PLAIN"),
             ("max.inflight.bytes.per.shard", "2097152"),
             ("max.inflight.bytes.per.connection", "2097152"),
@@ -394,6 +395,7 @@ fn unauthenticated_peers_hold_no_budget_and_abandoned_handshakes_end() {
             ("connections.max.idle.ms", "600000"),
         ],
     );
+    let sasl = server.listener("SASL_PLAINTEXT");
     // Over the handshake cap: closed without reading on.
     let mut big = std::net::TcpStream::connect(&sasl).unwrap();
     big.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

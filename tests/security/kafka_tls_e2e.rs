@@ -61,18 +61,21 @@ fn ssl_and_sasl_ssl_with_real_clients() {
     let data = tmp.path().join("data");
     users_set(&data, "alice", "SCRAM-SHA-256", "alice-secret");
     users_set(&data, "alice", "SCRAM-SHA-512", "alice-secret");
-    let ports: Vec<String> = (0..3)
-        .map(|_| format!("127.0.0.1:{}", free_port()))
-        .collect();
-    let (ssl, sasl_ssl, plain) = (&ports[0], &ports[1], &ports[2]);
-    let listeners = format!("SSL://{ssl},SASL_SSL://{sasl_ssl},PLAINTEXT://{plain}");
     let keystore = keystore.display().to_string();
     let config = [
-        ("listeners", listeners.as_str()),
+        (
+            "listeners",
+            "SSL://127.0.0.1:auto,SASL_SSL://127.0.0.1:auto,PLAINTEXT://127.0.0.1:auto",
+        ),
         ("ssl.keystore.type", "PEM"),
         ("ssl.keystore.location", keystore.as_str()),
     ];
     let server = ServerProc::start(&data, 2, &config);
+    let (ssl, sasl_ssl, plain) = (
+        &server.listener("SSL"),
+        &server.listener("SASL_SSL"),
+        &server.listener("PLAINTEXT"),
+    );
     let ok = |args: &[&str]| run_client(&server, &ca, args, "OK");
     ok(&["confluent", ssl, "-", "anon", "-", "t"]);
     ok(&[
@@ -167,14 +170,14 @@ fn a_tls_listener_without_a_keystore_is_refused_at_start() {
 /// clients that trust only the new CA connect while those that trust only the old one fail.
 /// A server with one SSL listener on `keystore`: (server, the listener's address).
 fn ssl_only(dir: &Path, keystore: &Path) -> (ServerProc, String) {
-    let ssl = format!("127.0.0.1:{}", free_port());
-    let listeners = format!("SSL://{ssl}");
     let keystore_text = keystore.display().to_string();
     let config = [
-        ("listeners", listeners.as_str()),
+        ("listeners", "SSL://127.0.0.1:auto"),
         ("ssl.keystore.location", keystore_text.as_str()),
     ];
-    (ServerProc::start(&dir.join("data"), 2, &config), ssl)
+    let server = ServerProc::start(&dir.join("data"), 2, &config);
+    let ssl = server.listener("SSL");
+    (server, ssl)
 }
 
 /// "OK" when a TLS client trusting `ca` lists topics at `ssl`, "REFUSED" when not.
@@ -243,14 +246,14 @@ fn the_metrics_endpoint_can_be_https() {
     use std::io::{Read, Write};
     let tmp = tempfile::tempdir().unwrap();
     let (keystore, ca, _, _) = mint_certificates(tmp.path());
-    let metrics = format!("127.0.0.1:{}", free_port());
     let keystore_text = keystore.display().to_string();
     let config = [
-        ("metrics.listen", metrics.as_str()),
+        ("metrics.listen", "auto"),
         ("metrics.security.protocol", "SSL"),
         ("ssl.keystore.location", keystore_text.as_str()),
     ];
     let server = ServerProc::start(&tmp.path().join("data"), 2, &config);
+    let metrics = server.listen_addr("metrics.listen");
     let security = shardlog::security::client::ClientSecurity {
         protocol: shardlog::security::SecurityProtocol::Ssl,
         sasl: None,

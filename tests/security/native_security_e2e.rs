@@ -211,14 +211,13 @@ fn native_tools_reach_the_server_through_a_secured_kafka_listener() {
     let ca_file = properties(tmp.path(), "ca.pem", &ca.pem());
     let data = tmp.path().join("data");
     users_set(&data, "admin", "SCRAM-SHA-512", "admin-secret");
-    let kafka = format!("127.0.0.1:{}", common::server_proc::free_port());
-    let listeners = format!("SASL_SSL://{kafka}");
     let config = [
-        ("listeners", listeners.as_str()),
+        ("listeners", "SASL_SSL://127.0.0.1:auto"),
         ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
         ("ssl.keystore.location", keystore.as_str()),
     ];
     let server = ServerProc::start(&data, 2, &config);
+    let kafka = server.listener("SASL_SSL");
     let admin = properties(
         tmp.path(),
         "admin.properties",

@@ -494,19 +494,20 @@ impl Drop for LoopMount {
 /// and a client with a request in progress is never the one closed.
 #[test]
 fn a_full_listener_makes_room_by_closing_its_longest_idle() {
-    use common::server_proc::free_port;
     let tmp = tempfile::tempdir().unwrap();
-    let (plain, sasl) = (
-        format!("127.0.0.1:{}", free_port()),
-        format!("127.0.0.1:{}", free_port()),
-    );
-    let listeners = format!("PLAINTEXT://{plain},SASL_PLAINTEXT://{sasl}");
     let config = [
-        ("listeners", listeners.as_str()),
+        (
+            "listeners",
+            "PLAINTEXT://127.0.0.1:auto,SASL_PLAINTEXT://127.0.0.1:auto",
+        ),
         ("sasl.enabled.mechanisms", "PLAIN"),
         ("listener.name.plaintext.max.connections", "4"),
     ];
     let server = ServerProc::start(&tmp.path().join("data"), 1, &config);
+    let (plain, sasl) = (
+        server.listener("PLAINTEXT"),
+        server.listener("SASL_PLAINTEXT"),
+    );
     std::thread::sleep(Duration::from_millis(300));
     let api_versions = |c: &mut BlockingClient| {
         let r = kafka_protocol::messages::RequestKind::ApiVersions(Default::default());

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use common::etcd::EtcdServer;
 use common::kafka_clients::{run_bounded, script};
 use common::security::{acls_tool, run_sasl_client, users_set};
-use common::server_proc::{free_port, ServerProc};
+use common::server_proc::ServerProc;
 use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
 use kafka_protocol::messages::{
     AlterUserScramCredentialsRequest, ApiKey, DescribeClusterRequest, RequestKind, ResponseKind,
@@ -36,22 +36,21 @@ struct Node {
 }
 
 fn node(dir: &Path, etcd: &EtcdServer, id: i32) -> Node {
-    let (plain, sasl) = (
-        format!("127.0.0.1:{}", free_port()),
-        format!("127.0.0.1:{}", free_port()),
-    );
-    let listeners = format!("PLAINTEXT://{plain},SASL_PLAINTEXT://{sasl}");
     let (id, endpoint) = (id.to_string(), etcd.endpoint());
     let keys = [
         ("cluster.etcd.endpoints", endpoint.as_str()),
         ("broker.id", id.as_str()),
         ("broker.session.timeout.ms", "3000"),
         ("broker.heartbeat.interval.ms", "200"),
-        ("listeners", listeners.as_str()),
+        (
+            "listeners",
+            "PLAINTEXT://127.0.0.1:auto,SASL_PLAINTEXT://127.0.0.1:auto",
+        ),
         ("authorizer.enable", "true"),
         ("super.users", "User:admin;User:ANONYMOUS"),
     ];
     let proc = ServerProc::start(&dir.join(format!("node-{id}")), 1, &keys);
+    let (plain, sasl) = (proc.listener("PLAINTEXT"), proc.listener("SASL_PLAINTEXT"));
     Node { proc, plain, sasl }
 }
 
