@@ -200,8 +200,10 @@ pub async fn load(
             .map_err(|e| Error::io("fsync directory", dir, e))?;
     }
     let log_end = segments.last().map_or(0, |s| s.next_offset());
-    if !opts.clean_shutdown {
-        // Every segment is durable now (trusted, or recovered and fdatasync'd).
+    // Every segment is durable now (trusted, or recovered and fdatasync'd). A checkpoint
+    // that already says so (an idle partition's) is not written again: an unclean restart
+    // of many idle partitions costs no file replacement each.
+    if !opts.clean_shutdown && recovery_point != log_end {
         RECOVERY_POINT.write(storage.as_ref(), dir, log_end).await?;
     }
     // An empty log (one empty segment at 0) holds nothing a close would write either.

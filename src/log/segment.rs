@@ -278,10 +278,12 @@ impl Segment {
         .await?;
         let truncation = truncate_to_valid(file.as_ref(), &log_path, &scan).await?;
         // What was read back may sit in the device's volatile cache after a crash: make it
-        // durable before a checkpoint can claim it is.
-        file.fdatasync()
-            .await
-            .map_err(|e| Error::io("fdatasync", &log_path, e))?;
+        // durable before a checkpoint can claim it is (an empty file holds nothing to).
+        if scan.file_size > 0 {
+            file.fdatasync()
+                .await
+                .map_err(|e| Error::io("fdatasync", &log_path, e))?;
+        }
         let _ = file.close().await;
         let storage = io.storage.clone();
         let log = if active {
