@@ -307,9 +307,10 @@ fn rotation_of(
         .map(|r| r.partition)
         .collect();
     let mine: Vec<i32> = here.iter().copied().skip(me).step_by(peers.len()).collect();
-    match mine.is_empty() {
-        true => vec![routes[conn % routes.len()].partition],
-        false => mine,
+    if mine.is_empty() {
+        vec![routes[conn % routes.len()].partition]
+    } else {
+        mine
     }
 }
 

@@ -22,10 +22,11 @@ use crate::TopicPartition;
 const OPEN_CONCURRENCY: usize = 32;
 const CLOSE_CONCURRENCY: usize = 32;
 
-/// A partition that takes longer than this to open is logged.
 /// A create of at least this many partitions on a shard gives the allocator's free pages
 /// back afterwards (`os::release_free_heap`).
 const BULK_CREATE: usize = 100;
+
+/// A partition that takes longer than this to open is logged.
 const SLOW_OPEN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Whether a partition that cannot be opened fails the caller (a topic being created) or
@@ -131,9 +132,10 @@ impl Shard {
         // each, then two file-system syncs before the create is answered (a few syncs per
         // partition made creating thousands take seconds). The shard's other partitions
         // sync as they go meanwhile.
-        let created = self.owned_partitions(meta, from).count();
-        let new_dirs = self.owned_partitions(meta, from);
-        let new_dirs = new_dirs.map(|p| partition_dir(data_dir, &meta.name, p));
+        let new_dirs: Vec<_> = (self.owned_partitions(meta, from))
+            .map(|p| partition_dir(data_dir, &meta.name, p))
+            .collect();
+        let created = new_dirs.len();
         self.dir_syncs.defer_under(new_dirs);
         let opened =
             (self.open_owned(meta, from, OpenOptions::default(), OnOpenFailure::Fail)).await;

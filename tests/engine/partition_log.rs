@@ -751,3 +751,33 @@ fn a_partition_unchanged_since_a_clean_open_closes_without_writing() {
         log.close().await.unwrap();
     });
 }
+
+/// An idle partition opened after an unclean stop rewrites nothing: its recovery point
+/// already names its end, and its empty `.log` needs no recovery write.
+#[test]
+fn an_idle_partition_opened_after_an_unclean_stop_leaves_its_files_as_they_were() {
+    run(|dir| async move {
+        let pdir = dir.join("t-0");
+        let open_unclean = || {
+            let (storage, pdir) = (shardlog::io::DmaStorage::new(dir.clone()), pdir.clone());
+            async move {
+                PartitionLog::open_with(
+                    storage,
+                    &pdir,
+                    LogConfig::default(),
+                    OpenOptions::default(),
+                )
+                .await
+                .unwrap()
+            }
+        };
+        open_unclean().await.close().await.unwrap();
+        let before = files_as_left(&pdir);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let log = open_unclean().await;
+        assert_eq!(log.log_end_offset(), 0);
+        assert!(log.recovery_truncations().is_empty());
+        log.close().await.unwrap();
+        assert_eq!(files_as_left(&pdir), before);
+    });
+}
