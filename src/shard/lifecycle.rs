@@ -348,7 +348,10 @@ impl Shard {
         let now = std::time::Instant::now();
         let last_start = now + deadline.saturating_duration_since(now) * 4 / 5;
         self.dir_syncs.defer();
-        let (closed, failed) = stream::iter(handles)
+        // Borrowed, not consumed: a partition left unclosed keeps its handle until the
+        // sync below is done, or its task would close it meanwhile (dropped handle) and
+        // replace files while the deferred renames run.
+        let (closed, failed) = stream::iter(handles.iter())
             .take_while(|_| std::future::ready(std::time::Instant::now() < last_start))
             .map(|(tp, h)| async move {
                 let closed = h.close().await;
@@ -362,7 +365,14 @@ impl Shard {
                 (closed + ok as usize, failed + !ok as usize)
             })
             .await;
+        let closes_ms = now.elapsed().as_millis() as u64;
         let synced = self.dir_syncs.sync_deferred(&self.config.data_dir).await;
+        tracing::info!(
+            shard = self.id,
+            closes_ms,
+            sync_ms = now.elapsed().as_millis() as u64 - closes_ms,
+            "partitions closed; their files made durable"
+        );
         if let Err(e) = &synced {
             tracing::error!(shard = self.id, error = %e, "syncing the file system after closing partitions");
         }
@@ -376,6 +386,7 @@ impl Shard {
             not_started: total - closed - failed,
         };
         assert_eq!(done.closed + done.failed + done.not_started, total);
+        drop(handles);
         done
     }
 }
