@@ -234,6 +234,38 @@ impl Storage for DmaStorage {
         })
     }
 
+    /// Through the page cache like `create_file_with`; cut short only when the file was
+    /// longer (a truncate waits on the blocking thread, and index files only grow).
+    fn overwrite_file(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()> {
+        let path = path.to_path_buf();
+        Box::pin(async move {
+            check_parent_exists(&path)?;
+            let f = glommio::io::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .buffered_open(&path)
+                .await
+                .map_err(gerr)?;
+            let written = async {
+                let len = data.len() as u64;
+                let n = f.write_at(data, 0).await.map_err(gerr)? as u64;
+                if n != len {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::WriteZero,
+                        format!("short write: {n} of {len} bytes"),
+                    ));
+                }
+                if f.file_size().await.map_err(gerr)? > len {
+                    f.truncate(len).await.map_err(gerr)?;
+                }
+                Ok(())
+            }
+            .await;
+            let closed = f.close().await.map_err(gerr);
+            written.and(closed)
+        })
+    }
+
     fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
         std::fs::read_dir(dir)?
             .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))

@@ -20,6 +20,7 @@ pub mod limits;
 pub mod os;
 mod probe;
 pub(crate) mod read_ahead;
+pub mod shared_sync;
 #[cfg(any(test, feature = "test-support"))]
 pub mod sim;
 pub mod storage;
@@ -30,6 +31,7 @@ pub use deferred_syncs::DeferredSyncs;
 pub use dma_storage::DmaStorage;
 pub use fd_pool::PooledStorage;
 pub use probe::ensure_iopoll_probe_workaround;
+pub use shared_sync::SharedSync;
 pub use storage::{with_suffix, IoBuf, OpenMode, Storage, StorageFile};
 
 /// Unit of every direct write: the ext4 and physical block size here (the logical 512-byte

@@ -135,6 +135,14 @@ pub trait Storage {
         let path = path.to_path_buf();
         Box::pin(async move { write_new_file_direct(self, &path, &data, sync).await })
     }
+    /// Writes `data` as a file's whole contents in place (creating it if missing), without
+    /// a sync: a crash can leave it old or torn. Only for files that are rebuilt from
+    /// others when they disagree (a live segment's index files), so that keeping them
+    /// current costs neither a new inode nor a journal commit.
+    fn overwrite_file(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()> {
+        let path = path.to_path_buf();
+        Box::pin(async move { overwrite_file_direct(self, &path, &data).await })
+    }
     /// Names of the entries of a directory.
     fn list(&self, dir: &Path) -> std::io::Result<Vec<String>>;
     /// Names of the subdirectories of a directory.
@@ -178,6 +186,10 @@ macro_rules! forward_storage_to_inner {
     () => {
         fn create_file_with(&self, path: &Path, data: Vec<u8>, sync: bool) -> IoFuture<'_, ()> {
             self.inner.create_file_with(path, data, sync)
+        }
+
+        fn overwrite_file(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()> {
+            self.inner.overwrite_file(path, data)
         }
 
         fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
@@ -252,6 +264,29 @@ async fn write_new_file_direct<S: Storage + ?Sized>(
     sync: bool,
 ) -> std::io::Result<()> {
     let file = storage.open(path, OpenMode::CreateNew).await?;
+    write_whole_file(file, data, sync).await
+}
+
+async fn overwrite_file_direct<S: Storage + ?Sized>(
+    storage: &S,
+    path: &Path,
+    data: &[u8],
+) -> std::io::Result<()> {
+    let mode = match storage.exists(path) {
+        true => OpenMode::ReadWrite,
+        false => OpenMode::CreateNew,
+    };
+    let file = storage.open(path, mode).await?;
+    write_whole_file(file, data, false).await
+}
+
+/// `data` from byte 0 in block-padded direct writes, the file cut to its length, then
+/// closed (fdatasync'd first when `sync`).
+async fn write_whole_file(
+    file: Rc<dyn StorageFile>,
+    data: &[u8],
+    sync: bool,
+) -> std::io::Result<()> {
     let written = async {
         for (i, piece) in data.chunks(super::MAX_IO).enumerate() {
             let padded = super::align_up(piece.len() as u64) as usize;

@@ -6,6 +6,7 @@ pub mod checkpoint;
 pub(crate) mod cleaner;
 pub mod cleaner_view;
 mod crc_memo;
+pub mod durability;
 pub mod file_names;
 pub(crate) mod index_state;
 mod invariants;

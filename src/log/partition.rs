@@ -80,8 +80,10 @@ pub struct PartitionLog {
     pub(super) last_cleaned_ms: Option<i64>,
     /// The cleaner checkpoint (`cleaner-offset-checkpoint`), read at open.
     pub(super) cleaner_checkpoint: i64,
-    /// The active segment's index files on disk: (segment base, entries written), and when.
-    active_indexes_written: Option<(IndexFilesState, std::time::Instant)>,
+    /// The active segment's index files on disk: (segment base, entries written).
+    active_indexes_written: Option<IndexFilesState>,
+    /// When they were last written or tried to be (a failing write is retried no sooner).
+    active_indexes_tried_at: Option<std::time::Instant>,
     /// When the log was last fdatasync'd (flush.ms counts from it).
     synced_at: std::time::Instant,
     /// Idempotent producers' epochs and last batches (retries are not stored twice).
@@ -104,6 +106,9 @@ pub struct PartitionLog {
     /// close would write, and a close writes nothing: thousands of idle partitions close
     /// without a file write or sync each.
     pub(super) changed_since_open: bool,
+    /// How many times the tail was loaded again from disk (a reopen after ENOSPC, a
+    /// follower's truncation): a durability mark taken before names a log that may be gone.
+    pub(super) reloads: u64,
 }
 
 /// Which index files are on disk: the segment's base offset and entries (offset, time).
@@ -179,6 +184,7 @@ impl PartitionLog {
             last_cleaned_ms: None,
             cleaner_checkpoint,
             active_indexes_written: None,
+            active_indexes_tried_at: None,
             synced_at: std::time::Instant::now(),
             producers,
             aborted,
@@ -187,6 +193,7 @@ impl PartitionLog {
             stamp_epoch: NO_PARTITION_LEADER_EPOCH,
             high_watermark: None,
             changed_since_open: !loaded.as_left,
+            reloads: 0,
         };
         log.assert_invariants();
         Ok(log)
@@ -292,6 +299,7 @@ impl PartitionLog {
             seg.abandon().await;
         }
         self.recovery_point = loaded.recovery_point;
+        self.reloads += 1;
         self.truncations = loaded.truncations;
         self.needs_reopen = None;
         self.aborted.truncate_from(self.log_end_offset());
@@ -677,34 +685,53 @@ impl PartitionLog {
         unsynced > 0 && self.config.flush_due(unsynced, self.synced_at.elapsed())
     }
 
+    /// When `write_active_indexes` will next write them: now, or once the last try is
+    /// `ACTIVE_INDEX_WRITE_INTERVAL` old. `None` while they are current or cannot be
+    /// written (they lag durable data, or the log is unhealthy).
+    pub fn active_indexes_due_at(&self) -> Option<std::time::Instant> {
+        if !self.active_indexes_writable() {
+            return None;
+        }
+        let now = std::time::Instant::now();
+        let next = |at: std::time::Instant| (at + ACTIVE_INDEX_WRITE_INTERVAL).max(now);
+        Some(self.active_indexes_tried_at.map_or(now, next))
+    }
+
     /// Whether the active segment's index files on disk lag its in-memory indexes.
     pub fn active_indexes_stale(&self) -> bool {
         let now = (self.active().base_offset(), self.active().index_entries());
         match self.active_indexes_written {
-            Some((written, _)) => written != now,
+            Some(written) => written != now,
             // Nothing to write for an empty index (a freshly opened partition costs no I/O).
             None => now.1 != (0, 0),
         }
     }
 
-    /// Writes the active segment's `.index` and `.timeindex` so they exist on disk while the
-    /// partition runs (dump-log works on a live partition), when they changed and the last
-    /// write is `ACTIVE_INDEX_WRITE_INTERVAL` old (or `now`). Every entry must point at
-    /// durable data, so this runs only right after a sync. A failure is logged, not fatal:
-    /// the files are rebuilt from the `.log` whenever they disagree with it.
+    /// Whether the index files lag and may be written now: every entry must point at
+    /// durable data.
+    fn active_indexes_writable(&self) -> bool {
+        let healthy = !self.is_poisoned() && self.needs_reopen.is_none();
+        healthy && self.recovery_point >= self.log_end_offset() && self.active_indexes_stale()
+    }
+
+    /// Writes the active segment's `.index` and `.timeindex` in place so they exist on disk
+    /// while the partition runs (dump-log works on a live partition), when they lag, every
+    /// entry points at durable data, and the last try is `ACTIVE_INDEX_WRITE_INTERVAL` old
+    /// (or `now`). A failure is logged, not fatal: the files are rebuilt from the `.log`
+    /// whenever they disagree with it.
     pub async fn write_active_indexes(&mut self, now: bool) {
-        if self.is_poisoned() || self.needs_reopen.is_some() || !self.active_indexes_stale() {
+        if !self.active_indexes_writable() {
             return;
         }
-        let due = self
-            .active_indexes_written
-            .is_none_or(|(_, at)| at.elapsed() >= ACTIVE_INDEX_WRITE_INTERVAL);
-        if !(due || now) || self.recovery_point < self.log_end_offset() {
+        let due = (self.active_indexes_tried_at)
+            .is_none_or(|at| at.elapsed() >= ACTIVE_INDEX_WRITE_INTERVAL);
+        if !(due || now) {
             return;
         }
         let state = (self.active().base_offset(), self.active().index_entries());
-        match self.active().write_indexes().await {
-            Ok(()) => self.active_indexes_written = Some((state, std::time::Instant::now())),
+        self.active_indexes_tried_at = Some(std::time::Instant::now());
+        match self.active().write_live_indexes().await {
+            Ok(()) => self.active_indexes_written = Some(state),
             Err(e) => {
                 tracing::warn!(dir = %self.dir.display(), error = %e, "writing the active segment's index files")
             }

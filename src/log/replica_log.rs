@@ -229,6 +229,7 @@ impl PartitionLog {
         aborted.drop_below(self.log_start_offset);
         self.segments = loaded.segments;
         self.recovery_point = loaded.recovery_point;
+        self.reloads += 1;
         (self.producers, self.aborted) = (producers, aborted);
         self.visible_end = end;
         self.high_watermark = self.high_watermark.map(|hw| hw.min(end));

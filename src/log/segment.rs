@@ -554,6 +554,28 @@ impl Segment {
             .map_err(|e| Error::io("write", &time_path, e))
     }
 
+    /// Writes the index files in place without a sync, for tools reading a live segment:
+    /// an active segment's index files are never trusted after a crash (its recovery
+    /// rebuilds them from the `.log`) and are written durably when it is sealed or closed.
+    pub(super) async fn write_live_indexes(&self) -> Result<()> {
+        assert!(
+            !self.log.is_sealed(),
+            "a sealed segment's index files are final"
+        );
+        let base = self.idx.base_offset;
+        let index_path = segment_path(&self.dir, base, INDEX_SUFFIX);
+        let storage = self.io.storage.as_ref();
+        (storage
+            .overwrite_file(&index_path, self.idx.offset_index.encode())
+            .await)
+            .map_err(|e| Error::io("write", &index_path, e))?;
+        let time_path = segment_path(&self.dir, base, TIME_INDEX_SUFFIX);
+        (storage
+            .overwrite_file(&time_path, self.idx.time_index.encode())
+            .await)
+            .map_err(|e| Error::io("write", &time_path, e))
+    }
+
     /// Seals and closes the segment.
     pub async fn close(mut self) -> Result<()> {
         if !self.log.is_sealed() {

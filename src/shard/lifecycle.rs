@@ -325,7 +325,7 @@ impl Shard {
         let earlier = self
             .partitions
             .borrow_mut()
-            .insert(tp, PartitionHandle::spawn(log));
+            .insert(tp, PartitionHandle::spawn(log, self.shared_sync.clone()));
         assert!(
             earlier.is_none(),
             "partition {} of {} opened twice",

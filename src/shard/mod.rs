@@ -17,6 +17,7 @@ mod mesh;
 pub(crate) mod messages;
 mod outbox;
 mod partition_actor;
+mod partition_idle;
 pub(crate) mod replica_actor;
 pub(crate) mod replica_messages;
 pub(crate) mod replication;

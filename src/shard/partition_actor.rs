@@ -3,13 +3,14 @@
 //! command already queued, runs them, then does one flush (acks=1) or one fdatasync (if any
 //! acks=all) for all the produces among them, and only then replies to those.
 
+use std::rc::Rc;
 use std::time::Instant;
 
 use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 
-use crate::io::deadline::before;
+use crate::io::SharedSync;
 use crate::log::cleaner::CleanedLog;
 use crate::log::PartitionLog;
 use crate::log::{CleanStats, CleaningPlan, RetentionOutcome};
@@ -18,6 +19,7 @@ use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
 use crate::remote::host::TieringView;
 use crate::shard::append_watch::AppendWatch;
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp, PartitionSummary};
+use crate::shard::partition_idle::IdleWork;
 use crate::shard::replica_actor::Replicated;
 
 #[non_exhaustive]
@@ -88,18 +90,19 @@ pub struct PartitionHandle {
 
 /// Most commands one group takes, so a flood of produces still gets replies regularly.
 const MAX_GROUP: usize = 256;
-/// A partition with no command for this long gives back its 1 MiB staging buffer.
-const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl PartitionHandle {
-    pub fn spawn(log: PartitionLog) -> Self {
+    /// Starts the partition's task; idle, it makes what it wrote durable through the
+    /// shard's `shared_sync`.
+    pub fn spawn(log: PartitionLog, shared_sync: Rc<SharedSync>) -> Self {
         let (tx, rx) = local_channel::new_unbounded();
         let appends = AppendWatch::new(log.visible_end_offset());
         let replica_appends = AppendWatch::new(log.replica_end_offset());
         let watches = (appends.clone(), replica_appends.clone());
         // The log and the task's state on the heap, once each: an idle partition's task
         // is its receive loop (about 1 KiB), not a copy of every state it can be in.
-        crate::tasks::spawn(Box::pin(run(Box::new(log), rx, watches))).detach();
+        let idle = IdleWork::new(shared_sync);
+        crate::tasks::spawn(Box::pin(run(Box::new(log), rx, watches, idle))).detach();
         PartitionHandle {
             tx: std::rc::Rc::new(tx),
             appends,
@@ -175,41 +178,18 @@ fn engine_err(e: crate::Error) -> BrokerError {
     BrokerError::new(ErrorCode::of(&e), e.to_string())
 }
 
-/// The next command; while none comes for `IDLE_RELEASE`, the log's staging memory is
-/// given back and its index files catch up. Background jobs run as they come but are not
-/// activity: a partition only the maintenance task talks to is idle.
-async fn next_command(log: &mut PartitionLog, rx: &LocalReceiver<Command>) -> Option<Command> {
-    let idle_since = std::time::Instant::now();
-    let mut idle_done = false;
+/// The next command; background jobs run as they come but are not activity (a partition
+/// only the maintenance task talks to is idle), and idle steps are taken meanwhile.
+async fn next_command(
+    log: &mut PartitionLog,
+    rx: &LocalReceiver<Command>,
+    idle: &mut IdleWork,
+) -> Option<Command> {
+    idle.restart();
     loop {
-        let cmd = if idle_done {
-            rx.recv().await
-        } else {
-            let left = IDLE_RELEASE.saturating_sub(idle_since.elapsed());
-            match before(left, rx.recv()).await {
-                Some(cmd) => cmd,
-                None => {
-                    Box::pin(on_idle(log)).await;
-                    idle_done = true;
-                    continue;
-                }
-            }
-        };
-        match cmd {
+        match idle.next_message(log, rx).await {
             Some(Command::Job(job)) => Box::pin(run_job(log, job)).await,
             other => return other,
-        }
-    }
-}
-
-async fn on_idle(log: &mut PartitionLog) {
-    log.release_idle_memory();
-    // The index files catch up with what the partition holds, after a sync so they never
-    // point past durable data.
-    if log.active_indexes_stale() {
-        match log.sync().await {
-            Ok(()) => log.write_active_indexes(true).await,
-            Err(e) => tracing::warn!(error = %e, "sync of an idle partition failed"),
         }
     }
 }
@@ -452,10 +432,11 @@ async fn run(
     mut log: Box<PartitionLog>,
     rx: LocalReceiver<Command>,
     (appends, replica_appends): Watches,
+    mut idle: IdleWork,
 ) {
     // Cluster mode: created by the partition's first state from etcd.
     let mut replicated: Option<Replicated> = None;
-    while let Some(first) = next_command(&mut log, &rx).await {
+    while let Some(first) = next_command(&mut log, &rx, &mut idle).await {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
             match futures_lite::future::poll_once(rx.recv()).await {

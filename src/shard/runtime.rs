@@ -37,6 +37,8 @@ pub struct Shard {
     pub(super) storage: Rc<dyn Storage>,
     /// The same storage, for batching its directory syncs (the shutdown's closes).
     pub(super) dir_syncs: Rc<crate::io::DeferredSyncs>,
+    /// The file-system sync idle partitions share instead of an fdatasync each.
+    pub(super) shared_sync: Rc<crate::io::SharedSync>,
     /// This shard's read cache of `.log` and index pages.
     pub(super) cache: SharedPageCache,
     /// Whether the previous run shut down cleanly: partitions opened at start-up skip the
@@ -102,11 +104,13 @@ impl Shard {
             config.max_open_files_per_shard,
         );
         let dir_syncs = crate::io::DeferredSyncs::new(pooled);
+        let shared_sync = crate::io::SharedSync::new(dir_syncs.clone(), config.data_dir.clone());
         Rc::new(Shard {
             id,
             n: config.shards,
             storage: dir_syncs.clone(),
             dir_syncs,
+            shared_sync,
             inflight: crate::admission::budget::Budget::shard_pool(
                 config.max_inflight_bytes_per_shard,
             ),

@@ -1,5 +1,6 @@
 //! Model-based crash tests on the adversarial simulated disk (writes complete out of order):
-//! random appends, flushes, syncs and rolls, crashes at random writes, syncs or metadata
+//! random appends, flushes, syncs (the partition's own, or a durability mark made durable by
+//! a file-system sync) and rolls, crashes at random writes, syncs or metadata
 //! operations (process kill, power loss, torn and damaging power loss), and recoveries. After
 //! every recovery the log must equal a prefix of what was appended that contains everything
 //! acknowledged: flushed records after a process kill, synced records after a power loss
@@ -18,6 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use shardlog::io::sim::{CrashKind, FaultPoint, SimStorage};
+use shardlog::io::Storage;
 use shardlog::log::{OpenOptions, PartitionLog};
 use shardlog::LogConfig;
 
@@ -126,6 +128,8 @@ fn one_case(seed: u64, profile: Profile) -> usize {
         let mut appended: Vec<String> = Vec::new();
         let mut flushed = 0usize;
         let mut synced = 0usize;
+        // A durability mark waiting for a file-system sync (an idle partition's shared sync).
+        let mut marked = None;
         let (mut crashes, mut lost_unacked, mut mid_write) = (0, 0, 0);
         for step in 0..profile.steps {
             // Arm a crash some I/Os ahead, now and then.
@@ -135,7 +139,7 @@ fn one_case(seed: u64, profile: Profile) -> usize {
             // Now and then the process dies right after a step, chunk writes still in flight.
             let killed = rng.u8(0..15) == 0;
             let l = log.as_mut().unwrap();
-            let ok = match rng.u8(0..10) {
+            let ok = match rng.u8(0..11) {
                 0..=5 => {
                     let n = rng.usize(1..4);
                     let values: Vec<String> = (0..n)
@@ -171,8 +175,31 @@ fn one_case(seed: u64, profile: Profile) -> usize {
                     }
                     r
                 }
+                9 => match marked.take() {
+                    // Appends may come between the mark and the sync: only the mark counts.
+                    None => match l.durability_mark().await {
+                        Ok(mark) => {
+                            marked = mark;
+                            flushed = appended.len();
+                            true
+                        }
+                        Err(_) => false,
+                    },
+                    Some(mark) => match sim.sync_file_system(&dir).await {
+                        Ok(()) => {
+                            l.note_durable(mark);
+                            synced = synced.max(mark.end() as usize);
+                            true
+                        }
+                        Err(e) => {
+                            l.note_durability_failed(e);
+                            false
+                        }
+                    },
+                },
                 _ => {
                     // Clean close, then a reopen that trusts it.
+                    marked = None;
                     let closed = log.take().unwrap().close().await.is_ok();
                     let reopened = if closed { open(true).await.ok() } else { None };
                     match reopened {
@@ -197,6 +224,7 @@ fn one_case(seed: u64, profile: Profile) -> usize {
                 }
                 let kind = crash_kind(&mut rng);
                 // The "process" dies: it must not write anything more.
+                marked = None;
                 if let Some(l) = log.take() {
                     std::mem::forget(l);
                 }
