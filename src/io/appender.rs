@@ -1,7 +1,8 @@
 //! `LogFile`: a segment's `.log` file with a direct-I/O appender.
 //!
 //! The file is written only in whole 4 KiB blocks at block-aligned positions (never
-//! O_APPEND). Appended bytes are staged in an aligned 1 MiB buffer; each time it fills, that
+//! O_APPEND). Appended bytes are staged in an aligned 1 MiB buffer, taken at the first append
+//! (a file created or opened holds at most its partial tail block); each time it fills, that
 //! chunk is written in the background, so several writes are in flight while the caller keeps
 //! appending. `flush` writes the partial tail block padded with zeros and waits for every
 //! write; the tail block stays in memory (`head`) and is rewritten, on its own, when appends
@@ -156,8 +157,11 @@ impl LogFile {
             .await
             .map_err(|e| Error::io("create", path, e))?;
         let mut log = Self::assemble(path, file, 0, 0, None, cache);
-        log.staging = Some(log.granted_buffer());
+        // Parked: the first append takes the buffer. A partition created and never
+        // written (thousands of them, created by one request) holds none.
+        log.parked = true;
         log.allocate_ahead = true;
+        log.assert_invariants();
         Ok(log)
     }
 
@@ -166,6 +170,7 @@ impl LogFile {
     /// than one 64 KiB write of it.
     pub async fn create_background(storage: &dyn Storage, path: &Path) -> Result<Self> {
         let mut log = Self::create(storage, path, None).await?;
+        log.parked = false;
         log.staging = Some(log.file.alloc_buffer(MIN_CHUNK));
         log.max_in_flight = 1;
         Ok(log)
@@ -202,9 +207,13 @@ impl LogFile {
                     format!("expected {tail_len} tail bytes, file has {}", tail.len()),
                 ));
             }
-            log.head = Some(block_holding(file.as_ref(), &tail[..tail_len]));
+            // As an idle file keeps it (`release_idle_memory`): the partial block is the
+            // staging buffer; the first append takes a full one.
+            log.staging_pos = tail_pos;
+            log.staging = Some(block_holding(file.as_ref(), &tail[..tail_len]));
+        } else {
+            log.parked = true;
         }
-        log.staging = Some(log.granted_buffer());
         log.allocate_ahead = true;
         log.assert_invariants();
         Ok(log)

@@ -606,10 +606,15 @@ fn staging_buffers_share_the_shards_budget() {
                 .unwrap();
             logs.push(log);
         }
+        // A partition opened and not written holds no buffer.
+        assert_eq!(cache.borrow().staging_bytes(), 0);
+        for (p, log) in logs.iter_mut().enumerate() {
+            log.append(&single(0, 3000 + p)).await.unwrap();
+        }
         // Half the 4 MiB budget holds two full 1 MiB buffers; the rest get 64 KiB ones.
         assert_eq!(cache.borrow().staging_bytes(), (2 << 20) + 4 * (64 << 10));
         for (p, log) in logs.iter_mut().enumerate() {
-            for i in 0..40 {
+            for i in 1..40 {
                 log.append(&single(i, 3000 + p)).await.unwrap();
             }
             log.flush().await.unwrap();
@@ -641,6 +646,36 @@ fn staging_buffers_share_the_shards_budget() {
             log.close().await.unwrap();
         }
         assert_eq!(cache.borrow().staging_bytes(), 0);
+    });
+}
+
+#[test]
+fn a_log_opened_again_holds_only_its_tail_block_until_appended() {
+    run(|dir| async move {
+        let pdir = dir.join("t-0");
+        let mut log = PartitionLog::open(&pdir, LogConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(log.staging_bytes(), 0, "a new log takes no buffer");
+        log.append(&single(0, 700)).await.unwrap();
+        log.close().await.unwrap();
+        let mut log = PartitionLog::open(&pdir, LogConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(log.staging_bytes(), 4096, "the partial tail block only");
+        log.append(&single(1, 900)).await.unwrap();
+        assert_eq!(
+            log.staging_bytes(),
+            (1 << 20) + 4096,
+            "a chunk and the head"
+        );
+        log.sync().await.unwrap();
+        assert_eq!(base_offsets(&mut log).await, vec![0, 1]);
+        log.close().await.unwrap();
+        let mut log = PartitionLog::open(&pdir, LogConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(base_offsets(&mut log).await, vec![0, 1]);
     });
 }
 
