@@ -112,17 +112,20 @@ pub fn blocking<T: Send + 'static, F: std::future::Future<Output = Result<T, Str
         .map_err(|e| e.to_string())?
 }
 
-/// Prints the server's CPU over the run, per GB of `bytes` when the run moved data.
-pub fn print_cpu(b: &Breakdown, bytes: u64) {
+/// Prints the server's CPU over the run, per GB of `bytes` when the run moved data and per
+/// record when it wrote records (small records cost per record, not per byte).
+pub fn print_cpu(b: &Breakdown, bytes: u64, records: u64) {
+    let mut line = format!("        server CPU {:.2} s", b.cpu_seconds);
     if bytes > 0 {
-        println!(
-            "        server CPU {:.2} s, {:.3} CPU-seconds per GB",
-            b.cpu_seconds,
-            b.cpu_seconds_per_gb(bytes)
-        );
-    } else {
-        println!("        server CPU {:.2} s", b.cpu_seconds);
+        line += &format!(", {:.3} CPU-seconds per GB", b.cpu_seconds_per_gb(bytes));
     }
+    if records > 0 {
+        line += &format!(
+            ", {:.0} ns per record",
+            b.cpu_seconds * 1e9 / records as f64
+        );
+    }
+    println!("{line}");
 }
 
 pub fn print(title: &str, b: &Breakdown) {

@@ -196,7 +196,7 @@ pub fn print(rows: &[(String, ConsumeResult)]) {
             "        fetch latency us  p50 {}  p90 {}  p99 {}  max {}  device reads/fetch {:.2}",
             l.p50, l.p90, l.p99, l.max, r.device_reads_per_fetch
         );
-        crate::breakdown::print_cpu(&r.server, r.bytes);
+        crate::breakdown::print_cpu(&r.server, r.bytes, 0);
         crate::breakdown::print(&format!("consume {name}, per fetch"), &r.server);
     }
 }

@@ -100,6 +100,10 @@ struct WriteArgs {
     record_size: u64,
     #[arg(long, default_value_t = 1000)]
     batch_records: usize,
+    /// Batches of about this many record bytes (e.g. 16KiB, Kafka producers' batch.size):
+    /// records per batch = this / --record-size, instead of --batch-records.
+    #[arg(long, value_parser = units::parse_size)]
+    batch_bytes: Option<u64>,
     /// Stop after this many bytes (e.g. 4GiB) [default: 1GiB unless --duration].
     #[arg(long, value_parser = units::parse_size, conflicts_with = "duration")]
     total_bytes: Option<u64>,
@@ -205,6 +209,12 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
+/// Records of `record_size` bytes (above 0: the parser refuses 0) that fill a batch of
+/// `batch_bytes`; at least one.
+fn records_per_batch(batch_bytes: u64, record_size: u64) -> usize {
+    (batch_bytes / record_size).max(1) as usize
+}
+
 fn write_command(args: WriteArgs) -> Result<(), String> {
     let WriteArgs {
         bootstrap,
@@ -214,6 +224,7 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         create,
         record_size,
         batch_records,
+        batch_bytes,
         total_bytes,
         duration,
         connections,
@@ -228,6 +239,10 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         plot,
     } = args;
     let acks = parse_acks(&acks)?;
+    let batch_records = match batch_bytes {
+        Some(bytes) => records_per_batch(bytes, record_size),
+        None => batch_records,
+    };
     connect::set_security(client.security()?);
     if create {
         let (b, t) = (bootstrap.clone(), topic.clone());

@@ -148,7 +148,7 @@ pub fn print_write(r: &WriteResult) {
             }
         );
     }
-    breakdown::print_cpu(&r.server, r.bytes);
+    breakdown::print_cpu(&r.server, r.bytes, r.records);
     breakdown::print("per produce request", &r.server);
 }
 
@@ -181,7 +181,7 @@ pub fn print_lookup_table(rows: &[(String, &LookupResult)]) {
         }
         if !r.server.rows.is_empty() {
             print!("  {name}:");
-            breakdown::print_cpu(&r.server, 0);
+            breakdown::print_cpu(&r.server, 0, 0);
         }
         breakdown::print(&format!("{name}, per lookup"), &r.server);
     }

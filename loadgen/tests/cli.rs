@@ -35,6 +35,37 @@ fn start_server(dir: &std::path::Path) -> (shardlog::server::ServerHandle, Strin
 }
 
 #[test]
+fn batch_bytes_sizes_batches_and_the_cpu_is_reported_per_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, addr) = start_server(tmp.path());
+    let json = tmp.path().join("w.json");
+    let (ok, out, err) = loadgen(&[
+        "write",
+        "--bootstrap",
+        &addr,
+        "--topic",
+        "small",
+        "--create",
+        "--record-size",
+        "100",
+        "--batch-bytes",
+        "2KiB",
+        "--total-bytes",
+        "1MiB",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("ns per record"), "{out}");
+    let w: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(w["config"]["batch_records"].as_u64(), Some(20), "{w}");
+    let (ok, _, err) = loadgen(&["write", "--topic", "small", "--batch-bytes", "0"]);
+    assert!(!ok && err.contains("--batch-bytes"), "{err}");
+    server.stop().unwrap();
+}
+
+#[test]
 fn write_and_lookup_report_the_documented_figures() {
     let tmp = tempfile::tempdir().unwrap();
     let (server, addr) = start_server(tmp.path());
