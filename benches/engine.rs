@@ -1,6 +1,8 @@
 //! Engine benchmarks (run with `cargo bench --bench engine [-- --quick]`, or through
 //! `scripts/bench.sh`, which also installs fio):
-//! - batch encode / validate+decode / CRC-32C throughput (MB/s);
+//! - batch encode / validate+decode / CRC-32C throughput (MB/s), and validation of the
+//!   16 KiB batches of 100-byte records Kafka producers send (ns per record);
+//!   `cargo bench --bench engine -- codec` runs only these;
 //! - offset and time index lookups (ns per lookup, 262k entries: a 1 GiB segment);
 //! - append throughput of one partition through the real direct-I/O appender (MB/s), with
 //!   fio's sequential O_DIRECT io_uring write (bs=1M, iodepth=8) measured on the same
@@ -32,6 +34,30 @@ fn one_mib_batch(record_size: usize) -> Vec<u8> {
         b.push(RecordSpec::new(None, Some(&value)).timestamp(1_700_000_000_000 + i as i64));
     }
     b.build()
+}
+
+/// Validation of producer-shaped batches (160 records of 100 bytes, 16 KiB): what each
+/// record costs the produce path, and how much of it the batch's CRC is.
+fn small_record_validation(quick: bool) {
+    let value = vec![0x5au8; 100];
+    let mut b = BatchBuilder::new(16 << 10);
+    for i in 0..160 {
+        b.push(RecordSpec::new(None, Some(&value)).timestamp(1_700_000_000_000 + i));
+    }
+    let batch = b.build();
+    let rounds = if quick { 20_000 } else { 200_000 };
+    let records = (rounds * 160) as f64;
+    let t = Instant::now();
+    for _ in 0..rounds {
+        black_box(validate(black_box(&batch)).unwrap());
+    }
+    let validate_ns = t.elapsed().as_secs_f64() * 1e9 / records;
+    let t = Instant::now();
+    for _ in 0..rounds {
+        black_box(compute_crc(black_box(&batch)));
+    }
+    let crc_ns = t.elapsed().as_secs_f64() * 1e9 / records;
+    println!("validate 16 KiB batch      {validate_ns:>10.1} ns per record (CRC {crc_ns:.1})");
 }
 
 fn codec(quick: bool) {
@@ -227,6 +253,10 @@ fn main() {
 
     println!("== codec (1 MiB batches of 1 KiB records)");
     codec(quick);
+    small_record_validation(quick);
+    if std::env::args().any(|a| a == "codec") {
+        return;
+    }
     println!("== index lookups");
     index_lookups(quick);
     println!(
