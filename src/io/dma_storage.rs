@@ -206,64 +206,14 @@ impl Storage for DmaStorage {
     /// padding, so no truncate, which would wait on the blocking thread behind renames.
     fn create_file_with(&self, path: &Path, data: Vec<u8>, sync: bool) -> IoFuture<'_, ()> {
         let path = path.to_path_buf();
-        Box::pin(async move {
-            check_parent_exists(&path)?;
-            let f = glommio::io::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .buffered_open(&path)
-                .await
-                .map_err(gerr)?;
-            let written = async {
-                let len = data.len();
-                let n = f.write_at(data, 0).await.map_err(gerr)?;
-                if n != len {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::WriteZero,
-                        format!("short write: {n} of {len} bytes"),
-                    ));
-                }
-                match sync {
-                    true => f.fdatasync().await.map_err(gerr),
-                    false => Ok(()),
-                }
-            }
-            .await;
-            let closed = f.close().await.map_err(gerr);
-            written.and(closed)
-        })
+        Box::pin(async move { write_buffered(&path, data, BufferedWrite::New { sync }).await })
     }
 
     /// Through the page cache like `create_file_with`; cut short only when the file was
     /// longer (a truncate waits on the blocking thread, and index files only grow).
     fn overwrite_file(&self, path: &Path, data: Vec<u8>) -> IoFuture<'_, ()> {
         let path = path.to_path_buf();
-        Box::pin(async move {
-            check_parent_exists(&path)?;
-            let f = glommio::io::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .buffered_open(&path)
-                .await
-                .map_err(gerr)?;
-            let written = async {
-                let len = data.len() as u64;
-                let n = f.write_at(data, 0).await.map_err(gerr)? as u64;
-                if n != len {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::WriteZero,
-                        format!("short write: {n} of {len} bytes"),
-                    ));
-                }
-                if f.file_size().await.map_err(gerr)? > len {
-                    f.truncate(len).await.map_err(gerr)?;
-                }
-                Ok(())
-            }
-            .await;
-            let closed = f.close().await.map_err(gerr);
-            written.and(closed)
-        })
+        Box::pin(async move { write_buffered(&path, data, BufferedWrite::Overwrite).await })
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
@@ -357,4 +307,44 @@ impl Storage for DmaStorage {
         }
         Ok(())
     }
+}
+
+/// How `write_buffered` treats the file: a new one (fdatasync'd when `sync`), or an existing
+/// one (created if missing) whose contents are replaced without a sync.
+enum BufferedWrite {
+    New { sync: bool },
+    Overwrite,
+}
+
+/// `data` as the whole contents of `path`, through the page cache (io_uring open, write,
+/// close); the file is closed whether or not the write worked.
+async fn write_buffered(path: &Path, data: Vec<u8>, how: BufferedWrite) -> std::io::Result<()> {
+    check_parent_exists(path)?;
+    let mut options = glommio::io::OpenOptions::new();
+    match how {
+        BufferedWrite::New { .. } => options.write(true).create_new(true),
+        BufferedWrite::Overwrite => options.write(true).create(true),
+    };
+    let f = options.buffered_open(path).await.map_err(gerr)?;
+    let written = async {
+        let len = data.len() as u64;
+        let n = f.write_at(data, 0).await.map_err(gerr)? as u64;
+        if n != len {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WriteZero,
+                format!("short write: {n} of {len} bytes"),
+            ));
+        }
+        match how {
+            BufferedWrite::New { sync: true } => f.fdatasync().await.map_err(gerr),
+            BufferedWrite::New { sync: false } => Ok(()),
+            BufferedWrite::Overwrite if f.file_size().await.map_err(gerr)? > len => {
+                f.truncate(len).await.map_err(gerr)
+            }
+            BufferedWrite::Overwrite => Ok(()),
+        }
+    }
+    .await;
+    let closed = f.close().await.map_err(gerr);
+    written.and(closed)
 }

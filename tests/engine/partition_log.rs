@@ -816,3 +816,30 @@ fn an_idle_partition_opened_after_an_unclean_stop_leaves_its_files_as_they_were(
         assert_eq!(files_as_left(&pdir), before);
     });
 }
+
+#[test]
+fn overwrite_file_replaces_contents_in_place_creating_growing_or_cutting_the_file() {
+    use shardlog::io::Storage;
+    run(|dir| async move {
+        let storage = shardlog::io::DmaStorage::new(dir.clone());
+        let path = dir.join("00000000000000000000.index");
+        storage.overwrite_file(&path, vec![1; 100]).await.unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), vec![1; 100], "created");
+        storage.overwrite_file(&path, vec![2; 9000]).await.unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), vec![2; 9000], "grown");
+        storage.overwrite_file(&path, vec![3; 10]).await.unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), vec![3; 10], "cut to length");
+        let missing_dir = dir.join("gone/x.index");
+        assert!(storage.overwrite_file(&missing_dir, vec![4]).await.is_err());
+        // The sibling: a new file, refused when it exists.
+        storage
+            .create_file_with(&dir.join("new"), vec![5; 7], true)
+            .await
+            .unwrap();
+        assert_eq!(std::fs::read(dir.join("new")).unwrap(), vec![5; 7]);
+        assert!(storage
+            .create_file_with(&dir.join("new"), vec![6], false)
+            .await
+            .is_err());
+    });
+}
