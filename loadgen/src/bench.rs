@@ -132,6 +132,7 @@ fn measure(bootstrap: &str, shards: usize, sizes: Sizes) -> Result<Measured, Str
         connections: shards * 2,
         acks: shardlog::protocol::ACKS_LEADER,
         rate_records_per_s: None,
+        oldest_record_wait: Duration::ZERO,
         pipeline: 4,
         shard_aware: true,
         client_cores: 1,

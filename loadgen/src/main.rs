@@ -8,6 +8,7 @@ mod breakdown;
 mod cluster;
 mod connect;
 mod consume;
+mod linger;
 mod lookup;
 mod open_txns;
 mod plot;
@@ -17,6 +18,7 @@ mod write;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -118,6 +120,11 @@ struct WriteArgs {
     /// Open-loop rate in records/s; latencies measured from each request's due time.
     #[arg(long)]
     rate: Option<f64>,
+    /// With --rate, a producer's linger.ms: a batch is sent when full or when its oldest
+    /// record has waited this long, so at low rates batches hold fewer records; latencies
+    /// are then measured from each batch's oldest record (its wait included).
+    #[arg(long, requires = "rate")]
+    linger_ms: Option<f64>,
     /// Requests in flight per connection.
     #[arg(long, default_value_t = 4)]
     pipeline: usize,
@@ -230,6 +237,7 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         connections,
         acks,
         rate,
+        linger_ms,
         pipeline,
         no_shard_aware,
         client_cores,
@@ -243,6 +251,8 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         Some(bytes) => records_per_batch(bytes, record_size),
         None => batch_records,
     };
+    let linger = linger::Linger::of(linger_ms, rate, connections, batch_records)?;
+    let batch_records = linger.map_or(batch_records, |l| l.records);
     connect::set_security(client.security()?);
     if create {
         let (b, t) = (bootstrap.clone(), topic.clone());
@@ -263,6 +273,7 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         connections,
         acks,
         rate_records_per_s: rate,
+        oldest_record_wait: linger.map_or(Duration::ZERO, |l| l.oldest_record_wait),
         pipeline,
         shard_aware: !no_shard_aware,
         client_cores,
@@ -285,7 +296,8 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
             "record_size": opts.record_size, "batch_records": opts.batch_records,
             "total_bytes": opts.total_bytes, "duration_secs": opts.duration_secs,
             "connections": opts.connections, "acks": opts.acks,
-            "rate_records_per_s": opts.rate_records_per_s, "pipeline": opts.pipeline,
+            "rate_records_per_s": opts.rate_records_per_s, "linger_ms": linger_ms,
+            "pipeline": opts.pipeline,
             "shard_aware": opts.shard_aware,
         });
         let figures = serde_json::to_value(&r).map_err(|e| e.to_string())?;

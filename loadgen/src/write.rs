@@ -32,6 +32,9 @@ pub struct WriteOpts {
     pub connections: usize,
     pub acks: i16,
     pub rate_records_per_s: Option<f64>,
+    /// With a linger: how long each batch's oldest record waited before it was sent
+    /// (counted in its latency, as a producer's record latency counts it).
+    pub oldest_record_wait: Duration,
     pub pipeline: usize,
     pub shard_aware: bool,
     pub client_cores: usize,
@@ -224,7 +227,7 @@ async fn one_connection(
                 records += per_request;
                 progress.inc(size);
             } else {
-                inflight.push_back((due, size));
+                inflight.push_back((due - opts.oldest_record_wait, size));
             }
             continue;
         }

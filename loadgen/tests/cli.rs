@@ -66,6 +66,48 @@ fn batch_bytes_sizes_batches_and_the_cpu_is_reported_per_record() {
 }
 
 #[test]
+fn a_linger_at_a_rate_shapes_batches_and_counts_the_wait_in_latency() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, addr) = start_server(tmp.path());
+    let json = tmp.path().join("w.json");
+    // 2,000 records/s on one connection with linger.ms 5: 11 records per batch (not the
+    // 20 a 2 KiB batch holds), the oldest of them 5 ms old when its batch is sent.
+    let (ok, out, err) = loadgen(&[
+        "write",
+        "--bootstrap",
+        &addr,
+        "--topic",
+        "lingered",
+        "--create",
+        "--record-size",
+        "100",
+        "--batch-bytes",
+        "2KiB",
+        "--rate",
+        "2000",
+        "--linger-ms",
+        "5",
+        "--connections",
+        "1",
+        "--duration",
+        "1s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("records/s"), "{out}");
+    let w: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(w["config"]["batch_records"].as_u64(), Some(11), "{w}");
+    assert_eq!(w["config"]["linger_ms"].as_f64(), Some(5.0), "{w}");
+    let p50_us = w["write"]["latency_us"]["p50"].as_u64().unwrap();
+    assert!(p50_us >= 5_000, "the linger is part of a record's latency: {w}");
+    let (ok, _, err) = loadgen(&["write", "--topic", "lingered", "--linger-ms", "5"]);
+    assert!(!ok && err.contains("--rate"), "{err}");
+    server.stop().unwrap();
+}
+
+#[test]
 fn write_and_lookup_report_the_documented_figures() {
     let tmp = tempfile::tempdir().unwrap();
     let (server, addr) = start_server(tmp.path());
