@@ -2,7 +2,7 @@
 window, runs alternated (shardlog first in odd rounds, Iggy first in even ones), each round
 against fio on the same disk:
 
-  python3 scripts/iggy_compare.py SHARDLOG LOADGEN IGGY_RELEASE_DIR [ROUNDS] [--json=OUT]
+  python3 scripts/iggy_compare.py SHARDLOG LOADGEN IGGY_RELEASE_DIR [ROUNDS] [--json=OUT] [--small]
 
 IGGY_RELEASE_DIR holds `iggy-server` and `iggy-bench`, built from source:
   git clone https://github.com/apache/iggy && cd iggy
@@ -19,7 +19,18 @@ batch, 1 GB; then a cold sequential consume of it (2 consumers, ~1 MB per fetch)
     buffered streams after the kernel page cache is dropped (Iggy reads through it).
 Throughput is payload MB/s (records x 1000 bytes), as iggy-bench reports it. CPU-s/GB is
 the server's utime + stime over the run. Prints each round and the medians.
+
+--small is issue 43's workload instead: 100-byte messages in batches of 160 (16 KiB, a Kafka
+producer's batch.size), 2 producers, 1 GB, writes only (acks=1 against Iggy buffered,
+acks=all against --enforce-fsync), reported as messages/s and server CPU ns per message.
+shardlog runs it twice: with one request in flight per connection (as iggy-bench's
+producers send) and with loadgen's default pipeline of 4.
+
+iggy-bench gets --nodelay (TCP_NODELAY, which loadgen always sets): without it, 16 KiB
+batches meet Nagle's algorithm and the delayed ACK, and Iggy stalls ~40 ms per batch
+(7,200 messages/s instead of ~2.4 M at cc269ef70).
 """
+import contextlib
 import json
 import os
 import re
@@ -34,6 +45,7 @@ from perf_figures import bench_root, fio, lg_json, measured, shardlog_server
 RECORD = 1000
 GB = "1GB"  # iggy-bench and loadgen both read it as 10^9 bytes
 GB_BYTES = 1e9
+SMALL_RECORD, SMALL_BATCH = 100, 160
 
 
 def shardlog_round(binary, loadgen, work, port):
@@ -59,7 +71,8 @@ def shardlog_round(binary, loadgen, work, port):
 
 def iggy_bench(release, options, kind, *args):
     """Runs one iggy-bench workload on core 1; returns its total MB/s."""
-    cmd = ["taskset", "-c", "1", os.path.join(release, "iggy-bench"), "-T", GB, *options, kind, *args]
+    cmd = ["taskset", "-c", "1", os.path.join(release, "iggy-bench"), "-T", GB, *options, kind,
+           *args, "--nodelay"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     m = re.search(r"Results: Total throughput: ([0-9.]+) MB/s", out)
     if not m:
@@ -67,7 +80,9 @@ def iggy_bench(release, options, kind, *args):
     return float(m.group(1))
 
 
-def iggy_round(release, work):
+@contextlib.contextmanager
+def iggy_server(release, work):
+    """Iggy with one shard pinned to core 0, its data under `work`."""
     env = {**os.environ, "IGGY_ROOT_USERNAME": "iggy", "IGGY_ROOT_PASSWORD": "iggy",
            "IGGY_SYSTEM_PATH": os.path.join(work, "iggy"),
            "IGGY_SYSTEM_SHARDING_CPU_ALLOCATION": "1"}
@@ -76,6 +91,15 @@ def iggy_round(release, work):
                               env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         time.sleep(3)
+        yield server
+    finally:
+        server.terminate()
+        server.wait()
+        subprocess.run(["rm", "-rf", os.path.join(work, "iggy")])
+
+
+def iggy_round(release, work):
+    with iggy_server(release, work) as server:
         row = {}
         runs = (("write buffered", [], "pinned-producer", ["-p", "2", "tcp"]),
                 ("consume", [], "pinned-consumer", ["-c", "2", "tcp"]),
@@ -87,18 +111,66 @@ def iggy_round(release, work):
             row[f"{name} MB/s"] = mb_per_s
             row[f"{name} CPU-s/GB"] = cpu / (GB_BYTES / 1e9)
         return row
-    finally:
-        server.terminate()
-        server.wait()
+
+
+def small_shape():
+    return ["-m", str(SMALL_RECORD), "-P", str(SMALL_BATCH)]
+
+
+def iggy_small_round(release, work):
+    """Issue 43's small messages on Iggy: messages/s and server CPU ns per message."""
+    row = {}
+    for name, options in (("buffered", []), ("fsync", ["--enforce-fsync"])):
+        with iggy_server(release, work) as server:
+            mb_per_s, cpu = measured(server.pid, lambda: iggy_bench(
+                release, small_shape() + options, "pinned-producer", "-p", "2", "tcp"))
+        messages = GB_BYTES / SMALL_RECORD
+        row[f"write {name} messages/s"] = mb_per_s * 1e6 / SMALL_RECORD
+        row[f"write {name} CPU ns/message"] = cpu * 1e9 / messages
+    return row
+
+
+def shardlog_small_round(binary, loadgen, work, port):
+    """Issue 43's small records on shardlog, one and four requests in flight per connection."""
+    row = {}
+    with shardlog_server(binary, work, port) as server:
+        for acks, pipeline in (("1", "1"), ("1", "4"), ("all", "1"), ("all", "4")):
+            out = os.path.join(work, f"small-{acks}-{pipeline}.json")
+            doc, cpu = measured(server.pid, lambda: lg_json(
+                loadgen, port, out, "write", "--topic", f"s{acks}p{pipeline}", "--create",
+                "--partitions", "2", "--record-size", str(SMALL_RECORD), "--batch-records",
+                str(SMALL_BATCH), "--total-bytes", GB, "--connections", "2", "--pipeline",
+                pipeline, "--acks", acks))
+            w = doc["write"]
+            name = f"write acks={acks} pipeline {pipeline}"
+            row[f"{name} messages/s"] = w["records_per_s"]
+            row[f"{name} CPU ns/message"] = cpu * 1e9 / w["records"]
+    return row
 
 
 RATIOS = (("shardlog acks=1 / Iggy buffered", "write acks=1 MB/s", "write buffered MB/s"),
           ("shardlog acks=all / Iggy fsync", "write acks=all MB/s", "write fsync MB/s"),
           ("shardlog consume / Iggy consume", "consume MB/s", "consume MB/s"))
 
+SMALL_RATIOS = tuple(
+    (f"{what}: shardlog acks={acks} pipeline {p} / Iggy {mode}",
+     f"write acks={acks} pipeline {p} {what}", f"write {mode} {what}")
+    for acks, mode in (("1", "buffered"), ("all", "fsync"))
+    for p in ("1", "4")
+    for what in ("messages/s", "CPU ns/message"))
+
+
+def disk_ratios(rows, disk):
+    return {
+        "shardlog acks=1 / fio write": rows["shardlog"]["write acks=1 MB/s"] / disk["fio write QD4 MB/s"],
+        "shardlog acks=all / fio write": rows["shardlog"]["write acks=all MB/s"] / disk["fio write QD4 MB/s"],
+        "shardlog consume / fio read QD1": rows["shardlog"]["consume MB/s"] / disk["fio read QD1 MB/s"],
+    }
+
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--json")]
+    small = "--small" in sys.argv[1:]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
     json_out = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--json=")), None)
     shardlog, loadgen, release = args[0], args[1], args[2]
     rounds = int(args[3]) if len(args) > 3 else 3
@@ -114,14 +186,15 @@ def main():
         rows = {}
         for who in order:
             if who == "shardlog":
-                rows[who] = shardlog_round(shardlog, loadgen, work, port)
+                measure = shardlog_small_round if small else shardlog_round
+                rows[who] = measure(shardlog, loadgen, work, port)
                 port += 1
             else:
-                rows[who] = iggy_round(release, work)
-        ratios = {name: rows["shardlog"][a] / rows["iggy"][b] for name, a, b in RATIOS}
-        ratios["shardlog acks=1 / fio write"] = rows["shardlog"]["write acks=1 MB/s"] / disk["fio write QD4 MB/s"]
-        ratios["shardlog acks=all / fio write"] = rows["shardlog"]["write acks=all MB/s"] / disk["fio write QD4 MB/s"]
-        ratios["shardlog consume / fio read QD1"] = rows["shardlog"]["consume MB/s"] / disk["fio read QD1 MB/s"]
+                rows[who] = (iggy_small_round if small else iggy_round)(release, work)
+        pairs = SMALL_RATIOS if small else RATIOS
+        ratios = {name: rows["shardlog"][a] / rows["iggy"][b] for name, a, b in pairs}
+        if not small:
+            ratios.update(disk_ratios(rows, disk))
         for k, v in (("fio", disk), ("shardlog", rows["shardlog"]), ("iggy", rows["iggy"]), ("ratios", ratios)):
             results[k].append(v)
             print(f"round {rnd + 1} ({'/'.join(order)}) {k}: "

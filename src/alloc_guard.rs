@@ -35,12 +35,15 @@ const SLOTS: usize = 1024;
 struct Slot {
     bytes: AtomicI64,
     blocks: AtomicI64,
+    /// Blocks ever allocated (a counter: what a request costs the allocator).
+    allocations: AtomicI64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)] // the array's initialiser, not shared
 const EMPTY: Slot = Slot {
     bytes: AtomicI64::new(0),
     blocks: AtomicI64::new(0),
+    allocations: AtomicI64::new(0),
 };
 static SLOT_COUNTS: [Slot; SLOTS] = [EMPTY; SLOTS];
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
@@ -68,6 +71,9 @@ fn count(bytes: i64, blocks: i64) {
     if blocks != 0 {
         slot.blocks.fetch_add(blocks, Relaxed);
     }
+    if blocks > 0 {
+        slot.allocations.fetch_add(blocks, Relaxed);
+    }
 }
 
 /// Net heap bytes this thread allocated (for measurements within one thread; meaningful
@@ -82,6 +88,15 @@ pub fn live_heap() -> (u64, u64) {
         (b + s.bytes.load(Relaxed), n + s.blocks.load(Relaxed))
     });
     (bytes.max(0) as u64, blocks.max(0) as u64)
+}
+
+/// Heap blocks the process has allocated since it started (a realloc is not counted).
+pub fn allocations() -> u64 {
+    let total: i64 = SLOT_COUNTS
+        .iter()
+        .map(|s| s.allocations.load(Relaxed))
+        .sum();
+    total.max(0) as u64
 }
 
 fn reserved(layout: &Layout) -> bool {
@@ -198,6 +213,10 @@ mod tests {
         held.reserve_exact(3 << 20);
         assert_eq!(mine() - before, held.capacity() as i64);
         drop(held);
+        let (allocated, count) = (super::allocations(), super::allocations);
+        let boxed = Box::new(1u64);
+        assert!(count() > allocated, "a new block is counted");
+        drop(boxed);
         assert_eq!(mine(), before);
         assert!(super::live_heap().1 > 0);
     }

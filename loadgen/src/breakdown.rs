@@ -26,6 +26,8 @@ pub struct Breakdown {
     pub rows: Vec<StageRow>,
     /// CPU seconds the whole server process (every thread) spent during the run.
     pub cpu_seconds: f64,
+    /// Heap blocks the server allocated during the run, per operation.
+    pub allocations_per_op: f64,
 }
 
 impl Breakdown {
@@ -73,9 +75,11 @@ pub async fn since(c: &mut Client, start: &MetricsReport, ops: u64) -> Result<Br
             .map(|d| row(&d.name, &d.dist, ops)),
     );
     let cpu_ms = delta.value(shardlog::metrics::PROCESS_CPU_MS).unwrap_or(0);
+    let allocations = delta.value("heap_allocations").unwrap_or(0);
     Ok(Breakdown {
         rows,
         cpu_seconds: cpu_ms as f64 / 1000.0,
+        allocations_per_op: allocations as f64 / ops.max(1) as f64,
     })
 }
 
@@ -125,6 +129,7 @@ pub fn print_cpu(b: &Breakdown, bytes: u64, records: u64) {
             b.cpu_seconds * 1e9 / records as f64
         );
     }
+    line += &format!(", {:.1} heap allocations per request", b.allocations_per_op);
     println!("{line}");
 }
 

@@ -41,7 +41,10 @@ impl Linger {
             true => linger,
             false => (full - 1) as f64 / per_connection,
         };
-        assert!(oldest_record_wait <= linger + 1e-12, "a full batch leaves no later");
+        assert!(
+            oldest_record_wait <= linger + 1e-12,
+            "a full batch leaves no later"
+        );
         Ok(Some(Linger {
             records,
             oldest_record_wait: Duration::from_secs_f64(oldest_record_wait),

@@ -101,7 +101,10 @@ fn a_linger_at_a_rate_shapes_batches_and_counts_the_wait_in_latency() {
     assert_eq!(w["config"]["batch_records"].as_u64(), Some(11), "{w}");
     assert_eq!(w["config"]["linger_ms"].as_f64(), Some(5.0), "{w}");
     let p50_us = w["write"]["latency_us"]["p50"].as_u64().unwrap();
-    assert!(p50_us >= 5_000, "the linger is part of a record's latency: {w}");
+    assert!(
+        p50_us >= 5_000,
+        "the linger is part of a record's latency: {w}"
+    );
     let (ok, _, err) = loadgen(&["write", "--topic", "lingered", "--linger-ms", "5"]);
     assert!(!ok && err.contains("--rate"), "{err}");
     server.stop().unwrap();

@@ -27,6 +27,7 @@
 use std::rc::Rc;
 
 use glommio::sync::{Semaphore, StaticPermit};
+use smallvec::{smallvec, SmallVec};
 
 /// Requests and replies up to this size use the small allowance.
 pub const SMALL: usize = 64 * 1024;
@@ -47,7 +48,8 @@ pub struct Budget {
 /// Bytes held until dropped (after the reply is written).
 #[derive(Default)]
 pub struct Reservation {
-    permits: Vec<StaticPermit>,
+    /// At most three (a large request's), held inline: reserving allocates nothing.
+    permits: SmallVec<[StaticPermit; 3]>,
 }
 
 impl Reservation {
@@ -83,9 +85,9 @@ impl Budget {
     /// progress). `None` if the budget was closed.
     pub async fn reserve_request(&self, bytes: usize) -> Option<Reservation> {
         let permits = if bytes <= SMALL {
-            vec![Self::take(&self.small, bytes).await?]
+            smallvec![Self::take(&self.small, bytes).await?]
         } else {
-            vec![
+            smallvec![
                 Self::take(&self.large_requests, 1).await?,
                 Self::take(&self.connection, bytes).await?,
                 Self::take(&self.shard, bytes).await?,
@@ -97,7 +99,7 @@ impl Budget {
     /// Budget for a reply of up to `max` bytes; returns it and how many bytes it grants.
     pub async fn reserve_reply(&self, max: usize) -> Option<(Reservation, usize)> {
         if max <= SMALL {
-            let permits = vec![Self::take(&self.small, max).await?];
+            let permits = smallvec![Self::take(&self.small, max).await?];
             return Some((Reservation { permits }, max));
         }
         // Waits only for this connection's own earlier replies.
@@ -106,7 +108,7 @@ impl Budget {
         loop {
             if let Ok(shared) = self.shard.try_acquire_static_permit(want as u64) {
                 assert!(want <= max, "a reply granted {want} of {max}");
-                let permits = vec![own, shared];
+                let permits = smallvec![own, shared];
                 return Some((Reservation { permits }, want));
             }
             if want <= SMALL {
@@ -117,7 +119,7 @@ impl Budget {
         // The shard's budget is held by others: a small reply from this connection's own
         // allowance, never a wait on peers that may not read for minutes.
         drop(own);
-        let permits = vec![Self::take(&self.small, SMALL).await?];
+        let permits = smallvec![Self::take(&self.small, SMALL).await?];
         Some((Reservation { permits }, SMALL))
     }
 }

@@ -4,6 +4,7 @@
 //! more than one slice.
 
 use bytes::{Bytes, BytesMut};
+use smallvec::SmallVec;
 
 pub use crate::format::cursor::ByteRun;
 
@@ -21,9 +22,13 @@ impl ByteRun for ByteChain {
     }
 }
 
+/// Slices held inline before the list spills to the heap: a reply's fields, its records
+/// and a trailer fit, so building one allocates no list.
+const INLINE_PARTS: usize = 4;
+
 #[derive(Debug, Clone, Default)]
 pub struct ByteChain {
-    parts: Vec<Bytes>,
+    parts: SmallVec<[Bytes; INLINE_PARTS]>,
     len: usize,
 }
 
@@ -95,12 +100,29 @@ impl ByteChain {
 
     /// A copy of bytes `[start, end)` (clamped): for headers and other small reads.
     pub fn copy_range(&self, start: usize, end: usize) -> Vec<u8> {
-        let part = self.slice(start, end);
-        let mut v = Vec::with_capacity(part.len());
-        for p in &part.parts {
-            v.extend_from_slice(p);
-        }
+        let mut v = vec![0; end.min(self.len).saturating_sub(start)];
+        let copied = self.copy_to(start, &mut v);
+        assert_eq!(copied, v.len(), "the clamped range is inside the chain");
         v
+    }
+
+    /// Copies the bytes from `start` into `out` (as many as both hold) without allocating;
+    /// returns how many.
+    pub fn copy_to(&self, start: usize, out: &mut [u8]) -> usize {
+        let mut copied = 0usize;
+        let mut at = 0usize;
+        for p in &self.parts {
+            let (a, b) = (at, at + p.len());
+            at = b;
+            let from = start + copied;
+            if b <= from || copied == out.len() {
+                continue;
+            }
+            let take = (b - from).min(out.len() - copied);
+            out[copied..copied + take].copy_from_slice(&p[from - a..from - a + take]);
+            copied += take;
+        }
+        copied
     }
 
     /// One contiguous `Bytes`: no copy when the chain is one slice.
@@ -154,6 +176,20 @@ mod tests {
         t.truncate(7);
         assert_eq!(t.to_bytes(), Bytes::from_static(b"hello w"));
         assert_eq!(c, chain(&[b"hello wide world"]));
+    }
+
+    #[test]
+    fn copies_into_a_buffer_across_parts_and_past_the_end() {
+        let c = chain(&[b"hello ", b"wide ", b"world", b"!", b"?"]);
+        assert!(c.parts().len() > super::INLINE_PARTS, "spilled to the heap");
+        let mut out = [0u8; 8];
+        assert_eq!(c.copy_to(3, &mut out), 8);
+        assert_eq!(&out, b"lo wide ");
+        assert_eq!(c.copy_to(14, &mut out), 4);
+        assert_eq!(&out[..4], b"ld!?");
+        assert_eq!(c.copy_to(18, &mut out), 0);
+        assert_eq!(c.copy_range(16, 99), b"!?");
+        assert!(c.copy_range(30, 40).is_empty());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::format::batch::{
     self, set_base_offset, set_header_max_timestamp, set_partition_leader_epoch,
     split_batches_located, NO_PARTITION_LEADER_EPOCH,
 };
+use crate::format::cursor::BatchCursor;
 use crate::format::HEADER_SIZE;
 use crate::format::{BatchError, BatchHeader, TimestampType};
 use crate::io::chain::ByteChain;
@@ -124,6 +125,9 @@ struct PreparedBatch {
     /// The header as it will be stored (offsets and timestamps assigned).
     head: [u8; HEADER_SIZE],
 }
+
+/// A request's batches: producers send one per partition, held inline without allocating.
+type PreparedBatches = smallvec::SmallVec<[PreparedBatch; 1]>;
 
 impl PartitionLog {
     /// Opens (or creates) the partition in `dir` on the real disk (direct I/O), recovering
@@ -341,11 +345,14 @@ impl PartitionLog {
 
     /// Validates every batch in `input` before anything is written: framing, magic, CRC,
     /// records, offset deltas, timestamp type, and size against segment.bytes.
-    fn prepare(&self, input: &[u8], in_transaction: bool) -> Result<Vec<PreparedBatch>> {
+    fn prepare(&self, input: &[u8], in_transaction: bool) -> Result<PreparedBatches> {
         let bad = |at: usize, source: BatchError| Error::InvalidBatch { at, source };
-        let parts = split_batches_located(input).map_err(|(at, e)| bad(at, e))?;
-        let mut out = Vec::with_capacity(parts.len());
-        for (start, header) in parts {
+        if input.is_empty() {
+            return Err(bad(0, BatchError::Empty));
+        }
+        let mut out = PreparedBatches::new();
+        for located in BatchCursor::new(input) {
+            let (start, header) = located.map_err(|(at, e)| bad(at, e))?;
             let bytes = &input[start..start + header.size()];
             for (key, limit) in [
                 ("segment.bytes", self.config.segment_bytes),
@@ -548,10 +555,11 @@ impl PartitionLog {
             if self.active().should_roll(&self.config, &header, now) {
                 self.roll(header.base_offset).await?;
             }
-            let config = self.config.clone();
             self.note_epoch(&header).await?;
-            self.active_mut()
-                .append(&[&p.head, body], &header, &config)
+            // Disjoint fields: the active segment appends while the config is read.
+            let active = self.segments.last_mut().expect("a partition has a segment");
+            active
+                .append(&[&p.head, body], &header, &self.config)
                 .await?;
             // Per batch: a roll before the next one snapshots the state with this one in it.
             let marker_bytes = header.is_control().then(|| [&p.head[..], body].concat());

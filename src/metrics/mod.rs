@@ -135,7 +135,16 @@ const MAX_API_LABELS: usize = 256;
 /// A `'static` label for an API name, interned once per thread. Only names of APIs that
 /// decoded get here (a few dozen at most), so the interned set stays small.
 pub fn api_label(name: impl std::fmt::Debug) -> &'static str {
-    let name = format!("{name:?}");
+    // Formatted on the stack: a request's label costs no allocation once interned.
+    let mut spelled = StackText::default();
+    let name = match std::fmt::write(&mut spelled, format_args!("{name:?}")) {
+        Ok(()) => spelled.as_str(),
+        Err(_) => return intern(format!("{name:?}").as_str()),
+    };
+    intern(name)
+}
+
+fn intern(name: &str) -> &'static str {
     LABELS.with(|l| {
         let mut l = l.borrow_mut();
         match l.iter().find(|x| **x == name) {
@@ -147,12 +156,43 @@ pub fn api_label(name: impl std::fmt::Debug) -> &'static str {
                     l.len() < MAX_API_LABELS,
                     "API label {name:?} past the bound"
                 );
-                let leaked: &'static str = Box::leak(name.into_boxed_str());
+                let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
                 l.push(leaked);
                 leaked
             }
         }
     })
+}
+
+/// Text up to 64 bytes on the stack; writing more fails (the caller then allocates).
+struct StackText {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl Default for StackText {
+    fn default() -> Self {
+        StackText {
+            bytes: [0; 64],
+            len: 0,
+        }
+    }
+}
+
+impl StackText {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).expect("written from &str pieces")
+    }
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let room = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 /// Records how long `stage` took.

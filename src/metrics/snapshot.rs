@@ -52,6 +52,8 @@ pub struct Gauges {
     /// The process's live heap (reported by shard 0 only, so sums stay right).
     pub heap_live_bytes: u64,
     pub heap_live_blocks: u64,
+    /// Heap blocks the process allocated since it started (shard 0 only).
+    pub heap_allocations: u64,
     /// Tiered storage: bytes of local segments not yet copied to the bucket.
     pub remote_upload_lag_bytes: u64,
     /// Tiered storage: the remote chunk cache's lookups and size.
@@ -167,7 +169,7 @@ pub struct ShardValue {
 
 /// Every per-shard value, one row each: the one list the Metrics API, `since` and the
 /// Prometheus endpoint read.
-pub const SHARD_VALUES: [ShardValue; 27] = [
+pub const SHARD_VALUES: [ShardValue; 28] = [
     ShardValue {
         name: "device_reads",
         kind: Kind::Counter,
@@ -257,6 +259,12 @@ pub const SHARD_VALUES: [ShardValue; 27] = [
         kind: Kind::Gauge,
         get: |s| s.gauges.heap_live_blocks,
         help: "Heap blocks the process holds (reported by shard 0).",
+    },
+    ShardValue {
+        name: "heap_allocations",
+        kind: Kind::Counter,
+        get: |s| s.gauges.heap_allocations,
+        help: "Heap blocks the process allocated since it started (reported by shard 0).",
     },
     ShardValue {
         name: "recovery_truncations",

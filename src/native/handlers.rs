@@ -79,8 +79,9 @@ pub(super) struct Decoded {
 }
 
 /// The error frame answering a request that did not decode, and its API when the header
-/// named a supported one (its metrics label).
-type Undecoded = (Option<ApiKey>, Frame);
+/// named a supported one (its metrics label). Boxed: refusals are rare, decoded requests
+/// are not, and the result stays small.
+type Undecoded = (Option<ApiKey>, Box<Frame>);
 
 /// Checks the header (known key, supported version) and decodes the body.
 pub(super) fn decode_request(frame: &Bytes) -> Result<Decoded, Undecoded> {
@@ -89,14 +90,20 @@ pub(super) fn decode_request(frame: &Bytes) -> Result<Decoded, Undecoded> {
             "frame of {} bytes is shorter than the 8-byte request header",
             frame.len()
         );
-        return Err((None, error_frame(-1, ErrorCode::MalformedRequest, why)));
+        return Err((
+            None,
+            error_frame(-1, ErrorCode::MalformedRequest, why).into(),
+        ));
     }
     let mut r = WireReader::from_bytes(frame);
     let header = Request::decode_header(&mut r).expect("length checked");
     let cid = header.correlation_id;
     let Some(key) = ApiKey::from_i16(header.api_key) else {
         let why = format!("unknown api key {}", header.api_key);
-        return Err((None, error_frame(cid, ErrorCode::UnsupportedApiKey, why)));
+        return Err((
+            None,
+            error_frame(cid, ErrorCode::UnsupportedApiKey, why).into(),
+        ));
     };
     let (min, max) = key.versions();
     if header.api_version < min || header.api_version > max {
@@ -104,7 +111,10 @@ pub(super) fn decode_request(frame: &Bytes) -> Result<Decoded, Undecoded> {
             "{key:?} version {} is not supported (supported: {min}..={max})",
             header.api_version
         );
-        return Err((None, error_frame(cid, ErrorCode::UnsupportedVersion, why)));
+        return Err((
+            None,
+            error_frame(cid, ErrorCode::UnsupportedVersion, why).into(),
+        ));
     }
     match Request::decode_body(key, &mut r) {
         Ok(request) => {
@@ -115,7 +125,7 @@ pub(super) fn decode_request(frame: &Bytes) -> Result<Decoded, Undecoded> {
             let why = format!("{key:?} request: {e}");
             Err((
                 Some(key),
-                error_frame(cid, ErrorCode::MalformedRequest, why),
+                error_frame(cid, ErrorCode::MalformedRequest, why).into(),
             ))
         }
     }
@@ -137,7 +147,7 @@ async fn decode_and_run(
     }
     let Decoded { cid, request, .. } = match decoded {
         Ok(decoded) => decoded,
-        Err((_, refusal)) => return Some(refusal),
+        Err((_, refusal)) => return Some(*refusal),
     };
     let silent = matches!(
         request,

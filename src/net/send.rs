@@ -6,14 +6,18 @@ use std::os::fd::AsRawFd;
 
 use futures_lite::AsyncWriteExt;
 use glommio::net::TcpStream;
+use smallvec::SmallVec;
 
 use crate::protocol::frame::Frame;
 
 /// Slices handed to one sendmsg (Linux's IOV_MAX is 1024).
 const MAX_IOV: usize = 1024;
 
+/// Slices kept on the stack: a reply of fields and a few record slices allocates nothing.
+const INLINE_IOV: usize = 8;
+
 pub async fn write_frame(stream: &mut TcpStream, frame: &Frame) -> std::io::Result<()> {
-    let slices: Vec<&[u8]> = frame.parts().iter().map(|b| &b[..]).collect();
+    let slices: SmallVec<[&[u8]; INLINE_IOV]> = frame.parts().iter().map(|b| &b[..]).collect();
     debug_assert_eq!(slices.iter().map(|s| s.len()).sum::<usize>(), frame.len());
     let mut sent = try_send_vectored(stream.as_raw_fd(), &slices)?;
     assert!(sent <= frame.len(), "the kernel took more than was given");
@@ -31,7 +35,7 @@ pub async fn write_frame(stream: &mut TcpStream, frame: &Frame) -> std::io::Resu
 /// One `sendmsg(MSG_DONTWAIT)` of up to `MAX_IOV` slices: the bytes the kernel took (0
 /// when the socket buffer is full).
 fn try_send_vectored(fd: std::os::fd::RawFd, slices: &[&[u8]]) -> std::io::Result<usize> {
-    let mut iov: Vec<libc::iovec> = slices
+    let mut iov: SmallVec<[libc::iovec; INLINE_IOV]> = slices
         .iter()
         .take(MAX_IOV)
         .map(|s| libc::iovec {

@@ -79,6 +79,10 @@ impl Shard {
             append_waiters: self.append_waiters() as u64,
             heap_live_bytes: if self.id == 0 { heap_bytes } else { 0 },
             heap_live_blocks: if self.id == 0 { heap_blocks } else { 0 },
+            heap_allocations: match self.id {
+                0 => crate::alloc_guard::allocations(),
+                _ => 0,
+            },
             remote_upload_lag_bytes: self
                 .remote_logs
                 .borrow()
