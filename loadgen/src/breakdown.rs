@@ -28,6 +28,8 @@ pub struct Breakdown {
     pub cpu_seconds: f64,
     /// Heap blocks the server allocated during the run, per operation.
     pub allocations_per_op: f64,
+    /// Operations of the run per socket write of replies (several ready together share one).
+    pub ops_per_reply_write: f64,
 }
 
 impl Breakdown {
@@ -76,10 +78,12 @@ pub async fn since(c: &mut Client, start: &MetricsReport, ops: u64) -> Result<Br
     );
     let cpu_ms = delta.value(shardlog::metrics::PROCESS_CPU_MS).unwrap_or(0);
     let allocations = delta.value("heap_allocations").unwrap_or(0);
+    let reply_writes = delta.value("reply_writes").unwrap_or(0);
     Ok(Breakdown {
         rows,
         cpu_seconds: cpu_ms as f64 / 1000.0,
         allocations_per_op: allocations as f64 / ops.max(1) as f64,
+        ops_per_reply_write: ops as f64 / reply_writes.max(1) as f64,
     })
 }
 
@@ -129,7 +133,10 @@ pub fn print_cpu(b: &Breakdown, bytes: u64, records: u64) {
             b.cpu_seconds * 1e9 / records as f64
         );
     }
-    line += &format!(", {:.1} heap allocations per request", b.allocations_per_op);
+    line += &format!(
+        ", {:.1} heap allocations per request, {:.1} replies per write",
+        b.allocations_per_op, b.ops_per_reply_write
+    );
     println!("{line}");
 }
 

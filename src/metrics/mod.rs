@@ -90,6 +90,8 @@ pub struct ShardMetrics {
     recovery_truncations: u64,
     cleaner_runs: u64,
     cleaner_bytes_removed: u64,
+    /// Writes of reply frames (each carries one or more replies).
+    reply_writes: u64,
     remote: snapshot::RemoteCounters,
     open_segments: u64,
 }
@@ -103,6 +105,7 @@ impl ShardMetrics {
             recovery_truncations: 0,
             cleaner_runs: 0,
             cleaner_bytes_removed: 0,
+            reply_writes: 0,
             remote: Default::default(),
             open_segments: 0,
         }
@@ -256,6 +259,11 @@ pub fn record_cleaning(bytes: u64) {
     });
 }
 
+/// A connection wrote its ready replies in one write.
+pub fn record_reply_write() {
+    SHARD.with(|m| m.borrow_mut().reply_writes += 1);
+}
+
 /// Tiered storage: what happened on this shard (segments copied, failed passes, reads).
 pub fn record_remote(f: impl FnOnce(&mut snapshot::RemoteCounters)) {
     SHARD.with(|m| f(&mut m.borrow_mut().remote));
@@ -307,6 +315,7 @@ pub fn snapshot(shard: usize, gauges: Gauges) -> MetricsSnapshot {
             recovery_truncations: m.recovery_truncations,
             cleaner_runs: m.cleaner_runs,
             cleaner_bytes_removed: m.cleaner_bytes_removed,
+            reply_writes: m.reply_writes,
             remote: m.remote,
             open_segments: m.open_segments,
             gauges,

@@ -79,6 +79,8 @@ pub struct MetricsSnapshot {
     pub recovery_truncations: u64,
     pub cleaner_runs: u64,
     pub cleaner_bytes_removed: u64,
+    /// Writes of reply frames; requests answered over it is replies per write.
+    pub reply_writes: u64,
     /// Tiered storage: bytes and segments copied to the bucket, failed passes, remote reads.
     pub remote: RemoteCounters,
     /// Segments open on the shard now.
@@ -169,7 +171,7 @@ pub struct ShardValue {
 
 /// Every per-shard value, one row each: the one list the Metrics API, `since` and the
 /// Prometheus endpoint read.
-pub const SHARD_VALUES: [ShardValue; 28] = [
+pub const SHARD_VALUES: [ShardValue; 29] = [
     ShardValue {
         name: "device_reads",
         kind: Kind::Counter,
@@ -283,6 +285,12 @@ pub const SHARD_VALUES: [ShardValue; 28] = [
         kind: Kind::Counter,
         get: |s| s.cleaner_bytes_removed,
         help: "Bytes compaction removed.",
+    },
+    ShardValue {
+        name: "reply_writes",
+        kind: Kind::Counter,
+        get: |s| s.reply_writes,
+        help: "Socket writes of replies; replies ready together share one.",
     },
     ShardValue {
         name: "remote_uploaded_bytes",

@@ -20,49 +20,22 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use glommio::channels::local_channel::{self, LocalReceiver};
+use glommio::channels::local_channel;
 use glommio::net::TcpStream;
 
+use super::replies::Queued;
 use super::stream::{ConnReader, ConnWriter};
 use super::turn::Turns;
-use super::{FrontEnd, Handshake, HandshakeStep, Peer, Reply};
+use super::{FrontEnd, Handshake, HandshakeStep, Peer};
 use crate::admission::budget::{Budget, Reservation};
 use crate::admission::slots::Presence;
 use crate::io::deadline::within;
-use crate::metrics::{self, Stage};
 use crate::protocol::REQUEST_HEADER;
 use crate::security::listeners::is_loopback;
 use crate::shard::Shard;
 
 /// Requests queued for the writer before the reader waits.
 const MAX_QUEUED_REQUESTS: usize = 1024;
-
-/// A request being handled: its reply task, the budget its frame holds, and what the
-/// metrics need (when its frame started arriving, its size).
-struct Queued {
-    task: glommio::Task<Reply>,
-    request_budget: Reservation,
-    started: Instant,
-    /// How long the frame's body took to arrive (a stage, once the API is known).
-    frame_read: Duration,
-    bytes_in: usize,
-    /// A client request (counted in flight until answered), not a handshake reply.
-    counted: bool,
-}
-
-impl Queued {
-    /// A reply that needs no handler (a refusal, a re-authentication step).
-    fn ready(frame: Vec<u8>) -> Queued {
-        Queued {
-            task: crate::tasks::spawn(async move { Reply::frame(frame) }),
-            request_budget: Reservation::default(),
-            started: Instant::now(),
-            frame_read: Duration::ZERO,
-            bytes_in: 0,
-            counted: false,
-        }
-    }
-}
 
 fn peer_of(stream: &TcpStream) -> Peer {
     let remote = stream.peer_addr().ok();
@@ -114,7 +87,7 @@ pub async fn serve(
         peer.principal = principal.into();
     }
     let (tx, rx) = local_channel::new_bounded(MAX_QUEUED_REQUESTS);
-    let writer_task = crate::tasks::spawn(write_replies(
+    let writer_task = crate::tasks::spawn(super::replies::write_replies(
         opened.writer,
         rx,
         request_timeout,
@@ -248,15 +221,6 @@ impl Served<'_> {
                 false
             }
         }
-    }
-}
-
-/// Counts a request as answered when dropped (its reply written, or the writer gone).
-struct Answered<'a>(&'a Presence);
-
-impl Drop for Answered<'_> {
-    fn drop(&mut self) {
-        self.0.request_done();
     }
 }
 
@@ -465,61 +429,6 @@ async fn reauthenticate(
     Err(Refused(format!(
         "re-authentication took more than {MAX_HANDSHAKE_FRAMES} frames"
     )))
-}
-
-/// Writes replies in request order. A reply the client does not take within the write
-/// timeout closes the connection (the reader then fails too), releasing its budget.
-async fn write_replies(
-    mut writer: ConnWriter,
-    rx: LocalReceiver<Queued>,
-    limit: Duration,
-    wire: &'static str,
-    presence: Rc<Presence>,
-) {
-    while let Some(queued) = rx.recv().await {
-        let _answered = queued.counted.then_some(Answered(&presence));
-        let Reply {
-            frame,
-            reservation: reply_budget,
-            close,
-            api,
-            ok,
-            timed,
-        } = queued.task.await;
-        let bytes_out = frame.as_ref().map_or(0, |f| f.len());
-        if timed {
-            metrics::record(Stage::FrameRead, queued.frame_read);
-        }
-        if let Some(frame) = frame {
-            // Every reply is a whole frame: its prefix counts the bytes after it, or the
-            // client would lose its place in the stream.
-            assert_eq!(frame.declared_size(), Some(frame.len() - 4));
-            let write_start = Instant::now();
-            if let Err(e) = within(limit, writer.write_frame(&frame)).await {
-                tracing::debug!(error = %e, "writing a reply failed; closing the connection");
-                writer.shutdown().await;
-                break;
-            }
-            if timed {
-                metrics::record_since(Stage::SocketWrite, write_start);
-            }
-        }
-        metrics::record_request(metrics::RequestDone {
-            wire,
-            api,
-            ok,
-            bytes_in: queued.bytes_in,
-            bytes_out,
-            took: queued.started.elapsed(),
-        });
-        if close {
-            // The request could not be parsed: the stream cannot be trusted any further.
-            writer.shutdown().await;
-            break;
-        }
-        // The bytes are on their way: release them.
-        drop((queued.request_budget, reply_budget));
-    }
 }
 
 enum Next {

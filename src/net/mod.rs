@@ -1,5 +1,6 @@
 //! The network edge: listeners (accept loop, connection slots), connections (framing,
-//! pipelining, budgets, timeouts), the reply path (one vectored sendmsg per frame) and the
+//! pipelining, budgets, timeouts), the reply path (one vectored sendmsg for the replies
+//! ready together) and the
 //! metrics endpoint. It names no protocol: each listener has a [`FrontEnd`] (`native/`,
 //! `kafka/`) that turns a frame into a reply.
 
@@ -8,6 +9,7 @@ pub(crate) mod connection;
 pub(crate) mod frame_buf;
 pub mod listener_security;
 pub(crate) mod metrics_http;
+pub(crate) mod replies;
 pub(crate) mod send;
 pub(crate) mod stream;
 pub mod tls;

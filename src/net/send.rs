@@ -1,5 +1,5 @@
-//! Writing a reply frame without copying its records: one non-blocking `sendmsg` of all
-//! its slices (a vectored write; glommio's stream has none), and, for
+//! Writing reply frames without copying their records: one non-blocking `sendmsg` of all
+//! their slices (a vectored write; glommio's stream has none), and, for
 //! whatever the socket could not take at once, the stream's own writes, which wait for room.
 
 use std::os::fd::AsRawFd;
@@ -16,11 +16,15 @@ const MAX_IOV: usize = 1024;
 /// Slices kept on the stack: a reply of fields and a few record slices allocates nothing.
 const INLINE_IOV: usize = 8;
 
-pub async fn write_frame(stream: &mut TcpStream, frame: &Frame) -> std::io::Result<()> {
-    let slices: SmallVec<[&[u8]; INLINE_IOV]> = frame.parts().iter().map(|b| &b[..]).collect();
-    debug_assert_eq!(slices.iter().map(|s| s.len()).sum::<usize>(), frame.len());
+pub async fn write_frames(stream: &mut TcpStream, frames: &[&Frame]) -> std::io::Result<()> {
+    let slices: SmallVec<[&[u8]; INLINE_IOV]> = frames
+        .iter()
+        .flat_map(|f| f.parts().iter().map(|b| &b[..]))
+        .collect();
+    let total: usize = frames.iter().map(|f| f.len()).sum();
+    debug_assert_eq!(slices.iter().map(|s| s.len()).sum::<usize>(), total);
     let mut sent = try_send_vectored(stream.as_raw_fd(), &slices)?;
-    assert!(sent <= frame.len(), "the kernel took more than was given");
+    assert!(sent <= total, "the kernel took more than was given");
     for s in slices {
         if sent >= s.len() {
             sent -= s.len();

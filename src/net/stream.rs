@@ -87,12 +87,15 @@ pub enum ConnWriter {
 }
 
 impl ConnWriter {
-    /// One reply frame.
-    pub async fn write_frame(&mut self, frame: &Frame) -> std::io::Result<()> {
+    /// Reply frames, in order, as one write.
+    pub async fn write_frames(&mut self, frames: &[&Frame]) -> std::io::Result<()> {
         match self {
-            ConnWriter::Plain(s) => super::send::write_frame(s, frame).await,
+            ConnWriter::Plain(s) => super::send::write_frames(s, frames).await,
             ConnWriter::Tls(s, session) => {
-                let parts: Vec<&[u8]> = frame.parts().iter().map(|b| &b[..]).collect();
+                let parts: Vec<&[u8]> = frames
+                    .iter()
+                    .flat_map(|f| f.parts().iter().map(|b| &b[..]))
+                    .collect();
                 tls::write_parts(session, s, &parts).await
             }
         }

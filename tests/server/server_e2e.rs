@@ -118,6 +118,7 @@ fn pipelined_requests_keep_reply_order() {
     client(move || async move {
         let mut c = Client::connect(&format!("127.0.0.1:{port}")).await.unwrap();
         c.create_topic("p", 2, vec![]).await.unwrap();
+        let before = c.metrics().await.unwrap();
         let mut cids = Vec::new();
         for i in 0..200 {
             let req = Request::Produce {
@@ -140,6 +141,18 @@ fn pipelined_requests_keep_reply_order() {
                 other => panic!("{other:?}"),
             }
         }
+        // Replies finished together went out together (group commits answer several).
+        let writes = c
+            .metrics()
+            .await
+            .unwrap()
+            .since(&before)
+            .value("reply_writes");
+        let writes = writes.expect("the server counts its reply writes");
+        assert!(
+            (1..=150).contains(&writes),
+            "{writes} writes for 200 replies"
+        );
         // acks=0: no reply; the record becomes visible once the partition has written it.
         c.produce("p", 0, ACKS_NONE, batch_of(&["quiet".into()], 5))
             .await
