@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+use serde_json::Value;
+
 fn loadgen(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
         .args(args)
@@ -34,31 +36,26 @@ fn start_server(dir: &std::path::Path) -> (shardlog::server::ServerHandle, Strin
     panic!("no server");
 }
 
+/// `loadgen write` of 100-byte records in 2 KiB batches to a new topic, with `shape`'s
+/// options: its stdout and the JSON it wrote.
+fn write_small(addr: &str, dir: &std::path::Path, topic: &str, shape: &[&str]) -> (String, Value) {
+    let json = dir.join(format!("{topic}.json"));
+    let mut args = vec!["write", "--bootstrap", addr, "--topic", topic, "--create"];
+    args.extend(["--record-size", "100", "--batch-bytes", "2KiB"]);
+    args.extend(shape);
+    args.extend(["--json", json.to_str().unwrap()]);
+    let (ok, out, err) = loadgen(&args);
+    assert!(ok, "{err}");
+    let doc = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (out, doc)
+}
+
 #[test]
 fn batch_bytes_sizes_batches_and_the_cpu_is_reported_per_record() {
     let tmp = tempfile::tempdir().unwrap();
     let (server, addr) = start_server(tmp.path());
-    let json = tmp.path().join("w.json");
-    let (ok, out, err) = loadgen(&[
-        "write",
-        "--bootstrap",
-        &addr,
-        "--topic",
-        "small",
-        "--create",
-        "--record-size",
-        "100",
-        "--batch-bytes",
-        "2KiB",
-        "--total-bytes",
-        "1MiB",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(ok, "{err}");
+    let (out, w) = write_small(&addr, tmp.path(), "small", &["--total-bytes", "1MiB"]);
     assert!(out.contains("ns per record"), "{out}");
-    let w: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(w["config"]["batch_records"].as_u64(), Some(20), "{w}");
     let (ok, _, err) = loadgen(&["write", "--topic", "small", "--batch-bytes", "0"]);
     assert!(!ok && err.contains("--batch-bytes"), "{err}");
@@ -69,35 +66,12 @@ fn batch_bytes_sizes_batches_and_the_cpu_is_reported_per_record() {
 fn a_linger_at_a_rate_shapes_batches_and_counts_the_wait_in_latency() {
     let tmp = tempfile::tempdir().unwrap();
     let (server, addr) = start_server(tmp.path());
-    let json = tmp.path().join("w.json");
     // 2,000 records/s on one connection with linger.ms 5: 11 records per batch (not the
     // 20 a 2 KiB batch holds), the oldest of them 5 ms old when its batch is sent.
-    let (ok, out, err) = loadgen(&[
-        "write",
-        "--bootstrap",
-        &addr,
-        "--topic",
-        "lingered",
-        "--create",
-        "--record-size",
-        "100",
-        "--batch-bytes",
-        "2KiB",
-        "--rate",
-        "2000",
-        "--linger-ms",
-        "5",
-        "--connections",
-        "1",
-        "--duration",
-        "1s",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(ok, "{err}");
+    let lingered = ["--rate", "2000", "--linger-ms", "5", "--connections", "1"];
+    let shape = [&lingered[..], &["--duration", "1s"]].concat();
+    let (out, w) = write_small(&addr, tmp.path(), "lingered", &shape);
     assert!(out.contains("records/s"), "{out}");
-    let w: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(w["config"]["batch_records"].as_u64(), Some(11), "{w}");
     assert_eq!(w["config"]["linger_ms"].as_f64(), Some(5.0), "{w}");
     let p50_us = w["write"]["latency_us"]["p50"].as_u64().unwrap();
