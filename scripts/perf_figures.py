@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -37,7 +38,15 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime, every thread
 
 
+def ensure_fio():
+    """Installs fio from the Debian packages when missing (as targets.sh and bench.sh do)."""
+    if shutil.which("fio") is None:
+        subprocess.run(["sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive "
+                        "apt-get install -y -qq fio >/dev/null"], check=True)
+
+
 def fio(work, name, rw, depth):
+    ensure_fio()
     out = subprocess.run(
         ["fio", f"--name={name}", f"--filename={work}/fio.dat", "--direct=1", "--ioengine=io_uring",
          f"--rw={rw}", "--bs=1M", f"--iodepth={depth}", "--size=1G", "--output-format=json"]
