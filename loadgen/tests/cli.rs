@@ -68,8 +68,16 @@ fn a_linger_at_a_rate_shapes_batches_and_counts_the_wait_in_latency() {
     let (server, addr) = start_server(tmp.path());
     // 2,000 records/s on one connection with linger.ms 5: 11 records per batch (not the
     // 20 a 2 KiB batch holds), the oldest of them 5 ms old when its batch is sent.
-    let lingered = ["--rate", "2000", "--linger-ms", "5", "--connections", "1"];
-    let shape = [&lingered[..], &["--duration", "1s"]].concat();
+    let shape = [
+        "--rate",
+        "2000",
+        "--linger-ms",
+        "5",
+        "--connections",
+        "1",
+        "--duration",
+        "1s",
+    ];
     let (out, w) = write_small(&addr, tmp.path(), "lingered", &shape);
     assert!(out.contains("records/s"), "{out}");
     assert_eq!(w["config"]["batch_records"].as_u64(), Some(11), "{w}");

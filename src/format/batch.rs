@@ -263,10 +263,16 @@ pub fn split_batches(buf: &[u8]) -> Result<Vec<(usize, BatchHeader)>, BatchError
 
 /// [`split_batches`], with the byte position of the batch a framing error is in.
 pub fn split_batches_located(buf: &[u8]) -> Result<Vec<(usize, BatchHeader)>, (usize, BatchError)> {
-    if buf.is_empty() {
-        return Err((0, BatchError::Empty));
-    }
-    super::cursor::BatchCursor::new(buf).collect()
+    located_batches(buf).collect()
+}
+
+/// The batches of a buffer of whole batches, one step at a time (nothing collected): each
+/// is `(start, header)` or the framing error at a position; an empty buffer is an error.
+pub fn located_batches(buf: &[u8]) -> impl Iterator<Item = super::cursor::Step> + '_ {
+    let empty = buf.is_empty().then_some(Err((0, BatchError::Empty)));
+    empty
+        .into_iter()
+        .chain(super::cursor::BatchCursor::new(buf))
 }
 
 #[cfg(test)]

@@ -17,7 +17,6 @@ use crate::format::batch::{
     self, set_base_offset, set_header_max_timestamp, set_partition_leader_epoch,
     split_batches_located, NO_PARTITION_LEADER_EPOCH,
 };
-use crate::format::cursor::BatchCursor;
 use crate::format::HEADER_SIZE;
 use crate::format::{BatchError, BatchHeader, TimestampType};
 use crate::io::chain::ByteChain;
@@ -347,11 +346,8 @@ impl PartitionLog {
     /// records, offset deltas, timestamp type, and size against segment.bytes.
     fn prepare(&self, input: &[u8], in_transaction: bool) -> Result<PreparedBatches> {
         let bad = |at: usize, source: BatchError| Error::InvalidBatch { at, source };
-        if input.is_empty() {
-            return Err(bad(0, BatchError::Empty));
-        }
         let mut out = PreparedBatches::new();
-        for located in BatchCursor::new(input) {
+        for located in batch::located_batches(input) {
             let (start, header) = located.map_err(|(at, e)| bad(at, e))?;
             let bytes = &input[start..start + header.size()];
             for (key, limit) in [

@@ -138,13 +138,10 @@ const MAX_API_LABELS: usize = 256;
 /// A `'static` label for an API name, interned once per thread. Only names of APIs that
 /// decoded get here (a few dozen at most), so the interned set stays small.
 pub fn api_label(name: impl std::fmt::Debug) -> &'static str {
-    // Formatted on the stack: a request's label costs no allocation once interned.
-    let mut spelled = StackText::default();
-    let name = match std::fmt::write(&mut spelled, format_args!("{name:?}")) {
-        Ok(()) => spelled.as_str(),
-        Err(_) => return intern(format!("{name:?}").as_str()),
-    };
-    intern(name)
+    // Formatted on the stack (a longer name spills): no allocation once interned.
+    let mut spelled = smallvec::SmallVec::<[u8; 64]>::new();
+    std::io::Write::write_fmt(&mut spelled, format_args!("{name:?}")).expect("into memory");
+    intern(std::str::from_utf8(&spelled).expect("formatted text is UTF-8"))
 }
 
 fn intern(name: &str) -> &'static str {
@@ -165,37 +162,6 @@ fn intern(name: &str) -> &'static str {
             }
         }
     })
-}
-
-/// Text up to 64 bytes on the stack; writing more fails (the caller then allocates).
-struct StackText {
-    bytes: [u8; 64],
-    len: usize,
-}
-
-impl Default for StackText {
-    fn default() -> Self {
-        StackText {
-            bytes: [0; 64],
-            len: 0,
-        }
-    }
-}
-
-impl StackText {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len]).expect("written from &str pieces")
-    }
-}
-
-impl std::fmt::Write for StackText {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        let room = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
-        room.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
 }
 
 /// Records how long `stage` took.

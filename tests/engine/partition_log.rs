@@ -578,9 +578,7 @@ fn acknowledged_reads_hide_appends_until_they_are_written() {
         log.sync().await.unwrap();
         assert_eq!(base_offsets(&mut log).await, vec![0, 1]);
         log.close().await.unwrap();
-        let mut log = PartitionLog::open(&pdir, LogConfig::default())
-            .await
-            .unwrap();
+        let mut log = open_default(&pdir).await;
         assert_eq!(log.log_end_offset(), 2);
         assert_eq!(
             log.read(1, 1).await.unwrap().to_bytes().len(),
@@ -653,15 +651,11 @@ fn staging_buffers_share_the_shards_budget() {
 fn a_log_opened_again_holds_only_its_tail_block_until_appended() {
     run(|dir| async move {
         let pdir = dir.join("t-0");
-        let mut log = PartitionLog::open(&pdir, LogConfig::default())
-            .await
-            .unwrap();
+        let mut log = open_default(&pdir).await;
         assert_eq!(log.staging_bytes(), 0, "a new log takes no buffer");
         log.append(&single(0, 700)).await.unwrap();
         log.close().await.unwrap();
-        let mut log = PartitionLog::open(&pdir, LogConfig::default())
-            .await
-            .unwrap();
+        let mut log = open_default(&pdir).await;
         assert_eq!(log.staging_bytes(), 4096, "the partial tail block only");
         log.append(&single(1, 900)).await.unwrap();
         assert_eq!(
@@ -672,9 +666,7 @@ fn a_log_opened_again_holds_only_its_tail_block_until_appended() {
         log.sync().await.unwrap();
         assert_eq!(base_offsets(&mut log).await, vec![0, 1]);
         log.close().await.unwrap();
-        let mut log = PartitionLog::open(&pdir, LogConfig::default())
-            .await
-            .unwrap();
+        let mut log = open_default(&pdir).await;
         assert_eq!(base_offsets(&mut log).await, vec![0, 1]);
     });
 }
@@ -683,9 +675,7 @@ fn a_log_opened_again_holds_only_its_tail_block_until_appended() {
 fn an_idle_log_whose_end_is_on_a_block_holds_no_buffer() {
     run(|dir| async move {
         let pdir = dir.join("t-0");
-        let mut log = PartitionLog::open(&pdir, LogConfig::default())
-            .await
-            .unwrap();
+        let mut log = open_default(&pdir).await;
         // Empty and idle: no buffer at all (thousands of idle partitions hold nothing).
         log.release_idle_memory();
         assert_eq!(log.staging_bytes(), 0);
@@ -703,27 +693,28 @@ fn an_idle_log_whose_end_is_on_a_block_holds_no_buffer() {
         log.release_idle_memory();
         assert_eq!(log.staging_bytes(), 4096, "a partial last block is kept");
         log.close().await.unwrap();
-        let mut log = PartitionLog::open(&pdir, LogConfig::default())
-            .await
-            .unwrap();
+        let mut log = open_default(&pdir).await;
         assert_eq!(log.log_end_offset(), 2);
         assert_eq!(base_offsets(&mut log).await, vec![0, 1]);
         // Parked, then closed: the close still seals (trims what was allocated ahead).
         log.close().await.unwrap();
-        let mut log = PartitionLog::open(&pdir, LogConfig::default())
-            .await
-            .unwrap();
+        let mut log = open_default(&pdir).await;
         log.release_idle_memory();
         log.close().await.unwrap();
-        let reopened = PartitionLog::open(&pdir, LogConfig::default())
-            .await
-            .unwrap();
+        let reopened = open_default(&pdir).await;
         assert_eq!(reopened.log_end_offset(), 2);
         reopened.close().await.unwrap();
     });
 }
 
 /// The base offset of every batch in the first MiB of the log.
+/// The partition in `pdir` on the real disk, with the default config.
+async fn open_default(pdir: &std::path::Path) -> PartitionLog {
+    PartitionLog::open(pdir, LogConfig::default())
+        .await
+        .unwrap()
+}
+
 async fn base_offsets(log: &mut PartitionLog) -> Vec<i64> {
     let all = log.read(0, 1 << 20).await.unwrap().to_bytes();
     let batches = split_batches(&all).unwrap();
