@@ -418,12 +418,17 @@ fn native_offset_fetch_needs_the_topic_and_security_files_are_private() {
     // A security file others may read is refused at start, naming the fix.
     server.kill9();
     std::fs::set_permissions(meta.join("acls"), std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(["serve", "--data-dir"])
-        .arg(&data)
-        .args(["--listen", &format!("127.0.0.1:{}", free_port())])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("chmod 600"), "{err}");
+    // A free port can be taken by a parallel test's server before this one binds: try again.
+    let refusal = (0..5).find_map(|_| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
+            .args(["serve", "--data-dir"])
+            .arg(&data)
+            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (!err.contains("is already served")).then_some((out.status.success(), err))
+    });
+    let (started, err) = refusal.expect("a free port within 5 tries");
+    assert!(!started && err.contains("chmod 600"), "{err}");
 }
