@@ -11,7 +11,10 @@ use tokio::sync::oneshot;
 use crate::cluster::etcd::{Compare, Etcd, Op};
 use crate::cluster::topics::{encode_partition, encode_topic, ClusterTopic};
 use crate::cluster::{ClusterError, ClusterView, Keys};
-use crate::replication::controller::{alter_isr, elect, place, IsrRefused, PlacementError};
+use crate::replication::controller::{
+    alter_isr, elect, elect_preferred, elect_unclean, imbalanced, place, ElectionRefused,
+    IsrRefused, PlacementError,
+};
 use crate::replication::{IsrChange, PartitionState};
 
 /// A topic change a client asked this node for, answered once etcd holds it (or why not).
@@ -55,6 +58,19 @@ pub enum TopicCommand {
         size: i64,
         reply: oneshot::Sender<Result<i64, TopicRefused>>,
     },
+    /// Elections an operator asked for (Kafka's ElectLeaders), run by the controller.
+    ElectLeaders {
+        kind: ElectionKind,
+        /// None: every partition.
+        partitions: Option<Vec<(String, u32)>>,
+        reply: oneshot::Sender<Result<Vec<Elected>, TopicRefused>>,
+    },
+    /// This node is stopping: mark it, and answer once the controller has moved what it
+    /// led (or after `bound`) with the partitions left (`leaving.rs`).
+    Leave {
+        bound: std::time::Duration,
+        reply: oneshot::Sender<Result<Vec<String>, TopicRefused>>,
+    },
     /// A new security value (any node may), stored if etcd's is still the one at
     /// `expected` (`security.rs`).
     SwapSecurity {
@@ -77,6 +93,8 @@ impl TopicCommand {
             | TopicCommand::WantInternal { reply, .. } => reply.send(Err(why)).is_ok(),
             TopicCommand::ClaimProducerIds { reply, .. } => reply.send(Err(why)).is_ok(),
             TopicCommand::SwapSecurity { reply, .. } => reply.send(Err(why)).is_ok(),
+            TopicCommand::ElectLeaders { reply, .. } => reply.send(Err(why)).is_ok(),
+            TopicCommand::Leave { reply, .. } => reply.send(Err(why)).is_ok(),
         };
     }
 }
@@ -292,8 +310,9 @@ pub async fn delete_topic(
     Ok(())
 }
 
-/// Elects a leader for every partition whose leader is gone (or restarted) and drops dead
-/// brokers from ISRs, each as a compare-and-swap on the state it read. How many changed.
+/// Elects a leader for every partition whose leader is gone (or restarted, or leaving in
+/// a controlled shutdown) and drops dead and leaving brokers from ISRs, each as a
+/// compare-and-swap on the state it read. How many changed.
 pub async fn elect_leaders(
     etcd: &Etcd,
     keys: &Keys,
@@ -306,26 +325,176 @@ pub async fn elect_leaders(
     let mut changed = 0;
     for topic in view.topics.values() {
         for (p, partition) in topic.partitions.iter().enumerate() {
-            let Some(next) = elect(&partition.state, |n| view.live_epoch(n)) else {
+            let Some(next) = elect(&partition.state, view) else {
                 continue;
             };
-            assert!(
-                next.leader_epoch >= partition.state.leader_epoch,
-                "epochs never go back"
-            );
-            let key = keys.partition(&topic.name, p as u32);
-            let guard = [
-                fenced(keys, epoch),
-                Compare::ModifiedAt(key.clone(), partition.mod_revision),
-            ];
-            let value = encode_partition(&next);
-            if etcd.txn(&guard, &[Op::Put(key, value)]).await? {
-                tracing::info!(topic = %topic.name, partition = p, leader = ?next.leader, leader_epoch = next.leader_epoch, isr = ?next.isr, "partition leadership changed");
+            let at = (topic.name.as_str(), p as u32);
+            if write_state(etcd, keys, epoch, at, partition, &next).await? {
                 changed += 1;
             }
         }
     }
     Ok(changed)
+}
+
+/// Writes a partition's next state, fenced by this controller's epoch and the revision
+/// the state was read at: whether it landed.
+async fn write_state(
+    etcd: &Etcd,
+    keys: &Keys,
+    epoch: i64,
+    (topic, p): (&str, u32),
+    current: &crate::cluster::ClusterPartition,
+    next: &PartitionState,
+) -> Result<bool, ClusterError> {
+    assert!(
+        next.leader_epoch >= current.state.leader_epoch,
+        "epochs never go back"
+    );
+    assert!(
+        next.partition_epoch > current.state.partition_epoch,
+        "every change moves the partition epoch"
+    );
+    let key = keys.partition(topic, p);
+    let guard = [
+        fenced(keys, epoch),
+        Compare::ModifiedAt(key.clone(), current.mod_revision),
+    ];
+    let landed = etcd
+        .txn(&guard, &[Op::Put(key, encode_partition(next))])
+        .await?;
+    if landed {
+        tracing::info!(topic, partition = p, leader = ?next.leader, leader_epoch = next.leader_epoch, isr = ?next.isr, "partition leadership changed");
+    }
+    Ok(landed)
+}
+
+/// Kafka's two elections an operator asks for (ElectLeaders' election_type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ElectionKind {
+    /// Leadership back to the first assigned replica, if in sync.
+    Preferred,
+    /// A partition without a live leader led by a live replica outside the ISR (loses
+    /// what only the ISR held).
+    Unclean,
+}
+
+/// One partition's outcome of an election asked for.
+pub type ElectionOutcome = Result<(), ElectionAnswer>;
+
+/// A partition (topic, index) and its election's outcome.
+pub type Elected = (String, u32, ElectionOutcome);
+
+/// Why an election asked for did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ElectionAnswer {
+    #[error("unknown topic or partition {0}")]
+    Unknown(String),
+    #[error(transparent)]
+    Refused(#[from] ElectionRefused),
+    #[error("the partition changed while it was being elected; retry")]
+    Raced,
+}
+
+/// Runs the elections asked for (`partitions`, or every partition when None) as this
+/// controller: one outcome per partition asked for; for every partition, only those
+/// that needed one (Kafka's answer to a null list).
+pub async fn elect_asked(
+    etcd: &Etcd,
+    keys: &Keys,
+    view: &ClusterView,
+    me: i32,
+    (kind, partitions): (ElectionKind, Option<Vec<(String, u32)>>),
+) -> Result<Vec<Elected>, TopicRefused> {
+    let epoch = my_epoch(view, me)?;
+    let all = partitions.is_none();
+    let asked = partitions.unwrap_or_else(|| every_partition(view));
+    let mut out = Vec::with_capacity(asked.len());
+    for (topic, p) in asked {
+        let outcome = elect_one(etcd, keys, view, epoch, (&topic, p), kind).await?;
+        if !(all && outcome == Err(ElectionAnswer::Refused(ElectionRefused::NotNeeded))) {
+            out.push((topic, p, outcome));
+        }
+    }
+    Ok(out)
+}
+
+fn every_partition(view: &ClusterView) -> Vec<(String, u32)> {
+    let topics = view.topics.values();
+    let each = topics.flat_map(|t| (0..t.partitions.len() as u32).map(|p| (t.name.clone(), p)));
+    each.collect()
+}
+
+async fn elect_one(
+    etcd: &Etcd,
+    keys: &Keys,
+    view: &ClusterView,
+    epoch: i64,
+    (topic, p): (&str, u32),
+    kind: ElectionKind,
+) -> Result<ElectionOutcome, ClusterError> {
+    let current = view
+        .topics
+        .get(topic)
+        .and_then(|t| t.partitions.get(p as usize));
+    let Some(current) = current else {
+        return Ok(Err(ElectionAnswer::Unknown(format!("{topic}-{p}"))));
+    };
+    let next = match kind {
+        ElectionKind::Preferred => elect_preferred(&current.state, view),
+        ElectionKind::Unclean => elect_unclean(&current.state, view),
+    };
+    let next = match next {
+        Ok(next) => next,
+        Err(why) => return Ok(Err(why.into())),
+    };
+    if kind == ElectionKind::Unclean {
+        tracing::warn!(topic, partition = p, leader = ?next.leader, "unclean leader election, as asked: records only the lost in-sync replicas held are gone");
+    }
+    match write_state(etcd, keys, epoch, (topic, p), current, &next).await? {
+        true => Ok(Ok(())),
+        false => Ok(Err(ElectionAnswer::Raced)),
+    }
+}
+
+/// Kafka's `auto.leader.rebalance.enable`: preferred elections for the partitions of
+/// every broker whose share of lost leaderships is above `percentage`. How many moved.
+pub async fn rebalance_leaders(
+    etcd: &Etcd,
+    keys: &Keys,
+    view: &ClusterView,
+    me: i32,
+    percentage: u32,
+) -> Result<usize, ClusterError> {
+    let Ok(epoch) = my_epoch(view, me) else {
+        return Ok(0);
+    };
+    let mut at = Vec::new();
+    for topic in view.topics.values() {
+        for (p, partition) in topic.partitions.iter().enumerate() {
+            at.push((topic.name.as_str(), p as u32, partition));
+        }
+    }
+    let states: Vec<&PartitionState> = at.iter().map(|(_, _, c)| &c.state).collect();
+    let mut moved = 0;
+    for i in imbalanced(&states, percentage, view) {
+        let (topic, p, current) = at[i];
+        let Ok(next) = elect_preferred(&current.state, view) else {
+            continue;
+        };
+        if write_state(etcd, keys, epoch, (topic, p), current, &next).await? {
+            moved += 1;
+        }
+    }
+    if moved > 0 {
+        tracing::info!(
+            moved,
+            "leaderships moved back to preferred replicas (auto.leader.rebalance.enable)"
+        );
+    }
+    Ok(moved)
 }
 
 /// Writes a leader's ISR change if it stands on the partition's current state (made by
@@ -343,7 +512,7 @@ pub async fn change_isr(
         .get(topic)
         .and_then(|t| t.partitions.get(partition as usize))
         .ok_or_else(|| TopicRefused::Unknown(format!("{topic}-{partition}")))?;
-    let next = alter_isr(&current.state, change, |n| view.live_epoch(n))?;
+    let next = alter_isr(&current.state, change, view)?;
     assert!(
         next.partition_epoch > current.state.partition_epoch,
         "an ISR change moves the partition epoch"

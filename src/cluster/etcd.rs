@@ -233,6 +233,9 @@ impl Compare {
 #[non_exhaustive]
 pub enum Op {
     Put(String, Vec<u8>),
+    /// A new value that keeps the key's lease (etcd's ignore_lease), so a key held by a
+    /// node's lease still ends with it.
+    PutKeepLease(String, Vec<u8>),
     Delete(String),
     /// Every key starting with the prefix.
     DeletePrefix(String),
@@ -244,6 +247,8 @@ impl Op {
             Op::Put(key, value) => {
                 json!({ "request_put": { "key": b64(key.as_bytes()), "value": b64(value) } })
             }
+            Op::PutKeepLease(key, value) => json!({ "request_put": {
+                "key": b64(key.as_bytes()), "value": b64(value), "ignore_lease": true } }),
             Op::Delete(key) => json!({ "request_delete_range": { "key": b64(key.as_bytes()) } }),
             Op::DeletePrefix(prefix) => json!({ "request_delete_range": {
                 "key": b64(prefix.as_bytes()), "range_end": b64(&prefix_end(prefix)) } }),

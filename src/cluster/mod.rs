@@ -11,6 +11,7 @@
 pub mod controller;
 pub mod etcd;
 pub mod internal_topics;
+pub mod leaving;
 pub mod producer_ids;
 pub mod security;
 pub mod session;
@@ -110,6 +111,41 @@ impl ClusterLink {
             reply,
         })
         .await
+    }
+
+    /// Runs the elections an operator asked for (ElectLeaders) as the controller (this
+    /// node): one outcome per partition.
+    pub async fn elect_leaders(
+        &self,
+        kind: controller::ElectionKind,
+        partitions: Option<Vec<(String, u32)>>,
+    ) -> Result<Vec<controller::Elected>, TopicRefused> {
+        self.ask(|reply| TopicCommand::ElectLeaders {
+            kind,
+            partitions,
+            reply,
+        })
+        .await
+    }
+
+    /// Controlled shutdown, from a thread that is not a shard's (it blocks): marks this
+    /// node as shutting down and waits, at most `bound`, until the controller has moved
+    /// its leaderships and taken it out of the ISRs. The partitions left (empty: all
+    /// moved).
+    pub fn leave(&self, bound: std::time::Duration) -> Vec<String> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let command = TopicCommand::Leave { bound, reply };
+        if self.commands.blocking_send(command).is_err() {
+            return Vec::new();
+        }
+        match answer.blocking_recv() {
+            Ok(Ok(left)) => left,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "controlled shutdown could not start; stopping now");
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        }
     }
 
     /// Sends the command `make` builds around its reply, and waits for the answer.
@@ -249,6 +285,7 @@ pub fn session_config(
         directory,
         listeners: listeners.collect::<Result<_, ClusterError>>()?,
         native: format!("{}:{}", host(config.listen)?, config.listen.port()),
+        shutting_down: false,
     };
     Ok(SessionConfig {
         endpoints,
@@ -257,6 +294,11 @@ pub fn session_config(
         session_timeout: std::time::Duration::from_millis(cluster.session_timeout_ms),
         heartbeat: std::time::Duration::from_millis(cluster.heartbeat_interval_ms),
         security_seeds: security_seeds(config)?,
+        rebalance: cluster.auto_leader_rebalance.then(|| {
+            let interval = cluster.leader_imbalance_check_interval_s;
+            let share = cluster.leader_imbalance_per_broker_percentage;
+            (std::time::Duration::from_secs(interval), share)
+        }),
     })
 }
 

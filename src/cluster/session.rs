@@ -27,6 +27,9 @@ pub struct SessionConfig {
     pub heartbeat: Duration,
     /// This node's own security values (name, text) the cluster gets if it has none yet.
     pub security_seeds: Vec<(String, String)>,
+    /// As controller, how often to check leadership balance and the share of lost
+    /// leaderships above which a broker gets them back (None: never).
+    pub rebalance: Option<(Duration, u32)>,
 }
 
 /// The running session: the view it publishes, and its stop.
@@ -176,13 +179,29 @@ struct Node {
     last_renewed: Instant,
     /// Whether the last renewal failed (so a long outage is logged once, not every beat).
     failing: bool,
+    /// When the controller next checks leadership balance.
+    next_rebalance: Instant,
+    /// A controlled shutdown in progress.
+    leaving: Option<Leaving>,
 }
+
+/// A controlled shutdown waiting for the controller's moves.
+struct Leaving {
+    deadline: Instant,
+    reply: oneshot::Sender<Result<Vec<String>, TopicRefused>>,
+    /// The partitions it could not hand off were logged.
+    told_stuck: bool,
+}
+
+/// How often a leaving node reads the cluster (its wait ends as soon as it sees the moves).
+const LEAVING_BEAT: Duration = Duration::from_millis(200);
 
 impl Node {
     async fn register(config: SessionConfig) -> Result<Node, ClusterError> {
         let etcd = Etcd::new(config.endpoints.clone())?;
         let (lease, epoch) = register(&etcd, &config).await?;
         tracing::info!(broker = config.me.id, epoch, endpoints = %etcd.endpoints().join(","), "registered in the cluster");
+        let next_rebalance = Instant::now() + config.rebalance.map_or(Duration::ZERO, |r| r.0);
         Ok(Node {
             etcd,
             config,
@@ -190,6 +209,8 @@ impl Node {
             epoch,
             last_renewed: Instant::now(),
             failing: false,
+            next_rebalance,
+            leaving: None,
         })
     }
 
@@ -205,7 +226,12 @@ impl Node {
                 _ = &mut stop => break,
                 _ = tokio::time::sleep_until(next_beat) => {
                     self.tick(&view).await;
-                    next_beat = tokio::time::Instant::now() + self.config.heartbeat;
+                    self.check_leaving(&view);
+                    let beat = match self.leaving {
+                        Some(_) => self.config.heartbeat.min(LEAVING_BEAT),
+                        None => self.config.heartbeat,
+                    };
+                    next_beat = tokio::time::Instant::now() + beat;
                 }
                 Some(command) = commands.recv() => self.run_command(command, &view).await,
             }
@@ -268,8 +294,89 @@ impl Node {
         if internal_topics::create_all_wanted(etcd, keys, &current, me).await? > 0 {
             current = self.read().await?;
         }
+        if self.rebalance_due() {
+            let percentage = self.config.rebalance.map_or(100, |r| r.1);
+            let (etcd, keys) = (&self.etcd, &self.config.keys);
+            if controller::rebalance_leaders(etcd, keys, &current, me, percentage).await? > 0 {
+                current = self.read().await?;
+            }
+        }
         publish(view, current);
         Ok(())
+    }
+
+    /// Whether the controller's leadership balance check is due now (and when the next is).
+    fn rebalance_due(&mut self) -> bool {
+        let Some((interval, _)) = self.config.rebalance else {
+            return false;
+        };
+        if Instant::now() < self.next_rebalance {
+            return false;
+        }
+        self.next_rebalance = Instant::now() + interval;
+        true
+    }
+
+    /// Starts a controlled shutdown: the registration says so from now on (a registration
+    /// made again after an expiry too), and the wait ends in `check_leaving`.
+    async fn start_leaving(
+        &mut self,
+        bound: Duration,
+        reply: oneshot::Sender<Result<Vec<String>, TopicRefused>>,
+        view: &watch::Sender<Arc<ClusterView>>,
+    ) {
+        self.config.me.shutting_down = true;
+        let (etcd, keys) = (&self.etcd, &self.config.keys);
+        match crate::cluster::leaving::mark(etcd, keys, &self.config.me, self.epoch).await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(
+                "this node's registration changed before it could be marked as shutting down"
+            ),
+            Err(e) => {
+                let _ = reply.send(Err(e.into()));
+                return;
+            }
+        }
+        tracing::info!(
+            broker = self.config.me.id,
+            bound_ms = bound.as_millis() as u64,
+            "controlled shutdown: waiting for the controller to move this node's leaderships"
+        );
+        self.leaving = Some(Leaving {
+            deadline: Instant::now() + bound,
+            reply,
+            told_stuck: false,
+        });
+        self.republish(view).await;
+        self.check_leaving(view);
+    }
+
+    /// Ends a controlled shutdown's wait once the view shows nothing left to move, or at
+    /// its deadline; says once which partitions cannot hand off.
+    fn check_leaving(&mut self, view: &watch::Sender<Arc<ClusterView>>) {
+        let Some(leaving) = &mut self.leaving else {
+            return;
+        };
+        let me = self.config.me.id;
+        let left = crate::cluster::leaving::remaining(&view.borrow(), me);
+        if !left.stuck.is_empty() && !std::mem::replace(&mut leaving.told_stuck, true) {
+            tracing::warn!(broker = me, partitions = ?left.stuck, "controlled shutdown: this node is the last in-sync replica of these partitions, so their leadership cannot move; waiting up to controlled.shutdown.max.retries x retry.backoff.ms for a follower to catch up");
+        }
+        let timed_out = Instant::now() >= leaving.deadline;
+        if !left.is_empty() && !timed_out {
+            return;
+        }
+        let mut names = left.moving;
+        names.extend(left.stuck);
+        match names.is_empty() {
+            true => tracing::info!(broker = me, "controlled shutdown: every leadership moved"),
+            false => {
+                tracing::warn!(broker = me, partitions = ?names, "controlled shutdown: stopping with partitions not moved")
+            }
+        }
+        if let Some(leaving) = self.leaving.take() {
+            let _ = leaving.reply.send(Ok(names));
+        }
     }
 
     /// A client's topic change, run against a fresh read; the view that shows it is
@@ -278,6 +385,12 @@ impl Node {
         let current = match self.read().await {
             Ok(current) => current,
             Err(e) => return command.refuse(e.into()),
+        };
+        let command = match command {
+            TopicCommand::Leave { bound, reply } => {
+                return self.start_leaving(bound, reply, view).await;
+            }
+            other => other,
         };
         let (etcd, keys, me) = (&self.etcd, &self.config.keys, self.config.me.id);
         let answer = match command {
@@ -331,6 +444,16 @@ impl Node {
                 let swapped = security::swap(etcd, keys, &name, expected, value).await;
                 Answer::Swapped(reply, swapped.map_err(TopicRefused::from))
             }
+            TopicCommand::ElectLeaders {
+                kind,
+                partitions,
+                reply,
+            } => {
+                let asked = (kind, partitions);
+                let elected = controller::elect_asked(etcd, keys, &current, me, asked).await;
+                Answer::Elected(reply, elected)
+            }
+            TopicCommand::Leave { .. } => unreachable!("handled above"),
         };
         self.republish(view).await;
         if !answer.send() {
@@ -420,6 +543,10 @@ enum Answer {
         oneshot::Sender<Result<security::Swapped, TopicRefused>>,
         Result<security::Swapped, TopicRefused>,
     ),
+    Elected(
+        oneshot::Sender<Result<Vec<controller::Elected>, TopicRefused>>,
+        Result<Vec<controller::Elected>, TopicRefused>,
+    ),
 }
 
 impl Answer {
@@ -430,6 +557,7 @@ impl Answer {
             Answer::Done(reply, outcome) => reply.send(outcome).is_ok(),
             Answer::Block(reply, outcome) => reply.send(outcome).is_ok(),
             Answer::Swapped(reply, outcome) => reply.send(outcome).is_ok(),
+            Answer::Elected(reply, outcome) => reply.send(outcome).is_ok(),
         }
     }
 }

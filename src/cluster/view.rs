@@ -29,6 +29,10 @@ pub struct BrokerRegistration {
     pub listeners: Vec<Endpoint>,
     /// The native protocol's address.
     pub native: String,
+    /// The node is stopping (SIGTERM): the controller moves its leaderships to in-sync
+    /// followers and takes it out of every ISR it is not the last member of (Kafka's
+    /// controlled shutdown); it leads nothing new and joins no ISR.
+    pub shutting_down: bool,
 }
 
 /// The controller and its epoch (the controller key's creation revision: a new election
@@ -67,6 +71,7 @@ impl BrokerRegistration {
             "directory": self.directory,
             "listeners": listeners,
             "native": self.native,
+            "shutting_down": self.shutting_down,
         });
         value.to_string().into_bytes()
     }
@@ -81,6 +86,7 @@ impl BrokerRegistration {
             directory: v["directory"].as_str()?.to_string(),
             listeners: listeners.collect::<Option<Vec<_>>>()?,
             native: v["native"].as_str().unwrap_or_default().to_string(),
+            shutting_down: v["shutting_down"].as_bool().unwrap_or(false),
         })
     }
 
@@ -155,6 +161,11 @@ impl ClusterView {
         self.broker(id).map(|b| b.epoch)
     }
 
+    /// Whether a live broker is in controlled shutdown.
+    pub fn shutting_down(&self, id: i32) -> bool {
+        self.broker(id).is_some_and(|b| b.shutting_down)
+    }
+
     /// Whether `broker` leads the partition in this view: named leader, and elected while
     /// registered as it is now (a restarted leader leads again only once re-elected).
     pub fn leads(&self, broker: i32, topic: &str, partition: u32) -> bool {
@@ -166,6 +177,17 @@ impl ClusterView {
             p.state.leader == Some(broker)
                 && self.live_epoch(broker) == Some(p.state.leader_broker_epoch)
         })
+    }
+}
+
+/// The controller decides on the brokers of one view.
+impl crate::replication::controller::Liveness for ClusterView {
+    fn epoch(&self, node: i32) -> Option<i64> {
+        self.live_epoch(node)
+    }
+
+    fn leaving(&self, node: i32) -> bool {
+        self.shutting_down(node)
     }
 }
 
@@ -196,6 +218,7 @@ mod tests {
                 port: 9000 + id as u16,
             }],
             native: format!("127.0.0.1:{}", 8000 + id),
+            shutting_down: id == 2,
         };
         let kvs = [
             kv(&keys.broker(2), b(2).encode(), 12),
@@ -208,6 +231,10 @@ mod tests {
         assert_eq!(ids, [(1, 11), (2, 12)]);
         assert_eq!(view.broker(1).unwrap().listeners, b(1).listeners);
         assert_eq!(view.controller, Some(ControllerInfo { id: 2, epoch: 14 }));
+        assert_eq!(
+            (view.shutting_down(1), view.shutting_down(2)),
+            (false, true)
+        );
         assert_eq!(view.revision, 20);
     }
 }

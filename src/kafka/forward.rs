@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::{
-    ApiKey, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, RequestKind,
-    ResponseKind, TopicName,
+    ApiKey, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, ElectLeadersRequest,
+    ElectLeadersResponse, RequestKind, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -134,4 +134,20 @@ pub async fn create_partitions(
         .with_timeout_ms(TIMEOUT.as_millis() as i32);
     let request = RequestKind::CreatePartitions(request);
     outcome(ask(ctx, controller, ApiKey::CreatePartitions, 1, request).await?)
+}
+
+/// An ElectLeaders request as asked, answered by the controller.
+pub async fn elect_leaders(
+    ctx: &Context<'_>,
+    controller: i32,
+    request: ElectLeadersRequest,
+) -> Result<ElectLeadersResponse, Refusal> {
+    let request = RequestKind::ElectLeaders(request);
+    match ask(ctx, controller, ApiKey::ElectLeaders, 2, request).await? {
+        ResponseKind::ElectLeaders(answer) => Ok(answer),
+        _ => Err(Refusal::new(
+            errors::UNKNOWN_SERVER_ERROR,
+            "the controller's answer is not an ElectLeaders response",
+        )),
+    }
 }

@@ -16,6 +16,7 @@ mod cluster;
 mod cluster_admin;
 mod codec;
 mod configs;
+mod elect_leaders;
 pub use crate::kafka_codes as errors;
 mod fetch;
 mod forward;
@@ -140,6 +141,9 @@ async fn dispatch(
         }
         RequestKind::DescribeLogDirs(r) => {
             ResponseKind::DescribeLogDirs(log_admin::describe_log_dirs(ctx, r).await)
+        }
+        RequestKind::ElectLeaders(r) => {
+            ResponseKind::ElectLeaders(elect_leaders::handle(ctx, r).await)
         }
         RequestKind::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(cluster::describe_cluster(ctx, r))

@@ -54,50 +54,58 @@ pub fn place(
     Ok(out)
 }
 
+/// What the controller knows of the brokers when it decides: each live node's broker
+/// epoch, and which live nodes are leaving (a controlled shutdown: they lead nothing new
+/// and leave the ISRs). A closure of the epoch alone is a cluster where nobody is leaving.
+pub trait Liveness {
+    /// The broker epoch of a live node's registration (None: dead).
+    fn epoch(&self, node: NodeId) -> Option<i64>;
+
+    /// Whether a live node asked to stop (Kafka's controlled shutdown).
+    fn leaving(&self, _node: NodeId) -> bool {
+        false
+    }
+
+    /// Live and staying: may lead, and may join an ISR.
+    fn eligible(&self, node: NodeId) -> bool {
+        self.epoch(node).is_some() && !self.leaving(node)
+    }
+}
+
+impl<F: Fn(NodeId) -> Option<i64>> Liveness for F {
+    fn epoch(&self, node: NodeId) -> Option<i64> {
+        self(node)
+    }
+}
+
 /// The new state when the leader is gone (dead, or registered again since it was elected)
-/// or an ISR member is dead; None when nothing needs to change. `live(node)` is the broker
-/// epoch of a live node's registration. Dead members leave the ISR unless none would be
-/// left: then the last one stays, and the partition stays offline until it returns (clean
+/// or leaving, or an ISR member is dead or leaving; None when nothing needs to change.
+/// Dead and leaving members leave the ISR unless no staying member would be left: then
+/// the live ones stay (a leaving leader keeps leading: it cannot hand off), or, with none
+/// live, the last ones stay and the partition stays offline until one returns (clean
 /// election only).
-pub fn elect(
-    state: &PartitionState,
-    live: impl Fn(NodeId) -> Option<i64>,
-) -> Option<PartitionState> {
+pub fn elect(state: &PartitionState, brokers: &impl Liveness) -> Option<PartitionState> {
+    let isr = surviving_isr(state, brokers);
     let leader_ok = state
         .leader
-        .is_some_and(|l| live(l) == Some(state.leader_broker_epoch));
-    let alive: Vec<NodeId> = state
-        .isr
-        .iter()
-        .copied()
-        .filter(|&r| live(r).is_some())
-        .collect();
-    let isr = if alive.is_empty() {
-        state.isr.clone()
-    } else {
-        alive
-    };
+        .is_some_and(|l| brokers.epoch(l) == Some(state.leader_broker_epoch) && isr.contains(&l));
     if leader_ok && isr == state.isr {
         return None;
     }
     let leader = match leader_ok {
         true => state.leader,
-        false => state
-            .replicas
-            .iter()
-            .copied()
-            .find(|r| isr.contains(r) && live(*r).is_some()),
+        false => first_in_order(state, &isr, |r| brokers.eligible(r))
+            .or_else(|| first_in_order(state, &isr, |r| brokers.epoch(r).is_some())),
     };
     if leader.is_none() && state.leader.is_none() && isr == state.isr {
         return None;
     }
-    let new_leader = !leader_ok;
     let next = PartitionState {
         replicas: state.replicas.clone(),
         isr,
         leader,
-        leader_epoch: state.leader_epoch + i32::from(new_leader),
-        leader_broker_epoch: leader.and_then(&live).unwrap_or(-1),
+        leader_epoch: state.leader_epoch + i32::from(!leader_ok),
+        leader_broker_epoch: leader.and_then(|l| brokers.epoch(l)).unwrap_or(-1),
         partition_epoch: state.partition_epoch + 1,
     };
     assert!(
@@ -105,6 +113,129 @@ pub fn elect(
         "a leader outside the ISR"
     );
     Some(next)
+}
+
+/// The ISR without its dead and leaving members: the staying ones if any, else the live
+/// ones, else the ISR as it was (its last members wait to return).
+fn surviving_isr(state: &PartitionState, brokers: &impl Liveness) -> Vec<NodeId> {
+    let keep = |pick: &dyn Fn(NodeId) -> bool| -> Vec<NodeId> {
+        state.isr.iter().copied().filter(|&r| pick(r)).collect()
+    };
+    let staying = keep(&|r| brokers.eligible(r));
+    if !staying.is_empty() {
+        return staying;
+    }
+    let alive = keep(&|r| brokers.epoch(r).is_some());
+    if !alive.is_empty() {
+        return alive;
+    }
+    state.isr.clone()
+}
+
+/// The first replica, in assignment order, of `isr` that `ok` accepts.
+fn first_in_order(
+    state: &PartitionState,
+    isr: &[NodeId],
+    ok: impl Fn(NodeId) -> bool,
+) -> Option<NodeId> {
+    (state.replicas.iter().copied()).find(|&r| isr.contains(&r) && ok(r))
+}
+
+/// Why an election asked for (Kafka's ElectLeaders) changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ElectionRefused {
+    #[error("the partition already has the leader asked for (ELECTION_NOT_NEEDED)")]
+    NotNeeded,
+    #[error("the preferred replica is not live and in sync (PREFERRED_LEADER_NOT_AVAILABLE)")]
+    PreferredNotAvailable,
+    #[error("no live replica can lead the partition (ELIGIBLE_LEADERS_NOT_AVAILABLE)")]
+    NoEligibleLeader,
+}
+
+/// Kafka's PREFERRED election: the first assigned replica leads if it is live, staying
+/// and in sync, with the next leader epoch.
+pub fn elect_preferred(
+    state: &PartitionState,
+    brokers: &impl Liveness,
+) -> Result<PartitionState, ElectionRefused> {
+    let preferred = state.replicas[0];
+    let leads = state.leader == Some(preferred)
+        && brokers.epoch(preferred) == Some(state.leader_broker_epoch);
+    if leads {
+        return Err(ElectionRefused::NotNeeded);
+    }
+    if !state.isr.contains(&preferred) || !brokers.eligible(preferred) {
+        return Err(ElectionRefused::PreferredNotAvailable);
+    }
+    Ok(led_by(state, preferred, state.isr.clone(), brokers))
+}
+
+/// Kafka's UNCLEAN election, only ever when asked: a partition without a live leader is
+/// led by its first live replica in assignment order, in sync or not, which becomes the
+/// whole ISR. What only the lost replicas held is gone (the others truncate to it).
+pub fn elect_unclean(
+    state: &PartitionState,
+    brokers: &impl Liveness,
+) -> Result<PartitionState, ElectionRefused> {
+    let leader_live = state
+        .leader
+        .is_some_and(|l| brokers.epoch(l) == Some(state.leader_broker_epoch));
+    if leader_live {
+        return Err(ElectionRefused::NotNeeded);
+    }
+    let in_order = state.replicas.iter().copied();
+    let staying = in_order.clone().find(|&r| brokers.eligible(r));
+    let chosen = staying.or_else(|| in_order.clone().find(|&r| brokers.epoch(r).is_some()));
+    let leader = chosen.ok_or(ElectionRefused::NoEligibleLeader)?;
+    Ok(led_by(state, leader, vec![leader], brokers))
+}
+
+/// `state` with `leader` elected over `isr`: a new leader epoch and partition epoch.
+fn led_by(
+    state: &PartitionState,
+    leader: NodeId,
+    isr: Vec<NodeId>,
+    brokers: &impl Liveness,
+) -> PartitionState {
+    assert!(isr.contains(&leader), "a leader is elected into its ISR");
+    let epoch = brokers.epoch(leader);
+    assert!(epoch.is_some(), "only a live replica is elected");
+    PartitionState {
+        replicas: state.replicas.clone(),
+        isr,
+        leader: Some(leader),
+        leader_epoch: state.leader_epoch + 1,
+        leader_broker_epoch: epoch.unwrap_or(-1),
+        partition_epoch: state.partition_epoch + 1,
+    }
+}
+
+/// Kafka's leader imbalance check (`auto.leader.rebalance.enable`): for each broker, the
+/// share of the partitions it is preferred for that another broker leads; where that
+/// share is above `percentage`, the indexes (into `states`) of those of its partitions a
+/// preferred election would now move back to it.
+pub fn imbalanced(
+    states: &[&PartitionState],
+    percentage: u32,
+    brokers: &impl Liveness,
+) -> Vec<usize> {
+    let mut by_preferred: std::collections::BTreeMap<NodeId, (usize, Vec<usize>)> =
+        Default::default();
+    for (i, state) in states.iter().enumerate() {
+        let entry = by_preferred.entry(state.replicas[0]).or_default();
+        entry.0 += 1;
+        if state.leader != Some(state.replicas[0]) {
+            entry.1.push(i);
+        }
+    }
+    let over =
+        |(total, moved): &(usize, Vec<usize>)| moved.len() * 100 > total * percentage as usize;
+    let movable = |&i: &usize| elect_preferred(states[i], brokers).is_ok();
+    let picked = by_preferred.values().filter(|e| over(e));
+    picked
+        .flat_map(|(_, moved)| moved.iter().copied().filter(movable))
+        .collect()
 }
 
 /// Why an ISR change is refused.
@@ -121,11 +252,11 @@ pub enum IsrRefused {
 
 /// A leader's ISR change against the current state (KIP-497's AlterPartition checks): it
 /// stands only if made by the current leader on the current partition epoch, keeps the
-/// leader, and adds only live replicas.
+/// leader, and adds only live replicas that are not leaving.
 pub fn alter_isr(
     state: &PartitionState,
     change: &IsrChange,
-    live: impl Fn(NodeId) -> Option<i64>,
+    brokers: &impl Liveness,
 ) -> Result<PartitionState, IsrRefused> {
     let current = state.leader == Some(change.leader)
         && state.leader_epoch == change.leader_epoch
@@ -133,8 +264,9 @@ pub fn alter_isr(
     if !current {
         return Err(IsrRefused::Stale);
     }
+    // A member may stay; a new one must be live and staying (not in controlled shutdown).
     let eligible =
-        |r: &NodeId| state.replicas.contains(r) && (state.isr.contains(r) || live(*r).is_some());
+        |r: &NodeId| state.replicas.contains(r) && (state.isr.contains(r) || brokers.eligible(*r));
     if !change.isr.contains(&change.leader) || !change.isr.iter().all(eligible) {
         return Err(IsrRefused::Ineligible);
     }
@@ -183,28 +315,28 @@ mod tests {
     #[test]
     fn a_dead_leader_is_replaced_by_the_first_live_isr_member_in_replica_order() {
         let live = |n: NodeId| (n != 1).then_some(10);
-        let next = elect(&state(&[1, 3, 2], Some(1)), live).unwrap();
+        let next = elect(&state(&[1, 3, 2], Some(1)), &live).unwrap();
         assert_eq!(
             (next.leader, next.leader_epoch, next.partition_epoch),
             (Some(2), 5, 8)
         );
         assert_eq!(next.isr, [3, 2]);
-        assert_eq!(elect(&next, live), None, "settled");
+        assert_eq!(elect(&next, &live), None, "settled");
     }
 
     #[test]
     fn no_replica_outside_the_isr_is_elected_and_the_last_isr_member_is_kept() {
         let only_3 = |n: NodeId| (n == 3).then_some(10);
-        let next = elect(&state(&[1], Some(1)), only_3).unwrap();
+        let next = elect(&state(&[1], Some(1)), &only_3).unwrap();
         assert_eq!((next.leader, next.isr.as_slice()), (None, &[1][..]));
-        assert_eq!(elect(&next, only_3), None, "offline until 1 returns");
-        let back = elect(&next, |_| Some(11)).unwrap();
+        assert_eq!(elect(&next, &only_3), None, "offline until 1 returns");
+        let back = elect(&next, &|_: NodeId| Some(11)).unwrap();
         assert_eq!((back.leader, back.leader_broker_epoch), (Some(1), 11));
     }
 
     #[test]
     fn a_restarted_leader_is_elected_again_with_a_new_epoch() {
-        let next = elect(&state(&[1, 2, 3], Some(1)), |_| Some(12)).unwrap();
+        let next = elect(&state(&[1, 2, 3], Some(1)), &|_: NodeId| Some(12)).unwrap();
         assert_eq!(
             (next.leader, next.leader_epoch, next.leader_broker_epoch),
             (Some(1), 5, 12)
@@ -220,17 +352,17 @@ mod tests {
             partition_epoch: 7,
             isr: vec![1, 2, 3],
         };
-        let next = alter_isr(&s, &change, |_| Some(10)).unwrap();
+        let next = alter_isr(&s, &change, &|_: NodeId| Some(10)).unwrap();
         assert_eq!(
             (next.isr.as_slice(), next.partition_epoch),
             (&[1, 2, 3][..], 8)
         );
         assert_eq!(
-            alter_isr(&next, &change, |_| Some(10)),
+            alter_isr(&next, &change, &|_: NodeId| Some(10)),
             Err(IsrRefused::Stale)
         );
         assert_eq!(
-            alter_isr(&s, &change, |n| (n != 3).then_some(10)),
+            alter_isr(&s, &change, &|n: NodeId| (n != 3).then_some(10)),
             Err(IsrRefused::Ineligible)
         );
         let without_leader = IsrChange {
@@ -238,8 +370,118 @@ mod tests {
             ..change
         };
         assert_eq!(
-            alter_isr(&s, &without_leader, |_| Some(10)),
+            alter_isr(&s, &without_leader, &|_: NodeId| Some(10)),
             Err(IsrRefused::Ineligible)
         );
+    }
+
+    /// Every node live at epoch 10; `leaving` in controlled shutdown.
+    struct Leaving(&'static [NodeId]);
+
+    impl Liveness for Leaving {
+        fn epoch(&self, _: NodeId) -> Option<i64> {
+            Some(10)
+        }
+        fn leaving(&self, node: NodeId) -> bool {
+            self.0.contains(&node)
+        }
+    }
+
+    #[test]
+    fn a_leaving_leader_hands_off_to_a_staying_isr_member_and_leaves_the_isr() {
+        let next = elect(&state(&[1, 2, 3], Some(1)), &Leaving(&[1])).unwrap();
+        assert_eq!((next.leader, next.leader_epoch), (Some(2), 5));
+        assert_eq!(next.isr, [2, 3]);
+        assert_eq!(elect(&next, &Leaving(&[1])), None, "settled");
+        let follower = elect(&state(&[1, 2, 3], Some(1)), &Leaving(&[3])).unwrap();
+        assert_eq!((follower.leader, follower.leader_epoch), (Some(1), 4));
+        assert_eq!(follower.isr, [1, 2], "a leaving follower leaves the ISR");
+    }
+
+    #[test]
+    fn the_last_in_sync_replica_keeps_leading_while_it_leaves() {
+        assert_eq!(elect(&state(&[1], Some(1)), &Leaving(&[1])), None);
+        let both = elect(&state(&[1, 2], Some(1)), &Leaving(&[1, 2]));
+        assert_eq!(both, None, "no staying member: nobody to hand off to");
+    }
+
+    #[test]
+    fn a_leaving_replica_does_not_join_an_isr() {
+        let s = state(&[1, 2], Some(1));
+        let change = IsrChange {
+            leader: 1,
+            leader_epoch: 4,
+            partition_epoch: 7,
+            isr: vec![1, 2, 3],
+        };
+        let refused = alter_isr(&s, &change, &Leaving(&[3]));
+        assert_eq!(refused, Err(IsrRefused::Ineligible));
+        let shrink = IsrChange {
+            isr: vec![1],
+            ..change
+        };
+        assert!(alter_isr(&s, &shrink, &Leaving(&[2])).is_ok());
+    }
+
+    #[test]
+    fn a_preferred_election_moves_leadership_to_the_first_replica_only_when_it_is_in_sync() {
+        let next = elect_preferred(&state(&[2, 1, 3], Some(2)), &Leaving(&[])).unwrap();
+        assert_eq!(
+            (next.leader, next.leader_epoch, next.partition_epoch),
+            (Some(1), 5, 8)
+        );
+        assert_eq!(next.isr, [2, 1, 3], "the ISR is kept");
+        let refused = |isr: &[NodeId], leaving: &'static [NodeId]| {
+            elect_preferred(&state(isr, Some(2)), &Leaving(leaving)).unwrap_err()
+        };
+        assert_eq!(
+            refused(&[2, 3], &[]),
+            ElectionRefused::PreferredNotAvailable
+        );
+        assert_eq!(
+            refused(&[2, 1], &[1]),
+            ElectionRefused::PreferredNotAvailable
+        );
+        let dead_1 = |n: NodeId| (n != 1).then_some(10);
+        let dead = elect_preferred(&state(&[2, 1], Some(2)), &dead_1).unwrap_err();
+        assert_eq!(dead, ElectionRefused::PreferredNotAvailable);
+        let already = elect_preferred(&next, &Leaving(&[])).unwrap_err();
+        assert_eq!(already, ElectionRefused::NotNeeded);
+    }
+
+    #[test]
+    fn an_unclean_election_only_helps_a_partition_without_a_live_leader() {
+        let only_3 = |n: NodeId| (n == 3).then_some(10);
+        let offline = elect(&state(&[1], Some(1)), &only_3).unwrap();
+        let next = elect_unclean(&offline, &only_3).unwrap();
+        assert_eq!((next.leader, next.isr.as_slice()), (Some(3), &[3][..]));
+        assert_eq!(next.leader_epoch, offline.leader_epoch + 1);
+        let refused = elect_unclean(&next, &only_3).unwrap_err();
+        assert_eq!(refused, ElectionRefused::NotNeeded);
+        let nobody = elect_unclean(&offline, &|_: NodeId| None).unwrap_err();
+        assert_eq!(nobody, ElectionRefused::NoEligibleLeader);
+    }
+
+    #[test]
+    fn only_brokers_over_the_imbalance_percentage_get_their_leaderships_back() {
+        let led = |leader: NodeId, replicas: [NodeId; 3]| PartitionState {
+            replicas: replicas.to_vec(),
+            isr: replicas.to_vec(),
+            leader: Some(leader),
+            ..state(&[], None)
+        };
+        // Broker 1 is preferred for four partitions and leads one; broker 2 leads its two.
+        let states = [
+            led(1, [1, 2, 3]),
+            led(2, [1, 2, 3]),
+            led(3, [1, 3, 2]),
+            led(2, [1, 2, 3]),
+            led(2, [2, 3, 1]),
+            led(2, [2, 1, 3]),
+        ];
+        let refs: Vec<&PartitionState> = states.iter().collect();
+        assert_eq!(imbalanced(&refs, 10, &Leaving(&[])), [1, 2, 3]);
+        assert_eq!(imbalanced(&refs, 75, &Leaving(&[])), Vec::<usize>::new());
+        assert_eq!(imbalanced(&refs, 10, &Leaving(&[1])), Vec::<usize>::new());
     }
 }

@@ -82,15 +82,27 @@ pub struct ServerHandle {
     _mesh: MeshBuilder<MeshMsg, Full>,
     /// Cluster mode's etcd session: ended (its lease revoked) once the shards have stopped.
     cluster: Option<crate::cluster::Session>,
+    /// How long a signal's controlled shutdown may wait for leaderships to move (None:
+    /// not in cluster mode, or controlled.shutdown.enable=false).
+    controlled_shutdown: Option<Duration>,
 }
 
 impl ServerHandle {
-    /// SIGINT and SIGTERM stop the server (as `stop` does).
+    /// SIGINT and SIGTERM stop the server (as `stop` does); a cluster node first hands
+    /// its leaderships to in-sync followers (controlled shutdown).
     /// SIGHUP reloads the TLS listeners' certificates.
     pub fn stop_on_signals(&self) -> Result<(), ServerError> {
         let failed =
             |e: std::io::Error| ServerError::Startup(format!("installing signal handlers: {e}"));
-        self.stop.on_signals().map_err(failed)?;
+        let handoff = (self.cluster.as_ref()).zip(self.controlled_shutdown);
+        match handoff {
+            Some((session, bound)) => {
+                let link = session.link();
+                let leave = move || drop(link.leave(bound));
+                self.stop.on_signals_after(leave).map_err(failed)?;
+            }
+            None => self.stop.on_signals().map_err(failed)?,
+        }
         crate::net::tls::reload_on_sighup().map_err(failed)
     }
 
@@ -169,6 +181,9 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
     raise_fd_limit(&config);
     let tiering = open_tiering(&config)?;
     let cluster = join_cluster(&config)?;
+    let settings = &config.cluster;
+    let controlled_shutdown = (cluster.is_some() && settings.controlled_shutdown)
+        .then(|| settings.controlled_shutdown_bound());
 
     let (stop, stop_listeners) = stop::stop_pair(config.shards)
         .map_err(|e| startup(format!("creating stop sockets: {e}")))?;
@@ -201,6 +216,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
         _lock: lock,
         _mesh: mesh,
         cluster,
+        controlled_shutdown,
     };
     let handle = wait_until_ready(handle, &ready_rx, n)?;
     tracing::info!(

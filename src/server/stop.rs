@@ -12,10 +12,12 @@ use std::sync::Arc;
 
 use futures_lite::AsyncReadExt;
 
-/// The sending side, kept by the server handle.
+/// The sending side, kept by the server handle (and cloned for a controlled shutdown's
+/// signal thread).
+#[derive(Clone)]
 pub struct StopNotifier {
     flag: Arc<AtomicBool>,
-    writers: Vec<UnixStream>,
+    writers: Arc<[UnixStream]>,
 }
 
 /// One shard's receiving side (moved into its executor).
@@ -32,6 +34,7 @@ pub fn stop_pair(shards: usize) -> std::io::Result<(StopNotifier, Vec<StopListen
         listeners.push(StopListener(r));
     }
     let flag = Arc::new(AtomicBool::new(false));
+    let writers = writers.into();
     Ok((StopNotifier { flag, writers }, listeners))
 }
 
@@ -39,7 +42,7 @@ impl StopNotifier {
     /// Asks every shard to stop (idempotent; never blocks).
     pub fn notify(&self) {
         self.flag.store(true, Ordering::SeqCst);
-        for w in &self.writers {
+        for w in self.writers.iter() {
             let _ = (&*w).write(&[1]);
         }
     }
@@ -52,10 +55,44 @@ impl StopNotifier {
     pub fn on_signals(&self) -> std::io::Result<()> {
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(sig, self.flag.clone())?;
-            for w in &self.writers {
+            for w in self.writers.iter() {
                 signal_hook::low_level::pipe::register(sig, w.try_clone()?)?;
             }
         }
+        Ok(())
+    }
+
+    /// SIGINT and SIGTERM first run `before_stop` (a cluster node's controlled shutdown,
+    /// which blocks until its leaderships moved or its bound passed), then stop the
+    /// shards; a second signal meanwhile stops them at once.
+    pub fn on_signals_after(
+        &self,
+        before_stop: impl FnOnce() + Send + 'static,
+    ) -> std::io::Result<()> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+        let notifier = self.clone();
+        std::thread::Builder::new()
+            .name("shardlog-signals".to_string())
+            .spawn(move || {
+                let mut before_stop = Some(before_stop);
+                for _ in signals.forever() {
+                    let Some(first) = before_stop.take() else {
+                        tracing::warn!("a second stop signal: stopping now");
+                        return notifier.notify();
+                    };
+                    let after = notifier.clone();
+                    let handoff = std::thread::Builder::new()
+                        .name("shardlog-handoff".to_string())
+                        .spawn(move || {
+                            first();
+                            after.notify();
+                        });
+                    if handoff.is_err() {
+                        return notifier.notify();
+                    }
+                }
+            })?;
         Ok(())
     }
 }

@@ -22,6 +22,18 @@ pub struct ClusterSettings {
     /// A follower that has not caught up with its leader's log end for this long leaves
     /// the ISR (Kafka's replica.lag.time.max.ms).
     pub replica_lag_time_max_ms: u64,
+    /// The controller moves leadership back to preferred replicas when a broker's share
+    /// of lost leaderships passes `leader_imbalance_per_broker_percentage` (Kafka's
+    /// auto.leader.rebalance.enable, checked every leader.imbalance.check.interval.seconds).
+    pub auto_leader_rebalance: bool,
+    pub leader_imbalance_check_interval_s: u64,
+    pub leader_imbalance_per_broker_percentage: u32,
+    /// SIGTERM first moves this node's leaderships to in-sync followers (Kafka's
+    /// controlled.shutdown.enable); it waits for that at most max.retries x
+    /// retry.backoff.ms (Kafka's controlled.shutdown.* keys).
+    pub controlled_shutdown: bool,
+    pub controlled_shutdown_max_retries: u32,
+    pub controlled_shutdown_retry_backoff_ms: u64,
     /// The replicas of `__consumer_offsets` (Kafka's offsets.topic.replication.factor);
     /// 0, the default, is min(3, live brokers) when it is created, any other value waits
     /// for that many live brokers.
@@ -40,6 +52,12 @@ impl Default for ClusterSettings {
             session_timeout_ms: 9_000,
             heartbeat_interval_ms: 2_000,
             replica_lag_time_max_ms: 30_000,
+            auto_leader_rebalance: true,
+            leader_imbalance_check_interval_s: 300,
+            leader_imbalance_per_broker_percentage: 10,
+            controlled_shutdown: true,
+            controlled_shutdown_max_retries: 3,
+            controlled_shutdown_retry_backoff_ms: 5_000,
             offsets_topic_replication_factor: 0,
             transaction_state_log_replication_factor: 0,
         }
@@ -47,6 +65,12 @@ impl Default for ClusterSettings {
 }
 
 impl ClusterSettings {
+    /// How long a controlled shutdown waits for its leaderships to move.
+    pub fn controlled_shutdown_bound(&self) -> std::time::Duration {
+        let retries = u64::from(self.controlled_shutdown_max_retries.max(1));
+        std::time::Duration::from_millis(retries * self.controlled_shutdown_retry_backoff_ms)
+    }
+
     /// Whether cluster mode is on.
     pub fn enabled(&self) -> bool {
         !self.etcd_endpoints.is_empty()

@@ -348,6 +348,31 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         cluster.replica_lag_time_max_ms,
         100..=DAY_MS
     ),
+    boolean_key!(
+        "auto.leader.rebalance.enable",
+        cluster.auto_leader_rebalance
+    ),
+    number_key!(
+        "leader.imbalance.check.interval.seconds",
+        cluster.leader_imbalance_check_interval_s,
+        1..=86_400
+    ),
+    number_key!(
+        "leader.imbalance.per.broker.percentage",
+        cluster.leader_imbalance_per_broker_percentage,
+        0..=100
+    ),
+    boolean_key!("controlled.shutdown.enable", cluster.controlled_shutdown),
+    number_key!(
+        "controlled.shutdown.max.retries",
+        cluster.controlled_shutdown_max_retries,
+        0..=1_000
+    ),
+    number_key!(
+        "controlled.shutdown.retry.backoff.ms",
+        cluster.controlled_shutdown_retry_backoff_ms,
+        10..=DAY_MS
+    ),
     ServerKey {
         name: "remote.storage.url",
         get: |c| c.remote_storage_url.clone(),

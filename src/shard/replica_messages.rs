@@ -20,8 +20,8 @@ pub enum ReplicaOp {
         broker_epoch: i64,
         ack_timeout: Duration,
     },
-    /// A follower's fetch, on the leader; `eligible`: the follower's node is live (it may
-    /// join the ISR).
+    /// A follower's fetch, on the leader; `eligible`: the follower's node is live and not
+    /// in controlled shutdown (it may join the ISR).
     Fetch {
         request: FetchRequest,
         max_bytes: usize,

@@ -130,7 +130,7 @@ impl Node {
     fn send_isr_change(&self, change: IsrChange, out: &mut Vec<Msg>) {
         let Some(view) = &self.view else { return };
         let live = |n: NodeId| view.brokers.get(&n).copied();
-        if let Ok(state) = alter_isr(&view.partition, &change, live) {
+        if let Ok(state) = alter_isr(&view.partition, &change, &live) {
             let expect = view.partition_revision;
             out.push(self.store(Request::Swap {
                 expect,
@@ -188,7 +188,7 @@ impl Node {
     /// As controller: a new leader (or a smaller ISR) when the store shows one is needed.
     fn control(&self, snapshot: &Snapshot, epoch: i64, out: &mut Vec<Msg>) {
         let live = |n: NodeId| snapshot.brokers.get(&n).copied();
-        if let Some(state) = elect(&snapshot.partition, live) {
+        if let Some(state) = elect(&snapshot.partition, &live) {
             let expect = snapshot.partition_revision;
             out.push(self.store(Request::Swap {
                 expect,
