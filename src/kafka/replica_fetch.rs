@@ -196,9 +196,9 @@ fn send_isr_changes(ctx: &Context<'_>, changes: Vec<(TopicPartition, IsrChange)>
         return;
     };
     for (tp, change) in changes {
-        let link = link.clone();
+        let (shard, link) = (ctx.shard.clone(), link.clone());
         crate::tasks::spawn(async move {
-            crate::shard::replication::propose_isr(&link, tp, change).await;
+            crate::shard::replication::propose_isr(&shard, &link, tp, change).await;
         })
         .detach();
     }

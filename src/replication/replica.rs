@@ -311,6 +311,23 @@ impl Replica {
         })
     }
 
+    /// The store refused the proposed ISR change for good (it adds a replica that is not
+    /// eligible: KIP-497's INELIGIBLE_REPLICA, e.g. one in controlled shutdown): as Kafka's
+    /// leader does, it goes back to the ISR the store holds, so the high watermark stops
+    /// waiting for that replica. A refusal of another change than the one pending is stale.
+    pub fn abandon_isr_change(&mut self, change: &IsrChange, log_end: Offset) {
+        let Role::Leader(l) = &mut self.role else {
+            return;
+        };
+        let pending = l.epoch == change.leader_epoch
+            && l.partition_epoch == change.partition_epoch
+            && l.pending.as_ref() == Some(&change.isr);
+        if pending {
+            l.pending = None;
+            self.advance_high_watermark(log_end);
+        }
+    }
+
     /// The high watermark is the smallest log end among the ISR and any proposed ISR; it
     /// never moves back.
     fn advance_high_watermark(&mut self, log_end: Offset) {
@@ -413,5 +430,59 @@ fn propose(me: NodeId, l: &mut Leadership, isr: Vec<NodeId>) -> IsrChange {
         leader_epoch: l.epoch,
         partition_epoch: l.partition_epoch,
         isr,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Node 1 leads with ISR [1, 2]; replica 3 caught up at offset 10.
+    fn leading_with_3_proposed() -> (Replica, IsrChange) {
+        let mut r = Replica::new(1, EpochCache::default(), 0);
+        let state = PartitionState {
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2],
+            leader: Some(1),
+            leader_epoch: 0,
+            leader_broker_epoch: 7,
+            partition_epoch: 0,
+        };
+        r.apply(&state, 7, 10, 0);
+        let fetch = |follower| FetchRequest {
+            follower,
+            fetch_offset: 10,
+            last_fetched_epoch: None,
+            current_leader_epoch: 0,
+            correlation: 1,
+        };
+        r.on_fetch(fetch(2), 10, 0, |_| true).unwrap();
+        let (_, change) = r.on_fetch(fetch(3), 10, 0, |_| true).unwrap();
+        (r, change.expect("3 caught up: proposed"))
+    }
+
+    #[test]
+    fn an_isr_change_refused_for_good_is_dropped_and_stops_holding_the_high_watermark() {
+        let (mut r, change) = leading_with_3_proposed();
+        assert_eq!(change.isr, [1, 2, 3]);
+        r.appended(20);
+        let fetch_2 = FetchRequest {
+            follower: 2,
+            fetch_offset: 20,
+            last_fetched_epoch: Some(0),
+            current_leader_epoch: 0,
+            correlation: 2,
+        };
+        r.on_fetch(fetch_2, 20, 1, |_| false).unwrap();
+        assert_eq!(r.high_watermark(), 10, "the proposed member 3 holds it");
+        let stale = IsrChange {
+            partition_epoch: 5,
+            ..change.clone()
+        };
+        r.abandon_isr_change(&stale, 20);
+        assert_eq!(r.high_watermark(), 10, "another change's refusal is stale");
+        r.abandon_isr_change(&change, 20);
+        assert_eq!(r.pending_isr_change(), None);
+        assert_eq!(r.high_watermark(), 20, "the ISR the store holds has it all");
     }
 }

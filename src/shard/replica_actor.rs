@@ -106,6 +106,12 @@ pub async fn run(
             let change = r.replica.check_isr(now, max_lag.as_millis() as i64);
             ReplicaReply::IsrChange(change.or_else(|| r.replica.pending_isr_change()))
         }
+        ReplicaOp::IsrRefused { change } => {
+            r.replica
+                .abandon_isr_change(&change, log.replica_end_offset());
+            r.publish_high_watermark(log);
+            ReplicaReply::Applied
+        }
         ReplicaOp::Apply { .. } => unreachable!("handled above"),
     };
     Ok(OpOk::Replica(reply))

@@ -34,6 +34,11 @@ pub enum ReplicaOp {
         answered: FetchRequest,
         answer: LeaderAnswer,
     },
+    /// On the leader: the store refused its ISR change for good (a replica it adds is not
+    /// eligible); the change is dropped.
+    IsrRefused {
+        change: crate::replication::IsrChange,
+    },
     /// On the leader: followers that stopped keeping up leave the ISR (`max_lag`), and
     /// acks=all produces past their deadline are answered.
     Tick { max_lag: Duration },

@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::cluster::ClusterView;
+use crate::cluster::{ClusterView, TopicRefused};
+use crate::replication::controller::IsrRefused;
 use crate::replication::{IsrChange, NodeId};
 use crate::shard::messages::{OpOk, PartitionOp};
 use crate::shard::replica_actor::{ReplicaOp, ReplicaReply};
@@ -162,25 +163,31 @@ impl Shard {
             let op = PartitionOp::Replica(ReplicaOp::Tick { max_lag });
             let reply = self.partition_op(&tp.topic, tp.partition, op).await;
             if let Ok(OpOk::Replica(ReplicaReply::IsrChange(Some(change)))) = reply {
-                propose_isr(&link, tp, change).await;
+                propose_isr(self, &link, tp, change).await;
             }
         }
     }
 }
 
-/// Sends a leader's ISR change to etcd; a refusal (a newer state already there) is fine:
-/// the partition's next state says what stands.
+/// Sends a leader's ISR change to etcd. A stale refusal (a newer state already there) is
+/// fine: the partition's next state says what stands. A change that adds an ineligible
+/// replica is refused for good, so the leader drops it (its high watermark would wait for
+/// that replica otherwise).
 pub async fn propose_isr(
+    shard: &Rc<Shard>,
     link: &crate::cluster::ClusterLink,
     tp: TopicPartition,
     change: IsrChange,
 ) {
     let isr = change.isr.clone();
-    match link
-        .alter_isr(tp.topic.to_string(), tp.partition as u32, change)
-        .await
-    {
+    let asked = (tp.topic.to_string(), tp.partition as u32);
+    match link.alter_isr(asked.0, asked.1, change.clone()).await {
         Ok(()) => tracing::debug!(partition = %tp, ?isr, "ISR change written"),
+        Err(TopicRefused::Isr(IsrRefused::Ineligible)) => {
+            tracing::debug!(partition = %tp, ?isr, "ISR change refused: a replica it adds is not eligible; dropped");
+            let op = PartitionOp::Replica(ReplicaOp::IsrRefused { change });
+            let _ = shard.partition_op(&tp.topic, tp.partition, op).await;
+        }
         Err(e) => tracing::debug!(partition = %tp, ?isr, error = %e, "ISR change not written"),
     }
 }

@@ -23,7 +23,7 @@ use shardlog::kafka::blocking_client::BlockingClient;
 use super::cluster_e2e::{members, wait_for_agreement};
 use super::cluster_topics_e2e::{batch, create, name, wait_for_metadata, Described};
 
-const TOPIC: &str = "load";
+pub(crate) const TOPIC: &str = "load";
 const PARTITIONS: i32 = 3;
 
 /// A node whose acks=all produces give up after 3 s (the producer's timeout is longer).
@@ -33,9 +33,19 @@ fn node(dir: &std::path::Path, etcd: &EtcdServer, id: i32) -> ServerProc {
 
 /// As `node`, run as the user `uid` when given.
 fn node_as(dir: &std::path::Path, etcd: &EtcdServer, id: i32, uid: Option<u32>) -> ServerProc {
+    node_with(dir, etcd, (id, uid), &[])
+}
+
+/// As `node_as`, with `extra` keys (which replace the defaults of the same name).
+pub(crate) fn node_with(
+    dir: &std::path::Path,
+    etcd: &EtcdServer,
+    (id, uid): (i32, Option<u32>),
+    extra: &[(&str, &str)],
+) -> ServerProc {
     let id = id.to_string();
     let endpoint = etcd.endpoint();
-    let keys = [
+    let defaults = [
         ("cluster.etcd.endpoints", endpoint.as_str()),
         ("broker.id", id.as_str()),
         ("broker.session.timeout.ms", "3000"),
@@ -44,6 +54,9 @@ fn node_as(dir: &std::path::Path, etcd: &EtcdServer, id: i32, uid: Option<u32>) 
         ("request.timeout.ms", "3000"),
         ("kafka.listen", "auto"),
     ];
+    let replaced = |k: &str| extra.iter().any(|(e, _)| *e == k);
+    let mut keys: Vec<(&str, &str)> = defaults.into_iter().filter(|(k, _)| !replaced(k)).collect();
+    keys.extend_from_slice(extra);
     let data = dir.join(format!("node-{id}"));
     match uid {
         Some(uid) => ServerProc::start_as(&data, 1, &keys, uid),
@@ -53,7 +66,7 @@ fn node_as(dir: &std::path::Path, etcd: &EtcdServer, id: i32, uid: Option<u32>) 
 
 /// The leaders of the topic's partitions as `addr` sees them (-1: none), or None when it
 /// does not answer.
-fn leaders(addr: &str) -> Option<Vec<i32>> {
+pub(crate) fn leaders(addr: &str) -> Option<Vec<i32>> {
     let mut k = BlockingClient::connect_with_timeout(addr, Duration::from_secs(2)).ok()?;
     let t = metadata_request::MetadataRequestTopic::default().with_name(Some(name(TOPIC)));
     let request = MetadataRequest::default().with_topics(Some(vec![t]));
@@ -71,9 +84,9 @@ fn leaders(addr: &str) -> Option<Vec<i32>> {
 
 /// What the producer saw: acknowledged (partition, value), and the acknowledgement times.
 #[derive(Default)]
-struct Acked {
-    values: Vec<(i32, String)>,
-    times: Vec<Instant>,
+pub(crate) struct Acked {
+    pub values: Vec<(i32, String)>,
+    pub times: Vec<Instant>,
 }
 
 /// Produces unique values round-robin to each partition's leader (acks=all) until `stop`.
@@ -209,15 +222,15 @@ fn every_acknowledged_record_survives_leader_kills_and_pauses() {
 }
 
 /// The acks=all load on a running cluster: its stop, what it acknowledged, its thread.
-struct Load {
-    stop: Arc<AtomicBool>,
-    acked: Arc<Mutex<Acked>>,
-    producer: std::thread::JoinHandle<()>,
+pub(crate) struct Load {
+    pub stop: Arc<AtomicBool>,
+    pub acked: Arc<Mutex<Acked>>,
+    pub producer: std::thread::JoinHandle<()>,
 }
 
 /// Once the three nodes agree: the topic created with three replicas each and in sync, and
 /// the load started against it.
-fn start_load(nodes: &[ServerProc]) -> Load {
+pub(crate) fn start_load(nodes: &[ServerProc]) -> Load {
     let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
     let refs: Vec<&ServerProc> = nodes.iter().collect();
     let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
@@ -241,7 +254,10 @@ fn start_load(nodes: &[ServerProc]) -> Load {
 
 /// Once every partition is led and in sync again: every acknowledged value is read back
 /// exactly once from the partitions' leaders. The longest gap between acknowledgements.
-fn every_acknowledged_value_is_found_once(nodes: &[ServerProc], acked: &Acked) -> Duration {
+pub(crate) fn every_acknowledged_value_is_found_once(
+    nodes: &[ServerProc],
+    acked: &Acked,
+) -> Duration {
     let at = |id: i32| (id - 1) as usize;
     let refs: Vec<&ServerProc> = nodes.iter().collect();
     let (_, parts, _) = wait_for_metadata(&refs, TOPIC, |(_, p, b)| {

@@ -7,6 +7,7 @@ mod common;
 mod cluster_coordinators_e2e;
 mod cluster_e2e;
 mod cluster_faults_e2e;
+mod cluster_operations_e2e;
 mod cluster_replication_e2e;
 mod cluster_security_e2e;
 mod cluster_topics_e2e;

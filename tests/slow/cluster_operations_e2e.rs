@@ -1,0 +1,250 @@
+//! Operating a three-node cluster (a real etcd, real processes): a rolling restart by
+//! SIGTERM under acks=all load hands each node's leaderships to in-sync followers before
+//! it stops (controlled shutdown), exits 0, loses no acknowledged record and leaves no
+//! gap in acknowledgements as long as a failure detection; leadership returns to the
+//! preferred replicas on its own (auto.leader.rebalance.enable), or when asked with
+//! ElectLeaders PREFERRED on any node; UNCLEAN elects a replica outside the ISR only
+//! when asked. Every loop is bounded in time.
+
+use crate::common;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::etcd::EtcdServer;
+use common::server_proc::ServerProc;
+use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+use kafka_protocol::messages::{ApiKey, ElectLeadersRequest, RequestKind, ResponseKind};
+
+use super::cluster_e2e::{describe, members, wait_for_agreement};
+use super::cluster_faults_e2e::{
+    every_acknowledged_value_is_found_once, node_with, start_load, Load, TOPIC,
+};
+use super::cluster_topics_e2e::{call, create, name, produce_acks, wait_for_metadata, Described};
+
+/// A failure is detected after this long; a handed-off leadership must not cost as much.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
+
+fn at(id: i32) -> usize {
+    (id - 1) as usize
+}
+
+fn in_sync(p: &Described) -> bool {
+    p.leader > 0 && p.isr.len() == p.replicas.len()
+}
+
+fn preferred_lead(p: &Described) -> bool {
+    in_sync(p) && p.leader == p.replicas[0]
+}
+
+/// The longest time without an acknowledgement between `from` and `to` (counting from
+/// the last acknowledgement before `from`).
+fn longest_gap(times: &[Instant], from: Instant, to: Instant) -> Duration {
+    let before = times.iter().rev().find(|t| **t <= from).copied();
+    let during = times.iter().copied().filter(|t| *t > from && *t <= to);
+    let mut last = before.unwrap_or(from);
+    let mut longest = Duration::ZERO;
+    for t in during.chain(std::iter::once(to)) {
+        longest = longest.max(t - last);
+        last = t;
+    }
+    longest
+}
+
+#[test]
+fn a_rolling_restart_under_acks_all_hands_off_leadership_first_and_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+    let session = SESSION_TIMEOUT.as_millis().to_string();
+    let extra = [
+        ("broker.session.timeout.ms", session.as_str()),
+        ("leader.imbalance.check.interval.seconds", "1"),
+    ];
+    let mut nodes: Vec<ServerProc> = (1..=3)
+        .map(|id| node_with(tmp.path(), &etcd, (id, None), &extra))
+        .collect();
+    let Load {
+        stop,
+        acked,
+        producer,
+    } = start_load(&nodes);
+    std::thread::sleep(Duration::from_secs(2));
+    let mut gaps = Vec::new();
+    for id in 1..=3 {
+        let from = Instant::now();
+        assert!(
+            nodes[at(id)].terminate(Duration::from_secs(30)),
+            "node {id} exits 0 after SIGTERM"
+        );
+        let stopped_in = from.elapsed();
+        let log = nodes[at(id)].log_text();
+        let handed_off = log.matches("controlled shutdown: every leadership moved");
+        assert_eq!(handed_off.count(), 1, "node {id}:\n{log}");
+        // Leadership returns to the preferred replicas once it is back in sync (the
+        // balance is checked every second here).
+        std::thread::sleep(Duration::from_secs(1));
+        let gap_off = longest_gap(&acked.lock().unwrap().times, from, Instant::now());
+        let back = Instant::now();
+        nodes[at(id)].respawn();
+        let refs: Vec<&ServerProc> = nodes.iter().collect();
+        wait_for_metadata(&refs, TOPIC, |(_, p, b)| {
+            b.len() == 3 && p.iter().all(preferred_lead)
+        });
+        std::thread::sleep(Duration::from_secs(1));
+        let gap_back = longest_gap(&acked.lock().unwrap().times, back, Instant::now());
+        eprintln!("rolling restart of node {id}: stopped {stopped_in:?} after SIGTERM; longest gap between acknowledgements while it stopped {gap_off:?}, while it came back and led again {gap_back:?}");
+        gaps.push(gap_off.max(gap_back));
+    }
+    stop.store(true, Ordering::Relaxed);
+    producer.join().unwrap();
+    let acked = acked.lock().unwrap();
+    every_acknowledged_value_is_found_once(&nodes, &acked);
+    eprintln!(
+        "rolling restart under acks=all: {} acknowledged, all found once; longest gaps {gaps:?}",
+        acked.values.len()
+    );
+    for (id, gap) in (1..=3).zip(&gaps) {
+        assert!(
+            *gap < SESSION_TIMEOUT,
+            "restarting node {id} stalled acknowledgements for {gap:?}, as long as a failure detection: its leaderships were not handed off"
+        );
+    }
+}
+
+/// ElectLeaders v1 of `election_type` for `asked` (None: every partition): (top error,
+/// [(topic, partition, error)]).
+fn elect(
+    node: &ServerProc,
+    election_type: i8,
+    asked: Option<&[(&str, &[i32])]>,
+) -> (i16, Vec<(String, i32, i16)>) {
+    let topics = asked.map(|a| {
+        let each = a.iter().map(|(t, ps)| {
+            TopicPartitions::default()
+                .with_topic(name(t))
+                .with_partitions(ps.to_vec())
+        });
+        each.collect()
+    });
+    let request = ElectLeadersRequest::default()
+        .with_election_type(election_type)
+        .with_topic_partitions(topics)
+        .with_timeout_ms(30_000);
+    let ResponseKind::ElectLeaders(r) = call(
+        node,
+        ApiKey::ElectLeaders,
+        1,
+        RequestKind::ElectLeaders(request),
+    ) else {
+        panic!("not an ElectLeaders answer")
+    };
+    let mut out = Vec::new();
+    for t in &r.replica_election_results {
+        for p in &t.partition_result {
+            out.push((t.topic.0.to_string(), p.partition_id, p.error_code));
+        }
+    }
+    (r.error_code, out)
+}
+
+const PREFERRED: i8 = 0;
+const UNCLEAN: i8 = 1;
+
+#[test]
+fn elect_leaders_moves_leadership_to_preferred_replicas_and_unclean_only_when_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+    let extra = [("auto.leader.rebalance.enable", "false")];
+    let mut nodes: Vec<ServerProc> = (1..=3)
+        .map(|id| node_with(tmp.path(), &etcd, (id, None), &extra))
+        .collect();
+    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
+    assert_eq!(create(&nodes[at(controller)], "events", 3, 3), (0, 3));
+    let (_, parts, _) = wait_for_metadata(&refs, "events", |(e, p, _)| {
+        *e == 0 && p.len() == 3 && p.iter().all(preferred_lead)
+    });
+
+    // Partition 0's preferred leader stops (its leaderships move) and comes back as a
+    // follower; with no automatic rebalance its leaderships stay moved.
+    let preferred = parts[0].replicas[0];
+    assert!(nodes[at(preferred)].terminate(Duration::from_secs(30)));
+    nodes[at(preferred)].respawn();
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let (_, moved, _) = wait_for_metadata(&refs, "events", |(_, p, b)| {
+        b.len() == 3 && p.iter().all(in_sync)
+    });
+    assert_ne!(moved[0].leader, preferred, "{moved:?}");
+
+    // Asked of a node that is not the controller: forwarded, answered per partition.
+    let controller = describe(&nodes[0]).0;
+    let asker = &nodes[at(if controller == 1 { 2 } else { 1 })];
+    let asked: &[(&str, &[i32])] = &[("events", &[0, 7]), ("nope", &[0])];
+    let (top, results) = elect(asker, PREFERRED, Some(asked));
+    assert_eq!(top, 0);
+    let expected = [("events", 0, 0), ("events", 7, 3), ("nope", 0, 3)];
+    let expected: Vec<(String, i32, i16)> = (expected.iter())
+        .map(|(t, p, e)| (t.to_string(), *p, *e))
+        .collect();
+    assert_eq!(
+        results, expected,
+        "ELECTION done, UNKNOWN_TOPIC_OR_PARTITION"
+    );
+    wait_for_metadata(&refs, "events", |(_, p, _)| p[0].leader == preferred);
+    let again = elect(asker, PREFERRED, Some(&[("events", &[0])]));
+    assert_eq!(
+        again.1,
+        [("events".to_string(), 0, 84)],
+        "ELECTION_NOT_NEEDED"
+    );
+    // Every partition (a null list): only those that needed an election are answered.
+    let (_, every) = elect(asker, PREFERRED, None);
+    assert!(
+        every.iter().all(|(t, _, e)| t == "events" && *e == 0),
+        "{every:?}"
+    );
+    wait_for_metadata(&refs, "events", |(_, p, _)| p.iter().all(preferred_lead));
+    assert_eq!(elect(asker, PREFERRED, None).1, []);
+    let led = elect(asker, UNCLEAN, Some(&[("events", &[1])]));
+    assert_eq!(led.1, [("events".to_string(), 1, 84)], "a led partition");
+    assert_eq!(elect(asker, 5, None).0, 42, "an unknown election type");
+
+    unclean_election_only_when_asked(&mut nodes);
+}
+
+/// A two-replica partition whose follower died, then its leader (the last in-sync
+/// replica): the follower back is not elected on its own; UNCLEAN elects it when asked.
+fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let controller = describe(&nodes[0]).0;
+    assert_eq!(create(&nodes[at(controller)], "lossy", 1, 2), (0, 2));
+    let (_, parts, _) = wait_for_metadata(&refs, "lossy", |(_, p, _)| in_sync(&p[0]));
+    let (leader, follower) = (parts[0].replicas[0], parts[0].replicas[1]);
+    let third = (1..=3).find(|id| *id != leader && *id != follower).unwrap();
+    nodes[at(follower)].kill9();
+    let alive = [&nodes[at(leader)], &nodes[at(third)]];
+    wait_for_metadata(&alive, "lossy", |(_, p, _)| p[0].isr == [leader]);
+    let (error, _) = produce_acks(&nodes[at(leader)], "lossy", 0, "only-on-the-leader", 1);
+    assert_eq!(error, 0);
+    nodes[at(leader)].kill9();
+    nodes[at(follower)].respawn();
+    let alive = [&nodes[at(follower)], &nodes[at(third)]];
+    wait_for_metadata(&alive, "lossy", |(_, p, b)| {
+        b.len() == 2 && p[0].leader == -1
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let (_, offline, _) = wait_for_metadata(&alive, "lossy", |_| true);
+    assert_eq!(offline[0].leader, -1, "no clean leader: offline");
+    let preferred = elect(alive[1], PREFERRED, Some(&[("lossy", &[0])]));
+    assert_eq!(preferred.1[0].2, 80, "PREFERRED_LEADER_NOT_AVAILABLE");
+    let unclean = elect(alive[1], UNCLEAN, Some(&[("lossy", &[0])]));
+    assert_eq!(unclean.1, [("lossy".to_string(), 0, 0)]);
+    let (_, elected, _) = wait_for_metadata(&alive, "lossy", |(_, p, _)| p[0].leader > 0);
+    assert_eq!(
+        (elected[0].leader, elected[0].isr.clone()),
+        (follower, vec![follower])
+    );
+    let (error, _) = produce_acks(&nodes[at(follower)], "lossy", 0, "after", -1);
+    assert_eq!(error, 0, "the unclean leader takes writes");
+}
