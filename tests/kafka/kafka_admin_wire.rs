@@ -1,7 +1,8 @@
 //! The admin APIs Kafka's tools call, byte for byte through a real server's Kafka listener
 //! (every advertised version, encoded and decoded with the kafka-protocol crate):
 //! DeleteRecords, DescribeCluster, IncrementalAlterConfigs, AlterConfigs, DescribeConfigs
-//! of the broker, and authorized operations in Metadata and DescribeGroups.
+//! of the broker, ElectLeaders on one node, and authorized operations in Metadata and
+//! DescribeGroups.
 
 use crate::common;
 
@@ -105,6 +106,74 @@ fn delete_records_moves_the_low_watermark_and_refuses_what_is_out_of_range() {
         delete_records(&mut k, 2, "__consumer_offsets", 0).0,
         17,
         "internal topic"
+    );
+}
+
+/// ElectLeaders of `election_type` for `asked` (None: every partition): (top error,
+/// [(topic, partition, error)]).
+fn elect(
+    k: &mut Kafka,
+    v: i16,
+    election_type: i8,
+    asked: Option<Vec<(&str, Vec<i32>)>>,
+) -> (i16, Vec<(String, i32, i16)>) {
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    let topics = asked.map(|a| {
+        let each = a.into_iter().map(|(t, ps)| {
+            TopicPartitions::default()
+                .with_topic(TopicName(s(t)))
+                .with_partitions(ps)
+        });
+        each.collect()
+    });
+    let request = ElectLeadersRequest::default()
+        .with_election_type(election_type)
+        .with_topic_partitions(topics)
+        .with_timeout_ms(5_000);
+    let ResponseKind::ElectLeaders(r) =
+        k.call(ApiKey::ElectLeaders, v, RequestKind::ElectLeaders(request))
+    else {
+        panic!("not an ElectLeaders answer")
+    };
+    let mut out = Vec::new();
+    for t in &r.replica_election_results {
+        for p in &t.partition_result {
+            out.push((t.topic.0.to_string(), p.partition_id, p.error_code));
+        }
+    }
+    (r.error_code, out)
+}
+
+#[test]
+fn elect_leaders_on_one_node_finds_every_partition_led_by_its_only_replica() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, mut k) = server(&tmp);
+    topic_with_records(&server, "t", 1);
+    for v in versions(ApiKey::ElectLeaders) {
+        // v0 has no election type: PREFERRED.
+        for election_type in if v == 0 { 0..=0 } else { 0..=1 } {
+            let asked = vec![("t", vec![0, 1, -1]), ("absent", vec![0])];
+            let (top, results) = elect(&mut k, v, election_type, Some(asked));
+            assert_eq!(top, 0, "v{v}");
+            let expected = [("t", 0, 84), ("t", 1, 3), ("t", -1, 3), ("absent", 0, 3)];
+            let expected: Vec<(String, i32, i16)> = (expected.iter())
+                .map(|(t, p, e)| (t.to_string(), *p, *e))
+                .collect();
+            assert_eq!(
+                results, expected,
+                "v{v}: ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION"
+            );
+        }
+        assert_eq!(
+            elect(&mut k, v, 0, None),
+            (0, Vec::new()),
+            "v{v}: nothing needed"
+        );
+    }
+    assert_eq!(
+        elect(&mut k, 1, 7, None).0,
+        42,
+        "an unknown election type: INVALID_REQUEST"
     );
 }
 
