@@ -63,7 +63,7 @@ pub enum TopicCommand {
         kind: ElectionKind,
         /// None: every partition.
         partitions: Option<Vec<(String, u32)>>,
-        reply: oneshot::Sender<Result<Vec<Elected>, TopicRefused>>,
+        reply: oneshot::Sender<Result<Vec<ElectionResult>, TopicRefused>>,
     },
     /// This node is stopping: mark it, and answer once the controller has moved what it
     /// led (or after `bound`) with the partitions left (`leaving.rs`).
@@ -310,19 +310,27 @@ pub async fn delete_topic(
     Ok(())
 }
 
+/// What one pass of elections changed: partition states written, and new leaders among
+/// them.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Elected {
+    pub writes: usize,
+    pub leaders: usize,
+}
+
 /// Elects a leader for every partition whose leader is gone (or restarted, or leaving in
 /// a controlled shutdown) and drops dead and leaving brokers from ISRs, each as a
-/// compare-and-swap on the state it read. How many changed.
+/// compare-and-swap on the state it read.
 pub async fn elect_leaders(
     etcd: &Etcd,
     keys: &Keys,
     view: &ClusterView,
     me: i32,
-) -> Result<usize, ClusterError> {
+) -> Result<Elected, ClusterError> {
     let Ok(epoch) = my_epoch(view, me) else {
-        return Ok(0);
+        return Ok(Elected::default());
     };
-    let mut changed = 0;
+    let mut changed = Elected::default();
     for topic in view.topics.values() {
         for (p, partition) in topic.partitions.iter().enumerate() {
             let Some(next) = elect(&partition.state, view) else {
@@ -330,10 +338,14 @@ pub async fn elect_leaders(
             };
             let at = (topic.name.as_str(), p as u32);
             if write_state(etcd, keys, epoch, at, partition, &next).await? {
-                changed += 1;
+                changed.writes += 1;
+                let new_leader =
+                    next.leader.is_some() && next.leader_epoch > partition.state.leader_epoch;
+                changed.leaders += usize::from(new_leader);
             }
         }
     }
+    assert!(changed.leaders <= changed.writes, "a new leader is a write");
     Ok(changed)
 }
 
@@ -384,7 +396,7 @@ pub enum ElectionKind {
 pub type ElectionOutcome = Result<(), ElectionAnswer>;
 
 /// A partition (topic, index) and its election's outcome.
-pub type Elected = (String, u32, ElectionOutcome);
+pub type ElectionResult = (String, u32, ElectionOutcome);
 
 /// Why an election asked for did not happen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -407,7 +419,7 @@ pub async fn elect_asked(
     view: &ClusterView,
     me: i32,
     (kind, partitions): (ElectionKind, Option<Vec<(String, u32)>>),
-) -> Result<Vec<Elected>, TopicRefused> {
+) -> Result<Vec<ElectionResult>, TopicRefused> {
     let epoch = my_epoch(view, me)?;
     let all = partitions.is_none();
     let asked = partitions.unwrap_or_else(|| every_partition(view));

@@ -33,6 +33,27 @@ pub use topics::{ClusterPartition, ClusterTopic};
 pub struct ClusterLink {
     pub views: ViewReceiver,
     pub commands: tokio::sync::mpsc::Sender<TopicCommand>,
+    /// What the cluster thread counted (read by shard 0's metrics).
+    pub counters: std::sync::Arc<ClusterCounters>,
+}
+
+/// The cluster thread's counters. Atomics written by that thread alone and read when
+/// metrics are taken: no lock, and off every request path.
+#[derive(Debug, Default)]
+pub struct ClusterCounters {
+    pub controller_changes: std::sync::atomic::AtomicU64,
+    pub leader_elections: std::sync::atomic::AtomicU64,
+    pub unclean_leader_elections: std::sync::atomic::AtomicU64,
+}
+
+impl ClusterCounters {
+    pub fn add(counter: &std::sync::atomic::AtomicU64, n: usize) {
+        counter.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn get(counter: &std::sync::atomic::AtomicU64) -> u64 {
+        counter.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// Where the cluster thread answers one command.
@@ -119,7 +140,7 @@ impl ClusterLink {
         &self,
         kind: controller::ElectionKind,
         partitions: Option<Vec<(String, u32)>>,
-    ) -> Result<Vec<controller::Elected>, TopicRefused> {
+    ) -> Result<Vec<controller::ElectionResult>, TopicRefused> {
         self.ask(|reply| TopicCommand::ElectLeaders {
             kind,
             partitions,

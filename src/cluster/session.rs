@@ -15,7 +15,7 @@ use crate::cluster::controller::{self, TopicCommand, TopicRefused};
 use crate::cluster::etcd::{Created, Etcd};
 use crate::cluster::view::{encode_controller, BrokerRegistration, ClusterView};
 use crate::cluster::{internal_topics, security};
-use crate::cluster::{ClusterError, Keys};
+use crate::cluster::{ClusterCounters, ClusterError, Keys};
 
 /// What the session needs to know of this node.
 #[derive(Debug, Clone)]
@@ -35,6 +35,7 @@ pub struct SessionConfig {
 /// The running session: the view it publishes, and its stop.
 pub struct Session {
     view: watch::Receiver<Arc<ClusterView>>,
+    counters: Arc<crate::cluster::ClusterCounters>,
     commands: mpsc::Sender<TopicCommand>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -48,11 +49,13 @@ impl Session {
         let (view_tx, view) = watch::channel(Arc::new(ClusterView::default()));
         let (stop, stop_rx) = oneshot::channel();
         let (commands, commands_rx) = mpsc::channel(COMMANDS_QUEUED);
+        let counters = Arc::new(crate::cluster::ClusterCounters::default());
         let channels = Channels {
             ready: ready_tx,
             view: view_tx,
             stop: stop_rx,
             commands: commands_rx,
+            counters: counters.clone(),
         };
         let thread = std::thread::Builder::new()
             .name("shardlog-cluster".to_string())
@@ -71,6 +74,7 @@ impl Session {
         assert!(broker_epoch > 0, "a registration has a creation revision");
         Ok(Session {
             view,
+            counters,
             commands,
             stop: Some(stop),
             thread: Some(thread),
@@ -88,6 +92,7 @@ impl Session {
         crate::cluster::ClusterLink {
             views: self.view.clone(),
             commands: self.commands.clone(),
+            counters: self.counters.clone(),
         }
     }
 
@@ -130,6 +135,7 @@ struct Channels {
     view: watch::Sender<Arc<ClusterView>>,
     stop: oneshot::Receiver<()>,
     commands: mpsc::Receiver<TopicCommand>,
+    counters: Arc<crate::cluster::ClusterCounters>,
 }
 
 fn run(config: SessionConfig, channels: Channels) {
@@ -138,6 +144,7 @@ fn run(config: SessionConfig, channels: Channels) {
         view,
         stop,
         commands,
+        counters,
     } = channels;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -150,7 +157,7 @@ fn run(config: SessionConfig, channels: Channels) {
         }
     };
     runtime.block_on(async move {
-        let mut node = match Node::register(config).await {
+        let mut node = match Node::register(config, counters).await {
             Ok(node) => node,
             Err(e) => {
                 let _ = ready.send(Err(e));
@@ -183,6 +190,9 @@ struct Node {
     next_rebalance: Instant,
     /// A controlled shutdown in progress.
     leaving: Option<Leaving>,
+    counters: Arc<crate::cluster::ClusterCounters>,
+    /// The controller (id, epoch) of the last view published.
+    controller_seen: Option<(i32, i64)>,
 }
 
 /// A controlled shutdown waiting for the controller's moves.
@@ -197,7 +207,10 @@ struct Leaving {
 const LEAVING_BEAT: Duration = Duration::from_millis(200);
 
 impl Node {
-    async fn register(config: SessionConfig) -> Result<Node, ClusterError> {
+    async fn register(
+        config: SessionConfig,
+        counters: Arc<crate::cluster::ClusterCounters>,
+    ) -> Result<Node, ClusterError> {
         let etcd = Etcd::new(config.endpoints.clone())?;
         let (lease, epoch) = register(&etcd, &config).await?;
         tracing::info!(broker = config.me.id, epoch, endpoints = %etcd.endpoints().join(","), "registered in the cluster");
@@ -211,6 +224,8 @@ impl Node {
             failing: false,
             next_rebalance,
             leaving: None,
+            counters,
+            controller_seen: None,
         })
     }
 
@@ -288,7 +303,9 @@ impl Node {
             current = self.read().await?;
         }
         let (etcd, keys, me) = (&self.etcd, &self.config.keys, self.config.me.id);
-        if controller::elect_leaders(etcd, keys, &current, me).await? > 0 {
+        let elected = controller::elect_leaders(etcd, keys, &current, me).await?;
+        ClusterCounters::add(&self.counters.leader_elections, elected.leaders);
+        if elected.writes > 0 {
             current = self.read().await?;
         }
         if internal_topics::create_all_wanted(etcd, keys, &current, me).await? > 0 {
@@ -297,12 +314,24 @@ impl Node {
         if self.rebalance_due() {
             let percentage = self.config.rebalance.map_or(100, |r| r.1);
             let (etcd, keys) = (&self.etcd, &self.config.keys);
-            if controller::rebalance_leaders(etcd, keys, &current, me, percentage).await? > 0 {
+            let moved = controller::rebalance_leaders(etcd, keys, &current, me, percentage).await?;
+            ClusterCounters::add(&self.counters.leader_elections, moved);
+            if moved > 0 {
                 current = self.read().await?;
             }
         }
+        self.note_controller(&current);
         publish(view, current);
         Ok(())
+    }
+
+    /// Counts a controller (or controller epoch) other than the last one seen.
+    fn note_controller(&mut self, current: &ClusterView) {
+        let now = current.controller.map(|c| (c.id, c.epoch));
+        if now.is_some() && now != self.controller_seen {
+            ClusterCounters::add(&self.counters.controller_changes, 1);
+            self.controller_seen = now;
+        }
     }
 
     /// Whether the controller's leadership balance check is due now (and when the next is).
@@ -451,6 +480,15 @@ impl Node {
             } => {
                 let asked = (kind, partitions);
                 let elected = controller::elect_asked(etcd, keys, &current, me, asked).await;
+                let done = elected
+                    .iter()
+                    .flatten()
+                    .filter(|(_, _, o)| o.is_ok())
+                    .count();
+                ClusterCounters::add(&self.counters.leader_elections, done);
+                if kind == controller::ElectionKind::Unclean {
+                    ClusterCounters::add(&self.counters.unclean_leader_elections, done);
+                }
                 Answer::Elected(reply, elected)
             }
             TopicCommand::Leave { .. } => unreachable!("handled above"),
@@ -544,8 +582,8 @@ enum Answer {
         Result<security::Swapped, TopicRefused>,
     ),
     Elected(
-        oneshot::Sender<Result<Vec<controller::Elected>, TopicRefused>>,
-        Result<Vec<controller::Elected>, TopicRefused>,
+        oneshot::Sender<Result<Vec<controller::ElectionResult>, TopicRefused>>,
+        Result<Vec<controller::ElectionResult>, TopicRefused>,
     ),
 }
 

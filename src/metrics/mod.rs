@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 pub use distribution::{Distribution, HistogramError};
 pub use snapshot::{
     ApiStats, Gauges, MetricsReport, MetricsSnapshot, NamedDistribution, RemoteCounters,
-    PROCESS_CPU_MS,
+    ReplicationGauges, PROCESS_CPU_MS,
 };
 
 /// A step of a request's life that is timed on its own.
@@ -94,6 +94,8 @@ pub struct ShardMetrics {
     reply_writes: u64,
     remote: snapshot::RemoteCounters,
     open_segments: u64,
+    /// ISR changes written by this shard's leaderships: (shrinks, expands).
+    isr_changes: (u64, u64),
 }
 
 impl ShardMetrics {
@@ -108,6 +110,7 @@ impl ShardMetrics {
             reply_writes: 0,
             remote: Default::default(),
             open_segments: 0,
+            isr_changes: (0, 0),
         }
     }
 
@@ -233,6 +236,22 @@ pub fn record_reply_write() {
 /// Tiered storage: what happened on this shard (segments copied, failed passes, reads).
 pub fn record_remote(f: impl FnOnce(&mut snapshot::RemoteCounters)) {
     SHARD.with(|m| f(&mut m.borrow_mut().remote));
+}
+
+/// A leader on this shard wrote an ISR change (a shrink, or an expansion).
+pub fn record_isr_change(shrink: bool) {
+    SHARD.with(|m| {
+        let changes = &mut m.borrow_mut().isr_changes;
+        match shrink {
+            true => changes.0 += 1,
+            false => changes.1 += 1,
+        }
+    });
+}
+
+/// The ISR changes this shard's leaderships wrote: (shrinks, expands).
+pub fn isr_changes() -> (u64, u64) {
+    SHARD.with(|m| m.borrow().isr_changes)
 }
 
 /// Held by every open segment: the shard's open-segment gauge counts them.

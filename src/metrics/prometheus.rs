@@ -283,4 +283,45 @@ mod tests {
             assert!(text.contains(want), "missing {want:?} in:\n{text}");
         }
     }
+
+    /// The metric names (`shardlog_...`) a Grafana dashboard's queries use.
+    fn queried_metrics(dashboard: &str) -> std::collections::BTreeSet<String> {
+        let json: serde_json::Value = serde_json::from_str(dashboard).unwrap();
+        let panels = json["panels"].as_array().unwrap();
+        let targets = panels.iter().flat_map(|p| p["targets"].as_array().unwrap());
+        let mut names = std::collections::BTreeSet::new();
+        for expr in targets.map(|t| t["expr"].as_str().unwrap()) {
+            let words = expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+            names.extend(
+                words
+                    .filter(|w| w.starts_with("shardlog_"))
+                    .map(String::from),
+            );
+        }
+        names
+    }
+
+    #[test]
+    fn every_metric_the_cluster_dashboard_queries_is_served() {
+        let dashboard = include_str!("../../docs/grafana/shardlog-cluster.json");
+        crate::metrics::record_request(crate::metrics::RequestDone {
+            wire: "kafka",
+            api: "Produce",
+            ok: true,
+            bytes_in: 1,
+            bytes_out: 1,
+            took: std::time::Duration::from_micros(1),
+        });
+        let text = render(vec![snapshot(0, Gauges::default())]);
+        let served: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split(['{', ' ']).next())
+            .collect();
+        let queried = queried_metrics(dashboard);
+        assert!(queried.len() >= 8, "the dashboard queries {queried:?}");
+        for name in &queried {
+            assert!(served.contains(name.as_str()), "{name} is not served");
+        }
+    }
 }

@@ -60,6 +60,30 @@ pub struct Gauges {
     pub remote_cache_hits: u64,
     pub remote_cache_misses: u64,
     pub remote_cache_bytes: u64,
+    /// Cluster mode: what operators alert on (`replication`).
+    pub replication: ReplicationGauges,
+}
+
+/// Cluster mode's values, modelled on Kafka's JMX ones: the partitions this shard leads
+/// with fewer in-sync replicas than replicas or than min.insync.replicas, and (shard 0
+/// only, so sums stay right) the node's view of the controller and its elections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplicationGauges {
+    pub under_replicated_partitions: u64,
+    pub under_min_isr_partitions: u64,
+    /// On the controller: partitions without a live leader.
+    pub offline_partitions: u64,
+    /// 1 on the controller.
+    pub active_controller: u64,
+    /// Times this node saw another controller (or another controller epoch).
+    pub controller_changes: u64,
+    /// Leaders this node elected as controller (a dead, leaving, preferred or asked-for
+    /// one), and those of them outside the ISR (asked for: ElectLeaders UNCLEAN).
+    pub leader_elections: u64,
+    pub unclean_leader_elections: u64,
+    /// ISR changes written by the leaderships of this shard.
+    pub isr_shrinks: u64,
+    pub isr_expands: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -171,7 +195,7 @@ pub struct ShardValue {
 
 /// Every per-shard value, one row each: the one list the Metrics API, `since` and the
 /// Prometheus endpoint read.
-pub const SHARD_VALUES: [ShardValue; 29] = [
+pub const SHARD_VALUES: [ShardValue; 38] = [
     ShardValue {
         name: "device_reads",
         kind: Kind::Counter,
@@ -345,6 +369,60 @@ pub const SHARD_VALUES: [ShardValue; 29] = [
         kind: Kind::Gauge,
         get: |s| s.gauges.remote_cache_bytes,
         help: "Tiered storage: bytes held by the remote chunk cache.",
+    },
+    ShardValue {
+        name: "under_replicated_partitions",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.replication.under_replicated_partitions,
+        help: "Cluster mode: partitions led here with fewer in-sync replicas than replicas (Kafka's UnderReplicatedPartitions).",
+    },
+    ShardValue {
+        name: "under_min_isr_partitions",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.replication.under_min_isr_partitions,
+        help: "Cluster mode: partitions led here with fewer in-sync replicas than min.insync.replicas (UnderMinIsrPartitionCount).",
+    },
+    ShardValue {
+        name: "offline_partitions",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.replication.offline_partitions,
+        help: "Cluster mode, on the controller: partitions without a live leader (OfflinePartitionsCount).",
+    },
+    ShardValue {
+        name: "active_controller",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.replication.active_controller,
+        help: "Cluster mode: 1 on the controller (ActiveControllerCount).",
+    },
+    ShardValue {
+        name: "controller_changes",
+        kind: Kind::Counter,
+        get: |s| s.gauges.replication.controller_changes,
+        help: "Cluster mode: times this node saw a new controller or controller epoch.",
+    },
+    ShardValue {
+        name: "leader_elections",
+        kind: Kind::Counter,
+        get: |s| s.gauges.replication.leader_elections,
+        help: "Cluster mode: leaders this node elected as controller (LeaderElectionRateAndTimeMs's count).",
+    },
+    ShardValue {
+        name: "unclean_leader_elections",
+        kind: Kind::Counter,
+        get: |s| s.gauges.replication.unclean_leader_elections,
+        help: "Cluster mode: leaders elected outside the ISR, only when asked (UncleanLeaderElectionsPerSec's count).",
+    },
+    ShardValue {
+        name: "isr_shrinks",
+        kind: Kind::Counter,
+        get: |s| s.gauges.replication.isr_shrinks,
+        help: "Cluster mode: ISR shrinks written by leaders on this shard (IsrShrinksPerSec's count).",
+    },
+    ShardValue {
+        name: "isr_expands",
+        kind: Kind::Counter,
+        get: |s| s.gauges.replication.isr_expands,
+        help: "Cluster mode: ISR expansions written by leaders on this shard (IsrExpandsPerSec's count).",
     },
 ];
 

@@ -169,6 +169,65 @@ impl Shard {
     }
 }
 
+impl Shard {
+    /// What operators alert on, from the view this shard holds: the partitions it owns and
+    /// leads short of their replicas or of min.insync.replicas; on shard 0 (so sums over
+    /// shards stay right) the controller's offline partitions and the cluster thread's
+    /// counters. All zero on a single node.
+    pub(super) fn replication_gauges(&self) -> crate::metrics::ReplicationGauges {
+        let mut g = crate::metrics::ReplicationGauges::default();
+        let (shrinks, expands) = crate::metrics::isr_changes();
+        (g.isr_shrinks, g.isr_expands) = (shrinks, expands);
+        let (Some(view), Some(link)) = (self.cluster(), self.cluster_link()) else {
+            return g;
+        };
+        let me = self.config().cluster.broker_id;
+        let topics = self.topics.borrow();
+        for topic in view.topics.values() {
+            let Some(meta) = topics.get(&topic.name) else {
+                continue;
+            };
+            let min_isr = meta.config.log.min_insync_replicas.max(1) as usize;
+            for (p, partition) in topic.partitions.iter().enumerate() {
+                let owned = meta.owners.get(p).is_some_and(|&o| o as usize == self.id);
+                if !owned || !view.leads(me, &topic.name, p as u32) {
+                    continue;
+                }
+                let (isr, replicas) = (partition.state.isr.len(), partition.state.replicas.len());
+                g.under_replicated_partitions += u64::from(isr < replicas);
+                g.under_min_isr_partitions += u64::from(isr < min_isr);
+            }
+        }
+        if self.id == 0 {
+            cluster_wide(&mut g, &view, me, &link.counters);
+        }
+        g
+    }
+}
+
+/// Shard 0's part of the replication gauges: the controller's and the cluster thread's.
+fn cluster_wide(
+    g: &mut crate::metrics::ReplicationGauges,
+    view: &ClusterView,
+    me: NodeId,
+    counters: &crate::cluster::ClusterCounters,
+) {
+    use crate::cluster::ClusterCounters as C;
+    let controlling = view.controller.is_some_and(|c| c.id == me);
+    g.active_controller = u64::from(controlling);
+    if controlling {
+        let partitions = view.topics.values().flat_map(|t| t.partitions.iter());
+        g.offline_partitions = partitions.filter(|p| p.state.leader.is_none()).count() as u64;
+    }
+    g.controller_changes = C::get(&counters.controller_changes);
+    g.leader_elections = C::get(&counters.leader_elections);
+    g.unclean_leader_elections = C::get(&counters.unclean_leader_elections);
+    assert!(
+        g.unclean_leader_elections <= g.leader_elections,
+        "an unclean election is an election"
+    );
+}
+
 /// Sends a leader's ISR change to etcd. A stale refusal (a newer state already there) is
 /// fine: the partition's next state says what stands. A change that adds an ineligible
 /// replica is refused for good, so the leader drops it (its high watermark would wait for
@@ -180,9 +239,17 @@ pub async fn propose_isr(
     change: IsrChange,
 ) {
     let isr = change.isr.clone();
+    let now = shard.cluster().and_then(|v| {
+        let topic = v.topics.get(&*tp.topic)?;
+        Some(topic.partitions.get(tp.partition as usize)?.state.isr.len())
+    });
+    let shrink = now.is_some_and(|n| isr.len() < n);
     let asked = (tp.topic.to_string(), tp.partition as u32);
     match link.alter_isr(asked.0, asked.1, change.clone()).await {
-        Ok(()) => tracing::debug!(partition = %tp, ?isr, "ISR change written"),
+        Ok(()) => {
+            crate::metrics::record_isr_change(shrink);
+            tracing::debug!(partition = %tp, ?isr, "ISR change written")
+        }
         Err(TopicRefused::Isr(IsrRefused::Ineligible)) => {
             tracing::debug!(partition = %tp, ?isr, "ISR change refused: a replica it adds is not eligible; dropped");
             let op = PartitionOp::Replica(ReplicaOp::IsrRefused { change });

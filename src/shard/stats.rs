@@ -92,6 +92,7 @@ impl Shard {
             remote_cache_hits: remote_cache.0,
             remote_cache_misses: remote_cache.1,
             remote_cache_bytes: remote_cache.2,
+            replication: self.replication_gauges(),
         };
         let mut snap = crate::metrics::snapshot(self.id, gauges);
         snap.shards = 1;

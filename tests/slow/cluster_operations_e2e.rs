@@ -99,6 +99,7 @@ fn a_rolling_restart_under_acks_all_hands_off_leadership_first_and_loses_nothing
     producer.join().unwrap();
     let acked = acked.lock().unwrap();
     every_acknowledged_value_is_found_once(&nodes, &acked);
+    operators_see_the_restarts(&nodes);
     eprintln!(
         "rolling restart under acks=all: {} acknowledged, all found once; longest gaps {gaps:?}",
         acked.values.len()
@@ -109,6 +110,31 @@ fn a_rolling_restart_under_acks_all_hands_off_leadership_first_and_loses_nothing
             "restarting node {id} stalled acknowledgements for {gap:?}, as long as a failure detection: its leaderships were not handed off"
         );
     }
+}
+
+/// A node's value of a metric (native Metrics API, summed over its shards).
+fn metric(node: &ServerProc, name: &str) -> u64 {
+    let report = node.metrics();
+    let value = report.values.iter().find(|(n, _)| n == name);
+    value.map_or_else(|| panic!("no metric {name}"), |(_, v)| *v)
+}
+
+/// What the alerting metrics say once the restarts are over: one controller, nothing
+/// under-replicated or offline; the elections and ISR changes were counted.
+fn operators_see_the_restarts(nodes: &[ServerProc]) {
+    let sum = |name: &str| nodes.iter().map(|n| metric(n, name)).sum::<u64>();
+    assert_eq!(sum("active_controller"), 1);
+    assert_eq!(sum("under_replicated_partitions"), 0);
+    assert_eq!(sum("under_min_isr_partitions"), 0);
+    assert_eq!(sum("offline_partitions"), 0);
+    assert_eq!(sum("unclean_leader_elections"), 0);
+    // Each restart moved leaderships away and back, and took the node out of the ISRs.
+    assert!(sum("leader_elections") >= 3, "{}", sum("leader_elections"));
+    assert!(sum("isr_expands") >= 3, "{}", sum("isr_expands"));
+    assert!(
+        sum("controller_changes") >= 3,
+        "every node saw a controller"
+    );
 }
 
 /// ElectLeaders v1 of `election_type` for `asked` (None: every partition): (top error,
@@ -247,4 +273,6 @@ fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
     );
     let (error, _) = produce_acks(&nodes[at(follower)], "lossy", 0, "after", -1);
     assert_eq!(error, 0, "the unclean leader takes writes");
+    let unclean = alive.iter().map(|n| metric(n, "unclean_leader_elections"));
+    assert_eq!(unclean.sum::<u64>(), 1, "counted by the controller");
 }
