@@ -415,35 +415,46 @@ impl Node {
             Ok(current) => current,
             Err(e) => return command.refuse(e.into()),
         };
-        let command = match command {
+        let answer = match command {
             TopicCommand::Leave { bound, reply } => {
                 return self.start_leaving(bound, reply, view).await;
             }
-            other => other,
+            TopicCommand::ClaimProducerIds { .. }
+            | TopicCommand::SwapSecurity { .. }
+            | TopicCommand::ElectLeaders { .. } => {
+                self.run_cluster_command(command, &current).await
+            }
+            topic => self.run_topic_command(topic, &current).await,
         };
+        self.republish(view).await;
+        if !answer.send() {
+            tracing::debug!("a topic command's requester went away before its answer");
+        }
+    }
+
+    /// A change of one topic or partition.
+    async fn run_topic_command(&self, command: TopicCommand, current: &ClusterView) -> Answer {
         let (etcd, keys, me) = (&self.etcd, &self.config.keys, self.config.me.id);
-        let answer = match command {
+        match command {
             TopicCommand::Create { spec, reply } => {
-                let created = controller::create_topic(etcd, keys, &current, me, spec).await;
+                let created = controller::create_topic(etcd, keys, current, me, spec).await;
                 Answer::Topic(reply, created)
             }
             TopicCommand::Delete { name, reply } => {
-                let deleted = controller::delete_topic(etcd, keys, &current, me, &name).await;
+                let deleted = controller::delete_topic(etcd, keys, current, me, &name).await;
                 Answer::Done(reply, deleted)
             }
             TopicCommand::Grow { name, count, reply } => {
                 let asked = (name.as_str(), count);
-                Answer::Done(
-                    reply,
-                    controller::grow_topic(etcd, keys, &current, me, asked).await,
-                )
+                let grown = controller::grow_topic(etcd, keys, current, me, asked).await;
+                Answer::Done(reply, grown)
             }
             TopicCommand::SetConfigs {
                 name,
                 configs,
                 reply,
             } => {
-                let set = controller::set_topic_configs(etcd, keys, &current, &name, &configs);
+                let set = controller::set_topic_configs(etcd, keys, current, &name, &configs);
                 Answer::Done(reply, set.await)
             }
             TopicCommand::AlterIsr {
@@ -453,13 +464,21 @@ impl Node {
                 reply,
             } => {
                 let at = (topic.as_str(), partition);
-                let changed = controller::change_isr(etcd, keys, &current, at, &change).await;
+                let changed = controller::change_isr(etcd, keys, current, at, &change).await;
                 Answer::Done(reply, changed)
             }
             TopicCommand::WantInternal { spec, reply } => {
-                let wanted = internal_topics::want(etcd, keys, &current, me, spec).await;
+                let wanted = internal_topics::want(etcd, keys, current, me, spec).await;
                 Answer::Done(reply, wanted)
             }
+            other => unreachable!("not a topic command: {other:?}"),
+        }
+    }
+
+    /// A change of the cluster's own values: producer id blocks, security, elections.
+    async fn run_cluster_command(&self, command: TopicCommand, current: &ClusterView) -> Answer {
+        let (etcd, keys, me) = (&self.etcd, &self.config.keys, self.config.me.id);
+        match command {
             TopicCommand::ClaimProducerIds { size, reply } => {
                 let claimed = crate::cluster::producer_ids::claim_block(etcd, keys, size).await;
                 Answer::Block(reply, claimed)
@@ -479,7 +498,7 @@ impl Node {
                 reply,
             } => {
                 let asked = (kind, partitions);
-                let elected = controller::elect_asked(etcd, keys, &current, me, asked).await;
+                let elected = controller::elect_asked(etcd, keys, current, me, asked).await;
                 let done = elected
                     .iter()
                     .flatten()
@@ -491,11 +510,7 @@ impl Node {
                 }
                 Answer::Elected(reply, elected)
             }
-            TopicCommand::Leave { .. } => unreachable!("handled above"),
-        };
-        self.republish(view).await;
-        if !answer.send() {
-            tracing::debug!("a topic command's requester went away before its answer");
+            other => unreachable!("not a cluster command: {other:?}"),
         }
     }
 

@@ -164,6 +164,11 @@ impl MetricsSnapshot {
                 .iter()
                 .map(|v| (v.name.to_string(), (v.get)(self))),
         );
+        assert_eq!(
+            values.len(),
+            self.apis.len() * 4 + SHARD_VALUES.len(),
+            "one value per API counter and per shard value"
+        );
         MetricsReport {
             shards: self.shards,
             distributions,
