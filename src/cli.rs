@@ -123,8 +123,13 @@ pub enum Command {
     #[command(after_help = "Examples:
   shardlog topics create --topic orders --partitions 8 --config retention.ms=86400000
   shardlog topics describe --topic orders
+  shardlog topics describe --under-replicated-partitions -b 127.0.0.1:9092
   shardlog topics alter --topic orders --config cleanup.policy=compact --delete-config retention.ms")]
     Topics(tools::topics::TopicsArgs),
+    /// The cluster as any node's Kafka listener tells it: the controller, and each live
+    /// node with how many partitions it leads and holds replicas of.
+    #[command(after_help = "Example: shardlog cluster describe -b 127.0.0.1:9092")]
+    Cluster(tools::cluster::ClusterArgs),
     /// Kafka's kafka-delete-records: records below an offset are no longer served.
     #[command(
         after_help = "Example: shardlog delete-records --topic orders --partition 0 --offset 1200"

@@ -245,6 +245,10 @@ fn main() -> ExitCode {
             args.server.timeout_ms = timeout_ms;
             to_stdout(|mut out| async move { tools::topics::run(args, &mut out).await })
         }
+        Command::Cluster(mut args) => {
+            args.server.timeout_ms = timeout_ms;
+            tools::cluster::run(&args, &mut std::io::stdout().lock())
+        }
         Command::DeleteRecords(mut args) => {
             args.server.timeout_ms = timeout_ms;
             to_stdout(|mut out| async move { tools::delete_records::run(args, &mut out).await })

@@ -2,8 +2,6 @@
 //! server's Kafka listener, as kafka-acls sends them, over the listener's security
 //! protocol (`--command-config`, `-X`).
 
-use std::time::Duration;
-
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::{
@@ -13,7 +11,6 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::acl_target::AclTarget;
 use super::client_config::ClientConfigArgs;
-use super::{probe, secure_stream};
 use crate::kafka::blocking_client::BlockingClient;
 use crate::security::acl::{
     AccessEntry, AclBinding, AclFilter, Operation, PatternFilter, PatternType, Permission,
@@ -36,29 +33,7 @@ impl Live {
         config: &ClientConfigArgs,
         timeout_ms: u64,
     ) -> Result<Live, String> {
-        let security = config.security()?;
-        let timeout = Duration::from_millis(timeout_ms);
-        let plaintext = security.protocol == crate::security::SecurityProtocol::Plaintext;
-        let native = plaintext && probe::probe(server, timeout) == Ok(probe::Protocol::Native);
-        let direct = match native {
-            true => Err(String::new()),
-            false => secure_stream::kafka_client(server, &security, timeout),
-        };
-        match direct {
-            Ok(client) => Ok(Live(client)),
-            // A secured native listener only shows itself by failing Kafka's handshake.
-            Err(kafka_err) => {
-                let kafka =
-                    probe::kafka_listener_of(server, &security, timeout).map_err(
-                        |e| match native {
-                            true => e,
-                            false => format!("{server}: {kafka_err} (as Kafka's protocol); {e}"),
-                        },
-                    )?;
-                eprintln!("note: {server} is shardlog's native listener; using its Kafka listener {kafka}");
-                secure_stream::kafka_client(&kafka, &security, timeout).map(Live)
-            }
-        }
+        super::probe::kafka_client_of(server, config, timeout_ms).map(Live)
     }
 
     fn call(&mut self, key: ApiKey, request: RequestKind) -> Result<ResponseKind, String> {

@@ -151,3 +151,32 @@ pub fn speaks_tls(addr: &str, timeout: Duration) -> bool {
     let mut head = [0u8; 2];
     s.read_exact(&mut head).is_ok() && head == [0x15, 0x03]
 }
+
+/// A Kafka-protocol client of the server at `server`. Given the native listener
+/// (shardlog's default address, as for every tool), it asks the server for its Kafka
+/// listener under the same security and uses that, saying so on stderr.
+pub fn kafka_client_of(
+    server: &str,
+    config: &super::client_config::ClientConfigArgs,
+    timeout_ms: u64,
+) -> Result<crate::kafka::blocking_client::BlockingClient, String> {
+    use super::secure_stream::kafka_client;
+    let security = config.security()?;
+    let timeout = Duration::from_millis(timeout_ms);
+    let plaintext = security.protocol == crate::security::SecurityProtocol::Plaintext;
+    let native = plaintext && probe(server, timeout) == Ok(Protocol::Native);
+    let direct = match native {
+        true => Err(String::new()),
+        false => kafka_client(server, &security, timeout),
+    };
+    let Err(kafka_err) = direct else {
+        return direct;
+    };
+    // A secured native listener only shows itself by failing Kafka's handshake.
+    let kafka = kafka_listener_of(server, &security, timeout).map_err(|e| match native {
+        true => e,
+        false => format!("{server}: {kafka_err} (as Kafka's protocol); {e}"),
+    })?;
+    eprintln!("note: {server} is shardlog's native listener; using its Kafka listener {kafka}");
+    kafka_client(&kafka, &security, timeout)
+}

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use super::replica_view::{self, Filters, ReplicaView};
 use crate::client::Client;
 use crate::protocol::{ErrorCode, TopicLogInfo, TopicMetadata};
 
@@ -49,6 +50,15 @@ pub struct TopicsArgs {
     /// alter: return this config to its default (repeatable).
     #[arg(long = "delete-config")]
     pub delete_configs: Vec<String>,
+    /// describe: only partitions with fewer in-sync replicas than replicas.
+    #[arg(long)]
+    pub under_replicated_partitions: bool,
+    /// describe: only partitions with fewer in-sync replicas than min.insync.replicas.
+    #[arg(long)]
+    pub under_min_isr_partitions: bool,
+    /// describe: only partitions without a leader.
+    #[arg(long)]
+    pub unavailable_partitions: bool,
 }
 
 fn parse_configs(raw: &[String]) -> Result<Vec<(String, String)>, String> {
@@ -103,7 +113,7 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
                 writeln!(out, "{}", t.name).map_err(io)?;
             }
         }
-        TopicsAction::Describe => describe(&mut client, args.topic.clone(), out).await?,
+        TopicsAction::Describe => describe(&mut client, &args, out).await?,
         TopicsAction::Alter => alter(&mut client, &args, need_topic()?, out).await?,
         TopicsAction::Roll => {
             let topic = need_topic()?;
@@ -218,32 +228,48 @@ async fn alter(
 }
 
 /// kafka-topics --describe plus kafka-configs' view: overrides apart from defaults, and per
-/// partition its log start and end offsets, size, segments and owner shard.
+/// partition its leader, replicas and ISR (from the Kafka listener's Metadata), log start
+/// and end offsets, size, segments and owner shard. With kafka-topics' filters, only the
+/// partitions they name, in kafka-topics' lines.
 async fn describe(
     client: &mut Client,
-    topic: Option<String>,
+    args: &TopicsArgs,
     out: &mut dyn Write,
 ) -> Result<(), String> {
-    let names = topic.map(|t| vec![t]);
+    let names = args.topic.clone().map(|t| vec![t]);
     let md = client
         .metadata(names.clone())
         .await
         .map_err(|e| e.to_string())?;
     let logs = client
-        .describe_logs(names)
+        .describe_logs(names.clone())
         .await
         .map_err(|e| e.to_string())?;
+    let filters = Filters {
+        under_replicated: args.under_replicated_partitions,
+        under_min_isr: args.under_min_isr_partitions,
+        unavailable: args.unavailable_partitions,
+    };
+    let placement = placement(&args.server, names.as_deref(), filters)?;
     for (t, log) in md.topics.iter().zip(&logs.topics) {
         if t.error_code != ErrorCode::None || log.error_code != ErrorCode::None {
             return Err(format!("topic {:?} does not exist", t.name));
         }
+        if filters.any() {
+            filtered(t, &placement, filters, out).map_err(io)?;
+            continue;
+        }
         describe_topic(t, log, out).map_err(io)?;
         for p in &log.partitions {
             let port = md.shard_port(p.owner_shard).unwrap_or(-1);
+            write!(out, "\tTopic: {}\tPartition: {}", t.name, p.partition).map_err(io)?;
+            if let Some(r) = placement.partitions.get(&(t.name.clone(), p.partition)) {
+                write!(out, "\t{}", r.columns()).map_err(io)?;
+            }
             write!(
                 out,
-                "\tTopic: {}\tPartition: {}\tOwnerShard: {}\tShardPort: {port}\tLogStartOffset: {}\tLogEndOffset: {}\tSize: {}\tSegments: {}",
-                t.name, p.partition, p.owner_shard, p.log_start_offset, p.log_end_offset, p.size_bytes, p.segments
+                "\tOwnerShard: {}\tShardPort: {port}\tLogStartOffset: {}\tLogEndOffset: {}\tSize: {}\tSegments: {}",
+                p.owner_shard, p.log_start_offset, p.log_end_offset, p.size_bytes, p.segments
             )
             .map_err(io)?;
             let r = &p.remote;
@@ -257,6 +283,44 @@ async fn describe(
             }
             writeln!(out).map_err(io)?;
         }
+    }
+    Ok(())
+}
+
+/// Where the partitions live, from the server's Kafka listener. Without filters it is
+/// best effort (a server without a Kafka listener is described without it).
+fn placement(
+    server: &super::ServerAddr,
+    topics: Option<&[String]>,
+    filters: Filters,
+) -> Result<ReplicaView, String> {
+    let read = super::probe::kafka_client_of(&server.bootstrap, &server.client, server.timeout_ms)
+        .and_then(|mut kafka| replica_view::read(&mut kafka, topics));
+    match read {
+        Ok(view) => Ok(view),
+        Err(e) if filters.any() => Err(format!("the partitions' replicas: {e}")),
+        Err(e) => {
+            eprintln!("note: no leaders, replicas or ISRs shown: {e}");
+            Ok(ReplicaView::default())
+        }
+    }
+}
+
+/// The partitions of `t` the filters keep, as kafka-topics prints them.
+fn filtered(
+    t: &TopicMetadata,
+    placement: &ReplicaView,
+    filters: Filters,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let min_insync = t.configs.iter().find(|(k, _)| k == "min.insync.replicas");
+    let min_insync = min_insync.and_then(|(_, v)| v.parse().ok()).unwrap_or(1);
+    let of_topic = placement
+        .partitions
+        .iter()
+        .filter(|((name, _), _)| *name == t.name);
+    for ((_, p), r) in of_topic.filter(|(_, r)| filters.keep(r, min_insync)) {
+        writeln!(out, "\tTopic: {}\tPartition: {p}\t{}", t.name, r.columns())?;
     }
     Ok(())
 }

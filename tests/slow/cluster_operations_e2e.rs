@@ -11,6 +11,7 @@ use crate::common;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use common::cli::shardlog;
 use common::etcd::EtcdServer;
 use common::server_proc::ServerProc;
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
@@ -110,6 +111,16 @@ fn a_rolling_restart_under_acks_all_hands_off_leadership_first_and_loses_nothing
             "restarting node {id} stalled acknowledgements for {gap:?}, as long as a failure detection: its leaderships were not handed off"
         );
     }
+}
+
+/// `shardlog topics describe` of `topic` against a node's native listener, with `flags`.
+fn describe_cli(node: &ServerProc, topic: &str, flags: &[&str]) -> String {
+    let addr = node.addr();
+    let mut args = vec!["topics", "describe", "-b", &addr, "--topic", topic];
+    args.extend_from_slice(flags);
+    let (out, err, ok) = shardlog(&args, None);
+    assert!(ok, "{err}");
+    out
 }
 
 /// A node's value of a metric (native Metrics API, summed over its shards).
@@ -251,6 +262,18 @@ fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
     nodes[at(follower)].kill9();
     let alive = [&nodes[at(leader)], &nodes[at(third)]];
     wait_for_metadata(&alive, "lossy", |(_, p, _)| p[0].isr == [leader]);
+    let under = ["--under-replicated-partitions"];
+    let listed = describe_cli(&nodes[at(third)], "lossy", &under);
+    let line = format!("\tTopic: lossy\tPartition: 0\tLeader: {leader}\tReplicas: {leader},{follower}\tIsr: {leader}\tOffline: {follower}\n");
+    assert_eq!(listed, line, "kafka-topics --under-replicated-partitions");
+    let (cluster, _, ok) = shardlog(
+        &["cluster", "describe", "-b", &nodes[at(third)].addr()],
+        None,
+    );
+    assert!(ok && cluster.contains("\tNodes: 2\t"), "{cluster}");
+    for id in [leader, third] {
+        assert!(cluster.contains(&format!("\tNode: {id}\t")), "{cluster}");
+    }
     let (error, _) = produce_acks(&nodes[at(leader)], "lossy", 0, "only-on-the-leader", 1);
     assert_eq!(error, 0);
     nodes[at(leader)].kill9();
@@ -262,6 +285,11 @@ fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
     std::thread::sleep(Duration::from_secs(1));
     let (_, offline, _) = wait_for_metadata(&alive, "lossy", |_| true);
     assert_eq!(offline[0].leader, -1, "no clean leader: offline");
+    let unavailable = describe_cli(&nodes[at(third)], "lossy", &["--unavailable-partitions"]);
+    assert!(
+        unavailable.contains("\tPartition: 0\tLeader: -1\t"),
+        "{unavailable}"
+    );
     let preferred = elect(alive[1], PREFERRED, Some(&[("lossy", &[0])]));
     assert_eq!(preferred.1[0].2, 80, "PREFERRED_LEADER_NOT_AVAILABLE");
     let unclean = elect(alive[1], UNCLEAN, Some(&[("lossy", &[0])]));

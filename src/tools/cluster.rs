@@ -1,0 +1,104 @@
+//! `shardlog cluster describe`: the live nodes with their listeners and how many
+//! partitions each leads and holds replicas of, and the controller, as any node's Kafka
+//! listener tells it (DescribeCluster and Metadata).
+
+use std::io::Write;
+
+use super::replica_view::{self, ReplicaView};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClusterAction {
+    Describe,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClusterArgs {
+    pub action: ClusterAction,
+    #[command(flatten)]
+    pub server: super::ServerAddr,
+}
+
+pub fn run(args: &ClusterArgs, out: &mut dyn Write) -> Result<(), String> {
+    let ClusterAction::Describe = args.action;
+    let server = &args.server;
+    let mut kafka =
+        super::probe::kafka_client_of(&server.bootstrap, &server.client, server.timeout_ms)?;
+    let view = replica_view::read(&mut kafka, None)?;
+    describe(&view, out).map_err(|e| e.to_string())
+}
+
+/// Kafka's cluster id, the controller, then one line per live node.
+fn describe(view: &ReplicaView, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "ClusterId: {}\tController: {}\tNodes: {}\tPartitions: {}",
+        crate::kafka::CLUSTER_ID,
+        view.controller,
+        view.nodes.len(),
+        view.partitions.len()
+    )?;
+    for node in &view.nodes {
+        let placed = view.partitions.values();
+        let leaders = placed.clone().filter(|r| r.leader == node.id).count();
+        let replicas = placed.filter(|r| r.replicas.contains(&node.id)).count();
+        assert!(leaders <= replicas, "a leader holds a replica");
+        let rack = node.rack.as_deref().unwrap_or("-");
+        writeln!(
+            out,
+            "\tNode: {}\tHost: {}\tPort: {}\tRack: {rack}\tLeaders: {leaders}\tReplicas: {replicas}",
+            node.id, node.host, node.port
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::replica_view::{Node, Replicas};
+
+    #[test]
+    fn each_node_counts_its_leaderships_and_replicas() {
+        let node = |id: i32| Node {
+            id,
+            host: "127.0.0.1".into(),
+            port: 9000 + id,
+            rack: None,
+        };
+        let placed = |leader: i32, replicas: Vec<i32>| Replicas {
+            leader,
+            isr: replicas.clone(),
+            replicas,
+            offline: Vec::new(),
+        };
+        let view = ReplicaView {
+            controller: 2,
+            nodes: vec![node(1), node(2)],
+            partitions: [
+                (("t".to_string(), 0), placed(1, vec![1, 2])),
+                (("t".to_string(), 1), placed(2, vec![2, 1])),
+                (("u".to_string(), 0), placed(2, vec![2])),
+            ]
+            .into(),
+        };
+        let mut out = Vec::new();
+        describe(&view, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("ClusterId: shardlog\tController: 2\tNodes: 2\tPartitions: 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "Node: 1\tHost: 127.0.0.1\tPort: 9001\tRack: -\tLeaders: 1\tReplicas: 2\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "Node: 2\tHost: 127.0.0.1\tPort: 9002\tRack: -\tLeaders: 2\tReplicas: 3\n"
+            ),
+            "{text}"
+        );
+    }
+}
