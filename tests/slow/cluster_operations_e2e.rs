@@ -191,7 +191,10 @@ const UNCLEAN: i8 = 1;
 fn elect_leaders_moves_leadership_to_preferred_replicas_and_unclean_only_when_asked() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdServer::start(&tmp.path().join("etcd"));
-    let extra = [("auto.leader.rebalance.enable", "false")];
+    let extra = [
+        ("auto.leader.rebalance.enable", "false"),
+        ("controlled.shutdown.retry.backoff.ms", "1000"),
+    ];
     let mut nodes: Vec<ServerProc> = (1..=3)
         .map(|id| node_with(tmp.path(), &etcd, (id, None), &extra))
         .collect();
@@ -251,7 +254,8 @@ fn elect_leaders_moves_leadership_to_preferred_replicas_and_unclean_only_when_as
 }
 
 /// A two-replica partition whose follower died, then its leader (the last in-sync
-/// replica): the follower back is not elected on its own; UNCLEAN elects it when asked.
+/// replica, so its controlled shutdown cannot hand off): the follower back is not elected
+/// on its own; UNCLEAN elects it when asked.
 fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
     let refs: Vec<&ServerProc> = nodes.iter().collect();
     let controller = describe(&nodes[0]).0;
@@ -276,7 +280,14 @@ fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
     }
     let (error, _) = produce_acks(&nodes[at(leader)], "lossy", 0, "only-on-the-leader", 1);
     assert_eq!(error, 0);
-    nodes[at(leader)].kill9();
+    // The leader, its last in-sync replica, cannot hand off: it says so, waits its bound
+    // (3 x 1 s here) and stops.
+    let asked = Instant::now();
+    assert!(nodes[at(leader)].terminate(Duration::from_secs(30)));
+    let log = nodes[at(leader)].log_text();
+    assert!(log.contains("the last in-sync replica of these partitions"), "{log}");
+    assert!(log.contains("stopping with partitions not moved"), "{log}");
+    assert!(asked.elapsed() >= Duration::from_secs(3), "it waited its bound");
     nodes[at(follower)].respawn();
     let alive = [&nodes[at(follower)], &nodes[at(third)]];
     wait_for_metadata(&alive, "lossy", |(_, p, b)| {
