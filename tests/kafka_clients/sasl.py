@@ -29,7 +29,7 @@ import os
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 client, bootstrap, mechanism, user, password, topic = sys.argv[1:7]
@@ -72,6 +72,10 @@ def confluent():
     deadline = time.time() + DEADLINE_S
     while len(seen) < 20 and time.time() < deadline:
         for m in c.consume(100, 0.5):
+            # A node that has not copied a topic just created elsewhere answers it unknown
+            # for a heartbeat (as Kafka's brokers do until the metadata reaches them).
+            if m.error() and m.error().code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                continue
             if m.error():
                 raise KafkaException(m.error())
             if m.value().decode().startswith(f"{user}-"):

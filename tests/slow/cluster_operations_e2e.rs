@@ -139,9 +139,11 @@ fn operators_see_the_restarts(nodes: &[ServerProc]) {
     assert_eq!(sum("under_min_isr_partitions"), 0);
     assert_eq!(sum("offline_partitions"), 0);
     assert_eq!(sum("unclean_leader_elections"), 0);
-    // Each restart moved leaderships away and back, and took the node out of the ISRs.
-    assert!(sum("leader_elections") >= 3, "{}", sum("leader_elections"));
-    assert!(sum("isr_expands") >= 3, "{}", sum("isr_expands"));
+    // The counters are each process's since it started: the last restart's elections (its
+    // leaderships moved back) and ISR expansions (it rejoined) were counted by nodes that
+    // have run since.
+    assert!(sum("leader_elections") >= 1, "{}", sum("leader_elections"));
+    assert!(sum("isr_expands") >= 1, "{}", sum("isr_expands"));
     assert!(
         sum("controller_changes") >= 3,
         "every node saw a controller"
@@ -285,9 +287,15 @@ fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
     let asked = Instant::now();
     assert!(nodes[at(leader)].terminate(Duration::from_secs(30)));
     let log = nodes[at(leader)].log_text();
-    assert!(log.contains("the last in-sync replica of these partitions"), "{log}");
+    assert!(
+        log.contains("the last in-sync replica of these partitions"),
+        "{log}"
+    );
     assert!(log.contains("stopping with partitions not moved"), "{log}");
-    assert!(asked.elapsed() >= Duration::from_secs(3), "it waited its bound");
+    assert!(
+        asked.elapsed() >= Duration::from_secs(3),
+        "it waited its bound"
+    );
     nodes[at(follower)].respawn();
     let alive = [&nodes[at(follower)], &nodes[at(third)]];
     wait_for_metadata(&alive, "lossy", |(_, p, b)| {
