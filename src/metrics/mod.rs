@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 pub use distribution::{Distribution, HistogramError};
 pub use snapshot::{
-    ApiStats, Gauges, MetricsReport, MetricsSnapshot, NamedDistribution, RemoteCounters,
-    ReplicationGauges, PROCESS_CPU_MS,
+    ApiStats, FollowerLag, Gauges, MetricsReport, MetricsSnapshot, NamedDistribution,
+    RemoteCounters, ReplicationGauges, PROCESS_CPU_MS,
 };
 
 /// A step of a request's life that is timed on its own.
@@ -96,6 +96,8 @@ pub struct ShardMetrics {
     open_segments: u64,
     /// ISR changes written by this shard's leaderships: (shrinks, expands).
     isr_changes: (u64, u64),
+    /// How far behind their leader on this shard followers are, as of its last tick.
+    follower_lags: Vec<FollowerLag>,
 }
 
 impl ShardMetrics {
@@ -111,6 +113,7 @@ impl ShardMetrics {
             remote: Default::default(),
             open_segments: 0,
             isr_changes: (0, 0),
+            follower_lags: Vec::new(),
         }
     }
 
@@ -249,6 +252,12 @@ pub fn record_isr_change(shrink: bool) {
     });
 }
 
+/// How far behind the followers of this shard's leaderships are now (replacing the last
+/// tick's: a partition no longer led here leaves the list).
+pub fn set_follower_lags(lags: Vec<FollowerLag>) {
+    SHARD.with(|m| m.borrow_mut().follower_lags = lags);
+}
+
 /// The ISR changes this shard's leaderships wrote: (shrinks, expands).
 pub fn isr_changes() -> (u64, u64) {
     SHARD.with(|m| m.borrow().isr_changes)
@@ -303,6 +312,7 @@ pub fn snapshot(shard: usize, gauges: Gauges) -> MetricsSnapshot {
             reply_writes: m.reply_writes,
             remote: m.remote,
             open_segments: m.open_segments,
+            follower_lags: m.follower_lags.clone(),
             gauges,
         }
     })

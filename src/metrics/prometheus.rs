@@ -238,11 +238,42 @@ impl Snapshots {
     }
 }
 
+impl Snapshots {
+    /// Per follower of each partition led here: records and seconds behind its leader.
+    fn encode_follower_lags(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let rows = |value: &dyn Fn(&super::FollowerLag) -> f64| -> Vec<(Labels, f64)> {
+            let each = self.0.iter().flat_map(|s| {
+                s.follower_lags.iter().map(move |l| {
+                    let mut labels = shard_label(s);
+                    labels.push(("topic", l.topic.clone()));
+                    labels.push(("partition", l.partition.to_string()));
+                    labels.push(("follower", l.follower.to_string()));
+                    (labels, value(l))
+                })
+            });
+            each.collect()
+        };
+        gauge(
+            e,
+            "follower_lag_records",
+            "Cluster mode: records a follower is behind this node's leader, per partition.",
+            &rows(&|l| l.records as f64),
+        )?;
+        gauge(
+            e,
+            "follower_lag_seconds",
+            "Cluster mode: seconds since a follower was last caught up with this node's leader.",
+            &rows(&|l| l.ms as f64 / 1000.0),
+        )
+    }
+}
+
 impl Collector for Snapshots {
     fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         self.encode_requests(&mut e)?;
         self.encode_stages(&mut e)?;
-        self.encode_storage(&mut e)
+        self.encode_storage(&mut e)?;
+        self.encode_follower_lags(&mut e)
     }
 }
 
@@ -312,7 +343,22 @@ mod tests {
             bytes_out: 1,
             took: std::time::Duration::from_micros(1),
         });
-        let text = render(vec![snapshot(0, Gauges::default())]);
+        let mut snap = snapshot(0, Gauges::default());
+        snap.follower_lags.push(crate::metrics::FollowerLag {
+            topic: "t".into(),
+            partition: 0,
+            follower: 2,
+            records: 7,
+            ms: 1500,
+        });
+        let text = render(vec![snap]);
+        for want in [
+            "shardlog_follower_lag_records{shard=\"0\",topic=\"t\",partition=\"0\",follower=\"2\"} 7.0",
+            "shardlog_follower_lag_seconds{shard=\"0\",topic=\"t\",partition=\"0\",follower=\"2\"} 1.5",
+            "shardlog_replica_lag_records{shard=\"0\"} 7",
+        ] {
+            assert!(text.contains(want), "{want} in:\n{text}");
+        }
         let served: std::collections::BTreeSet<&str> = text
             .lines()
             .filter(|l| !l.starts_with('#'))

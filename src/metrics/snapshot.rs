@@ -109,7 +109,21 @@ pub struct MetricsSnapshot {
     pub remote: RemoteCounters,
     /// Segments open on the shard now.
     pub open_segments: u64,
+    /// Cluster mode: the followers of this shard's leaderships, how far behind.
+    pub follower_lags: Vec<FollowerLag>,
     pub gauges: Gauges,
+}
+
+/// One follower of one partition led here, as of the leader's last tick (every second).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowerLag {
+    pub topic: String,
+    pub partition: i32,
+    pub follower: i32,
+    /// Records behind the leader's log end.
+    pub records: i64,
+    /// Milliseconds since it was last caught up.
+    pub ms: i64,
 }
 
 /// Tiered storage's counters on one shard.
@@ -200,7 +214,7 @@ pub struct ShardValue {
 
 /// Every per-shard value, one row each: the one list the Metrics API, `since` and the
 /// Prometheus endpoint read.
-pub const SHARD_VALUES: [ShardValue; 38] = [
+pub const SHARD_VALUES: [ShardValue; 39] = [
     ShardValue {
         name: "device_reads",
         kind: Kind::Counter,
@@ -422,6 +436,12 @@ pub const SHARD_VALUES: [ShardValue; 38] = [
         kind: Kind::Counter,
         get: |s| s.gauges.replication.isr_shrinks,
         help: "Cluster mode: ISR shrinks written by leaders on this shard (IsrShrinksPerSec's count).",
+    },
+    ShardValue {
+        name: "replica_lag_records",
+        kind: Kind::Gauge,
+        get: |s| s.follower_lags.iter().map(|l| l.records.max(0) as u64).sum(),
+        help: "Cluster mode: records the followers of this shard's leaderships are behind, summed (per partition: follower_lag_records).",
     },
     ShardValue {
         name: "isr_expands",

@@ -311,6 +311,20 @@ impl Replica {
         })
     }
 
+    /// As leader: how far behind each follower is, as (follower, records behind this
+    /// log end, milliseconds since it was last caught up). A follower that has not
+    /// fetched yet is behind by the whole log.
+    pub fn follower_lags(&self, log_end: Offset, now: Millis) -> Vec<(NodeId, Offset, Millis)> {
+        let Role::Leader(l) = &self.role else {
+            return Vec::new();
+        };
+        let lag = |(&id, p): (&NodeId, &Progress)| {
+            let behind = (log_end - p.log_end.max(0)).max(0);
+            (id, behind, (now - p.caught_up_at).max(0))
+        };
+        l.followers.iter().map(lag).collect()
+    }
+
     /// The store refused the proposed ISR change for good (it adds a replica that is not
     /// eligible: KIP-497's INELIGIBLE_REPLICA, e.g. one in controlled shutdown): as Kafka's
     /// leader does, it goes back to the ISR the store holds, so the high watermark stops
@@ -459,6 +473,18 @@ mod tests {
         r.on_fetch(fetch(2), 10, 0, |_| true).unwrap();
         let (_, change) = r.on_fetch(fetch(3), 10, 0, |_| true).unwrap();
         (r, change.expect("3 caught up: proposed"))
+    }
+
+    #[test]
+    fn a_leader_knows_how_far_behind_each_follower_is() {
+        let (mut r, _) = leading_with_3_proposed();
+        r.appended(25);
+        assert_eq!(r.follower_lags(25, 400), [(2, 15, 400), (3, 15, 400)]);
+        let follower = Replica::new(2, EpochCache::default(), 0);
+        assert!(
+            follower.follower_lags(25, 400).is_empty(),
+            "only a leader knows"
+        );
     }
 
     #[test]

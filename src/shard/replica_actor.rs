@@ -104,7 +104,11 @@ pub async fn run(
             let now = millis(Instant::now());
             // A change etcd has not taken yet is proposed again (it may have been lost).
             let change = r.replica.check_isr(now, max_lag.as_millis() as i64);
-            ReplicaReply::IsrChange(change.or_else(|| r.replica.pending_isr_change()))
+            let lags = r.replica.follower_lags(log.replica_end_offset(), now);
+            ReplicaReply::Ticked {
+                isr_change: change.or_else(|| r.replica.pending_isr_change()),
+                lags,
+            }
         }
         ReplicaOp::IsrRefused { change } => {
             r.replica

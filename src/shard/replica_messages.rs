@@ -70,6 +70,10 @@ pub enum ReplicaReply {
     Followed {
         log_end: i64,
     },
-    /// An ISR change for the caller to write to etcd.
-    IsrChange(Option<IsrChange>),
+    /// A leader's tick: an ISR change for the caller to write to etcd, and how far
+    /// behind each follower is (follower, records, milliseconds).
+    Ticked {
+        isr_change: Option<IsrChange>,
+        lags: Vec<(NodeId, i64, i64)>,
+    },
 }

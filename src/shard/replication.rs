@@ -156,16 +156,35 @@ impl Shard {
         let me = self.config().cluster.broker_id;
         let max_lag = Duration::from_millis(self.config().cluster.replica_lag_time_max_ms);
         let (led, _) = replicated_here(self, &view, me);
+        let mut lags = Vec::new();
         for (tp, _) in led
             .into_iter()
             .filter(|(tp, _)| view.leads(me, &tp.topic, tp.partition as u32))
         {
             let op = PartitionOp::Replica(ReplicaOp::Tick { max_lag });
             let reply = self.partition_op(&tp.topic, tp.partition, op).await;
-            if let Ok(OpOk::Replica(ReplicaReply::IsrChange(Some(change)))) = reply {
+            let Ok(OpOk::Replica(ReplicaReply::Ticked {
+                isr_change,
+                lags: of,
+            })) = reply
+            else {
+                continue;
+            };
+            lags.extend(of.into_iter().map(|(follower, records, ms)| {
+                crate::metrics::FollowerLag {
+                    topic: tp.topic.to_string(),
+                    partition: tp.partition,
+                    follower,
+                    records,
+                    ms,
+                }
+            }));
+            if let Some(change) = isr_change {
                 propose_isr(self, &link, tp, change).await;
             }
         }
+        // The partitions this shard leads now: one that moved away reports no lag.
+        crate::metrics::set_follower_lags(lags);
     }
 }
 

@@ -282,6 +282,12 @@ fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
     }
     let (error, _) = produce_acks(&nodes[at(leader)], "lossy", 0, "only-on-the-leader", 1);
     assert_eq!(error, 0);
+    // The leader reports its dead follower behind (its next tick, within a second).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric(&nodes[at(leader)], "replica_lag_records") < 1 {
+        assert!(Instant::now() < deadline, "no follower lag reported");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     // The leader, its last in-sync replica, cannot hand off: it says so, waits its bound
     // (3 x 1 s here) and stops.
     let asked = Instant::now();
