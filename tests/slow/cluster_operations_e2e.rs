@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::cli::shardlog;
 use common::etcd::EtcdServer;
+use common::kafka_clients::{run_bounded, script};
 use common::server_proc::ServerProc;
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::{ApiKey, ElectLeadersRequest, RequestKind, ResponseKind};
@@ -248,6 +249,24 @@ fn elect_leaders_moves_leadership_to_preferred_replicas_and_unclean_only_when_as
     );
     wait_for_metadata(&refs, "events", |(_, p, _)| p.iter().all(preferred_lead));
     assert_eq!(elect(asker, PREFERRED, None).1, []);
+    // librdkafka's AdminClient (kafka-leader-election's calls) reads the same answers.
+    let by_client = |kind: &str, asked: &str| {
+        let out = run_bounded(
+            &mut script("elect.py", &[&asker.kafka_addr(), kind, asked]),
+            Duration::from_secs(60),
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "elect.py: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    let answered = by_client("preferred", "events:0,events:9");
+    assert_eq!(answered["events-0"], "ELECTION_NOT_NEEDED", "{answered}");
+    assert_eq!(answered["events-9"], "UNKNOWN_TOPIC_OR_PART", "{answered}");
+    assert_eq!(by_client("preferred", "all"), serde_json::json!({}));
     let led = elect(asker, UNCLEAN, Some(&[("events", &[1])]));
     assert_eq!(led.1, [("events".to_string(), 1, 84)], "a led partition");
     assert_eq!(elect(asker, 5, None).0, 42, "an unknown election type");
