@@ -12,7 +12,7 @@ use crate::cluster::etcd::{Compare, Etcd, Op};
 use crate::cluster::topics::{encode_partition, encode_topic, ClusterTopic};
 use crate::cluster::{ClusterError, ClusterView, Keys};
 use crate::replication::controller::{
-    alter_isr, elect, elect_preferred, elect_unclean, imbalanced, place, ElectionRefused,
+    alter_isr, elect, elect_preferred, elect_unclean, imbalanced, place_on_racks, ElectionRefused,
     IsrRefused, PlacementError,
 };
 use crate::replication::{IsrChange, PartitionState};
@@ -163,9 +163,9 @@ pub async fn create_topic(
     if view.topics.contains_key(&spec.name) {
         return Err(TopicRefused::Exists(spec.name));
     }
-    let live: Vec<i32> = view.brokers.iter().map(|b| b.id).collect();
+    let live = live_with_racks(view);
     let (start, shift) = (fastrand::usize(..live.len().max(1)), fastrand::usize(..));
-    let placed = place(
+    let placed = place_on_racks(
         spec.partitions as usize,
         spec.replication_factor,
         &live,
@@ -234,9 +234,9 @@ pub async fn grow_topic(
         });
     }
     let factor = topic.partitions[0].state.replicas.len();
-    let live: Vec<i32> = view.brokers.iter().map(|b| b.id).collect();
+    let live = live_with_racks(view);
     let (start, shift) = (fastrand::usize(..live.len().max(1)), fastrand::usize(..));
-    let placed = place((count - now) as usize, factor, &live, start, shift)?;
+    let placed = place_on_racks((count - now) as usize, factor, &live, start, shift)?;
     assert_eq!(
         placed.len(),
         (count - now) as usize,
@@ -262,6 +262,13 @@ pub async fn grow_topic(
     require(etcd.txn(&guard, &[Op::Put(topic_key, value)]).await?)?;
     tracing::info!(topic = %name, from = now, to = count, "partitions added in the cluster");
     Ok(())
+}
+
+/// The live brokers as placement takes them: (id, rack), by id. A node in controlled
+/// shutdown gets no new replicas.
+fn live_with_racks(view: &ClusterView) -> Vec<(i32, Option<String>)> {
+    let staying = view.brokers.iter().filter(|b| !b.shutting_down);
+    staying.map(|b| (b.id, b.rack.clone())).collect()
 }
 
 /// A new partition's state: the first replica leads. Its ISR is the leader alone until

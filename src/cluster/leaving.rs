@@ -79,6 +79,7 @@ mod tests {
             listeners: Vec::new(),
             native: String::new(),
             shutting_down: leaving.contains(&id),
+            rack: None,
         };
         let partitions = states.into_iter().map(|state| ClusterPartition {
             state,

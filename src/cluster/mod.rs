@@ -307,6 +307,7 @@ pub fn session_config(
         listeners: listeners.collect::<Result<_, ClusterError>>()?,
         native: format!("{}:{}", host(config.listen)?, config.listen.port()),
         shutting_down: false,
+        rack: (!cluster.rack.is_empty()).then(|| cluster.rack.clone()),
     };
     Ok(SessionConfig {
         endpoints,

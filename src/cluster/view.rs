@@ -33,6 +33,8 @@ pub struct BrokerRegistration {
     /// followers and takes it out of every ISR it is not the last member of (Kafka's
     /// controlled shutdown); it leads nothing new and joins no ISR.
     pub shutting_down: bool,
+    /// Its rack (Kafka's broker.rack), if it has one.
+    pub rack: Option<String>,
 }
 
 /// The controller and its epoch (the controller key's creation revision: a new election
@@ -72,6 +74,7 @@ impl BrokerRegistration {
             "listeners": listeners,
             "native": self.native,
             "shutting_down": self.shutting_down,
+            "rack": self.rack,
         });
         value.to_string().into_bytes()
     }
@@ -87,6 +90,7 @@ impl BrokerRegistration {
             listeners: listeners.collect::<Option<Vec<_>>>()?,
             native: v["native"].as_str().unwrap_or_default().to_string(),
             shutting_down: v["shutting_down"].as_bool().unwrap_or(false),
+            rack: v["rack"].as_str().map(str::to_string),
         })
     }
 
@@ -219,6 +223,7 @@ mod tests {
             }],
             native: format!("127.0.0.1:{}", 8000 + id),
             shutting_down: id == 2,
+            rack: (id == 1).then(|| "eu-1a".to_string()),
         };
         let kvs = [
             kv(&keys.broker(2), b(2).encode(), 12),

@@ -40,10 +40,16 @@ pub fn broker_address(ctx: &Context<'_>) -> (String, i32) {
 /// came in on, and in cluster mode every other live node at its listener of the same
 /// security protocol (a node without one is left out, as Kafka leaves out a broker without
 /// the listener's name).
-pub fn live_brokers(ctx: &Context<'_>) -> Vec<(i32, String, i32)> {
+pub fn live_brokers(ctx: &Context<'_>) -> Vec<LiveBroker> {
     let me = node_id(ctx);
     let (host, port) = broker_address(ctx);
-    let mut brokers = vec![(me, host, port)];
+    let rack = &ctx.shard.config().cluster.rack;
+    let mut brokers = vec![LiveBroker {
+        id: me,
+        host,
+        port,
+        rack: (!rack.is_empty()).then(|| rack.clone()),
+    }];
     let Some(view) = ctx.shard.cluster() else {
         return brokers;
     };
@@ -51,11 +57,26 @@ pub fn live_brokers(ctx: &Context<'_>) -> Vec<(i32, String, i32)> {
     for node in view.brokers.iter().filter(|b| b.id != me) {
         let listener = node.listeners.iter().find(|l| l.name == protocol);
         if let Some(l) = listener {
-            brokers.push((node.id, l.host.clone(), l.port as i32));
+            brokers.push(LiveBroker {
+                id: node.id,
+                host: l.host.clone(),
+                port: l.port as i32,
+                rack: node.rack.clone(),
+            });
         }
     }
-    brokers.sort_by_key(|b| b.0);
+    brokers.sort_by_key(|b| b.id);
     brokers
+}
+
+/// A live node as Metadata, DescribeCluster and FindCoordinator name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveBroker {
+    pub id: i32,
+    pub host: String,
+    pub port: i32,
+    /// Its broker.rack (Metadata v1+, DescribeCluster).
+    pub rack: Option<String>,
 }
 
 /// The cluster's elected controller in cluster mode (-1 while there is none), else this
@@ -130,11 +151,12 @@ pub fn describe_cluster(
     ctx: &Context<'_>,
     request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
-    let brokers = live_brokers(ctx).into_iter().map(|(id, host, port)| {
+    let brokers = live_brokers(ctx).into_iter().map(|b| {
         DescribeClusterBroker::default()
-            .with_broker_id(BrokerId(id))
-            .with_host(str_bytes(host))
-            .with_port(port)
+            .with_broker_id(BrokerId(b.id))
+            .with_host(str_bytes(b.host))
+            .with_port(b.port)
+            .with_rack(b.rack.map(str_bytes))
     });
     let operations = if request.include_cluster_authorized_operations {
         let name = crate::security::acl::CLUSTER_NAME;

@@ -127,7 +127,8 @@ fn coordinator_of(
     let live = leader.filter(|&l| view.leads(l, topic, p as u32));
     let address = live.and_then(|l| {
         let brokers = super::cluster::live_brokers(ctx);
-        brokers.into_iter().find(|b| b.0 == l)
+        let leader = brokers.into_iter().find(|b| b.id == l);
+        leader.map(|b| (b.id, b.host, b.port))
     });
     address.ok_or_else(|| unavailable(format!("{topic}-{p} has no live leader now")))
 }

@@ -25,11 +25,17 @@ use crate::security::acl::{Operation, ResourceType};
 pub async fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResponse {
     create_on_use(ctx, &request).await;
     let brokers = super::cluster::live_brokers(ctx).into_iter();
-    let brokers = brokers.map(|(id, host, port)| {
-        MetadataResponseBroker::default()
-            .with_node_id(BrokerId(id))
-            .with_host(str_bytes(host))
-            .with_port(port)
+    let version = ctx.version;
+    let brokers = brokers.map(|b| {
+        let broker = MetadataResponseBroker::default()
+            .with_node_id(BrokerId(b.id))
+            .with_host(str_bytes(b.host))
+            .with_port(b.port);
+        // The rack field arrived in v1.
+        match version >= 1 {
+            true => broker.with_rack(b.rack.map(str_bytes)),
+            false => broker,
+        }
     });
     let controller = super::cluster::controller_id(ctx);
     let response = MetadataResponse::default()

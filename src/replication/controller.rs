@@ -54,6 +54,84 @@ pub fn place(
     Ok(out)
 }
 
+/// Kafka's rack-aware placement (AdminUtils.assignReplicasToBrokersRackAware): over the
+/// brokers listed rack by rack in turn (one of each rack, then the next of each), the
+/// first replica as without racks, each next one the next broker at the shift that is on
+/// a rack without a replica yet (while there is one) and not holding one already. A
+/// broker without a rack is on the rack "" here. `brokers` as (id, rack), sorted by id.
+/// Without any rack it is `place` exactly.
+pub fn place_on_racks(
+    partitions: usize,
+    factor: usize,
+    brokers: &[(NodeId, Option<String>)],
+    start: usize,
+    shift: usize,
+) -> Result<Vec<Vec<NodeId>>, PlacementError> {
+    if brokers.iter().all(|(_, rack)| rack.is_none()) {
+        let ids: Vec<NodeId> = brokers.iter().map(|(id, _)| *id).collect();
+        return place(partitions, factor, &ids, start, shift);
+    }
+    let n = brokers.len();
+    if factor == 0 {
+        return Err(PlacementError::ZeroFactor);
+    }
+    if factor > n {
+        return Err(PlacementError::TooFewBrokers { factor, live: n });
+    }
+    let arranged = rack_alternated(brokers);
+    let racks = arranged
+        .iter()
+        .map(|(_, r)| r)
+        .collect::<std::collections::BTreeSet<_>>();
+    let mut shift = shift;
+    let mut out = Vec::with_capacity(partitions);
+    for p in 0..partitions {
+        if p > 0 && p % n == 0 {
+            shift += 1;
+        }
+        let first = (p + start) % n;
+        let mut replicas = vec![arranged[first].0];
+        let mut used_racks = vec![&arranged[first].1];
+        let mut k = 0;
+        while replicas.len() < factor {
+            let step = 1 + (shift * racks.len() + k) % (n - 1);
+            let (broker, rack) = &arranged[(first + step) % n];
+            let rack_ok = !used_racks.contains(&rack) || used_racks.len() == racks.len();
+            let broker_ok = !replicas.contains(broker);
+            if rack_ok && broker_ok {
+                replicas.push(*broker);
+                used_racks.push(rack);
+            }
+            k += 1;
+            assert!(k <= 2 * n * n, "a replica is found within two rounds");
+        }
+        out.push(replicas);
+    }
+    Ok(out)
+}
+
+/// The brokers one per rack in turn (racks in name order, each rack's brokers by id).
+fn rack_alternated(brokers: &[(NodeId, Option<String>)]) -> Vec<(NodeId, String)> {
+    let mut by_rack: std::collections::BTreeMap<String, Vec<NodeId>> = Default::default();
+    for (id, rack) in brokers {
+        by_rack
+            .entry(rack.clone().unwrap_or_default())
+            .or_default()
+            .push(*id);
+    }
+    let deepest = by_rack.values().map(Vec::len).max().unwrap_or(0);
+    let mut out = Vec::with_capacity(brokers.len());
+    for i in 0..deepest {
+        for (rack, ids) in &by_rack {
+            if let Some(id) = ids.get(i) {
+                out.push((*id, rack.clone()));
+            }
+        }
+    }
+    assert_eq!(out.len(), brokers.len(), "every broker listed once");
+    out
+}
+
 /// What the controller knows of the brokers when it decides: each live node's broker
 /// epoch, and which live nodes are leaving (a controlled shutdown: they lead nothing new
 /// and leave the ISRs). A closure of the epoch alone is a cluster where nobody is leaving.
@@ -309,6 +387,55 @@ mod tests {
         assert_eq!(
             refused,
             PlacementError::TooFewBrokers { factor: 4, live: 3 }
+        );
+    }
+
+    #[test]
+    fn racks_get_one_replica_each_while_there_are_racks_left() {
+        let rack = |r: &str| Some(r.to_string());
+        let brokers = [
+            (1, rack("a")),
+            (2, rack("a")),
+            (3, rack("b")),
+            (4, rack("b")),
+            (5, rack("c")),
+            (6, rack("c")),
+        ];
+        assert_eq!(
+            rack_alternated(&brokers)
+                .iter()
+                .map(|b| b.0)
+                .collect::<Vec<_>>(),
+            [1, 3, 5, 2, 4, 6]
+        );
+        let rack_of = |id: NodeId| brokers.iter().find(|b| b.0 == id).unwrap().1.clone();
+        for (start, shift) in [(0, 0), (2, 1), (5, 3)] {
+            let placed = place_on_racks(12, 3, &brokers, start, shift).unwrap();
+            for r in &placed {
+                let mut racks: Vec<_> = r.iter().map(|&id| rack_of(id)).collect();
+                racks.sort();
+                racks.dedup();
+                assert_eq!(racks.len(), 3, "{r:?} over three racks");
+            }
+            let mut leaders: Vec<NodeId> = placed.iter().map(|r| r[0]).collect();
+            leaders.sort_unstable();
+            assert_eq!(
+                leaders,
+                [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6],
+                "leaders spread"
+            );
+        }
+        // More replicas than racks: every rack first, then a second broker on one.
+        let two_racks = &brokers[..4];
+        for r in place_on_racks(4, 3, two_racks, 0, 0).unwrap() {
+            let racks: std::collections::BTreeSet<_> = r.iter().map(|&id| rack_of(id)).collect();
+            assert_eq!(racks.len(), 2, "{r:?}");
+        }
+        let none: Vec<(NodeId, Option<String>)> = (1..=3).map(|id| (id, None)).collect();
+        assert_eq!(
+            place_on_racks(6, 3, &none, 1, 2).unwrap(),
+            place(6, 3, &[1, 2, 3], 1, 2).unwrap(),
+            "without racks: Kafka's placement without racks"
         );
     }
 

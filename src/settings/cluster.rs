@@ -13,6 +13,9 @@ pub struct ClusterSettings {
     pub name: String,
     /// This node's id in the cluster (Kafka's broker.id; node.id is an alias).
     pub broker_id: i32,
+    /// This node's rack (Kafka's broker.rack; empty: none): a new partition's replicas
+    /// go to as many racks as they can.
+    pub rack: String,
     /// A node whose registration is not renewed this long is dead to the cluster (Kafka's
     /// broker.session.timeout.ms): the TTL of its etcd lease.
     pub session_timeout_ms: u64,
@@ -49,6 +52,7 @@ impl Default for ClusterSettings {
             etcd_endpoints: String::new(),
             name: "shardlog".to_string(),
             broker_id: 0,
+            rack: String::new(),
             session_timeout_ms: 9_000,
             heartbeat_interval_ms: 2_000,
             replica_lag_time_max_ms: 30_000,

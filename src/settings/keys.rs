@@ -331,6 +331,24 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         check: |c| crate::settings::cluster::check_name(&c.cluster.name),
     },
     number_key!("broker.id", cluster.broker_id, 0..=(i32::MAX - 1)),
+    ServerKey {
+        name: "broker.rack",
+        get: |c| c.cluster.rack.clone(),
+        set: |c, v| {
+            c.cluster.rack = v.trim().to_string();
+            Ok(())
+        },
+        check: |c| {
+            let rack = &c.cluster.rack;
+            match rack.len() <= 255 && !rack.chars().any(char::is_control) {
+                true => Ok(()),
+                false => Err(bad(
+                    "broker.rack",
+                    format!("{rack:?}: at most 255 characters, none a control character"),
+                )),
+            }
+        },
+    },
     // Kafka's KRaft name for the same id.
     number_key!("node.id", cluster.broker_id, 0..=(i32::MAX - 1)),
     number_key!(

@@ -4,7 +4,7 @@
 //! gap in acknowledgements as long as a failure detection; leadership returns to the
 //! preferred replicas on its own (auto.leader.rebalance.enable), or when asked with
 //! ElectLeaders PREFERRED on any node; UNCLEAN elects a replica outside the ISR only
-//! when asked. Every loop is bounded in time.
+//! when asked; replicas are spread over racks (broker.rack), which Metadata reports. Every loop is bounded in time.
 
 use crate::common;
 
@@ -187,6 +187,10 @@ fn elect(
     (r.error_code, out)
 }
 
+fn rack_of(id: i32) -> String {
+    format!("rack-{}", id % 2)
+}
+
 const PREFERRED: i8 = 0;
 const UNCLEAN: i8 = 1;
 
@@ -194,12 +198,17 @@ const UNCLEAN: i8 = 1;
 fn elect_leaders_moves_leadership_to_preferred_replicas_and_unclean_only_when_asked() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdServer::start(&tmp.path().join("etcd"));
-    let extra = [
-        ("auto.leader.rebalance.enable", "false"),
-        ("controlled.shutdown.retry.backoff.ms", "1000"),
-    ];
+    // Nodes 1 and 3 share a rack: a two-replica partition goes to both racks.
     let mut nodes: Vec<ServerProc> = (1..=3)
-        .map(|id| node_with(tmp.path(), &etcd, (id, None), &extra))
+        .map(|id| {
+            let rack = rack_of(id);
+            let extra = [
+                ("auto.leader.rebalance.enable", "false"),
+                ("controlled.shutdown.retry.backoff.ms", "1000"),
+                ("broker.rack", rack.as_str()),
+            ];
+            node_with(tmp.path(), &etcd, (id, None), &extra)
+        })
         .collect();
     let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
     let refs: Vec<&ServerProc> = nodes.iter().collect();
@@ -283,6 +292,7 @@ fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
     assert_eq!(create(&nodes[at(controller)], "lossy", 1, 2), (0, 2));
     let (_, parts, _) = wait_for_metadata(&refs, "lossy", |(_, p, _)| in_sync(&p[0]));
     let (leader, follower) = (parts[0].replicas[0], parts[0].replicas[1]);
+    assert_ne!(rack_of(leader), rack_of(follower), "one replica per rack");
     let third = (1..=3).find(|id| *id != leader && *id != follower).unwrap();
     nodes[at(follower)].kill9();
     let alive = [&nodes[at(leader)], &nodes[at(third)]];
@@ -297,7 +307,9 @@ fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
     );
     assert!(ok && cluster.contains("\tNodes: 2\t"), "{cluster}");
     for id in [leader, third] {
+        let rack = rack_of(id);
         assert!(cluster.contains(&format!("\tNode: {id}\t")), "{cluster}");
+        assert!(cluster.contains(&format!("\tRack: {rack}\t")), "{cluster}");
     }
     let (error, _) = produce_acks(&nodes[at(leader)], "lossy", 0, "only-on-the-leader", 1);
     assert_eq!(error, 0);
