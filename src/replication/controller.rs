@@ -35,7 +35,7 @@ pub fn place(
     if factor > n {
         return Err(PlacementError::TooFewBrokers { factor, live: n });
     }
-    let mut shift = shift;
+    let mut shift = within_a_round(shift, n);
     let mut out = Vec::with_capacity(partitions);
     for p in 0..partitions {
         if p > 0 && p % n == 0 {
@@ -52,6 +52,15 @@ pub fn place(
         out.push(replicas);
     }
     Ok(out)
+}
+
+/// A random shift reduced to the steps it can make among `n` brokers (every step is taken
+/// modulo n - 1), so shifting further never overflows.
+fn within_a_round(shift: usize, n: usize) -> usize {
+    match n > 1 {
+        true => shift % (n - 1),
+        false => 0,
+    }
 }
 
 /// Kafka's rack-aware placement (AdminUtils.assignReplicasToBrokersRackAware): over the
@@ -83,7 +92,7 @@ pub fn place_on_racks(
         .iter()
         .map(|(_, r)| r)
         .collect::<std::collections::BTreeSet<_>>();
-    let mut shift = shift;
+    let mut shift = within_a_round(shift, n);
     let mut out = Vec::with_capacity(partitions);
     for p in 0..partitions {
         if p > 0 && p % n == 0 {
@@ -383,6 +392,9 @@ mod tests {
         }
         assert_eq!(placed[0], [1, 2, 3]);
         assert_eq!(placed[3], [1, 3, 2], "the shift grows after a round");
+        let huge = place(7, 3, &[1, 2, 3], 0, usize::MAX).unwrap();
+        let same = place(7, 3, &[1, 2, 3], 0, usize::MAX % 2).unwrap();
+        assert_eq!(huge, same, "a random shift of any size, no overflow");
         let refused = place(1, 4, &[1, 2, 3], 0, 0).unwrap_err();
         assert_eq!(
             refused,
@@ -409,7 +421,7 @@ mod tests {
             [1, 3, 5, 2, 4, 6]
         );
         let rack_of = |id: NodeId| brokers.iter().find(|b| b.0 == id).unwrap().1.clone();
-        for (start, shift) in [(0, 0), (2, 1), (5, 3)] {
+        for (start, shift) in [(0, 0), (2, 1), (5, 3), (1, usize::MAX)] {
             let placed = place_on_racks(12, 3, &brokers, start, shift).unwrap();
             for r in &placed {
                 let mut racks: Vec<_> = r.iter().map(|&id| rack_of(id)).collect();

@@ -41,7 +41,8 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// The server a tool talks to: every tool's arguments flatten it.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServerAddr {
-    /// Server address (Kafka's --bootstrap-server, kcat's -b).
+    /// Server address, or several comma-separated, tried in order (Kafka's
+    /// --bootstrap-server, kcat's -b).
     #[arg(
         long,
         short = 'b',
@@ -73,8 +74,50 @@ impl ServerAddr {
 /// in one line that this tool speaks shardlog's native protocol.
 /// On a secured listener (`--command-config`, `-X security.protocol=...`) it connects
 /// under TLS and SASL as configured, without the probe.
+/// A bootstrap list (Kafka's --bootstrap-server: comma-separated addresses) is tried in
+/// order; the first server that answers is used.
 pub(crate) async fn connect(server: &ServerAddr) -> Result<Client, String> {
-    let bootstrap = server.bootstrap.as_str();
+    let mut failures = Vec::new();
+    for addr in bootstrap_list(&server.bootstrap) {
+        match connect_one(addr, server).await {
+            Ok(client) => return Ok(client),
+            Err(e) => failures.push((addr, e)),
+        }
+    }
+    Err(bootstrap_failures(failures))
+}
+
+/// The addresses of a bootstrap list, in order.
+pub(crate) fn bootstrap_list(bootstrap: &str) -> Vec<&str> {
+    let list: Vec<&str> = bootstrap
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .collect();
+    if list.is_empty() {
+        return vec![bootstrap];
+    }
+    list
+}
+
+/// Why no address of a bootstrap list answered: one address's own words, or each's.
+pub(crate) fn bootstrap_failures(failures: Vec<(&str, String)>) -> String {
+    assert!(!failures.is_empty(), "a bootstrap list has an address");
+    if failures.len() == 1 {
+        return failures
+            .into_iter()
+            .next()
+            .map(|(_, e)| e)
+            .unwrap_or_default();
+    }
+    let each: Vec<String> = failures.iter().map(|(a, e)| format!("{a}: {e}")).collect();
+    format!(
+        "no server of the bootstrap list answered ({})",
+        each.join("; ")
+    )
+}
+
+async fn connect_one(bootstrap: &str, server: &ServerAddr) -> Result<Client, String> {
     let timeout = std::time::Duration::from_millis(server.timeout_ms.max(1));
     let security = server.client.security()?;
     if security.protocol != crate::security::SecurityProtocol::Plaintext {
@@ -145,5 +188,26 @@ pub(crate) async fn topic_metadata(
     match md.topic(topic) {
         Some(t) if t.error_code == crate::protocol::ErrorCode::None => Ok(t.clone()),
         _ => Err(format!("topic {topic:?} does not exist")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bootstrap_list_is_tried_in_order_and_its_failures_are_named() {
+        assert_eq!(bootstrap_list("a:1, b:2,,c:3"), ["a:1", "b:2", "c:3"]);
+        assert_eq!(bootstrap_list("a:1"), ["a:1"]);
+        let one = bootstrap_failures(vec![("a:1", "refused".to_string())]);
+        assert_eq!(one, "refused", "one address keeps its own words");
+        let two = vec![
+            ("a:1", "refused".to_string()),
+            ("b:2", "timed out".to_string()),
+        ];
+        assert_eq!(
+            bootstrap_failures(two),
+            "no server of the bootstrap list answered (a:1: refused; b:2: timed out)"
+        );
     }
 }

@@ -156,6 +156,21 @@ pub fn speaks_tls(addr: &str, timeout: Duration) -> bool {
 /// (shardlog's default address, as for every tool), it asks the server for its Kafka
 /// listener under the same security and uses that, saying so on stderr.
 pub fn kafka_client_of(
+    bootstrap: &str,
+    config: &super::client_config::ClientConfigArgs,
+    timeout_ms: u64,
+) -> Result<crate::kafka::blocking_client::BlockingClient, String> {
+    let mut failures = Vec::new();
+    for server in super::bootstrap_list(bootstrap) {
+        match kafka_client_of_one(server, config, timeout_ms) {
+            Ok(client) => return Ok(client),
+            Err(e) => failures.push((server, e)),
+        }
+    }
+    Err(super::bootstrap_failures(failures))
+}
+
+fn kafka_client_of_one(
     server: &str,
     config: &super::client_config::ClientConfigArgs,
     timeout_ms: u64,

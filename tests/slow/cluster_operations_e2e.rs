@@ -301,10 +301,10 @@ fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
     let listed = describe_cli(&nodes[at(third)], "lossy", &under);
     let line = format!("\tTopic: lossy\tPartition: 0\tLeader: {leader}\tReplicas: {leader},{follower}\tIsr: {leader}\tOffline: {follower}\n");
     assert_eq!(listed, line, "kafka-topics --under-replicated-partitions");
-    let (cluster, _, ok) = shardlog(
-        &["cluster", "describe", "-b", &nodes[at(third)].addr()],
-        None,
-    );
+    // A bootstrap list: the dead follower first, then a live node.
+    let list = format!("{},{}", nodes[at(follower)].addr(), nodes[at(third)].addr());
+    let (cluster, err, ok) = shardlog(&["cluster", "describe", "-b", &list], None);
+    assert!(ok, "{err}");
     assert!(ok && cluster.contains("\tNodes: 2\t"), "{cluster}");
     for id in [leader, third] {
         let rack = rack_of(id);
