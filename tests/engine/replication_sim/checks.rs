@@ -21,6 +21,8 @@ pub struct Checks {
     /// to its checkpoint, never this).
     verified: BTreeMap<NodeId, usize>,
     truncations: u64,
+    /// Nodes that stopped by controlled shutdown.
+    controlled_stops: u64,
 }
 
 /// What a run did, summed over seeds for the closing report.
@@ -31,6 +33,7 @@ pub struct Summary {
     pub committed: u64,
     pub leader_changes: u64,
     pub truncations: u64,
+    pub controlled_stops: u64,
 }
 
 impl Summary {
@@ -40,6 +43,7 @@ impl Summary {
         self.committed += other.committed;
         self.leader_changes += other.leader_changes;
         self.truncations += other.truncations;
+        self.controlled_stops += other.controlled_stops;
     }
 }
 
@@ -69,6 +73,11 @@ impl Checks {
                 }
             }
         }
+    }
+
+    /// A node stopped by controlled shutdown.
+    pub fn left(&mut self, _node: NodeId) {
+        self.controlled_stops += 1;
     }
 
     /// A client heard its record acknowledged at `offset`: it must be committed there.
@@ -144,6 +153,7 @@ impl Checks {
             committed: self.committed.len() as u64,
             leader_changes: store.partition.leader_epoch as u64,
             truncations: self.truncations,
+            controlled_stops: self.controlled_stops,
         }
     }
 }

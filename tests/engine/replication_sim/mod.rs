@@ -1,7 +1,9 @@
 //! A deterministic simulation of replication and the controller (issue 41): four nodes,
 //! one partition with three replicas and min.insync.replicas 2, a model etcd, and a
 //! network that loses, delays, reorders and duplicates every message, while nodes crash
-//! (losing all but their log), pause past their lease, and have their clocks jump. Every
+//! (losing all but their log), pause past their lease, have their clocks jump, and stop
+//! by controlled shutdown (marked leaving, they stop once the controller moved what they
+//! led, or after a bound). Every
 //! decision is made by `shardlog::replication`; after every step the checks hold:
 //! no acknowledged record lost, no two nodes appending in the same leader epoch, no
 //! replica differing from another below its high watermark (so every reader, who reads
@@ -115,6 +117,8 @@ struct Faults {
     crash: f64,
     pause: f64,
     clock_jump: f64,
+    /// A controlled shutdown (SIGTERM): the node hands off, stops, and comes back later.
+    leave: f64,
 }
 
 const CALM: Faults = Faults {
@@ -124,7 +128,11 @@ const CALM: Faults = Faults {
     crash: 0.0,
     pause: 0.0,
     clock_jump: 0.0,
+    leave: 0.0,
 };
+
+/// How long a leaving node waits for its leaderships to move before it stops anyway.
+const LEAVE_BOUND_MS: i64 = 1_000;
 
 struct World {
     rng: fastrand::Rng,
@@ -199,6 +207,7 @@ impl World {
         self.deliver_due(faults);
         self.tick_nodes(faults);
         self.inject(faults);
+        self.stop_leaving(faults);
         self.produce(faults);
         self.checks.after_step(&self.nodes);
     }
@@ -333,6 +342,32 @@ impl World {
         } else if r < faults.crash + faults.pause + faults.clock_jump {
             let jump = self.rng.i64(-1_000..3_000);
             self.node(id).clock_offset += jump;
+        } else if r < faults.crash + faults.pause + faults.clock_jump + faults.leave {
+            let node = self.node(id);
+            if node.up && node.leaving_since.is_none() {
+                node.leaving_since = Some(now);
+            }
+        }
+    }
+
+    /// Leaving nodes stop once handed off (or past their bound), and come back later.
+    fn stop_leaving(&mut self, faults: Faults) {
+        let now = self.now;
+        let mut out = Vec::new();
+        for id in 1..=NODES {
+            let node = self.node(id);
+            let Some(since) = node.leaving_since.filter(|_| node.up) else {
+                continue;
+            };
+            if node.handed_off() || now - since > LEAVE_BOUND_MS {
+                node.stop(&mut out);
+                self.checks.left(id);
+                let back = now + self.rng.i64(50..3_000);
+                self.restarts.insert(id, back);
+            }
+        }
+        for m in out {
+            self.send(m, faults);
         }
     }
 
@@ -375,6 +410,7 @@ fn run(seed: u64) -> checks::Summary {
         crash: rng.f64() * 0.01,
         pause: rng.f64() * 0.01,
         clock_jump: rng.f64() * 0.005,
+        leave: rng.f64() * 0.01,
     };
     for _ in 0..FAULT_STEPS {
         world.step(faults);
@@ -395,7 +431,7 @@ fn replication_keeps_every_acknowledged_record_through_seeded_faults() {
     }
     eprintln!("replication simulation: {total:?}");
     assert!(
-        total.acked > 0 && total.leader_changes > 0,
+        total.acked > 0 && total.leader_changes > 0 && total.controlled_stops > 0,
         "the runs exercised nothing: {total:?}"
     );
 }

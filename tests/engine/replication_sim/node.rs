@@ -3,7 +3,7 @@
 //! Every decision is the library's (`shardlog::replication`); this file only carries
 //! them out and turns them into messages.
 
-use shardlog::replication::controller::{alter_isr, elect};
+use shardlog::replication::controller::{alter_isr, elect, IsrRefused, Liveness};
 use shardlog::replication::replica::Received;
 use shardlog::replication::{
     EpochCache, EpochEntry, FetchAnswer, FetchRequest, IsrChange, NodeId, Offset, Replica, Role,
@@ -30,6 +30,22 @@ pub struct Node {
     view: Option<Snapshot>,
     /// Appends waiting for the high watermark: (offset, record id, epoch).
     waiting: Vec<(Offset, u64, i32)>,
+    /// A controlled shutdown asked at this (world) time: the node marks itself leaving
+    /// and stops once the controller moved what it led, or after its bound.
+    pub leaving_since: Option<i64>,
+}
+
+/// The brokers as one snapshot shows them: live with their epochs, some leaving.
+struct Brokers<'a>(&'a Snapshot);
+
+impl Liveness for Brokers<'_> {
+    fn epoch(&self, node: NodeId) -> Option<i64> {
+        self.0.brokers.get(&node).copied()
+    }
+
+    fn leaving(&self, node: NodeId) -> bool {
+        self.0.leaving.contains(&node)
+    }
 }
 
 /// The epoch history a log implies (what Kafka rebuilds when the checkpoint is missing).
@@ -70,6 +86,7 @@ impl Node {
             broker_epoch: None,
             view: None,
             waiting: Vec::new(),
+            leaving_since: None,
         }
     }
 
@@ -86,6 +103,7 @@ impl Node {
     /// The process starts again from its files.
     pub fn restart(&mut self) {
         self.up = true;
+        self.leaving_since = None;
         let hw = self.hw_checkpoint.min(self.leo());
         self.replica = Replica::new(self.id, epochs_of(&self.log), hw);
     }
@@ -109,6 +127,9 @@ impl Node {
             (Some(lease), None) => out.push(self.store(Request::Register { id: self.id, lease })),
             (Some(lease), Some(_)) => out.push(self.store(Request::KeepAlive(lease))),
         }
+        if let (Some(_), Some(lease)) = (self.leaving_since, self.lease) {
+            out.push(self.store(Request::Leave { id: self.id, lease }));
+        }
         out.push(self.store(Request::Read));
         if let Some(change) = self.replica.check_isr(now, MAX_LAG_MS) {
             self.send_isr_change(change, out);
@@ -127,17 +148,41 @@ impl Node {
 
     /// An ISR change goes to the store as a swap on the state this node read, if the
     /// controller's rules allow it on that state.
-    fn send_isr_change(&self, change: IsrChange, out: &mut Vec<Msg>) {
+    /// A change the rules refuse for good (it adds a replica that is leaving) is dropped,
+    /// as the server's leader drops what etcd refuses.
+    fn send_isr_change(&mut self, change: IsrChange, out: &mut Vec<Msg>) {
         let Some(view) = &self.view else { return };
-        let live = |n: NodeId| view.brokers.get(&n).copied();
-        if let Ok(state) = alter_isr(&view.partition, &change, &live) {
-            let expect = view.partition_revision;
-            out.push(self.store(Request::Swap {
-                expect,
-                controller_epoch: None,
-                state,
-            }));
+        match alter_isr(&view.partition, &change, &Brokers(view)) {
+            Ok(state) => {
+                let expect = view.partition_revision;
+                out.push(self.store(Request::Swap {
+                    expect,
+                    controller_epoch: None,
+                    state,
+                }));
+            }
+            Err(IsrRefused::Ineligible) => self.replica.abandon_isr_change(&change, self.leo()),
+            Err(_) => {}
         }
+    }
+
+    /// A leaving node may stop: the controller has nothing left to move for it (it leads
+    /// nothing and is out of the ISR, unless it is the last member there).
+    pub fn handed_off(&self) -> bool {
+        let Some(view) = &self.view else {
+            return false;
+        };
+        let p = &view.partition;
+        let involved = p.leader == Some(self.id) || p.isr.contains(&self.id);
+        view.leaving.contains(&self.id) && (!involved || elect(p, &Brokers(view)).is_none())
+    }
+
+    /// A graceful stop: the lease goes with a last request, then the process ends.
+    pub fn stop(&mut self, out: &mut Vec<Msg>) {
+        if let Some(lease) = self.lease {
+            out.push(self.store(Request::Revoke(lease)));
+        }
+        self.crash();
     }
 
     pub fn on_store_reply(
@@ -187,8 +232,7 @@ impl Node {
 
     /// As controller: a new leader (or a smaller ISR) when the store shows one is needed.
     fn control(&self, snapshot: &Snapshot, epoch: i64, out: &mut Vec<Msg>) {
-        let live = |n: NodeId| snapshot.brokers.get(&n).copied();
-        if let Some(state) = elect(&snapshot.partition, &live) {
+        if let Some(state) = elect(&snapshot.partition, &Brokers(snapshot)) {
             let expect = snapshot.partition_revision;
             out.push(self.store(Request::Swap {
                 expect,
@@ -207,9 +251,9 @@ impl Node {
         events: &mut Vec<Event>,
     ) {
         let view = &self.view;
-        let live = |n: NodeId| view.as_ref().is_some_and(|v| v.brokers.contains_key(&n));
+        let eligible = |n: NodeId| view.as_ref().is_some_and(|v| Brokers(v).eligible(n));
         let leo = self.log.len() as Offset;
-        let answer = match self.replica.on_fetch(req, leo, now, live) {
+        let answer = match self.replica.on_fetch(req, leo, now, eligible) {
             Ok((
                 FetchAnswer::Records {
                     from,

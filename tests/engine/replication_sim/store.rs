@@ -21,6 +21,13 @@ pub enum Request {
         id: NodeId,
         lease: Lease,
     },
+    /// Controlled shutdown: `id`'s registration under `lease` says it is leaving.
+    Leave {
+        id: NodeId,
+        lease: Lease,
+    },
+    /// A stopping node gives up its lease (and its keys with it).
+    Revoke(Lease),
     Read,
     /// Replaces the partition's state if it is still at `expect` (its mod revision), and,
     /// for a controller, if the controller key still has `controller_epoch`.
@@ -44,6 +51,8 @@ pub enum Reply {
         epoch: i64,
     },
     Campaigned,
+    Left,
+    Revoked,
     Snapshot(Snapshot),
     /// Whether the swap landed is learnt from the next read, as a lost reply would hide it.
     Swapped,
@@ -54,6 +63,8 @@ pub enum Reply {
 pub struct Snapshot {
     /// Live brokers and their broker epochs.
     pub brokers: BTreeMap<NodeId, i64>,
+    /// Live brokers in controlled shutdown.
+    pub leaving: std::collections::BTreeSet<NodeId>,
     /// The controller and its epoch.
     pub controller: Option<(NodeId, i64)>,
     pub partition: PartitionState,
@@ -65,6 +76,7 @@ struct Held {
     value: i64,
     created: i64,
     lease: Lease,
+    leaving: bool,
 }
 
 pub struct Store {
@@ -134,9 +146,22 @@ impl Store {
                         value: id as i64,
                         created,
                         lease,
+                        leaving: false,
                     });
                 }
                 Reply::Campaigned
+            }
+            Request::Leave { id, lease } => {
+                if let Some(held) = self.brokers.get_mut(&id).filter(|h| h.lease == lease) {
+                    held.leaving = true;
+                    self.revision += 1;
+                }
+                Reply::Left
+            }
+            Request::Revoke(lease) => {
+                self.leases.insert(lease, now);
+                self.expire(now);
+                Reply::Revoked
             }
             Request::Read => Reply::Snapshot(self.snapshot()),
             Request::Swap {
@@ -173,6 +198,7 @@ impl Store {
                 value: id as i64,
                 created,
                 lease,
+                leaving: false,
             },
         );
         Reply::Registered {
@@ -199,6 +225,10 @@ impl Store {
                 .brokers
                 .iter()
                 .map(|(&id, h)| (id, h.created))
+                .collect(),
+            leaving: (self.brokers.iter())
+                .filter(|(_, h)| h.leaving)
+                .map(|(&id, _)| id)
                 .collect(),
             controller: self
                 .controller
