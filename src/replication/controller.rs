@@ -29,19 +29,9 @@ pub fn place(
     shift: usize,
 ) -> Result<Vec<Vec<NodeId>>, PlacementError> {
     let n = brokers.len();
-    if factor == 0 {
-        return Err(PlacementError::ZeroFactor);
-    }
-    if factor > n {
-        return Err(PlacementError::TooFewBrokers { factor, live: n });
-    }
-    let mut shift = within_a_round(shift, n);
+    check_factor(factor, n)?;
     let mut out = Vec::with_capacity(partitions);
-    for p in 0..partitions {
-        if p > 0 && p % n == 0 {
-            shift += 1;
-        }
-        let first = (p + start) % n;
+    for (first, shift) in firsts(partitions, n, start, shift) {
         let mut replicas = vec![brokers[first]];
         for j in 0..factor - 1 {
             // Kafka's replicaIndex: never the first broker again.
@@ -52,6 +42,27 @@ pub fn place(
         out.push(replicas);
     }
     Ok(out)
+}
+
+/// A replication factor the `n` live brokers can hold.
+fn check_factor(factor: usize, n: usize) -> Result<(), PlacementError> {
+    match factor {
+        0 => Err(PlacementError::ZeroFactor),
+        f if f > n => Err(PlacementError::TooFewBrokers { factor, live: n }),
+        _ => Ok(()),
+    }
+}
+
+/// Each partition's first replica (an index into the broker list) and the shift of its
+/// other replicas: Kafka's, which grows by one after every round of `n` partitions.
+fn firsts(
+    partitions: usize,
+    n: usize,
+    start: usize,
+    shift: usize,
+) -> impl Iterator<Item = (usize, usize)> {
+    let shift = within_a_round(shift, n);
+    (0..partitions).map(move |p| ((p + start) % n, shift + p / n))
 }
 
 /// A random shift reduced to the steps it can make among `n` brokers (every step is taken
@@ -81,24 +92,14 @@ pub fn place_on_racks(
         return place(partitions, factor, &ids, start, shift);
     }
     let n = brokers.len();
-    if factor == 0 {
-        return Err(PlacementError::ZeroFactor);
-    }
-    if factor > n {
-        return Err(PlacementError::TooFewBrokers { factor, live: n });
-    }
+    check_factor(factor, n)?;
     let arranged = rack_alternated(brokers);
     let racks = arranged
         .iter()
         .map(|(_, r)| r)
         .collect::<std::collections::BTreeSet<_>>();
-    let mut shift = within_a_round(shift, n);
     let mut out = Vec::with_capacity(partitions);
-    for p in 0..partitions {
-        if p > 0 && p % n == 0 {
-            shift += 1;
-        }
-        let first = (p + start) % n;
+    for (first, shift) in firsts(partitions, n, start, shift) {
         let mut replicas = vec![arranged[first].0];
         let mut used_racks = vec![&arranged[first].1];
         let mut k = 0;
@@ -482,15 +483,20 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_isr_change_stands_only_on_the_state_it_was_made_against() {
-        let s = state(&[1, 2], Some(1));
-        let change = IsrChange {
+    /// Leader 1's change of `state(&[1, 2], Some(1))` that adds replica 3.
+    fn adding_3() -> IsrChange {
+        IsrChange {
             leader: 1,
             leader_epoch: 4,
             partition_epoch: 7,
             isr: vec![1, 2, 3],
-        };
+        }
+    }
+
+    #[test]
+    fn an_isr_change_stands_only_on_the_state_it_was_made_against() {
+        let s = state(&[1, 2], Some(1));
+        let change = adding_3();
         let next = alter_isr(&s, &change, &|_: NodeId| Some(10)).unwrap();
         assert_eq!(
             (next.isr.as_slice(), next.partition_epoch),
@@ -547,12 +553,7 @@ mod tests {
     #[test]
     fn a_leaving_replica_does_not_join_an_isr() {
         let s = state(&[1, 2], Some(1));
-        let change = IsrChange {
-            leader: 1,
-            leader_epoch: 4,
-            partition_epoch: 7,
-            isr: vec![1, 2, 3],
-        };
+        let change = adding_3();
         let refused = alter_isr(&s, &change, &Leaving(&[3]));
         assert_eq!(refused, Err(IsrRefused::Ineligible));
         let shrink = IsrChange {

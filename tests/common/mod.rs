@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 pub mod certs;
 pub mod cli;
+pub mod elect;
 pub mod etcd;
 pub mod firewall;
 pub mod kafka_clients;

@@ -115,33 +115,15 @@ fn elect(
     k: &mut Kafka,
     v: i16,
     election_type: i8,
-    asked: Option<Vec<(&str, Vec<i32>)>>,
+    asked: Option<&[(&str, &[i32])]>,
 ) -> (i16, Vec<(String, i32, i16)>) {
-    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
-    let topics = asked.map(|a| {
-        let each = a.into_iter().map(|(t, ps)| {
-            TopicPartitions::default()
-                .with_topic(TopicName(s(t)))
-                .with_partitions(ps)
-        });
-        each.collect()
-    });
-    let request = ElectLeadersRequest::default()
-        .with_election_type(election_type)
-        .with_topic_partitions(topics)
-        .with_timeout_ms(5_000);
+    let request = common::elect::request(election_type, asked);
     let ResponseKind::ElectLeaders(r) =
         k.call(ApiKey::ElectLeaders, v, RequestKind::ElectLeaders(request))
     else {
         panic!("not an ElectLeaders answer")
     };
-    let mut out = Vec::new();
-    for t in &r.replica_election_results {
-        for p in &t.partition_result {
-            out.push((t.topic.0.to_string(), p.partition_id, p.error_code));
-        }
-    }
-    (r.error_code, out)
+    common::elect::results(&r)
 }
 
 #[test]
@@ -152,7 +134,7 @@ fn elect_leaders_on_one_node_finds_every_partition_led_by_its_only_replica() {
     for v in versions(ApiKey::ElectLeaders) {
         // v0 has no election type: PREFERRED.
         for election_type in if v == 0 { 0..=0 } else { 0..=1 } {
-            let asked = vec![("t", vec![0, 1, -1]), ("absent", vec![0])];
+            let asked: &[(&str, &[i32])] = &[("t", &[0, 1, -1]), ("absent", &[0])];
             let (top, results) = elect(&mut k, v, election_type, Some(asked));
             assert_eq!(top, 0, "v{v}");
             let expected = [("t", 0, 84), ("t", 1, 3), ("t", -1, 3), ("absent", 0, 3)];

@@ -15,14 +15,13 @@ use common::cli::shardlog;
 use common::etcd::EtcdServer;
 use common::kafka_clients::{run_bounded, script};
 use common::server_proc::ServerProc;
-use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
-use kafka_protocol::messages::{ApiKey, ElectLeadersRequest, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
 use super::cluster_e2e::{describe, members, wait_for_agreement};
 use super::cluster_faults_e2e::{
     every_acknowledged_value_is_found_once, node_with, start_load, Load, TOPIC,
 };
-use super::cluster_topics_e2e::{call, create, name, produce_acks, wait_for_metadata, Described};
+use super::cluster_topics_e2e::{call, create, produce_acks, wait_for_metadata, Described};
 
 /// A failure is detected after this long; a handed-off leadership must not cost as much.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
@@ -158,33 +157,11 @@ fn elect(
     election_type: i8,
     asked: Option<&[(&str, &[i32])]>,
 ) -> (i16, Vec<(String, i32, i16)>) {
-    let topics = asked.map(|a| {
-        let each = a.iter().map(|(t, ps)| {
-            TopicPartitions::default()
-                .with_topic(name(t))
-                .with_partitions(ps.to_vec())
-        });
-        each.collect()
-    });
-    let request = ElectLeadersRequest::default()
-        .with_election_type(election_type)
-        .with_topic_partitions(topics)
-        .with_timeout_ms(30_000);
-    let ResponseKind::ElectLeaders(r) = call(
-        node,
-        ApiKey::ElectLeaders,
-        1,
-        RequestKind::ElectLeaders(request),
-    ) else {
+    let request = RequestKind::ElectLeaders(common::elect::request(election_type, asked));
+    let ResponseKind::ElectLeaders(r) = call(node, ApiKey::ElectLeaders, 1, request) else {
         panic!("not an ElectLeaders answer")
     };
-    let mut out = Vec::new();
-    for t in &r.replica_election_results {
-        for p in &t.partition_result {
-            out.push((t.topic.0.to_string(), p.partition_id, p.error_code));
-        }
-    }
-    (r.error_code, out)
+    common::elect::results(&r)
 }
 
 fn rack_of(id: i32) -> String {
