@@ -112,6 +112,7 @@ impl PartitionLog {
                 log_end: self.log_end_offset(),
             });
         }
+        let before = self.log_end_offset();
         self.sync().await?;
         self.changed_since_open = true;
         let cut = self.segments.partition_point(|s| s.base_offset() <= offset) - 1;
@@ -128,7 +129,7 @@ impl PartitionLog {
         self.cut_files(cut_base, position, &later).await?;
         let end = self.reload().await?;
         assert!(end <= offset, "the log ends at or before the cut");
-        tracing::info!(dir = %self.dir.display(), offset, log_end = end, "log truncated (diverged from the leader)");
+        tracing::info!(dir = %self.dir.display(), offset, log_end = end, removed = before - end, "log truncated (diverged from the leader)");
         Ok(end)
     }
 
