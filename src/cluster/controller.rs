@@ -498,11 +498,8 @@ pub async fn rebalance_leaders(
     }
     let states: Vec<&PartitionState> = at.iter().map(|(_, _, c)| &c.state).collect();
     let mut moved = 0;
-    for i in imbalanced(&states, percentage, view) {
+    for (i, next) in imbalanced(&states, percentage, view) {
         let (topic, p, current) = at[i];
-        let Ok(next) = elect_preferred(&current.state, view) else {
-            continue;
-        };
         if write_state(etcd, keys, epoch, (topic, p), current, &next).await? {
             moved += 1;
         }

@@ -311,8 +311,7 @@ impl Node {
         if internal_topics::create_all_wanted(etcd, keys, &current, me).await? > 0 {
             current = self.read().await?;
         }
-        if self.rebalance_due() {
-            let percentage = self.config.rebalance.map_or(100, |r| r.1);
+        if let Some(percentage) = self.rebalance_due() {
             let (etcd, keys) = (&self.etcd, &self.config.keys);
             let moved = controller::rebalance_leaders(etcd, keys, &current, me, percentage).await?;
             ClusterCounters::add(&self.counters.leader_elections, moved);
@@ -334,16 +333,16 @@ impl Node {
         }
     }
 
-    /// Whether the controller's leadership balance check is due now (and when the next is).
-    fn rebalance_due(&mut self) -> bool {
-        let Some((interval, _)) = self.config.rebalance else {
-            return false;
-        };
-        if Instant::now() < self.next_rebalance {
-            return false;
+    /// The imbalance percentage when the controller's leadership balance check is due now
+    /// (and when the next one is).
+    fn rebalance_due(&mut self) -> Option<u32> {
+        let (interval, percentage) = self.config.rebalance?;
+        let now = Instant::now();
+        if now < self.next_rebalance {
+            return None;
         }
-        self.next_rebalance = Instant::now() + interval;
-        true
+        self.next_rebalance = now + interval;
+        Some(percentage)
     }
 
     /// Starts a controlled shutdown: the registration says so from now on (a registration

@@ -53,7 +53,7 @@ pub async fn handle(ctx: &Context<'_>, request: FetchRequest, follower: i32) -> 
     let eligible = ctx
         .shard
         .cluster()
-        .is_some_and(|v| v.live_epoch(follower).is_some() && !v.shutting_down(follower));
+        .is_some_and(|v| crate::replication::controller::Liveness::eligible(&*v, follower));
     let wait = (request.max_wait_ms.max(0) as u64).min(ctx.shard.config().request_timeout_ms);
     let deadline = Instant::now() + Duration::from_millis(wait);
     let limit = (request.max_bytes.max(1) as usize).min(ctx.shard.config().max_frame_bytes / 2);

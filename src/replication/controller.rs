@@ -174,9 +174,7 @@ impl<F: Fn(NodeId) -> Option<i64>> Liveness for F {
 /// election only).
 pub fn elect(state: &PartitionState, brokers: &impl Liveness) -> Option<PartitionState> {
     let isr = surviving_isr(state, brokers);
-    let leader_ok = state
-        .leader
-        .is_some_and(|l| brokers.epoch(l) == Some(state.leader_broker_epoch) && isr.contains(&l));
+    let leader_ok = live_leader(state, brokers).is_some_and(|l| isr.contains(&l));
     if leader_ok && isr == state.isr {
         return None;
     }
@@ -201,6 +199,13 @@ pub fn elect(state: &PartitionState, brokers: &impl Liveness) -> Option<Partitio
         "a leader outside the ISR"
     );
     Some(next)
+}
+
+/// The named leader, if it is live in the registration it was elected in (a restarted
+/// leader is not the leader until elected again).
+fn live_leader(state: &PartitionState, brokers: &impl Liveness) -> Option<NodeId> {
+    let leader = state.leader?;
+    (brokers.epoch(leader) == Some(state.leader_broker_epoch)).then_some(leader)
 }
 
 /// The ISR without its dead and leaving members: the staying ones if any, else the live
@@ -248,9 +253,7 @@ pub fn elect_preferred(
     brokers: &impl Liveness,
 ) -> Result<PartitionState, ElectionRefused> {
     let preferred = state.replicas[0];
-    let leads = state.leader == Some(preferred)
-        && brokers.epoch(preferred) == Some(state.leader_broker_epoch);
-    if leads {
+    if live_leader(state, brokers) == Some(preferred) {
         return Err(ElectionRefused::NotNeeded);
     }
     if !state.isr.contains(&preferred) || !brokers.eligible(preferred) {
@@ -266,10 +269,7 @@ pub fn elect_unclean(
     state: &PartitionState,
     brokers: &impl Liveness,
 ) -> Result<PartitionState, ElectionRefused> {
-    let leader_live = state
-        .leader
-        .is_some_and(|l| brokers.epoch(l) == Some(state.leader_broker_epoch));
-    if leader_live {
+    if live_leader(state, brokers).is_some() {
         return Err(ElectionRefused::NotNeeded);
     }
     let in_order = state.replicas.iter().copied();
@@ -301,13 +301,13 @@ fn led_by(
 
 /// Kafka's leader imbalance check (`auto.leader.rebalance.enable`): for each broker, the
 /// share of the partitions it is preferred for that another broker leads; where that
-/// share is above `percentage`, the indexes (into `states`) of those of its partitions a
-/// preferred election would now move back to it.
+/// share is above `percentage`, the preferred elections that would now move those
+/// partitions back to it, as (index into `states`, next state).
 pub fn imbalanced(
     states: &[&PartitionState],
     percentage: u32,
     brokers: &impl Liveness,
-) -> Vec<usize> {
+) -> Vec<(usize, PartitionState)> {
     let mut by_preferred: std::collections::BTreeMap<NodeId, (usize, Vec<usize>)> =
         Default::default();
     for (i, state) in states.iter().enumerate() {
@@ -319,10 +319,10 @@ pub fn imbalanced(
     }
     let over =
         |(total, moved): &(usize, Vec<usize>)| moved.len() * 100 > total * percentage as usize;
-    let movable = |&i: &usize| elect_preferred(states[i], brokers).is_ok();
+    let election = |&i: &usize| Some((i, elect_preferred(states[i], brokers).ok()?));
     let picked = by_preferred.values().filter(|e| over(e));
     picked
-        .flat_map(|(_, moved)| moved.iter().copied().filter(movable))
+        .flat_map(|(_, moved)| moved.iter().filter_map(election))
         .collect()
 }
 
@@ -620,8 +620,13 @@ mod tests {
             led(2, [2, 1, 3]),
         ];
         let refs: Vec<&PartitionState> = states.iter().collect();
-        assert_eq!(imbalanced(&refs, 10, &Leaving(&[])), [1, 2, 3]);
-        assert_eq!(imbalanced(&refs, 75, &Leaving(&[])), Vec::<usize>::new());
-        assert_eq!(imbalanced(&refs, 10, &Leaving(&[1])), Vec::<usize>::new());
+        let moved = |percentage, leaving| {
+            let elections = imbalanced(&refs, percentage, &Leaving(leaving));
+            let each = elections.into_iter().map(|(i, next)| (i, next.leader));
+            each.collect::<Vec<_>>()
+        };
+        assert_eq!(moved(10, &[]), [(1, Some(1)), (2, Some(1)), (3, Some(1))]);
+        assert_eq!(moved(75, &[]), []);
+        assert_eq!(moved(10, &[1]), [], "a leaving broker gets nothing back");
     }
 }

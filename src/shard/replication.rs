@@ -103,6 +103,19 @@ impl ReplicaStates {
     }
 }
 
+/// The partitions this shard owns that this node leads in `view`, with their states.
+fn led_here(
+    shard: &Shard,
+    view: &ClusterView,
+    me: NodeId,
+) -> Vec<(TopicPartition, crate::replication::PartitionState)> {
+    let (here, _) = replicated_here(shard, view, me);
+    let led = here
+        .into_iter()
+        .filter(|(tp, _)| view.leads(me, &tp.topic, tp.partition as u32));
+    led.collect()
+}
+
 /// The partitions this shard owns whose replicas include this node, with their states,
 /// and whether this node has its copy of every cluster topic yet (else this is asked
 /// again soon).
@@ -155,12 +168,8 @@ impl Shard {
         };
         let me = self.config().cluster.broker_id;
         let max_lag = Duration::from_millis(self.config().cluster.replica_lag_time_max_ms);
-        let (led, _) = replicated_here(self, &view, me);
         let mut lags = Vec::new();
-        for (tp, _) in led
-            .into_iter()
-            .filter(|(tp, _)| view.leads(me, &tp.topic, tp.partition as u32))
-        {
+        for (tp, _) in led_here(self, &view, me) {
             let op = PartitionOp::Replica(ReplicaOp::Tick { max_lag });
             let reply = self.partition_op(&tp.topic, tp.partition, op).await;
             let Ok(OpOk::Replica(ReplicaReply::Ticked {
@@ -202,20 +211,12 @@ impl Shard {
         };
         let me = self.config().cluster.broker_id;
         let topics = self.topics.borrow();
-        for topic in view.topics.values() {
-            let Some(meta) = topics.get(&topic.name) else {
-                continue;
-            };
-            let min_isr = meta.config.log.min_insync_replicas.max(1) as usize;
-            for (p, partition) in topic.partitions.iter().enumerate() {
-                let owned = meta.owners.get(p).is_some_and(|&o| o as usize == self.id);
-                if !owned || !view.leads(me, &topic.name, p as u32) {
-                    continue;
-                }
-                let (isr, replicas) = (partition.state.isr.len(), partition.state.replicas.len());
-                g.under_replicated_partitions += u64::from(isr < replicas);
-                g.under_min_isr_partitions += u64::from(isr < min_isr);
-            }
+        for (tp, state) in led_here(self, &view, me) {
+            let meta = topics.get(&*tp.topic);
+            let min_isr = meta.map_or(1, |m| m.config.log.min_insync_replicas);
+            let isr = state.isr.len();
+            g.under_replicated_partitions += u64::from(isr < state.replicas.len());
+            g.under_min_isr_partitions += u64::from(isr < min_isr.max(1) as usize);
         }
         if self.id == 0 {
             cluster_wide(&mut g, &view, me, &link.counters);
