@@ -285,6 +285,8 @@ fn first_state(replicas: Vec<i32>, view: &ClusterView) -> PartitionState {
         leader_broker_epoch: epoch.unwrap_or(-1),
         partition_epoch: 0,
         replicas,
+        adding: Vec::new(),
+        removing: Vec::new(),
     }
 }
 

@@ -107,6 +107,8 @@ mod tests {
             leader_epoch: 1,
             leader_broker_epoch: 10,
             partition_epoch: 1,
+            adding: vec![],
+            removing: vec![],
         }
     }
 

@@ -57,6 +57,8 @@ pub fn encode_partition(state: &PartitionState) -> Vec<u8> {
         "leader_epoch": state.leader_epoch,
         "leader_broker_epoch": state.leader_broker_epoch,
         "partition_epoch": state.partition_epoch,
+        "adding": state.adding,
+        "removing": state.removing,
     })
     .to_string()
     .into_bytes()
@@ -76,6 +78,9 @@ fn decode_partition(value: &[u8]) -> Option<PartitionState> {
         leader_epoch: i32::try_from(v["leader_epoch"].as_i64()?).ok()?,
         leader_broker_epoch: v["leader_broker_epoch"].as_i64()?,
         partition_epoch: i32::try_from(v["partition_epoch"].as_i64()?).ok()?,
+        // Absent before reassignment existed, and while none is under way.
+        adding: ids("adding").unwrap_or_default(),
+        removing: ids("removing").unwrap_or_default(),
     };
     let sane = state.leader.is_none_or(|l| state.isr.contains(&l)) && !state.replicas.is_empty();
     sane.then_some(state)
@@ -171,6 +176,8 @@ mod tests {
             leader_epoch: 3,
             leader_broker_epoch: 17,
             partition_epoch: 5,
+            adding: vec![],
+            removing: vec![],
         }
     }
 

@@ -9,7 +9,7 @@ use crate::format::header::BatchHeader;
 use crate::io::chain::ByteChain;
 use crate::io::OpenMode;
 use crate::log::batch_stream::{BatchStream, Next, FULL_SPEED};
-use crate::log::checkpoint::{HIGH_WATERMARK, RECOVERY_POINT};
+use crate::log::checkpoint::{HIGH_WATERMARK, LOG_START_OFFSET, RECOVERY_POINT};
 use crate::log::file_names::{
     offset_of, segment_path, INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX, TIME_INDEX_SUFFIX,
 };
@@ -131,6 +131,71 @@ impl PartitionLog {
         assert!(end <= offset, "the log ends at or before the cut");
         tracing::info!(dir = %self.dir.display(), offset, log_end = end, removed = before - end, "log truncated (diverged from the leader)");
         Ok(end)
+    }
+
+    /// Empties the log to start at `offset` (Kafka's truncateFullyAndStartAt): a follower
+    /// whose leader's log starts past this log's end, or a replica a reassignment removed
+    /// (Kafka deletes its copy). The recovery point goes to 0 first, then every segment's
+    /// files, newest first (a crash leaves a prefix, which the next fetch corrects), then
+    /// one empty segment at `offset`, the log start checkpointed there and the epochs gone.
+    pub async fn empty_and_start_at(&mut self, offset: i64) -> Result<()> {
+        self.check_healthy().await?;
+        assert!(offset >= 0, "a log starts at a real offset");
+        let before = (self.log_start_offset, self.log_end_offset());
+        self.sync().await?;
+        self.changed_since_open = true;
+        let storage = self.io.storage.clone();
+        RECOVERY_POINT.write(storage.as_ref(), &self.dir, 0).await?;
+        let segments = std::mem::take(&mut self.segments);
+        let bases: Vec<i64> = segments.iter().map(|s| s.base_offset()).collect();
+        for seg in segments {
+            seg.abandon().await;
+        }
+        self.remove_files_of(&bases).await?;
+        let empty =
+            super::segment::Segment::create(self.io.clone(), &self.dir, offset, &self.config);
+        empty.await?.abandon().await;
+        LOG_START_OFFSET
+            .write(storage.as_ref(), &self.dir, offset)
+            .await?;
+        self.log_start_offset = offset;
+        self.epochs = EpochCache::default();
+        self.high_watermark = self.high_watermark.map(|_| offset);
+        RECOVERY_POINT
+            .write(storage.as_ref(), &self.dir, offset)
+            .await?;
+        let end = self.reload().await?;
+        assert_eq!(end, offset, "an emptied log ends where it starts");
+        assert!(
+            self.epochs.entries().is_empty(),
+            "an emptied log holds no epoch"
+        );
+        tracing::info!(dir = %self.dir.display(), ?before, start = offset, "log emptied");
+        Ok(())
+    }
+
+    /// Removes every file of the segments at `bases` (newest first) and every producer
+    /// snapshot.
+    async fn remove_files_of(&self, bases: &[i64]) -> Result<()> {
+        let storage = self.io.storage.clone();
+        let mut paths = Vec::new();
+        for &base in bases.iter().rev() {
+            for suffix in [
+                LOG_SUFFIX,
+                INDEX_SUFFIX,
+                TIME_INDEX_SUFFIX,
+                TXN_INDEX_SUFFIX,
+            ] {
+                paths.push(segment_path(&self.dir, base, suffix));
+            }
+        }
+        let names = (storage.list(&self.dir)).map_err(|e| Error::io("list", &self.dir, e))?;
+        let snapshots = names.iter().filter_map(|n| offset_of(n, SNAPSHOT_SUFFIX));
+        paths.extend(snapshots.map(|at| segment_path(&self.dir, at, SNAPSHOT_SUFFIX)));
+        for path in paths.into_iter().filter(|p| storage.exists(p)) {
+            (storage.remove(&path).await).map_err(|e| Error::io("remove", &path, e))?;
+        }
+        self.sync_dir().await
     }
 
     /// The byte position in segment `index` of the first batch that holds `offset` or

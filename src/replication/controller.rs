@@ -193,6 +193,8 @@ pub fn elect(state: &PartitionState, brokers: &impl Liveness) -> Option<Partitio
         leader_epoch: state.leader_epoch + i32::from(!leader_ok),
         leader_broker_epoch: leader.and_then(|l| brokers.epoch(l)).unwrap_or(-1),
         partition_epoch: state.partition_epoch + 1,
+        adding: state.adding.clone(),
+        removing: state.removing.clone(),
     };
     assert!(
         next.leader.is_none_or(|l| next.isr.contains(&l)),
@@ -296,6 +298,8 @@ fn led_by(
         leader_epoch: state.leader_epoch + 1,
         leader_broker_epoch: epoch.unwrap_or(-1),
         partition_epoch: state.partition_epoch + 1,
+        adding: state.adding.clone(),
+        removing: state.removing.clone(),
     }
 }
 
@@ -377,6 +381,8 @@ mod tests {
             leader_epoch: 4,
             leader_broker_epoch: 10,
             partition_epoch: 7,
+            adding: vec![],
+            removing: vec![],
         }
     }
 

@@ -10,6 +10,7 @@
 
 pub mod controller;
 pub mod epochs;
+pub mod reassignment;
 pub mod replica;
 
 pub use epochs::{EpochCache, EpochEntry};
@@ -43,6 +44,29 @@ pub struct PartitionState {
     pub leader_broker_epoch: i64,
     /// Grows with every change of this state (KIP-497's partition epoch).
     pub partition_epoch: i32,
+    /// A reassignment under way (KRaft's addingReplicas / removingReplicas): `replicas`
+    /// is then the target followed by the original replicas leaving; both empty otherwise.
+    pub adding: Vec<NodeId>,
+    pub removing: Vec<NodeId>,
+}
+
+impl PartitionState {
+    /// Whether a reassignment is under way.
+    pub fn reassigning(&self) -> bool {
+        !self.adding.is_empty() || !self.removing.is_empty()
+    }
+
+    /// The replicas a reassignment moves to (the replicas when none is under way).
+    pub fn target(&self) -> Vec<NodeId> {
+        let staying = self.replicas.iter().filter(|r| !self.removing.contains(r));
+        staying.copied().collect()
+    }
+
+    /// The replicas before the reassignment under way (the replicas when none is).
+    pub fn original(&self) -> Vec<NodeId> {
+        let before = self.replicas.iter().filter(|r| !self.adding.contains(r));
+        before.copied().collect()
+    }
 }
 
 /// The errors the replication protocol answers with (Kafka's codes at the wire).

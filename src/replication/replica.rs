@@ -157,6 +157,7 @@ impl Replica {
                 l.partition_epoch = state.partition_epoch;
                 l.isr = state.isr.clone();
                 l.pending = None;
+                l.follow_replicas(self.me, &state.replicas, now);
                 self.advance_high_watermark(log_end);
             }
             _ if leads => self.lead(state, log_end, now),
@@ -170,28 +171,44 @@ impl Replica {
 
     fn lead(&mut self, state: &PartitionState, log_end: Offset, now: Millis) {
         self.epochs.assign(state.leader_epoch, log_end);
-        let others = state.replicas.iter().filter(|&&r| r != self.me);
-        let followers = others.map(|&r| {
-            (
-                r,
-                Progress {
-                    log_end: UNDEFINED,
-                    caught_up_at: now,
-                },
-            )
-        });
-        self.role = Role::Leader(Leadership {
+        let mut leadership = Leadership {
             epoch: state.leader_epoch,
             partition_epoch: state.partition_epoch,
             isr: state.isr.clone(),
             pending: None,
             epoch_start: log_end,
-            followers: followers.collect(),
-        });
+            followers: BTreeMap::new(),
+        };
+        leadership.follow_replicas(self.me, &state.replicas, now);
+        self.role = Role::Leader(leadership);
         assert!(
             state.isr.contains(&self.me),
             "a leader is elected from the ISR"
         );
+    }
+
+    /// This node is no longer a replica (a reassignment moved the partition away): it
+    /// neither leads nor fetches until a newer state names it again.
+    pub fn stop(&mut self) {
+        self.role = Role::Unattached;
+    }
+
+    /// As follower: the leader's log starts past this log's end (retention removed what
+    /// this replica lacks, or it is new), so the log is emptied to start at `log_start`
+    /// (Kafka's truncateFullyAndStartAt). Whether to do so (a stale answer changes nothing).
+    pub fn start_at(
+        &mut self,
+        answered: &FetchRequest,
+        log_start: Offset,
+        log_end: Offset,
+    ) -> bool {
+        let current = self.answers_latest(answered.correlation, answered.current_leader_epoch);
+        if !current || answered.fetch_offset != log_end || log_start <= log_end {
+            return false;
+        }
+        self.epochs = EpochCache::default();
+        self.high_watermark = log_start;
+        true
     }
 
     /// Before an append: the epoch to stamp on it, or why it is refused.
@@ -436,6 +453,24 @@ fn check_epoch(requested: Epoch, current: Epoch) -> Result<(), ReplicaError> {
     }
 }
 
+impl Leadership {
+    /// The followers are the other replicas (a reassignment adds and removes some within
+    /// an epoch): a new one starts unknown, a removed one's progress goes.
+    fn follow_replicas(&mut self, me: NodeId, replicas: &[NodeId], now: Millis) {
+        self.followers.retain(|r, _| replicas.contains(r));
+        for &r in replicas.iter().filter(|&&r| r != me) {
+            self.followers.entry(r).or_insert(Progress {
+                log_end: UNDEFINED,
+                caught_up_at: now,
+            });
+        }
+        assert!(
+            !self.followers.contains_key(&me),
+            "a leader never follows itself"
+        );
+    }
+}
+
 fn propose(me: NodeId, l: &mut Leadership, isr: Vec<NodeId>) -> IsrChange {
     assert!(isr.contains(&me), "a leader stays in its ISR");
     l.pending = Some(isr.clone());
@@ -461,6 +496,8 @@ mod tests {
             leader_epoch: 0,
             leader_broker_epoch: 7,
             partition_epoch: 0,
+            adding: vec![],
+            removing: vec![],
         };
         r.apply(&state, 7, 10, 0);
         let fetch = |follower| FetchRequest {

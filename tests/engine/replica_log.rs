@@ -224,3 +224,48 @@ fn truncation_cuts_whole_batches_across_segments_and_a_reopen_agrees() {
         log.close().await.unwrap();
     });
 }
+
+#[test]
+fn an_emptied_log_starts_at_the_leaders_start_and_a_reopen_agrees() {
+    common::run(|dir| async move {
+        let path = dir.join("t-0");
+        let config = LogConfig {
+            segment_bytes: 300,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::open(&path, config.clone()).await.unwrap();
+        log.set_leader_epoch(1).await.unwrap();
+        for seq in (0..12).step_by(2) {
+            log.append(&batch(seq, 2)).await.unwrap();
+        }
+        assert!(log.segments().len() >= 2);
+        log.set_high_watermark(Some(12));
+
+        log.empty_and_start_at(40).await.unwrap();
+        let ends = (log.log_start_offset(), log.log_end_offset());
+        assert_eq!(ends, (40, 40));
+        assert_eq!((log.segments().len(), log.visible_end_offset()), (1, 40));
+        assert!(
+            entries(&log).is_empty(),
+            "no epoch of the old records is kept"
+        );
+        let names: Vec<String> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".log") || n.ends_with(".snapshot"))
+            .collect();
+        assert_eq!(names, ["00000000000000000040.log"], "only the new segment");
+
+        // A copy from the leader goes on at 40, and a new producer's batch is taken.
+        let mut copy = batch(0, 3);
+        copy[..8].copy_from_slice(&40i64.to_be_bytes());
+        log.append_with_assigned_offsets(&copy).await.unwrap();
+        assert_eq!(log.log_end_offset(), 43);
+        log.close().await.unwrap();
+
+        let log = PartitionLog::open(&path, config).await.unwrap();
+        let ends = (log.log_start_offset(), log.log_end_offset());
+        assert_eq!(ends, (40, 43), "a reopen agrees");
+        log.close().await.unwrap();
+    });
+}

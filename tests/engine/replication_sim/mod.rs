@@ -162,6 +162,8 @@ impl World {
             leader_epoch: 0,
             leader_broker_epoch: -1,
             partition_epoch: 0,
+            adding: vec![],
+            removing: vec![],
         };
         World {
             rng,
