@@ -15,6 +15,7 @@ use crate::replication::controller::{
     alter_isr, elect, elect_preferred, elect_unclean, imbalanced, place_on_racks, ElectionRefused,
     IsrRefused, PlacementError,
 };
+use crate::replication::reassignment::complete;
 use crate::replication::{IsrChange, PartitionState};
 
 /// A topic change a client asked this node for, answered once etcd holds it (or why not).
@@ -65,6 +66,12 @@ pub enum TopicCommand {
         partitions: Option<Vec<(String, u32)>>,
         reply: oneshot::Sender<Result<Vec<ElectionResult>, TopicRefused>>,
     },
+    /// Reassignments an operator asked for (Kafka's AlterPartitionReassignments), run by
+    /// the controller.
+    Reassign {
+        partitions: Vec<crate::cluster::reassign::ReassignAsked>,
+        reply: oneshot::Sender<Result<Vec<crate::cluster::reassign::ReassignResult>, TopicRefused>>,
+    },
     /// This node is stopping: mark it, and answer once the controller has moved what it
     /// led (or after `bound`) with the partitions left (`leaving.rs`).
     Leave {
@@ -95,6 +102,7 @@ impl TopicCommand {
             TopicCommand::SwapSecurity { reply, .. } => reply.send(Err(why)).is_ok(),
             TopicCommand::ElectLeaders { reply, .. } => reply.send(Err(why)).is_ok(),
             TopicCommand::Leave { reply, .. } => reply.send(Err(why)).is_ok(),
+            TopicCommand::Reassign { reply, .. } => reply.send(Err(why)).is_ok(),
         };
     }
 }
@@ -135,7 +143,7 @@ pub enum TopicRefused {
 const OPS_PER_TXN: usize = 100;
 
 /// The controller's standing in one view: its epoch, or why it may not act.
-fn my_epoch(view: &ClusterView, me: i32) -> Result<i64, TopicRefused> {
+pub(crate) fn my_epoch(view: &ClusterView, me: i32) -> Result<i64, TopicRefused> {
     match view.controller {
         Some(c) if c.id == me => Ok(c.epoch),
         other => Err(TopicRefused::NotController {
@@ -342,7 +350,10 @@ pub async fn elect_leaders(
     let mut changed = Elected::default();
     for topic in view.topics.values() {
         for (p, partition) in topic.partitions.iter().enumerate() {
-            let Some(next) = elect(&partition.state, view) else {
+            // A reassignment whose new replicas are in sync completes in the same write.
+            let elected = elect(&partition.state, view);
+            let settled = elected.as_ref().unwrap_or(&partition.state);
+            let Some(next) = complete(settled, view).or(elected) else {
                 continue;
             };
             let at = (topic.name.as_str(), p as u32);
@@ -360,7 +371,7 @@ pub async fn elect_leaders(
 
 /// Writes a partition's next state, fenced by this controller's epoch and the revision
 /// the state was read at: whether it landed.
-async fn write_state(
+pub(crate) async fn write_state(
     etcd: &Etcd,
     keys: &Keys,
     epoch: i64,
@@ -385,7 +396,10 @@ async fn write_state(
         .txn(&guard, &[Op::Put(key, encode_partition(next))])
         .await?;
     if landed {
-        tracing::info!(topic, partition = p, leader = ?next.leader, leader_epoch = next.leader_epoch, isr = ?next.isr, "partition leadership changed");
+        tracing::info!(topic, partition = p, leader = ?next.leader, leader_epoch = next.leader_epoch, isr = ?next.isr, replicas = ?next.replicas, "partition state changed");
+    }
+    if landed && current.state.reassigning() && !next.reassigning() {
+        tracing::info!(topic, partition = p, replicas = ?next.replicas, "reassignment completed");
     }
     Ok(landed)
 }

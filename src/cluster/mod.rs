@@ -13,6 +13,7 @@ pub mod etcd;
 pub mod internal_topics;
 pub mod leaving;
 pub mod producer_ids;
+pub mod reassign;
 pub mod security;
 pub mod session;
 pub mod topics;
@@ -132,6 +133,16 @@ impl ClusterLink {
             reply,
         })
         .await
+    }
+
+    /// Starts, replaces or cancels the reassignments an operator asked for as the
+    /// controller (this node): one outcome per partition.
+    pub async fn reassign(
+        &self,
+        partitions: Vec<reassign::ReassignAsked>,
+    ) -> Result<Vec<reassign::ReassignResult>, TopicRefused> {
+        self.ask(|reply| TopicCommand::Reassign { partitions, reply })
+            .await
     }
 
     /// Runs the elections an operator asked for (ElectLeaders) as the controller (this

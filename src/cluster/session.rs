@@ -420,7 +420,8 @@ impl Node {
             }
             TopicCommand::ClaimProducerIds { .. }
             | TopicCommand::SwapSecurity { .. }
-            | TopicCommand::ElectLeaders { .. } => {
+            | TopicCommand::ElectLeaders { .. }
+            | TopicCommand::Reassign { .. } => {
                 self.run_cluster_command(command, &current).await
             }
             topic => self.run_topic_command(topic, &current).await,
@@ -509,6 +510,11 @@ impl Node {
                 }
                 Answer::Elected(reply, elected)
             }
+            TopicCommand::Reassign { partitions, reply } => {
+                let reassigned =
+                    crate::cluster::reassign::reassign_asked(etcd, keys, current, me, partitions);
+                Answer::Reassigned(reply, reassigned.await)
+            }
             other => unreachable!("not a cluster command: {other:?}"),
         }
     }
@@ -578,6 +584,8 @@ impl Node {
 }
 
 /// A command's outcome, sent once the view that shows it is published.
+type ReassignResult = crate::cluster::reassign::ReassignResult;
+
 enum Answer {
     Topic(
         oneshot::Sender<Result<crate::cluster::ClusterTopic, TopicRefused>>,
@@ -599,6 +607,10 @@ enum Answer {
         oneshot::Sender<Result<Vec<controller::ElectionResult>, TopicRefused>>,
         Result<Vec<controller::ElectionResult>, TopicRefused>,
     ),
+    Reassigned(
+        oneshot::Sender<Result<Vec<ReassignResult>, TopicRefused>>,
+        Result<Vec<ReassignResult>, TopicRefused>,
+    ),
 }
 
 impl Answer {
@@ -610,6 +622,7 @@ impl Answer {
             Answer::Block(reply, outcome) => reply.send(outcome).is_ok(),
             Answer::Swapped(reply, outcome) => reply.send(outcome).is_ok(),
             Answer::Elected(reply, outcome) => reply.send(outcome).is_ok(),
+            Answer::Reassigned(reply, outcome) => reply.send(outcome).is_ok(),
         }
     }
 }

@@ -31,6 +31,8 @@ pub const ADVERTISED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::ElectLeaders, 0, 2),
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::CreatePartitions, 0, 3),

@@ -32,7 +32,7 @@ fn name(s: &str) -> TopicName {
 
 /// Sends `request` to node `controller`: its answer, or why the controller could not be
 /// asked (retriable: the client asks again, maybe of a new controller).
-async fn ask(
+pub(super) async fn ask(
     ctx: &Context<'_>,
     controller: i32,
     key: ApiKey,

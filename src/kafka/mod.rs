@@ -17,6 +17,7 @@ mod cluster_admin;
 mod codec;
 mod configs;
 mod elect_leaders;
+mod reassignments;
 pub use crate::kafka_codes as errors;
 mod fetch;
 mod forward;
@@ -144,6 +145,12 @@ async fn dispatch(
         }
         RequestKind::ElectLeaders(r) => {
             ResponseKind::ElectLeaders(elect_leaders::handle(ctx, r).await)
+        }
+        RequestKind::AlterPartitionReassignments(r) => {
+            ResponseKind::AlterPartitionReassignments(reassignments::alter(ctx, r).await)
+        }
+        RequestKind::ListPartitionReassignments(r) => {
+            ResponseKind::ListPartitionReassignments(reassignments::list(ctx, r))
         }
         RequestKind::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(cluster::describe_cluster(ctx, r))

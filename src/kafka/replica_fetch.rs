@@ -138,6 +138,10 @@ async fn answer_all(
                 left = left.saturating_sub(records.len());
                 fetched(answer, records, log_start_offset, log_end_offset)
             }
+            Ok(OpOk::Replica(ReplicaReply::BelowLogStart { log_start_offset })) => Answer {
+                log_start_offset,
+                ..failed(errors::OFFSET_OUT_OF_RANGE)
+            },
             Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
             Err(BrokerError { code, .. }) => failed(kafka_code(code, true)),
         };

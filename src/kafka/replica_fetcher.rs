@@ -290,6 +290,12 @@ fn answers_in_order(
 /// A partition's answer as its task takes it; None for an error (the partition waits for
 /// its next state: a new leader, or its own epoch catching up).
 fn leader_answer(tp: &TopicPartition, p: PartitionData) -> Option<LeaderAnswer> {
+    if p.error_code == super::errors::OFFSET_OUT_OF_RANGE && p.log_start_offset > 0 {
+        // Below the leader's log start: the task starts over there if its log ends before.
+        return Some(LeaderAnswer::StartsAt {
+            log_start: p.log_start_offset,
+        });
+    }
     if p.error_code != 0 {
         tracing::debug!(partition = %tp, error = %super::errors::describe(p.error_code), "the leader refused a partition's fetch");
         return None;

@@ -83,6 +83,9 @@ pub async fn run(
     {
         return apply(log, replicated, (state, me, broker_epoch), ack_timeout).await;
     }
+    if let ReplicaOp::Stop = op {
+        return stop(log, replicated.as_mut()).await;
+    }
     let Some(r) = replicated.as_mut() else {
         let why =
             "the partition has no replication state yet (its state from etcd has not reached it)";
@@ -116,6 +119,7 @@ pub async fn run(
             r.publish_high_watermark(log);
             ReplicaReply::Applied
         }
+        ReplicaOp::Stop => unreachable!("handled above"),
         ReplicaOp::Apply { .. } => unreachable!("handled above"),
     };
     Ok(OpOk::Replica(reply))
@@ -158,6 +162,22 @@ async fn apply(
         );
     }
     r.publish_high_watermark(log);
+    Ok(OpOk::Replica(ReplicaReply::Applied))
+}
+
+/// This node is no longer a replica: it stops (answering any acks=all produce waiting on
+/// it) and its copy is emptied, as Kafka deletes a removed replica's log.
+async fn stop(log: &mut PartitionLog, replicated: Option<&mut Replicated>) -> OpResult {
+    if let Some(r) = replicated {
+        r.replica.stop();
+        r.fail_waiting(
+            ErrorCode::NotLeader,
+            "the partition was reassigned away from this node",
+        );
+    }
+    if log.log_end_offset() > 0 || log.log_start_offset() > 0 {
+        log.empty_and_start_at(0).await.map_err(engine_err)?;
+    }
     Ok(OpOk::Replica(ReplicaReply::Applied))
 }
 
@@ -293,6 +313,12 @@ impl Replicated {
         let (answer, isr_change) = (self.replica)
             .on_fetch(request, end, now, |_| eligible)
             .map_err(refused)?;
+        let log_start = log.log_start_offset();
+        if matches!(answer, FetchAnswer::Records { from, .. } if from < log_start) {
+            return Ok(ReplicaReply::BelowLogStart {
+                log_start_offset: log_start,
+            });
+        }
         let records = match answer {
             FetchAnswer::Records { from, .. } => log
                 .read_for_replica(from, max_bytes)
@@ -327,6 +353,13 @@ impl Replicated {
                     .on_diverging(answered, (epoch, end_offset), end)
                 {
                     log.truncate_to(cut).await.map_err(engine_err)?;
+                }
+            }
+            LeaderAnswer::StartsAt { log_start } => {
+                if self.replica.start_at(answered, log_start, end) {
+                    log.empty_and_start_at(log_start)
+                        .await
+                        .map_err(engine_err)?;
                 }
             }
             LeaderAnswer::Records {

@@ -42,6 +42,10 @@ pub enum ReplicaOp {
     /// On the leader: followers that stopped keeping up leave the ISR (`max_lag`), and
     /// acks=all produces past their deadline are answered.
     Tick { max_lag: Duration },
+    /// This node is no longer a replica (a reassignment moved the partition off it): it
+    /// stops leading and fetching, and its copy is emptied (Kafka's StopReplica with
+    /// delete).
+    Stop,
 }
 
 /// What a leader answered a follower.
@@ -50,6 +54,9 @@ pub enum ReplicaOp {
 pub enum LeaderAnswer {
     Records { records: Bytes, high_watermark: i64 },
     Diverging { epoch: Epoch, end_offset: i64 },
+    /// OFFSET_OUT_OF_RANGE below the leader's log start: the follower's log starts over
+    /// there.
+    StartsAt { log_start: i64 },
 }
 
 /// The results of replication's ops.
@@ -66,6 +73,11 @@ pub enum ReplicaReply {
         isr_change: Option<IsrChange>,
     },
     NextFetch(Option<(NodeId, FetchRequest)>),
+    /// A leader's answer to a fetch below its log start (OFFSET_OUT_OF_RANGE, with the
+    /// log start the follower starts over at).
+    BelowLogStart {
+        log_start_offset: i64,
+    },
     /// A follower took in its leader's answer: its log end now.
     Followed {
         log_end: i64,

@@ -31,6 +31,9 @@ pub struct ReplicaStates {
     /// The internal partitions this node's coordinators serve, with the leader epoch their
     /// state was loaded in (`shard/coordinator_routing.rs`).
     coordinating: HashMap<TopicPartition, i32>,
+    /// The partitions this node is not a replica of whose copy is emptied (once per run,
+    /// or again after it was a replica).
+    stopped: std::collections::HashSet<TopicPartition>,
 }
 
 impl ReplicaStates {
@@ -71,7 +74,31 @@ impl ReplicaStates {
                 }
             }
         }
+        self.stopped.retain(|tp| !seen.contains_key(tp));
         self.applied = seen;
+        settled & self.stop_removed(shard, view, me).await
+    }
+
+    /// Stops every partition this node is not a replica of and empties its copy (once):
+    /// whether all of them took it.
+    async fn stop_removed(&mut self, shard: &Rc<Shard>, view: &ClusterView, me: NodeId) -> bool {
+        let mut settled = true;
+        for tp in not_replicated_here(shard, view, me) {
+            if self.stopped.contains(&tp) {
+                continue;
+            }
+            let op = PartitionOp::Replica(ReplicaOp::Stop);
+            match shard.partition_op(&tp.topic, tp.partition, op).await {
+                Ok(_) => {
+                    self.follow_coordination(shard, &tp, None);
+                    self.stopped.insert(tp);
+                }
+                Err(e) => {
+                    tracing::debug!(partition = %tp, error = %e, "a partition moved away did not stop yet");
+                    settled = false;
+                }
+            }
+        }
         settled
     }
 }
@@ -116,17 +143,29 @@ fn led_here(
     led.collect()
 }
 
+/// A partition this shard owns and its state in the view.
+type Owned = (TopicPartition, crate::replication::PartitionState);
+
 /// The partitions this shard owns whose replicas include this node, with their states,
 /// and whether this node has its copy of every cluster topic yet (else this is asked
 /// again soon).
-pub(crate) fn replicated_here(
-    shard: &Shard,
-    view: &ClusterView,
-    me: NodeId,
-) -> (
-    Vec<(TopicPartition, crate::replication::PartitionState)>,
-    bool,
-) {
+pub(crate) fn replicated_here(shard: &Shard, view: &ClusterView, me: NodeId) -> (Vec<Owned>, bool) {
+    let (owned, complete) = owned_here(shard, view);
+    let here = owned.into_iter().filter(|(_, s)| s.replicas.contains(&me));
+    (here.collect(), complete)
+}
+
+/// The partitions this shard owns whose replicas do not include this node (never did,
+/// or a reassignment moved them away).
+fn not_replicated_here(shard: &Shard, view: &ClusterView, me: NodeId) -> Vec<TopicPartition> {
+    let (owned, _) = owned_here(shard, view);
+    let away = owned.into_iter().filter(|(_, s)| !s.replicas.contains(&me));
+    away.map(|(tp, _)| tp).collect()
+}
+
+/// The cluster partitions this shard owns, and whether this node has its copy of every
+/// cluster topic yet.
+fn owned_here(shard: &Shard, view: &ClusterView) -> (Vec<Owned>, bool) {
     let mut out = Vec::new();
     let mut complete = true;
     for topic in view.topics.values() {
@@ -140,7 +179,7 @@ pub(crate) fn replicated_here(
                 .owners
                 .get(p)
                 .is_some_and(|&o| o as usize == shard.id());
-            if owned && partition.state.replicas.contains(&me) {
+            if owned {
                 let tp = TopicPartition::new(&*topic.name, p as i32);
                 out.push((tp, partition.state.clone()));
             }
