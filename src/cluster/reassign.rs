@@ -55,7 +55,10 @@ async fn reassign_one(
     (topic, p): (&str, u32),
     target: Option<Vec<NodeId>>,
 ) -> Result<Result<(), ReassignAnswer>, ClusterError> {
-    let current = view.topics.get(topic).and_then(|t| t.partitions.get(p as usize));
+    let current = view
+        .topics
+        .get(topic)
+        .and_then(|t| t.partitions.get(p as usize));
     let Some(current) = current else {
         return Ok(Err(ReassignAnswer::Unknown(format!("{topic}-{p}"))));
     };
@@ -72,8 +75,12 @@ async fn reassign_one(
         return Ok(Err(ReassignAnswer::Raced));
     }
     match &target {
-        Some(target) => tracing::info!(topic, partition = p, ?target, replicas = ?next.replicas, adding = ?next.adding, removing = ?next.removing, "reassignment started"),
-        None => tracing::info!(topic, partition = p, replicas = ?next.replicas, "reassignment cancelled"),
+        Some(target) => {
+            tracing::info!(topic, partition = p, ?target, replicas = ?next.replicas, adding = ?next.adding, removing = ?next.removing, "reassignment started")
+        }
+        None => {
+            tracing::info!(topic, partition = p, replicas = ?next.replicas, "reassignment cancelled")
+        }
     }
     Ok(Ok(()))
 }

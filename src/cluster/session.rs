@@ -421,9 +421,7 @@ impl Node {
             TopicCommand::ClaimProducerIds { .. }
             | TopicCommand::SwapSecurity { .. }
             | TopicCommand::ElectLeaders { .. }
-            | TopicCommand::Reassign { .. } => {
-                self.run_cluster_command(command, &current).await
-            }
+            | TopicCommand::Reassign { .. } => self.run_cluster_command(command, &current).await,
             topic => self.run_topic_command(topic, &current).await,
         };
         self.republish(view).await;

@@ -43,11 +43,17 @@ pub async fn alter(
             .with_error_message(Some(StrBytes::from_string(why.to_string())))
     };
     if !ctx.on_cluster(Operation::Alter) {
-        return refuse(errors::CLUSTER_AUTHORIZATION_FAILED, "Alter on the cluster is required");
+        return refuse(
+            errors::CLUSTER_AUTHORIZATION_FAILED,
+            "Alter on the cluster is required",
+        );
     }
     let asked = asked_of(&request);
     if asked.len() > MAX_PARTITIONS {
-        return refuse(errors::INVALID_REQUEST, "too many partitions in one request");
+        return refuse(
+            errors::INVALID_REQUEST,
+            "too many partitions in one request",
+        );
     }
     let (checked, mut answered) = pre_checked(ctx, &request, asked);
     let results = match ctx.shard.cluster_link() {
@@ -113,7 +119,10 @@ fn pre_checked(
 
 /// One node: it is the only replica there can be.
 fn single_node(ctx: &Context<'_>, (topic, p, target): ReassignAsked) -> ReassignResult {
-    let known = ctx.shard.topic(&topic).is_some_and(|t| (p as usize) < t.owners.len());
+    let known = ctx
+        .shard
+        .topic(&topic)
+        .is_some_and(|t| (p as usize) < t.owners.len());
     let me = super::cluster::node_id(ctx);
     let outcome = match (known, target) {
         (false, _) => Err(ReassignAnswer::Unknown(format!("{topic}-{p}"))),
@@ -152,8 +161,11 @@ fn respond(
     let topics = request.topics.iter().map(|t| {
         let partitions = t.partitions.iter().map(|p| {
             let index = u32::try_from(p.partition_index).unwrap_or(u32::MAX);
-            let found = answered.iter().find(|(n, i, _)| *n == *t.name.0 && *i == index);
-            let (code, why) = found.map_or((errors::UNKNOWN_SERVER_ERROR, None), |(_, _, o)| o.clone());
+            let found = answered
+                .iter()
+                .find(|(n, i, _)| *n == *t.name.0 && *i == index);
+            let (code, why) =
+                found.map_or((errors::UNKNOWN_SERVER_ERROR, None), |(_, _, o)| o.clone());
             ReassignablePartitionResponse::default()
                 .with_partition_index(p.partition_index)
                 .with_error_code(code)
@@ -178,7 +190,8 @@ async fn forwarded(
     let key = ApiKey::AlterPartitionReassignments;
     match super::forward::ask(ctx, controller, key, ctx.version, sent).await {
         Ok(ResponseKind::AlterPartitionReassignments(answer)) => answer,
-        Ok(_) => AlterPartitionReassignmentsResponse::default().with_error_code(errors::UNKNOWN_SERVER_ERROR),
+        Ok(_) => AlterPartitionReassignmentsResponse::default()
+            .with_error_code(errors::UNKNOWN_SERVER_ERROR),
         Err(refusal) => AlterPartitionReassignmentsResponse::default()
             .with_error_code(refusal.code)
             .with_error_message(Some(StrBytes::from_string(refusal.message))),

@@ -52,11 +52,19 @@ pub enum ReplicaOp {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum LeaderAnswer {
-    Records { records: Bytes, high_watermark: i64 },
-    Diverging { epoch: Epoch, end_offset: i64 },
+    Records {
+        records: Bytes,
+        high_watermark: i64,
+    },
+    Diverging {
+        epoch: Epoch,
+        end_offset: i64,
+    },
     /// OFFSET_OUT_OF_RANGE below the leader's log start: the follower's log starts over
     /// there.
-    StartsAt { log_start: i64 },
+    StartsAt {
+        log_start: i64,
+    },
 }
 
 /// The results of replication's ops.

@@ -19,6 +19,7 @@ pub mod native_groups;
 pub mod partitioner;
 pub mod probe;
 pub mod produce;
+pub mod reassign;
 pub mod remote_files;
 pub mod replica_view;
 mod retry;

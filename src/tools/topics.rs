@@ -28,6 +28,9 @@ pub enum TopicsAction {
     /// every partition that lost one) from the segment objects there, each checked batch
     /// by batch; uploads and remote retention then resume.
     RebuildManifest,
+    /// Kafka's kafka-reassign-partitions (`--reassign generate|execute|verify|cancel`,
+    /// with its JSON files).
+    Reassign,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -59,6 +62,19 @@ pub struct TopicsArgs {
     /// describe: only partitions without a leader.
     #[arg(long)]
     pub unavailable_partitions: bool,
+    /// reassign: what to do with the plan.
+    #[arg(long, value_enum)]
+    pub reassign: Option<super::reassign::ReassignMode>,
+    /// reassign execute|verify|cancel: Kafka's plan file
+    /// (`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}`).
+    #[arg(long)]
+    pub reassignment_json_file: Option<std::path::PathBuf>,
+    /// reassign generate: the topics to move (`{"version":1,"topics":[{"topic":"t"}]}`).
+    #[arg(long)]
+    pub topics_to_move_json_file: Option<std::path::PathBuf>,
+    /// reassign generate: the brokers to move them onto (`1,2,3`; Kafka's --broker-list).
+    #[arg(long)]
+    pub brokers: Option<String>,
 }
 
 fn parse_configs(raw: &[String]) -> Result<Vec<(String, String)>, String> {
@@ -76,6 +92,9 @@ fn io(e: std::io::Error) -> String {
 }
 
 pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
+    if args.action == TopicsAction::Reassign {
+        return super::reassign::run(&args, out);
+    }
     let mut client = super::connect(&args.server).await?;
     let need_topic = || {
         args.topic
@@ -113,6 +132,7 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
                 writeln!(out, "{}", t.name).map_err(io)?;
             }
         }
+        TopicsAction::Reassign => unreachable!("answered over the Kafka listener above"),
         TopicsAction::Describe => describe(&mut client, &args, out).await?,
         TopicsAction::Alter => alter(&mut client, &args, need_topic()?, out).await?,
         TopicsAction::Roll => {

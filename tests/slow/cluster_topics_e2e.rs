@@ -231,6 +231,18 @@ pub(crate) fn produce_acks(
     value: &str,
     acks: i16,
 ) -> (i16, i64) {
+    produce_to(&node.kafka_addr(), (topic, partition), value, acks)
+        .unwrap_or_else(|e| panic!("Produce: {e}"))
+}
+
+/// Produce v9 of one record with `acks` to the Kafka listener at `addr`: (error code,
+/// base offset), or why it was not answered.
+pub(crate) fn produce_to(
+    addr: &str,
+    (topic, partition): (&str, i32),
+    value: &str,
+    acks: i16,
+) -> Result<(i16, i64), String> {
     let p = produce_request::PartitionProduceData::default()
         .with_index(partition)
         .with_records(Some(batch(value)));
@@ -241,12 +253,13 @@ pub(crate) fn produce_acks(
         .with_acks(acks)
         .with_timeout_ms(5_000)
         .with_topic_data(vec![t]);
-    let ResponseKind::Produce(r) = call(node, ApiKey::Produce, 9, RequestKind::Produce(request))
-    else {
-        panic!()
+    let mut k = BlockingClient::connect(addr).map_err(|e| e.to_string())?;
+    let answer = k.call(ApiKey::Produce, 9, &RequestKind::Produce(request));
+    let Ok(ResponseKind::Produce(r)) = answer else {
+        return Err(format!("{answer:?}"));
     };
     let p = &r.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
+    Ok((p.error_code, p.base_offset))
 }
 
 /// A consumer's Fetch v11 of one partition from `offset`, not waiting.

@@ -1,0 +1,313 @@
+//! Reassigning partitions on a three-node cluster (a real etcd, real processes), with
+//! `shardlog topics reassign` (Kafka's kafka-reassign-partitions files): a partition
+//! moves from one node to the two others under acks=all load, the new replicas catch up
+//! into the ISR, leadership moves into the target, the old copy is deleted, and no
+//! acknowledged record is lost; a reassignment to a node that stopped answering stays
+//! in progress, a cancel restores the original replicas, and it completes once the node
+//! is back; bad plans are refused with Kafka's errors and change nothing; `--generate`
+//! proposes a plan over the brokers given. Every loop is bounded in time.
+
+use crate::common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::cli::shardlog;
+use common::etcd::EtcdServer;
+use common::server_proc::ServerProc;
+
+use super::cluster_e2e::{members, wait_for_agreement};
+use super::cluster_faults_e2e::node_with;
+use super::cluster_topics_e2e::{create, metadata, produce_acks, records, Described};
+
+const MOVING: &str = "moving";
+
+fn at(id: i32) -> usize {
+    (id - 1) as usize
+}
+
+/// Three nodes that agree, and the controller's id.
+fn three(dir: &std::path::Path, etcd: &EtcdServer) -> (Vec<ServerProc>, i32) {
+    let nodes: Vec<ServerProc> = (1..=3)
+        .map(|id| node_with(dir, etcd, (id, None), &[]))
+        .collect();
+    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
+    (nodes, controller)
+}
+
+/// `shardlog topics reassign --reassign MODE` against `node` with the plan in `plan`.
+fn reassign(node: &ServerProc, mode: &str, plan: &std::path::Path) -> (String, String, bool) {
+    let addr = node.addr();
+    let file = plan.to_string_lossy().into_owned();
+    let args = [
+        "topics",
+        "reassign",
+        "-b",
+        &addr,
+        "--reassign",
+        mode,
+        "--reassignment-json-file",
+        &file,
+    ];
+    shardlog(&args, None)
+}
+
+/// Writes a plan moving `MOVING`-0 onto `replicas`.
+fn plan(dir: &std::path::Path, name: &str, replicas: &[i32]) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let text = serde_json::json!({"version": 1, "partitions": [{"topic": MOVING, "partition": 0, "replicas": replicas}]});
+    std::fs::write(&path, text.to_string()).unwrap();
+    path
+}
+
+/// Waits (bounded) until `--verify` says the plan is done; the time it took.
+fn wait_completed(node: &ServerProc, plan: &std::path::Path, within: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let (out, err, ok) = reassign(node, "verify", plan);
+        assert!(ok, "{err}");
+        if out.contains("is completed.") {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < within,
+            "not completed within {within:?}:\n{out}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The partition as every node describes it, once they agree and `ready` holds.
+fn agreed(nodes: &[&ServerProc], ready: impl Fn(&Described) -> bool) -> Described {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen: Vec<Option<Described>> = (nodes.iter())
+            .map(|n| metadata(n, MOVING).1.first().cloned())
+            .collect();
+        if let Some(first) = seen[0].clone().filter(&ready) {
+            if seen.iter().all(|s| s.as_ref() == Some(&first)) {
+                return first;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no agreement on {MOVING}-0: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The bytes of `.log` files in `node`'s copy of `MOVING`-0.
+fn local_log_bytes(dir: &std::path::Path, id: i32) -> u64 {
+    let copy = dir.join(format!("node-{id}")).join(format!("{MOVING}-0"));
+    let files = std::fs::read_dir(&copy).unwrap_or_else(|e| panic!("{}: {e}", copy.display()));
+    let logs = files
+        .map(|f| f.unwrap())
+        .filter(|f| f.file_name().to_string_lossy().ends_with(".log"));
+    logs.map(|f| f.metadata().unwrap().len()).sum()
+}
+
+/// acks=all producing to `MOVING`-0 through whichever node leads it, until stopped: the
+/// values acknowledged.
+fn produce_while(nodes: Vec<String>, stop: Arc<AtomicBool>, acked: Arc<Mutex<Vec<String>>>) {
+    use super::cluster_topics_e2e::produce_to;
+    let mut n = 0;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        let value = format!("m-{n}");
+        let taken = |addr: &String| {
+            produce_to(addr, (MOVING, 0), &value, -1).is_ok_and(|(code, _)| code == 0)
+        };
+        if nodes.iter().any(taken) {
+            acked.lock().unwrap().push(value);
+            n += 1;
+        } else {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn a_partition_moves_to_other_nodes_under_acks_all_and_its_old_copy_is_deleted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+    let (nodes, controller) = three(tmp.path(), &etcd);
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    assert_eq!(create(&nodes[at(controller)], MOVING, 1, 1), (0, 1));
+    let before = agreed(&refs, |p| p.leader > 0);
+    let from = before.replicas[0];
+    let to: Vec<i32> = (1..=3).filter(|&id| id != from).collect();
+    for i in 0..2000 {
+        let (code, _) = produce_acks(&nodes[at(from)], MOVING, 0, &format!("before-{i}"), -1);
+        assert_eq!(code, 0);
+    }
+    let (stop, acked) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    let producer = {
+        let addrs = nodes.iter().map(|n| n.kafka_addr()).collect();
+        let (stop, acked) = (stop.clone(), acked.clone());
+        std::thread::spawn(move || produce_while(addrs, stop, acked))
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let moved = plan(tmp.path(), "move.json", &to);
+    // Asked of a node that is not the controller: it forwards the request.
+    let asked = &nodes[at(if controller == 1 { 2 } else { 1 })];
+    let (out, err, ok) = reassign(asked, "execute", &moved);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains(&format!("\"replicas\":[{from}]")),
+        "the rollback plan:\n{out}"
+    );
+    assert!(
+        out.contains("Successfully started partition reassignments for moving-0"),
+        "{out}"
+    );
+    let took = wait_completed(asked, &moved, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::Relaxed);
+    producer.join().unwrap();
+    let after = agreed(&refs, |p| p.leader > 0 && p.isr.len() == 2);
+    assert_eq!(after.replicas, to);
+    assert!(
+        to.contains(&after.leader),
+        "leadership moved into the target: {after:?}"
+    );
+    let found: Vec<String> = records(&nodes[at(after.leader)].kafka_addr(), MOVING, 0)
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    let acked = acked.lock().unwrap();
+    let lost: Vec<&String> = acked.iter().filter(|v| !found.contains(v)).collect();
+    assert!(lost.is_empty(), "acknowledged and lost: {lost:?}");
+    assert_eq!(
+        found.iter().filter(|v| v.starts_with("before-")).count(),
+        2000
+    );
+    assert!(acked.len() > 10, "the load kept going: {}", acked.len());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while local_log_bytes(tmp.path(), from) > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "node {from} kept its copy after the move"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("reassignment of {MOVING}-0 from [{from}] to {to:?} under acks=all: completed in {took:?}; {} acknowledged during it, all found; the old copy deleted", acked.len());
+}
+
+#[test]
+fn a_reassignment_waits_for_a_stopped_node_can_be_cancelled_and_bad_plans_change_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+    let (nodes, controller) = three(tmp.path(), &etcd);
+    assert_eq!(create(&nodes[at(controller)], MOVING, 1, 2), (0, 2));
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let before = agreed(&refs, |p| p.isr.len() == 2);
+    let outside = (1..=3).find(|id| !before.replicas.contains(id)).unwrap();
+    let any = &nodes[at(controller)];
+    for (name, replicas, why) in [
+        (
+            "nine.json",
+            vec![before.replicas[0], 9],
+            "broker 9, but no such broker is registered",
+        ),
+        ("twice.json", vec![outside, outside], "more than once"),
+        ("empty.json", vec![], "empty replica list"),
+    ] {
+        let (out, err, ok) = reassign(any, "execute", &plan(tmp.path(), name, &replicas));
+        assert!(
+            !ok && err.contains("INVALID_REPLICA_ASSIGNMENT (39)") && err.contains(why),
+            "{name}: {out}{err}"
+        );
+    }
+    assert_eq!(metadata(any, MOVING).1[0], before, "nothing changed");
+
+    // The new replica's node stops answering: the reassignment stays in progress.
+    let stopped = nodes[at(outside)].pid().to_string();
+    let signal = |sig: &str| {
+        std::process::Command::new("kill")
+            .args([sig, &stopped])
+            .status()
+            .unwrap()
+    };
+    let target = vec![outside, before.replicas[0]];
+    let moving = plan(tmp.path(), "onto-stopped.json", &target);
+    signal("-STOP");
+    let (out, err, ok) = reassign(any, "execute", &moving);
+    assert!(ok, "{out}{err}");
+    std::thread::sleep(Duration::from_secs(2));
+    let (out, _, _) = reassign(any, "verify", &moving);
+    assert!(out.contains("is still in progress."), "{out}");
+    let (out, err, ok) = reassign(any, "cancel", &moving);
+    assert!(ok && out.contains("Successfully cancelled"), "{out}{err}");
+    let (out, err, _) = reassign(any, "cancel", &moving);
+    assert!(
+        err.contains("NO_REASSIGNMENT_IN_PROGRESS (85)"),
+        "{out}{err}"
+    );
+    let live: Vec<&ServerProc> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != at(outside))
+        .map(|(_, n)| n)
+        .collect();
+    let back = agreed(&live, |p| p.isr.len() == 2);
+    let mut sorted = back.replicas.clone();
+    sorted.sort_unstable();
+    let mut original = before.replicas.clone();
+    original.sort_unstable();
+    assert_eq!(sorted, original, "the original replicas again");
+
+    // Once the node answers again, the same plan completes.
+    signal("-CONT");
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
+    wait_for_agreement(&refs, &all, Duration::from_secs(20));
+    let (out, err, ok) = reassign(any, "execute", &moving);
+    assert!(ok, "{out}{err}");
+    wait_completed(any, &moving, Duration::from_secs(30));
+    let done = agreed(&refs, |p| p.isr.len() == 2);
+    assert_eq!(done.replicas, target);
+
+    // --generate proposes the topic over the brokers given, with its replication factor.
+    let topics = tmp.path().join("topics.json");
+    std::fs::write(
+        &topics,
+        format!("{{\"version\":1,\"topics\":[{{\"topic\":\"{MOVING}\"}}]}}"),
+    )
+    .unwrap();
+    let addr = nodes[0].addr();
+    let t = topics.to_string_lossy().into_owned();
+    let args = [
+        "topics",
+        "reassign",
+        "-b",
+        &addr,
+        "--reassign",
+        "generate",
+        "--topics-to-move-json-file",
+        &t,
+        "--brokers",
+        "1,3",
+    ];
+    let (out, err, ok) = shardlog(&args, None);
+    assert!(ok, "{err}");
+    let proposed = out
+        .split("Proposed partition reassignment configuration\n")
+        .nth(1)
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(proposed.trim()).unwrap();
+    let mut replicas: Vec<i64> = v["partitions"][0]["replicas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_i64().unwrap())
+        .collect();
+    replicas.sort_unstable();
+    assert_eq!(replicas, [1, 3], "{out}");
+}
