@@ -34,6 +34,9 @@ pub enum ReassignMode {
 /// A plan: each partition's target replicas, by (topic, partition).
 type Plan = BTreeMap<(String, i32), Vec<i32>>;
 
+/// Each partition's target replicas, or None to cancel its reassignment.
+type Wanted = Vec<((String, i32), Option<Vec<i32>>)>;
+
 pub fn run(args: &super::topics::TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
     let mode = args.reassign.ok_or(
         "topics reassign needs a mode: --reassign generate|execute|verify|cancel".to_string(),
@@ -232,10 +235,7 @@ fn topic_name(t: &str) -> TopicName {
 
 /// AlterPartitionReassignments v1 (the replication factor may change, as Kafka's tool
 /// allows): fails with every partition refused and why.
-fn alter(
-    kafka: &mut BlockingClient,
-    wanted: Vec<((String, i32), Option<Vec<i32>>)>,
-) -> Result<(), String> {
+fn alter(kafka: &mut BlockingClient, wanted: Wanted) -> Result<(), String> {
     let mut topics: Vec<ReassignableTopic> = Vec::new();
     for ((t, p), replicas) in wanted {
         let partition = ReassignablePartition::default()

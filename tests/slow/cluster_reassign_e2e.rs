@@ -207,9 +207,24 @@ fn a_reassignment_waits_for_a_stopped_node_can_be_cancelled_and_bad_plans_change
     let (nodes, controller) = three(tmp.path(), &etcd);
     assert_eq!(create(&nodes[at(controller)], MOVING, 1, 2), (0, 2));
     let refs: Vec<&ServerProc> = nodes.iter().collect();
-    let before = agreed(&refs, |p| p.isr.len() == 2);
-    let outside = (1..=3).find(|id| !before.replicas.contains(id)).unwrap();
+    let mut before = agreed(&refs, |p| p.isr.len() == 2);
     let any = &nodes[at(controller)];
+    if !before.replicas.contains(&controller) {
+        // The node stopped below must not be the controller: move a replica onto it.
+        let onto = plan(
+            tmp.path(),
+            "onto-controller.json",
+            &[controller, before.replicas[0]],
+        );
+        let (out, err, ok) = reassign(any, "execute", &onto);
+        assert!(ok, "{out}{err}");
+        wait_completed(any, &onto, Duration::from_secs(30));
+        before = agreed(&refs, |p| {
+            p.isr.len() == 2 && p.replicas.contains(&controller)
+        });
+    }
+    let outside = (1..=3).find(|id| !before.replicas.contains(id)).unwrap();
+    assert_ne!(outside, controller);
     for (name, replicas, why) in [
         (
             "nine.json",
