@@ -69,8 +69,8 @@ pub enum TopicCommand {
     /// Reassignments an operator asked for (Kafka's AlterPartitionReassignments), run by
     /// the controller.
     Reassign {
-        partitions: Vec<crate::cluster::reassign::ReassignAsked>,
-        reply: oneshot::Sender<Result<Vec<crate::cluster::reassign::ReassignResult>, TopicRefused>>,
+        partitions: Vec<ReassignAsked>,
+        reply: oneshot::Sender<Result<Vec<ReassignResult>, TopicRefused>>,
     },
     /// This node is stopping: mark it, and answer once the controller has moved what it
     /// led (or after `bound`) with the partitions left (`leaving.rs`).
@@ -575,4 +575,22 @@ pub async fn set_topic_configs(
     require(etcd.txn(&guard, &[Op::Put(key, value)]).await?)?;
     tracing::info!(topic = %name, ?configs, "topic configs changed in the cluster");
     Ok(())
+}
+
+/// A partition (topic, index) and its target replicas (None: cancel the reassignment).
+pub type ReassignAsked = (String, u32, Option<Vec<crate::replication::NodeId>>);
+
+/// A partition and the outcome of its reassignment asked for.
+pub type ReassignResult = (String, u32, Result<(), ReassignAnswer>);
+
+/// Why a reassignment asked for did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReassignAnswer {
+    #[error("unknown topic or partition {0}")]
+    Unknown(String),
+    #[error(transparent)]
+    Refused(#[from] crate::replication::reassignment::ReassignRefused),
+    #[error("the partition changed while it was being reassigned; retry")]
+    Raced,
 }

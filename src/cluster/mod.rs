@@ -139,8 +139,8 @@ impl ClusterLink {
     /// controller (this node): one outcome per partition.
     pub async fn reassign(
         &self,
-        partitions: Vec<reassign::ReassignAsked>,
-    ) -> Result<Vec<reassign::ReassignResult>, TopicRefused> {
+        partitions: Vec<controller::ReassignAsked>,
+    ) -> Result<Vec<controller::ReassignResult>, TopicRefused> {
         self.ask(|reply| TopicCommand::Reassign { partitions, reply })
             .await
     }

@@ -5,29 +5,13 @@
 //! `replication::reassignment`'s; completing one happens at each heartbeat
 //! (`controller::elect_leaders`), once the new replicas are in sync.
 
-use crate::cluster::controller::{my_epoch, write_state};
+use crate::cluster::controller::{
+    my_epoch, write_state, ReassignAnswer, ReassignAsked, ReassignResult,
+};
 use crate::cluster::etcd::Etcd;
 use crate::cluster::{ClusterError, ClusterView, Keys, TopicRefused};
-use crate::replication::reassignment::{cancel, start, ReassignRefused};
+use crate::replication::reassignment::{cancel, start};
 use crate::replication::NodeId;
-
-/// A partition (topic, index) and its target replicas (None: cancel the reassignment).
-pub type ReassignAsked = (String, u32, Option<Vec<NodeId>>);
-
-/// A partition and the outcome of its reassignment asked for.
-pub type ReassignResult = (String, u32, Result<(), ReassignAnswer>);
-
-/// Why a reassignment asked for did not happen.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReassignAnswer {
-    #[error("unknown topic or partition {0}")]
-    Unknown(String),
-    #[error(transparent)]
-    Refused(#[from] ReassignRefused),
-    #[error("the partition changed while it was being reassigned; retry")]
-    Raced,
-}
 
 /// Starts, replaces or cancels each reassignment asked for, as this controller: one
 /// outcome per partition, in the order asked.

@@ -582,7 +582,7 @@ impl Node {
 }
 
 /// A command's outcome, sent once the view that shows it is published.
-type ReassignResult = crate::cluster::reassign::ReassignResult;
+type ReassignResult = crate::cluster::controller::ReassignResult;
 
 enum Answer {
     Topic(

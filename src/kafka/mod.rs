@@ -146,12 +146,8 @@ async fn dispatch(
         RequestKind::ElectLeaders(r) => {
             ResponseKind::ElectLeaders(elect_leaders::handle(ctx, r).await)
         }
-        RequestKind::AlterPartitionReassignments(r) => {
-            ResponseKind::AlterPartitionReassignments(reassignments::alter(ctx, r).await)
-        }
-        RequestKind::ListPartitionReassignments(r) => {
-            ResponseKind::ListPartitionReassignments(reassignments::list(ctx, r))
-        }
+        r @ (RequestKind::AlterPartitionReassignments(_)
+        | RequestKind::ListPartitionReassignments(_)) => reassignments::dispatch(ctx, r).await,
         RequestKind::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(cluster::describe_cluster(ctx, r))
         }

@@ -20,7 +20,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::errors;
 use super::Context;
-use crate::cluster::reassign::{ReassignAnswer, ReassignAsked, ReassignResult};
+use crate::cluster::controller::{ReassignAnswer, ReassignAsked, ReassignResult};
 use crate::cluster::TopicRefused;
 use crate::replication::reassignment::ReassignRefused;
 use crate::security::acl::Operation;
@@ -33,7 +33,20 @@ const MAX_REPLICAS: usize = 64;
 /// A partition's outcome as the response carries it: (code, message).
 type Outcome = (i16, Option<String>);
 
-pub async fn alter(
+/// Runs AlterPartitionReassignments or ListPartitionReassignments.
+pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {
+    match request {
+        RequestKind::AlterPartitionReassignments(r) => {
+            ResponseKind::AlterPartitionReassignments(alter(ctx, r).await)
+        }
+        RequestKind::ListPartitionReassignments(r) => {
+            ResponseKind::ListPartitionReassignments(list(ctx, r))
+        }
+        other => unreachable!("not a reassignment request: {other:?}"),
+    }
+}
+
+async fn alter(
     ctx: &Context<'_>,
     request: AlterPartitionReassignmentsRequest,
 ) -> AlterPartitionReassignmentsResponse {
@@ -200,7 +213,7 @@ async fn forwarded(
 
 /// The reassignments under way (all, or of the partitions asked for), from this node's
 /// view.
-pub fn list(
+fn list(
     ctx: &Context<'_>,
     request: ListPartitionReassignmentsRequest,
 ) -> ListPartitionReassignmentsResponse {

@@ -37,11 +37,20 @@ type Plan = BTreeMap<(String, i32), Vec<i32>>;
 /// Each partition's target replicas, or None to cancel its reassignment.
 type Wanted = Vec<((String, i32), Option<Vec<i32>>)>;
 
-pub fn run(args: &super::topics::TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
-    let mode = args.reassign.ok_or(
+/// What `topics reassign` was given.
+pub struct ReassignArgs<'a> {
+    pub mode: Option<ReassignMode>,
+    pub server: &'a super::ServerAddr,
+    pub plan: Option<&'a std::path::Path>,
+    pub topics_to_move: Option<&'a std::path::Path>,
+    pub brokers: Option<&'a str>,
+}
+
+pub fn run(args: &ReassignArgs<'_>, out: &mut dyn Write) -> Result<(), String> {
+    let mode = args.mode.ok_or(
         "topics reassign needs a mode: --reassign generate|execute|verify|cancel".to_string(),
     )?;
-    let server = &args.server;
+    let server = args.server;
     let mut kafka =
         super::probe::kafka_client_of(&server.bootstrap, &server.client, server.timeout_ms)?;
     let io = |e: std::io::Error| e.to_string();
@@ -103,15 +112,15 @@ fn names(plan: &Plan) -> String {
     each.join(",")
 }
 
-fn read_json(path: &Option<std::path::PathBuf>, flag: &str) -> Result<Value, String> {
-    let path = path.as_ref().ok_or(format!("{flag} is required"))?;
+fn read_json(path: Option<&std::path::Path>, flag: &str) -> Result<Value, String> {
+    let path = path.ok_or(format!("{flag} is required"))?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))
 }
 
 /// Kafka's topics-to-move file: `{"version":1,"topics":[{"topic":"t"}]}`.
-fn topics_to_move(args: &super::topics::TopicsArgs) -> Result<Vec<String>, String> {
-    let v = read_json(&args.topics_to_move_json_file, "--topics-to-move-json-file")?;
+fn topics_to_move(args: &ReassignArgs<'_>) -> Result<Vec<String>, String> {
+    let v = read_json(args.topics_to_move, "--topics-to-move-json-file")?;
     let topics = v["topics"]
         .as_array()
         .ok_or("the file has no \"topics\" list")?;
@@ -126,8 +135,8 @@ fn topics_to_move(args: &super::topics::TopicsArgs) -> Result<Vec<String>, Strin
 
 /// Kafka's reassignment file: `{"version":1,"partitions":[{"topic":"t","partition":0,
 /// "replicas":[1,2]}]}` (`log_dirs` is accepted and must be "any": one log dir per node).
-fn read_plan(args: &super::topics::TopicsArgs) -> Result<Plan, String> {
-    let v = read_json(&args.reassignment_json_file, "--reassignment-json-file")?;
+fn read_plan(args: &ReassignArgs<'_>) -> Result<Plan, String> {
+    let v = read_json(args.plan, "--reassignment-json-file")?;
     let parts = v["partitions"]
         .as_array()
         .ok_or("the file has no \"partitions\" list")?;
@@ -162,11 +171,8 @@ fn read_plan(args: &super::topics::TopicsArgs) -> Result<Plan, String> {
     Ok(plan)
 }
 
-fn broker_list(args: &super::topics::TopicsArgs) -> Result<Vec<i32>, String> {
-    let list = args
-        .brokers
-        .as_deref()
-        .ok_or("--brokers is required with generate")?;
+fn broker_list(args: &ReassignArgs<'_>) -> Result<Vec<i32>, String> {
+    let list = args.brokers.ok_or("--brokers is required with generate")?;
     let ids: Result<Vec<i32>, _> = list.split(',').map(|b| b.trim().parse::<i32>()).collect();
     let mut ids = ids.map_err(|_| format!("--brokers {list:?} must be broker ids like 1,2,3"))?;
     ids.sort_unstable();

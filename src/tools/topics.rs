@@ -93,7 +93,14 @@ fn io(e: std::io::Error) -> String {
 
 pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
     if args.action == TopicsAction::Reassign {
-        return super::reassign::run(&args, out);
+        let asked = super::reassign::ReassignArgs {
+            mode: args.reassign,
+            server: &args.server,
+            plan: args.reassignment_json_file.as_deref(),
+            topics_to_move: args.topics_to_move_json_file.as_deref(),
+            brokers: args.brokers.as_deref(),
+        };
+        return super::reassign::run(&asked, out);
     }
     let mut client = super::connect(&args.server).await?;
     let need_topic = || {
