@@ -253,6 +253,9 @@ fn a_reassignment_waits_for_a_stopped_node_can_be_cancelled_and_bad_plans_change
     let target = vec![outside, before.replicas[0]];
     let moving = plan(tmp.path(), "onto-stopped.json", &target);
     signal("-STOP");
+    // A fetch it sent just before may still be answered (and count it caught up, as in
+    // Kafka); its lease lasts 3 s, so the reassignment is asked for within that.
+    std::thread::sleep(Duration::from_secs(1));
     let (out, err, ok) = reassign(any, "execute", &moving);
     assert!(ok, "{out}{err}");
     std::thread::sleep(Duration::from_secs(2));
