@@ -149,8 +149,30 @@ pub struct LogConfig {
     /// Kafka keys with no effect on one node, kept and described as set (docs/lifecycle.md lists
     /// them with the reason): preallocate, segment.jitter.ms,
     /// unclean.leader.election.enable, message.downconversion.enable,
-    /// message.format.version, leader/follower.replication.throttled.replicas.
+    /// message.format.version.
     pub inert: Box<InertKeys>,
+    /// leader/follower.replication.throttled.replicas: the replicas whose catching up is
+    /// held to leader/follower.replication.throttled.rate (cluster mode).
+    pub throttled: Box<ThrottledReplicas>,
+}
+
+/// Kafka's throttled-replicas lists of a topic: empty, `*`, or `partition:broker` pairs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThrottledReplicas {
+    /// Throttled where these replicas lead (leader.replication.throttled.replicas).
+    pub leader: String,
+    /// Throttled where these replicas follow (follower.replication.throttled.replicas).
+    pub follower: String,
+}
+
+/// Whether a throttled-replicas list names `partition` on `broker` (`*`: every replica).
+pub fn names_replica(list: &str, partition: i32, broker: i32) -> bool {
+    let list = list.trim();
+    let pair = |p: &str| {
+        let parsed = p.trim().split_once(':');
+        parsed.is_some_and(|(a, b)| a.parse() == Ok(partition) && b.parse() == Ok(broker))
+    };
+    list == "*" || (!list.is_empty() && list.split(',').any(pair))
 }
 
 /// Topic keys Kafka documents that change nothing on one shardlog node, validated as Kafka
@@ -167,9 +189,6 @@ pub struct InertKeys {
     pub message_downconversion_enable: bool,
     /// Deprecated in Kafka 3.0; only v2 batches are written.
     pub message_format_version: String,
-    /// No replication traffic to throttle.
-    pub leader_replication_throttled_replicas: String,
-    pub follower_replication_throttled_replicas: String,
 }
 
 impl Default for InertKeys {
@@ -180,8 +199,6 @@ impl Default for InertKeys {
             unclean_leader_election_enable: false,
             message_downconversion_enable: true,
             message_format_version: "3.0-IV1".into(),
-            leader_replication_throttled_replicas: String::new(),
-            follower_replication_throttled_replicas: String::new(),
         }
     }
 }
@@ -217,6 +234,7 @@ impl Default for LogConfig {
             flush_messages: i64::MAX,
             flush_ms: i64::MAX,
             inert: Box::default(),
+            throttled: Box::default(),
         }
     }
 }
@@ -362,16 +380,22 @@ pub const TOPIC_KEYS: &[TopicKey] = &[
         message_format_version,
         |v: &str| { Ok::<_, &'static str>(v.trim().to_string()) }
     ),
-    inert_key!(
-        "leader.replication.throttled.replicas",
-        leader_replication_throttled_replicas,
-        replica_list
-    ),
-    inert_key!(
-        "follower.replication.throttled.replicas",
-        follower_replication_throttled_replicas,
-        replica_list
-    ),
+    TopicKey {
+        name: "leader.replication.throttled.replicas",
+        get: |c| c.throttled.leader.clone(),
+        set: |c, v| {
+            c.throttled.leader = replica_list(v)?;
+            Ok(())
+        },
+    },
+    TopicKey {
+        name: "follower.replication.throttled.replicas",
+        get: |c| c.throttled.follower.clone(),
+        set: |c, v| {
+            c.throttled.follower = replica_list(v)?;
+            Ok(())
+        },
+    },
 ];
 
 /// Kafka's older name, before 3.6: one bound for both directions.

@@ -32,6 +32,7 @@ mod produce;
 mod refusal;
 mod replica_fetch;
 pub mod replica_fetcher;
+mod replica_quota;
 mod sasl;
 mod splice;
 mod txn;

@@ -16,6 +16,7 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::errors::{self, kafka_code};
+use super::replica_quota::{self, Side};
 use super::Context;
 use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
@@ -117,6 +118,9 @@ async fn answer_all(
             correlation: 0,
         };
         let max_bytes = (p.partition_max_bytes.max(1) as usize).min(left.max(1));
+        let throttled =
+            replica_quota::throttles(ctx.shard, Side::Leader, (&tp.topic, tp.partition), follower);
+        let max_bytes = within_quota(ctx, throttled, &tp, max_bytes);
         let op = ReplicaOp::Fetch {
             request: asked,
             max_bytes,
@@ -136,6 +140,9 @@ async fn answer_all(
             })) => {
                 changes.extend(isr_change.map(|c| (tp.clone(), c)));
                 left = left.saturating_sub(records.len());
+                if throttled {
+                    replica_quota::record(ctx.shard, Side::Leader, records.len());
+                }
                 fetched(answer, records, log_start_offset, log_end_offset)
             }
             Ok(OpOk::Replica(ReplicaReply::BelowLogStart { log_start_offset })) => Answer {
@@ -157,6 +164,21 @@ async fn answer_all(
         "at most one ISR change per partition"
     );
     (answers, changes)
+}
+
+/// A throttled follower's fetch over the leader's quota is answered without records (0
+/// bytes asked of the partition); any other gets `max_bytes`.
+fn within_quota(
+    ctx: &Context<'_>,
+    throttled: bool,
+    tp: &TopicPartition,
+    max_bytes: usize,
+) -> usize {
+    if !throttled || !replica_quota::exceeded(ctx.shard, Side::Leader) {
+        return max_bytes;
+    }
+    tracing::debug!(partition = %tp, "a throttled follower's fetch answered without records (leader.replication.throttled.rate)");
+    0
 }
 
 fn fetched(answer: FetchAnswer, records: ByteChain, log_start: i64, log_end: i64) -> Answer {

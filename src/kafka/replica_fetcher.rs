@@ -7,6 +7,7 @@
 //! partition whose leader moves leaves its old fetcher at the next view; a fetcher whose
 //! leader leads nothing here stops.
 
+use super::replica_quota::{self, Side};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
@@ -43,6 +44,16 @@ const RETRY: Duration = Duration::from_millis(100);
 /// The partitions this shard follows, by leader.
 type Following = BTreeMap<NodeId, BTreeSet<TopicPartition>>;
 
+/// What the shard's fetchers share: the partitions followed, and the leaders a fetcher
+/// runs for. A fetcher leaves `running` in the same step it sees it has nothing left, so
+/// a leader never gets a second fetcher while the first is still winding down (two would
+/// each make the other's answers stale).
+#[derive(Default)]
+struct Fetchers {
+    following: Following,
+    running: BTreeSet<NodeId>,
+}
+
 /// Starts the shard's fetchers (cluster mode).
 pub fn start(shard: &Rc<Shard>) {
     let Some(link) = shard.cluster_link() else {
@@ -50,11 +61,11 @@ pub fn start(shard: &Rc<Shard>) {
     };
     let (shard, mut views) = (shard.clone(), link.views);
     crate::tasks::spawn(async move {
-        let following: Rc<std::cell::RefCell<Following>> = Rc::default();
+        let fetchers: Rc<std::cell::RefCell<Fetchers>> = Rc::default();
         while !shard.is_shutting_down() {
             let view = views.borrow_and_update().clone();
             // Until this node has loaded and copied every cluster topic, look again soon.
-            let complete = shard.is_ready() && review(&shard, &view, &following);
+            let complete = shard.is_ready() && review(&shard, &view, &fetchers);
             let changed = async { views.changed().await.is_ok() };
             let go_on = match complete {
                 true => changed.await,
@@ -79,7 +90,7 @@ pub fn start(shard: &Rc<Shard>) {
 fn review(
     shard: &Rc<Shard>,
     view: &crate::cluster::ClusterView,
-    following: &Rc<std::cell::RefCell<Following>>,
+    fetchers: &Rc<std::cell::RefCell<Fetchers>>,
 ) -> bool {
     let me = shard.config().cluster.broker_id;
     let (here, complete) = crate::shard::replication::replicated_here(shard, view, me);
@@ -89,15 +100,22 @@ fn review(
             now.entry(leader).or_default().insert(tp);
         }
     }
-    let started: BTreeSet<NodeId> = following.borrow().keys().copied().collect();
     let leaders: Vec<NodeId> = now.keys().copied().collect();
-    // Set before any fetcher starts: a new one reads its partitions from it at once.
-    *following.borrow_mut() = now;
-    for leader in leaders.into_iter().filter(|l| !started.contains(l)) {
+    let new: Vec<NodeId> = {
+        let mut shared = fetchers.borrow_mut();
+        // Set before any fetcher starts: a new one reads its partitions from it at once.
+        shared.following = now;
+        leaders
+            .into_iter()
+            .filter(|&l| shared.running.insert(l))
+            .collect()
+    };
+    // A spawned fetcher may run at once: nothing is borrowed any more.
+    for leader in new {
         let fetcher = Fetcher {
             shard: shard.clone(),
             leader,
-            following: following.clone(),
+            fetchers: fetchers.clone(),
             peer: None,
         };
         crate::tasks::spawn(fetcher.run()).detach();
@@ -109,7 +127,7 @@ fn review(
 struct Fetcher {
     shard: Rc<Shard>,
     leader: NodeId,
-    following: Rc<std::cell::RefCell<Following>>,
+    fetchers: Rc<std::cell::RefCell<Fetchers>>,
     peer: Option<Peer>,
 }
 
@@ -124,8 +142,10 @@ impl Fetcher {
             if self.shard.is_shutting_down() {
                 break;
             }
-            let partitions = self.following.borrow().get(&self.leader).cloned();
+            let partitions = self.fetchers.borrow().following.get(&self.leader).cloned();
             let Some(partitions) = partitions.filter(|p| !p.is_empty()) else {
+                // Nothing left: it stops in this same step, so no second one started.
+                self.fetchers.borrow_mut().running.remove(&self.leader);
                 break;
             };
             let asked = self.next_fetches(&partitions).await;
@@ -149,6 +169,13 @@ impl Fetcher {
         );
     }
 
+    /// Whether this node's copying of `tp` is throttled (follower.replication.throttled.*).
+    fn throttled(&self, tp: &TopicPartition) -> bool {
+        let me = self.shard.config().cluster.broker_id;
+        let at = (&*tp.topic, tp.partition);
+        replica_quota::throttles(&self.shard, Side::Follower, at, me)
+    }
+
     /// Each partition's next fetch from its task, where it follows this leader.
     async fn next_fetches(
         &self,
@@ -156,6 +183,9 @@ impl Fetcher {
     ) -> Vec<(TopicPartition, ReplicaFetch)> {
         let mut asked = Vec::new();
         for tp in partitions {
+            if self.throttled(tp) && replica_quota::exceeded(&self.shard, Side::Follower) {
+                continue;
+            }
             let op = PartitionOp::Replica(ReplicaOp::NextFetch);
             let reply = self.shard.partition_op(&tp.topic, tp.partition, op).await;
             if let Ok(OpOk::Replica(ReplicaReply::NextFetch(Some((leader, request))))) = reply {
@@ -211,6 +241,11 @@ impl Fetcher {
                 continue;
             };
             taken += 1;
+            if let LeaderAnswer::Records { records, .. } = &answer {
+                if self.throttled(tp) {
+                    replica_quota::record(&self.shard, Side::Follower, records.len());
+                }
+            }
             let op = ReplicaOp::Received {
                 answered: *request,
                 answer,

@@ -10,6 +10,7 @@
 
 pub mod controller;
 pub mod epochs;
+pub mod quota;
 pub mod reassignment;
 pub mod replica;
 

@@ -37,6 +37,12 @@ pub struct ClusterSettings {
     pub controlled_shutdown: bool,
     pub controlled_shutdown_max_retries: u32,
     pub controlled_shutdown_retry_backoff_ms: u64,
+    /// Bytes per second this node's leaders send, and its followers copy, for replicas
+    /// not in sync that their topic lists as throttled (Kafka's
+    /// leader/follower.replication.throttled.rate; the default is Kafka's Long.MAX_VALUE,
+    /// no limit). Each shard holds its share.
+    pub leader_replication_throttled_rate: u64,
+    pub follower_replication_throttled_rate: u64,
     /// The replicas of `__consumer_offsets` (Kafka's offsets.topic.replication.factor);
     /// 0, the default, is min(3, live brokers) when it is created, any other value waits
     /// for that many live brokers.
@@ -62,6 +68,8 @@ impl Default for ClusterSettings {
             controlled_shutdown: true,
             controlled_shutdown_max_retries: 3,
             controlled_shutdown_retry_backoff_ms: 5_000,
+            leader_replication_throttled_rate: i64::MAX as u64,
+            follower_replication_throttled_rate: i64::MAX as u64,
             offsets_topic_replication_factor: 0,
             transaction_state_log_replication_factor: 0,
         }

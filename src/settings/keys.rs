@@ -391,6 +391,16 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         cluster.controlled_shutdown_retry_backoff_ms,
         10..=DAY_MS
     ),
+    number_key!(
+        "leader.replication.throttled.rate",
+        cluster.leader_replication_throttled_rate,
+        1..=(i64::MAX as u64)
+    ),
+    number_key!(
+        "follower.replication.throttled.rate",
+        cluster.follower_replication_throttled_rate,
+        1..=(i64::MAX as u64)
+    ),
     ServerKey {
         name: "remote.storage.url",
         get: |c| c.remote_storage_url.clone(),

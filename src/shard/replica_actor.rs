@@ -81,7 +81,7 @@ pub async fn run(
         ack_timeout,
     } = op
     {
-        return apply(log, replicated, (state, me, broker_epoch), ack_timeout).await;
+        return apply(log, replicated, (*state, me, broker_epoch), ack_timeout).await;
     }
     if let ReplicaOp::Stop = op {
         return stop(log, replicated.as_mut()).await;
@@ -320,6 +320,8 @@ impl Replicated {
             });
         }
         let records = match answer {
+            // No bytes asked for: a throttled follower's fetch, answered without records.
+            FetchAnswer::Records { .. } if max_bytes == 0 => ByteChain::default(),
             FetchAnswer::Records { from, .. } => log
                 .read_for_replica(from, max_bytes)
                 .await

@@ -15,13 +15,14 @@ pub enum ReplicaOp {
     /// The partition's state as etcd holds it, for this node (its id and broker epoch);
     /// acks=all produces wait at most `ack_timeout` for the in-sync replicas.
     Apply {
-        state: PartitionState,
+        state: Box<PartitionState>,
         me: NodeId,
         broker_epoch: i64,
         ack_timeout: Duration,
     },
     /// A follower's fetch, on the leader; `eligible`: the follower's node is live and not
-    /// in controlled shutdown (it may join the ISR).
+    /// in controlled shutdown (it may join the ISR); `max_bytes` 0: its progress is taken,
+    /// but no records go (a throttled follower over the quota).
     Fetch {
         request: FetchRequest,
         max_bytes: usize,

@@ -53,7 +53,7 @@ impl ReplicaStates {
                 continue;
             }
             let op = ReplicaOp::Apply {
-                state: state.clone(),
+                state: Box::new(state.clone()),
                 me,
                 broker_epoch,
                 ack_timeout: Duration::from_millis(shard.config().request_timeout_ms),

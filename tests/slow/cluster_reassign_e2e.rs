@@ -19,7 +19,9 @@ use common::server_proc::ServerProc;
 
 use super::cluster_e2e::{members, wait_for_agreement};
 use super::cluster_faults_e2e::node_with;
-use super::cluster_topics_e2e::{create, metadata, produce_acks, records, Described};
+use super::cluster_topics_e2e::{
+    create, metadata, produce_acks, records, set_config, wait_for_metadata, Described,
+};
 
 const MOVING: &str = "moving";
 
@@ -328,4 +330,69 @@ fn a_reassignment_waits_for_a_stopped_node_can_be_cancelled_and_bad_plans_change
         .collect();
     replicas.sort_unstable();
     assert_eq!(replicas, [1, 3], "{out}");
+}
+
+/// Fills `topic`-0 (led by `node`) with `n` records of 100 KB, acks=all.
+fn fill(node: &ServerProc, topic: &str, n: usize) {
+    let value = "x".repeat(100_000);
+    for i in 0..n {
+        let (code, _) = produce_acks(node, topic, 0, &format!("{i}{value}"), -1);
+        assert_eq!(code, 0, "record {i}");
+    }
+}
+
+/// Moves `topic`-0 onto `to` (plan and verify with the tool); how long it took.
+fn move_onto(dir: &std::path::Path, node: &ServerProc, topic: &str, to: i32) -> Duration {
+    let path = dir.join(format!("{topic}.json"));
+    let text = serde_json::json!({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [to]}]});
+    std::fs::write(&path, text.to_string()).unwrap();
+    let (out, err, ok) = reassign(node, "execute", &path);
+    assert!(ok, "{out}{err}");
+    wait_completed(node, &path, Duration::from_secs(60))
+}
+
+#[test]
+fn throttled_replicas_catch_up_no_faster_than_the_throttled_rate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+    let rates = [
+        ("leader.replication.throttled.rate", "1000000"),
+        ("follower.replication.throttled.rate", "1000000"),
+    ];
+    let nodes: Vec<ServerProc> = (1..=3)
+        .map(|id| node_with(tmp.path(), &etcd, (id, None), &rates))
+        .collect();
+    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let controller = wait_for_agreement(&refs, &all, Duration::from_secs(20));
+    // 4 MB each; one topic throttled where its new replica follows, one where its leader
+    // sends, one not at all.
+    let mut took = Vec::new();
+    for (topic, list) in [
+        (
+            "by-follower",
+            Some("follower.replication.throttled.replicas"),
+        ),
+        ("by-leader", Some("leader.replication.throttled.replicas")),
+        ("unthrottled", None),
+    ] {
+        assert_eq!(create(&nodes[at(controller)], topic, 1, 1), (0, 1));
+        let (_, parts, _) = wait_for_metadata(&refs, topic, |(e, p, _)| {
+            *e == 0 && p.len() == 1 && p[0].leader > 0
+        });
+        let leader = parts[0].leader;
+        fill(&nodes[at(leader)], topic, 40);
+        if let Some(key) = list {
+            assert_eq!(set_config(&nodes[0], topic, key, "*"), 0);
+        }
+        let to = (1..=3).find(|&id| id != leader).unwrap();
+        took.push((topic, move_onto(tmp.path(), &nodes[0], topic, to)));
+    }
+    eprintln!("moving 4 MB at a 1 MB/s replication throttle: {took:?}");
+    for (topic, t) in &took[..2] {
+        assert!(
+            *t >= Duration::from_secs(2),
+            "{topic}: 4 MB at 1 MB/s moved in {t:?}"
+        );
+    }
 }

@@ -84,7 +84,7 @@ fn grow(node: &ServerProc, topic: &str, count: i32) -> i16 {
 }
 
 /// IncrementalAlterConfigs v0 setting one topic config: the error code.
-fn set_config(node: &ServerProc, topic: &str, key: &str, value: &str) -> i16 {
+pub(crate) fn set_config(node: &ServerProc, topic: &str, key: &str, value: &str) -> i16 {
     use kafka_protocol::messages::incremental_alter_configs_request::{
         AlterConfigsResource, AlterableConfig,
     };
