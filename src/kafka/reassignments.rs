@@ -40,7 +40,7 @@ pub async fn dispatch(ctx: &Context<'_>, request: RequestKind) -> ResponseKind {
             ResponseKind::AlterPartitionReassignments(alter(ctx, r).await)
         }
         RequestKind::ListPartitionReassignments(r) => {
-            ResponseKind::ListPartitionReassignments(list(ctx, r))
+            ResponseKind::ListPartitionReassignments(list(ctx, r).await)
         }
         other => unreachable!("not a reassignment request: {other:?}"),
     }
@@ -211,9 +211,10 @@ async fn forwarded(
     }
 }
 
-/// The reassignments under way (all, or of the partitions asked for), from this node's
-/// view.
-fn list(
+/// The reassignments under way (all, or of the partitions asked for), as the controller
+/// sees them (as in Kafka; another node forwards the request, so a list right after a
+/// change shows it).
+async fn list(
     ctx: &Context<'_>,
     request: ListPartitionReassignmentsRequest,
 ) -> ListPartitionReassignmentsResponse {
@@ -224,6 +225,17 @@ fn list(
     let Some(view) = ctx.shard.cluster() else {
         return ListPartitionReassignmentsResponse::default();
     };
+    let me = super::cluster::node_id(ctx);
+    match view.controller.map(|c| c.id) {
+        Some(controller) if controller != me => {
+            return list_forwarded(ctx, controller, request).await
+        }
+        None => {
+            return ListPartitionReassignmentsResponse::default()
+                .with_error_code(errors::NOT_CONTROLLER)
+        }
+        Some(_) => {}
+    }
     let wanted = |topic: &str, p: u32| match &request.topics {
         None => true,
         Some(topics) => topics.iter().any(|t| {
@@ -251,4 +263,22 @@ fn list(
         }
     }
     ListPartitionReassignmentsResponse::default().with_topics(topics)
+}
+
+/// The controller's answer to the same list.
+async fn list_forwarded(
+    ctx: &Context<'_>,
+    controller: i32,
+    request: ListPartitionReassignmentsRequest,
+) -> ListPartitionReassignmentsResponse {
+    let sent = RequestKind::ListPartitionReassignments(request);
+    let key = ApiKey::ListPartitionReassignments;
+    match super::forward::ask(ctx, controller, key, 0, sent).await {
+        Ok(ResponseKind::ListPartitionReassignments(answer)) => answer,
+        Ok(_) => ListPartitionReassignmentsResponse::default()
+            .with_error_code(errors::UNKNOWN_SERVER_ERROR),
+        Err(refusal) => ListPartitionReassignmentsResponse::default()
+            .with_error_code(refusal.code)
+            .with_error_message(Some(StrBytes::from_string(refusal.message))),
+    }
 }

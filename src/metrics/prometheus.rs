@@ -350,12 +350,14 @@ mod tests {
             follower: 2,
             records: 7,
             ms: 1500,
+            adding: true,
         });
         let text = render(vec![snap]);
         for want in [
             "shardlog_follower_lag_records{shard=\"0\",topic=\"t\",partition=\"0\",follower=\"2\"} 7.0",
             "shardlog_follower_lag_seconds{shard=\"0\",topic=\"t\",partition=\"0\",follower=\"2\"} 1.5",
             "shardlog_replica_lag_records{shard=\"0\"} 7",
+            "shardlog_reassignment_lag_records{shard=\"0\"} 7",
         ] {
             assert!(text.contains(want), "{want} in:\n{text}");
         }

@@ -84,6 +84,8 @@ pub struct ReplicationGauges {
     /// ISR changes written by the leaderships of this shard.
     pub isr_shrinks: u64,
     pub isr_expands: u64,
+    /// Partitions led here with a reassignment under way (Kafka's ReassigningPartitions).
+    pub reassigning_partitions: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -124,6 +126,8 @@ pub struct FollowerLag {
     pub records: i64,
     /// Milliseconds since it was last caught up.
     pub ms: i64,
+    /// The follower is a replica a reassignment adds (its lag is the move's progress).
+    pub adding: bool,
 }
 
 /// Tiered storage's counters on one shard.
@@ -214,7 +218,7 @@ pub struct ShardValue {
 
 /// Every per-shard value, one row each: the one list the Metrics API, `since` and the
 /// Prometheus endpoint read.
-pub const SHARD_VALUES: [ShardValue; 39] = [
+pub const SHARD_VALUES: [ShardValue; 41] = [
     ShardValue {
         name: "device_reads",
         kind: Kind::Counter,
@@ -442,6 +446,18 @@ pub const SHARD_VALUES: [ShardValue; 39] = [
         kind: Kind::Gauge,
         get: |s| s.follower_lags.iter().map(|l| l.records.max(0) as u64).sum(),
         help: "Cluster mode: records the followers of this shard's leaderships are behind, summed (per partition: follower_lag_records).",
+    },
+    ShardValue {
+        name: "reassigning_partitions",
+        kind: Kind::Gauge,
+        get: |s| s.gauges.replication.reassigning_partitions,
+        help: "Cluster mode: partitions led here with a reassignment under way (Kafka's ReassigningPartitions).",
+    },
+    ShardValue {
+        name: "reassignment_lag_records",
+        kind: Kind::Gauge,
+        get: |s| (s.follower_lags.iter().filter(|l| l.adding)).map(|l| l.records.max(0) as u64).sum(),
+        help: "Cluster mode: records the replicas being added by reassignments of this shard's leaderships are behind, summed: a move's progress, 0 once they caught up.",
     },
     ShardValue {
         name: "isr_expands",

@@ -208,7 +208,7 @@ impl Shard {
         let me = self.config().cluster.broker_id;
         let max_lag = Duration::from_millis(self.config().cluster.replica_lag_time_max_ms);
         let mut lags = Vec::new();
-        for (tp, _) in led_here(self, &view, me) {
+        for (tp, state) in led_here(self, &view, me) {
             let op = PartitionOp::Replica(ReplicaOp::Tick { max_lag });
             let reply = self.partition_op(&tp.topic, tp.partition, op).await;
             let Ok(OpOk::Replica(ReplicaReply::Ticked {
@@ -225,6 +225,7 @@ impl Shard {
                     follower,
                     records,
                     ms,
+                    adding: state.adding.contains(&follower),
                 }
             }));
             if let Some(change) = isr_change {
@@ -256,6 +257,7 @@ impl Shard {
             let isr = state.isr.len();
             g.under_replicated_partitions += u64::from(isr < state.replicas.len());
             g.under_min_isr_partitions += u64::from(isr < min_isr.max(1) as usize);
+            g.reassigning_partitions += u64::from(state.reassigning());
         }
         if self.id == 0 {
             cluster_wide(&mut g, &view, me, &link.counters);

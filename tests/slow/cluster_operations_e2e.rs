@@ -124,7 +124,7 @@ fn describe_cli(node: &ServerProc, topic: &str, flags: &[&str]) -> String {
 }
 
 /// A node's value of a metric (native Metrics API, summed over its shards).
-fn metric(node: &ServerProc, name: &str) -> u64 {
+pub(crate) fn metric(node: &ServerProc, name: &str) -> u64 {
     let report = node.metrics();
     let value = report.values.iter().find(|(n, _)| n == name);
     value.map_or_else(|| panic!("no metric {name}"), |(_, v)| *v)
