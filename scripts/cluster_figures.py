@@ -15,69 +15,24 @@ Prints one line per figure. Three nodes share this machine's cores: the ratio RF
 the figure, not the absolute rates.
 """
 import os
-import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+sys.path.insert(0, os.path.dirname(__file__))
+from cluster_harness import Cluster, pct  # noqa: E402
+
 binary = sys.argv[1]
 seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
-data = tempfile.mkdtemp(prefix="cluster-figures-")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-etcd_port, etcd_peer = free_port(), free_port()
-etcd = subprocess.Popen(
-    ["etcd", "--data-dir", os.path.join(data, "etcd"),
-     "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
-     "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
-     "--listen-peer-urls", f"http://127.0.0.1:{etcd_peer}",
-     "--initial-advertise-peer-urls", f"http://127.0.0.1:{etcd_peer}",
-     "--initial-cluster", f"default=http://127.0.0.1:{etcd_peer}"],
-    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-time.sleep(1.5)
-
-nodes = {}
-
-
-def start(i):
-    d = os.path.join(data, f"n{i}")
-    os.makedirs(d, exist_ok=True)
-    if i not in nodes:
-        nodes[i] = {"kafka": free_port(), "native": free_port()}
-    cfg = os.path.join(data, f"n{i}.properties")
-    with open(cfg, "w") as f:
-        f.write(f"cluster.etcd.endpoints=http://127.0.0.1:{etcd_port}\nbroker.id={i}\n"
-                f"kafka.listen=127.0.0.1:{nodes[i]['kafka']}\nshards=1\n"
-                "broker.session.timeout.ms=3000\nbroker.heartbeat.interval.ms=200\n")
-    log = open(os.path.join(data, f"n{i}.log"), "a")
-    nodes[i]["proc"] = subprocess.Popen(
-        [binary, "serve", "--data-dir", d, "--listen", f"127.0.0.1:{nodes[i]['native']}",
-         "--config", cfg], stdout=log, stderr=log)
-    for _ in range(300):
-        try:
-            socket.create_connection(("127.0.0.1", nodes[i]["kafka"]), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"node {i} did not start")
-
-
+cluster = Cluster(binary, prefix="cluster-figures-")
+nodes, start = cluster.nodes, cluster.start
 for i in (1, 2, 3):
     start(i)
-bootstrap = ",".join(f"127.0.0.1:{nodes[i]['kafka']}" for i in (1, 2, 3))
+bootstrap = cluster.bootstrap
 admin = AdminClient({"bootstrap.servers": bootstrap})
 
 
@@ -113,14 +68,7 @@ def create(name, rf):
 
 
 def stop_all():
-    for n in nodes.values():
-        if n["proc"].poll() is None:
-            n["proc"].send_signal(signal.SIGCONT)
-            n["proc"].send_signal(signal.SIGTERM)
-    for n in nodes.values():
-        n["proc"].wait(30)
-    etcd.terminate()
-    etcd.wait()
+    cluster.stop_all()
 
 
 def leader_of(topic, partition):
@@ -157,11 +105,6 @@ def produce(topic, duration, rate=None):
             time.sleep(1.0 / rate)
     p.flush(30)
     return acked, lat, times
-
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
 create("rf1", 1)
@@ -233,4 +176,3 @@ for fault in ("kill -9", "SIGSTOP"):
           f"{len(set(result['acked']) & set(found))}, lost {len(lost)}, stored twice {len(twice)}")
 
 stop_all()
-shutil.rmtree(data, ignore_errors=True)
