@@ -20,7 +20,8 @@ import threading
 import time
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigEntry, NewTopic
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                  NewTopic)
 
 sys.path.insert(0, os.path.dirname(__file__))
 from cluster_harness import Cluster, pct  # noqa: E402
@@ -99,9 +100,9 @@ def run(label, extra, throttled):
         source = md.partitions[0].leader
         rate = fill(c.bootstrap, "big", int(gigabytes * 1e9))
         if throttled:
-            res = ConfigResource("topic", "big", incremental_configs=[ConfigEntry(
-                "follower.replication.throttled.replicas", "*",
-                incremental_operation=0)])
+            entry = ConfigEntry("follower.replication.throttled.replicas", "*",
+                                incremental_operation=AlterConfigOpType.SET)
+            res = ConfigResource("topic", "big", incremental_configs=[entry])
             admin.incremental_alter_configs([res])[res].result(10)
         target = next(i for i in (1, 2, 3) if i != source)
         plan = os.path.join(c.data, "plan.json")
