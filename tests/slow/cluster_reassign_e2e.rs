@@ -45,18 +45,15 @@ fn three(dir: &std::path::Path, etcd: &EtcdServer) -> (Vec<ServerProc>, i32) {
 
 /// `shardlog topics reassign --reassign MODE` against `node` with the plan in `plan`.
 fn reassign(node: &ServerProc, mode: &str, plan: &std::path::Path) -> (String, String, bool) {
-    let addr = node.addr();
     let file = plan.to_string_lossy().into_owned();
-    let args = [
-        "topics",
-        "reassign",
-        "-b",
-        &addr,
-        "--reassign",
-        mode,
-        "--reassignment-json-file",
-        &file,
-    ];
+    reassign_tool(node, mode, &["--reassignment-json-file", &file])
+}
+
+/// `shardlog topics reassign --reassign MODE` against `node` with `more` arguments.
+fn reassign_tool(node: &ServerProc, mode: &str, more: &[&str]) -> (String, String, bool) {
+    let addr = node.addr();
+    let mut args = vec!["topics", "reassign", "-b", &addr, "--reassign", mode];
+    args.extend_from_slice(more);
     shardlog(&args, None)
 }
 
@@ -323,21 +320,9 @@ fn a_pending_reassignment_survives_kills_can_be_cancelled_and_bad_plans_change_n
         format!("{{\"version\":1,\"topics\":[{{\"topic\":\"{MOVING}\"}}]}}"),
     )
     .unwrap();
-    let addr = nodes[0].addr();
     let t = topics.to_string_lossy().into_owned();
-    let args = [
-        "topics",
-        "reassign",
-        "-b",
-        &addr,
-        "--reassign",
-        "generate",
-        "--topics-to-move-json-file",
-        &t,
-        "--brokers",
-        "1,3",
-    ];
-    let (out, err, ok) = shardlog(&args, None);
+    let more = ["--topics-to-move-json-file", &t, "--brokers", "1,3"];
+    let (out, err, ok) = reassign_tool(&nodes[0], "generate", &more);
     assert!(ok, "{err}");
     let proposed = out
         .split("Proposed partition reassignment configuration\n")
