@@ -187,10 +187,21 @@ impl Replica {
         );
     }
 
-    /// This node is no longer a replica (a reassignment moved the partition away): it
-    /// neither leads nor fetches until a newer state names it again.
-    pub fn stop(&mut self) {
+    /// This node is no longer a replica in `state` (a reassignment moved the partition
+    /// away): unless the state is older than one applied, it neither leads nor fetches
+    /// until a newer state names it again, and its copy is emptied with it (no epoch, a
+    /// high watermark of 0). Whether it stopped: a late state never empties a replica the
+    /// newer one counts on.
+    pub fn stop(&mut self, state: &PartitionState) -> bool {
+        let version = (state.leader_epoch, state.partition_epoch);
+        if version <= self.seen || state.replicas.contains(&self.me) {
+            return false;
+        }
+        self.seen = version;
         self.role = Role::Unattached;
+        self.epochs = EpochCache::default();
+        self.high_watermark = 0;
+        true
     }
 
     /// As follower: the leader's log starts past this log's end (retention removed what
@@ -485,6 +496,47 @@ fn propose(me: NodeId, l: &mut Leadership, isr: Vec<NodeId>) -> IsrChange {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leader_follows_a_reassignment_and_a_removed_replica_stops_only_on_a_newer_state() {
+        let (mut r, _) = leading_with_3_proposed();
+        let base = PartitionState {
+            replicas: vec![1, 2, 3, 4],
+            isr: vec![1, 2],
+            leader: Some(1),
+            leader_epoch: 0,
+            leader_broker_epoch: 7,
+            partition_epoch: 1,
+            adding: vec![4],
+            removing: vec![3],
+        };
+        r.apply(&base, 7, 10, 0);
+        let lags = r.follower_lags(10, 0);
+        let followers: Vec<NodeId> = lags.iter().map(|l| l.0).collect();
+        assert_eq!(
+            followers,
+            [2, 3, 4],
+            "4 is followed at once, in the same epoch"
+        );
+        let moved = PartitionState {
+            replicas: vec![2, 4],
+            isr: vec![2, 4],
+            leader: Some(2),
+            leader_epoch: 1,
+            partition_epoch: 2,
+            adding: vec![],
+            removing: vec![],
+            ..base.clone()
+        };
+        assert!(!r.stop(&base), "a state naming it is no reason to stop");
+        assert!(r.stop(&moved));
+        assert_eq!((r.role(), r.high_watermark()), (&Role::Unattached, 0));
+        assert!(
+            r.epochs().entries().is_empty(),
+            "its copy is emptied with it"
+        );
+        assert!(!r.stop(&moved), "the same state again changes nothing");
+    }
 
     /// Node 1 leads with ISR [1, 2]; replica 3 caught up at offset 10.
     fn leading_with_3_proposed() -> (Replica, IsrChange) {

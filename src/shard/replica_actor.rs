@@ -83,8 +83,8 @@ pub async fn run(
     {
         return apply(log, replicated, (*state, me, broker_epoch), ack_timeout).await;
     }
-    if let ReplicaOp::Stop = op {
-        return stop(log, replicated.as_mut()).await;
+    if let ReplicaOp::Stop { state } = op {
+        return stop(log, replicated.as_mut(), &state).await;
     }
     let Some(r) = replicated.as_mut() else {
         let why =
@@ -119,7 +119,7 @@ pub async fn run(
             r.publish_high_watermark(log);
             ReplicaReply::Applied
         }
-        ReplicaOp::Stop => unreachable!("handled above"),
+        ReplicaOp::Stop { .. } => unreachable!("handled above"),
         ReplicaOp::Apply { .. } => unreachable!("handled above"),
     };
     Ok(OpOk::Replica(reply))
@@ -167,9 +167,15 @@ async fn apply(
 
 /// This node is no longer a replica: it stops (answering any acks=all produce waiting on
 /// it) and its copy is emptied, as Kafka deletes a removed replica's log.
-async fn stop(log: &mut PartitionLog, replicated: Option<&mut Replicated>) -> OpResult {
+async fn stop(
+    log: &mut PartitionLog,
+    replicated: Option<&mut Replicated>,
+    state: &PartitionState,
+) -> OpResult {
     if let Some(r) = replicated {
-        r.replica.stop();
+        if !r.replica.stop(state) {
+            return Ok(OpOk::Replica(ReplicaReply::Applied));
+        }
         r.fail_waiting(
             ErrorCode::NotLeader,
             "the partition was reassigned away from this node",

@@ -45,8 +45,8 @@ pub enum ReplicaOp {
     Tick { max_lag: Duration },
     /// This node is no longer a replica (a reassignment moved the partition off it): it
     /// stops leading and fetching, and its copy is emptied (Kafka's StopReplica with
-    /// delete).
-    Stop,
+    /// delete), unless `state` is older than one it applied.
+    Stop { state: Box<PartitionState> },
 }
 
 /// What a leader answered a follower.

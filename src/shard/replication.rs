@@ -83,11 +83,12 @@ impl ReplicaStates {
     /// whether all of them took it.
     async fn stop_removed(&mut self, shard: &Rc<Shard>, view: &ClusterView, me: NodeId) -> bool {
         let mut settled = true;
-        for tp in not_replicated_here(shard, view, me) {
+        for (tp, state) in not_replicated_here(shard, view, me) {
             if self.stopped.contains(&tp) {
                 continue;
             }
-            let op = PartitionOp::Replica(ReplicaOp::Stop);
+            let state = Box::new(state);
+            let op = PartitionOp::Replica(ReplicaOp::Stop { state });
             match shard.partition_op(&tp.topic, tp.partition, op).await {
                 Ok(_) => {
                     self.follow_coordination(shard, &tp, None);
@@ -156,11 +157,13 @@ pub(crate) fn replicated_here(shard: &Shard, view: &ClusterView, me: NodeId) -> 
 }
 
 /// The partitions this shard owns whose replicas do not include this node (never did,
-/// or a reassignment moved them away).
-fn not_replicated_here(shard: &Shard, view: &ClusterView, me: NodeId) -> Vec<TopicPartition> {
+/// or a reassignment moved them away), with their states.
+fn not_replicated_here(shard: &Shard, view: &ClusterView, me: NodeId) -> Vec<Owned> {
     let (owned, _) = owned_here(shard, view);
-    let away = owned.into_iter().filter(|(_, s)| !s.replicas.contains(&me));
-    away.map(|(tp, _)| tp).collect()
+    owned
+        .into_iter()
+        .filter(|(_, s)| !s.replicas.contains(&me))
+        .collect()
 }
 
 /// The cluster partitions this shard owns, and whether this node has its copy of every

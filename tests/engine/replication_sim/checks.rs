@@ -23,6 +23,8 @@ pub struct Checks {
     truncations: u64,
     /// Nodes that stopped by controlled shutdown.
     controlled_stops: u64,
+    /// Reassignments asked of a controller.
+    pub reassignments: u64,
 }
 
 /// What a run did, summed over seeds for the closing report.
@@ -34,6 +36,7 @@ pub struct Summary {
     pub leader_changes: u64,
     pub truncations: u64,
     pub controlled_stops: u64,
+    pub reassignments: u64,
 }
 
 impl Summary {
@@ -44,6 +47,7 @@ impl Summary {
         self.leader_changes += other.leader_changes;
         self.truncations += other.truncations;
         self.controlled_stops += other.controlled_stops;
+        self.reassignments += other.reassignments;
     }
 }
 
@@ -70,6 +74,14 @@ impl Checks {
                         "node {node} truncated to {end}, below its high watermark {high_watermark}"
                     );
                     assert!(end >= verified, "node {node} truncated to {end}, removing committed records (held up to {verified})");
+                }
+                // No longer a replica: its copy is gone, and checked afresh if it returns.
+                Event::Removed {
+                    node,
+                    ref committed,
+                } => {
+                    self.check_committed(node, committed);
+                    self.verified.insert(node, 0);
                 }
             }
         }
@@ -101,21 +113,28 @@ impl Checks {
                 node.id,
                 node.leo()
             );
-            let verified = self.verified.entry(node.id).or_insert(0);
-            for offset in *verified..hw as usize {
-                match self.committed.get(offset) {
-                    Some(entry) => assert_eq!(
-                        &node.log[offset], entry,
-                        "node {} differs from the committed log at {offset} below its high watermark {hw}",
-                        node.id
-                    ),
-                    None => self.committed.push(node.log[offset]),
-                }
-            }
-            *verified = (*verified).max(hw as usize);
+            self.check_committed(node.id, &node.log[..hw as usize]);
         }
         // Acknowledged records were checked committed when acknowledged; the committed log
         // only grows, and no replica may truncate what it held of it (`events`).
+    }
+
+    /// `held` (a node's log below its high watermark) is the committed log, and extends
+    /// it where it is longer.
+    fn check_committed(&mut self, node: NodeId, held: &[Entry]) {
+        let verified = self.verified.entry(node).or_insert(0);
+        for (offset, entry) in held.iter().enumerate().skip(*verified) {
+            match self.committed.get(offset) {
+                Some(c) => assert_eq!(
+                    entry,
+                    c,
+                    "node {node} differs from the committed log at {offset} below its high watermark {}",
+                    held.len()
+                ),
+                None => self.committed.push(*entry),
+            }
+        }
+        *verified = (*verified).max(held.len());
     }
 
     /// After healing: one leader, holding every acknowledged record; its in-sync followers
@@ -154,6 +173,7 @@ impl Checks {
             leader_changes: store.partition.leader_epoch as u64,
             truncations: self.truncations,
             controlled_stops: self.controlled_stops,
+            reassignments: self.reassignments,
         }
     }
 }

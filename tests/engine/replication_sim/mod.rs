@@ -3,7 +3,10 @@
 //! network that loses, delays, reorders and duplicates every message, while nodes crash
 //! (losing all but their log), pause past their lease, have their clocks jump, and stop
 //! by controlled shutdown (marked leaving, they stop once the controller moved what they
-//! led, or after a bound). Every
+//! led, or after a bound), and operators reassign the partition to three random nodes (the
+//! controller adds the new replicas, completes the move once they are in sync, and a node
+//! moved off empties its copy). A node's views only move forward, as the server's watch
+//! channel gives them. Every
 //! decision is made by `shardlog::replication`; after every step the checks hold:
 //! no acknowledged record lost, no two nodes appending in the same leader epoch, no
 //! replica differing from another below its high watermark (so every reader, who reads
@@ -106,6 +109,12 @@ pub enum Event {
         end: Offset,
         high_watermark: Offset,
     },
+    /// A node no longer a replica emptied its copy, which held `committed` below its
+    /// high watermark.
+    Removed {
+        node: NodeId,
+        committed: Vec<Entry>,
+    },
 }
 
 /// How often each fault strikes while faults are on.
@@ -119,6 +128,8 @@ struct Faults {
     clock_jump: f64,
     /// A controlled shutdown (SIGTERM): the node hands off, stops, and comes back later.
     leave: f64,
+    /// An operator asks the controller to move the partition to three random nodes.
+    reassign: f64,
 }
 
 const CALM: Faults = Faults {
@@ -129,6 +140,7 @@ const CALM: Faults = Faults {
     pause: 0.0,
     clock_jump: 0.0,
     leave: 0.0,
+    reassign: 0.0,
 };
 
 /// How long a leaving node waits for its leaderships to move before it stops anyway.
@@ -349,6 +361,35 @@ impl World {
             if node.up && node.leaving_since.is_none() {
                 node.leaving_since = Some(now);
             }
+        } else if r < faults.crash
+            + faults.pause
+            + faults.clock_jump
+            + faults.leave
+            + faults.reassign
+        {
+            self.reassign(faults);
+        }
+    }
+
+    /// An operator's reassignment to three of the four nodes in a random order, asked of
+    /// the controller the store names (if it is up to hear it).
+    fn reassign(&mut self, faults: Faults) {
+        let Some((controller, _)) = self.store.snapshot().controller else {
+            return;
+        };
+        let mut target: Vec<NodeId> = (1..=NODES).collect();
+        self.rng.shuffle(&mut target);
+        target.truncate(3);
+        let now = self.now;
+        let node = self.node(controller);
+        if !node.up || node.paused_until > now {
+            return;
+        }
+        let mut out = Vec::new();
+        node.reassign(&target, &mut out);
+        self.checks.reassignments += out.len() as u64;
+        for m in out {
+            self.send(m, faults);
         }
     }
 
@@ -413,6 +454,7 @@ fn run(seed: u64) -> checks::Summary {
         pause: rng.f64() * 0.01,
         clock_jump: rng.f64() * 0.005,
         leave: rng.f64() * 0.01,
+        reassign: rng.f64() * 0.01,
     };
     for _ in 0..FAULT_STEPS {
         world.step(faults);
@@ -433,7 +475,10 @@ fn replication_keeps_every_acknowledged_record_through_seeded_faults() {
     }
     eprintln!("replication simulation: {total:?}");
     assert!(
-        total.acked > 0 && total.leader_changes > 0 && total.controlled_stops > 0,
+        total.acked > 0
+            && total.leader_changes > 0
+            && total.controlled_stops > 0
+            && total.reassignments > 0,
         "the runs exercised nothing: {total:?}"
     );
 }

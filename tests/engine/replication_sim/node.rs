@@ -4,9 +4,11 @@
 //! them out and turns them into messages.
 
 use shardlog::replication::controller::{alter_isr, elect, IsrRefused, Liveness};
+use shardlog::replication::reassignment::{complete, start};
 use shardlog::replication::replica::Received;
 use shardlog::replication::{
-    EpochCache, EpochEntry, FetchAnswer, FetchRequest, IsrChange, NodeId, Offset, Replica, Role,
+    EpochCache, EpochEntry, FetchAnswer, FetchRequest, IsrChange, NodeId, Offset, PartitionState,
+    Replica, Role,
 };
 
 use super::store::{Lease, Reply, Request, Snapshot};
@@ -217,9 +219,18 @@ impl Node {
         out: &mut Vec<Msg>,
         events: &mut Vec<Event>,
     ) {
+        // A node's views only move forward (the server's come through one watch channel).
+        if (self.view.as_ref()).is_some_and(|v| v.partition_revision > snapshot.partition_revision)
+        {
+            return;
+        }
         if let Some(broker_epoch) = self.broker_epoch {
-            self.replica
-                .apply(&snapshot.partition, broker_epoch, self.leo(), now);
+            match snapshot.partition.replicas.contains(&self.id) {
+                true => self
+                    .replica
+                    .apply(&snapshot.partition, broker_epoch, self.leo(), now),
+                false => self.stop_replica(&snapshot.partition, events),
+            }
             self.settle(out, events);
         }
         match (snapshot.controller, self.lease) {
@@ -230,9 +241,46 @@ impl Node {
         self.view = Some(snapshot);
     }
 
-    /// As controller: a new leader (or a smaller ISR) when the store shows one is needed.
+    /// No longer a replica (a reassignment moved the partition away): as the server's
+    /// task, it stops and its copy is emptied, unless the state is a late one.
+    fn stop_replica(&mut self, state: &PartitionState, events: &mut Vec<Event>) {
+        let hw = self.replica.high_watermark() as usize;
+        if self.replica.stop(state) {
+            // What it held below its high watermark is committed: checked before it goes.
+            let committed = self.log[..hw.min(self.log.len())].to_vec();
+            events.push(Event::Removed {
+                node: self.id,
+                committed,
+            });
+            self.log.clear();
+            self.hw_checkpoint = 0;
+            self.waiting.clear();
+        }
+    }
+
+    /// As controller, asked by an operator: a reassignment of the partition to `target`
+    /// (KRaft's rules), written fenced by the controller's epoch.
+    pub fn reassign(&self, target: &[NodeId], out: &mut Vec<Msg>) {
+        let Some(view) = &self.view else { return };
+        let Some((c, epoch)) = view.controller.filter(|(c, _)| *c == self.id) else {
+            return;
+        };
+        assert_eq!(c, self.id);
+        if let Ok(Some(state)) = start(&view.partition, target, &Brokers(view)) {
+            out.push(self.store(Request::Swap {
+                expect: view.partition_revision,
+                controller_epoch: Some(epoch),
+                state,
+            }));
+        }
+    }
+
+    /// As controller: a new leader (or a smaller ISR) when the store shows one is needed,
+    /// and a reassignment completed once its new replicas are in sync.
     fn control(&self, snapshot: &Snapshot, epoch: i64, out: &mut Vec<Msg>) {
-        if let Some(state) = elect(&snapshot.partition, &Brokers(snapshot)) {
+        let elected = elect(&snapshot.partition, &Brokers(snapshot));
+        let settled = elected.as_ref().unwrap_or(&snapshot.partition);
+        if let Some(state) = complete(settled, &Brokers(snapshot)).or(elected) {
             let expect = snapshot.partition_revision;
             out.push(self.store(Request::Swap {
                 expect,
