@@ -263,6 +263,12 @@ impl Keys {
         format!("{}wanted/{topic}", self.root)
     }
 
+    /// The cluster's own id, created once by the first node to start (`session.rs`): the
+    /// writer id of its tiered topics' manifests.
+    pub fn cluster_id(&self) -> String {
+        format!("{}cluster-id", self.root)
+    }
+
     /// The first producer id no node has claimed (`producer_ids.rs`).
     pub fn producer_id_block(&self) -> String {
         format!("{}producer-id-block", self.root)

@@ -40,6 +40,8 @@ pub struct Session {
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
     broker_epoch: i64,
+    /// The cluster's id in etcd (`Keys::cluster_id`).
+    cluster_id: String,
 }
 
 impl Session {
@@ -64,8 +66,8 @@ impl Session {
         let started = ready_rx
             .recv()
             .unwrap_or_else(|_| Err(ClusterError::Config("the cluster thread ended".into())));
-        let broker_epoch = match started {
-            Ok(epoch) => epoch,
+        let (broker_epoch, cluster_id) = match started {
+            Ok(started) => started,
             Err(e) => {
                 let _ = thread.join();
                 return Err(e);
@@ -79,6 +81,7 @@ impl Session {
             stop: Some(stop),
             thread: Some(thread),
             broker_epoch,
+            cluster_id,
         })
     }
 
@@ -99,6 +102,11 @@ impl Session {
     /// The broker epoch of the registration made at start.
     pub fn broker_epoch(&self) -> i64 {
         self.broker_epoch
+    }
+
+    /// The cluster's id, the same on every node (created by the first node to start).
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
     }
 
     /// Ends the session: the lease is revoked, so the node leaves the cluster at once
@@ -123,7 +131,7 @@ impl Drop for Session {
     }
 }
 
-type Ready = std::sync::mpsc::Sender<Result<i64, ClusterError>>;
+type Ready = std::sync::mpsc::Sender<Result<(i64, String), ClusterError>>;
 
 /// Topic commands waiting for the cluster thread (each from a client request that waits
 /// for its answer, so the queue is bounded by the requests in flight too).
@@ -170,8 +178,16 @@ fn run(config: SessionConfig, channels: Channels) {
             let _ = ready.send(Err(e));
             return;
         }
+        let id = match cluster_id(&node.etcd, &node.config.keys).await {
+            Ok(id) => id,
+            Err(e) => {
+                let _ = node.etcd.revoke(node.lease).await;
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
         node.tick(&view).await;
-        let _ = ready.send(Ok(node.epoch));
+        let _ = ready.send(Ok((node.epoch, id)));
         node.serve(view, stop, commands).await;
     });
 }
@@ -639,6 +655,28 @@ fn publish(view: &watch::Sender<Arc<ClusterView>>, current: ClusterView) {
 /// Registers `config.me` under a new lease: (lease, broker epoch). A key held by an
 /// earlier incarnation of this same data directory (killed before its lease ended) is
 /// taken over at once; one held by another node is refused.
+/// The cluster's id: read, or created (a random UUID, with no lease: it outlives every
+/// node) by the first node to start.
+async fn cluster_id(etcd: &Etcd, keys: &crate::cluster::Keys) -> Result<String, ClusterError> {
+    let key = keys.cluster_id();
+    let fresh = crate::catalog::topics::new_topic_id().to_string();
+    // Twice at most: a holder that vanished between the compare and the read.
+    for _ in 0..2 {
+        let held = match etcd.create(&key, fresh.as_bytes(), 0).await? {
+            crate::cluster::etcd::Created::Yes { .. } => return Ok(fresh),
+            crate::cluster::etcd::Created::Taken(kv) => kv.value,
+        };
+        match String::from_utf8(held) {
+            Ok(id) if !id.is_empty() => return Ok(id),
+            Ok(_) => continue,
+            Err(_) => break,
+        }
+    }
+    Err(ClusterError::Etcd(format!(
+        "{key} does not hold the cluster's id (a UUID)"
+    )))
+}
+
 async fn register(etcd: &Etcd, config: &SessionConfig) -> Result<(i64, i64), ClusterError> {
     let ttl_s = config.session_timeout.as_secs().max(1) as i64;
     let key = config.keys.broker(config.me.id);

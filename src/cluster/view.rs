@@ -173,14 +173,19 @@ impl ClusterView {
     /// Whether `broker` leads the partition in this view: named leader, and elected while
     /// registered as it is now (a restarted leader leads again only once re-elected).
     pub fn leads(&self, broker: i32, topic: &str, partition: u32) -> bool {
+        self.leader_epoch_of(broker, topic, partition).is_some()
+    }
+
+    /// The leader epoch in which `broker` leads the partition, if it leads it (a live
+    /// registration the leadership was given to).
+    pub fn leader_epoch_of(&self, broker: i32, topic: &str, partition: u32) -> Option<i32> {
         let state = self
             .topics
             .get(topic)
-            .and_then(|t| t.partitions.get(partition as usize));
-        state.is_some_and(|p| {
-            p.state.leader == Some(broker)
-                && self.live_epoch(broker) == Some(p.state.leader_broker_epoch)
-        })
+            .and_then(|t| t.partitions.get(partition as usize))?;
+        let leads = state.state.leader == Some(broker)
+            && self.live_epoch(broker) == Some(state.state.leader_broker_epoch);
+        leads.then_some(state.state.leader_epoch)
     }
 }
 

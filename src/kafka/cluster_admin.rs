@@ -8,6 +8,7 @@
 use super::errors;
 use super::refusal::Refusal;
 use super::Context;
+use crate::catalog::admin_host::AdminHost;
 use crate::catalog::admin_host::AdminRequest;
 use crate::cluster::{TopicRefused, TopicSpec};
 use crate::protocol::ErrorCode;
@@ -39,6 +40,9 @@ pub async fn create(
     config: crate::catalog::topics::TopicConfig,
 ) -> Result<(), Refusal> {
     let link = ctx.shard.cluster_link().expect("cluster mode");
+    if config.log.remote_storage_enable {
+        ensure_bucket_free(ctx, &name).await?;
+    }
     // The overrides as this node parsed them, so every node's copy compares equal.
     let spec = TopicSpec {
         name: name.clone(),
@@ -112,6 +116,10 @@ pub async fn alter_configs(
     let host = ctx.shard.admin_host();
     let altered = crate::catalog::admin::check_alter(&host, name, &set, &delete)
         .map_err(|e| Refusal::new(super::refusal::config_code(e.code), e.message))?;
+    let was_tiered = (host.topic(name)).is_some_and(|m| m.config.log.remote_storage_enable);
+    if altered.config.log.remote_storage_enable && !was_tiered {
+        ensure_bucket_free(ctx, name).await?;
+    }
     let configs: Vec<(String, String)> = altered.config.overrides.into_iter().collect();
     link.set_topic_configs(name.to_string(), configs.clone())
         .await
@@ -139,6 +147,14 @@ fn copied(outcome: crate::shard::messages::OpResult, done: ErrorCode) -> Result<
 }
 
 /// Kafka's code for why the controller refused.
+/// Refuses a tiered topic whose name the bucket still holds (a deleted incarnation not yet
+/// removed): its new leaders would adopt the old records.
+async fn ensure_bucket_free(ctx: &Context<'_>, name: &str) -> Result<(), Refusal> {
+    let host = ctx.shard.admin_host();
+    let free = host.ensure_bucket_free(name).await;
+    free.map_err(|e| Refusal::new(errors::kafka_code(e.code, true), e.message))
+}
+
 fn refused(why: TopicRefused) -> Refusal {
     let code = match &why {
         TopicRefused::NotController { .. } | TopicRefused::Raced => errors::NOT_CONTROLLER,

@@ -21,6 +21,7 @@ mod replica_log;
 pub(crate) mod retention;
 pub(crate) mod scan;
 pub(crate) mod segment;
+pub mod segment_slice;
 pub(crate) mod sparse_index;
 pub(crate) mod stale_index;
 pub mod tiering;

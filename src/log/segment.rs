@@ -164,6 +164,13 @@ impl Segment {
         }))
     }
 
+    /// The batch holding `offset` (where it starts and its header); `None` when no batch
+    /// here reaches it.
+    pub async fn batch_holding(&mut self, offset: i64) -> Result<Option<FoundBatch>> {
+        let located = self.locate(offset, HEADER_SIZE, HEADER_SIZE).await?;
+        Ok(located.map(|(found, _)| found))
+    }
+
     async fn time_lookup(&self, target: i64) -> Result<TimeHit> {
         let lookup = async {
             match &self.paged {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use super::file_names::{segment_path, SNAPSHOT_SUFFIX};
 use super::partition::PartitionLog;
 use super::segment::Segment;
+use super::segment_slice::RebasedIndexes;
 use super::txn_index::TXN_INDEX_SUFFIX;
 use super::{INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 
@@ -20,21 +21,74 @@ pub struct SealedSegment {
     pub size_bytes: u64,
     /// (suffix, path) of each file that exists: `.log`, `.index`, `.timeindex`, and the
     /// `.txnindex` and producer snapshot (at the next segment's base) when there are some.
+    /// A tail's indexes are `rebased` instead.
     pub files: Vec<(&'static str, PathBuf)>,
+    /// Where the copy of the `.log` starts in the local file: 0, or the cut of a tail.
+    pub log_position: u64,
+    /// A tail's `.index` and `.timeindex` (`segment_slice.rs`).
+    pub rebased: Option<RebasedIndexes>,
 }
 
 impl PartitionLog {
-    /// Sealed, non-empty segments from `from_offset` on whose successor starts at or below
-    /// the last stable offset (Kafka's RLM candidate rule), oldest first, at most `limit`.
-    pub fn segments_to_copy(&self, from_offset: i64, limit: usize) -> Vec<SealedSegment> {
+    /// Sealed, non-empty segments holding offsets from `from_offset` on whose successor
+    /// starts at or below the last stable offset (Kafka's RLM candidate rule), oldest
+    /// first, at most `limit`. A segment `from_offset` falls inside is cut at the batch
+    /// holding it (its tail is copied: `segment_slice.rs`).
+    pub async fn segments_to_copy(
+        &mut self,
+        from_offset: i64,
+        limit: usize,
+    ) -> crate::Result<Vec<SealedSegment>> {
         let stable = self.last_stable_offset();
-        self.segments
-            .windows(2)
-            .filter(|pair| pair[0].base_offset() >= from_offset && !pair[0].is_empty())
-            .take_while(|pair| pair[1].base_offset() <= stable)
+        let picked: Vec<(usize, i64)> = (self.segments.windows(2).enumerate())
+            .filter(|(_, pair)| pair[0].next_offset() > from_offset && !pair[0].is_empty())
+            .take_while(|(_, pair)| pair[1].base_offset() <= stable)
             .take(limit)
-            .map(|pair| self.sealed(&pair[0], pair[1].base_offset()))
-            .collect()
+            .map(|(i, pair)| (i, pair[1].base_offset()))
+            .collect();
+        let mut sealed = Vec::with_capacity(picked.len());
+        for (i, next_base) in picked {
+            let whole = self.sealed(&self.segments[i], next_base);
+            sealed.push(match whole.base_offset < from_offset {
+                true => self.tail_of(i, whole, from_offset).await?,
+                false => whole,
+            });
+        }
+        Ok(sealed)
+    }
+
+    /// Segment `i`'s tail from the batch holding `from_offset`.
+    async fn tail_of(
+        &mut self,
+        i: usize,
+        whole: SealedSegment,
+        from_offset: i64,
+    ) -> crate::Result<SealedSegment> {
+        let seg = &mut self.segments[i];
+        let found = seg.batch_holding(from_offset).await?;
+        // `from_offset` lies below the segment's next offset, so a batch holds it.
+        let found = found.ok_or_else(|| {
+            let why = format!("no batch holds offset {from_offset}");
+            crate::error::Error::corruption(seg.log_file().path(), 0, why)
+        })?;
+        let (offsets, times) = seg.indexes(&self.config).await?;
+        let base = found.header.base_offset;
+        assert!(base <= from_offset && base >= whole.base_offset);
+        if base == whole.base_offset {
+            return Ok(whole); // the first batch holds it: the tail is the whole
+        }
+        let rebased = super::segment_slice::rebase(&offsets, &times, base, found.position);
+        let rebuilt = [INDEX_SUFFIX, TIME_INDEX_SUFFIX];
+        Ok(SealedSegment {
+            base_offset: base,
+            size_bytes: whole.size_bytes - found.position,
+            files: (whole.files.into_iter())
+                .filter(|(suffix, _)| !rebuilt.contains(suffix))
+                .collect(),
+            log_position: found.position,
+            rebased: Some(rebased),
+            ..whole
+        })
     }
 
     fn sealed(&self, seg: &Segment, next_base: i64) -> SealedSegment {
@@ -60,6 +114,8 @@ impl PartitionLog {
             max_timestamp_ms: seg.max_timestamp(),
             size_bytes: seg.size(),
             files,
+            log_position: 0,
+            rebased: None,
         }
     }
 

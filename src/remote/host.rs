@@ -12,7 +12,8 @@ use glommio::channels::local_channel::LocalReceiver;
 use crate::catalog::topics::TopicMeta;
 use crate::io::Storage;
 use crate::log::SealedSegment;
-use crate::remote::RemoteLog;
+use crate::remote::partition::WriterRole;
+use crate::remote::{RemoteError, RemoteLog};
 use crate::settings::ServerConfig;
 use crate::TopicPartition;
 
@@ -35,14 +36,18 @@ pub trait TieringHost {
     /// Ends (its `recv()` returns) when the shard starts shutting down.
     fn shutdown_listener(&self) -> LocalReceiver<()>;
     fn topic(&self, name: &str) -> Option<TopicMeta>;
+    /// This node's part in `tp`'s remote tier now: the only node, its leader (in which
+    /// epoch), or a follower.
+    fn writer_role(&self, tp: &TopicPartition) -> WriterRole;
     /// The tiered partitions this shard owns, with their remote tiers (a snapshot).
     fn tiered_partitions(&self) -> Vec<(TopicPartition, Rc<RemoteLog>)>;
     /// Tells partition `tp` that the remote tier holds everything below `copied` (local
-    /// retention may delete there) and returns what it has to copy from `copied` on;
-    /// `None` when the partition is gone or closing.
+    /// retention may delete there) and returns what it has to copy from `copied` on (at
+    /// most `copy_limit` segments); `None` when the partition is gone or closing.
     fn tiering_view(
         &self,
         tp: &TopicPartition,
         copied: i64,
-    ) -> TieringFuture<'_, Option<TieringView>>;
+        copy_limit: usize,
+    ) -> TieringFuture<'_, Option<Result<TieringView, RemoteError>>>;
 }

@@ -49,6 +49,11 @@ pub struct PartitionManifest {
     /// The node that writes this partition's remote tier (its writer id); any other
     /// node only reads it.
     pub writer: String,
+    /// Cluster mode: the leader epoch of the node that last changed it. A node leading the
+    /// partition in an older epoch changes it no more (a deposed leader is fenced). Absent
+    /// on a single node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_epoch: Option<i32>,
     pub topic: String,
     pub partition: u32,
     /// The partition's log start (DeleteRecords, retention): nothing below it is served.
@@ -62,6 +67,7 @@ impl PartitionManifest {
         PartitionManifest {
             format: FORMAT_VERSION,
             writer: writer.to_string(),
+            leader_epoch: None,
             topic: topic.to_string(),
             partition,
             log_start_offset,

@@ -1,6 +1,7 @@
 //! One partition's remote tier on its owner shard: the manifest as last read or written,
 //! and the one way to change it (a conditional write of the whole manifest, one change at a
-//! time). A writer refuses a manifest another node writes; a read replica only reads.
+//! time). A writer refuses a manifest another node writes; a read replica only reads. In a
+//! cluster only the partition's leader writes, fenced by its leader epoch; followers read.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -22,6 +23,20 @@ struct State {
     loaded: bool,
 }
 
+/// Who changes a partition's remote tier on this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WriterRole {
+    /// The only node (no cluster): its writer id is the whole check.
+    Sole,
+    /// The partition's leader in this epoch (cluster mode): it changes the manifest and
+    /// stamps it with the epoch; a manifest stamped with a newer epoch is not its own.
+    Leader(i32),
+    /// A follower (cluster mode): it reads the manifest only, to learn what its local
+    /// retention may delete.
+    Follower,
+}
+
 pub struct RemoteLog {
     pub topic: Rc<str>,
     pub partition: u32,
@@ -29,6 +44,7 @@ pub struct RemoteLog {
     /// This node's writer id; a manifest naming another one is not ours to change.
     writer: Rc<str>,
     read_only: bool,
+    role: Cell<WriterRole>,
     state: RefCell<State>,
     /// One manifest change at a time (uploads, retention, DeleteRecords).
     turn: Semaphore,
@@ -69,6 +85,7 @@ impl RemoteLog {
             }),
             writer,
             read_only,
+            role: Cell::new(WriterRole::Sole),
             turn: Semaphore::new(1),
             local_start: Cell::new(0),
             upload_lag_bytes: Cell::new(0),
@@ -82,6 +99,53 @@ impl RemoteLog {
     /// The writer id manifests of this node name.
     pub fn writer(&self) -> &str {
         &self.writer
+    }
+
+    pub fn role(&self) -> WriterRole {
+        self.role.get()
+    }
+
+    /// Takes this node's part in the partition now. A node that starts leading reads the
+    /// manifest afresh (another leader wrote it meanwhile) and sweeps orphans again, once
+    /// it has stamped the manifest with its epoch (`uploader::claim`).
+    pub fn set_role(&self, role: WriterRole) {
+        if self.role.replace(role) != role && matches!(role, WriterRole::Leader(_)) {
+            self.state.borrow_mut().loaded = false;
+            self.swept.set(false);
+        }
+    }
+
+    /// Why this node may not change the manifest now, if it may not.
+    fn refuse_change(&self) -> Result<(), RemoteError> {
+        let why = match (self.read_only, self.role.get()) {
+            (true, _) => "this node is a read replica",
+            (false, WriterRole::Follower) => {
+                "this node follows the partition: its leader writes the remote tier"
+            }
+            _ => return Ok(()),
+        };
+        Err(RemoteError::Refused {
+            key: self.manifest_key(),
+            why: why.into(),
+        })
+    }
+
+    /// Stamps `next` with this node's leader epoch, or refuses it when a newer leader
+    /// already changed it (this node was deposed).
+    fn stamp(&self, next: &mut PartitionManifest) -> Result<(), RemoteError> {
+        let WriterRole::Leader(epoch) = self.role.get() else {
+            return Ok(());
+        };
+        if let Some(newer) = next.leader_epoch.filter(|&e| e > epoch) {
+            return Err(RemoteError::Refused {
+                key: self.manifest_key(),
+                why: format!(
+                    "the leader of epoch {newer} writes it now; this node led in epoch {epoch}"
+                ),
+            });
+        }
+        next.leader_epoch = Some(epoch);
+        Ok(())
     }
 
     fn manifest_key(&self) -> String {
@@ -121,7 +185,10 @@ impl RemoteLog {
         let (manifest, version) = match self.store.get(self.store.key(&key)).await {
             Ok((bytes, version)) => (PartitionManifest::parse(&key, &bytes)?, Some(version)),
             Err(RemoteError::NotFound(_)) => {
-                self.refuse_lost_history(&key).await?;
+                // A follower only learns what is copied: the leader judges a lost history.
+                if self.role.get() != WriterRole::Follower {
+                    self.refuse_lost_history(&key).await?;
+                }
                 let start = self.local_start.get();
                 (
                     PartitionManifest::new(&self.writer, &self.topic, self.partition, start),
@@ -174,12 +241,13 @@ impl RemoteLog {
 
     /// Writes a manifest rebuilt from the segment objects, only if the store still has
     /// none (create-only), and takes it as the partition's remote tier.
-    pub async fn install_rebuilt(&self, manifest: PartitionManifest) -> Result<(), RemoteError> {
+    pub async fn install_rebuilt(
+        &self,
+        mut manifest: PartitionManifest,
+    ) -> Result<(), RemoteError> {
         let key = self.manifest_key();
-        if self.read_only {
-            let why = "this node is a read replica".into();
-            return Err(RemoteError::Refused { key, why });
-        }
+        self.refuse_change()?;
+        self.stamp(&mut manifest)?;
         assert!(
             manifest.writer == *self.writer && manifest.partition == self.partition,
             "a rebuilt manifest is this node's, for this partition"
@@ -240,12 +308,7 @@ impl RemoteLog {
         &self,
         change: impl FnOnce(&mut PartitionManifest),
     ) -> Result<PartitionManifest, RemoteError> {
-        if self.read_only {
-            return Err(RemoteError::Refused {
-                key: self.manifest_key(),
-                why: "this node is a read replica".into(),
-            });
-        }
+        self.refuse_change()?;
         let _turn = self
             .turn
             .acquire_permit(1)
@@ -253,6 +316,7 @@ impl RemoteLog {
             .map_err(|e| RemoteError::Unavailable(e.to_string()))?;
         let mut next = self.current().await?;
         let version = self.state.borrow().version.clone();
+        self.stamp(&mut next)?;
         change(&mut next);
         let key = self.manifest_key();
         match self

@@ -68,8 +68,10 @@ pub async fn take_over(
         }
         Err(e) => return Err(e),
     };
-    if m.writer != writer || version.is_none() {
+    // The new writer starts its own history: a cluster's leader epochs do not carry over.
+    if m.writer != writer || m.leader_epoch.is_some() || version.is_none() {
         m.writer = writer.to_string();
+        m.leader_epoch = None;
         store.put_if(store.key(&key), m.to_bytes(), version).await?;
     }
     let next_offset = m.next_offset().unwrap_or(m.log_start_offset);

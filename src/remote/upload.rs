@@ -15,7 +15,8 @@ use super::manifest::{RemoteFile, RemoteSegment};
 use super::partition::RemoteLog;
 use super::store::MultipartWriter;
 use crate::io::{OpenMode, Storage};
-use crate::log::SealedSegment;
+use crate::log::{SealedSegment, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+use futures_util::FutureExt;
 
 /// Files up to this size go in one PUT; larger ones in parts of this size (S3's parts are
 /// at least 5 MiB). Bounds the memory one copy holds.
@@ -31,32 +32,7 @@ pub async fn copy_segment(
     storage: &Rc<dyn Storage>,
     seg: &SealedSegment,
 ) -> Result<u64, RemoteError> {
-    let upload = keys::upload_id();
-    // The segment's files go together (the small ones cost a round trip each otherwise).
-    let copies = seg.files.iter().map(|(suffix, path)| {
-        let key = keys::segment_file(&log.topic, log.partition, seg.base_offset, &upload, suffix);
-        async move {
-            let copied = copy_file(log, storage, path, &key).await;
-            copied.map(|(size, crc32c)| RemoteFile {
-                suffix: suffix.to_string(),
-                key,
-                size,
-                crc32c,
-            })
-        }
-    });
-    let mut files = Vec::with_capacity(seg.files.len());
-    let mut failure = None;
-    for copied in futures_util::future::join_all(copies).await {
-        match copied {
-            Ok(file) => files.push(file),
-            Err(e) => failure = failure.or(Some(e)),
-        }
-    }
-    if let Some(e) = failure {
-        remove_objects(log, &files).await;
-        return Err(e);
-    }
+    let files = copy_files(log, storage, seg).await?;
     let bytes: u64 = files.iter().map(|f| f.size).sum();
     let segment = RemoteSegment {
         base_offset: seg.base_offset,
@@ -85,6 +61,71 @@ pub async fn copy_segment(
     // A segment added ends the manifest this commit wrote.
     assert!(!added || committed.next_offset() == Some(last_offset + 1));
     Ok(if added { bytes } else { 0 })
+}
+
+/// Copies the segment's files under fresh keys (a tail's `.log` from its cut, its rebased
+/// indexes from memory), all at once; on a failure removes those copied and says why.
+async fn copy_files(
+    log: &RemoteLog,
+    storage: &Rc<dyn Storage>,
+    seg: &SealedSegment,
+) -> Result<Vec<RemoteFile>, RemoteError> {
+    let upload = keys::upload_id();
+    let key =
+        |suffix| keys::segment_file(&log.topic, log.partition, seg.base_offset, &upload, suffix);
+    let remote_file = |suffix: &str, key, (size, crc32c)| RemoteFile {
+        suffix: suffix.to_string(),
+        key,
+        size,
+        crc32c,
+    };
+    // The segment's files go together (the small ones cost a round trip each otherwise).
+    let copies = seg.files.iter().map(|(suffix, path)| {
+        let from = if *suffix == LOG_SUFFIX {
+            seg.log_position
+        } else {
+            0
+        };
+        async move {
+            let key = key(suffix);
+            let copied = copy_file(log, storage, path, from, &key).await;
+            copied.map(|done| remote_file(suffix, key, done))
+        }
+    });
+    let copies = copies.map(FutureExt::boxed_local);
+    let rebased = seg.rebased.iter().flat_map(|r| {
+        [
+            (INDEX_SUFFIX, &r.offset_index),
+            (TIME_INDEX_SUFFIX, &r.time_index),
+        ]
+    });
+    let puts = rebased.map(|(suffix, bytes)| {
+        async move {
+            let key = key(suffix);
+            let data = Bytes::copy_from_slice(bytes);
+            let crc = crc32c::crc32c(&data);
+            log.store.put_new(log.store.key(&key), data).await?;
+            Ok(remote_file(suffix, key, (bytes.len() as u64, crc)))
+        }
+        .boxed_local()
+    });
+    let mut files = Vec::with_capacity(seg.files.len() + 2);
+    let mut failure = None;
+    for copied in futures_util::future::join_all(copies.chain(puts)).await {
+        match copied {
+            Ok(file) => files.push(file),
+            Err(e) => failure = failure.or(Some(e)),
+        }
+    }
+    if let Some(e) = failure {
+        remove_objects(log, &files).await;
+        return Err(e);
+    }
+    assert_eq!(
+        files.len(),
+        seg.files.len() + 2 * usize::from(seg.rebased.is_some())
+    );
+    Ok(files)
 }
 
 /// Uploads `size` bytes in `PART_BYTES` parts read by `read_part`, at most
@@ -118,12 +159,13 @@ where
     Ok(crc)
 }
 
-/// Copies one local file to `key`: one PUT, or a multipart upload in `PART_BYTES` parts.
-/// Returns its size and CRC-32C.
+/// Copies one local file from byte `from` on to `key`: one PUT, or a multipart upload in
+/// `PART_BYTES` parts. Returns the size copied and its CRC-32C.
 async fn copy_file(
     log: &RemoteLog,
     storage: &Rc<dyn Storage>,
     path: &std::path::Path,
+    from: u64,
     key: &str,
 ) -> Result<(u64, u32), RemoteError> {
     let local = |e: std::io::Error| RemoteError::Local(format!("{}: {e}", path.display()));
@@ -132,12 +174,18 @@ async fn copy_file(
         .await
         .map_err(local)?;
     let size = file.size().await.map_err(local)?;
+    let Some(size) = size.checked_sub(from) else {
+        return Err(RemoteError::Local(format!(
+            "{}: {size} bytes, shorter than the cut at {from}",
+            path.display()
+        )));
+    };
     let object = log.store.key(key);
     let read_part = |pos: u64| {
         let file = file.clone();
         async move {
             let len = PART_BYTES.min(size - pos) as usize;
-            let data = file.read_at(pos, len).await.map_err(local)?;
+            let data = file.read_at(from + pos, len).await.map_err(local)?;
             if data.len() != len {
                 return Err(RemoteError::Local(format!(
                     "{}: short read at {pos}",

@@ -8,11 +8,15 @@ use std::time::Duration;
 
 use crate::io::deadline::before;
 use crate::remote::host::{TieringHost, TieringView};
+use crate::remote::partition::WriterRole;
 use crate::remote::{self, RemoteError, RemoteLog};
 use crate::topic_partition::TopicPartition;
 
 /// Longest pause between upload attempts of a partition whose uploads fail.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Segments one look at a partition takes to copy.
+const COPY_BATCH: usize = 4;
 
 /// How long one partition's copies may hold a shard's uploader in one pass before the next
 /// partition's turn (a backlog goes on in the next pass, which starts at once).
@@ -69,7 +73,8 @@ pub async fn upload_loop(host: Rc<dyn TieringHost>) {
 }
 
 /// One partition's pass: copy what is sealed and not yet remote (for at most
-/// `PASS_SHARE`), then remote retention. True when segments are left to copy.
+/// `PASS_SHARE`), then remote retention. True when segments are left to copy. In a cluster
+/// only the partition's leader does this; a follower only learns what was copied.
 async fn upload_pass(
     host: &dyn TieringHost,
     tp: &TopicPartition,
@@ -78,9 +83,14 @@ async fn upload_pass(
     if host.settings().remote_read_replica {
         return remote.reload().await.map(|()| false);
     }
+    remote.set_role(host.writer_role(tp));
+    if remote.role() == WriterRole::Follower {
+        return follow(host, tp, remote).await.map(|()| false);
+    }
     let Some(meta) = host.topic(&tp.topic) else {
         return Ok(false);
     };
+    claim(remote).await?;
     if tp.partition == 0 {
         describe_topic(remote, &meta).await?;
     }
@@ -88,27 +98,9 @@ async fn upload_pass(
         remote::upload::sweep_orphans(remote).await?;
         remote.swept.set(true);
     }
-    let started = std::time::Instant::now();
-    let Some(mut view) = tiering_view(host, tp, remote).await? else {
+    let Some(view) = copy_sealed(host, tp, remote).await? else {
         return Ok(false);
     };
-    while !view.to_copy.is_empty() && started.elapsed() < PASS_SHARE {
-        for seg in std::mem::take(&mut view.to_copy) {
-            if host.shutting_down() {
-                return Ok(false);
-            }
-            let bytes = remote::upload::copy_segment(remote, host.storage(), &seg).await?;
-            crate::metrics::record_remote(|m| {
-                m.uploaded_bytes += bytes;
-                m.uploaded_segments += u64::from(bytes > 0);
-            });
-            // Tells the partition its new copied end (local retention may delete below it).
-            match tiering_view(host, tp, remote).await? {
-                Some(next) => view = next,
-                None => return Ok(false),
-            }
-        }
-    }
     remote::expire::expire(
         remote,
         &meta.config.log,
@@ -117,6 +109,64 @@ async fn upload_pass(
     )
     .await?;
     Ok(!view.to_copy.is_empty())
+}
+
+/// Copies the sealed segments not yet remote, oldest first, for at most `PASS_SHARE`:
+/// the partition's view after the last copy (`None`: the partition is gone or closing).
+async fn copy_sealed(
+    host: &dyn TieringHost,
+    tp: &TopicPartition,
+    remote: &RemoteLog,
+) -> Result<Option<TieringView>, RemoteError> {
+    let started = std::time::Instant::now();
+    let Some(mut view) = tiering_view(host, tp, remote, COPY_BATCH).await? else {
+        return Ok(None);
+    };
+    while !view.to_copy.is_empty() && started.elapsed() < PASS_SHARE {
+        for seg in std::mem::take(&mut view.to_copy) {
+            if host.shutting_down() {
+                return Ok(None);
+            }
+            let bytes = remote::upload::copy_segment(remote, host.storage(), &seg).await?;
+            crate::metrics::record_remote(|m| {
+                m.uploaded_bytes += bytes;
+                m.uploaded_segments += u64::from(bytes > 0);
+            });
+            // Tells the partition its new copied end (local retention may delete below it).
+            match tiering_view(host, tp, remote, COPY_BATCH).await? {
+                Some(next) => view = next,
+                None => return Ok(None),
+            }
+        }
+    }
+    Ok(Some(view))
+}
+
+/// A new leader stamps the manifest with its leader epoch before anything else, so the
+/// deposed leader's commits fail from then on (Kafka fences remote writes by leader epoch
+/// too); only then may it sweep orphans, as no copy of the old leader can commit any more.
+async fn claim(remote: &RemoteLog) -> Result<(), RemoteError> {
+    let WriterRole::Leader(epoch) = remote.role() else {
+        return Ok(());
+    };
+    if remote.manifest().await?.leader_epoch == Some(epoch) {
+        return Ok(());
+    }
+    let claimed = remote.commit(|_| {}).await?;
+    assert_eq!(claimed.leader_epoch, Some(epoch));
+    tracing::info!(topic = %remote.topic, partition = remote.partition, leader_epoch = epoch, next_offset = ?claimed.next_offset(), "took over the partition's remote tier as its leader");
+    Ok(())
+}
+
+/// A follower's pass: reads what the leader copied, so that its local retention deletes
+/// only what the remote tier holds (and the remote reads it serves stay current).
+async fn follow(
+    host: &dyn TieringHost,
+    tp: &TopicPartition,
+    remote: &RemoteLog,
+) -> Result<(), RemoteError> {
+    remote.reload().await?;
+    tiering_view(host, tp, remote, 0).await.map(|_| ())
 }
 
 /// Writes the topic's description (partitions, configs set on it) to the bucket when it
@@ -145,21 +195,36 @@ async fn describe_topic(
     Ok(())
 }
 
-/// The partition's segments to copy, after telling it what the remote tier holds; `None`
-/// when the partition is gone or closing.
+/// The partition's segments to copy (at most `copy_limit`), after telling it what the
+/// remote tier holds; `None` when the partition is gone or closing.
 async fn tiering_view(
     host: &dyn TieringHost,
     tp: &TopicPartition,
     remote: &RemoteLog,
+    copy_limit: usize,
 ) -> Result<Option<TieringView>, RemoteError> {
     let manifest = remote.manifest().await?;
     let copied = manifest.next_offset().unwrap_or(manifest.log_start_offset);
-    let Some(view) = host.tiering_view(tp, copied).await else {
+    let Some(view) = host
+        .tiering_view(tp, copied, copy_limit)
+        .await
+        .transpose()?
+    else {
         return Ok(None);
     };
     // What to copy continues the remote tier, oldest first, without overlaps: a gap or an
-    // overlap here would put a hole or a duplicate into the manifest.
-    assert!(view.to_copy.iter().all(|s| s.base_offset >= copied));
+    // overlap here would put a hole or a duplicate into the manifest. Only a first copy
+    // may start below the log start (in the batch holding it).
+    if let Some(first) = view.to_copy.first() {
+        let continues = first.base_offset == copied
+            || (manifest.segments.is_empty() && first.base_offset < copied);
+        if !continues {
+            return Err(RemoteError::Local(format!(
+                "{tp}: the local log's next segment to copy starts at {}, not at the remote tier's end {copied} (its batches do not line up with the remote tier's)",
+                first.base_offset
+            )));
+        }
+    }
     assert!(view
         .to_copy
         .windows(2)

@@ -179,8 +179,8 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
     }
     let previous_shutdown_was_clean = prepare_data_dir(&config)?;
     raise_fd_limit(&config);
-    let tiering = open_tiering(&config)?;
     let cluster = join_cluster(&config)?;
+    let tiering = open_tiering(&config, cluster.as_ref().map(|c| c.cluster_id()))?;
     let settings = &config.cluster;
     let controlled_shutdown = (cluster.is_some() && settings.controlled_shutdown)
         .then(|| settings.controlled_shutdown_bound());
@@ -299,15 +299,23 @@ async fn take_clean_shutdown_marker(
     }
 }
 
-/// The object store of tiered storage and this data directory's writer id, when
-/// `remote.storage.url` is set.
-fn open_tiering(config: &ServerConfig) -> Result<Option<crate::remote::Tiering>, ServerError> {
+/// The object store of tiered storage and the writer id its manifests name, when
+/// `remote.storage.url` is set: the cluster's in cluster mode (its nodes take turns as
+/// each partition's leader), else this data directory's.
+fn open_tiering(
+    config: &ServerConfig,
+    cluster_id: Option<&str>,
+) -> Result<Option<crate::remote::Tiering>, ServerError> {
     if config.remote_storage_url.is_empty() {
         return Ok(None);
     }
     let store =
         crate::remote::open_store(&config.remote_storage_url, &config.remote_storage_endpoint)
             .map_err(|e| startup(e.to_string()))?;
+    if let Some(id) = cluster_id {
+        let writer = format!("cluster-{id}");
+        return Ok(Some(crate::remote::Tiering { store, writer }));
+    }
     let writer = crate::remote::writer_id(&config.data_dir).map_err(|e| {
         startup(format!(
             "the remote writer id in {}: {e}",

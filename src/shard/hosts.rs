@@ -26,7 +26,8 @@ use crate::groups::OFFSETS_TOPIC;
 use crate::io::Storage;
 use crate::protocol::ACKS_ALL;
 use crate::remote::host::{TieringFuture, TieringHost, TieringView};
-use crate::remote::{topic_lifecycle, RemoteLog};
+use crate::remote::partition::WriterRole;
+use crate::remote::{topic_lifecycle, RemoteError, RemoteLog};
 use crate::security::changes::{
     ClusterCopy, SecurityFuture, SecurityHost, SecurityKind, SecurityState, Swap,
 };
@@ -292,6 +293,10 @@ impl TieringHost for ShardHost {
         self.0.topic(name)
     }
 
+    fn writer_role(&self, tp: &TopicPartition) -> WriterRole {
+        self.0.remote_writer_role(&tp.topic, tp.partition as u32)
+    }
+
     fn tiered_partitions(&self) -> Vec<(TopicPartition, Rc<RemoteLog>)> {
         let logs = self.0.remote_logs.borrow();
         logs.iter().map(|(tp, r)| (tp.clone(), r.clone())).collect()
@@ -301,15 +306,19 @@ impl TieringHost for ShardHost {
         &self,
         tp: &TopicPartition,
         copied: i64,
-    ) -> TieringFuture<'_, Option<TieringView>> {
+        copy_limit: usize,
+    ) -> TieringFuture<'_, Option<Result<TieringView, RemoteError>>> {
         let handle = self.0.partition_handle(tp);
+        let tp = tp.clone();
         Box::pin(async move {
             let job = |reply| Job::Tiering {
                 from_offset: copied,
                 copied_end: Some(copied),
+                copy_limit,
                 reply,
             };
-            handle?.job(job).await
+            let view = handle?.job(job).await?;
+            Some(view.map_err(|e| RemoteError::Local(format!("{tp}: {e}"))))
         })
     }
 }

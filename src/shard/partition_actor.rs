@@ -68,16 +68,14 @@ pub enum Job {
         reply: LocalSender<Vec<(i64, i64)>>,
     },
     /// Tiered logs: records the remote tier's copied end (if known) and lists the sealed
-    /// segments to copy from `from_offset` on.
+    /// segments to copy from `from_offset` on (at most `copy_limit`).
     Tiering {
         from_offset: i64,
         copied_end: Option<i64>,
-        reply: LocalSender<TieringView>,
+        copy_limit: usize,
+        reply: LocalSender<crate::Result<TieringView>>,
     },
 }
-
-/// Segments one uploader pass takes from a partition.
-const COPY_BATCH: usize = 4;
 
 /// Handle used by the shard to reach the actor.
 #[derive(Clone)]
@@ -218,23 +216,13 @@ async fn run_job(log: &mut PartitionLog, job: Job) {
         Job::Tiering {
             from_offset,
             copied_end,
+            copy_limit,
             reply,
         } => {
             if let Some(end) = copied_end {
                 log.set_remote_copied_end(end);
             }
-            let copied = copied_end.unwrap_or(i64::MIN);
-            let view = TieringView {
-                to_copy: log.segments_to_copy(from_offset, COPY_BATCH),
-                local_start: log.log_start_offset(),
-                local_only_bytes: log
-                    .segments()
-                    .iter()
-                    .filter(|s| s.next_offset() > copied)
-                    .map(|s| s.size())
-                    .sum(),
-            };
-            let _ = reply.try_send(view);
+            let _ = reply.try_send(tiering_view(log, from_offset, copied_end, copy_limit).await);
         }
     }
 }
@@ -729,4 +717,23 @@ fn cleaner_info(log: &PartitionLog) -> crate::protocol::CleanerInfo {
         due: view.due(log.config().min_cleanable_dirty_ratio),
         last_cleaned_ms: view.last_cleaned_ms.unwrap_or(-1),
     }
+}
+
+/// What a tiered log shows its uploader: the segments to copy from `from_offset` on, its
+/// start, and the bytes not wholly below the copied end.
+async fn tiering_view(
+    log: &mut PartitionLog,
+    from_offset: i64,
+    copied_end: Option<i64>,
+    copy_limit: usize,
+) -> crate::Result<TieringView> {
+    let copied = copied_end.unwrap_or(i64::MIN);
+    Ok(TieringView {
+        to_copy: log.segments_to_copy(from_offset, copy_limit).await?,
+        local_start: log.log_start_offset(),
+        local_only_bytes: (log.segments().iter())
+            .filter(|s| s.next_offset() > copied)
+            .map(|s| s.size())
+            .sum(),
+    })
 }

@@ -11,6 +11,7 @@ use crate::broker_error::BrokerError;
 use crate::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use crate::protocol::ErrorCode;
 use crate::remote::manifest::PartitionManifest;
+use crate::remote::partition::WriterRole;
 use crate::remote::{self, RemoteLog};
 use crate::shard::messages::PartitionSummary;
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp};
@@ -65,6 +66,19 @@ impl Shard {
             .retain(|tp, _| tp.topic != topic);
     }
 
+    /// This node's part in a partition's remote tier: the only node, its leader (in which
+    /// epoch), or a follower.
+    pub(crate) fn remote_writer_role(&self, topic: &str, partition: u32) -> WriterRole {
+        let Some(view) = self.cluster() else {
+            return WriterRole::Sole;
+        };
+        let me = self.config().cluster.broker_id;
+        match view.leader_epoch_of(me, topic, partition) {
+            Some(epoch) => WriterRole::Leader(epoch),
+            None => WriterRole::Follower,
+        }
+    }
+
     /// Runs `op` on a tiered partition: on its task, and from the remote tier when it
     /// reaches below the local log's start. Log starts answered are the whole log's.
     pub(crate) async fn tiered_op(
@@ -104,7 +118,10 @@ impl Shard {
                     (_, other) => other,
                 })
             }
-            PartitionOp::DeleteRecords { offset } => delete_records(handle, remote, *offset).await,
+            PartitionOp::DeleteRecords { offset } => {
+                remote.set_role(self.remote_writer_role(&remote.topic, remote.partition));
+                delete_records(handle, remote, *offset).await
+            }
             PartitionOp::FetchAtTime {
                 timestamp,
                 max_bytes,

@@ -43,6 +43,21 @@ pub(crate) fn node_with(
     (id, uid): (i32, Option<u32>),
     extra: &[(&str, &str)],
 ) -> ServerProc {
+    let keys = node_keys(etcd, id, extra);
+    let keys: Vec<(&str, &str)> = keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let data = dir.join(format!("node-{id}"));
+    match uid {
+        Some(uid) => ServerProc::start_as(&data, 1, &keys, uid),
+        None => ServerProc::start(&data, 1, &keys),
+    }
+}
+
+/// A cluster node's settings: fast heartbeats and timeouts, then `extra` (which wins).
+pub(crate) fn node_keys(
+    etcd: &EtcdServer,
+    id: i32,
+    extra: &[(&str, &str)],
+) -> Vec<(String, String)> {
     let id = id.to_string();
     let endpoint = etcd.endpoint();
     let defaults = [
@@ -55,13 +70,10 @@ pub(crate) fn node_with(
         ("kafka.listen", "auto"),
     ];
     let replaced = |k: &str| extra.iter().any(|(e, _)| *e == k);
-    let mut keys: Vec<(&str, &str)> = defaults.into_iter().filter(|(k, _)| !replaced(k)).collect();
-    keys.extend_from_slice(extra);
-    let data = dir.join(format!("node-{id}"));
-    match uid {
-        Some(uid) => ServerProc::start_as(&data, 1, &keys, uid),
-        None => ServerProc::start(&data, 1, &keys),
-    }
+    let kept = defaults.into_iter().filter(|(k, _)| !replaced(k));
+    (kept.chain(extra.iter().copied()))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 /// The leaders of the topic's partitions as `addr` sees them (-1: none), or None when it

@@ -11,6 +11,7 @@ mod cluster_operations_e2e;
 mod cluster_reassign_e2e;
 mod cluster_replication_e2e;
 mod cluster_security_e2e;
+mod cluster_tiered_e2e;
 mod cluster_topics_e2e;
 mod crash_loop;
 mod idle_e2e;

@@ -1,0 +1,209 @@
+//! Tiered storage on a three-node cluster (a real etcd, real processes, one S3 bucket on
+//! loopback): only a partition's leader copies its sealed segments, stamping the
+//! manifest with its leader epoch; followers delete local segments only once the bucket
+//! holds them; after a kill -9 of the leader the new leader continues the same manifest
+//! (no gap, no segment copied twice) and every acknowledged record is still read, old ones
+//! from the bucket. A tiered topic whose name the bucket still holds is refused. Every loop
+//! is bounded in time.
+
+use crate::common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::etcd::EtcdServer;
+use common::s3::S3Server;
+use common::server_proc::ServerProc;
+
+use super::cluster_e2e::{members, wait_for_agreement};
+use super::cluster_faults_e2e::node_keys;
+use super::cluster_operations_e2e::metric;
+use super::cluster_topics_e2e::{
+    create, metadata, produce_acks, records, set_config, wait_for_metadata,
+};
+
+const TOPIC: &str = "tiered";
+const PREFIX: &str = "shared";
+
+fn manifest(s3: &S3Server) -> Option<serde_json::Value> {
+    s3.manifest(PREFIX, TOPIC, 0)
+}
+
+/// Node `id` of the cluster, with the bucket and a fast uploader.
+fn node(dir: &Path, etcd: &EtcdServer, s3: &S3Server, id: i32) -> ServerProc {
+    let mut extra = s3.server_keys(PREFIX);
+    extra.push(("remote.upload.interval.ms".into(), "200".into()));
+    extra.push(("log.retention.check.interval.ms".into(), "200".into()));
+    let extra: Vec<(&str, &str)> = extra
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let keys = node_keys(etcd, id, &extra);
+    let keys: Vec<(&str, &str)> = keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let data = dir.join(format!("node-{id}"));
+    ServerProc::start_wrapped(&data, 1, &keys, Some(&s3.env_wrapper()))
+}
+
+/// (leader epoch, next offset) the manifest names, and whether its segments follow each
+/// other with no gap and no overlap.
+fn manifest_state(m: &serde_json::Value) -> (i64, i64, bool) {
+    let segments = m["segments"].as_array().cloned().unwrap_or_default();
+    let bounds: Vec<(i64, i64)> = (segments.iter())
+        .map(|s| {
+            (
+                s["base_offset"].as_i64().unwrap(),
+                s["last_offset"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let contiguous = bounds.windows(2).all(|w| w[1].0 == w[0].1 + 1);
+    let next = bounds.last().map_or(0, |b| b.1 + 1);
+    (m["leader_epoch"].as_i64().unwrap_or(-1), next, contiguous)
+}
+
+/// The nodes' warnings and errors (what a failed wait shows).
+fn complaints(nodes: &[ServerProc]) -> String {
+    let lines = nodes.iter().flat_map(|n| {
+        let text = n.log_text();
+        let bad = text
+            .lines()
+            .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "));
+        bad.map(str::to_string).collect::<Vec<_>>()
+    });
+    lines.collect::<Vec<_>>().join("\n")
+}
+
+/// Waits (bounded) until the manifest is stamped with `epoch` and reaches `offset`.
+fn wait_manifest(
+    bucket: &S3Server,
+    nodes: &[ServerProc],
+    epoch: i32,
+    offset: i64,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(m) = manifest(bucket) {
+            let (stamped, next, _) = manifest_state(&m);
+            if stamped == i64::from(epoch) && next >= offset {
+                return m;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "manifest: {:?}\n{}",
+            manifest(bucket),
+            complaints(nodes)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The base offsets of a node's local segments of the partition.
+fn local_bases(node_dir: &Path) -> Vec<i64> {
+    let dir = node_dir.join(format!("{TOPIC}-0"));
+    let mut bases: Vec<i64> = (std::fs::read_dir(dir).into_iter().flatten().flatten())
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".log")?.parse().ok())
+        .collect();
+    bases.sort();
+    bases
+}
+
+fn produce_many(node: &ServerProc, from: usize, n: usize) {
+    let pad = "x".repeat(400);
+    for i in from..from + n {
+        let (err, _) = produce_acks(node, TOPIC, 0, &format!("{i:06}-{pad}"), -1);
+        assert_eq!(err, 0, "record {i}");
+    }
+}
+
+#[test]
+fn only_the_leader_uploads_and_a_new_leader_continues_the_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+    let bucket = S3Server::start(&tmp.path().join("s3"));
+    let mut nodes: Vec<ServerProc> = (1..=3)
+        .map(|id| node(tmp.path(), &etcd, &bucket, id))
+        .collect();
+    let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    wait_for_agreement(&refs, &all, Duration::from_secs(20));
+    assert_eq!(create(&nodes[0], TOPIC, 1, 3).0, 0);
+    // The records carry a 2023 timestamp: time retention stays off.
+    for (k, v) in [
+        ("retention.ms", "-1"),
+        ("segment.bytes", "16384"),
+        ("local.retention.bytes", "16384"),
+        ("remote.storage.enable", "true"),
+    ] {
+        assert_eq!(set_config(&nodes[0], TOPIC, k, v), 0, "{k}");
+    }
+    let (_, parts, _) = wait_for_metadata(&refs, TOPIC, |m| m.1[0].isr.len() == 3);
+    let (leader, epoch) = (parts[0].leader, parts[0].leader_epoch);
+    let at = |id: i32| (id - 1) as usize;
+    produce_many(&nodes[at(leader)], 0, 300);
+    let m = wait_manifest(&bucket, &nodes, epoch, 200);
+    assert!(m["writer"].as_str().unwrap().starts_with("cluster-"), "{m}");
+    assert!(manifest_state(&m).2, "{m}");
+
+    // Only the leader copied; the followers learn the copied end and trim their copies.
+    for id in 1..=3 {
+        let uploaded = metric(&nodes[at(id)], "remote_uploaded_segments");
+        assert_eq!(uploaded > 0, id == leader, "node {id} uploaded {uploaded}");
+    }
+    let followers: Vec<i32> = (1..=3).filter(|&id| id != leader).collect();
+    wait_until("followers trimmed", || {
+        let (_, next, _) = manifest_state(&manifest(&bucket).unwrap());
+        followers.iter().all(|&id| {
+            let bases = local_bases(&tmp.path().join(format!("node-{id}")));
+            bases.first().is_some_and(|&b| b > 0 && b <= next)
+        })
+    });
+
+    // The leader goes: its successor stamps the manifest with its epoch and goes on.
+    nodes[at(leader)].kill9();
+    let alive: Vec<&ServerProc> = followers.iter().map(|&id| &nodes[at(id)]).collect();
+    let (_, parts, _) = wait_for_metadata(&alive, TOPIC, |m| {
+        m.1[0].leader != leader && m.1[0].leader > 0
+    });
+    let (successor, new_epoch) = (parts[0].leader, parts[0].leader_epoch);
+    assert!(new_epoch > epoch);
+    produce_many(&nodes[at(successor)], 300, 300);
+    let m = wait_manifest(&bucket, &nodes, new_epoch, 500);
+    assert!(manifest_state(&m).2, "a gap or an overlap: {m}");
+    let got = records(&nodes[at(successor)].kafka_addr(), TOPIC, 0);
+    let offsets: Vec<i64> = got.iter().map(|(o, _)| *o).collect();
+    assert_eq!(offsets, (0..600).collect::<Vec<i64>>());
+    for (o, v) in &got {
+        assert!(v.starts_with(&format!("{o:06}-")), "offset {o}: {v}");
+    }
+    let bases = local_bases(&tmp.path().join(format!("node-{successor}")));
+    assert!(
+        bases[0] > 0,
+        "the new leader's local retention went on: {bases:?}"
+    );
+
+    // Tiering is refused for a topic whose name the bucket still holds (an old
+    // incarnation's objects), in a cluster too, and the topic stays as it was.
+    let node = &nodes[at(successor)];
+    let stale = bucket.object(&format!(
+        "{PREFIX}/topics/stale/0/00000000000000000000-ab.log"
+    ));
+    std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
+    std::fs::write(stale, b"old").unwrap();
+    assert_eq!(create(node, "stale", 1, 2).0, 0);
+    assert_ne!(
+        set_config(node, "stale", "remote.storage.enable", "true"),
+        0
+    );
+    let (err, parts, _) = metadata(node, "stale");
+    assert_eq!((err, parts.len()), (0, 1));
+    assert!(!node.log_text().contains("panicked"));
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
