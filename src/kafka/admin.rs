@@ -65,6 +65,7 @@ async fn create_one(
     let result = match (validate_only, in_cluster) {
         (true, _) => checked.map(|_| ()),
         (false, true) => {
+            refuse_cluster_restore(&configs)?;
             let config = checked.map_err(|e| Refusal::new(create_code(e.code), e.message))?;
             let factor = topic.replication_factor;
             return super::cluster_admin::create(ctx, name, partitions, factor, config).await;
@@ -328,4 +329,18 @@ pub async fn create_partitions(
         });
     }
     CreatePartitionsResponse::default().with_results(results)
+}
+
+/// A restore from the bucket (`remote.recovery=true`) lays out one node's directories; a
+/// cluster's replicas would each need the same, which is not built: refused, not turned
+/// into an empty topic.
+fn refuse_cluster_restore(configs: &[(String, String)]) -> Result<(), Refusal> {
+    let key = crate::catalog::admin::RECOVERY_KEY;
+    match configs.iter().any(|(k, v)| k == key && v.trim() != "false") {
+        false => Ok(()),
+        true => Err(Refusal::new(
+            errors::INVALID_CONFIG,
+            format!("{key}: restoring a topic from the bucket is done on a single node; a cluster cannot restore one yet"),
+        )),
+    }
 }

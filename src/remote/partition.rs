@@ -185,10 +185,7 @@ impl RemoteLog {
         let (manifest, version) = match self.store.get(self.store.key(&key)).await {
             Ok((bytes, version)) => (PartitionManifest::parse(&key, &bytes)?, Some(version)),
             Err(RemoteError::NotFound(_)) => {
-                // A follower only learns what is copied: the leader judges a lost history.
-                if self.role.get() != WriterRole::Follower {
-                    self.refuse_lost_history(&key).await?;
-                }
+                self.refuse_lost_history(&key).await?;
                 let start = self.local_start.get();
                 (
                     PartitionManifest::new(&self.writer, &self.topic, self.partition, start),
@@ -285,6 +282,10 @@ impl RemoteLog {
             let state = self.state.borrow();
             state.version.is_some() || !state.manifest.segments.is_empty()
         };
+        // A follower judges only what it knew: objects may be the leader's copy in flight.
+        if self.role.get() == WriterRole::Follower && !known {
+            return Ok(());
+        }
         let dir = keys::partition_dir(&self.topic, self.partition);
         let objects = self.store.list_keys(&dir, usize::MAX).await?;
         let objects = objects.iter().filter(|k| !k.ends_with(".json")).count();

@@ -269,3 +269,52 @@ fn an_emptied_log_starts_at_the_leaders_start_and_a_reopen_agrees() {
         log.close().await.unwrap();
     });
 }
+
+/// A new leader whose remote tier ends inside one of its segments copies that segment's
+/// tail: the `.log` from the batch at the cut, and both indexes rebased to it.
+#[test]
+fn a_segment_the_remote_tier_ends_inside_is_copied_from_that_batch() {
+    use shardlog::log::offset_index::OffsetIndex;
+    use shardlog::log::time_index::TimeIndex;
+    common::run(|dir| async move {
+        let config = LogConfig {
+            segment_bytes: 2048,
+            index_interval_bytes: 1,
+            remote_storage_enable: true,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::open(&dir.join("t-0"), config).await.unwrap();
+        for seq in 0..60 {
+            log.append(&batch(seq, 1)).await.unwrap();
+        }
+        let whole = log.segments_to_copy(0, 1).await.unwrap().remove(0);
+        assert_eq!((whole.base_offset, whole.log_position), (0, 0));
+        assert!(whole.rebased.is_none() && whole.last_offset > 6);
+        let tail = log.segments_to_copy(5, 1).await.unwrap().remove(0);
+        assert_eq!((tail.base_offset, tail.last_offset), (5, whole.last_offset));
+        assert!(tail.log_position > 0);
+        assert_eq!(tail.size_bytes, whole.size_bytes - tail.log_position);
+        // The tail's .log starts with the batch at the cut.
+        let (_, log_path) = tail.files.iter().find(|(s, _)| *s == ".log").unwrap();
+        let bytes = std::fs::read(log_path).unwrap();
+        let cut = &bytes[tail.log_position as usize..];
+        let first = BatchCursor::new(cut).next().unwrap().unwrap().1;
+        assert_eq!(first.base_offset, 5);
+        // Its indexes come rebased, in place of the local files.
+        assert!(tail
+            .files
+            .iter()
+            .all(|(s, _)| *s != ".index" && *s != ".timeindex"));
+        let rebased = tail.rebased.unwrap();
+        let index = OffsetIndex::decode(5, &rebased.offset_index, 1000).unwrap();
+        assert!(!index.is_empty());
+        let e = index.entry(0);
+        assert!(e.offset >= 5);
+        let at = &cut[e.position as usize..];
+        let indexed = BatchCursor::new(at).next().unwrap().unwrap().1;
+        assert!(indexed.base_offset <= e.offset && e.offset <= indexed.last_offset());
+        let times = TimeIndex::decode(5, &rebased.time_index, 1000).unwrap();
+        assert!((0..times.len()).all(|i| times.entry(i).offset >= 5));
+        log.close().await.unwrap();
+    });
+}
