@@ -151,13 +151,22 @@ fn only_the_leader_uploads_and_a_new_leader_continues_the_manifest() {
         assert_eq!(uploaded > 0, id == leader, "node {id} uploaded {uploaded}");
     }
     let followers: Vec<i32> = (1..=3).filter(|&id| id != leader).collect();
-    wait_until("followers trimmed", || {
+    let trimmed = || {
         let (_, next, _) = manifest_state(&manifest(&bucket).unwrap());
-        followers.iter().all(|&id| {
-            let bases = local_bases(&tmp.path().join(format!("node-{id}")));
-            bases.first().is_some_and(|&b| b > 0 && b <= next)
-        })
-    });
+        let firsts: Vec<Option<i64>> = (followers.iter())
+            .map(|&id| {
+                local_bases(&tmp.path().join(format!("node-{id}")))
+                    .first()
+                    .copied()
+            })
+            .collect();
+        let done = firsts.iter().all(|b| b.is_some_and(|b| b > 0 && b <= next));
+        (
+            done,
+            format!("copied end {next}, followers' first local offsets {firsts:?}"),
+        )
+    };
+    wait_until(&nodes, trimmed);
 
     // The leader goes: its successor stamps the manifest with its epoch and goes on.
     nodes[at(leader)].kill9();
@@ -200,10 +209,15 @@ fn only_the_leader_uploads_and_a_new_leader_continues_the_manifest() {
     assert!(!node.log_text().contains("panicked"));
 }
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}");
+/// Waits (bounded) until `check` says done; a timeout shows its last word and the logs.
+fn wait_until(nodes: &[ServerProc], mut check: impl FnMut() -> (bool, String)) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (done, state) = check();
+        if done {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{state}\n{}", complaints(nodes));
         std::thread::sleep(Duration::from_millis(100));
     }
 }
