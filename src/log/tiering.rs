@@ -71,12 +71,13 @@ impl PartitionLog {
             let why = format!("no batch holds offset {from_offset}");
             crate::error::Error::corruption(seg.log_file().path(), 0, why)
         })?;
-        let (offsets, times) = seg.indexes(&self.config).await?;
         let base = found.header.base_offset;
         assert!(base <= from_offset && base >= whole.base_offset);
         if base == whole.base_offset {
             return Ok(whole); // the first batch holds it: the tail is the whole
         }
+        // Read only for a real cut (a paged segment's indexes come from disk).
+        let (offsets, times) = seg.indexes(&self.config).await?;
         let rebased = super::segment_slice::rebase(&offsets, &times, base, found.position);
         let rebuilt = [INDEX_SUFFIX, TIME_INDEX_SUFFIX];
         Ok(SealedSegment {
