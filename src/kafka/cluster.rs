@@ -5,7 +5,7 @@
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
-use super::{str_bytes, Context, CLUSTER_ID};
+use super::{str_bytes, Context};
 use crate::security::KafkaListener;
 use crate::settings::advertised_host;
 
@@ -165,7 +165,7 @@ pub fn describe_cluster(
         OPERATIONS_NOT_ASKED
     };
     DescribeClusterResponse::default()
-        .with_cluster_id(str_bytes(CLUSTER_ID))
+        .with_cluster_id(str_bytes(ctx.shard.cluster_id()))
         .with_controller_id(BrokerId(controller_id(ctx)))
         .with_brokers(brokers.collect())
         .with_cluster_authorized_operations(operations)

@@ -18,7 +18,7 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use super::cluster::node_id;
 use super::cluster::operations;
 use super::errors;
-use super::{str_bytes, topic_name, Context, CLUSTER_ID};
+use super::{str_bytes, topic_name, Context};
 use crate::catalog::topics::validate_topic_name;
 use crate::security::acl::{Operation, ResourceType};
 
@@ -43,7 +43,7 @@ pub async fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResp
         .with_controller_id(BrokerId(if ctx.version >= 1 { controller } else { -1 }))
         .with_topics(topics(ctx, &request));
     if ctx.version >= 2 {
-        response.with_cluster_id(Some(str_bytes(CLUSTER_ID)))
+        response.with_cluster_id(Some(str_bytes(ctx.shard.cluster_id())))
     } else {
         response
     }

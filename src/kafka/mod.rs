@@ -94,9 +94,6 @@ impl crate::net::FrontEnd for Kafka {
     }
 }
 
-/// Reported as the cluster id (Metadata v2+).
-pub const CLUSTER_ID: &str = "shardlog";
-
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 
 use crate::admission::budget::{Budget, Reservation};

@@ -181,6 +181,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
     raise_fd_limit(&config);
     let cluster = join_cluster(&config)?;
     let tiering = open_tiering(&config, cluster.as_ref().map(|c| c.cluster_id()))?;
+    let cluster_id = kafka_cluster_id(&config, cluster.as_ref())?;
     let settings = &config.cluster;
     let controlled_shutdown = (cluster.is_some() && settings.controlled_shutdown)
         .then(|| settings.controlled_shutdown_bound());
@@ -206,6 +207,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
         previous_shutdown_clean: previous_shutdown_was_clean,
         tiering,
         cluster: cluster.as_ref().map(crate::cluster::Session::link),
+        cluster_id,
     };
     let handles = spawn_shards(config.clone(), per_shard, ready_tx, start)?;
     let handle = ServerHandle {
@@ -325,6 +327,26 @@ fn open_tiering(
     Ok(Some(crate::remote::Tiering { store, writer }))
 }
 
+/// The cluster id Metadata and DescribeCluster report, as Kafka's `cluster.id`: in cluster
+/// mode the cluster's own (in etcd, the same on every node), else this data directory's
+/// (created at its first start, so it stays the same across restarts).
+fn kafka_cluster_id(
+    config: &ServerConfig,
+    cluster: Option<&crate::cluster::Session>,
+) -> Result<String, ServerError> {
+    if let Some(session) = cluster {
+        return Ok(session.cluster_id().to_string());
+    }
+    let path = config.data_dir.join(CLUSTER_ID_FILE);
+    let id = crate::io::os::read_or_create_id(&path)
+        .map_err(|e| startup(format!("the cluster id in {}: {e}", path.display())))?;
+    assert!(!id.is_empty(), "a cluster id is never empty");
+    Ok(id)
+}
+
+/// A single node's cluster id, in its data directory (FORMAT.md).
+const CLUSTER_ID_FILE: &str = "cluster-id";
+
 /// Cluster mode (`cluster.etcd.endpoints`): registers this node in etcd before any shard
 /// starts, so a broker.id another live node holds is refused before anything is served.
 fn join_cluster(config: &ServerConfig) -> Result<Option<crate::cluster::Session>, ServerError> {
@@ -343,6 +365,8 @@ struct ShardStart {
     tiering: Option<crate::remote::Tiering>,
     /// The cluster session's views and command queue (cluster mode only).
     cluster: Option<crate::cluster::ClusterLink>,
+    /// The id Kafka clients are told (see [`kafka_cluster_id`]).
+    cluster_id: String,
 }
 
 fn startup(why: String) -> ServerError {
@@ -497,6 +521,7 @@ async fn run_shard(
         senders,
         start.previous_shutdown_clean,
         start.tiering,
+        start.cluster_id.into(),
     );
     if let Some(link) = start.cluster {
         shard.follow_cluster(link);

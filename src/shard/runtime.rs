@@ -85,6 +85,8 @@ pub struct Shard {
     pub(super) cluster_commands: RefCell<Option<crate::cluster::ClusterLink>>,
     /// What this shard asks of other nodes, over the Kafka layer (cluster mode only).
     pub(super) peer_calls: RefCell<Option<Rc<dyn crate::txn::host::PeerCalls>>>,
+    /// The cluster id Kafka clients are told.
+    pub(super) cluster_id: Rc<str>,
 }
 
 pub(super) fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, BrokerError> {
@@ -98,6 +100,7 @@ impl Shard {
         senders: Senders<MeshMsg>,
         previous_shutdown_clean: bool,
         tiering: Option<crate::remote::Tiering>,
+        cluster_id: Rc<str>,
     ) -> Rc<Self> {
         let pooled = PooledStorage::new(
             DmaStorage::new(config.data_dir.clone()),
@@ -137,6 +140,7 @@ impl Shard {
             cluster: RefCell::new(None),
             cluster_commands: RefCell::new(None),
             peer_calls: RefCell::new(None),
+            cluster_id,
         })
     }
 
@@ -152,6 +156,11 @@ impl Shard {
 
     pub fn config(&self) -> &Rc<ServerConfig> {
         &self.config
+    }
+
+    /// The cluster id Kafka clients are told (Metadata, DescribeCluster).
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
     }
 
     /// This shard's storage (direct I/O through the shard's descriptor pool, directory

@@ -32,7 +32,7 @@ fn describe(view: &ReplicaView, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "ClusterId: {}\tController: {}\tNodes: {}\tPartitions: {}",
-        crate::kafka::CLUSTER_ID,
+        view.cluster_id,
         view.controller,
         view.nodes.len(),
         view.partitions.len()
@@ -72,6 +72,7 @@ mod tests {
             offline: Vec::new(),
         };
         let view = ReplicaView {
+            cluster_id: "4f1c0de5a1b2c3d4e5f60718293a4b5c".into(),
             controller: 2,
             nodes: vec![node(1), node(2)],
             partitions: [
@@ -85,7 +86,7 @@ mod tests {
         describe(&view, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
-            text.starts_with("ClusterId: shardlog\tController: 2\tNodes: 2\tPartitions: 3\n"),
+            text.starts_with("ClusterId: 4f1c0de5a1b2c3d4e5f60718293a4b5c\tController: 2\tNodes: 2\tPartitions: 3\n"),
             "{text}"
         );
         assert!(

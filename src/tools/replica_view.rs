@@ -61,6 +61,8 @@ pub struct Node {
 /// The cluster as one node answers Metadata.
 #[derive(Debug, Clone, Default)]
 pub struct ReplicaView {
+    /// The cluster id the node reported (Kafka's `cluster.id`).
+    pub cluster_id: String,
     pub controller: i32,
     pub nodes: Vec<Node>,
     /// By (topic, partition).
@@ -86,6 +88,10 @@ pub fn read(kafka: &mut BlockingClient, topics: Option<&[String]>) -> Result<Rep
         ));
     };
     let mut view = ReplicaView {
+        cluster_id: r
+            .cluster_id
+            .as_ref()
+            .map_or_else(String::new, |id| id.to_string()),
         controller: r.controller_id.0,
         ..ReplicaView::default()
     };

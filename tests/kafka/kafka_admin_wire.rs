@@ -159,6 +159,50 @@ fn elect_leaders_on_one_node_finds_every_partition_led_by_its_only_replica() {
     );
 }
 
+/// The cluster id the data directory holds (created at its first start).
+fn cluster_id(tmp: &tempfile::TempDir) -> String {
+    let id = std::fs::read_to_string(tmp.path().join("data/cluster-id")).unwrap();
+    assert_eq!(id.len(), 32, "32 hex digits: {id:?}");
+    assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id:?}");
+    id
+}
+
+/// Metadata's cluster id, v2 and later.
+fn metadata_cluster_id(k: &mut Kafka, v: i16) -> Option<String> {
+    let request = MetadataRequest::default().with_topics(None);
+    let ResponseKind::Metadata(m) = k.call(ApiKey::Metadata, v, RequestKind::Metadata(request))
+    else {
+        panic!()
+    };
+    m.cluster_id.map(|id| id.to_string())
+}
+
+#[test]
+fn the_cluster_id_is_the_data_directorys_own_and_outlives_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, mut k) = server(&tmp);
+    let id = cluster_id(&tmp);
+    for v in versions(ApiKey::Metadata).filter(|v| *v >= 2) {
+        assert_eq!(metadata_cluster_id(&mut k, v).as_ref(), Some(&id), "v{v}");
+    }
+    drop((k, first));
+    let (_server, mut k) = server(&tmp);
+    assert_eq!(cluster_id(&tmp), id, "the file is not rewritten");
+    let newest = *versions(ApiKey::Metadata).end();
+    assert_eq!(
+        metadata_cluster_id(&mut k, newest),
+        Some(id),
+        "after a restart"
+    );
+    let other = tempfile::tempdir().unwrap();
+    let (_other_server, _k) = server(&other);
+    assert_ne!(
+        cluster_id(&other),
+        cluster_id(&tmp),
+        "each data directory its own"
+    );
+}
+
 #[test]
 fn describe_cluster_names_this_broker_and_its_operations_when_asked() {
     let tmp = tempfile::tempdir().unwrap();
@@ -174,7 +218,7 @@ fn describe_cluster_names_this_broker_and_its_operations_when_asked() {
             };
             assert_eq!(
                 (r.error_code, r.cluster_id.as_str()),
-                (0, "shardlog"),
+                (0, cluster_id(&tmp).as_str()),
                 "v{v}"
             );
             assert_eq!(r.controller_id.0, 0);

@@ -3,7 +3,7 @@
 //! are placed over the live brokers (a factor above them is INVALID_REPLICATION_FACTOR),
 //! topics grow on the controller (CreatePartitions), a config change made on any node
 //! reaches every node,
-//! every node answers Metadata alike, only a partition's leader takes writes and reads
+//! every node answers Metadata alike (and reports one cluster id), only a partition's leader takes writes and reads
 //! (NOT_LEADER_OR_FOLLOWER elsewhere), a partition whose only replica dies goes offline
 //! and comes back with its records and a larger leader epoch,
 //! a node that was away copies the topics created meanwhile, and a deleted topic leaves
@@ -191,6 +191,17 @@ pub(crate) fn metadata(node: &ServerProc, topic: &str) -> (i16, Vec<Described>, 
     )
 }
 
+/// The cluster id a node reports (DescribeCluster).
+fn cluster_id(node: &ServerProc) -> String {
+    let request = kafka_protocol::messages::DescribeClusterRequest::default();
+    let kind = RequestKind::DescribeCluster(request);
+    let ResponseKind::DescribeCluster(r) = call(node, ApiKey::DescribeCluster, 0, kind) else {
+        panic!()
+    };
+    assert_eq!(r.error_code, 0);
+    r.cluster_id.to_string()
+}
+
 /// Waits (bounded) until every node answers Metadata for `topic` alike and `ready` holds
 /// for that answer; returns it.
 pub(crate) fn wait_for_metadata(
@@ -355,6 +366,12 @@ fn the_controller_places_topics_every_node_serves_them_alike_and_only_leaders_ta
         let led = parts.iter().filter(|p| p.leader == id).count();
         assert_eq!(led, 2, "leaders spread evenly: {parts:?}");
     }
+    // One cluster, one id: every node reports etcd's, not a node's own.
+    let ids: Vec<String> = refs.iter().map(|n| cluster_id(n)).collect();
+    assert!(
+        !ids[0].is_empty() && ids.iter().all(|id| *id == ids[0]),
+        "{ids:?}"
+    );
 
     // The controller grows a topic; every node serves the new partitions alike.
     assert_eq!(
