@@ -91,7 +91,8 @@ pub fn read(kafka: &mut BlockingClient, topics: Option<&[String]>) -> Result<Rep
         cluster_id: r
             .cluster_id
             .as_ref()
-            .map_or_else(String::new, |id| id.to_string()),
+            .map(|id| id.to_string())
+            .unwrap_or_default(),
         controller: r.controller_id.0,
         ..ReplicaView::default()
     };

@@ -3,8 +3,8 @@
 //! are placed over the live brokers (a factor above them is INVALID_REPLICATION_FACTOR),
 //! topics grow on the controller (CreatePartitions), a config change made on any node
 //! reaches every node,
-//! every node answers Metadata alike (and reports one cluster id), only a partition's leader takes writes and reads
-//! (NOT_LEADER_OR_FOLLOWER elsewhere), a partition whose only replica dies goes offline
+//! every node answers Metadata alike (and reports one cluster id), only a partition's
+//! leader takes writes and reads (NOT_LEADER_OR_FOLLOWER elsewhere), a partition whose only replica dies goes offline
 //! and comes back with its records and a larger leader epoch,
 //! a node that was away copies the topics created meanwhile, and a deleted topic leaves
 //! every node.
@@ -366,8 +366,17 @@ fn the_controller_places_topics_every_node_serves_them_alike_and_only_leaders_ta
         let led = parts.iter().filter(|p| p.leader == id).count();
         assert_eq!(led, 2, "leaders spread evenly: {parts:?}");
     }
-    // One cluster, one id: every node reports etcd's, not a node's own.
+    // One cluster, one id: three data directories agree, so it is etcd's; and no node
+    // made an id of its own (a single node's `cluster-id` file).
     let ids: Vec<String> = refs.iter().map(|n| cluster_id(n)).collect();
+    for id in 1..=3 {
+        let own = tmp.path().join(format!("node-{id}/cluster-id"));
+        assert!(
+            !own.exists(),
+            "{} was created in cluster mode",
+            own.display()
+        );
+    }
     assert!(
         !ids[0].is_empty() && ids.iter().all(|id| *id == ids[0]),
         "{ids:?}"
