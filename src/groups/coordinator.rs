@@ -2,14 +2,13 @@
 //! (thread-local, reached only through this shard's tasks), loaded from the offsets log,
 //! and the requests that read or write committed offsets. Membership is in `membership.rs`.
 //!
-//! A coordinator answers only from a loaded state. Each offsets partition is read once
-//! per process, in a task of its own (started when the shard has opened its partitions,
-//! or by the first request for one of its groups); until its partition is read, a group's
-//! requests get COORDINATOR_LOAD_IN_PROGRESS (retriable; the native protocol's NotReady),
-//! never an empty answer.
+//! A coordinator answers only from a loaded state: `loading.rs` reads each offsets
+//! partition into this table (once per process, or again after its leadership came back)
+//! and until then a group's requests get COORDINATOR_LOAD_IN_PROGRESS (retriable; the
+//! native protocol's NotReady), never an empty answer.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use super::code::{self as e, GroupCode};
 use super::group::{Group, State};
@@ -17,10 +16,8 @@ use super::group_records::{restore, GroupRecord};
 use super::host::{GroupHost, Host};
 use super::ops::{GroupDescription, ListedGroup, OffsetToCommit};
 use super::records::{batch, Committed, OffsetRecord};
-use super::{membership, partition_for, OFFSETS_TOPIC};
+use super::{partition_for, OFFSETS_TOPIC};
 use crate::broker_error::BrokerError;
-use crate::format::batch::{split_batches, RecordsSection};
-use crate::format::BatchError;
 use crate::TopicPartition;
 
 #[derive(Default)]
@@ -29,12 +26,6 @@ struct Coordinator {
     /// Offsets sent inside a producer's transaction, by (offsets partition, producer id):
     /// in force once its commit marker is written, dropped by an abort.
     pending_txn: HashMap<(i32, i64), Vec<OffsetRecord>>,
-    /// Offsets partitions read into `groups`, and those being read.
-    loaded: HashSet<i32>,
-    loading: HashSet<i32>,
-    /// Counts unloads: a load that an unload overtook does not count as read.
-    unloads: u64,
-    expiry_started: bool,
 }
 
 thread_local! {
@@ -65,13 +56,13 @@ fn exists(name: &str) -> bool {
     COORDINATOR.with_borrow(|c| c.groups.contains_key(name))
 }
 
-/// Every group this shard coordinates; COORDINATOR_LOAD_IN_PROGRESS while one of its
-/// offsets partitions is not read yet.
-pub async fn list(shard: &Host) -> Result<Vec<ListedGroup>, GroupCode> {
-    for p in owned_offsets_partitions(&**shard)? {
-        ensure_loaded(shard, p).await?;
-    }
-    Ok(COORDINATOR.with_borrow(|c| {
+pub(super) fn group_count() -> usize {
+    COORDINATOR.with_borrow(|c| c.groups.len())
+}
+
+/// Every group this shard holds: name, protocol type, state.
+pub(super) fn listed() -> Vec<ListedGroup> {
+    COORDINATOR.with_borrow(|c| {
         c.groups
             .iter()
             .map(|(name, g)| {
@@ -79,7 +70,35 @@ pub async fn list(shard: &Host) -> Result<Vec<ListedGroup>, GroupCode> {
                 (name.clone(), protocol_type, g.state.name().to_string())
             })
             .collect()
-    }))
+    })
+}
+
+/// Takes the groups whose name `doomed` picks out of the table.
+pub(super) fn remove_groups(doomed: impl Fn(&str) -> bool) -> Vec<Group> {
+    COORDINATOR.with_borrow_mut(|c| {
+        let names: Vec<String> = (c.groups.keys())
+            .filter(|name| doomed(name))
+            .cloned()
+            .collect();
+        names.iter().filter_map(|n| c.groups.remove(n)).collect()
+    })
+}
+
+/// Drops the transactional offsets held for offsets partition `p` (it is unloaded: the
+/// next read finds them again, with their markers).
+pub(super) fn forget_pending_of(p: i32) {
+    COORDINATOR.with_borrow_mut(|c| c.pending_txn.retain(|(partition, _), _| *partition != p));
+}
+
+/// Groups with members and no session watcher yet (just read from the log).
+pub(super) fn unwatched_groups_with_members() -> Vec<String> {
+    COORDINATOR.with_borrow(|c| {
+        c.groups
+            .iter()
+            .filter(|(_, g)| !g.members.is_empty() && !g.expiry_running)
+            .map(|(name, _)| name.clone())
+            .collect()
+    })
 }
 
 /// The offsets partition of a group, once this shard has opened its partitions.
@@ -98,231 +117,9 @@ pub(super) fn offsets_partition(shard: &dyn GroupHost, group: &str) -> Result<i3
     Ok(p)
 }
 
-/// The offsets partitions this shard owns (none while there is no offsets topic).
-fn owned_offsets_partitions(shard: &dyn GroupHost) -> Result<Vec<i32>, GroupCode> {
-    if !shard.is_ready() {
-        return Err(e::COORDINATOR_LOAD_IN_PROGRESS);
-    }
-    Ok(shard.topic(OFFSETS_TOPIC).map_or(Vec::new(), |meta| {
-        (0..meta.owners.len() as i32)
-            .filter(|&p| meta.owners[p as usize] as usize == shard.shard_id())
-            .filter(|&p| shard.coordinates(OFFSETS_TOPIC, p))
-            .collect()
-    }))
-}
-
-/// Starts reading every offsets partition this shard owns (once its partitions are open),
-/// so that groups are ready before their first request.
-pub fn start_loading(shard: &Host) {
-    for p in owned_offsets_partitions(&**shard).unwrap_or_default() {
-        if let Some(load) = begin_load(shard, p) {
-            load.detach();
-        }
-    }
-}
-
-/// Ok once offsets partition `p` is read. The first request to find it unread starts
-/// the read and waits for it; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
-pub(super) async fn ensure_loaded(shard: &Host, p: i32) -> Result<(), GroupCode> {
-    if COORDINATOR.with_borrow(|c| c.loaded.contains(&p)) {
-        return Ok(());
-    }
-    match begin_load(shard, p) {
-        // The read runs in its own task: a request that goes away does not cut it short.
-        Some(load) => load
-            .detach()
-            .await
-            .unwrap_or(Err(e::COORDINATOR_NOT_AVAILABLE)),
-        None => Err(e::COORDINATOR_LOAD_IN_PROGRESS),
-    }
-}
-
-/// A task reading offsets partition `p` into the groups, or `None` if one already is.
-fn begin_load(shard: &Host, p: i32) -> Option<glommio::Task<Result<(), GroupCode>>> {
-    let fresh = COORDINATOR.with_borrow_mut(|c| !c.loaded.contains(&p) && c.loading.insert(p));
-    if !fresh {
-        return None;
-    }
-    let shard = shard.clone();
-    let unloads = COORDINATOR.with_borrow(|c| c.unloads);
-    Some(crate::tasks::spawn(async move {
-        let started = std::time::Instant::now();
-        let mut read = load_partition(&shard, p).await;
-        if COORDINATOR.with_borrow(|c| c.unloads) != unloads {
-            // Leadership moved while reading: what was read may be stale.
-            drop_groups_of(&*shard, p);
-            read = Err(LoadError::Overtaken { p });
-        }
-        let (groups, start_expiry) = COORDINATOR.with_borrow_mut(|c| {
-            c.loading.remove(&p);
-            if read.is_ok() {
-                c.loaded.insert(p);
-            }
-            assert!(
-                !c.loading.contains(&p),
-                "a partition is loading or loaded, not both"
-            );
-            let start = read.is_ok() && !std::mem::replace(&mut c.expiry_started, true);
-            (c.groups.len(), start)
-        });
-        if start_expiry {
-            spawn_offset_expiry(shard.clone());
-        }
-        if read.is_ok() {
-            watch_loaded_sessions(&shard);
-        }
-        match read {
-            Ok(records) => {
-                let elapsed_ms = started.elapsed().as_millis() as u64;
-                tracing::info!(
-                    shard = shard.shard_id(),
-                    partition = p,
-                    records,
-                    groups,
-                    elapsed_ms,
-                    "offsets partition loaded"
-                );
-                Ok(())
-            }
-            Err(why) => {
-                tracing::warn!(shard = shard.shard_id(), partition = p, %why, "loading an offsets partition failed");
-                Err(e::COORDINATOR_NOT_AVAILABLE)
-            }
-        }
-    }))
-}
-
-/// Why an offsets partition could not be loaded (its groups answer
-/// COORDINATOR_NOT_AVAILABLE until a later load succeeds).
-#[derive(Debug, thiserror::Error)]
-enum LoadError {
-    #[error("offsets partition {p}: {why}")]
-    Read { p: i32, why: BrokerError },
-    #[error("offsets partition {p}: {why}")]
-    Batch { p: i32, why: BatchError },
-    #[error("offsets partition {p}: its leadership moved while it was read")]
-    Overtaken { p: i32 },
-}
-
-/// In cluster mode, when this node stops leading offsets partition `p` (or leads it in a
-/// new leader epoch, after another leader may have written): its groups are forgotten,
-/// their parked joins and syncs answered NOT_COORDINATOR, and the partition must be read
-/// again before it serves.
-pub fn unload(shard: &dyn GroupHost, p: i32) {
-    let dropped = drop_groups_of(shard, p);
-    COORDINATOR.with_borrow_mut(|c| {
-        c.loaded.remove(&p);
-        c.unloads += 1;
-        c.pending_txn.retain(|(partition, _), _| *partition != p);
-    });
-    assert!(
-        COORDINATOR.with_borrow(|c| !c.loaded.contains(&p)),
-        "an unloaded partition is read again before it serves"
-    );
-    if dropped > 0 {
-        tracing::info!(
-            shard = shard.shard_id(),
-            partition = p,
-            groups = dropped,
-            "offsets partition unloaded: another node coordinates its groups now"
-        );
-    }
-}
-
-/// Reads offsets partition `p` now (this node became its leader).
-pub fn load_now(shard: &Host, p: i32) {
-    if let Some(load) = begin_load(shard, p) {
-        load.detach();
-    }
-}
-
-/// Forgets the groups of offsets partition `p`: how many.
-fn drop_groups_of(shard: &dyn GroupHost, p: i32) -> usize {
-    let partitions = shard.topic(OFFSETS_TOPIC).map_or(0, |m| m.owners.len());
-    if partitions == 0 {
-        return 0;
-    }
-    let dropped: Vec<Group> = COORDINATOR.with_borrow_mut(|c| {
-        let names: Vec<String> = (c.groups.keys())
-            .filter(|name| partition_for(name, partitions) as i32 == p)
-            .cloned()
-            .collect();
-        names.iter().filter_map(|n| c.groups.remove(n)).collect()
-    });
-    let n = dropped.len();
-    for mut g in dropped {
-        membership::release_waiters(&mut g);
-    }
-    n
-}
-
-async fn load_partition(shard: &Host, p: i32) -> Result<usize, LoadError> {
-    let read = |why| LoadError::Read { p, why };
-    let mut next = 0i64;
-    let mut applied = 0;
-    loop {
-        let data = match shard.read_offsets(p, next, 1 << 20).await {
-            Ok(data) => data,
-            // Below the log start (compaction or retention moved it): start there.
-            Err(below)
-                if below.code == crate::protocol::ErrorCode::OffsetOutOfRange && next == 0 =>
-            {
-                match shard.offsets_log_start(p).await {
-                    Ok(start) if start > 0 => {
-                        next = start;
-                        continue;
-                    }
-                    Ok(_) => return Err(read(below)),
-                    Err(why) => return Err(read(why)),
-                }
-            }
-            Err(why) => return Err(read(why)),
-        };
-        if data.is_empty() {
-            return Ok(applied);
-        }
-        let batch_error = |why| LoadError::Batch { p, why };
-        for (start, h) in split_batches(&data).map_err(batch_error)? {
-            let section =
-                RecordsSection::of(&data[start..start + h.size()], &h).map_err(batch_error)?;
-            let batch = &data[start..start + h.size()];
-            if h.is_control() {
-                // A transaction's end: its offsets count now, or never.
-                if let Some(m) = crate::format::control::read_marker(batch) {
-                    applied += complete_pending(p, h.producer_id, m.commit);
-                }
-                next = h.last_offset() + 1;
-                continue;
-            }
-            for r in section.iter() {
-                let r = r.map_err(batch_error)?;
-                if r.offset < next {
-                    continue;
-                }
-                let Some(key) = r.key else { continue };
-                if let Some(rec) = GroupRecord::decode(key, r.value) {
-                    apply_group(rec);
-                    applied += 1;
-                    continue;
-                }
-                let Some(rec) = OffsetRecord::decode(key, r.value) else {
-                    continue;
-                };
-                if h.is_transactional() {
-                    hold_pending(p, h.producer_id, vec![rec]);
-                } else {
-                    apply(rec);
-                    applied += 1;
-                }
-            }
-            next = h.last_offset() + 1;
-        }
-    }
-}
-
 /// A group's stored membership replaces what an earlier record of the log said (its
 /// offsets and pending transactional offsets are kept: they are records of their own).
-fn apply_group(rec: GroupRecord) {
+pub(super) fn apply_group(rec: GroupRecord) {
     with_group(&rec.group, |g| {
         let offsets = std::mem::take(&mut g.offsets);
         let pending_txn_offsets = g.pending_txn_offsets;
@@ -334,22 +131,7 @@ fn apply_group(rec: GroupRecord) {
     });
 }
 
-/// Loaded groups with members get a session watcher: a member that never comes back
-/// after a restart leaves once its session times out, as in Kafka.
-fn watch_loaded_sessions(shard: &Host) {
-    let names: Vec<String> = COORDINATOR.with_borrow(|c| {
-        c.groups
-            .iter()
-            .filter(|(_, g)| !g.members.is_empty() && !g.expiry_running)
-            .map(|(name, _)| name.clone())
-            .collect()
-    });
-    for name in names {
-        with_group(&name, |g| membership::watch_sessions(shard, &name, g));
-    }
-}
-
-fn apply(rec: OffsetRecord) {
+pub(super) fn apply(rec: OffsetRecord) {
     let key = TopicPartition::new(rec.topic, rec.partition);
     with_group(&rec.group, |g| match rec.value {
         Some(c) => {
@@ -384,7 +166,7 @@ fn apply_written(records: Vec<OffsetRecord>) {
 /// Every `offsets.retention.check.interval.ms`: commits of groups without members that are
 /// older than `offsets.retention.minutes`, and commits for topics that no longer exist, are
 /// deleted (tombstones in the offsets log), as Kafka's offset expiration does.
-fn spawn_offset_expiry(shard: Host) {
+pub(super) fn spawn_offset_expiry(shard: Host) {
     crate::tasks::spawn(async move {
         let every =
             std::time::Duration::from_millis(shard.settings().offsets_retention_check_interval_ms);
@@ -748,17 +530,6 @@ pub(super) fn group_has_pending(group: &str) -> bool {
             .get(group)
             .is_some_and(|g| g.pending_txn_offsets > 0)
     })
-}
-
-/// After the transaction coordinator wrote producer `producer_id`'s marker into offsets
-/// partition `p`: its offsets there count now (commit) or never (abort). The partition is
-/// read first if it was not (the read then finds the marker itself).
-pub async fn complete_txn(shard: &Host, p: i32, producer_id: i64, commit: bool) -> GroupCode {
-    if let Err(code) = ensure_loaded(shard, p).await {
-        return code;
-    }
-    complete_pending(p, producer_id, commit);
-    e::NONE
 }
 
 /// The offsets partition of `group` (this shard must coordinate it).

@@ -9,6 +9,7 @@ pub(crate) mod coordinator;
 pub(crate) mod group;
 pub mod group_records;
 pub mod host;
+pub(crate) mod loading;
 pub(crate) mod membership;
 pub(crate) mod ops;
 pub mod records;

@@ -3,9 +3,10 @@
 
 use super::code as e;
 use super::coordinator::{
-    commit, delete, delete_offsets, describe, ensure_loaded, fetch_offsets, offsets_partition,
+    commit, delete, delete_offsets, describe, fetch_offsets, offsets_partition,
 };
 use super::host::Host;
+use super::loading::ensure_loaded;
 use super::membership;
 use super::ops::{GroupOp, GroupReply};
 

@@ -1,7 +1,7 @@
 //! The process's dealings with the OS outside the data files (which go through `Storage`):
 //! small text files (config files, the kernel's `/proc` tables), the data directory's lock
 //! file, markers written at shutdown, background removal of trash, and the host's memory.
-//! Every `std::fs` call outside `io/` and the offline tools lives here (`tests/tidy.rs`).
+//! Every `std::fs` call outside `io/` and the offline tools lives here (`tests/tidy/`).
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};

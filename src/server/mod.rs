@@ -390,7 +390,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     if !cfg.cluster.enabled() {
         install_security_files(&cfg.data_dir)?;
     }
-    crate::groups::coordinator::start_loading(&Shard::group_host(shard));
+    crate::groups::loading::start_loading(&Shard::group_host(shard));
     crate::txn::load::start_loading(&Shard::txn_host(shard));
     crate::shard::maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;

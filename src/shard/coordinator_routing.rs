@@ -15,7 +15,7 @@ use super::Shard;
 use crate::broker_error::BrokerError;
 use crate::catalog::topics::TopicMeta;
 use crate::cluster::{ClusterTopic, ClusterView, TopicSpec};
-use crate::groups::coordinator;
+use crate::groups::loading as group_loading;
 use crate::groups::ops::{GroupOp, GroupReply, ListedGroup};
 use crate::groups::OFFSETS_TOPIC;
 use crate::protocol::ErrorCode;
@@ -107,7 +107,7 @@ fn internal_topic_spec(config: &crate::settings::ServerConfig, name: &str) -> To
 /// reads the partition's state.
 pub(crate) fn load(shard: &Rc<Shard>, tp: &TopicPartition) {
     match tp.topic.as_str() {
-        OFFSETS_TOPIC => coordinator::load_now(&Shard::group_host(shard), tp.partition),
+        OFFSETS_TOPIC => group_loading::load_now(&Shard::group_host(shard), tp.partition),
         TRANSACTION_STATE_TOPIC => {
             crate::txn::load::load_now(&Shard::txn_host(shard), tp.partition)
         }
@@ -119,7 +119,7 @@ pub(crate) fn load(shard: &Rc<Shard>, tp: &TopicPartition) {
 /// it in a new epoch), so what its coordinator held of it is forgotten.
 pub(crate) fn unload(shard: &Rc<Shard>, tp: &TopicPartition) {
     match tp.topic.as_str() {
-        OFFSETS_TOPIC => coordinator::unload(&*Shard::group_host(shard), tp.partition),
+        OFFSETS_TOPIC => group_loading::unload(&*Shard::group_host(shard), tp.partition),
         TRANSACTION_STATE_TOPIC => {
             crate::txn::coordinator::unload(&*Shard::txn_host(shard), tp.partition)
         }
@@ -154,7 +154,7 @@ pub async fn list_groups(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, BrokerEr
         let msg = "a coordinator is still loading its offsets partitions; retry shortly";
         BrokerError::new(code.native(), msg)
     };
-    let mut all = coordinator::list(&Shard::group_host(shard))
+    let mut all = group_loading::list(&Shard::group_host(shard))
         .await
         .map_err(loading)?;
     for peer in (0..shard.n).filter(|&p| p != shard.id) {

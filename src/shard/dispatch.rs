@@ -12,7 +12,7 @@ use crate::TopicPartition;
 impl Shard {
     /// The group and transaction coordinators of this shard.
     pub(super) async fn execute_coordinator(self: &Rc<Self>, op: ShardOp) -> OpResult {
-        use crate::groups::{coordinator, ops::GroupReply};
+        use crate::groups::{loading, ops::GroupReply};
         match op {
             ShardOp::Group { group, op } => Ok(OpOk::Group(
                 crate::groups::requests::handle(&Shard::group_host(self), group, op).await,
@@ -26,11 +26,11 @@ impl Shard {
                 commit,
             } => {
                 let host = Shard::group_host(self);
-                let code = coordinator::complete_txn(&host, partition, producer_id, commit).await;
+                let code = loading::complete_txn(&host, partition, producer_id, commit).await;
                 Ok(OpOk::Group(GroupReply::Code(code)))
             }
             ShardOp::ListGroups => Ok(OpOk::Group(
-                match coordinator::list(&Shard::group_host(self)).await {
+                match loading::list(&Shard::group_host(self)).await {
                     Ok(groups) => GroupReply::Listed(groups),
                     Err(code) => GroupReply::Code(code),
                 },
