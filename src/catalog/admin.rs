@@ -252,7 +252,7 @@ async fn roll_back_create(host: &dyn AdminHost, meta: &TopicMeta) {
     if let Err(e) = TopicMeta::remove_persisted(host.storage(), data_dir, &meta.name).await {
         tracing::error!(topic = %meta.name, error = %e, "removing the metadata of a failed create");
     }
-    if let Err(BrokerError { message: e, .. }) = host
+    if let Err(e) = host
         .on_every_shard(CatalogChange::RemoveTopic(meta.clone()))
         .await
     {
@@ -279,11 +279,9 @@ async fn delete(host: &dyn AdminHost, name: String) -> AdminResult<()> {
         )
     })?;
     let started = std::time::Instant::now();
-    if let Err(BrokerError { code, message: e }) =
-        host.on_every_shard(CatalogChange::RemoveTopic(meta)).await
-    {
+    if let Err(e) = host.on_every_shard(CatalogChange::RemoveTopic(meta)).await {
         return err(
-            code,
+            e.code(),
             format!("topic {name:?} is deleted, but removing its partitions failed ({e}); the next start finishes it"),
         );
     }
@@ -349,8 +347,8 @@ pub async fn create_partitions(host: &dyn AdminHost, name: String, count: i32) -
     };
     if let Err(e) = persisted {
         let undo = CatalogChange::RemovePartitions { meta: grown, from };
-        if let Err(BrokerError { message, .. }) = host.on_every_shard(undo).await {
-            tracing::error!(topic = %name, error = %message, "rolling back new partitions; leftovers are quarantined at the next start");
+        if let Err(e) = host.on_every_shard(undo).await {
+            tracing::error!(topic = %name, error = %e, "rolling back new partitions; leftovers are quarantined at the next start");
         }
         return Err(e);
     }
@@ -421,8 +419,8 @@ pub fn check_alter_broker(
     for meta in host.topics() {
         meta.config.rebased(&base).map_err(|e| {
             BrokerError::new(
-                e.code,
-                format!("topic {:?} would be invalid: {}", meta.name, e.message),
+                e.code(),
+                format!("topic {:?} would be invalid: {}", meta.name, e.message()),
             )
         })?;
     }

@@ -247,7 +247,7 @@ impl BrokerDefaults {
             .await
             .map_err(|e| fail(e.to_string()))?;
         let text = String::from_utf8(bytes).map_err(|_| fail("not UTF-8".into()))?;
-        Self::decode(&text).map_err(|e| fail(e.message))
+        Self::decode(&text).map_err(|e| fail(e.message()))
     }
 
     /// Writes the file atomically (the commit point of a broker config change).
@@ -327,15 +327,15 @@ mod tests {
         let e = d
             .altered(Scope::Cluster, &set("num.partitions", "3"), &[])
             .unwrap_err();
-        assert!(e.message.contains("cannot be updated dynamically"), "{e}");
+        assert!(e.message().contains("cannot be updated dynamically"), "{e}");
         let e = d
             .altered(Scope::Cluster, &set("no.such", "3"), &[])
             .unwrap_err();
-        assert!(e.message.contains("not a broker config"), "{e}");
+        assert!(e.message().contains("not a broker config"), "{e}");
         let e = d
             .altered(Scope::Cluster, &set("log.retention.ms", "soon"), &[])
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::InvalidConfig);
+        assert_eq!(e.code(), ErrorCode::InvalidConfig);
         assert!(Scope::of_resource("7").is_err());
         // Every synonym names a real topic config.
         for (_, t) in BROKER_SYNONYMS {

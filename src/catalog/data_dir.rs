@@ -236,7 +236,7 @@ pub async fn prepare(
     let defaults = BrokerDefaults::load(storage, data_dir).await?;
     let base = defaults.base().map_err(|e| LoadError {
         path: data_dir.join(META_DIR),
-        why: e.message,
+        why: e.message(),
     })?;
     let (metas, _) = topics::load_all(storage, data_dir, shards, &base).await?;
     let owned = partition_dirs(&metas);

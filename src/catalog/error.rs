@@ -56,7 +56,7 @@ pub enum CatalogError {
     #[error(transparent)]
     BrokerDefaults(#[from] LoadError),
     /// A partition of a topic on disk could not be opened.
-    #[error("opening topic {topic}: {}", why.message)]
+    #[error("opening topic {topic}: {}", why.message())]
     Open { topic: String, why: BrokerError },
 }
 
@@ -81,7 +81,7 @@ pub enum MetadataError {
     #[error("partitions={count} is outside 1..={max}")]
     PartitionCount { count: u32, max: u32 },
     /// The name or a config the file records is refused by the rules a create applies.
-    #[error("{}", .0.message)]
+    #[error("{}", .0.message())]
     Refused(BrokerError),
 }
 

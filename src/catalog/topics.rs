@@ -529,7 +529,7 @@ mod tests {
             "a\0",
         ] {
             assert_eq!(
-                validate_topic_name(bad).unwrap_err().code,
+                validate_topic_name(bad).unwrap_err().code(),
                 ErrorCode::InvalidTopicName,
                 "{bad:?}"
             );
@@ -570,7 +570,7 @@ mod tests {
         ] {
             let e = TopicConfig::from_pairs(&LogConfig::default(), &[(k.into(), v.into())])
                 .unwrap_err();
-            assert_eq!(e.code, ErrorCode::InvalidConfig, "{k}={v}");
+            assert_eq!(e.code(), ErrorCode::InvalidConfig, "{k}={v}");
         }
     }
 

@@ -17,7 +17,6 @@ use super::host::{GroupHost, Host};
 use super::ops::{GroupDescription, ListedGroup, OffsetToCommit};
 use super::records::{batch, Committed, OffsetRecord};
 use super::{partition_for, OFFSETS_TOPIC};
-use crate::broker_error::BrokerError;
 use crate::TopicPartition;
 
 #[derive(Default)]
@@ -343,9 +342,9 @@ async fn write(
         .await
     {
         Ok(_) => e::NONE,
-        Err(BrokerError { code, message: msg }) => {
-            tracing::warn!(group, %msg, "writing to the offsets log failed");
-            GroupCode::Log(code)
+        Err(why) => {
+            tracing::warn!(group, %why, "writing to the offsets log failed");
+            GroupCode::Log(why.code())
         }
     }
 }
@@ -542,9 +541,9 @@ pub(super) fn partition_of(shard: &dyn GroupHost, group: &str) -> Result<i32, Gr
 pub(super) async fn write_txn(shard: &Host, group: &str, p: i32, batch: Vec<u8>) -> GroupCode {
     match shard.append_txn_offsets(p, batch.into()).await {
         Ok(()) => e::NONE,
-        Err(BrokerError { code, message: msg }) => {
-            tracing::warn!(group, %msg, "writing transactional offsets failed");
-            GroupCode::Log(code)
+        Err(why) => {
+            tracing::warn!(group, %why, "writing transactional offsets failed");
+            GroupCode::Log(why.code())
         }
     }
 }

@@ -202,7 +202,7 @@ async fn load_partition(shard: &Host, p: i32) -> Result<usize, LoadError> {
             Ok(data) => data,
             // Below the log start (compaction or retention moved it): start there.
             Err(below)
-                if below.code == crate::protocol::ErrorCode::OffsetOutOfRange && next == 0 =>
+                if below.code() == crate::protocol::ErrorCode::OffsetOutOfRange && next == 0 =>
             {
                 match shard.offsets_log_start(p).await {
                     Ok(start) if start > 0 => {

@@ -75,7 +75,7 @@ async fn write(
     if written == e::NONE {
         hold_pending(p, producer_id, records.to_vec());
         // Held until the transaction ends: a require_stable read waits for it.
-        debug_assert!(has_pending(group));
+        assert!(has_pending(group), "held offsets make the group unstable");
     }
     written
 }

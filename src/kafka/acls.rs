@@ -96,7 +96,7 @@ async fn create(ctx: &Context<'_>, r: CreateAclsRequest) -> CreateAclsResponse {
     let results = parsed.into_iter().map(|p| match (p, &stored) {
         (Err(e), _) => result(errors::INVALID_REQUEST, Some(e.0)),
         (Ok(_), Ok(_)) => result(errors::NONE, None),
-        (Ok(_), Err(e)) => result(kafka_code(e.code, true), Some(e.message.clone())),
+        (Ok(_), Err(e)) => result(kafka_code(e.code(), true), Some(e.message().clone())),
     });
     let results: Vec<_> = results.collect();
     assert_eq!(
@@ -232,8 +232,8 @@ async fn delete(ctx: &Context<'_>, r: DeleteAclsRequest) -> DeleteAclsResponse {
         Ok(SecurityOutcome::AclsRemoved(removed)) => removed,
         Ok(other) => unreachable!("an ACL change answers what it removed, not {other:?}"),
         Err(e) => {
-            let code = kafka_code(e.code, true);
-            let results = parsed.iter().map(|_| failed(code, e.message.clone()));
+            let code = kafka_code(e.code(), true);
+            let results = parsed.iter().map(|_| failed(code, e.message().clone()));
             return DeleteAclsResponse::default().with_filter_results(results.collect());
         }
     };

@@ -66,7 +66,7 @@ async fn create_one(
         (true, _) => checked.map(|_| ()),
         (false, true) => {
             refuse_cluster_restore(&configs)?;
-            let config = checked.map_err(|e| Refusal::new(create_code(e.code), e.message))?;
+            let config = checked.map_err(|e| Refusal::new(create_code(e.code()), e.message()))?;
             let factor = topic.replication_factor;
             return super::cluster_admin::create(ctx, name, partitions, factor, config).await;
         }
@@ -79,7 +79,7 @@ async fn create_one(
             ctx.shard.admin(request).await.map(|_| ())
         }
     };
-    result.map_err(|e| Refusal::new(create_code(e.code), e.message))
+    result.map_err(|e| Refusal::new(create_code(e.code()), e.message()))
 }
 
 /// The replication factor and manual assignment a create asks for, where they can hold:
@@ -206,7 +206,7 @@ pub async fn delete(ctx: &Context<'_>, request: DeleteTopicsRequest) -> DeleteTo
                 })
                 .await)
                 .map(|_| ())
-                .map_err(|e| Refusal::new(kafka_code(e.code, true), e.message)),
+                .map_err(|e| Refusal::new(kafka_code(e.code(), true), e.message())),
         };
         results.push(match outcome {
             Ok(_) => r,
@@ -307,7 +307,7 @@ pub async fn create_partitions(
         } else if let Err(e) =
             crate::catalog::admin::check_grow(&ctx.shard.admin_host(), &name, t.count)
         {
-            Err(Refusal::new(create_code(e.code), e.message))
+            Err(Refusal::new(create_code(e.code()), e.message()))
         } else if request.validate_only {
             Ok(())
         } else if super::cluster_admin::in_cluster(ctx) {
@@ -318,7 +318,7 @@ pub async fn create_partitions(
                 .admin(AdminRequest::CreatePartitions { name, count })
                 .await
                 .map(|_| ())
-                .map_err(|e| Refusal::new(create_code(e.code), e.message))
+                .map_err(|e| Refusal::new(create_code(e.code()), e.message()))
         };
         let r = CreatePartitionsTopicResult::default().with_name(t.name);
         results.push(match outcome {

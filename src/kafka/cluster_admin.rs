@@ -75,7 +75,7 @@ pub async fn create(
 pub async fn delete(ctx: &Context<'_>, name: String) -> Result<(), Refusal> {
     let link = ctx.shard.cluster_link().expect("cluster mode");
     crate::catalog::internal_topics::refuse_client(&name, "delete")
-        .map_err(|e| Refusal::new(errors::kafka_code(e.code, true), e.message))?;
+        .map_err(|e| Refusal::new(errors::kafka_code(e.code(), true), e.message()))?;
     match link.delete_topic(name.clone()).await {
         Err(TopicRefused::NotController {
             controller: Some(controller),
@@ -115,7 +115,7 @@ pub async fn alter_configs(
     let link = ctx.shard.cluster_link().expect("cluster mode");
     let host = ctx.shard.admin_host();
     let altered = crate::catalog::admin::check_alter(&host, name, &set, &delete)
-        .map_err(|e| Refusal::new(super::refusal::config_code(e.code), e.message))?;
+        .map_err(|e| Refusal::new(super::refusal::config_code(e.code()), e.message()))?;
     let was_tiered = (host.topic(name)).is_some_and(|m| m.config.log.remote_storage_enable);
     if altered.config.log.remote_storage_enable && !was_tiered {
         ensure_bucket_free(ctx, name).await?;
@@ -137,7 +137,7 @@ pub async fn alter_configs(
 fn copied(outcome: crate::shard::messages::OpResult, done: ErrorCode) -> Result<(), Refusal> {
     match outcome {
         Ok(_) => Ok(()),
-        Err(e) if e.code == done => Ok(()),
+        Err(e) if e.code() == done => Ok(()),
         // The cluster holds the change; this node's copy follows from its view.
         Err(e) => {
             tracing::warn!(error = %e, "a topic change is in the cluster, but this node's copy of it failed; it is retried from the view");
@@ -152,7 +152,7 @@ fn copied(outcome: crate::shard::messages::OpResult, done: ErrorCode) -> Result<
 async fn ensure_bucket_free(ctx: &Context<'_>, name: &str) -> Result<(), Refusal> {
     let host = ctx.shard.admin_host();
     let free = host.ensure_bucket_free(name).await;
-    free.map_err(|e| Refusal::new(errors::kafka_code(e.code, true), e.message))
+    free.map_err(|e| Refusal::new(errors::kafka_code(e.code(), true), e.message()))
 }
 
 fn refused(why: TopicRefused) -> Refusal {

@@ -104,7 +104,7 @@ pub fn describe(ctx: &Context<'_>, request: DescribeConfigsRequest) -> DescribeC
                     Ok(scope) => r.with_configs(broker_configs(ctx, scope, keys.as_deref())),
                     Err(e) => r
                         .with_error_code(errors::INVALID_REQUEST)
-                        .with_error_message(Some(str_bytes(e.message))),
+                        .with_error_message(Some(str_bytes(e.message()))),
                 },
                 other => r
                     .with_error_code(errors::INVALID_REQUEST)
@@ -239,7 +239,7 @@ async fn alter_broker(
         let request = AdminRequest::AlterBrokerConfigs { scope, set, delete };
         ctx.shard.admin(request).await.map(|_| ())
     };
-    result.map_err(|e| Refusal::new(kafka_code(e.code, true), e.message))
+    result.map_err(|e| Refusal::new(kafka_code(e.code(), true), e.message()))
 }
 
 /// Applies (or, `validate_only`, only checks) one topic's change.
@@ -259,7 +259,7 @@ async fn alter_topic(
         let request = AdminRequest::AlterConfigs { name, set, delete };
         ctx.shard.admin(request).await.map(|_| ())
     };
-    result.map_err(|e| Refusal::new(super::refusal::config_code(e.code), e.message))
+    result.map_err(|e| Refusal::new(super::refusal::config_code(e.code()), e.message()))
 }
 
 /// One incremental operation on `set`/`delete`; `current` gives a key's value in force
@@ -320,7 +320,7 @@ impl Current {
         match resource_type {
             RESOURCE_BROKER => Scope::of_resource(name)
                 .map(|scope| Current::Broker(scope, ctx.shard.broker_defaults()))
-                .map_err(|e| Refusal::new(errors::INVALID_REQUEST, e.message)),
+                .map_err(|e| Refusal::new(errors::INVALID_REQUEST, e.message())),
             _ => topic_of(ctx, resource_type, name).map(|meta| Current::Topic(Box::new(meta))),
         }
     }

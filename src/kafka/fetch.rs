@@ -17,7 +17,6 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 use super::errors::{self, kafka_code};
 use super::Context;
 use crate::admission::budget::{FetchPlan, Reservation};
-use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
 use crate::security::acl::Operation;
 use crate::shard::messages::FetchRead;
@@ -192,7 +191,7 @@ async fn read_all(
             // The reply is full: only the partition's offsets, no read.
             Ok(OpOk::Done) => offsets_only(ctx, w).await,
             Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
-            Err(BrokerError { code, .. }) => failed(kafka_code(code, true)),
+            Err(e) => failed(kafka_code(e.code(), true)),
         });
     }
     out
@@ -213,7 +212,7 @@ async fn offsets_only(ctx: &Context<'_>, w: &Wanted) -> Fetched {
             records: ByteChain::default(),
         },
         Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
-        Err(BrokerError { code, .. }) => failed(kafka_code(code, true)),
+        Err(e) => failed(kafka_code(e.code(), true)),
     }
 }
 

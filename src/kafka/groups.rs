@@ -11,7 +11,6 @@ use super::errors::{self as e, kafka_code};
 use super::group_acls;
 use super::refusal::Refusal;
 use super::{str_bytes, Context};
-use crate::broker_error::BrokerError;
 use crate::groups::code::GroupCode;
 use crate::groups::ops::{GroupOp, GroupReply, JoinRequest, OffsetToCommit, SyncRequest};
 use crate::security::acl::{Operation, ResourceType};
@@ -41,7 +40,7 @@ pub(super) async fn run(
     super::group_acls::check(ctx, &group.0, &op)?;
     route_group(ctx.shard, text(&group.0), op)
         .await
-        .map_err(|e| match e.code {
+        .map_err(|e| match e.code() {
             crate::protocol::ErrorCode::NotReady => GroupCode::CoordinatorNotAvailable,
             other => GroupCode::Log(other),
         })
@@ -121,7 +120,7 @@ fn coordinator_of(
     };
     let unavailable = |why: String| Refusal::new(e::COORDINATOR_NOT_AVAILABLE, why);
     let internal = routing::cluster_internal_topic(ctx.shard, &view, topic);
-    let internal = internal.map_err(|e| unavailable(e.message))?;
+    let internal = internal.map_err(|e| unavailable(e.message()))?;
     let p = crate::groups::partition_for(key, internal.partitions.len());
     let leader = internal.partitions[p].state.leader;
     let live = leader.filter(|&l| view.leads(l, topic, p as u32));
@@ -574,8 +573,8 @@ async fn offset_fetch_group(
 pub async fn list_groups(ctx: &Context<'_>, r: ListGroupsRequest) -> ListGroupsResponse {
     let groups = match routing::list_groups(ctx.shard).await {
         Ok(g) => g,
-        Err(BrokerError { code, .. }) => {
-            let code = match code {
+        Err(why) => {
+            let code = match why.code() {
                 crate::protocol::ErrorCode::NotReady => e::COORDINATOR_LOAD_IN_PROGRESS,
                 other => kafka_code(other, true),
             };

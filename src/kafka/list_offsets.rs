@@ -11,7 +11,6 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::errors::{self, kafka_code};
 use super::{join_all, Context};
-use crate::broker_error::BrokerError;
 use crate::security::acl::Operation;
 use crate::shard::messages::{Isolation, OpOk, PartitionOp};
 
@@ -53,7 +52,7 @@ pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffse
                         r.with_offset(offset).with_timestamp(timestamp)
                     }
                     Ok(_) => r.with_error_code(errors::UNKNOWN_SERVER_ERROR),
-                    Err(BrokerError { code, .. }) => r.with_error_code(kafka_code(code, true)),
+                    Err(e) => r.with_error_code(kafka_code(e.code(), true)),
                 }
             }
         });

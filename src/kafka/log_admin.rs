@@ -45,7 +45,7 @@ pub async fn delete_records(
                     Ok(low) => r.with_low_watermark(low),
                     Err(e) => r
                         .with_low_watermark(-1)
-                        .with_error_code(kafka_code(e.code, true)),
+                        .with_error_code(kafka_code(e.code(), true)),
                 }
             }
         });
@@ -86,7 +86,7 @@ pub async fn describe_log_dirs(
     let logs = match crate::shard::log_info::describe_logs(ctx.shard, names.as_deref()).await {
         Ok(logs) => logs,
         Err(e) => {
-            let failed = result.with_error_code(kafka_code(e.code, true));
+            let failed = result.with_error_code(kafka_code(e.code(), true));
             return DescribeLogDirsResponse::default().with_results(vec![failed]);
         }
     };

@@ -81,7 +81,7 @@ async fn create_on_use(ctx: &Context<'_>, request: &MetadataRequest) {
                 tracing::info!(topic = %name, partitions = cfg.num_partitions, "topic created on first use")
             }
             // Another request created it meanwhile: it exists, which is all that was asked.
-            Err(e) if e.code == crate::protocol::ErrorCode::TopicAlreadyExists => {}
+            Err(e) if e.code() == crate::protocol::ErrorCode::TopicAlreadyExists => {}
             Err(e) => {
                 tracing::warn!(topic = %name, error = %e, "creating a topic on first use failed")
             }
@@ -103,8 +103,8 @@ async fn create_in_cluster(ctx: &Context<'_>, name: String, partitions: i32) {
     let created = match crate::catalog::admin::check_create(&host, &name, partitions, &[]) {
         Ok(config) => super::cluster_admin::create(ctx, name.clone(), partitions, -1, config).await,
         Err(e) => Err(super::refusal::Refusal::new(
-            errors::kafka_code(e.code, true),
-            e.message,
+            errors::kafka_code(e.code(), true),
+            e.message(),
         )),
     };
     match created {

@@ -16,7 +16,6 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use super::errors::{self, kafka_code};
 use super::refusal::Refusal;
 use super::{join_all, str_bytes, Context};
-use crate::broker_error::BrokerError;
 use crate::format::BatchHeader;
 use crate::net::turn::queue_then_release;
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_LEADER, ACKS_NONE};
@@ -117,7 +116,7 @@ fn one_batch(
         return Err(invalid("the partition's records are empty".into()));
     };
     crate::catalog::internal_topics::refuse_client(topic, "produce to")
-        .map_err(|e| Refusal::new(kafka_code(e.code, version >= 8), e.message))?;
+        .map_err(|e| Refusal::new(kafka_code(e.code(), version >= 8), e.message()))?;
     let header = BatchHeader::parse(&records).map_err(|e| invalid(e.to_string()))?;
     if header.size() != records.len() {
         let why = format!(
@@ -194,7 +193,7 @@ async fn run_all(
             Ok(batch) => {
                 let result = results.next();
                 let null_keys =
-                    matches!(&result, Some(Err(e)) if e.code == ErrorCode::CompactedTopicNullKey);
+                    matches!(&result, Some(Err(e)) if e.code() == ErrorCode::CompactedTopicNullKey);
                 let record_errors = match null_keys {
                     true => null_key_records(batch, &p.topic, p.index),
                     false => Vec::new(),
@@ -236,9 +235,10 @@ fn produced(result: Option<OpResult>, version: i16) -> Produced {
             assert!(log_start_offset <= last_offset + 1);
             Ok((base_offset, log_append_time, log_start_offset))
         }
-        Some(Err(BrokerError { code, message })) => {
-            Err(Refusal::new(kafka_code(code, version >= 8), message))
-        }
+        Some(Err(e)) => Err(Refusal::new(
+            kafka_code(e.code(), version >= 8),
+            e.message(),
+        )),
         other => Err(Refusal::new(
             errors::UNKNOWN_SERVER_ERROR,
             format!("unexpected produce result {other:?}"),

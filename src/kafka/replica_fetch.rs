@@ -18,7 +18,6 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use super::errors::{self, kafka_code};
 use super::replica_quota::{self, Side};
 use super::Context;
-use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
 use crate::replication::{FetchAnswer, FetchRequest as ReplicaFetch, IsrChange};
 use crate::security::acl::Operation;
@@ -150,7 +149,7 @@ async fn answer_all(
                 ..failed(errors::OFFSET_OUT_OF_RANGE)
             },
             Ok(_) => failed(errors::UNKNOWN_SERVER_ERROR),
-            Err(BrokerError { code, .. }) => failed(kafka_code(code, true)),
+            Err(e) => failed(kafka_code(e.code(), true)),
         };
         answers.push(answer);
     }

@@ -50,7 +50,7 @@ async fn ask_on(shard: &Rc<Shard>, id: &str, op: TxnOp) -> TxnReply {
     match route_txn(shard, id.to_string(), op).await {
         Ok(reply) => reply,
         Err(e) => {
-            tracing::warn!(id, error = %e.message, "transaction coordinator unreachable");
+            tracing::warn!(id, error = %e.message(), "transaction coordinator unreachable");
             TxnReply::Code(TxnCode::CoordinatorNotAvailable)
         }
     }

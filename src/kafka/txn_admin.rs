@@ -47,8 +47,8 @@ pub async fn describe_producers(
                 ),
                 Ok(_) => r.with_error_code(errors::UNKNOWN_SERVER_ERROR),
                 Err(e) => r
-                    .with_error_code(kafka_code(e.code, true))
-                    .with_error_message(Some(super::str_bytes(e.message))),
+                    .with_error_code(kafka_code(e.code(), true))
+                    .with_error_message(Some(super::str_bytes(e.message()))),
             });
         }
         topics.push(
@@ -89,7 +89,7 @@ pub async fn write_txn_markers(
                         .await
                         {
                             Ok(()) => errors::NONE,
-                            Err(e) => kafka_code(e.code, true),
+                            Err(e) => kafka_code(e.code(), true),
                         }
                     }
                 };

@@ -152,7 +152,7 @@ pub async fn verify_remote(
     let ResponseKind::AddPartitionsToTxn(r) = (match answer {
         Ok(answer) => answer,
         Err(e) => {
-            tracing::warn!(id, coordinator, error = %e.message, "verifying a transactional produce with its coordinator failed");
+            tracing::warn!(id, coordinator, error = %e.message(), "verifying a transactional produce with its coordinator failed");
             return errors::NOT_ENOUGH_REPLICAS;
         }
     }) else {

@@ -219,7 +219,10 @@ pub async fn alter(
         .map(|(user, checked)| {
             let error = match (checked, &applied) {
                 (Err(e), _) => Some(e),
-                (Ok(_), Err(e)) => Some(Refusal::new(kafka_code(e.code, true), e.message.clone())),
+                (Ok(_), Err(e)) => Some(Refusal::new(
+                    kafka_code(e.code(), true),
+                    e.message().clone(),
+                )),
                 (Ok(_), Ok(())) => None,
             };
             let result = AlterUserScramCredentialsResult::default().with_user(str_bytes(user));

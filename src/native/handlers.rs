@@ -165,8 +165,9 @@ async fn decode_and_run(
     let result = dispatch(shard, request, peer, budget, reservation).await;
     outcome.ok = result.is_ok();
     if silent {
-        if let Err(BrokerError { code, message: msg }) = &result {
-            tracing::debug!(%code, %msg, "acks=0 produce failed (no reply by design)");
+        if let Err(why) = &result {
+            let code = why.code();
+            tracing::debug!(%code, %why, "acks=0 produce failed (no reply by design)");
         }
         return None;
     }

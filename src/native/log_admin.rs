@@ -90,8 +90,8 @@ async fn rebuild(shard: &Rc<Shard>, topic: &str, partition: i32) -> Reply {
             Ok(other) => return Err(unexpected("RebuildRemoteManifest", other)),
             Err(e) => RebuiltManifest {
                 partition: p,
-                error_code: e.code,
-                error_message: e.message,
+                error_code: e.code(),
+                error_message: e.message(),
                 segments: 0,
                 log_start_offset: -1,
                 next_offset: -1,

@@ -14,7 +14,6 @@ use std::time::Duration;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 
-use crate::broker_error::BrokerError;
 use crate::io::deadline::within;
 use crate::shard::runtime::Shard;
 
@@ -134,9 +133,9 @@ async fn answer(shard: &Rc<Shard>, head: &[u8]) -> Vec<u8> {
     }
     match shard.cluster_metrics().await {
         Ok(snapshots) => response("200 OK", &crate::metrics::prometheus::render(snapshots)),
-        Err(BrokerError { code, message: msg }) => response(
+        Err(why) => response(
             "503 Service Unavailable",
-            &format!("collecting metrics failed: {code}: {msg}\n"),
+            &format!("collecting metrics failed: {}: {why}\n", why.code()),
         ),
     }
 }

@@ -241,7 +241,7 @@ pub async fn accept(
         }
     }
     flush(&session, writer).await?;
-    debug_assert!(!session.borrow().is_handshaking());
+    assert!(!session.borrow().is_handshaking(), "the handshake is over");
     Ok((session, pending))
 }
 

@@ -258,8 +258,8 @@ mod tests {
         });
         let refused = futures_lite::future::block_on(swap_in_cluster(&etcd, &change));
         let e = refused.unwrap_err();
-        assert_eq!(e.code, ErrorCode::InvalidRequest);
-        assert!(e.message.contains("one etcd value"), "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidRequest);
+        assert!(e.message().contains("one etcd value"), "{e}");
         assert!(etcd.0.borrow().is_none());
     }
 }

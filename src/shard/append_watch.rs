@@ -42,7 +42,7 @@ impl AppendWatch {
             return;
         }
         let woken: Vec<Waker> = self.waiters.borrow_mut().drain().map(|(_, w)| w).collect();
-        debug_assert!(self.waiters.borrow().is_empty());
+        assert!(self.waiters.borrow().is_empty(), "every waiter was woken");
         woken.into_iter().for_each(Waker::wake);
     }
 
@@ -94,7 +94,10 @@ impl AnyAppend {
     fn deregister(&self) {
         for (w, _) in &self.watches {
             w.waiters.borrow_mut().remove(&self.key);
-            debug_assert!(!w.waiters.borrow().contains_key(&self.key));
+            assert!(
+                !w.waiters.borrow().contains_key(&self.key),
+                "a waiter leaves once"
+            );
         }
     }
 }

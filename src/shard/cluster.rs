@@ -186,7 +186,7 @@ async fn copy_topic(shard: &Rc<Shard>, topic: &ClusterTopic) -> bool {
             tracing::info!(topic = %topic.name, partitions = topic.partitions.len(), "copied a cluster topic to this node");
             true
         }
-        Err(e) if e.code == ErrorCode::TopicAlreadyExists => false,
+        Err(e) if e.code() == ErrorCode::TopicAlreadyExists => false,
         Err(e) => {
             tracing::warn!(topic = %topic.name, error = %e, "copying a cluster topic to this node failed; retrying");
             false
@@ -253,7 +253,7 @@ async fn drop_copy(shard: &Rc<Shard>, name: &str) -> bool {
     };
     match shard.admin(request).await {
         Ok(_) => true,
-        Err(e) if e.code == ErrorCode::UnknownTopic => true,
+        Err(e) if e.code() == ErrorCode::UnknownTopic => true,
         Err(e) => {
             tracing::warn!(topic = %name, error = %e, "deleting this node's copy of a deleted cluster topic failed; retrying");
             false

@@ -39,10 +39,7 @@ pub async fn internal_topic(shard: &Rc<Shard>, name: &str) -> Result<TopicMeta, 
     }
     match shard.create_internal_topic(name.into()).await {
         Ok(_) => {}
-        Err(BrokerError {
-            code: ErrorCode::TopicAlreadyExists,
-            ..
-        }) => {}
+        Err(e) if e.code() == ErrorCode::TopicAlreadyExists => {}
         Err(e) => return Err(e),
     }
     shard.topic(name).ok_or(BrokerError::new(

@@ -303,7 +303,7 @@ impl Shard {
             (Err(why), OnOpenFailure::Fail) => return Err(why),
             (Err(why), OnOpenFailure::Offline) => {
                 tracing::error!(partition = %tp, %why, "partition left offline: it cannot be opened (its requests get KAFKA_STORAGE_ERROR); the rest of the node serves");
-                self.offline.borrow_mut().insert(tp, why.message);
+                self.offline.borrow_mut().insert(tp, why.message());
                 return Ok(());
             }
         };

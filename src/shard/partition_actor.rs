@@ -170,12 +170,6 @@ impl PartitionHandle {
     }
 }
 
-/// An engine error as the broker reports it: its kind (one table, `ErrorCode::of`) and
-/// its own words.
-fn engine_err(e: crate::Error) -> BrokerError {
-    BrokerError::new(ErrorCode::of(&e), e.to_string())
-}
-
 /// The next command; background jobs run as they come but are not activity (a partition
 /// only the maintenance task talks to is idle), and idle steps are taken meanwhile.
 async fn next_command(
@@ -306,7 +300,7 @@ async fn run_op(
             ))
         }
     };
-    r.map_err(engine_err)
+    r.map_err(BrokerError::from)
 }
 
 /// Whole batches from the one holding `offset`, with the log's bounds.
@@ -605,7 +599,7 @@ async fn produce_one(
             log_append_time: info.log_append_time.unwrap_or(-1),
             log_start_offset: log.log_start_offset(),
         })
-        .map_err(engine_err);
+        .map_err(BrokerError::from);
     if result.is_ok() && acks == ACKS_ALL && replicated.is_some() {
         done.need_sync = true;
         done.replicated_acks.push((reply, result));
@@ -649,7 +643,7 @@ async fn commit_group(
             metrics::timed(Stage::Flush, awake_if_small(done.bytes, log.flush())).await
         };
         if let Err(e) = durable {
-            let err = engine_err(e);
+            let err = BrokerError::from(e);
             let held = done.waiting.drain(..).chain(done.replicated_acks.drain(..));
             for (reply, _) in held {
                 let _ = reply.try_send(Err(err.clone()));
@@ -687,7 +681,7 @@ async fn close_log(log: PartitionLog, discard: bool) -> Result<(), BrokerError> 
     }
     log.close().await.map_err(|e| {
         tracing::error!(error = %e, "closing partition failed");
-        engine_err(e)
+        BrokerError::from(e)
     })
 }
 

@@ -19,7 +19,7 @@ use crate::log::PartitionLog;
 use crate::protocol::ErrorCode;
 use crate::replication::replica::Received;
 use crate::replication::{
-    EpochEntry, FetchAnswer, FetchRequest, NodeId, PartitionState, Replica, ReplicaError, Role,
+    EpochEntry, FetchAnswer, FetchRequest, NodeId, PartitionState, Replica, Role,
 };
 use crate::shard::messages::{OpOk, OpResult};
 pub use crate::shard::replica_messages::{LeaderAnswer, ReplicaOp, ReplicaReply};
@@ -51,21 +51,6 @@ fn millis(now: Instant) -> i64 {
     static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     let start = *START.get_or_init(Instant::now);
     now.saturating_duration_since(start).as_millis() as i64
-}
-
-fn refused(e: ReplicaError) -> BrokerError {
-    let code = match e {
-        ReplicaError::NotLeader => ErrorCode::NotLeader,
-        ReplicaError::FencedLeaderEpoch => ErrorCode::FencedLeaderEpoch,
-        ReplicaError::UnknownLeaderEpoch => ErrorCode::UnknownLeaderEpoch,
-        ReplicaError::NotEnoughReplicas => ErrorCode::NotEnoughReplicas,
-        ReplicaError::OffsetOutOfRange => ErrorCode::OffsetOutOfRange,
-    };
-    BrokerError::new(code, e.to_string())
-}
-
-fn engine_err(e: crate::Error) -> BrokerError {
-    BrokerError::new(ErrorCode::of(&e), e.to_string())
 }
 
 /// Runs one replication op on the partition's task.
@@ -152,7 +137,9 @@ async fn apply(
     r.replica
         .apply(&state, broker_epoch, end, millis(Instant::now()));
     if let Role::Leader(l) = r.replica.role() {
-        log.set_leader_epoch(l.epoch).await.map_err(engine_err)?;
+        log.set_leader_epoch(l.epoch)
+            .await
+            .map_err(BrokerError::from)?;
         // A leader whose ISR is itself alone has everything it holds committed.
         r.replica.appended(end);
     } else if was_leading {
@@ -182,7 +169,7 @@ async fn stop(
         );
     }
     if log.log_end_offset() > 0 || log.log_start_offset() > 0 {
-        log.empty_and_start_at(0).await.map_err(engine_err)?;
+        log.empty_and_start_at(0).await.map_err(BrokerError::from)?;
     }
     Ok(OpOk::Replica(ReplicaReply::Applied))
 }
@@ -195,7 +182,10 @@ impl Replicated {
             crate::protocol::ACKS_ALL => self.min_insync,
             _ => 1,
         };
-        self.replica.append(needed).map(|_| ()).map_err(refused)
+        self.replica
+            .append(needed)
+            .map(|_| ())
+            .map_err(BrokerError::from)
     }
 
     /// After the group's appends are flushed: the high watermark moves over what the ISR
@@ -282,7 +272,9 @@ impl Replicated {
         if hw == written || at.elapsed() < CHECKPOINT_INTERVAL {
             return Ok(());
         }
-        log.checkpoint_high_watermark().await.map_err(engine_err)?;
+        log.checkpoint_high_watermark()
+            .await
+            .map_err(BrokerError::from)?;
         self.checkpointed = (hw, Instant::now());
         Ok(())
     }
@@ -318,7 +310,7 @@ impl Replicated {
         let now = millis(Instant::now());
         let (answer, isr_change) = (self.replica)
             .on_fetch(request, end, now, |_| eligible)
-            .map_err(refused)?;
+            .map_err(BrokerError::from)?;
         let log_start = log.log_start_offset();
         if matches!(answer, FetchAnswer::Records { from, .. } if from < log_start) {
             return Ok(ReplicaReply::BelowLogStart {
@@ -331,7 +323,7 @@ impl Replicated {
             FetchAnswer::Records { from, .. } => log
                 .read_for_replica(from, max_bytes)
                 .await
-                .map_err(engine_err)?,
+                .map_err(BrokerError::from)?,
             _ => ByteChain::default(),
         };
         self.publish_high_watermark(log);
@@ -360,14 +352,14 @@ impl Replicated {
                     .replica
                     .on_diverging(answered, (epoch, end_offset), end)
                 {
-                    log.truncate_to(cut).await.map_err(engine_err)?;
+                    log.truncate_to(cut).await.map_err(BrokerError::from)?;
                 }
             }
             LeaderAnswer::StartsAt { log_start } => {
                 if self.replica.start_at(answered, log_start, end) {
                     log.empty_and_start_at(log_start)
                         .await
-                        .map_err(engine_err)?;
+                        .map_err(BrokerError::from)?;
                 }
             }
             LeaderAnswer::Records {
@@ -385,8 +377,8 @@ impl Replicated {
                 if self.replica.on_records(received, &runs, end) && !records.is_empty() {
                     log.append_with_assigned_offsets(&records)
                         .await
-                        .map_err(engine_err)?;
-                    log.flush().await.map_err(engine_err)?;
+                        .map_err(BrokerError::from)?;
+                    log.flush().await.map_err(BrokerError::from)?;
                 }
             }
         }

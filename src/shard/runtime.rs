@@ -264,7 +264,7 @@ impl Shard {
     pub(super) fn topic_base_of(&self, defaults: &BrokerDefaults) -> Result<LogConfig, LoadError> {
         defaults.base().map_err(|e| LoadError {
             path: self.config.data_dir.clone(),
-            why: e.message,
+            why: e.message(),
         })
     }
 

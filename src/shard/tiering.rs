@@ -99,7 +99,7 @@ impl Shard {
             } => {
                 let read = (*offset, *max_bytes, *at_least_one, *isolation);
                 match handle.call(op).await {
-                    Err(e) if e.code == crate::protocol::ErrorCode::OffsetOutOfRange => {
+                    Err(e) if e.code() == crate::protocol::ErrorCode::OffsetOutOfRange => {
                         fetch_remote(handle, remote, read, e).await
                     }
                     other => Ok(overall_start(remote, other?)),

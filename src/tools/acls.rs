@@ -178,11 +178,20 @@ fn entries(args: &AclsArgs, ops: &[Operation]) -> Vec<AccessEntry> {
         hosts(&args.allow_host),
         Permission::Allow,
     );
+    let allowed = out.len();
+    assert_eq!(
+        allowed,
+        args.allow_principal.len() * hosts(&args.allow_host).len() * ops.len(),
+        "one entry per principal, host and operation"
+    );
     out.extend(side(
         &args.deny_principal,
         hosts(&args.deny_host),
         Permission::Deny,
     ));
+    assert!(out[allowed..]
+        .iter()
+        .all(|e| e.permission == Permission::Deny));
     out
 }
 

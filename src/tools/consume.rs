@@ -241,6 +241,10 @@ fn parse_start(raw: &str) -> Result<StartAt, String> {
 
 /// An absolute start offset outside the partition is moved inside it, and the user told.
 fn clamp_offset(partition: i32, n: i64, earliest: i64, end: i64) -> i64 {
+    assert!(
+        earliest <= end,
+        "a partition's log start is at or before its end"
+    );
     let clamped = n.clamp(earliest, end);
     if clamped != n {
         eprintln!(

@@ -378,7 +378,7 @@ fn offset_delete_request(group: &str, partitions: &[(String, i32)]) -> OffsetDel
     for (t, p) in partitions {
         by_topic.entry(t).or_default().push(*p);
     }
-    let topics = by_topic
+    let topics: Vec<offset_delete_request::OffsetDeleteRequestTopic> = by_topic
         .into_iter()
         .map(|(t, ps)| {
             let partitions = ps
@@ -393,6 +393,12 @@ fn offset_delete_request(group: &str, partitions: &[(String, i32)]) -> OffsetDel
                 .with_partitions(partitions)
         })
         .collect();
+    let asked: usize = topics.iter().map(|t| t.partitions.len()).sum();
+    assert_eq!(
+        asked,
+        partitions.len(),
+        "every partition is in the request once"
+    );
     OffsetDeleteRequest::default()
         .with_group_id(GroupId(name(group)))
         .with_topics(topics)
@@ -623,6 +629,10 @@ impl Tool {
                     unreachable!("time parsed above")
                 }
             };
+            assert!(
+                (earliest..=latest).contains(&offset) || time.is_some(),
+                "a reset lands inside the partition"
+            );
             plan.push(Planned {
                 topic: topic.clone(),
                 partition: *p,
@@ -630,6 +640,11 @@ impl Tool {
                 note,
             });
         }
+        assert_eq!(
+            plan.len(),
+            partitions.len(),
+            "one planned offset per partition"
+        );
         Ok(plan)
     }
 
@@ -777,6 +792,7 @@ pub fn parse_duration(raw: &str) -> Result<i64> {
     if s.is_empty() || s == "T" {
         return Err(bad());
     }
+    assert!(ms >= 0.0, "a duration has no sign");
     Ok(ms as i64)
 }
 

@@ -296,6 +296,7 @@ impl LogDump<'_> {
     /// below its minimum, a batch over --max-message-size, or an invalid batch are reported;
     /// a batch cut off by the end of the file is the tail, reported after the walk.
     fn explain_stop(&mut self, log: &LogWindow, pos: usize, e: BatchError) -> std::io::Result<()> {
+        assert!(pos < log.run_len(), "a walk stops inside the file");
         let left = log.run_len() - pos;
         if left < HEADER_SIZE_UP_TO_MAGIC || self.live_padding_at(log, pos)? {
             // The tail report says what it is (a live segment's padding is no corruption).
@@ -484,6 +485,7 @@ fn report_tail(
 /// be is never loaded.
 fn is_live_padding(data: &mut FileWindow, pos: usize, file_len: usize) -> std::io::Result<bool> {
     const BLOCK: usize = 4096;
+    assert!(pos <= file_len, "padding starts inside the file");
     let longest = BLOCK + crate::io::MAX_ALLOCATE_AHEAD as usize;
     if !file_len.is_multiple_of(BLOCK) || file_len - pos >= longest {
         return Ok(false);

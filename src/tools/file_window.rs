@@ -47,6 +47,7 @@ impl FileWindow {
     /// The bytes `[pos, pos + want)`, fewer at the end of the file. Reads only what the
     /// window does not hold yet; drops what lies before `pos`.
     pub fn bytes(&mut self, pos: u64, want: usize) -> std::io::Result<&[u8]> {
+        assert!(pos <= self.len, "a read starts inside the file");
         let end = (pos + want as u64).min(self.len);
         let held_end = self.start + self.buf.len() as u64;
         if pos < self.start || end > held_end {
@@ -58,6 +59,11 @@ impl FileWindow {
             self.file.read_exact(&mut self.buf)?;
             self.start = pos;
         }
+        assert!(self.start <= pos, "the window starts at or before the read");
+        assert!(
+            end <= self.start + self.buf.len() as u64,
+            "the window holds the read"
+        );
         let a = (pos - self.start) as usize;
         let b = (end - self.start) as usize;
         Ok(&self.buf[a..b])

@@ -36,7 +36,10 @@ pub fn murmur2(data: &[u8]) -> i32 {
 
 /// Partition for a key, as Kafka's `BuiltInPartitioner.partitionForKey`.
 pub fn partition_for_key(key: &[u8], partitions: u32) -> u32 {
-    ((murmur2(key) & 0x7fff_ffff) as u32) % partitions
+    assert!(partitions > 0, "a topic has at least one partition");
+    let p = ((murmur2(key) & 0x7fff_ffff) as u32) % partitions;
+    assert!(p < partitions);
+    p
 }
 
 #[cfg(test)]

@@ -237,7 +237,20 @@ impl Pending {
     fn add(&mut self, p: usize, line: Line, batch_records: usize) -> bool {
         self.bytes[p] += Self::size_of(&line);
         self.lines[p].push(line);
+        assert!(
+            self.lines[p].len() == 1 || self.bytes[p] <= self.max_batch_bytes,
+            "only a lone line makes a batch larger than the most a batch may hold"
+        );
         self.lines[p].len() >= batch_records.max(1) || self.bytes[p] >= self.max_batch_bytes
+    }
+
+    /// Partition `p`'s batch went out: its next one starts empty.
+    fn sent(&mut self, p: usize) {
+        assert!(
+            self.lines[p].is_empty(),
+            "a sent batch leaves nothing queued"
+        );
+        self.bytes[p] = BATCH_OVERHEAD;
     }
 }
 
@@ -309,12 +322,12 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
                 &mut acked,
             )
             .await?;
-            pending.bytes[p] = BATCH_OVERHEAD;
+            pending.sent(p);
         }
         if pending.add(p, line, args.batch_records) {
             let lines = &mut pending.lines[p];
             send(&mut client, &args, p as i32, acks, lines, &mut acked).await?;
-            pending.bytes[p] = BATCH_OVERHEAD;
+            pending.sent(p);
         }
     }
     for (p, lines) in pending.lines.iter_mut().enumerate() {

@@ -168,6 +168,11 @@ fn read_plan(args: &ReassignArgs<'_>) -> Result<Plan, String> {
     if plan.is_empty() {
         return Err("the plan lists no partition".into());
     }
+    assert_eq!(
+        plan.len(),
+        parts.len(),
+        "each listed partition is planned once"
+    );
     Ok(plan)
 }
 
@@ -177,6 +182,10 @@ fn broker_list(args: &ReassignArgs<'_>) -> Result<Vec<i32>, String> {
     let mut ids = ids.map_err(|_| format!("--brokers {list:?} must be broker ids like 1,2,3"))?;
     ids.sort_unstable();
     ids.dedup();
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "broker ids are distinct, in order"
+    );
     Ok(ids)
 }
 
@@ -220,7 +229,17 @@ fn generate(view: &ReplicaView, current: &Plan, brokers: &[i32]) -> Result<Plan,
             shift,
         )
         .map_err(|e| format!("topic {topic}: {e}"))?;
+        assert_eq!(placed.len(), parts.len(), "one placement per partition");
         for ((p, _), replicas) in parts.iter().zip(placed) {
+            assert_eq!(
+                replicas.len(),
+                factor,
+                "a placement keeps the replication factor"
+            );
+            assert!(
+                replicas.iter().all(|r| brokers.contains(r)),
+                "placed on the brokers given"
+            );
             proposed.insert((topic.to_string(), *p), replicas);
         }
     }

@@ -63,6 +63,7 @@ fn split_zone(s: &str) -> Result<(&str, i32), String> {
     if h > 18 || m > 59 {
         return Err(bad());
     }
+    assert!(sign_at > t, "the zone follows the time");
     Ok((&s[..sign_at], sign * (h * 3600 + m * 60)))
 }
 
@@ -177,6 +178,10 @@ pub fn parse_window(
             ));
         }
     }
+    assert!(
+        from_ms.zip(to_ms).is_none_or(|(f, t)| f < t),
+        "a window ends after it starts"
+    );
     Ok((from_ms, to_ms))
 }
 

@@ -80,6 +80,10 @@ impl PartitionWindow {
             } else {
                 self.run_past_end = 0;
             }
+            assert!(
+                self.run_past_end <= self.after_window,
+                "a run past the end is after the window"
+            );
             return Verdict::Skip;
         }
         self.run_past_end = 0;
@@ -97,6 +101,7 @@ impl PartitionWindow {
     }
 
     fn stop(&mut self, offset: i64, why: String) -> Verdict {
+        assert!(self.stopped_at.is_none(), "a window stops once");
         self.stopped_at = Some(offset);
         self.stop_reason = Some(why);
         Verdict::Stop

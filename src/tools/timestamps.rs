@@ -88,6 +88,14 @@ impl TimestampStats {
         if ts < YEAR_2000_MS {
             self.before_2000 += 1;
         }
+        assert!(
+            self.min <= self.max,
+            "the smallest timestamp seen is not above the largest"
+        );
+        assert!(
+            self.out_of_order < self.observed,
+            "the first timestamp is never out of order"
+        );
     }
 }
 
@@ -153,6 +161,7 @@ fn observe_header(
     if seen.is_empty() {
         return;
     }
+    assert!(seen.len() <= 2, "a header names at most two timestamps");
     stats.records += count;
     stats.unobserved += count.saturating_sub(seen.len() as u64);
     seen.into_iter().for_each(|ts| stats.observe(ts, now));

@@ -64,13 +64,13 @@ async fn write_markers(host: &TxnHostRc, id: &str, meta: &TxnMeta) {
             match write_marker(host, tp, producer, marker).await {
                 Ok(()) => break,
                 // A deleted topic has nothing left to mark.
-                Err(e) if e.code == crate::protocol::ErrorCode::UnknownTopic => break,
+                Err(e) if e.code() == crate::protocol::ErrorCode::UnknownTopic => break,
                 Err(e) if host.shutting_down() => {
-                    tracing::warn!(id, %tp.topic, tp.partition, error = %e.message, "marker not written before shutdown; the next start writes it");
+                    tracing::warn!(id, %tp.topic, tp.partition, error = %e.message(), "marker not written before shutdown; the next start writes it");
                     return;
                 }
                 Err(e) => {
-                    tracing::warn!(id, %tp.topic, tp.partition, error = %e.message, "writing a transaction marker failed; retrying");
+                    tracing::warn!(id, %tp.topic, tp.partition, error = %e.message(), "writing a transaction marker failed; retrying");
                     glommio::timer::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(1));
                 }

@@ -61,7 +61,7 @@ pub async fn log_state(host: &TxnHostRc, id: &str, meta: TxnMeta) -> Result<(), 
     let p = state_partition(&**host, id)?;
     let batch = records::batch(id, Some(&meta), crate::time::now_ms());
     if let Err(e) = host.append_state(p, Bytes::from(batch)).await {
-        tracing::warn!(id, error = %e.message, "logging a transaction state failed");
+        tracing::warn!(id, error = %e.message(), "logging a transaction state failed");
         return Err(e::COORDINATOR_NOT_AVAILABLE);
     }
     TC.with_borrow_mut(|c| c.txns.insert(id.to_string(), meta));
@@ -73,7 +73,7 @@ pub async fn forget(host: &TxnHostRc, id: &str) -> Result<(), TxnCode> {
     let p = state_partition(&**host, id)?;
     let batch = records::batch(id, None, crate::time::now_ms());
     if let Err(e) = host.append_state(p, Bytes::from(batch)).await {
-        tracing::warn!(id, error = %e.message, "forgetting a transactional id failed");
+        tracing::warn!(id, error = %e.message(), "forgetting a transactional id failed");
         return Err(e::COORDINATOR_NOT_AVAILABLE);
     }
     TC.with_borrow_mut(|c| c.txns.remove(id));

@@ -91,7 +91,7 @@ async fn load(host: &TxnHostRc, p: i32, unloads: u64) -> Result<(), TxnCode> {
             Ok(())
         }
         Err(e) => {
-            tracing::warn!(shard = host.shard_id(), partition = p, error = %e.message, "loading a transaction state partition failed");
+            tracing::warn!(shard = host.shard_id(), partition = p, error = %e.message(), "loading a transaction state partition failed");
             Err(e::COORDINATOR_NOT_AVAILABLE)
         }
     }
