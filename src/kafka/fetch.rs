@@ -245,8 +245,8 @@ async fn wait_for_append(
             )
         })
         .collect();
-    let reader = crate::shard::long_poll::Reader::Consumer;
-    crate::shard::long_poll::wait_any(ctx.shard, waits, deadline, reader).await;
+    let reader = crate::shard::services::long_poll::Reader::Consumer;
+    crate::shard::services::long_poll::wait_any(ctx.shard, waits, deadline, reader).await;
 }
 
 fn response(

@@ -81,15 +81,17 @@ pub async fn describe_log_dirs(
         .as_ref()
         .map(|a| a.iter().map(|(n, _)| n.clone()).collect());
     let dir = ctx.shard.config().data_dir.clone();
-    let result = DescribeLogDirsResult::default()
-        .with_log_dir(str_bytes(crate::shard::log_info::log_dir_name(&dir)));
-    let logs = match crate::shard::log_info::describe_logs(ctx.shard, names.as_deref()).await {
-        Ok(logs) => logs,
-        Err(e) => {
-            let failed = result.with_error_code(kafka_code(e.code(), true));
-            return DescribeLogDirsResponse::default().with_results(vec![failed]);
-        }
-    };
+    let result = DescribeLogDirsResult::default().with_log_dir(str_bytes(
+        crate::shard::services::log_info::log_dir_name(&dir),
+    ));
+    let logs =
+        match crate::shard::services::log_info::describe_logs(ctx.shard, names.as_deref()).await {
+            Ok(logs) => logs,
+            Err(e) => {
+                let failed = result.with_error_code(kafka_code(e.code(), true));
+                return DescribeLogDirsResponse::default().with_results(vec![failed]);
+            }
+        };
     let topics = logs
         .into_iter()
         .filter(|t| t.error_code == ErrorCode::None)

@@ -21,9 +21,9 @@ use super::Context;
 use crate::io::chain::ByteChain;
 use crate::replication::{FetchAnswer, FetchRequest as ReplicaFetch, IsrChange};
 use crate::security::acl::Operation;
-use crate::shard::long_poll::Reader;
 use crate::shard::messages::{OpOk, PartitionOp};
-use crate::shard::replica_actor::{ReplicaOp, ReplicaReply};
+use crate::shard::partition::replica::{ReplicaOp, ReplicaReply};
+use crate::shard::services::long_poll::Reader;
 use crate::TopicPartition;
 
 /// The follower a fetch comes from, if it is a replica's: in cluster mode, from v12 on
@@ -71,7 +71,8 @@ pub async fn handle(ctx: &Context<'_>, request: FetchRequest, follower: i32) -> 
             .zip(&answers)
             .map(|((tp, _), a)| (tp, a.log_end))
             .collect();
-        crate::shard::long_poll::wait_any(ctx.shard, waits, deadline, Reader::Follower).await;
+        crate::shard::services::long_poll::wait_any(ctx.shard, waits, deadline, Reader::Follower)
+            .await;
         if Instant::now() >= deadline {
             let (answers, earned) = answer_all(ctx, &request, follower, eligible, limit).await;
             changes.extend(earned);
@@ -223,7 +224,7 @@ fn send_isr_changes(ctx: &Context<'_>, changes: Vec<(TopicPartition, IsrChange)>
     for (tp, change) in changes {
         let (shard, link) = (ctx.shard.clone(), link.clone());
         crate::tasks::spawn(async move {
-            crate::shard::replication::propose_isr(&shard, &link, tp, change).await;
+            crate::shard::cluster::replication::propose_isr(&shard, &link, tp, change).await;
         })
         .detach();
     }

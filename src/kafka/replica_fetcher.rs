@@ -23,7 +23,7 @@ use super::peer::Peer;
 use super::wire_error::KafkaWireError;
 use crate::replication::{FetchRequest as ReplicaFetch, NodeId};
 use crate::shard::messages::{OpOk, PartitionOp};
-use crate::shard::replica_actor::{LeaderAnswer, ReplicaOp, ReplicaReply};
+use crate::shard::partition::replica::{LeaderAnswer, ReplicaOp, ReplicaReply};
 use crate::shard::Shard;
 use crate::TopicPartition;
 
@@ -93,7 +93,7 @@ fn review(
     fetchers: &Rc<std::cell::RefCell<Fetchers>>,
 ) -> bool {
     let me = shard.config().cluster.broker_id;
-    let (here, complete) = crate::shard::replication::replicated_here(shard, view, me);
+    let (here, complete) = crate::shard::cluster::replication::replicated_here(shard, view, me);
     let mut now = Following::new();
     for (tp, state) in here {
         if let Some(leader) = state.leader.filter(|&l| l != me) {

@@ -103,11 +103,11 @@ async fn rebuild(shard: &Rc<Shard>, topic: &str, partition: i32) -> Reply {
 }
 
 async fn describe(shard: &Rc<Shard>, topics: Option<Vec<String>>) -> Reply {
-    let topics = crate::shard::log_info::describe_logs(shard, topics.as_deref()).await?;
+    let topics = crate::shard::services::log_info::describe_logs(shard, topics.as_deref()).await?;
     let dir = &shard.config().data_dir;
     let (total, usable) = crate::io::os::disk_space(dir).unwrap_or((0, 0));
     Ok(ResponseBody::DescribeLogs(LogDirInfo {
-        log_dir: crate::shard::log_info::log_dir_name(dir),
+        log_dir: crate::shard::services::log_info::log_dir_name(dir),
         total_bytes: total as i64,
         usable_bytes: usable as i64,
         topics,

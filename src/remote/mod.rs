@@ -5,7 +5,7 @@
 //! served from there. This module knows the store, the manifests, the remote reads, the
 //! uploader, restore and read replicas; the shard hosts them (`host.rs`, and
 //! `catalog::admin_host` for topic changes) and routes partition operations to both tiers
-//! (`shard/tiering.rs`).
+//! (`shard/services/tiering.rs`).
 
 pub mod chunks;
 pub mod disk_cache;

@@ -392,7 +392,7 @@ async fn start_shard(shard: &Rc<Shard>) -> Result<Vec<Listener>, ServerError> {
     }
     crate::groups::loading::start_loading(&Shard::group_host(shard));
     crate::txn::load::start_loading(&Shard::txn_host(shard));
-    crate::shard::maintenance::spawn(shard.clone());
+    crate::shard::services::maintenance::spawn(shard.clone());
     let shared = bind(cfg.listen).await?;
     let own = bind(SocketAddr::new(cfg.listen.ip(), cfg.shard_port(shard.id()))).await?;
     let native_listener = cfg.native_listener();

@@ -4,7 +4,7 @@
 //! internal topics are created (compacted) on first use, as Kafka does. In cluster mode
 //! they are the cluster's (created by the controller), a coordinator serves its keys only
 //! while this node leads their partition, and it loads and forgets a partition's state as
-//! the leadership comes and goes (`load`, `unload`, called from `shard/replication.rs`).
+//! the leadership comes and goes (`load`, `unload`, called from `shard/cluster/replication.rs`).
 
 use std::cell::Cell;
 use std::rc::Rc;

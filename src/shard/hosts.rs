@@ -14,7 +14,7 @@ use super::Shard;
 use glommio::channels::local_channel::LocalReceiver;
 use glommio::sync::Permit;
 
-use super::partition_actor::Job;
+use super::partition::actor::Job;
 use crate::catalog::admin_host::{AdminFuture, AdminHost, AdminResult, CatalogChange};
 use crate::catalog::broker_defaults::BrokerDefaults;
 use crate::catalog::topics::TopicMeta;

@@ -13,7 +13,7 @@ use crate::catalog::topics::TopicMeta;
 use crate::log::{partition_dir, partition_dir_name, OpenOptions, PartitionLog};
 use crate::protocol::ErrorCode;
 use crate::shard::messages::{OpOk, OpResult, PartitionOp};
-use crate::shard::partition_actor::PartitionHandle;
+use crate::shard::partition::actor::PartitionHandle;
 use crate::shard::runtime::{Shard, CONTROLLER};
 use crate::TopicPartition;
 

@@ -24,7 +24,7 @@ use crate::config::LogConfig;
 use crate::io::{DmaStorage, PageCache, PooledStorage, SharedPageCache, Storage};
 use crate::protocol::ErrorCode;
 use crate::shard::messages::{FetchRead, Isolation, MeshMsg, OpOk, OpResult, PartitionOp, ShardOp};
-use crate::shard::partition_actor::PartitionHandle;
+use crate::shard::partition::actor::PartitionHandle;
 use crate::TopicPartition;
 
 /// The shard that applies topic creations and deletions (the controller).
@@ -405,7 +405,7 @@ impl Shard {
         &self,
         waits: &[(TopicPartition, i64)],
         reader: crate::shard::messages::Reader,
-    ) -> Option<Vec<(Rc<crate::shard::append_watch::AppendWatch>, i64)>> {
+    ) -> Option<Vec<(Rc<crate::shard::partition::append_watch::AppendWatch>, i64)>> {
         let partitions = self.partitions.borrow();
         waits
             .iter()

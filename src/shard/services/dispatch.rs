@@ -11,7 +11,7 @@ use crate::TopicPartition;
 
 impl Shard {
     /// The group and transaction coordinators of this shard.
-    pub(super) async fn execute_coordinator(self: &Rc<Self>, op: ShardOp) -> OpResult {
+    pub(in crate::shard) async fn execute_coordinator(self: &Rc<Self>, op: ShardOp) -> OpResult {
         use crate::groups::{loading, ops::GroupReply};
         match op {
             ShardOp::Group { group, op } => Ok(OpOk::Group(
@@ -79,13 +79,14 @@ impl Shard {
                 timeout_ms,
                 reader,
             } => {
-                crate::shard::long_poll::wait_here(self, &waits, timeout_ms, reader).await;
+                crate::shard::services::long_poll::wait_here(self, &waits, timeout_ms, reader)
+                    .await;
                 Ok(OpOk::Done)
             }
         }
     }
 
-    pub(super) async fn local_partition_op(
+    pub(in crate::shard) async fn local_partition_op(
         &self,
         tp: &TopicPartition,
         op: PartitionOp,
@@ -93,10 +94,10 @@ impl Shard {
         let handle = self.partitions.borrow().get(tp).cloned();
         match handle {
             Some(h) if matches!(op, PartitionOp::Maintain) => Ok(OpOk::Maintained(
-                crate::shard::maintenance::maintain_now(self, &h).await,
+                crate::shard::services::maintenance::maintain_now(self, &h).await,
             )),
             Some(_) if matches!(op, PartitionOp::RebuildManifest) => {
-                crate::shard::tiering::rebuild_manifest(self.remote_log(tp), tp).await
+                crate::shard::services::tiering::rebuild_manifest(self.remote_log(tp), tp).await
             }
             Some(h) => match self.remote_log(tp) {
                 Some(remote) => self.tiered_op(&h, &remote, op).await,

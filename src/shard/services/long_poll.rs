@@ -10,8 +10,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::io::deadline::before;
-use crate::shard::append_watch::AnyAppend;
 use crate::shard::messages::ShardOp;
+use crate::shard::partition::append_watch::AnyAppend;
 use crate::shard::runtime::Shard;
 use crate::TopicPartition;
 

@@ -1,6 +1,8 @@
 //! Messages shards exchange over glommio's channel mesh. Everything here is `Send`: it
 //! crosses cores by value; nothing is shared.
 
+pub(crate) mod replica;
+
 use bytes::Bytes;
 
 use crate::broker_error::BrokerError;
@@ -66,7 +68,7 @@ pub enum PartitionOp {
     /// Rebuild the partition's lost remote manifest from its segment objects.
     RebuildManifest,
     /// Replication's part (cluster mode): leader and follower steps on the partition's task.
-    Replica(crate::shard::replica_messages::ReplicaOp),
+    Replica(crate::shard::messages::replica::ReplicaOp),
 }
 
 impl PartitionOp {
@@ -166,7 +168,7 @@ pub enum OpOk {
     /// One result per op of `ShardOp::Partitions`, in order.
     Results(Vec<OpResult>),
     /// What a replication step did.
-    Replica(crate::shard::replica_messages::ReplicaReply),
+    Replica(crate::shard::messages::replica::ReplicaReply),
     Done,
 }
 

@@ -21,8 +21,8 @@ use crate::replication::replica::Received;
 use crate::replication::{
     EpochEntry, FetchAnswer, FetchRequest, NodeId, PartitionState, Replica, Role,
 };
+pub use crate::shard::messages::replica::{LeaderAnswer, ReplicaOp, ReplicaReply};
 use crate::shard::messages::{OpOk, OpResult};
-pub use crate::shard::replica_messages::{LeaderAnswer, ReplicaOp, ReplicaReply};
 
 /// A replicated partition's state on its task.
 pub struct Replicated {

@@ -13,7 +13,7 @@ use crate::cluster::{ClusterView, TopicRefused};
 use crate::replication::controller::IsrRefused;
 use crate::replication::{IsrChange, NodeId};
 use crate::shard::messages::{OpOk, PartitionOp};
-use crate::shard::replica_actor::{ReplicaOp, ReplicaReply};
+use crate::shard::partition::replica::{ReplicaOp, ReplicaReply};
 use crate::shard::runtime::Shard;
 use crate::TopicPartition;
 
@@ -193,7 +193,7 @@ fn owned_here(shard: &Shard, view: &ClusterView) -> (Vec<Owned>, bool) {
 
 impl Shard {
     /// Ticks, every second, the partitions this shard leads; their ISR changes go to etcd.
-    pub(super) fn tick_led_partitions(self: &Rc<Self>) {
+    pub(in crate::shard) fn tick_led_partitions(self: &Rc<Self>) {
         let shard = self.clone();
         crate::tasks::spawn(async move {
             while !shard.is_shutting_down() {
@@ -245,7 +245,7 @@ impl Shard {
     /// leads short of their replicas or of min.insync.replicas; on shard 0 (so sums over
     /// shards stay right) the controller's offline partitions and the cluster thread's
     /// counters. All zero on a single node.
-    pub(super) fn replication_gauges(&self) -> crate::metrics::ReplicationGauges {
+    pub(in crate::shard) fn replication_gauges(&self) -> crate::metrics::ReplicationGauges {
         let mut g = crate::metrics::ReplicationGauges::default();
         let (shrinks, expands) = crate::metrics::isr_changes();
         (g.isr_shrinks, g.isr_expands) = (shrinks, expands);

@@ -15,7 +15,7 @@ use crate::remote::partition::WriterRole;
 use crate::remote::{self, RemoteLog};
 use crate::shard::messages::PartitionSummary;
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp};
-use crate::shard::partition_actor::{Job, PartitionHandle};
+use crate::shard::partition::actor::{Job, PartitionHandle};
 use crate::shard::runtime::Shard;
 use crate::topic_partition::TopicPartition;
 use std::rc::Rc;

@@ -18,7 +18,7 @@ use glommio::{Latency, Shares, TaskQueueHandle};
 use crate::io::deadline::before;
 use crate::log::CleanerLimits;
 use crate::shard::messages::MaintenanceSummary;
-use crate::shard::partition_actor::{Job, PartitionHandle};
+use crate::shard::partition::actor::{Job, PartitionHandle};
 use crate::shard::runtime::Shard;
 
 /// CPU shares of the maintenance queue against the default queue's 1000: under contention

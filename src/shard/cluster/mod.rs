@@ -1,10 +1,12 @@
 //! A shard in cluster mode: it keeps a copy of the cluster view the etcd session
 //! publishes and hands each replicated partition it owns its state
-//! (`shard/replication.rs`), and the controller shard (shard 0) keeps this node's copies of the cluster's
+//! (`replication.rs`), and the controller shard (shard 0) keeps this node's copies of the cluster's
 //! topics in step with etcd: a topic created in the cluster is created here with the
 //! cluster's topic id, one deleted there is deleted here, and a local topic of the same
 //! name with another id (the topic was deleted and created again while this node was
 //! away) is replaced, as Kafka does with topic ids (KIP-516).
+
+pub(crate) mod replication;
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -17,10 +19,10 @@ use crate::cluster::{ClusterLink, ClusterTopic, ClusterView};
 use crate::format::control::EndTxnMarker;
 use crate::groups::host::{HostFuture, HostResult};
 use crate::protocol::ErrorCode;
-use crate::shard::replication::ReplicaStates;
 use crate::shard::runtime::{Shard, CONTROLLER};
 use crate::txn::host::PeerCalls;
 use crate::TopicPartition;
+use replication::ReplicaStates;
 
 /// How soon a copy that could not be made (the shard still loading, a failed create) is
 /// tried again when no new view comes first.

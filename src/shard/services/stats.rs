@@ -7,7 +7,7 @@ use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp, ShardStats};
 use crate::shard::runtime::Shard;
 
 impl Shard {
-    pub(super) fn local_stats(&self) -> ShardStats {
+    pub(in crate::shard) fn local_stats(&self) -> ShardStats {
         let c = self.cache.borrow().stats();
         ShardStats {
             device_reads: self.storage.device_reads(),
@@ -20,7 +20,7 @@ impl Shard {
 
     /// Makes this shard's next reads cold: clears its page cache (log and index pages), and
     /// has every partition it owns fdatasync and drop the OS's cached pages of its files.
-    pub(super) async fn drop_local_caches(&self) -> OpResult {
+    pub(in crate::shard) async fn drop_local_caches(&self) -> OpResult {
         self.cache.borrow_mut().clear();
         crate::remote::chunks::clear();
         let handles: Vec<_> = self.partitions.borrow().values().cloned().collect();
@@ -54,7 +54,7 @@ impl Shard {
     }
 
     /// This shard's metrics, with the gauges it knows now.
-    pub(super) fn local_metrics(&self) -> crate::metrics::MetricsSnapshot {
+    pub(in crate::shard) fn local_metrics(&self) -> crate::metrics::MetricsSnapshot {
         let s = self.local_stats();
         let budget = self.config.max_inflight_bytes_per_shard as u64;
         let (heap_bytes, heap_blocks) = crate::alloc_guard::live_heap();

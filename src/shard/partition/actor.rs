@@ -17,10 +17,10 @@ use crate::log::{CleanStats, CleaningPlan, RetentionOutcome};
 use crate::metrics::{self, Stage};
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
 use crate::remote::host::TieringView;
-use crate::shard::append_watch::AppendWatch;
 use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp, PartitionSummary};
-use crate::shard::partition_idle::IdleWork;
-use crate::shard::replica_actor::Replicated;
+use crate::shard::partition::append_watch::AppendWatch;
+use crate::shard::partition::idle::IdleWork;
+use crate::shard::partition::replica::Replicated;
 
 #[non_exhaustive]
 pub enum Command {
@@ -251,7 +251,7 @@ async fn run_op(
     }
     let r = match op {
         PartitionOp::Replica(op) => {
-            return crate::shard::replica_actor::run(log, replicated, op).await;
+            return crate::shard::partition::replica::run(log, replicated, op).await;
         }
         PartitionOp::Produce { .. } => {
             return Err(BrokerError::new(
