@@ -12,9 +12,10 @@ use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, PartitionData,
 };
-use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId};
 
 use super::errors::{self, kafka_code};
+use super::follower_reads;
 use super::Context;
 use crate::admission::budget::{FetchPlan, Reservation};
 use crate::io::chain::ByteChain;
@@ -36,6 +37,8 @@ struct Wanted {
     /// Why it is answered unread: the principal may not READ the topic
     /// (TOPIC_AUTHORIZATION_FAILED), or another node leads it (NOT_LEADER_OR_FOLLOWER).
     refused: Option<i16>,
+    /// The follower in the consumer's rack to read from instead (KIP-392), if any.
+    preferred_replica: Option<i32>,
 }
 
 impl Wanted {
@@ -70,7 +73,8 @@ pub async fn handle(
         let Some((reply, limit)) = plan.grant(ctx.budget).await else {
             return response(ctx, &request, &wanted, Vec::new());
         };
-        let results = read_all(ctx, &wanted, limit, isolation).await;
+        let mut results = read_all(ctx, &wanted, limit, isolation).await;
+        let redirected = redirect_to_preferred(&wanted, &mut results);
         let ready: usize = results.iter().map(Fetched::bytes).sum();
         // Within the grant, but for the first partition's one batch over it (Kafka's rule).
         debug_assert!(
@@ -81,7 +85,8 @@ pub async fn handle(
         let any_error =
             (results.iter()).any(|r| ![0, errors::TOPIC_AUTHORIZATION_FAILED].contains(&r.error));
         let none_readable = !wanted.iter().any(Wanted::readable);
-        if ready >= min_bytes.max(1) || any_error || none_readable || Instant::now() >= deadline {
+        let answer_now = ready >= min_bytes.max(1) || any_error || none_readable || redirected;
+        if answer_now || Instant::now() >= deadline {
             reservation.merge(reply);
             return response(ctx, &request, &wanted, results);
         }
@@ -113,8 +118,11 @@ fn wanted(ctx: &Context<'_>, request: &FetchRequest) -> Vec<Wanted> {
                 max_bytes: (*partition_max_bytes).max(1) as usize,
                 refused: match authorized {
                     false => Some(errors::TOPIC_AUTHORIZATION_FAILED),
-                    true => super::cluster::not_leader(ctx, topic, *partition).map(|r| r.code),
+                    true => follower_reads::refusal(ctx, topic, *partition).map(|r| r.code),
                 },
+                preferred_replica: follower_reads::preferred_replica(
+                    ctx, request, topic, *partition,
+                ),
             });
         }
     }
@@ -123,6 +131,8 @@ fn wanted(ctx: &Context<'_>, request: &FetchRequest) -> Vec<Wanted> {
 
 struct Fetched {
     error: i16,
+    /// KIP-392: the replica to fetch from instead (-1: this one).
+    preferred_read_replica: i32,
     log_start_offset: i64,
     high_watermark: i64,
     last_stable_offset: i64,
@@ -181,6 +191,7 @@ async fn read_all(
                 assert!(last_stable_offset <= log_end_offset);
                 Fetched {
                     error: errors::NONE,
+                    preferred_read_replica: -1,
                     log_start_offset,
                     high_watermark: log_end_offset,
                     last_stable_offset,
@@ -205,6 +216,7 @@ async fn offsets_only(ctx: &Context<'_>, w: &Wanted) -> Fetched {
     {
         Ok(OpOk::Partition(p)) => Fetched {
             error: errors::NONE,
+            preferred_read_replica: -1,
             log_start_offset: p.log_start_offset,
             high_watermark: p.log_end_offset,
             last_stable_offset: p.last_stable_offset,
@@ -219,12 +231,36 @@ async fn offsets_only(ctx: &Context<'_>, w: &Wanted) -> Fetched {
 fn failed(error: i16) -> Fetched {
     Fetched {
         error,
+        preferred_read_replica: -1,
         log_start_offset: -1,
         high_watermark: -1,
         last_stable_offset: -1,
         aborted: Vec::new(),
         records: ByteChain::default(),
     }
+}
+
+/// Kafka's rule for a preferred read replica: a partition read at or below its high
+/// watermark (which every in-sync follower holds) is answered without records, naming
+/// the follower; true when any was, so the consumer is answered at once.
+fn redirect_to_preferred(wanted: &[Wanted], results: &mut [Fetched]) -> bool {
+    assert_eq!(
+        wanted.len(),
+        results.len(),
+        "one result per requested partition"
+    );
+    let mut any = false;
+    for (w, f) in wanted.iter().zip(results.iter_mut()) {
+        let Some(replica) = w.preferred_replica else {
+            continue;
+        };
+        if f.error == errors::NONE && w.offset <= f.high_watermark {
+            f.records = ByteChain::default();
+            f.preferred_read_replica = replica;
+            any = true;
+        }
+    }
+    any
 }
 
 /// Waits until any requested partition grows past the log end just read, or the deadline.
@@ -315,9 +351,12 @@ fn partition_data(
         .with_last_stable_offset(f.last_stable_offset)
         .with_aborted_transactions(aborted)
         .with_records(Some(records));
-    if version >= 5 {
-        d.with_log_start_offset(f.log_start_offset)
-    } else {
-        d
+    let d = match version >= 5 {
+        true => d.with_log_start_offset(f.log_start_offset),
+        false => d,
+    };
+    match version >= 11 {
+        true => d.with_preferred_read_replica(BrokerId(f.preferred_read_replica)),
+        false => d,
     }
 }

@@ -20,6 +20,7 @@ mod elect_leaders;
 mod reassignments;
 pub use crate::kafka_codes as errors;
 mod fetch;
+mod follower_reads;
 mod forward;
 mod group_acls;
 mod groups;

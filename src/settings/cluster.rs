@@ -16,6 +16,10 @@ pub struct ClusterSettings {
     /// This node's rack (Kafka's broker.rack; empty: none): a new partition's replicas
     /// go to as many racks as they can.
     pub rack: String,
+    /// Consumers may be sent to a follower in their own rack (Kafka's
+    /// replica.selector.class set to its RackAwareReplicaSelector, KIP-392); off: the
+    /// leader serves every consumer that does not choose a follower itself.
+    pub rack_aware_reads: bool,
     /// A node whose registration is not renewed this long is dead to the cluster (Kafka's
     /// broker.session.timeout.ms): the TTL of its etcd lease.
     pub session_timeout_ms: u64,
@@ -59,6 +63,7 @@ impl Default for ClusterSettings {
             name: "shardlog".to_string(),
             broker_id: 0,
             rack: String::new(),
+            rack_aware_reads: false,
             session_timeout_ms: 9_000,
             heartbeat_interval_ms: 2_000,
             replica_lag_time_max_ms: 30_000,
@@ -75,6 +80,9 @@ impl Default for ClusterSettings {
         }
     }
 }
+
+/// The one replica selector Kafka ships (KIP-392), as `replica.selector.class` names it.
+pub const RACK_AWARE_SELECTOR: &str = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
 
 impl ClusterSettings {
     /// How long a controlled shutdown waits for its leaderships to move.

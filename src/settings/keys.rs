@@ -9,6 +9,7 @@ use std::ops::RangeBounds;
 use std::path::PathBuf;
 
 use crate::security::listeners::ClientAuth;
+use crate::settings::cluster::RACK_AWARE_SELECTOR;
 use crate::settings::{
     bad, parse_listen, parse_optional_listen, ServerConfig, SettingsError,
     MAX_INFLIGHT_LARGE_REQUESTS_PER_CONNECTION,
@@ -349,6 +350,27 @@ pub const SERVER_KEYS: &[ServerKey] = &[
             }
         },
     },
+    ServerKey {
+        name: "replica.selector.class",
+        get: |c| match c.cluster.rack_aware_reads {
+            true => RACK_AWARE_SELECTOR.to_string(),
+            false => String::new(),
+        },
+        set: |c, v| {
+            c.cluster.rack_aware_reads = match v.trim() {
+                "" => false,
+                RACK_AWARE_SELECTOR => true,
+                other => {
+                    return Err(bad(
+                        "replica.selector.class",
+                        format!("{other:?}: the one selector is {RACK_AWARE_SELECTOR} (empty: the leader serves)"),
+                    ))
+                }
+            };
+            Ok(())
+        },
+        check: unbounded,
+    },
     // Kafka's KRaft name for the same id.
     number_key!("node.id", cluster.broker_id, 0..=(i32::MAX - 1)),
     number_key!(
@@ -652,6 +674,27 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), SERVER_KEYS.len(), "a key is listed twice");
+    }
+
+    #[test]
+    fn the_replica_selector_is_kafkas_rack_aware_one_or_none() {
+        let key = server_key("replica.selector.class").unwrap();
+        let mut c = ServerConfig::default();
+        (key.set)(&mut c, RACK_AWARE_SELECTOR).unwrap();
+        assert!(c.cluster.rack_aware_reads);
+        (key.set)(&mut c, " ").unwrap();
+        assert!(!c.cluster.rack_aware_reads);
+        let e = (key.set)(&mut c, "com.example.Nearest")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("com.example.Nearest") && e.contains(RACK_AWARE_SELECTOR),
+            "{e}"
+        );
+        assert!(
+            !c.cluster.rack_aware_reads,
+            "a refused value changes nothing"
+        );
     }
 
     #[test]

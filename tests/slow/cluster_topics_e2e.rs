@@ -293,8 +293,18 @@ fn consumer_fetch(topic: &str, partition: i32, offset: i64) -> RequestKind {
 
 /// Fetch v11 from offset 0: (error code, record bytes returned).
 pub(crate) fn fetch(node: &ServerProc, topic: &str, partition: i32) -> (i16, usize) {
+    fetch_version(node, topic, partition, 11)
+}
+
+/// A Fetch of `version` from offset 0: (error code, record bytes returned).
+pub(crate) fn fetch_version(
+    node: &ServerProc,
+    topic: &str,
+    partition: i32,
+    version: i16,
+) -> (i16, usize) {
     let request = consumer_fetch(topic, partition, 0);
-    let ResponseKind::Fetch(r) = call(node, ApiKey::Fetch, 11, request) else {
+    let ResponseKind::Fetch(r) = call(node, ApiKey::Fetch, version, request) else {
         panic!()
     };
     let p = &r.responses[0].partitions[0];
@@ -427,7 +437,7 @@ fn the_controller_places_topics_every_node_serves_them_alike_and_only_leaders_ta
         "INVALID_CONFIG"
     );
 
-    // Only the leader takes writes and reads.
+    // Only the leader takes writes.
     let leader = parts[0].leader;
     let follower = parts[0].replicas[1];
     assert_eq!(produce(&nodes[at(leader)], "orders", 0, "first"), 0);
@@ -435,8 +445,9 @@ fn the_controller_places_topics_every_node_serves_them_alike_and_only_leaders_ta
         produce(&nodes[at(follower)], "orders", 0, "lost"),
         NOT_LEADER_OR_FOLLOWER
     );
+    // A fetch without client metadata (before v11) is the leader's only (KIP-392).
     assert_eq!(
-        fetch(&nodes[at(follower)], "orders", 0).0,
+        fetch_version(&nodes[at(follower)], "orders", 0, 10).0,
         NOT_LEADER_OR_FOLLOWER
     );
     // Readable once the in-sync followers have it (the high watermark passed it).

@@ -8,6 +8,7 @@ mod cluster_coordinators_e2e;
 mod cluster_e2e;
 mod cluster_faults_e2e;
 mod cluster_operations_e2e;
+mod cluster_rack_reads_e2e;
 mod cluster_reassign_e2e;
 mod cluster_replication_e2e;
 mod cluster_security_e2e;
