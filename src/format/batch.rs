@@ -158,6 +158,7 @@ pub fn set_transactional(batch: &mut [u8]) {
 
 /// Rewrites baseOffset in place. The CRC does not cover it, so it stays valid.
 pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
+    assert!(base_offset >= 0, "offsets are never negative");
     batch[BASE_OFFSET_AT..BASE_OFFSET_AT + 8].copy_from_slice(&base_offset.to_be_bytes());
 }
 
@@ -189,8 +190,14 @@ pub fn recompressed(
     // What was written reads back as the same batch in the new codec.
     let again = BatchHeader::parse(&out)?;
     assert_eq!(
-        (again.size(), again.codec()?, again.records_count),
-        (out.len(), codec, header.records_count)
+        again.size(),
+        out.len(),
+        "the new length frames the new batch"
+    );
+    assert_eq!(again.codec()?, codec, "the codec bits name the new codec");
+    assert_eq!(
+        again.records_count, header.records_count,
+        "no record lost or added"
     );
     Ok(out)
 }
@@ -198,6 +205,8 @@ pub fn recompressed(
 /// Sets the idempotent producer fields (producerId, producerEpoch, baseSequence) and
 /// recomputes the CRC, which covers them.
 pub fn set_producer(batch: &mut [u8], producer_id: i64, epoch: i16, base_sequence: i32) {
+    assert!(producer_id >= -1, "a producer id, or none");
+    assert!(base_sequence >= -1, "a sequence, or none");
     batch[PRODUCER_ID_AT..PRODUCER_ID_AT + 8].copy_from_slice(&producer_id.to_be_bytes());
     batch[PRODUCER_EPOCH_AT..PRODUCER_EPOCH_AT + 2].copy_from_slice(&epoch.to_be_bytes());
     batch[BASE_SEQUENCE_AT..BASE_SEQUENCE_AT + 4].copy_from_slice(&base_sequence.to_be_bytes());
@@ -211,6 +220,10 @@ pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 
 /// Rewrites partitionLeaderEpoch in place (Kafka stamps it on append). Outside the CRC.
 pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+    assert!(
+        epoch >= NO_PARTITION_LEADER_EPOCH,
+        "a leader epoch, or none"
+    );
     batch[LEADER_EPOCH_AT..LEADER_EPOCH_AT + 4].copy_from_slice(&epoch.to_be_bytes());
 }
 

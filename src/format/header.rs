@@ -143,10 +143,15 @@ impl BatchHeader {
 
     /// Total bytes the batch occupies in the log.
     pub fn size(&self) -> usize {
+        assert!(self.batch_length >= 0, "a parsed batch has a length");
         LOG_OVERHEAD + self.batch_length as usize
     }
 
     pub fn last_offset(&self) -> i64 {
+        assert!(
+            self.last_offset_delta >= 0,
+            "a parsed batch's offsets ascend"
+        );
         self.base_offset + self.last_offset_delta as i64
     }
 

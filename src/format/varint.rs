@@ -5,12 +5,24 @@ use super::BatchError;
 
 /// Appends the zigzag varint encoding of a 32-bit value.
 pub fn put_varint(out: &mut Vec<u8>, value: i32) {
+    let before = out.len();
     put_unsigned(out, ((value << 1) ^ (value >> 31)) as u32 as u64);
+    assert_eq!(
+        out.len() - before,
+        varint_len(value),
+        "varint_len measures what is written"
+    );
 }
 
 /// Appends the zigzag varint encoding of a 64-bit value.
 pub fn put_varlong(out: &mut Vec<u8>, value: i64) {
+    let before = out.len();
     put_unsigned(out, ((value << 1) ^ (value >> 63)) as u64);
+    assert_eq!(
+        out.len() - before,
+        varlong_len(value),
+        "varlong_len measures what is written"
+    );
 }
 
 /// Number of bytes `put_varint` writes for `value`.
@@ -73,6 +85,7 @@ fn get_unsigned(buf: &[u8], pos: &mut usize, max_bytes: usize) -> Result<u64, Ba
         value |= ((b & 0x7f) as u64) << shift;
         if b & 0x80 == 0 {
             *pos = start + i + 1;
+            assert!(*pos <= buf.len(), "a varint ends inside its buffer");
             return Ok(value);
         }
     }

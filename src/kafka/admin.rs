@@ -296,7 +296,8 @@ pub async fn create_partitions(
     ctx: &Context<'_>,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
-    let mut results = Vec::with_capacity(request.topics.len());
+    let asked = request.topics.len();
+    let mut results = Vec::with_capacity(asked);
     for t in request.topics {
         let name = t.name.0.to_string();
         let outcome = if let Some(denied) = ctx.topic_refusal(Operation::Alter, &name) {
@@ -328,6 +329,7 @@ pub async fn create_partitions(
                 .with_error_message(Some(str_bytes(msg))),
         });
     }
+    assert_eq!(results.len(), asked, "one result per topic to grow");
     CreatePartitionsResponse::default().with_results(results)
 }
 

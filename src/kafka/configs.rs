@@ -392,7 +392,8 @@ pub async fn incremental_alter(
     ctx: &Context<'_>,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
-    let mut responses = Vec::with_capacity(request.resources.len());
+    let asked = request.resources.len();
+    let mut responses = Vec::with_capacity(asked);
     for res in request.resources {
         let outcome = incremental_one(ctx, &res, request.validate_only).await;
         let (code, message) = split(outcome);
@@ -404,6 +405,7 @@ pub async fn incremental_alter(
                 .with_error_message(message),
         );
     }
+    assert_eq!(responses.len(), asked, "one response per resource");
     IncrementalAlterConfigsResponse::default().with_responses(responses)
 }
 
@@ -436,7 +438,8 @@ async fn alter_one(
 }
 
 pub async fn alter(ctx: &Context<'_>, request: AlterConfigsRequest) -> AlterConfigsResponse {
-    let mut responses = Vec::with_capacity(request.resources.len());
+    let asked = request.resources.len();
+    let mut responses = Vec::with_capacity(asked);
     for res in request.resources {
         let outcome = alter_one(ctx, &res, request.validate_only).await;
         let (code, message) = split(outcome);
@@ -448,6 +451,7 @@ pub async fn alter(ctx: &Context<'_>, request: AlterConfigsRequest) -> AlterConf
                 .with_error_message(message),
         );
     }
+    assert_eq!(responses.len(), asked, "one response per resource");
     AlterConfigsResponse::default().with_responses(responses)
 }
 

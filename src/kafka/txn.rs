@@ -212,7 +212,8 @@ pub async fn describe(
     ctx: &Context<'_>,
     request: DescribeTransactionsRequest,
 ) -> DescribeTransactionsResponse {
-    let mut states = Vec::with_capacity(request.transactional_ids.len());
+    let asked = request.transactional_ids.len();
+    let mut states = Vec::with_capacity(asked);
     for id in request.transactional_ids {
         let s = describe_transactions_response::TransactionState::default()
             .with_transactional_id(id.clone());
@@ -240,6 +241,7 @@ pub async fn describe(
             _ => s.with_error_code(errors::UNKNOWN_SERVER_ERROR),
         });
     }
+    assert_eq!(states.len(), asked, "one state per transactional id");
     DescribeTransactionsResponse::default().with_transaction_states(states)
 }
 

@@ -22,6 +22,7 @@ pub async fn describe_producers(
     for t in request.topics {
         let mut partitions = Vec::with_capacity(t.partition_indexes.len());
         let authorized = ctx.on_topic(Operation::Read, &t.name.0);
+        let asked = t.partition_indexes.len();
         for &p in &t.partition_indexes {
             let r =
                 describe_producers_response::PartitionResponse::default().with_partition_index(p);
@@ -51,6 +52,7 @@ pub async fn describe_producers(
                     .with_error_message(Some(super::str_bytes(e.message()))),
             });
         }
+        assert_eq!(partitions.len(), asked, "one answer per partition asked");
         topics.push(
             describe_producers_response::TopicResponse::default()
                 .with_name(t.name)

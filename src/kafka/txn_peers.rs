@@ -177,7 +177,8 @@ pub async fn add_partitions_for_brokers(
     if !ctx.admin_allowed(Operation::ClusterAction) {
         return response.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED);
     }
-    let mut results = Vec::with_capacity(request.transactions.len());
+    let asked = request.transactions.len();
+    let mut results = Vec::with_capacity(asked);
     for t in request.transactions {
         let id = t.transactional_id.0.to_string();
         let producer = (t.producer_id.0, t.producer_epoch);
@@ -195,6 +196,7 @@ pub async fn add_partitions_for_brokers(
                 .with_topic_results(by_topic(codes)),
         );
     }
+    assert_eq!(results.len(), asked, "one result per transaction");
     response.with_results_by_transaction(results)
 }
 

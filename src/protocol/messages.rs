@@ -169,7 +169,12 @@ impl Request {
         let key = self.api_key();
         w.i16(key as i16).i16(key.versions().1).i32(correlation_id);
         self.put_fields(&mut w);
-        w.finish_frame()
+        let frame = w.finish_frame();
+        assert!(
+            frame.len() >= 4 + 8,
+            "a request frame holds its size and header"
+        );
+        frame
     }
 
     /// Reads the 8-byte request header from a frame body.
@@ -515,6 +520,7 @@ impl Response {
         f.w.i32(self.correlation_id);
         match &self.result {
             Err((code, msg)) => {
+                assert_ne!(*code, ErrorCode::None, "an error reply names an error");
                 f.w.i16(*code as i16).nullable_string(Some(msg));
             }
             Ok(body) => {

@@ -23,12 +23,22 @@ pub fn partition_manifest(topic: &str, partition: u32) -> String {
 
 /// A fresh id for one upload attempt of a segment (random, 64 bits).
 pub fn upload_id() -> String {
-    format!("{:016x}", fastrand::u64(..))
+    let id = format!("{:016x}", fastrand::u64(..));
+    assert_eq!(id.len(), 16, "an upload id is 16 hex digits");
+    id
 }
 
 /// `suffix` keeps its dot: `.log`, `.index`, ...
 pub fn segment_file(topic: &str, partition: u32, base: i64, upload: &str, suffix: &str) -> String {
-    format!("topics/{topic}/{partition}/{base:020}-{upload}{suffix}")
+    assert!(base >= 0, "a segment starts at an offset");
+    assert!(suffix.starts_with('.'), "a suffix keeps its dot");
+    let key = format!("topics/{topic}/{partition}/{base:020}-{upload}{suffix}");
+    assert_eq!(
+        parse_segment_file(&key).map(|(b, _, s)| (b, s)),
+        Some((base, suffix)),
+        "a segment key reads back"
+    );
+    key
 }
 
 /// A segment file's key read back: (base offset, upload id, suffix with its dot), or

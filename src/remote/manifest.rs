@@ -125,15 +125,23 @@ impl PartitionManifest {
 
     /// The offset after the last remote segment: where the next upload starts.
     pub fn next_offset(&self) -> Option<i64> {
-        self.segments.last().map(|s| s.last_offset + 1)
+        let next = self.segments.last().map(|s| s.last_offset + 1);
+        assert!(next.is_none_or(|n| n > 0), "a segment ends at an offset");
+        next
     }
 
     /// The first offset the remote tier serves, if it holds any at or past the log start.
     pub fn start_offset(&self) -> Option<i64> {
-        self.segments
+        let start = self
+            .segments
             .iter()
             .find(|s| s.last_offset >= self.log_start_offset)
-            .map(|s| s.base_offset.max(self.log_start_offset))
+            .map(|s| s.base_offset.max(self.log_start_offset));
+        assert!(
+            start.is_none_or(|s| s >= self.log_start_offset),
+            "served from the log start on"
+        );
+        start
     }
 
     /// The segment holding `offset`, or the first after it (an offset in a gap).

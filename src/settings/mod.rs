@@ -302,14 +302,20 @@ impl ServerConfig {
     /// (Kafka's DescribeConfigs of a broker: static config or default).
     pub fn described(&self) -> Vec<(&'static str, String, bool)> {
         let defaults = ServerConfig::default();
-        SERVER_KEYS
+        let described: Vec<_> = SERVER_KEYS
             .iter()
             .map(|k| {
                 let value = (k.get)(self);
                 let changed = value != (k.get)(&defaults);
                 (k.name, value, changed)
             })
-            .collect()
+            .collect();
+        assert_eq!(
+            described.len(),
+            SERVER_KEYS.len(),
+            "every key described once"
+        );
+        described
     }
 
     /// Applies a `key=value` file (`#` comments); the keys are `SERVER_KEYS`'s.
@@ -334,7 +340,9 @@ impl ServerConfig {
         if let Some(rest) = key.strip_prefix(listener_security::PREFIX) {
             return self.set_listener_key(rest, v);
         }
-        (server_key(key)?.set)(self, v)
+        let row = server_key(key)?;
+        assert_eq!(row.name, key, "a key sets its own row");
+        (row.set)(self, v)
     }
 
     /// Every key's own bounds (`SERVER_KEYS`), then the rules that relate keys.
@@ -446,6 +454,7 @@ impl ServerConfig {
             .chain(self.kafka_listeners().into_iter().map(|l| l.addr))
             .chain(self.metrics_listen)
             .collect();
+        assert_eq!(addrs[0], self.listen, "the shared address comes first");
         // The shared port and the shards' come first, in order: callers slice by position.
         assert!(
             addrs.len() > self.shards,
