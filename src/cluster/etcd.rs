@@ -45,14 +45,27 @@ pub struct Etcd {
 }
 
 impl Etcd {
-    pub fn new(endpoints: Vec<String>) -> Result<Etcd, ClusterError> {
+    pub fn new(
+        endpoints: Vec<String>,
+        tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    ) -> Result<Etcd, ClusterError> {
         assert!(
             !endpoints.is_empty(),
             "cluster mode names its etcd endpoints"
         );
-        let http = reqwest::Client::builder()
+        let https = endpoints.iter().all(|e| e.starts_with("https://"));
+        assert_eq!(
+            https,
+            tls.is_some(),
+            "https endpoints come with their TLS settings"
+        );
+        let mut builder = reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(REQUEST_TIMEOUT)
+            .connect_timeout(REQUEST_TIMEOUT);
+        if let Some(tls) = tls {
+            builder = builder.tls_backend_preconfigured((*tls).clone());
+        }
+        let http = builder
             .build()
             .map_err(|e| ClusterError::Etcd(format!("building the HTTP client: {e}")))?;
         Ok(Etcd { http, endpoints })
@@ -178,7 +191,7 @@ impl Etcd {
             let response = match sent {
                 Ok(r) => r,
                 Err(e) => {
-                    failures.push(format!("{endpoint}: {e}"));
+                    failures.push(format!("{endpoint}: {}", with_causes(&e)));
                     continue;
                 }
             };
@@ -203,6 +216,21 @@ impl Etcd {
             why: failures.join("; "),
         })
     }
+}
+
+/// An error and every cause under it (a TLS refusal sits three levels below "error
+/// sending request"), so the log says why a connection failed.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !text.contains(&said) {
+            text = format!("{text}: {said}");
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// A condition of a transaction, on one key's revisions.

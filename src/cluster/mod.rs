@@ -328,6 +328,7 @@ pub fn session_config(
     };
     Ok(SessionConfig {
         endpoints,
+        etcd_tls: etcd_tls(cluster)?,
         keys: Keys::new(&cluster.name),
         me,
         session_timeout: std::time::Duration::from_millis(cluster.session_timeout_ms),
@@ -339,6 +340,30 @@ pub fn session_config(
             (std::time::Duration::from_secs(interval), share)
         }),
     })
+}
+
+/// TLS to etcd, for `https://` endpoints: etcd's certificate checked against the CA file,
+/// and this node's client certificate when one is set (the files are read once, here: a
+/// bad one stops the start with its name).
+fn etcd_tls(
+    cluster: &crate::settings::cluster::ClusterSettings,
+) -> Result<Option<std::sync::Arc<rustls::ClientConfig>>, ClusterError> {
+    if !cluster.etcd_endpoints.contains("https://") {
+        return Ok(None);
+    }
+    let path = |p: &String| (!p.is_empty()).then(|| std::path::PathBuf::from(p));
+    let certificate =
+        path(&cluster.etcd_certificate_location).zip(path(&cluster.etcd_key_location));
+    let security = crate::security::client::ClientSecurity {
+        protocol: crate::security::SecurityProtocol::Ssl,
+        sasl: None,
+        ca_location: path(&cluster.etcd_ca_location),
+        certificate,
+    };
+    let config = security
+        .tls_config()
+        .map_err(|e| ClusterError::Config(format!("TLS to etcd: {e}")))?;
+    Ok(Some(config))
 }
 
 /// This node's own SCRAM credentials and ACLs (its `__shardlog_meta` files), as text, for

@@ -21,6 +21,8 @@ use crate::cluster::{ClusterCounters, ClusterError, Keys};
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
     pub endpoints: Vec<String>,
+    /// TLS to etcd (`https://` endpoints), else None.
+    pub etcd_tls: Option<Arc<rustls::ClientConfig>>,
     pub keys: Keys,
     pub me: BrokerRegistration,
     pub session_timeout: Duration,
@@ -227,7 +229,7 @@ impl Node {
         config: SessionConfig,
         counters: Arc<crate::cluster::ClusterCounters>,
     ) -> Result<Node, ClusterError> {
-        let etcd = Etcd::new(config.endpoints.clone())?;
+        let etcd = Etcd::new(config.endpoints.clone(), config.etcd_tls.clone())?;
         let (lease, epoch) = register(&etcd, &config).await?;
         tracing::info!(broker = config.me.id, epoch, endpoints = %etcd.endpoints().join(","), "registered in the cluster");
         let next_rebalance = Instant::now() + config.rebalance.map_or(Duration::ZERO, |r| r.0);

@@ -1,14 +1,21 @@
-//! Cluster mode's settings and their rules: etcd endpoints as `http://host:port`, a cluster
-//! name that is one etcd key segment, and a heartbeat well inside the session timeout.
+//! Cluster mode's settings and their rules: etcd endpoints as `http://host:port` or
+//! `https://host:port` (then with the CA to trust, and a client certificate if etcd asks
+//! for one), a cluster name that is one etcd key segment, and a heartbeat well inside the
+//! session timeout.
 
 use super::{bad, SettingsError};
 
 /// Cluster mode (`cluster.etcd.endpoints`); with no endpoints the node runs alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterSettings {
-    /// The etcd members that hold the cluster's state (`http://host:port`,
-    /// comma-separated); empty: one node, no etcd.
+    /// The etcd members that hold the cluster's state (`http://host:port` or
+    /// `https://host:port`, comma-separated); empty: one node, no etcd.
     pub etcd_endpoints: String,
+    /// TLS to etcd (`https://` endpoints): the CA that signed etcd's certificate, and this
+    /// node's client certificate chain and key (etcd's `--client-cert-auth`), PEM files.
+    pub etcd_ca_location: String,
+    pub etcd_certificate_location: String,
+    pub etcd_key_location: String,
     /// The etcd key prefix of this cluster (several clusters may share one etcd).
     pub name: String,
     /// This node's id in the cluster (Kafka's broker.id; node.id is an alias).
@@ -60,6 +67,9 @@ impl Default for ClusterSettings {
     fn default() -> Self {
         ClusterSettings {
             etcd_endpoints: String::new(),
+            etcd_ca_location: String::new(),
+            etcd_certificate_location: String::new(),
+            etcd_key_location: String::new(),
             name: "shardlog".to_string(),
             broker_id: 0,
             rack: String::new(),
@@ -96,6 +106,37 @@ impl ClusterSettings {
         !self.etcd_endpoints.is_empty()
     }
 
+    /// `https://` endpoints need the CA to trust; a client certificate comes with its key;
+    /// TLS files with `http://` endpoints would be silently unused, so they are refused.
+    pub fn check_etcd_tls(&self) -> Result<(), SettingsError> {
+        let tls = self.etcd_endpoints.contains("https://");
+        let (ca, cert, key) = (
+            &self.etcd_ca_location,
+            &self.etcd_certificate_location,
+            &self.etcd_key_location,
+        );
+        if tls && ca.is_empty() {
+            return Err(bad(
+                "cluster.etcd.ssl.ca.location",
+                "https:// etcd endpoints need the CA that signed etcd's certificate",
+            ));
+        }
+        if cert.is_empty() != key.is_empty() {
+            return Err(bad(
+                "cluster.etcd.ssl.key.location",
+                "a client certificate (cluster.etcd.ssl.certificate.location) and its key come together",
+            ));
+        }
+        let any_file = !(ca.is_empty() && cert.is_empty());
+        if any_file && !tls {
+            return Err(bad(
+                "cluster.etcd.ssl.ca.location",
+                "TLS files are set but the etcd endpoints are not https://",
+            ));
+        }
+        Ok(())
+    }
+
     /// In cluster mode, the heartbeat renews the lease several times per timeout, so one
     /// late renewal does not expire a live node.
     pub fn check_heartbeat(&self) -> Result<(), SettingsError> {
@@ -110,27 +151,40 @@ impl ClusterSettings {
     }
 }
 
-/// The endpoints of `cluster.etcd.endpoints` (comma-separated), each `http://host:port`;
-/// empty when cluster mode is off.
+/// The endpoints of `cluster.etcd.endpoints` (comma-separated), each `http://host:port`
+/// or each `https://host:port` (one scheme for all); empty when cluster mode is off.
 pub fn endpoints(list: &str) -> Result<Vec<String>, SettingsError> {
     let refuse = |e: &str, why: &str| bad("cluster.etcd.endpoints", format!("{e:?}: {why}"));
     let mut out = Vec::new();
+    let mut schemes = std::collections::BTreeSet::new();
     for e in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let Some(rest) = e.strip_prefix("http://") else {
-            return Err(refuse(
-                e,
-                "use http://host:port (TLS to etcd is not supported yet)",
-            ));
+        let scheme = ["http", "https"]
+            .into_iter()
+            .find(|s| e.starts_with(&format!("{s}://")));
+        let Some(scheme) = scheme else {
+            return Err(refuse(e, "use http://host:port or https://host:port"));
         };
+        schemes.insert(scheme);
+        let rest = &e[scheme.len() + 3..];
         let (host, port) = rest
             .trim_end_matches('/')
             .rsplit_once(':')
             .unwrap_or((rest, ""));
         if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
-            return Err(refuse(e, "use http://host:port"));
+            return Err(refuse(e, "use http://host:port or https://host:port"));
         }
-        out.push(format!("http://{host}:{port}"));
+        out.push(format!("{scheme}://{host}:{port}"));
     }
+    if schemes.len() > 1 {
+        return Err(refuse(
+            list,
+            "every endpoint uses the same scheme (http or https)",
+        ));
+    }
+    assert!(
+        out.iter().all(|e| e.contains("://")),
+        "endpoints keep their scheme"
+    );
     Ok(out)
 }
 
@@ -154,10 +208,12 @@ mod tests {
     fn endpoints_are_http_host_port_and_anything_else_is_named() {
         let ok = endpoints(" http://127.0.0.1:2379 ,http://h:1/").unwrap();
         assert_eq!(ok, ["http://127.0.0.1:2379", "http://h:1"]);
+        assert_eq!(endpoints("https://h:1").unwrap(), ["https://h:1"]);
         assert!(endpoints("").unwrap().is_empty());
         for bad in [
             "127.0.0.1:2379",
-            "https://h:1",
+            "ftp://h:1",
+            "http://h:1,https://h:2",
             "http://h",
             "http://:1",
             "http://h:0",
@@ -166,6 +222,27 @@ mod tests {
             assert!(why.contains(bad.trim_end_matches('/')), "{why}");
             assert!(why.contains("cluster.etcd.endpoints"), "{why}");
         }
+    }
+
+    #[test]
+    fn tls_to_etcd_needs_its_ca_a_certificate_with_its_key_and_https() {
+        let tls = |endpoints: &str, ca: &str, cert: &str, key: &str| ClusterSettings {
+            etcd_endpoints: endpoints.into(),
+            etcd_ca_location: ca.into(),
+            etcd_certificate_location: cert.into(),
+            etcd_key_location: key.into(),
+            ..ClusterSettings::default()
+        };
+        let refusal = |s: ClusterSettings| s.check_etcd_tls().unwrap_err().to_string();
+        assert!(tls("https://h:1", "ca", "c", "k").check_etcd_tls().is_ok());
+        assert!(tls("https://h:1", "ca", "", "").check_etcd_tls().is_ok());
+        assert!(tls("http://h:1", "", "", "").check_etcd_tls().is_ok());
+        let no_ca = refusal(tls("https://h:1", "", "c", "k"));
+        assert!(no_ca.contains("cluster.etcd.ssl.ca.location"), "{no_ca}");
+        let lone_cert = refusal(tls("https://h:1", "ca", "c", ""));
+        assert!(lone_cert.contains("come together"), "{lone_cert}");
+        let unused = refusal(tls("http://h:1", "ca", "", ""));
+        assert!(unused.contains("not https://"), "{unused}");
     }
 
     #[test]

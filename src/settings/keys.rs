@@ -97,6 +97,22 @@ macro_rules! boolean_key {
     };
 }
 
+/// A key whose value is kept as given, trimmed (a file path, a name); the rules that
+/// relate it to other keys are checked with them.
+macro_rules! text_key {
+    ($name:literal, $($field:ident).+) => {
+        ServerKey {
+            name: $name,
+            get: |c| c.$($field).+.clone(),
+            set: |c, v| {
+                c.$($field).+ = v.trim().to_string();
+                Ok(())
+            },
+            check: unbounded,
+        }
+    };
+}
+
 const DAY_MS: u64 = 86_400_000;
 
 pub const SERVER_KEYS: &[ServerKey] = &[
@@ -322,6 +338,12 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         },
         check: |c| crate::settings::cluster::endpoints(&c.cluster.etcd_endpoints).map(|_| ()),
     },
+    text_key!("cluster.etcd.ssl.ca.location", cluster.etcd_ca_location),
+    text_key!(
+        "cluster.etcd.ssl.certificate.location",
+        cluster.etcd_certificate_location
+    ),
+    text_key!("cluster.etcd.ssl.key.location", cluster.etcd_key_location),
     ServerKey {
         name: "cluster.name",
         get: |c| c.cluster.name.clone(),

@@ -363,6 +363,7 @@ impl ServerConfig {
             ));
         }
         self.cluster.check_heartbeat()?;
+        self.cluster.check_etcd_tls()?;
         if !self.cluster.enabled() && self.default_replication_factor > 1 {
             return Err(bad(
                 "default.replication.factor",

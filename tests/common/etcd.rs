@@ -12,7 +12,21 @@ pub struct EtcdServer {
     child: Option<Child>,
     pub client_port: u16,
     peer_port: u16,
+    /// Plain HTTP /health and /metrics (`--listen-metrics-urls`): how a TLS member is
+    /// seen to be up without a client certificate.
+    health_port: u16,
     data: PathBuf,
+    tls: Option<EtcdTls>,
+}
+
+/// A member that serves clients over TLS only and asks each for a certificate its CA
+/// signed (`--client-cert-auth`).
+#[derive(Clone)]
+pub struct EtcdTls {
+    /// The member's certificate, the CA's and its key, in one PEM file.
+    pub keystore: PathBuf,
+    /// The CA that signs the member's and the clients' certificates.
+    pub ca: PathBuf,
 }
 
 fn binary() -> &'static str {
@@ -31,12 +45,23 @@ fn binary() -> &'static str {
 impl EtcdServer {
     /// Starts a one-member etcd over `data` and waits (bounded) until it answers.
     pub fn start(data: &Path) -> EtcdServer {
+        Self::start_with(data, None)
+    }
+
+    /// As [`EtcdServer::start`], serving clients over TLS with client certificates.
+    pub fn start_tls(data: &Path, tls: EtcdTls) -> EtcdServer {
+        Self::start_with(data, Some(tls))
+    }
+
+    fn start_with(data: &Path, tls: Option<EtcdTls>) -> EtcdServer {
         for _ in 0..10 {
             let mut etcd = EtcdServer {
                 child: None,
                 client_port: free_port(),
                 peer_port: free_port(),
+                health_port: free_port(),
                 data: data.to_path_buf(),
+                tls: tls.clone(),
             };
             if etcd.spawn() {
                 return etcd;
@@ -47,7 +72,8 @@ impl EtcdServer {
 
     /// The value of `cluster.etcd.endpoints` for this member.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
     }
 
     /// kill -9 (the cluster's state stays in its data directory).
@@ -68,9 +94,22 @@ impl EtcdServer {
     }
 
     fn spawn(&mut self) -> bool {
-        let client = format!("http://127.0.0.1:{}", self.client_port);
+        let client = self.endpoint();
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let child = Command::new(binary())
+        let health = format!("http://127.0.0.1:{}", self.health_port);
+        let mut command = Command::new(binary());
+        if let Some(tls) = &self.tls {
+            command
+                .arg("--cert-file")
+                .arg(&tls.keystore)
+                .arg("--key-file")
+                .arg(&tls.keystore)
+                .arg("--trusted-ca-file")
+                .arg(&tls.ca)
+                .arg("--client-cert-auth");
+        }
+        let child = command
+            .args(["--listen-metrics-urls", &health])
             .args(["--name", "test", "--data-dir"])
             .arg(&self.data)
             .args([
@@ -108,7 +147,7 @@ impl EtcdServer {
 
     /// Whether the member serves its health endpoint.
     fn answers(&self) -> bool {
-        let addr = format!("127.0.0.1:{}", self.client_port);
+        let addr = format!("127.0.0.1:{}", self.health_port);
         let Ok(mut s) = std::net::TcpStream::connect(&addr) else {
             return false;
         };

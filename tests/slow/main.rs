@@ -6,6 +6,7 @@ mod common;
 
 mod cluster_coordinators_e2e;
 mod cluster_e2e;
+mod cluster_etcd_tls_e2e;
 mod cluster_faults_e2e;
 mod cluster_operations_e2e;
 mod cluster_rack_reads_e2e;
