@@ -3,8 +3,10 @@
 //! manifest with its leader epoch; followers delete local segments only once the bucket
 //! holds them; after a kill -9 of the leader the new leader continues the same manifest
 //! (no gap, no segment copied twice) and every acknowledged record is still read, old ones
-//! from the bucket. A tiered topic whose name the bucket still holds is refused. Every loop
-//! is bounded in time.
+//! from the bucket. A tiered topic whose name the bucket still holds is refused. A
+//! single-node read replica of the cluster's bucket serves what the bucket holds, record for
+//! record as the cluster does, and once the cluster is gone a single node restores the
+//! topic from the bucket and serves the same. Every loop is bounded in time.
 
 use crate::common;
 
@@ -190,6 +192,7 @@ fn only_the_leader_uploads_and_a_new_leader_continues_the_manifest() {
         bases[0] > 0,
         "the new leader's local retention went on: {bases:?}"
     );
+    a_read_replica_serves_the_clusters_bucket(tmp.path(), &bucket, &got);
 
     // Tiering is refused for a topic whose name the bucket still holds (an old
     // incarnation's objects), in a cluster too, and the topic stays as it was.
@@ -207,6 +210,72 @@ fn only_the_leader_uploads_and_a_new_leader_continues_the_manifest() {
     let (err, parts, _) = metadata(node, "stale");
     assert_eq!((err, parts.len()), (0, 1));
     assert!(!node.log_text().contains("panicked"));
+
+    // The cluster is lost; a single node restores the topic from its bucket.
+    nodes.iter_mut().for_each(ServerProc::kill9);
+    a_single_node_restores_the_clusters_topic(tmp.path(), &bucket, &got);
+}
+
+/// A fresh single node on the cluster's bucket: `topics restore` brings the topic back and
+/// every record the bucket holds is served as the cluster served it.
+fn a_single_node_restores_the_clusters_topic(
+    dir: &Path,
+    bucket: &S3Server,
+    cluster: &[(i64, String)],
+) {
+    let mut keys = bucket.server_keys(PREFIX);
+    keys.push(("kafka.listen".into(), "auto".into()));
+    let keys: Vec<(&str, &str)> = keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let single =
+        ServerProc::start_wrapped(&dir.join("restored"), 1, &keys, Some(&bucket.env_wrapper()));
+    let restore = ["topics", "restore", "-b", &single.addr(), "--topic", TOPIC];
+    let (out, err, ok) = common::cli::shardlog(&restore, None);
+    assert!(ok, "restore failed: {out}{err}");
+    let (_, held, _) = manifest_state(&manifest(bucket).unwrap());
+    let served = records(&single.kafka_addr(), TOPIC, 0);
+    assert_eq!(served.len() as i64, held, "every record the bucket holds");
+    assert_eq!(
+        served[..],
+        cluster[..served.len()],
+        "the bucket's records as the cluster's"
+    );
+}
+
+/// A single node with `remote.read.replica=true` on the cluster's bucket finds the topic
+/// and serves every record the manifest holds, as the cluster serves them (`cluster`:
+/// (offset, value) read from the cluster's leader).
+fn a_read_replica_serves_the_clusters_bucket(
+    dir: &Path,
+    bucket: &S3Server,
+    cluster: &[(i64, String)],
+) {
+    let mut keys = bucket.server_keys(PREFIX);
+    keys.push(("remote.read.replica".into(), "true".into()));
+    keys.push(("remote.upload.interval.ms".into(), "200".into()));
+    keys.push(("kafka.listen".into(), "auto".into()));
+    let keys: Vec<(&str, &str)> = keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let replica = ServerProc::start_wrapped(
+        &dir.join("read-replica"),
+        1,
+        &keys,
+        Some(&bucket.env_wrapper()),
+    );
+    let (_, held, _) = manifest_state(&manifest(bucket).unwrap());
+    let nodes = std::slice::from_ref(&replica);
+    wait_until(nodes, || {
+        let (err, parts, _) = metadata(&replica, TOPIC);
+        (
+            err == 0 && parts.len() == 1,
+            format!("metadata: {err} {parts:?}"),
+        )
+    });
+    let served = records(&replica.kafka_addr(), TOPIC, 0);
+    assert!(served.len() as i64 >= held, "{} of {held}", served.len());
+    assert_eq!(
+        served[..],
+        cluster[..served.len()],
+        "the bucket's records as the cluster's"
+    );
 }
 
 /// Waits (bounded) until `check` says done; a timeout shows its last word and the logs.
