@@ -127,8 +127,11 @@ pub enum Command {
   shardlog topics alter --topic orders --config cleanup.policy=compact --delete-config retention.ms")]
     Topics(tools::topics::TopicsArgs),
     /// The cluster as any node's Kafka listener tells it: the controller, and each live
-    /// node with how many partitions it leads and holds replicas of.
-    #[command(after_help = "Example: shardlog cluster describe -b 127.0.0.1:9092")]
+    /// node with how many partitions it leads and holds replicas of; or every replica
+    /// moved off one broker (decommission).
+    #[command(after_help = "Examples:
+  shardlog cluster describe -b 127.0.0.1:9092
+  shardlog cluster decommission --broker 3 -b 127.0.0.1:9092")]
     Cluster(tools::cluster::ClusterArgs),
     /// Kafka's kafka-delete-records: records below an offset are no longer served.
     #[command(

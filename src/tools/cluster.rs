@@ -1,6 +1,7 @@
 //! `shardlog cluster describe`: the live nodes with their listeners and how many
 //! partitions each leads and holds replicas of, and the controller, as any node's Kafka
-//! listener tells it (DescribeCluster and Metadata).
+//! listener tells it (DescribeCluster and Metadata). `shardlog cluster decommission
+//! --broker N`: every replica off one broker (`decommission.rs`).
 
 use std::io::Write;
 
@@ -9,18 +10,31 @@ use super::replica_view::{self, ReplicaView};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ClusterAction {
     Describe,
+    Decommission,
 }
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ClusterArgs {
     pub action: ClusterAction,
+    /// decommission: the broker whose replicas all move to the other brokers.
+    #[arg(long)]
+    pub broker: Option<i32>,
+    /// decommission: how long to wait for the moves to finish (they go on after).
+    #[arg(long, default_value_t = 600_000)]
+    pub wait_ms: u64,
     #[command(flatten)]
     pub server: super::ServerAddr,
 }
 
 pub fn run(args: &ClusterArgs, out: &mut dyn Write) -> Result<(), String> {
-    let ClusterAction::Describe = args.action;
     let server = &args.server;
+    if args.action == ClusterAction::Decommission {
+        let broker = args
+            .broker
+            .ok_or("cluster decommission needs --broker ID (the broker to empty)")?;
+        let wait = std::time::Duration::from_millis(args.wait_ms);
+        return super::decommission::run(server, broker, wait, out);
+    }
     let mut kafka =
         super::probe::kafka_client_of(&server.bootstrap, &server.client, server.timeout_ms)?;
     let view = replica_view::read(&mut kafka, None)?;

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod consume;
 pub mod consumer_groups;
 pub mod crash_check;
+pub mod decommission;
 pub mod delete_records;
 pub mod dump_log;
 pub mod file_window;

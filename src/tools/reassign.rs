@@ -32,10 +32,10 @@ pub enum ReassignMode {
 }
 
 /// A plan: each partition's target replicas, by (topic, partition).
-type Plan = BTreeMap<(String, i32), Vec<i32>>;
+pub(super) type Plan = BTreeMap<(String, i32), Vec<i32>>;
 
 /// Each partition's target replicas, or None to cancel its reassignment.
-type Wanted = Vec<((String, i32), Option<Vec<i32>>)>;
+pub(super) type Wanted = Vec<((String, i32), Option<Vec<i32>>)>;
 
 /// What `topics reassign` was given.
 pub struct ReassignArgs<'a> {
@@ -246,7 +246,7 @@ fn generate(view: &ReplicaView, current: &Plan, brokers: &[i32]) -> Result<Plan,
     Ok(proposed)
 }
 
-fn to_json(plan: &Plan) -> String {
+pub(super) fn to_json(plan: &Plan) -> String {
     let parts: Vec<Value> = plan
         .iter()
         .map(|((t, p), r)| json!({"topic": t, "partition": p, "replicas": r, "log_dirs": vec!["any"; r.len()]}))
@@ -260,7 +260,7 @@ fn topic_name(t: &str) -> TopicName {
 
 /// AlterPartitionReassignments v1 (the replication factor may change, as Kafka's tool
 /// allows): fails with every partition refused and why.
-fn alter(kafka: &mut BlockingClient, wanted: Wanted) -> Result<(), String> {
+pub(super) fn alter(kafka: &mut BlockingClient, wanted: Wanted) -> Result<(), String> {
     let mut topics: Vec<ReassignableTopic> = Vec::new();
     for ((t, p), replicas) in wanted {
         let partition = ReassignablePartition::default()

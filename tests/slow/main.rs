@@ -5,6 +5,7 @@
 mod common;
 
 mod cluster_coordinators_e2e;
+mod cluster_decommission_e2e;
 mod cluster_e2e;
 mod cluster_etcd_tls_e2e;
 mod cluster_faults_e2e;
