@@ -70,6 +70,11 @@ impl Splices {
         let encoded = Bytes::from(encoded);
         let mut out = ByteChain::default();
         let mut at = 0;
+        assert_eq!(
+            cuts.len(),
+            self.records.len(),
+            "one placeholder per records field"
+        );
         for (cut, records) in cuts.into_iter().zip(self.records) {
             out.push(encoded.slice(at..cut - old_field));
             out.push(Bytes::from(length_field(records.len(), flexible)));

@@ -75,8 +75,13 @@ impl Distribution {
     /// Adds another distribution of the same kind (merging shards).
     pub fn add(&mut self, other: &Distribution) {
         // Same bounds on both sides (both made here): `add` cannot fail on range.
+        let before = self.count_recorded();
         let _ = self.hist.add(&other.hist);
         self.sum = self.sum.saturating_add(other.sum);
+        assert!(
+            self.count_recorded() >= before,
+            "adding never loses a value"
+        );
     }
 
     /// What was recorded since `earlier` (a snapshot of the same distribution).
@@ -93,6 +98,7 @@ impl Distribution {
 
     /// The value at quantile `q` (0..=1).
     pub fn quantile(&self, q: f64) -> u64 {
+        assert!((0.0..=1.0).contains(&q), "a quantile is within 0..=1");
         self.hist.value_at_quantile(q)
     }
 

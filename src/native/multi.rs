@@ -78,6 +78,11 @@ pub async fn produce(
         ShardOp::Partitions(ops)
     })
     .await;
+    assert_eq!(
+        results.len(),
+        names.len(),
+        "one result per partition produced"
+    );
     let produced: Vec<Produced> = names
         .into_iter()
         .zip(results)
