@@ -251,7 +251,10 @@ fn no_write_mixes_written_blocks_with_unwritten_ones() {
 /// staged tail.
 #[test]
 fn a_sequential_reader_tailing_writes_in_flight_reads_what_was_written() {
-    for seed in common::seeds("SHARDLOG_TAIL", 16) {
+    // Regression: this seed kept more short chunks in flight than a count bound allowed
+    // (each move of the stable end issues a short chunk); the bound is in bytes now.
+    let found = std::iter::once(5_849_016_447_816_793_698);
+    for seed in found.chain(common::seeds("SHARDLOG_TAIL", 16)) {
         run(move |_| async move {
             let mut rng = fastrand::Rng::with_seed(seed);
             let path = Path::new("/sim/tail/00000000000000000000.log");
