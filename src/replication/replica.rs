@@ -79,6 +79,10 @@ pub struct Leadership {
     /// An ISR sent to the store and not yet seen back: the high watermark waits for the
     /// members of both.
     pending: Option<Vec<NodeId>>,
+    /// Members of proposals given up on (refused for good): a copy of such a proposal may
+    /// still land in the store (a retry checked against a stale view, a write that timed
+    /// out), so the high watermark waits for them too until a newer state is applied.
+    abandoned: Vec<NodeId>,
     /// The offset of the first record of this epoch.
     epoch_start: Offset,
     followers: BTreeMap<NodeId, Progress>,
@@ -157,6 +161,9 @@ impl Replica {
                 l.partition_epoch = state.partition_epoch;
                 l.isr = state.isr.clone();
                 l.pending = None;
+                // A newer state: no older proposal can land any more (each is a swap on
+                // the state it was made against).
+                l.abandoned.clear();
                 l.follow_replicas(self.me, &state.replicas, now);
                 self.advance_high_watermark(log_end);
             }
@@ -176,6 +183,7 @@ impl Replica {
             partition_epoch: state.partition_epoch,
             isr: state.isr.clone(),
             pending: None,
+            abandoned: Vec::new(),
             epoch_start: log_end,
             followers: BTreeMap::new(),
         };
@@ -354,27 +362,41 @@ impl Replica {
     }
 
     /// The store refused the proposed ISR change for good (it adds a replica that is not
-    /// eligible: KIP-497's INELIGIBLE_REPLICA, e.g. one in controlled shutdown): as Kafka's
-    /// leader does, it goes back to the ISR the store holds, so the high watermark stops
-    /// waiting for that replica. A refusal of another change than the one pending is stale.
+    /// eligible: KIP-497's INELIGIBLE_REPLICA, e.g. one in controlled shutdown). The
+    /// refusal may come from a check against a stale view while an earlier copy of the
+    /// same proposal already landed, so the leader does not simply forget it: it proposes
+    /// the ISR the store holds again (a fence: the next partition epoch, so no older
+    /// proposal can land after it) and keeps waiting for the abandoned members until a
+    /// newer state is applied. Then the high watermark stops waiting for them. A refusal
+    /// of another change than the one pending is stale.
     pub fn abandon_isr_change(&mut self, change: &IsrChange, log_end: Offset) {
+        let me = self.me;
         let Role::Leader(l) = &mut self.role else {
             return;
         };
         let pending = l.epoch == change.leader_epoch
             && l.partition_epoch == change.partition_epoch
             && l.pending.as_ref() == Some(&change.isr);
-        if pending {
-            l.pending = None;
-            self.advance_high_watermark(log_end);
+        if !pending || change.isr == l.isr {
+            return; // stale, or the fence itself (only a newer state ends it)
         }
+        for r in &change.isr {
+            if !l.isr.contains(r) && !l.abandoned.contains(r) {
+                l.abandoned.push(*r);
+            }
+        }
+        let fence = l.isr.clone();
+        propose(me, l, fence);
+        self.advance_high_watermark(log_end);
     }
 
     /// The high watermark is the smallest log end among the ISR and any proposed ISR; it
     /// never moves back.
     fn advance_high_watermark(&mut self, log_end: Offset) {
         let Role::Leader(l) = &self.role else { return };
-        let members = l.isr.iter().chain(l.pending.iter().flatten());
+        let members = (l.isr.iter())
+            .chain(l.pending.iter().flatten())
+            .chain(l.abandoned.iter());
         let end_of = |r: &NodeId| match *r == self.me {
             true => log_end,
             false => l.followers.get(r).map_or(UNDEFINED, |p| p.log_end),
@@ -597,6 +619,30 @@ mod tests {
         r.abandon_isr_change(&stale, 20);
         assert_eq!(r.high_watermark(), 10, "another change's refusal is stale");
         r.abandon_isr_change(&change, 20);
+        let fence = r
+            .pending_isr_change()
+            .expect("the store's ISR proposed again");
+        assert_eq!(
+            (fence.isr.as_slice(), fence.partition_epoch),
+            ([1, 2].as_slice(), 0)
+        );
+        assert_eq!(
+            r.high_watermark(),
+            10,
+            "the abandoned proposal may still land: 3 holds it until a newer state"
+        );
+        // The fence lands (the next partition epoch, the same ISR): 3 no longer counts.
+        let fenced = PartitionState {
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2],
+            leader: Some(1),
+            leader_epoch: 0,
+            leader_broker_epoch: 7,
+            partition_epoch: 1,
+            adding: vec![],
+            removing: vec![],
+        };
+        r.apply(&fenced, 7, 20, 2);
         assert_eq!(r.pending_isr_change(), None);
         assert_eq!(r.high_watermark(), 20, "the ISR the store holds has it all");
     }

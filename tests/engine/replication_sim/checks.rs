@@ -103,6 +103,11 @@ impl Checks {
         self.acked.insert(id, offset);
     }
 
+    /// How much of the log is known committed.
+    pub fn committed_len(&self) -> usize {
+        self.committed.len()
+    }
+
     /// Below its high watermark every replica holds the one committed log.
     pub fn after_step(&mut self, nodes: &[Node]) {
         for node in nodes {

@@ -29,7 +29,7 @@ pub struct Node {
     pub replica: Replica,
     lease: Option<Lease>,
     pub broker_epoch: Option<i64>,
-    view: Option<Snapshot>,
+    pub view: Option<Snapshot>,
     /// Appends waiting for the high watermark: (offset, record id, epoch).
     waiting: Vec<(Offset, u64, i32)>,
     /// A controlled shutdown asked at this (world) time: the node marks itself leaving
