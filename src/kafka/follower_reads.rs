@@ -10,6 +10,8 @@ use kafka_protocol::messages::FetchRequest;
 use super::cluster::{live_brokers, node_id, not_leader};
 use super::refusal::Refusal;
 use super::Context;
+use crate::cluster::ClusterView;
+use crate::replication::PartitionState;
 
 /// The first Fetch version with `rack_id` and `preferred_read_replica`.
 const CLIENT_METADATA_VERSION: i16 = 11;
@@ -26,15 +28,20 @@ pub fn refusal(ctx: &Context<'_>, topic: &str, partition: i32) -> Option<Refusal
 
 /// Whether this node is one of the partition's replicas in the cluster view.
 fn replicates(ctx: &Context<'_>, topic: &str, partition: i32) -> bool {
-    let Some(view) = ctx.shard.cluster() else {
-        return false;
-    };
-    let me = node_id(ctx);
-    let placed = view
-        .topics
-        .get(topic)
-        .and_then(|t| t.partitions.get(usize::try_from(partition).ok()?));
-    placed.is_some_and(|p| p.state.replicas.contains(&me))
+    let view = ctx.shard.cluster();
+    let state = view.as_deref().and_then(|v| placement(v, topic, partition));
+    state.is_some_and(|s| s.replicas.contains(&node_id(ctx)))
+}
+
+/// The partition's replicas, ISR and leader in the cluster view.
+fn placement<'v>(view: &'v ClusterView, topic: &str, partition: i32) -> Option<&'v PartitionState> {
+    let placed = view.topics.get(topic)?;
+    Some(
+        &placed
+            .partitions
+            .get(usize::try_from(partition).ok()?)?
+            .state,
+    )
 }
 
 /// Kafka's RackAwareReplicaSelector, on the leader: the in-sync follower the consumer
@@ -57,22 +64,16 @@ pub fn preferred_replica(
     if settings.rack == rack || !view.leads(me, topic, u32::try_from(partition).ok()?) {
         return None;
     }
-    let state = &view
-        .topics
-        .get(topic)?
-        .partitions
-        .get(partition as usize)?
-        .state;
+    let state = placement(&view, topic, partition)?;
+    let followers: Vec<i32> = (state.replicas.iter())
+        .filter(|id| **id != me && state.isr.contains(id))
+        .copied()
+        .collect();
+    if followers.is_empty() {
+        return None; // no in-sync follower: the brokers' list is not built
+    }
     let reachable = live_brokers(ctx);
     let in_rack =
         |id: &i32| (reachable.iter()).any(|b| b.id == *id && b.rack.as_deref() == Some(rack));
-    let chosen = (state.replicas.iter())
-        .filter(|id| **id != me && state.isr.contains(id))
-        .find(|id| in_rack(id))
-        .copied();
-    assert!(
-        chosen.is_none_or(|id| id != me),
-        "a preferred replica is a follower"
-    );
-    chosen
+    followers.into_iter().find(in_rack)
 }

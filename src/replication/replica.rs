@@ -560,20 +560,24 @@ mod tests {
         assert!(!r.stop(&moved), "the same state again changes nothing");
     }
 
-    /// Node 1 leads with ISR [1, 2]; replica 3 caught up at offset 10.
-    fn leading_with_3_proposed() -> (Replica, IsrChange) {
-        let mut r = Replica::new(1, EpochCache::default(), 0);
-        let state = PartitionState {
+    /// Node 1 leading replicas [1, 2, 3] in epoch 0 with ISR [1, 2] at `partition_epoch`.
+    fn led_by_1(partition_epoch: i32) -> PartitionState {
+        PartitionState {
             replicas: vec![1, 2, 3],
             isr: vec![1, 2],
             leader: Some(1),
             leader_epoch: 0,
             leader_broker_epoch: 7,
-            partition_epoch: 0,
+            partition_epoch,
             adding: vec![],
             removing: vec![],
-        };
-        r.apply(&state, 7, 10, 0);
+        }
+    }
+
+    /// Node 1 leads with ISR [1, 2]; replica 3 caught up at offset 10.
+    fn leading_with_3_proposed() -> (Replica, IsrChange) {
+        let mut r = Replica::new(1, EpochCache::default(), 0);
+        r.apply(&led_by_1(0), 7, 10, 0);
         let fetch = |follower| FetchRequest {
             follower,
             fetch_offset: 10,
@@ -632,17 +636,7 @@ mod tests {
             "the abandoned proposal may still land: 3 holds it until a newer state"
         );
         // The fence lands (the next partition epoch, the same ISR): 3 no longer counts.
-        let fenced = PartitionState {
-            replicas: vec![1, 2, 3],
-            isr: vec![1, 2],
-            leader: Some(1),
-            leader_epoch: 0,
-            leader_broker_epoch: 7,
-            partition_epoch: 1,
-            adding: vec![],
-            removing: vec![],
-        };
-        r.apply(&fenced, 7, 20, 2);
+        r.apply(&led_by_1(1), 7, 20, 2);
         assert_eq!(r.pending_isr_change(), None);
         assert_eq!(r.high_watermark(), 20, "the ISR the store holds has it all");
     }
