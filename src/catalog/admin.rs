@@ -48,9 +48,13 @@ pub async fn handle(host: &dyn AdminHost, request: AdminRequest) -> AdminResult<
         | AdminRequest::GrowClusterCopy { name, count } => {
             create_partitions(host, name, count).await
         }
-        AdminRequest::AlterConfigs { name, set, delete }
-        | AdminRequest::AlterClusterCopy { name, set, delete } => {
-            alter(host, name, set, delete).await
+        AdminRequest::AlterConfigs { name, set, delete } => {
+            alter(host, name, set, delete, BucketCheck::Here).await
+        }
+        // The node that took the request checked the bucket before etcd held the change;
+        // by now the partitions' leaders may have written to it.
+        AdminRequest::AlterClusterCopy { name, set, delete } => {
+            alter(host, name, set, delete, BucketCheck::DoneWhereAccepted).await
         }
         AdminRequest::AlterBrokerConfigs { scope, set, delete } => {
             alter_broker(host, scope, set, delete).await
@@ -182,6 +186,17 @@ pub async fn create(
 pub async fn create_internal(host: &dyn AdminHost, name: String) -> AdminResult<()> {
     let (partitions, configs) = internal_topics::settings(&name, host.settings());
     create_everywhere(host, name, partitions, configs, Origin::New).await
+}
+
+/// Where tiering turned on by a config change is checked against the bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BucketCheck {
+    /// Here: a client's change to this node's topic.
+    Here,
+    /// Where the cluster accepted the change, before etcd held it: this node's copy must
+    /// not refuse it when the partitions' leaders have written to the bucket since.
+    DoneWhereAccepted,
 }
 
 /// Where a topic being created on this node comes from.
@@ -380,12 +395,14 @@ pub fn check_alter(
 
 /// Alters a topic's config (Kafka's incremental AlterConfigs): validated as a whole, made
 /// durable in the metadata file (the commit point), then applied by every shard to the
-/// partitions it owns without a restart.
+/// partitions it owns without a restart. Tiering turned on is refused while the bucket
+/// holds the name (see [`BucketCheck`]).
 pub async fn alter(
     host: &dyn AdminHost,
     name: String,
     set: Vec<(String, String)>,
     delete: Vec<String>,
+    bucket: BucketCheck,
 ) -> AdminResult<()> {
     refuse_on_read_replica(host, "alter", &name)?;
     let _turn = host.admin_turn().await?;
@@ -393,7 +410,7 @@ pub async fn alter(
     let was_tiered = host
         .topic(&name)
         .is_some_and(|m| m.config.log.remote_storage_enable);
-    if altered.config.log.remote_storage_enable && !was_tiered {
+    if altered.config.log.remote_storage_enable && !was_tiered && bucket == BucketCheck::Here {
         host.ensure_bucket_free(&name).await?;
     }
     persist(host, &altered).await?;

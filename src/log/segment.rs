@@ -222,6 +222,39 @@ impl Segment {
         config: &LogConfig,
         active: bool,
     ) -> Result<Self> {
+        let mut seg = Self::open_log(io, dir, base_offset, config, active).await?;
+        if !seg.load_state(config).await? && !active {
+            seg.write_indexes().await?;
+        }
+        if !active {
+            seg.page_out_indexes(config).await;
+        }
+        Ok(seg)
+    }
+
+    /// Opens a sealed segment whose files are read-only (the remote tier's objects): as
+    /// `open`, but indexes that are missing or stale are rebuilt in memory only, and the
+    /// indexes stay in memory (they were just read whole).
+    pub async fn open_read_only(
+        io: LogIo,
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+    ) -> Result<Self> {
+        let mut seg = Self::open_log(io, dir, base_offset, config, false).await?;
+        seg.load_state(config).await?;
+        assert!(seg.log.is_sealed(), "a read-only segment takes no appends");
+        Ok(seg)
+    }
+
+    /// The segment with its `.log` open at the size the storage reports, indexes empty.
+    async fn open_log(
+        io: LogIo,
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        active: bool,
+    ) -> Result<Self> {
         let log_path = segment_path(dir, base_offset, LOG_SUFFIX);
         let size = {
             let f = io
@@ -241,21 +274,29 @@ impl Segment {
         } else {
             LogFile::open_sealed(io.storage.as_ref(), &log_path, size, io.cache.clone()).await?
         };
-        let mut seg = Self::assemble(io, dir, log, IndexState::new(base_offset, config));
-        match seg.load_indexes(config).await {
-            Ok(()) => seg.load_tail_state().await?,
+        Ok(Self::assemble(
+            io,
+            dir,
+            log,
+            IndexState::new(base_offset, config),
+        ))
+    }
+
+    /// Loads the indexes and the tail's state from the files, or rebuilds them from the
+    /// `.log` when the files are missing or stale; says whether the files were used.
+    async fn load_state(&mut self, config: &LogConfig) -> Result<bool> {
+        match self.load_indexes(config).await {
+            Ok(()) => {
+                self.load_tail_state().await?;
+                Ok(true)
+            }
             Err(why) => {
-                tracing::warn!(segment = %log_path.display(), reason = %why, "rebuilding index files from the log");
-                seg.rebuild_indexes(config).await?;
-                if !active {
-                    seg.write_indexes().await?;
-                }
+                let log_path = self.log.path().display().to_string();
+                tracing::warn!(segment = %log_path, reason = %why, "rebuilding index files from the log");
+                self.rebuild_indexes(config).await?;
+                Ok(false)
             }
         }
-        if !active {
-            seg.page_out_indexes(config).await;
-        }
-        Ok(seg)
     }
 
     /// Opens a segment after an unclean shutdown: validates every batch from byte 0,

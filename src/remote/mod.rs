@@ -19,6 +19,7 @@ pub mod read;
 pub mod read_replica;
 pub mod rebuild;
 pub mod restore;
+pub mod segment_files;
 pub mod store;
 pub mod topic_lifecycle;
 pub mod upload;

@@ -16,6 +16,7 @@ mod partition_log;
 mod property;
 mod recovery_disk;
 mod remote_cache;
+mod remote_segment;
 mod replica_log;
 mod replication_sim;
 mod txn_partition;
