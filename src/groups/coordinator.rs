@@ -261,7 +261,10 @@ pub(super) async fn commit(
         },
     );
     let now = crate::time::now_ms();
+    let asked = offsets.len();
     let (mut codes, records) = commit_records(shard, group, allowed, offsets, now);
+    assert_eq!(codes.len(), asked, "one code per offset");
+    assert!(records.len() <= asked, "a record per offset that passed");
     let written = write(shard, group, &records, None, now).await;
     mark_written(&mut codes, written);
     if written == e::NONE {

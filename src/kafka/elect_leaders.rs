@@ -38,6 +38,7 @@ pub async fn handle(ctx: &Context<'_>, request: ElectLeadersRequest) -> ElectLea
     if asked.as_ref().is_some_and(|a| a.len() > MAX_PARTITIONS) {
         return refuse(errors::INVALID_REQUEST);
     }
+    let asked_count = asked.as_ref().map(Vec::len);
     let results = match ctx.shard.cluster_link() {
         Some(link) => {
             let partitions = asked.map(|a| a.into_iter().filter_map(valid).collect());
@@ -54,6 +55,11 @@ pub async fn handle(ctx: &Context<'_>, request: ElectLeadersRequest) -> ElectLea
         }
         None => single_node(ctx, asked.unwrap_or_default()),
     };
+    // Named partitions get one outcome each (all partitions: however many there are).
+    assert!(
+        asked_count.is_none_or(|n| n == results.len()),
+        "one outcome per partition"
+    );
     respond(results)
 }
 
@@ -86,6 +92,7 @@ fn single_node(
 /// The response, one entry per topic in the order first asked.
 fn respond(results: Vec<(String, u32, ElectionOutcome)>) -> ElectLeadersResponse {
     let mut topics: Vec<ReplicaElectionResult> = Vec::new();
+    let count = results.len();
     for (topic, p, outcome) in results {
         let (code, message) = match &outcome {
             Ok(()) => (0, None),
@@ -104,6 +111,8 @@ fn respond(results: Vec<(String, u32, ElectionOutcome)>) -> ElectLeadersResponse
             ),
         }
     }
+    let answered: usize = topics.iter().map(|t| t.partition_result.len()).sum();
+    assert_eq!(answered, count, "every outcome is in the response");
     ElectLeadersResponse::default().with_replica_election_results(topics)
 }
 

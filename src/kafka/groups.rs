@@ -63,7 +63,8 @@ fn coordinator_denied(ctx: &Context<'_>, key_type: i8, key: &str) -> Option<Refu
 pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoordinatorResponse {
     let response = FindCoordinatorResponse::default();
     if ctx.version >= 4 {
-        let coordinators = r
+        let asked = r.coordinator_keys.len();
+        let coordinators: Vec<_> = r
             .coordinator_keys
             .into_iter()
             .map(|key| {
@@ -81,6 +82,7 @@ pub fn find_coordinator(ctx: &Context<'_>, r: FindCoordinatorRequest) -> FindCoo
                 .with_key(key)
             })
             .collect();
+        assert_eq!(coordinators.len(), asked, "one answer per key");
         return response.with_coordinators(coordinators);
     }
     match coordinator_of(ctx, r.key_type, &r.key) {
@@ -203,6 +205,9 @@ pub async fn join(ctx: &Context<'_>, r: JoinGroupRequest) -> JoinGroupResponse {
     }
 }
 
+/// The code of every item a reply of the wrong kind leaves unanswered.
+const UNEXPECTED: GroupCode = GroupCode::Log(crate::protocol::ErrorCode::Internal);
+
 fn unexpected<T: Default>(reply: GroupReply) -> T {
     tracing::error!(?reply, "unexpected coordinator reply");
     T::default()
@@ -292,6 +297,10 @@ pub async fn leave(ctx: &Context<'_>, r: LeaveGroupRequest) -> LeaveGroupRespons
             overall = code;
         }
     }
+    assert!(
+        ctx.version < 3 || members.len() == ids.len(),
+        "one answer per member"
+    );
     let response = LeaveGroupResponse::default().with_error_code(overall);
     if ctx.version >= 3 {
         response.with_members(members)
@@ -319,10 +328,10 @@ fn offsets_to_commit(ctx: &Context<'_>, r: &OffsetCommitRequest) -> Vec<OffsetTo
 }
 
 pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetCommitResponse {
+    let asked = offsets_to_commit(ctx, &r);
+    let asked_count = asked.len();
     let (offsets, denied) =
-        group_acls::split_by_topic(ctx, Operation::Read, offsets_to_commit(ctx, &r), |o| {
-            &o.tp.topic
-        });
+        group_acls::split_by_topic(ctx, Operation::Read, asked, |o| &o.tp.topic);
     let denied: Vec<TopicPartition> = denied.into_iter().map(|o| o.tp).collect();
     let op = GroupOp::Commit {
         member_id: text(&r.member_id),
@@ -341,20 +350,26 @@ pub async fn offset_commit(ctx: &Context<'_>, r: OffsetCommitRequest) -> OffsetC
             .into_iter()
             .chain(group_acls::denied_codes(&denied))
             .collect(),
-        Ok(GroupReply::Code(code)) | Err(code) => r
-            .topics
-            .iter()
-            .flat_map(|t| {
+        refused => {
+            let code = match refused {
+                Ok(GroupReply::Code(code)) | Err(code) => code,
+                Ok(other) => {
+                    unexpected::<()>(other);
+                    UNEXPECTED
+                }
+            };
+            let every = r.topics.iter().flat_map(|t| {
                 t.partitions.iter().map(move |p| {
                     (
                         TopicPartition::new(text(&t.name.0), p.partition_index),
                         code,
                     )
                 })
-            })
-            .collect(),
-        Ok(other) => unexpected(other),
+            });
+            every.collect()
+        }
     };
+    assert_eq!(codes.len(), asked_count, "one code per partition committed");
     OffsetCommitResponse::default().with_topics(commit_results(&r, &codes))
 }
 
@@ -618,6 +633,7 @@ pub async fn describe_groups(
     ctx: &Context<'_>,
     r: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
+    let asked = r.groups.len();
     let mut groups = Vec::new();
     for id in r.groups {
         // Asked for (v3+): what the principal may do to the group.
@@ -655,10 +671,12 @@ pub async fn describe_groups(
             Ok(other) => unexpected(other),
         });
     }
+    assert_eq!(groups.len(), asked, "one description per group");
     DescribeGroupsResponse::default().with_groups(groups)
 }
 
 pub async fn delete_groups(ctx: &Context<'_>, r: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    let asked = r.groups_names.len();
     let mut results = Vec::new();
     for id in r.groups_names {
         let code = code_of(ctx, &id, GroupOp::Delete).await;
@@ -668,6 +686,7 @@ pub async fn delete_groups(ctx: &Context<'_>, r: DeleteGroupsRequest) -> DeleteG
                 .with_error_code(code),
         );
     }
+    assert_eq!(results.len(), asked, "one result per group");
     DeleteGroupsResponse::default().with_results(results)
 }
 
@@ -681,6 +700,7 @@ pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetD
                 .map(move |p| TopicPartition::new(text(&t.name.0), p.partition_index))
         })
         .collect();
+    let asked = partitions.len();
     let (partitions, denied) =
         group_acls::split_by_topic(ctx, Operation::Read, partitions, |tp| &tp.topic);
     let codes = match run(ctx, &r.group_id, GroupOp::DeleteOffsets { partitions }).await {
@@ -691,8 +711,12 @@ pub async fn offset_delete(ctx: &Context<'_>, r: OffsetDeleteRequest) -> OffsetD
         Ok(GroupReply::Code(code)) | Err(code) => {
             return OffsetDeleteResponse::default().with_error_code(code.kafka())
         }
-        Ok(other) => unexpected(other),
+        Ok(other) => {
+            unexpected::<()>(other);
+            return OffsetDeleteResponse::default().with_error_code(UNEXPECTED.kafka());
+        }
     };
+    assert_eq!(codes.len(), asked, "one code per partition");
     if codes.iter().all(|c| c.1 == GroupCode::GroupIdNotFound) && !codes.is_empty() {
         return OffsetDeleteResponse::default().with_error_code(e::GROUP_ID_NOT_FOUND);
     }

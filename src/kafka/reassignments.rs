@@ -68,6 +68,7 @@ async fn alter(
             "too many partitions in one request",
         );
     }
+    let asked_count = asked.len();
     let (checked, mut answered) = pre_checked(ctx, &request, asked);
     let results = match ctx.shard.cluster_link() {
         Some(link) => match link.reassign(checked).await {
@@ -80,6 +81,11 @@ async fn alter(
         None => checked.into_iter().map(|a| single_node(ctx, a)).collect(),
     };
     answered.extend(results.into_iter().map(|(t, p, r)| (t, p, outcome_of(r))));
+    assert_eq!(
+        answered.len(),
+        asked_count,
+        "one outcome per partition asked"
+    );
     respond(&request, answered)
 }
 

@@ -85,7 +85,9 @@ pub fn describe(
                 (false, Some(infos)) => result.with_credential_infos(infos.clone()),
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    // Each user asked for once, however often it was named.
+    assert_eq!(results.len(), seen.len(), "one result per user");
     DescribeUserScramCredentialsResponse::default().with_results(results)
 }
 

@@ -25,10 +25,21 @@ impl Sink for WireWriter {
     }
 
     fn records(&mut self, records: &ByteChain) {
+        assert!(
+            records.len() <= i32::MAX as usize,
+            "{} bytes of records",
+            records.len()
+        );
+        let start = self.buf.len();
         self.i32(records.len() as i32);
         for part in records.parts() {
             self.buf.extend_from_slice(part);
         }
+        assert_eq!(
+            self.buf.len() - start,
+            4 + records.len(),
+            "the length says the bytes"
+        );
     }
 }
 
@@ -157,6 +168,11 @@ impl Field for Option<(ErrorCode, String)> {
 impl<T: Field> Field for Vec<T> {
     const MIN_BYTES: usize = 4;
     fn put<S: Sink>(&self, s: &mut S) {
+        assert!(
+            self.len() <= i32::MAX as usize,
+            "an array of {} elements",
+            self.len()
+        );
         s.w().i32(self.len() as i32);
         for item in self {
             item.put(s);

@@ -71,14 +71,16 @@ impl Producer {
     /// 1 to 5 values, each naming its connection, batch and index, padded at random.
     fn values(&mut self, n: u64) -> Vec<Vec<u8>> {
         let count = self.rng.usize(1..=5);
-        (0..count)
+        let values: Vec<Vec<u8>> = (0..count)
             .map(|i| {
                 let len = self.rng.usize(0..3000);
                 let mut v = format!("c{}-n{n}-i{i}-", self.conn).into_bytes();
                 v.extend((0..len).map(|_| self.rng.alphabetic() as u8));
                 v
             })
-            .collect()
+            .collect();
+        assert!((1..=5).contains(&values.len()));
+        values
     }
 
     /// Appends `partition offset crc` per acknowledged record; false if the file fails.
@@ -213,6 +215,7 @@ async fn verify_partition(
         .map_or(0, |x| x.0);
     let mut next = 0i64;
     while next < end {
+        let from = next;
         let f = c
             .fetch(topic, p, next, 1 << 20)
             .await
@@ -246,6 +249,12 @@ async fn verify_partition(
                 next += 1;
             }
         }
+        if next == from {
+            return Err(format!(
+                "partition {p}: nothing served at {next}, below its end {end}"
+            ));
+        }
     }
+    assert!(next >= end, "read to the end");
     Ok(next as u64)
 }
