@@ -110,7 +110,7 @@ pub fn kafka_code(code: ErrorCode, record_errors: bool) -> i16 {
         // Retriable: the client refreshes metadata and tries again.
         E::NotReady => LEADER_NOT_AVAILABLE,
         E::ShuttingDown => NOT_LEADER_OR_FOLLOWER,
-        E::MalformedRequest | E::InvalidRequest => INVALID_REQUEST,
+        E::MalformedRequest | E::InvalidRequest | E::TopicChangeOnKafkaApi => INVALID_REQUEST,
         E::UnsupportedApiKey | E::UnsupportedVersion => UNSUPPORTED_VERSION,
         E::AdminNotAllowed | E::ClusterAuthorizationFailed => CLUSTER_AUTHORIZATION_FAILED,
         E::TopicAuthorizationFailed => TOPIC_AUTHORIZATION_FAILED,

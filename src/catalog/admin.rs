@@ -73,7 +73,7 @@ fn refuse_in_cluster(request: &AdminRequest) -> AdminResult<()> {
         _ => return Ok(()),
     };
     let why = format!("in cluster mode {what} through the Kafka API (the change is written to etcd, and every node applies it)");
-    err(ErrorCode::InvalidRequest, why)
+    err(ErrorCode::TopicChangeOnKafkaApi, why)
 }
 
 fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, AdminError> {

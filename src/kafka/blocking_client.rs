@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
-use kafka_protocol::protocol::StrBytes;
 
+use super::sasl_client;
 use super::wire_error::KafkaWireError;
 use crate::security::scram_client::ClientSasl;
 
@@ -57,61 +57,24 @@ impl BlockingClient {
         }
     }
 
-    /// SASL authentication as Kafka's clients run it (SaslHandshake v1, then the
-    /// mechanism's tokens in SaslAuthenticate v1).
+    /// SASL authentication as Kafka's clients run it (`sasl_client`).
     pub fn authenticate(
         &mut self,
         mechanism: crate::security::SaslMechanism,
         user: &str,
         password: &str,
     ) -> Result<(), KafkaWireError> {
-        use kafka_protocol::messages::SaslHandshakeRequest;
-        let name = StrBytes::from_string(mechanism.name().to_string());
-        let handshake = SaslHandshakeRequest::default().with_mechanism(name);
-        match self.call(
-            ApiKey::SaslHandshake,
-            1,
-            &RequestKind::SaslHandshake(handshake),
-        )? {
-            ResponseKind::SaslHandshake(r) if r.error_code == 0 => {}
-            ResponseKind::SaslHandshake(r) => {
-                let offered: Vec<String> = r.mechanisms.iter().map(|m| m.to_string()).collect();
-                return Err(KafkaWireError::MechanismRefused {
-                    mechanism: mechanism.name(),
-                    offered,
-                });
-            }
-            other => {
-                let what = format!("to SaslHandshake: {other:?}");
-                return Err(KafkaWireError::Unexpected(what));
-            }
-        }
+        let (key, version) = sasl_client::HANDSHAKE;
+        let answer = self.call(key, version, &sasl_client::handshake(mechanism))?;
+        sasl_client::handshake_answer(mechanism, answer)?;
         let (mut exchange, mut next) = ClientSasl::start(mechanism, user, password);
+        let (key, version) = sasl_client::AUTHENTICATE;
         loop {
-            let answer = self.sasl_token(user, next)?;
-            match exchange.next(&answer)? {
+            let answer = self.call(key, version, &sasl_client::token(next))?;
+            match exchange.next(&sasl_client::token_answer(user, answer)?)? {
                 Some(more) => next = more,
-                None => break,
+                None => return Ok(()),
             }
-        }
-        Ok(())
-    }
-
-    /// One SASL token in a SaslAuthenticate v1; the server's token back.
-    fn sasl_token(&mut self, user: &str, token: Vec<u8>) -> Result<Vec<u8>, KafkaWireError> {
-        use kafka_protocol::messages::SaslAuthenticateRequest;
-        let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
-        let kind = RequestKind::SaslAuthenticate(request);
-        match self.call(ApiKey::SaslAuthenticate, 1, &kind)? {
-            ResponseKind::SaslAuthenticate(r) if r.error_code == 0 => Ok(r.auth_bytes.to_vec()),
-            ResponseKind::SaslAuthenticate(r) => Err(KafkaWireError::AuthenticationFailed {
-                user: user.to_string(),
-                code: r.error_code,
-                message: r.error_message.map(|m| m.to_string()).unwrap_or_default(),
-            }),
-            other => Err(KafkaWireError::Unexpected(format!(
-                "to SaslAuthenticate: {other:?}"
-            ))),
         }
     }
 

@@ -45,9 +45,10 @@ pub(super) async fn ask(
     };
     let view = ctx.shard.cluster();
     let sent = (key, version, &request);
+    let security = ctx.shard.config().inter_broker_client();
     let answer = super::peer::call_once(
         view.as_deref(),
-        controller,
+        (controller, &security),
         "shardlog-forward",
         sent,
         TIMEOUT,

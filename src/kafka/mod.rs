@@ -35,6 +35,7 @@ mod replica_fetch;
 pub mod replica_fetcher;
 mod replica_quota;
 mod sasl;
+mod sasl_client;
 mod splice;
 mod txn;
 mod txn_admin;

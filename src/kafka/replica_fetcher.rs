@@ -117,6 +117,7 @@ fn review(
             leader,
             fetchers: fetchers.clone(),
             peer: None,
+            failures: 0,
         };
         crate::tasks::spawn(fetcher.run()).detach();
     }
@@ -129,7 +130,13 @@ struct Fetcher {
     leader: NodeId,
     fetchers: Rc<std::cell::RefCell<Fetchers>>,
     peer: Option<Peer>,
+    /// Fetches failed in a row (the first of a streak, and every `WARN_EVERY`th, is a
+    /// warning: a refused login or a leader out of reach must reach the operator).
+    failures: u64,
 }
+
+/// A failing fetcher warns once per this many failures in a row (a minute at `BACKOFF`).
+const WARN_EVERY: u64 = 300;
 
 impl Fetcher {
     async fn run(mut self) {
@@ -154,9 +161,12 @@ impl Fetcher {
                 continue;
             }
             match self.fetch(&asked).await {
-                Ok(answers) => self.hand_back(&asked, answers).await,
+                Ok(answers) => {
+                    self.failures = 0;
+                    self.hand_back(&asked, answers).await
+                }
                 Err(e) => {
-                    tracing::debug!(leader = self.leader, error = %e, "a replica fetch failed; retrying");
+                    self.failed(&e);
                     self.peer = None;
                     glommio::timer::sleep(BACKOFF).await;
                 }
@@ -167,6 +177,18 @@ impl Fetcher {
             shard = self.shard.id(),
             "replica fetcher stopped"
         );
+    }
+
+    /// Reports a failed fetch: a warning at the start of a streak and now and then after.
+    fn failed(&mut self, e: &KafkaWireError) {
+        let (leader, failures) = (self.leader, self.failures);
+        match failures % WARN_EVERY {
+            0 => {
+                tracing::warn!(leader, failures, error = %e, "fetching from the leader failed; retrying")
+            }
+            _ => tracing::debug!(leader, error = %e, "a replica fetch failed; retrying"),
+        }
+        self.failures += 1;
     }
 
     /// Whether this node's copying of `tp` is throttled (follower.replication.throttled.*).
@@ -222,8 +244,10 @@ impl Fetcher {
     async fn connected(&mut self) -> Result<&mut Peer, KafkaWireError> {
         if self.peer.is_none() {
             let view = self.shard.cluster();
-            let addr = super::peer::plaintext_address(view.as_deref(), self.leader)?;
-            self.peer = Some(Peer::connect(&addr, SLACK, "shardlog-replica-fetcher").await?);
+            let security = self.shard.config().inter_broker_client();
+            let addr = super::peer::peer_address(view.as_deref(), self.leader, security.protocol)?;
+            let connected = Peer::connect(&addr, &security, SLACK, "shardlog-replica-fetcher");
+            self.peer = Some(connected.await?);
         }
         Ok(self.peer.as_mut().expect("connected just now"))
     }

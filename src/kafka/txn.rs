@@ -181,7 +181,8 @@ pub async fn verify(
     partition: TopicPartition,
 ) -> i16 {
     if let Some((view, coordinator)) = remote_coordinator(shard, id) {
-        return super::txn_peers::verify_remote(&view, coordinator, id, producer, &partition).await;
+        let to = (coordinator, &shard.config().inter_broker_client());
+        return super::txn_peers::verify_remote(&view, to, id, producer, &partition).await;
     }
     let op = TxnOp::Verify {
         producer_id: producer.0,

@@ -5,6 +5,7 @@
 //! `verify_only` (KIP-890). Both go to the other node's PLAINTEXT listener, one
 //! connection per call (TLS and SASL between nodes are issue 42's).
 
+use crate::security::client::ClientSecurity;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -46,7 +47,7 @@ fn topic_name(s: &str) -> TopicName {
 /// Sends one request to node `to`: its answer, or why it could not be asked.
 async fn call(
     view: &ClusterView,
-    to: i32,
+    (to, security): (i32, &ClientSecurity),
     key: ApiKey,
     version: i16,
     request: RequestKind,
@@ -56,16 +57,20 @@ async fn call(
         BrokerError::new(ErrorCode::NotReady, why)
     };
     let sent = (key, version, &request);
-    let answer = call_once(Some(view), to, "shardlog-txn", sent, TIMEOUT).await;
+    let answer = call_once(Some(view), (to, security), "shardlog-txn", sent, TIMEOUT).await;
     answer.map_err(|e| unreachable(e.to_string()))
 }
 
-/// The coordinator's calls to other nodes, installed on every shard in cluster mode.
-pub struct KafkaPeerCalls;
+/// The coordinator's calls to other nodes, installed on every shard in cluster mode, with
+/// how this node connects to the others.
+pub struct KafkaPeerCalls {
+    security: ClientSecurity,
+}
 
 impl KafkaPeerCalls {
     pub fn install(shard: &Rc<Shard>) {
-        shard.install_peer_calls(Rc::new(KafkaPeerCalls));
+        let security = shard.config().inter_broker_client();
+        shard.install_peer_calls(Rc::new(KafkaPeerCalls { security }));
     }
 }
 
@@ -78,14 +83,20 @@ impl PeerCalls for KafkaPeerCalls {
         producer: (i64, i16),
         marker: EndTxnMarker,
     ) -> HostFuture<'a, HostResult<()>> {
-        Box::pin(send_marker(view, leader, tp, producer, marker))
+        Box::pin(send_marker(
+            view,
+            (leader, &self.security),
+            tp,
+            producer,
+            marker,
+        ))
     }
 }
 
 /// WriteTxnMarkers v1 of one marker to `leader`: Ok once it wrote it durably.
 async fn send_marker(
     view: &ClusterView,
-    leader: i32,
+    (leader, security): (i32, &ClientSecurity),
     tp: &TopicPartition,
     (producer_id, epoch): (i64, i16),
     marker: EndTxnMarker,
@@ -101,7 +112,8 @@ async fn send_marker(
         .with_topics(vec![topic]);
     let request =
         RequestKind::WriteTxnMarkers(WriteTxnMarkersRequest::default().with_markers(vec![one]));
-    let answer = call(view, leader, ApiKey::WriteTxnMarkers, 1, request).await?;
+    let to = (leader, security);
+    let answer = call(view, to, ApiKey::WriteTxnMarkers, 1, request).await?;
     let code = match &answer {
         ResponseKind::WriteTxnMarkers(r) => (r.markers.first())
             .and_then(|m| m.topics.first())
@@ -131,7 +143,7 @@ async fn send_marker(
 /// producers retry (Kafka answers its own verification failures so to older clients).
 pub async fn verify_remote(
     view: &ClusterView,
-    coordinator: i32,
+    (coordinator, security): (i32, &ClientSecurity),
     id: &str,
     (producer_id, epoch): (i64, i16),
     tp: &TopicPartition,
@@ -148,7 +160,7 @@ pub async fn verify_remote(
     let request = AddPartitionsToTxnRequest::default().with_transactions(vec![transaction]);
     let request = RequestKind::AddPartitionsToTxn(request);
     let key = ApiKey::AddPartitionsToTxn;
-    let answer = call(view, coordinator, key, BROKER_VERSION, request).await;
+    let answer = call(view, (coordinator, security), key, BROKER_VERSION, request).await;
     let ResponseKind::AddPartitionsToTxn(r) = (match answer {
         Ok(answer) => answer,
         Err(e) => {

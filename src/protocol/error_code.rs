@@ -100,10 +100,14 @@ pub enum ErrorCode {
     /// Cluster mode: the group's or transactional id's coordinator is another node (it
     /// leads the key's partition of the internal topic); find it again (Kafka's 16).
     NotCoordinator = 47,
+    /// Cluster mode: a topic change (create, delete, add partitions, alter configs) goes
+    /// through the Kafka API, whose node hands it to the controller; the native API
+    /// changes one node only and refuses it.
+    TopicChangeOnKafkaApi = 48,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 48] = [
+    pub const ALL: [ErrorCode; 49] = [
         ErrorCode::None,
         ErrorCode::MalformedRequest,
         ErrorCode::UnsupportedApiKey,
@@ -152,6 +156,7 @@ impl ErrorCode {
         ErrorCode::NotEnoughReplicasAfterAppend,
         ErrorCode::RequestTimedOut,
         ErrorCode::NotCoordinator,
+        ErrorCode::TopicChangeOnKafkaApi,
     ];
 
     pub fn from_i16(v: i16) -> Option<Self> {

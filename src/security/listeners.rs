@@ -15,9 +15,10 @@ pub fn is_loopback(ip: IpAddr) -> bool {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum SecurityProtocol {
+    #[default]
     Plaintext,
     SaslPlaintext,
     Ssl,

@@ -218,6 +218,55 @@ pub const SERVER_KEYS: &[ServerKey] = &[
         },
         check: unbounded,
     },
+    ServerKey {
+        name: "inter.broker.listener.name",
+        get: |c| c.inter_broker.listener.name().to_string(),
+        set: |c, v| {
+            let all = crate::security::SecurityProtocol::ALL;
+            let protocol = all.into_iter().find(|p| p.name() == v.trim());
+            c.inter_broker.listener = protocol.ok_or_else(|| {
+                let why = format!("{v:?}: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL");
+                bad("inter.broker.listener.name", why)
+            })?;
+            Ok(())
+        },
+        check: unbounded,
+    },
+    ServerKey {
+        name: "sasl.mechanism.inter.broker.protocol",
+        get: |c| {
+            c.inter_broker
+                .sasl_mechanism
+                .map_or("", |m| m.name())
+                .to_string()
+        },
+        set: |c, v| {
+            let v = v.trim();
+            let mechanism = crate::security::SaslMechanism::from_name(v);
+            c.inter_broker.sasl_mechanism = match (v.is_empty(), mechanism) {
+                (true, _) => None,
+                (false, Some(m)) => Some(m),
+                (false, None) => {
+                    let why = format!("{v:?}: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN");
+                    return Err(bad("sasl.mechanism.inter.broker.protocol", why));
+                }
+            };
+            Ok(())
+        },
+        check: unbounded,
+    },
+    ServerKey {
+        name: "sasl.jaas.config",
+        get: |c| match c.inter_broker.login {
+            Some(_) => crate::settings::inter_broker::HIDDEN.to_string(),
+            None => String::new(),
+        },
+        set: |c, v| {
+            c.inter_broker.login = crate::settings::inter_broker::parse_jaas(v)?;
+            Ok(())
+        },
+        check: unbounded,
+    },
     boolean_key!("authorizer.enable", authorizer.enabled),
     boolean_key!(
         "allow.everyone.if.no.acl.found",

@@ -5,6 +5,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 pub mod cluster;
+pub mod inter_broker;
 pub mod keys;
 mod listener_security;
 
@@ -116,6 +117,9 @@ pub struct ServerConfig {
     pub native_security_protocol: crate::security::SecurityProtocol,
     /// The metrics endpoint's: PLAINTEXT (HTTP) or SSL (HTTPS; `listener.name.metrics.`).
     pub metrics_security_protocol: crate::security::SecurityProtocol,
+    /// How this node reaches the other nodes (cluster mode): `inter.broker.listener.name`,
+    /// `sasl.mechanism.inter.broker.protocol`, `sasl.jaas.config`.
+    pub inter_broker: inter_broker::InterBroker,
     /// PEM file with the TLS listeners' certificate chain (leaf first) and private key
     /// (Kafka's ssl.keystore.location with ssl.keystore.type=PEM, KIP-651).
     pub ssl_keystore_location: Option<PathBuf>,
@@ -208,6 +212,7 @@ impl Default for ServerConfig {
             listener_overrides: Vec::new(),
             native_security_protocol: crate::security::SecurityProtocol::Plaintext,
             metrics_security_protocol: crate::security::SecurityProtocol::Plaintext,
+            inter_broker: Default::default(),
             ssl_keystore_location: None,
             metrics_listen: None,
             producer_id_block_size: 1000,
@@ -432,6 +437,7 @@ impl ServerConfig {
             }
         }
         self.validate_listener_security()?;
+        self.validate_inter_broker()?;
         if let Some(m) = self.metrics_listen {
             let taken = self.listen_addrs();
             if taken[..taken.len() - 1]

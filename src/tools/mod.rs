@@ -28,6 +28,7 @@ pub mod secure_stream;
 pub mod time_arg;
 pub mod time_window;
 pub mod timestamps;
+pub mod topic_changes;
 pub mod topics;
 pub mod users;
 

@@ -5,6 +5,7 @@
 use std::io::Write;
 
 use super::replica_view::{self, Filters, ReplicaView};
+use super::topic_changes;
 use crate::client::Client;
 use crate::protocol::{ErrorCode, TopicLogInfo, TopicMetadata};
 
@@ -113,24 +114,21 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
         TopicsAction::Create => {
             let topic = need_topic()?;
             let configs = parse_configs(&args.configs)?;
-            client
-                .create_topic(&topic, args.partitions.unwrap_or(1), configs)
-                .await
-                .map_err(failed)?;
+            create(&mut client, &args, &topic, configs).await?;
             writeln!(out, "Created topic {topic}.").map_err(io)?;
         }
         TopicsAction::Restore => {
             let topic = need_topic()?;
             let configs = vec![("remote.recovery".to_string(), "true".to_string())];
-            client
-                .create_topic(&topic, 1, configs)
-                .await
-                .map_err(failed)?;
+            create(&mut client, &args, &topic, configs).await?;
             writeln!(out, "Restored topic {topic} from the object store.").map_err(io)?;
         }
         TopicsAction::Delete => {
             let topic = need_topic()?;
-            client.delete_topic(&topic).await.map_err(failed)?;
+            match client.delete_topic(&topic).await {
+                Err(e) if on_kafka_api(&e) => topic_changes::delete(&mut kafka(&args)?, &topic)?,
+                done => done.map_err(failed)?,
+            }
             writeln!(out, "Deleted topic {topic}.").map_err(io)?;
         }
         TopicsAction::List => {
@@ -225,6 +223,38 @@ async fn rebuild_manifest(
 
 /// kafka-topics --alter --partitions and kafka-configs --alter in one: the topic grows
 /// first, then its configs change.
+/// Whether the server is a cluster node, which takes topic changes on the Kafka API only.
+fn on_kafka_api(e: &crate::client::ClientError) -> bool {
+    use crate::client::ClientError;
+    use crate::protocol::ErrorCode;
+    matches!(e, ClientError::Server { code, .. } if *code == ErrorCode::TopicChangeOnKafkaApi)
+}
+
+/// A Kafka client of the server: its Kafka listener, under the same security.
+fn kafka(args: &TopicsArgs) -> Result<crate::kafka::blocking_client::BlockingClient, String> {
+    let server = &args.server;
+    super::probe::kafka_client_of(&server.bootstrap, &server.client, server.timeout_ms)
+}
+
+/// CreateTopic on the native API; on a cluster, CreateTopics on the Kafka API.
+async fn create(
+    client: &mut Client,
+    args: &TopicsArgs,
+    topic: &str,
+    configs: Vec<(String, String)>,
+) -> Result<(), String> {
+    let partitions = args.partitions.unwrap_or(1);
+    match client
+        .create_topic(topic, partitions, configs.clone())
+        .await
+    {
+        Err(e) if on_kafka_api(&e) => {
+            topic_changes::create(&mut kafka(args)?, topic, partitions, &configs)
+        }
+        done => done.map_err(|e| e.to_string()),
+    }
+}
+
 async fn alter(
     client: &mut Client,
     args: &TopicsArgs,
@@ -238,17 +268,23 @@ async fn alter(
         return Err("alter needs --partitions N, --config k=v or --delete-config k".into());
     }
     if let Some(count) = args.partitions {
-        client
-            .create_partitions(&topic, count)
-            .await
-            .map_err(failed)?;
+        match client.create_partitions(&topic, count).await {
+            Err(e) if on_kafka_api(&e) => topic_changes::grow(&mut kafka(args)?, &topic, count)?,
+            done => done.map_err(failed)?,
+        }
         writeln!(out, "Topic {topic} now has {count} partitions.").map_err(io)?;
     }
     if configs {
-        client
-            .alter_configs(&topic, set, args.delete_configs.clone())
+        let delete = args.delete_configs.clone();
+        match client
+            .alter_configs(&topic, set.clone(), delete.clone())
             .await
-            .map_err(failed)?;
+        {
+            Err(e) if on_kafka_api(&e) => {
+                topic_changes::alter_configs(&mut kafka(args)?, &topic, &set, &delete)?
+            }
+            done => done.map_err(failed)?,
+        }
         writeln!(out, "Completed updating config for topic {topic}.").map_err(io)?;
     }
     Ok(())
