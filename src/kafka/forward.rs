@@ -46,7 +46,7 @@ pub(super) async fn ask(
     let view = ctx.shard.cluster();
     let sent = (key, version, &request);
     let security = ctx.shard.config().inter_broker_client();
-    let answer = super::peer::call_once(
+    let answer = super::peer_pool::call(
         view.as_deref(),
         (controller, &security),
         "shardlog-forward",

@@ -29,6 +29,7 @@ mod list_offsets;
 mod log_admin;
 mod metadata;
 pub mod peer;
+mod peer_pool;
 mod produce;
 mod refusal;
 mod replica_fetch;

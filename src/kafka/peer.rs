@@ -144,20 +144,6 @@ pub fn peer_address(
     Ok(format!("{}:{}", listener.host, listener.port))
 }
 
-/// One request to node `to` over a connection of its own (its inter-broker listener in
-/// `view`), within `timeout` for the connect and again for the answer.
-pub async fn call_once(
-    view: Option<&ClusterView>,
-    (to, security): (i32, &ClientSecurity),
-    client_id: &'static str,
-    (key, version, request): (ApiKey, i16, &RequestKind),
-    timeout: Duration,
-) -> Result<ResponseKind, KafkaWireError> {
-    let addr = peer_address(view, to, security.protocol)?;
-    let mut peer = Peer::connect(&addr, security, timeout, client_id).await?;
-    peer.call(key, version, request, timeout).await
-}
-
 /// TLS over `tcp` to the node at `addr`, its certificate checked against the truststore.
 async fn tls_over(
     tcp: TcpStream,

@@ -22,7 +22,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
 use super::errors;
-use super::peer::call_once;
+use super::peer_pool;
 use super::{str_bytes, Context};
 use crate::broker_error::BrokerError;
 use crate::cluster::ClusterView;
@@ -57,7 +57,8 @@ async fn call(
         BrokerError::new(ErrorCode::NotReady, why)
     };
     let sent = (key, version, &request);
-    let answer = call_once(Some(view), (to, security), "shardlog-txn", sent, TIMEOUT).await;
+    let answer = peer_pool::call(Some(view), (to, security), "shardlog-txn", sent, TIMEOUT);
+    let answer = answer.await;
     answer.map_err(|e| unreachable(e.to_string()))
 }
 

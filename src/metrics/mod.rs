@@ -88,6 +88,8 @@ pub struct ShardMetrics {
     /// Commands a partition task ran per group (group commit sizes).
     group_commit: Distribution,
     recovery_truncations: u64,
+    /// SASL logins that succeeded on this shard's connections.
+    authentications: u64,
     cleaner_runs: u64,
     cleaner_bytes_removed: u64,
     /// Writes of reply frames (each carries one or more replies).
@@ -107,6 +109,7 @@ impl ShardMetrics {
             apis: Vec::new(),
             group_commit: Distribution::count(),
             recovery_truncations: 0,
+            authentications: 0,
             cleaner_runs: 0,
             cleaner_bytes_removed: 0,
             reply_writes: 0,
@@ -222,6 +225,11 @@ pub fn record_recovery_truncation() {
     SHARD.with(|m| m.borrow_mut().recovery_truncations += 1);
 }
 
+/// A connection's SASL login succeeded (either protocol, first login or re-authentication).
+pub fn record_authentication() {
+    SHARD.with(|m| m.borrow_mut().authentications += 1);
+}
+
 /// A compaction run committed, removing `bytes`.
 pub fn record_cleaning(bytes: u64) {
     SHARD.with(|m| {
@@ -307,6 +315,7 @@ pub fn snapshot(shard: usize, gauges: Gauges) -> MetricsSnapshot {
             apis: m.apis.clone(),
             group_commit: m.group_commit.clone(),
             recovery_truncations: m.recovery_truncations,
+            authentications: m.authentications,
             cleaner_runs: m.cleaner_runs,
             cleaner_bytes_removed: m.cleaner_bytes_removed,
             reply_writes: m.reply_writes,

@@ -103,6 +103,8 @@ pub struct MetricsSnapshot {
     pub apis: Vec<ApiStats>,
     pub group_commit: Distribution,
     pub recovery_truncations: u64,
+    /// SASL logins that succeeded.
+    pub authentications: u64,
     pub cleaner_runs: u64,
     pub cleaner_bytes_removed: u64,
     /// Writes of reply frames; requests answered over it is replies per write.
@@ -218,7 +220,7 @@ pub struct ShardValue {
 
 /// Every per-shard value, one row each: the one list the Metrics API, `since` and the
 /// Prometheus endpoint read.
-pub const SHARD_VALUES: [ShardValue; 41] = [
+pub const SHARD_VALUES: [ShardValue; 42] = [
     ShardValue {
         name: "device_reads",
         kind: Kind::Counter,
@@ -320,6 +322,12 @@ pub const SHARD_VALUES: [ShardValue; 41] = [
         kind: Kind::Counter,
         get: |s| s.recovery_truncations,
         help: "Segment tails truncated by crash recovery at start.",
+    },
+    ShardValue {
+        name: "successful_authentications",
+        kind: Kind::Counter,
+        get: |s| s.authentications,
+        help: "SASL logins that succeeded, first ones and re-authentications (Kafka's successful-authentication-total).",
     },
     ShardValue {
         name: "cleaner_runs",

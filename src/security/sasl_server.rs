@@ -76,6 +76,7 @@ impl SaslServer {
         match std::mem::replace(&mut self.state, State::Done) {
             State::Chosen(SaslMechanism::Plain) => {
                 let user = plain::authenticate(token)?;
+                crate::metrics::record_authentication();
                 Ok(TokenStep::Success(Vec::new(), user))
             }
             State::Chosen(SaslMechanism::Scram(m)) => {
@@ -87,6 +88,7 @@ impl SaslServer {
             State::Scram(exchange) => {
                 let user = exchange.user().to_string();
                 let server_final = exchange.finish(token)?;
+                crate::metrics::record_authentication();
                 Ok(TokenStep::Success(server_final, user))
             }
             State::Start | State::Done => Err(ScramError("no mechanism chosen")),

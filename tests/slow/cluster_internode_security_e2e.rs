@@ -75,9 +75,14 @@ fn node(dir: &Path, etcd: &EtcdServer, f: &Files, id: i32, password: &str) -> Se
 
 /// `shardlog topics ACTION` as the admin over SASL_SSL; (stdout, success).
 fn topics(node: &ServerProc, f: &Files, args: &[&str]) -> (String, bool) {
+    tool(node, f, "topics", args)
+}
+
+/// `shardlog TOOL ARGS` as the admin over SASL_SSL; (stdout, success).
+fn tool(node: &ServerProc, f: &Files, name: &str, args: &[&str]) -> (String, bool) {
     let addr = node.listener("SASL_SSL");
     let ca = format!("ssl.ca.location={}", f.ca);
-    let mut all = vec!["topics", "-b", &addr, "-X", "security.protocol=SASL_SSL"];
+    let mut all = vec![name, "-b", &addr, "-X", "security.protocol=SASL_SSL"];
     let props = ["sasl.mechanism=SCRAM-SHA-256", "sasl.username=admin"];
     for p in props.iter().chain(&["sasl.password=admin-secret", &ca]) {
         all.extend(["-X", p]);
@@ -167,6 +172,30 @@ fn nodes_replicate_over_sasl_ssl_as_their_own_principal() {
         let seen = out.contains("PartitionCount: 3") && out.contains("retention.ms=3600000");
         (ok && seen, out)
     });
+
+    // Creates taken by a node that is not the controller are forwarded to it over kept
+    // connections: the controller sees one login from that node, not one per request.
+    let (out, ok) = tool(&nodes[0], &f, "cluster", &["describe"]);
+    assert!(ok, "{out}");
+    let controller: i32 = out
+        .split("Controller: ")
+        .nth(1)
+        .and_then(|r| r.split('\t').next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("no controller in {out}"));
+    let at = |id: i32| &nodes[(id - 1) as usize];
+    let via = if controller == 1 { 2 } else { 1 };
+    let logins = metric(at(controller), "successful_authentications");
+    for i in 0..6 {
+        let name = format!("forwarded-{i}");
+        let (out, ok) = topics(at(via), &f, &["create", "--topic", &name]);
+        assert!(ok, "{out}");
+    }
+    let new_logins = metric(at(controller), "successful_authentications") - logins;
+    assert!(
+        new_logins <= 2,
+        "{new_logins} logins for 6 forwarded creates"
+    );
 
     // The fetchers idle on their long polls without growing the nodes' descriptors.
     let fds: Vec<usize> = nodes.iter().map(|n| n.open_fds()).collect();
