@@ -1,4 +1,4 @@
-//! Nodes that reach each other only over SASL_SSL (issue 42): three real processes whose one
+//! Nodes that reach each other only over secured listeners (issue 42): three real processes whose one
 //! Kafka listener is SASL_SSL, with the authorizer on and `inter.broker.listener.name`
 //! SASL_SSL, each node logging in as `User:broker` (a super user, as Kafka's brokers are)
 //! and checking the others' certificates against the test CA. A topic whose acks=all
@@ -6,7 +6,9 @@
 //! over SASL_SSL), every node reports nothing under-replicated, `shardlog topics` creates,
 //! alters and deletes it (through the Kafka API, as a cluster needs), and the nodes'
 //! descriptors stay flat while the fetchers idle. A node whose login the cluster does not know
-//! replicates nothing and says why in its log. Every wait is bounded.
+//! replicates nothing and says why in its log. Nodes whose one listener is SSL with client
+//! certificates required replicate as their certificate's mapped principal. Every wait is
+//! bounded.
 
 use crate::common;
 
@@ -248,4 +250,77 @@ fn a_node_whose_login_is_refused_replicates_nothing_and_says_why() {
         .map(|n| metric(n, "under_replicated_partitions"))
         .sum();
     assert!(under > 0, "node 3 cannot be in sync: {}", wrong.log_text());
+}
+
+/// A node whose one Kafka listener is SSL with client certificates required; nodes know
+/// each other by their certificate, mapped to `User:broker` (KIP-371 rules).
+fn mtls_node(dir: &Path, etcd: &EtcdServer, f: &Files, id: i32) -> ServerProc {
+    let data = dir.join(format!("node-{id}"));
+    let (id, endpoint) = (id.to_string(), etcd.endpoint());
+    let keys = [
+        ("cluster.etcd.endpoints", endpoint.as_str()),
+        ("broker.id", id.as_str()),
+        ("broker.session.timeout.ms", "3000"),
+        ("broker.heartbeat.interval.ms", "200"),
+        ("listeners", "SSL://127.0.0.1:auto"),
+        ("ssl.keystore.location", f.keystore.as_str()),
+        ("ssl.truststore.location", f.ca.as_str()),
+        ("ssl.client.auth", "required"),
+        (
+            "ssl.principal.mapping.rules",
+            "RULE:^CN=shardlog test server$/broker/,DEFAULT",
+        ),
+        ("inter.broker.listener.name", "SSL"),
+        ("authorizer.enable", "true"),
+        ("super.users", "User:broker;User:ANONYMOUS"),
+        ("default.replication.factor", "3"),
+    ];
+    ServerProc::start(&data, 1, &keys)
+}
+
+#[test]
+fn nodes_replicate_over_mutual_tls_as_their_certificates_principal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = files(tmp.path());
+    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+    let nodes: Vec<ServerProc> = (1..=3)
+        .map(|id| mtls_node(tmp.path(), &etcd, &f, id))
+        .collect();
+    let ssl = |node: &ServerProc, args: &[&str]| {
+        let addr = node.listener("SSL");
+        let mut all = vec!["topics", "-b", &addr, "-X", "security.protocol=SSL"];
+        let ca = format!("ssl.ca.location={}", f.ca);
+        let cert = format!("ssl.certificate.location={}", f.keystore);
+        let key = format!("ssl.key.location={}", f.keystore);
+        for p in [&ca, &cert, &key] {
+            all.extend(["-X", p.as_str()]);
+        }
+        all.extend(args);
+        let (out, err, ok) = shardlog(&all, None);
+        (ok, format!("{out}{err}"))
+    };
+    eventually("a topic on three nodes", Duration::from_secs(30), || {
+        let args = ["create", "--topic", TOPIC, "--partitions", "2"];
+        ssl(
+            &nodes[0],
+            &[&args[..], &["--config", "min.insync.replicas=3"]].concat(),
+        )
+    });
+    // acks=all needs all three: the followers fetched over mutual TLS.
+    let env = [
+        ("SSL_CA", f.ca.clone()),
+        ("SSL_CERT", f.keystore.clone()),
+        ("SSL_KEY", f.keystore.clone()),
+    ];
+    let addr = nodes[1].listener("SSL");
+    let args = ["confluent", &addr, "-", "broker", "-", TOPIC];
+    run_client_script(&nodes[1], "sasl.py", &env, &args, "OK");
+    for n in &nodes {
+        assert_eq!(
+            metric(n, "under_replicated_partitions"),
+            0,
+            "{}",
+            n.log_text()
+        );
+    }
 }
