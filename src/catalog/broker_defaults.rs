@@ -87,17 +87,37 @@ pub enum Scope {
 }
 
 impl Scope {
-    /// The scope a broker resource name stands for (this broker's id is 0).
-    pub fn of_resource(name: &str) -> Result<Scope, AdminError> {
+    /// The scope a broker resource name stands for on broker `me` (its broker.id; 0 on a
+    /// single node). Another broker's configs are that broker's to change.
+    pub fn of_resource(name: &str, me: i32) -> Result<Scope, AdminError> {
         match name {
             "" => Ok(Scope::Cluster),
-            "0" => Ok(Scope::Broker),
+            id if id.parse() == Ok(me) => Ok(Scope::Broker),
             other => Err(BrokerError::new(
                 ErrorCode::InvalidRequest,
-                format!("unexpected broker id {other:?}: this broker is 0 (or \"\" for the cluster default)"),
+                format!("unexpected broker id {other:?}: this broker is {me} (or \"\" for the cluster default); ask broker {other} itself"),
             )),
         }
     }
+}
+
+/// Dynamic broker configs that are no topic's default: replication throttles (Kafka's
+/// leader/follower.replication.throttled.rate, bytes per second, what `kafka-reassign-partitions
+/// --throttle` sets on the brokers of a move). They override the server's static value.
+pub const THROTTLE_RATE_KEYS: [&str; 2] = [
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+];
+
+/// A throttle rate as it is stored: bytes per second, at least 1.
+pub fn parse_rate(key: &str, v: &str) -> Result<u64, AdminError> {
+    let rate = v.trim().parse::<u64>().ok().filter(|&r| r >= 1);
+    rate.ok_or_else(|| {
+        invalid(
+            key,
+            "must be a whole number of bytes per second, at least 1",
+        )
+    })
 }
 
 /// The dynamic broker configs of both scopes, by broker config name.
@@ -180,6 +200,9 @@ impl BrokerDefaults {
             match inert_default(k) {
                 Some(_) if v.trim().parse::<f64>().is_ok_and(|n| n >= 0.0) => {}
                 Some(_) => return Err(invalid(k, "must be a number >= 0")),
+                None if THROTTLE_RATE_KEYS.contains(&k.as_str()) => {
+                    parse_rate(k, v)?;
+                }
                 None => {
                     let topic_key = check_dynamic(k)?;
                     LogConfig::default()
@@ -276,9 +299,10 @@ fn invalid(key: &str, why: impl std::fmt::Display) -> AdminError {
 /// The topic config a dynamic broker config sets, or why it cannot be set at run time.
 /// A dynamic broker config this server accepts: a topic config's default, or inert.
 fn check_known(broker_key: &str) -> Result<(), AdminError> {
-    match inert_default(broker_key) {
-        Some(_) => Ok(()),
-        None => check_dynamic(broker_key).map(|_| ()),
+    let known = inert_default(broker_key).is_some() || THROTTLE_RATE_KEYS.contains(&broker_key);
+    match known {
+        true => Ok(()),
+        false => check_dynamic(broker_key).map(|_| ()),
     }
 }
 
@@ -336,7 +360,18 @@ mod tests {
             .altered(Scope::Cluster, &set("log.retention.ms", "soon"), &[])
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidConfig);
-        assert!(Scope::of_resource("7").is_err());
+        assert!(Scope::of_resource("7", 0).is_err());
+        assert_eq!(Scope::of_resource("7", 7).unwrap(), Scope::Broker);
+        assert_eq!(Scope::of_resource("", 7).unwrap(), Scope::Cluster);
+        let rate = "leader.replication.throttled.rate";
+        let throttled = d
+            .altered(Scope::Broker, &set(rate, "1048576"), &[])
+            .unwrap();
+        assert_eq!(throttled.get(rate), Some(("1048576", Scope::Broker)));
+        for bad in ["0", "-5", "fast"] {
+            let e = d.altered(Scope::Broker, &set(rate, bad), &[]).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidConfig, "{bad}: {e}");
+        }
         // Every synonym names a real topic config.
         for (_, t) in BROKER_SYNONYMS {
             LogConfig::key(t).unwrap();

@@ -100,7 +100,7 @@ pub fn describe(ctx: &Context<'_>, request: DescribeConfigsRequest) -> DescribeC
                         .with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION)
                         .with_error_message(Some(str_bytes(format!("unknown topic {name:?}")))),
                 },
-                RESOURCE_BROKER => match Scope::of_resource(&name) {
+                RESOURCE_BROKER => match Scope::of_resource(&name, broker_id(ctx)) {
                     Ok(scope) => r.with_configs(broker_configs(ctx, scope, keys.as_deref())),
                     Err(e) => r
                         .with_error_code(errors::INVALID_REQUEST)
@@ -166,6 +166,11 @@ fn broker_configs(
         .described()
         .into_iter()
         .map(|(name, value, changed)| {
+            // A throttle rate set dynamically wins over the config file's.
+            let throttle = broker_defaults::THROTTLE_RATE_KEYS.contains(&name);
+            if let Some((v, scope)) = dynamic.get(name).filter(|_| throttle) {
+                return config_entry(name.to_string(), v.to_string(), scope_source(scope), false);
+            }
             let source = match changed {
                 true => SOURCE_STATIC_BROKER,
                 false => SOURCE_DEFAULT,
@@ -202,6 +207,11 @@ fn broker_configs(
         .chain(inert)
         .filter(|c| wanted(c.name.as_str()))
         .collect()
+}
+
+/// This broker's id as broker resources name it (0 on a single node).
+fn broker_id(ctx: &Context<'_>) -> i32 {
+    ctx.shard.config().cluster.broker_id
 }
 
 /// The topic a resource to alter names, or why it cannot be altered.
@@ -318,7 +328,7 @@ enum Current {
 impl Current {
     fn of(ctx: &Context<'_>, resource_type: i8, name: &str) -> Result<Current, Refusal> {
         match resource_type {
-            RESOURCE_BROKER => Scope::of_resource(name)
+            RESOURCE_BROKER => Scope::of_resource(name, broker_id(ctx))
                 .map(|scope| Current::Broker(scope, ctx.shard.broker_defaults()))
                 .map_err(|e| Refusal::new(errors::INVALID_REQUEST, e.message())),
             _ => topic_of(ctx, resource_type, name).map(|meta| Current::Topic(Box::new(meta))),

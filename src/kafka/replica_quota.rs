@@ -27,12 +27,16 @@ fn now() -> Millis {
     EPOCH.with(|start| start.elapsed().as_millis() as Millis)
 }
 
-/// This shard's share of the node's rate on `side`; None when unlimited.
+/// This shard's share of the node's rate on `side` (set dynamically, or in the config
+/// file); None when unlimited.
 fn share(shard: &Shard, side: Side) -> Option<u64> {
     let cluster = &shard.config().cluster;
+    let [leader_key, follower_key] = crate::catalog::broker_defaults::THROTTLE_RATE_KEYS;
     let rate = match side {
-        Side::Leader => cluster.leader_replication_throttled_rate,
-        Side::Follower => cluster.follower_replication_throttled_rate,
+        Side::Leader => (shard.dynamic_throttle_rate(leader_key))
+            .unwrap_or(cluster.leader_replication_throttled_rate),
+        Side::Follower => (shard.dynamic_throttle_rate(follower_key))
+            .unwrap_or(cluster.follower_replication_throttled_rate),
     };
     let unlimited = rate >= i64::MAX as u64;
     (!unlimited).then(|| (rate / shard.shard_count().max(1) as u64).max(1))
@@ -44,7 +48,12 @@ fn with<T>(shard: &Shard, side: Side, f: impl FnOnce(&mut Quota, Millis) -> T) -
         let mut quotas = quotas.borrow_mut();
         let now = now();
         let slot = &mut quotas[side as usize];
+        // A changed rate (altered live) starts a new quota.
+        if slot.as_ref().is_some_and(|q| q.rate() != rate) {
+            *slot = None;
+        }
         let quota = slot.get_or_insert_with(|| Quota::new(rate, now));
+        assert_eq!(quota.rate(), rate);
         Some(f(quota, now))
     })
 }

@@ -254,6 +254,14 @@ impl Shard {
         self.broker_defaults.borrow().clone()
     }
 
+    /// A dynamic throttle rate in force (`broker_defaults::THROTTLE_RATE_KEYS`), without
+    /// copying the defaults: replication asks on every fetch.
+    pub fn dynamic_throttle_rate(&self, key: &str) -> Option<u64> {
+        let defaults = self.broker_defaults.borrow();
+        let (value, _) = defaults.get(key)?;
+        crate::catalog::broker_defaults::parse_rate(key, value).ok()
+    }
+
     /// What a topic without overrides runs with (Kafka's defaults and the broker's).
     pub fn topic_base(&self) -> LogConfig {
         // Loaded and altered only once validated: the base always resolves.

@@ -21,6 +21,7 @@ pub mod partitioner;
 pub mod probe;
 pub mod produce;
 pub mod reassign;
+mod reassign_throttle;
 pub mod remote_files;
 pub mod replica_view;
 mod retry;

@@ -44,6 +44,8 @@ pub struct ReassignArgs<'a> {
     pub plan: Option<&'a std::path::Path>,
     pub topics_to_move: Option<&'a std::path::Path>,
     pub brokers: Option<&'a str>,
+    /// execute: bytes/s the moves may copy (`reassign_throttle`).
+    pub throttle: Option<u64>,
 }
 
 pub fn run(args: &ReassignArgs<'_>, out: &mut dyn Write) -> Result<(), String> {
@@ -84,6 +86,9 @@ pub fn run(args: &ReassignArgs<'_>, out: &mut dyn Write) -> Result<(), String> {
                 .filter(|(k, _)| plan.contains_key(k))
                 .collect();
             writeln!(out, "Current partition replica assignment\n\n{}\n\nSave this to use as the --reassignment-json-file option during rollback", to_json(&current)).map_err(io)?;
+            if let Some(rate) = args.throttle {
+                super::reassign_throttle::apply(&mut kafka, (server, &view), &plan, rate, out)?;
+            }
             let wanted = plan.iter().map(|(k, v)| (k.clone(), Some(v.clone())));
             alter(&mut kafka, wanted.collect())?;
             writeln!(
@@ -93,7 +98,7 @@ pub fn run(args: &ReassignArgs<'_>, out: &mut dyn Write) -> Result<(), String> {
             )
             .map_err(io)
         }
-        ReassignMode::Verify => verify(&mut kafka, &read_plan(args)?, out),
+        ReassignMode::Verify => verify(&mut kafka, server, &read_plan(args)?, out),
         ReassignMode::Cancel => {
             let plan = read_plan(args)?;
             alter(&mut kafka, plan.keys().map(|k| (k.clone(), None)).collect())?;
@@ -313,7 +318,12 @@ pub(super) fn alter(kafka: &mut BlockingClient, wanted: Wanted) -> Result<(), St
 }
 
 /// Kafka's `--verify`: each partition still moving, done, or moved elsewhere.
-fn verify(kafka: &mut BlockingClient, plan: &Plan, out: &mut dyn Write) -> Result<(), String> {
+fn verify(
+    kafka: &mut BlockingClient,
+    server: &super::ServerAddr,
+    plan: &Plan,
+    out: &mut dyn Write,
+) -> Result<(), String> {
     let mut asked: Vec<ListPartitionReassignmentsTopics> = Vec::new();
     for (t, p) in plan.keys() {
         match asked.last_mut().filter(|x| *x.name.0 == **t) {
@@ -347,6 +357,7 @@ fn verify(kafka: &mut BlockingClient, plan: &Plan, out: &mut dyn Write) -> Resul
     let view = replica_view::read(kafka, Some(&topics))?;
     let io = |e: std::io::Error| e.to_string();
     writeln!(out, "Status of partition reassignment:").map_err(io)?;
+    let mut all_done = true;
     for ((t, p), target) in plan {
         let now = view
             .partitions
@@ -357,7 +368,12 @@ fn verify(kafka: &mut BlockingClient, plan: &Plan, out: &mut dyn Write) -> Resul
             (false, Some(now)) if now == *target => format!("Reassignment of partition {t}-{p} is completed."),
             (false, now) => format!("There is no active reassignment of partition {t}-{p}, but replica set is {now:?} rather than {target:?}."),
         };
+        all_done &= line.ends_with("is completed.");
         writeln!(out, "{line}").map_err(io)?;
     }
-    Ok(())
+    // As Kafka's tool: the throttle goes once every move is done (none set: nothing to do).
+    match all_done {
+        true => super::reassign_throttle::remove(kafka, (server, &view), plan, out),
+        false => Ok(()),
+    }
 }

@@ -76,6 +76,10 @@ pub struct TopicsArgs {
     /// reassign generate: the brokers to move them onto (`1,2,3`; Kafka's --broker-list).
     #[arg(long)]
     pub brokers: Option<String>,
+    /// reassign execute: bytes/s the moves may copy (Kafka's --throttle), on the brokers of
+    /// each move; `--verify` removes it once every move is done.
+    #[arg(long)]
+    pub throttle: Option<u64>,
 }
 
 fn parse_configs(raw: &[String]) -> Result<Vec<(String, String)>, String> {
@@ -100,6 +104,7 @@ pub async fn run(args: TopicsArgs, out: &mut dyn Write) -> Result<(), String> {
             plan: args.reassignment_json_file.as_deref(),
             topics_to_move: args.topics_to_move_json_file.as_deref(),
             brokers: args.brokers.as_deref(),
+            throttle: args.throttle,
         };
         return super::reassign::run(&asked, out);
     }

@@ -23,7 +23,7 @@ use super::cluster_e2e::{members, wait_for_agreement};
 use super::cluster_faults_e2e::node_with;
 use super::cluster_operations_e2e::metric;
 use super::cluster_topics_e2e::{
-    create, metadata, produce_acks, records, set_config, wait_for_metadata, Described,
+    create, described, metadata, produce_acks, records, set_config, wait_for_metadata, Described,
 };
 
 const MOVING: &str = "moving";
@@ -400,6 +400,80 @@ fn throttled_replicas_catch_up_no_faster_than_the_throttled_rate() {
         assert!(
             *t >= Duration::from_secs(2),
             "{topic}: 4 MB at 1 MB/s moved in {t:?}"
+        );
+    }
+}
+
+/// `--throttle` as Kafka's tool sets it: both rates on each broker of the move (dynamic
+/// broker configs, each on the broker itself), the moving replicas listed on the topic;
+/// the move copies no faster than the rate; `--verify`, once it is done, removes it all.
+#[test]
+fn the_tools_throttle_holds_the_move_back_and_verify_removes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+    let (nodes, controller) = three(tmp.path(), &etcd);
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let topic = "tool-throttled";
+    assert_eq!(create(&nodes[at(controller)], topic, 1, 1), (0, 1));
+    let (_, parts, _) = wait_for_metadata(&refs, topic, |(e, p, _)| {
+        *e == 0 && p.len() == 1 && p[0].leader > 0
+    });
+    let leader = parts[0].leader;
+    fill(&nodes[at(leader)], topic, 40);
+    let to = (1..=3).find(|&id| id != leader).unwrap();
+    let path = tmp.path().join("tool.json");
+    let text = serde_json::json!({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [to]}]});
+    std::fs::write(&path, text.to_string()).unwrap();
+    let file = path.to_string_lossy().into_owned();
+    let more = ["--reassignment-json-file", &file, "--throttle", "1000000"];
+    let (out, err, ok) = reassign_tool(&nodes[0], "execute", &more);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("throttle limit was set to 1000000 B/s"),
+        "{out}"
+    );
+    for (id, key) in [
+        (leader, "leader.replication.throttled.rate"),
+        (to, "follower.replication.throttled.rate"),
+    ] {
+        let rate = described(&nodes[at(id)], (4, &id.to_string()), key);
+        assert_eq!(rate.as_deref(), Some("1000000"), "broker {id}'s {key}");
+    }
+    let lists = [
+        (
+            "leader.replication.throttled.replicas",
+            format!("0:{leader}"),
+        ),
+        ("follower.replication.throttled.replicas", format!("0:{to}")),
+    ];
+    for (key, want) in &lists {
+        let got = described(&nodes[0], (2, topic), key);
+        assert_eq!(got.as_deref(), Some(want.as_str()), "{key}");
+    }
+    let took = wait_completed(&nodes[0], &path, Duration::from_secs(60));
+    eprintln!("moving 4 MB with --throttle 1000000: {took:?}");
+    assert!(
+        took >= Duration::from_secs(2),
+        "4 MB at 1 MB/s moved in {took:?}"
+    );
+    // The verify that saw it done removed the throttle: rates back to the config's, lists empty.
+    for id in [leader, to] {
+        let rate = described(
+            &nodes[at(id)],
+            (4, &id.to_string()),
+            "leader.replication.throttled.rate",
+        );
+        assert_eq!(
+            rate.as_deref(),
+            Some(i64::MAX.to_string().as_str()),
+            "broker {id}"
+        );
+    }
+    for (key, _) in &lists {
+        assert_eq!(
+            described(&nodes[0], (2, topic), key).as_deref(),
+            Some(""),
+            "{key}"
         );
     }
 }

@@ -111,11 +111,16 @@ pub(crate) fn set_config(node: &ServerProc, topic: &str, key: &str, value: &str)
 
 /// DescribeConfigs v1 of one topic key: its value.
 fn config(node: &ServerProc, topic: &str, key: &str) -> Option<String> {
+    described(node, (2, topic), key)
+}
+
+/// DescribeConfigs v1 of one key of a resource (type 2: a topic, 4: a broker): its value.
+pub(crate) fn described(node: &ServerProc, (kind, name): (i8, &str), key: &str) -> Option<String> {
     use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
     use kafka_protocol::messages::DescribeConfigsRequest;
     let resource = DescribeConfigsResource::default()
-        .with_resource_type(2)
-        .with_resource_name(StrBytes::from_string(topic.to_string()))
+        .with_resource_type(kind)
+        .with_resource_name(StrBytes::from_string(name.to_string()))
         .with_configuration_keys(Some(vec![StrBytes::from_string(key.to_string())]));
     let request = DescribeConfigsRequest::default().with_resources(vec![resource]);
     let ResponseKind::DescribeConfigs(r) = call(
