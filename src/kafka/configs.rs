@@ -328,9 +328,16 @@ enum Current {
 impl Current {
     fn of(ctx: &Context<'_>, resource_type: i8, name: &str) -> Result<Current, Refusal> {
         match resource_type {
-            RESOURCE_BROKER => Scope::of_resource(name, broker_id(ctx))
-                .map(|scope| Current::Broker(scope, ctx.shard.broker_defaults()))
-                .map_err(|e| Refusal::new(errors::INVALID_REQUEST, e.message())),
+            RESOURCE_BROKER => {
+                let scope = Scope::of_resource(name, broker_id(ctx))
+                    .map_err(|e| Refusal::new(errors::INVALID_REQUEST, e.message()))?;
+                // Changed here, a cluster default would hold on this node only.
+                if scope == Scope::Cluster && ctx.shard.cluster().is_some() {
+                    let why = "in cluster mode the cluster-wide broker default (resource \"\") would change this node only: set the config on each broker (resource = its broker.id)";
+                    return Err(Refusal::new(errors::INVALID_REQUEST, why));
+                }
+                Ok(Current::Broker(scope, ctx.shard.broker_defaults()))
+            }
             _ => topic_of(ctx, resource_type, name).map(|meta| Current::Topic(Box::new(meta))),
         }
     }

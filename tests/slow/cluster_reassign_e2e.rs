@@ -23,7 +23,8 @@ use super::cluster_e2e::{members, wait_for_agreement};
 use super::cluster_faults_e2e::node_with;
 use super::cluster_operations_e2e::metric;
 use super::cluster_topics_e2e::{
-    create, described, metadata, produce_acks, records, set_config, wait_for_metadata, Described,
+    create, described, metadata, produce_acks, records, set_config, set_resource_config,
+    wait_for_metadata, Described,
 };
 
 const MOVING: &str = "moving";
@@ -476,4 +477,11 @@ fn the_tools_throttle_holds_the_move_back_and_verify_removes_it() {
             "{key}"
         );
     }
+    // A cluster-wide default set on one node would hold there only: refused (42), and
+    // another broker's configs are that broker's to change.
+    let rate = "leader.replication.throttled.rate";
+    let other = (1..=3).find(|&id| id != 1).unwrap().to_string();
+    assert_eq!(set_resource_config(&nodes[0], (4, ""), rate, "5"), 42);
+    assert_eq!(set_resource_config(&nodes[0], (4, &other), rate, "5"), 42);
+    assert_eq!(set_resource_config(&nodes[0], (4, "1"), rate, "5"), 0);
 }

@@ -85,6 +85,17 @@ fn grow(node: &ServerProc, topic: &str, count: i32) -> i16 {
 
 /// IncrementalAlterConfigs v0 setting one topic config: the error code.
 pub(crate) fn set_config(node: &ServerProc, topic: &str, key: &str, value: &str) -> i16 {
+    set_resource_config(node, (2, topic), key, value)
+}
+
+/// IncrementalAlterConfigs v0 SET of one key of a resource (2: a topic, 4: a broker): the
+/// error code.
+pub(crate) fn set_resource_config(
+    node: &ServerProc,
+    (kind, topic): (i8, &str),
+    key: &str,
+    value: &str,
+) -> i16 {
     use kafka_protocol::messages::incremental_alter_configs_request::{
         AlterConfigsResource, AlterableConfig,
     };
@@ -94,7 +105,7 @@ pub(crate) fn set_config(node: &ServerProc, topic: &str, key: &str, value: &str)
         .with_config_operation(0)
         .with_value(Some(StrBytes::from_string(value.to_string())));
     let resource = AlterConfigsResource::default()
-        .with_resource_type(2)
+        .with_resource_type(kind)
         .with_resource_name(StrBytes::from_string(topic.to_string()))
         .with_configs(vec![config]);
     let request = IncrementalAlterConfigsRequest::default().with_resources(vec![resource]);
