@@ -4,7 +4,8 @@
 //! metadata file, then applied by every shard without a restart). A broker's configs are
 //! its server settings (static: the config file, read-only here) and the dynamic broker
 //! defaults of topic configs (`log.retention.ms` & co, `catalog::broker_defaults`), which
-//! alter like a topic's: for this broker (resource "0") or as the cluster default ("").
+//! alter like a topic's: for this broker (resource: its broker.id, "0" on a single node) or
+//! as the cluster default ("").
 
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,

@@ -233,8 +233,8 @@ impl Segment {
     }
 
     /// Opens a sealed segment whose files are read-only (the remote tier's objects): as
-    /// `open`, but indexes that are missing or stale are rebuilt in memory only, and the
-    /// indexes stay in memory (they were just read whole).
+    /// `open`, but indexes that are missing or stale are rebuilt in memory only (and stay
+    /// there); good index files are read page by page, as a sealed local segment's are.
     pub async fn open_read_only(
         io: LogIo,
         dir: &Path,
@@ -242,7 +242,9 @@ impl Segment {
         config: &LogConfig,
     ) -> Result<Self> {
         let mut seg = Self::open_log(io, dir, base_offset, config, false).await?;
-        seg.load_state(config).await?;
+        if seg.load_state(config).await? {
+            seg.page_out_indexes(config).await;
+        }
         assert!(seg.log.is_sealed(), "a read-only segment takes no appends");
         Ok(seg)
     }

@@ -139,6 +139,9 @@ pub struct RemoteCounters {
     pub uploaded_segments: u64,
     pub failed_passes: u64,
     pub reads: u64,
+    /// Remote segments opened for reads (their indexes read and checked); reads that found
+    /// one open already do not count.
+    pub segment_opens: u64,
     /// Passes that found a partition's manifest gone while its segments are in the bucket.
     pub manifest_missing: u64,
 }
@@ -220,7 +223,7 @@ pub struct ShardValue {
 
 /// Every per-shard value, one row each: the one list the Metrics API, `since` and the
 /// Prometheus endpoint read.
-pub const SHARD_VALUES: [ShardValue; 42] = [
+pub const SHARD_VALUES: [ShardValue; 43] = [
     ShardValue {
         name: "device_reads",
         kind: Kind::Counter,
@@ -376,6 +379,12 @@ pub const SHARD_VALUES: [ShardValue; 42] = [
         kind: Kind::Counter,
         get: |s| s.remote.reads,
         help: "Tiered storage: fetches and lookups served from the remote tier.",
+    },
+    ShardValue {
+        name: "remote_segment_opens",
+        kind: Kind::Counter,
+        get: |s| s.remote.segment_opens,
+        help: "Tiered storage: remote segments opened for reads (indexes read and checked); a reader walking one segment opens it once.",
     },
     ShardValue {
         name: "remote_upload_lag_bytes",

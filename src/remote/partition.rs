@@ -64,6 +64,9 @@ pub struct RemoteLog {
     /// Set when a rebuilt manifest is installed, so the uploader retries at once instead of
     /// waiting out its backoff.
     rebuilt: Cell<bool>,
+    /// Remote segments opened by earlier reads, kept so a reader going through a segment
+    /// does not decode its indexes again for every fetch (`read.rs`).
+    pub(super) opened: RefCell<Vec<super::segment_files::OpenRemoteSegment>>,
 }
 
 impl RemoteLog {
@@ -93,6 +96,7 @@ impl RemoteLog {
             described: RefCell::new(None),
             lost: Cell::new(false),
             rebuilt: Cell::new(false),
+            opened: RefCell::new(Vec::new()),
         })
     }
 

@@ -27,10 +27,9 @@ pub async fn read(
     crate::metrics::record_remote(|m| m.reads += 1);
     let mut from = offset.max(manifest.log_start_offset);
     while let Some(seg) = manifest.segment_for(from) {
-        let data = open(log, seg)
-            .await?
-            .read(from, max_bytes, at_least_one)
-            .await?;
+        let mut opened = open(log, seg).await?;
+        let data = opened.read(from, max_bytes, at_least_one).await?;
+        keep(log, opened);
         if !data.is_empty() {
             return Ok(data);
         }
@@ -39,10 +38,37 @@ pub async fn read(
     Ok(Bytes::new())
 }
 
-/// `seg` of `log`'s partition, opened for reading.
+/// Open remote segments a partition keeps for its next reads (a reader catching up walks
+/// one segment in many fetches; two serve a reader crossing into the next segment).
+const KEPT_OPEN: usize = 2;
+
+/// `seg` of `log`'s partition, opened for reading: one an earlier read left (taken out, so
+/// concurrent readers never share one), or opened now.
 async fn open(log: &RemoteLog, seg: &RemoteSegment) -> Result<OpenRemoteSegment, RemoteError> {
+    let kept = {
+        let mut opened = log.opened.borrow_mut();
+        let at = opened.iter().position(|o| o.is(seg));
+        at.map(|i| opened.swap_remove(i))
+    };
+    if let Some(kept) = kept {
+        return Ok(kept);
+    }
     let dir = keys::partition_dir(&log.topic, log.partition);
+    crate::metrics::record_remote(|m| m.segment_opens += 1);
     OpenRemoteSegment::open(&log.store, &dir, seg).await
+}
+
+/// Keeps a segment that served a read for the next one (a failed read drops it instead).
+fn keep(log: &RemoteLog, segment: OpenRemoteSegment) {
+    let mut opened = log.opened.borrow_mut();
+    if opened.len() == KEPT_OPEN {
+        opened.remove(0);
+    }
+    opened.push(segment);
+    assert!(
+        opened.len() <= KEPT_OPEN,
+        "the bound on open remote segments"
+    );
 }
 
 /// Kafka's offsetsForTimes over the remote tier: the first record at or after `start`
@@ -60,10 +86,9 @@ pub async fn find_by_timestamp(
         .iter()
         .filter(|s| s.last_offset >= start && s.max_timestamp_ms >= target)
     {
-        let found = open(log, seg)
-            .await?
-            .find_by_timestamp(target, start)
-            .await?;
+        let mut opened = open(log, seg).await?;
+        let found = opened.find_by_timestamp(target, start).await?;
+        keep(log, opened);
         if found.is_some() {
             return Ok(found);
         }

@@ -73,6 +73,11 @@ impl OpenRemoteSegment {
         Ok(OpenRemoteSegment { segment, files })
     }
 
+    /// Whether this is `seg` as the manifest names it now (the same objects).
+    pub fn is(&self, seg: &RemoteSegment) -> bool {
+        self.files.segment == *seg
+    }
+
     /// `Segment::read`: whole, CRC-checked batches from the one holding `offset`, each
     /// inside the segment's offsets; empty when none reaches it.
     pub async fn read(

@@ -74,10 +74,11 @@ pub fn native_listener_of(c: &mut BlockingClient, kafka_addr: &str) -> Option<(S
         ApiKey as K, DescribeConfigsRequest, RequestKind, ResponseKind,
     };
     let keys = ["listen", "native.security.protocol"].map(|k| k.to_string().into());
+    let me = broker_id_at(c, kafka_addr).to_string();
     let r =
         DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
             .with_resource_type(4)
-            .with_resource_name("0".to_string().into())
+            .with_resource_name(me.into())
             .with_configuration_keys(Some(keys.to_vec()))]);
     let ResponseKind::DescribeConfigs(r) = c
         .call(K::DescribeConfigs, 1, &RequestKind::DescribeConfigs(r))
@@ -95,6 +96,27 @@ pub fn native_listener_of(c: &mut BlockingClient, kafka_addr: &str) -> Option<(S
     let port = listen.rsplit_once(':')?.1;
     let host = kafka_addr.rsplit_once(':')?.0;
     Some((format!("{host}:{port}"), protocol))
+}
+
+/// The broker id of the server at `kafka_addr` (a broker resource names it): the broker
+/// Metadata lists at that port (a single node is broker 0, as is one that lists none).
+fn broker_id_at(c: &mut BlockingClient, kafka_addr: &str) -> i32 {
+    use kafka_protocol::messages::{ApiKey as K, MetadataRequest, RequestKind, ResponseKind};
+    let port: Option<i32> = kafka_addr
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok());
+    let request = MetadataRequest::default().with_topics(Some(Vec::new()));
+    let answer = c.call(K::Metadata, 1, &RequestKind::Metadata(request));
+    let Ok(ResponseKind::Metadata(r)) = answer else {
+        return 0;
+    };
+    let at_port = r.brokers.iter().filter(|b| Some(b.port) == port);
+    let ids: Vec<i32> = at_port.map(|b| b.node_id.0).collect();
+    // Nodes on one host listen on different ports: one broker answers at this port.
+    match ids[..] {
+        [id] => id,
+        _ => 0,
+    }
 }
 
 /// The Kafka listener of the shardlog server whose native listener is at `native_addr`

@@ -173,3 +173,56 @@ fn objects_that_are_not_the_manifests_segment_are_refused() {
         chunks::clear();
     });
 }
+
+/// A reader walking a remote segment fetch by fetch opens it once (its indexes read and
+/// checked once), and every fetch still answers as the local log.
+#[test]
+fn a_reader_walking_a_remote_segment_opens_it_once() {
+    use shardlog::format::cursor::BatchCursor;
+    use shardlog::metrics::Gauges;
+    use shardlog::remote::manifest::PartitionManifest;
+    use shardlog::remote::RemoteLog;
+    run(|dir| async move {
+        chunks::set_budget(64 << 20);
+        let mut local = write_sealed_segment(&dir).await;
+        let store = bucket(&dir);
+        let all = [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX];
+        let mut manifest = PartitionManifest::new("writer", TOPIC, 0, 0);
+        manifest.segments.push(upload(&store, &dir, &all).await);
+        let key = store.key(&keys::partition_manifest(TOPIC, 0));
+        store.put_new(key, manifest.to_bytes()).await.unwrap();
+        let log = RemoteLog::new(store.clone(), "reader".into(), TOPIC, 0, true);
+        let opens = || {
+            shardlog::metrics::snapshot(0, Gauges::default())
+                .remote
+                .segment_opens
+        };
+        let before = opens();
+        let (mut offset, mut fetches) = (0, 0);
+        while offset < 3 * BATCHES {
+            let got = shardlog::remote::read::read(&log, offset, 300, true)
+                .await
+                .unwrap();
+            let want = local.read(offset, 300).await.unwrap().to_bytes();
+            assert_eq!(got, want, "offset {offset}");
+            let last = BatchCursor::new(&got[..])
+                .filter_map(Result::ok)
+                .last()
+                .unwrap();
+            offset = last.1.last_offset() + 1;
+            fetches += 1;
+        }
+        let found = shardlog::remote::read::find_by_timestamp(&log, 1_500, 0)
+            .await
+            .unwrap();
+        let want = local.find_offset_by_timestamp(1_500).await.unwrap();
+        assert_eq!(found, want.map(|w| (w.offset, w.timestamp)));
+        assert!(fetches > 10, "{fetches} fetches");
+        assert_eq!(
+            opens() - before,
+            1,
+            "one open for {fetches} fetches and a lookup"
+        );
+        chunks::clear();
+    });
+}
