@@ -132,7 +132,8 @@ fn nodes_replicate_over_sasl_ssl_as_their_own_principal() {
         (ok, out)
     });
     let isr_of_three = || {
-        let (out, ok) = topics(&nodes[1], &f, &["describe", "--topic", TOPIC]);
+        // On the node the client asks below: it creates a topic it does not see.
+        let (out, ok) = topics(&nodes[2], &f, &["describe", "--topic", TOPIC]);
         let full = out.lines().filter(|l| l.contains("Isr: ")).filter(|l| {
             let isr = l.split("Isr: ").nth(1).unwrap_or("");
             let isr = isr.split('\t').next().unwrap_or("");
@@ -305,6 +306,11 @@ fn nodes_replicate_over_mutual_tls_as_their_certificates_principal() {
             &nodes[0],
             &[&args[..], &["--config", "min.insync.replicas=3"]].concat(),
         )
+    });
+    // The client's node must see the topic first (a client creates one it does not see).
+    eventually("the topic on node 2", Duration::from_secs(30), || {
+        let (ok, out) = ssl(&nodes[1], &["describe", "--topic", TOPIC]);
+        (ok && out.contains("Partition: 1"), out)
     });
     // acks=all needs all three: the followers fetched over mutual TLS.
     let env = [
