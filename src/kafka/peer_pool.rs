@@ -40,7 +40,10 @@ pub async fn call(
     let pool_key = (peer_address(view, to, security.protocol)?, client_id);
     if let Some(mut peer) = take(&pool_key) {
         match peer.call(key, version, request, timeout).await {
-            Ok(answer) => return Ok(give_back(pool_key, peer, answer)),
+            Ok(answer) => {
+                give_back(pool_key, peer);
+                return Ok(answer);
+            }
             // Closed while idle (idle timeout, re-authentication due): once more below.
             Err(KafkaWireError::Io { .. }) => {}
             Err(e) => return Err(e),
@@ -48,7 +51,8 @@ pub async fn call(
     }
     let mut peer = Peer::connect(&pool_key.0, security, timeout, client_id).await?;
     let answer = peer.call(key, version, request, timeout).await?;
-    Ok(give_back(pool_key, peer, answer))
+    give_back(pool_key, peer);
+    Ok(answer)
 }
 
 /// The newest idle connection under `key` young enough to reuse; older ones are closed.
@@ -63,7 +67,7 @@ fn take(key: &Key) -> Option<Peer> {
 }
 
 /// Keeps `peer` (which just gave a whole answer) for the next request, within the bound.
-fn give_back(key: Key, peer: Peer, answer: ResponseKind) -> ResponseKind {
+fn give_back(key: Key, peer: Peer) {
     IDLE.with_borrow_mut(|idle| {
         let kept = idle.entry(key).or_default();
         if kept.len() < MAX_IDLE {
@@ -71,5 +75,4 @@ fn give_back(key: Key, peer: Peer, answer: ResponseKind) -> ResponseKind {
         }
         assert!(kept.len() <= MAX_IDLE, "the pool's bound");
     });
-    answer
 }

@@ -10,13 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::Duration;
 
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
-
 use super::replica_view::ReplicaView;
+use super::topic_changes::{alter_configs, alter_resource, BROKER_RESOURCE};
 use super::ServerAddr;
 use crate::catalog::broker_defaults::THROTTLE_RATE_KEYS;
 use crate::kafka::blocking_client::BlockingClient;
@@ -26,10 +21,6 @@ type Plan = BTreeMap<(String, i32), Vec<i32>>;
 
 const LEADER_REPLICAS: &str = "leader.replication.throttled.replicas";
 const FOLLOWER_REPLICAS: &str = "follower.replication.throttled.replicas";
-/// IncrementalAlterConfigs' operations and the broker resource type (Kafka's).
-const SET: i8 = 0;
-const DELETE: i8 = 1;
-const BROKER_RESOURCE: i8 = 4;
 
 /// Per topic, the (leader list, follower list) of the throttled replicas of `plan`'s moves.
 fn throttled_replicas(view: &ReplicaView, plan: &Plan) -> BTreeMap<String, (String, String)> {
@@ -83,17 +74,16 @@ pub fn apply(
     if rate == 0 {
         return Err("--throttle needs a rate of at least 1 byte/s".into());
     }
-    let rate = rate.to_string();
+    let rates = THROTTLE_RATE_KEYS.map(|k| (k.to_string(), rate.to_string()));
     for broker in brokers_of(view, plan) {
-        let set = THROTTLE_RATE_KEYS.map(|k| (k, Some(rate.as_str()), SET));
-        alter_broker(server, view, broker, &set)?;
+        alter_broker(server, view, broker, (&rates, &[]))?;
     }
     for (topic, (leaders, followers)) in throttled_replicas(view, plan) {
         let set = [
             (LEADER_REPLICAS.to_string(), leaders),
             (FOLLOWER_REPLICAS.to_string(), followers),
         ];
-        super::topic_changes::alter_configs(kafka, &topic, &set, &[])?;
+        alter_configs(kafka, &topic, &set, &[])?;
     }
     let io = |e: std::io::Error| e.to_string();
     writeln!(out, "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.").map_err(io)?;
@@ -107,11 +97,11 @@ pub fn remove(
     plan: &Plan,
     out: &mut dyn Write,
 ) -> Result<(), String> {
-    let delete = THROTTLE_RATE_KEYS.map(|k| (k, None, DELETE));
+    let rates = THROTTLE_RATE_KEYS.map(str::to_string);
     let io = |e: std::io::Error| e.to_string();
     for node in &view.nodes {
         // A node that went away keeps its rate until asked again; the others go on.
-        if let Err(e) = alter_broker(server, view, node.id, &delete) {
+        if let Err(e) = alter_broker(server, view, node.id, (&[], &rates)) {
             writeln!(
                 out,
                 "Warning: the throttle rate of broker {} stays: {e}",
@@ -123,18 +113,18 @@ pub fn remove(
     let topics: BTreeSet<&String> = plan.keys().map(|(t, _)| t).collect();
     let lists = [LEADER_REPLICAS.to_string(), FOLLOWER_REPLICAS.to_string()];
     for topic in topics {
-        super::topic_changes::alter_configs(kafka, topic, &[], &lists)?;
+        alter_configs(kafka, topic, &[], &lists)?;
     }
     writeln!(out, "Throttle was removed.").map_err(|e| e.to_string())
 }
 
-/// IncrementalAlterConfigs of broker `id`'s own configs, sent to that broker (a broker
-/// changes only its own; the cluster default is "").
+/// Sets (`set`) or removes broker `id`'s own throttle rates, through that broker (a broker
+/// changes only its own configs; the cluster default is "").
 fn alter_broker(
     server: &ServerAddr,
     view: &ReplicaView,
     id: i32,
-    changes: &[(&str, Option<&str>, i8)],
+    (set, delete): (&[(String, String)], &[String]),
 ) -> Result<(), String> {
     let node = view.nodes.iter().find(|n| n.id == id);
     let node =
@@ -143,36 +133,8 @@ fn alter_broker(
     let timeout = Duration::from_millis(server.timeout_ms);
     let address = format!("{}:{}", node.host, node.port);
     let mut client = super::secure_stream::kafka_client(&address, &security, timeout)?;
-    let configs = changes.iter().map(|(k, v, op)| {
-        AlterableConfig::default()
-            .with_name(StrBytes::from_string(k.to_string()))
-            .with_value(v.map(|v| StrBytes::from_string(v.to_string())))
-            .with_config_operation(*op)
-    });
-    let resource = AlterConfigsResource::default()
-        .with_resource_type(BROKER_RESOURCE)
-        .with_resource_name(StrBytes::from_string(id.to_string()))
-        .with_configs(configs.collect());
-    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![resource]);
-    let kind = RequestKind::IncrementalAlterConfigs(request);
-    let answer = client.call(ApiKey::IncrementalAlterConfigs, 0, &kind);
-    let Ok(ResponseKind::IncrementalAlterConfigs(r)) = answer else {
-        return Err(format!(
-            "broker {id}: IncrementalAlterConfigs failed: {answer:?}"
-        ));
-    };
-    let result = r
-        .responses
-        .first()
-        .ok_or(format!("broker {id}: no answer"))?;
-    match result.error_code {
-        0 => Ok(()),
-        code => Err(format!(
-            "broker {id} refused its throttle ({}): {}",
-            crate::kafka_codes::describe(code),
-            result.error_message.as_deref().unwrap_or("")
-        )),
-    }
+    let broker = (BROKER_RESOURCE, id.to_string());
+    alter_resource(&mut client, (broker.0, &broker.1), set, delete)
 }
 
 #[cfg(test)]

@@ -16,8 +16,9 @@ const TIMEOUT_MS: i32 = 30_000;
 /// IncrementalAlterConfigs' operations (Kafka's AlterConfigOp).
 const SET: i8 = 0;
 const DELETE: i8 = 1;
-/// ConfigResource type of a topic.
-const TOPIC_RESOURCE: i8 = 2;
+/// ConfigResource types: a topic, a broker (named by its broker.id).
+pub const TOPIC_RESOURCE: i8 = 2;
+pub const BROKER_RESOURCE: i8 = 4;
 
 fn name(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
@@ -136,10 +137,20 @@ pub fn grow(client: &mut BlockingClient, topic: &str, count: i32) -> Result<(), 
     )
 }
 
-/// IncrementalAlterConfigs v0: `set` set, `delete` back to their defaults.
+/// IncrementalAlterConfigs v0 of `topic`: `set` set, `delete` back to their defaults.
 pub fn alter_configs(
     client: &mut BlockingClient,
     topic: &str,
+    set: &[(String, String)],
+    delete: &[String],
+) -> Result<(), String> {
+    alter_resource(client, (TOPIC_RESOURCE, topic), set, delete)
+}
+
+/// IncrementalAlterConfigs v0 of one resource (`TOPIC_RESOURCE` or `BROKER_RESOURCE`).
+pub fn alter_resource(
+    client: &mut BlockingClient,
+    (kind, resource): (i8, &str),
     set: &[(String, String)],
     delete: &[String],
 ) -> Result<(), String> {
@@ -151,11 +162,11 @@ pub fn alter_configs(
             .with_value(v)
             .with_config_operation(op)
     });
-    let resource = IncrementalResource::default()
-        .with_resource_type(TOPIC_RESOURCE)
-        .with_resource_name(name(topic))
+    let asked = IncrementalResource::default()
+        .with_resource_type(kind)
+        .with_resource_name(name(resource))
         .with_configs(configs.collect());
-    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![resource]);
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![asked]);
     let kind = RequestKind::IncrementalAlterConfigs(request);
     let answer = call(client, ApiKey::IncrementalAlterConfigs, 0, kind)?;
     let ResponseKind::IncrementalAlterConfigs(r) = answer else {
@@ -164,9 +175,9 @@ pub fn alter_configs(
     let t = r
         .responses
         .first()
-        .ok_or("IncrementalAlterConfigs: no topic in the answer")?;
+        .ok_or("IncrementalAlterConfigs: no resource in the answer")?;
     outcome(
-        &format!("altering {topic}'s configs"),
+        &format!("altering the configs of {resource:?}"),
         t.error_code,
         t.error_message.as_ref(),
     )

@@ -21,6 +21,8 @@ use common::etcd::EtcdServer;
 use common::security::{run_client_script, users_set};
 use common::server_proc::ServerProc;
 
+use super::cluster_faults_e2e::node_with;
+
 const SCRAM: &str = "SCRAM-SHA-256";
 const TOPIC: &str = "secured";
 
@@ -53,26 +55,39 @@ fn node(dir: &Path, etcd: &EtcdServer, f: &Files, id: i32, password: &str) -> Se
     std::fs::create_dir_all(&data).unwrap();
     users_set(&data, "admin", SCRAM, "admin-secret");
     users_set(&data, "broker", SCRAM, "broker-secret");
-    let (id, endpoint, login) = (id.to_string(), etcd.endpoint(), jaas(password));
+    let login = jaas(password);
     let keys = [
-        ("cluster.etcd.endpoints", endpoint.as_str()),
-        ("broker.id", id.as_str()),
-        ("broker.session.timeout.ms", "3000"),
-        ("broker.heartbeat.interval.ms", "200"),
         ("listeners", "SASL_SSL://127.0.0.1:auto"),
-        ("ssl.keystore.location", f.keystore.as_str()),
-        ("ssl.truststore.location", f.ca.as_str()),
         ("sasl.enabled.mechanisms", SCRAM),
         ("inter.broker.listener.name", "SASL_SSL"),
         ("sasl.mechanism.inter.broker.protocol", SCRAM),
         ("sasl.jaas.config", login.as_str()),
-        ("authorizer.enable", "true"),
         // ANONYMOUS: the tools' native connection, PLAINTEXT on loopback (the nodes have no
         // PLAINTEXT Kafka listener, so they can only reach each other over SASL_SSL).
         ("super.users", "User:admin;User:broker;User:ANONYMOUS"),
+    ];
+    secured_node(dir, etcd, f, id, &keys)
+}
+
+/// A cluster node (`node_with`'s fast heartbeats) whose only Kafka listener is the one
+/// `keys` names, with the test CA's TLS files, the authorizer on and three replicas by
+/// default.
+fn secured_node(
+    dir: &Path,
+    etcd: &EtcdServer,
+    f: &Files,
+    id: i32,
+    keys: &[(&str, &str)],
+) -> ServerProc {
+    let common = [
+        ("kafka.listen", "off"),
+        ("ssl.keystore.location", f.keystore.as_str()),
+        ("ssl.truststore.location", f.ca.as_str()),
+        ("authorizer.enable", "true"),
         ("default.replication.factor", "3"),
     ];
-    ServerProc::start(&data, 1, &keys)
+    let all: Vec<(&str, &str)> = common.iter().chain(keys).copied().collect();
+    node_with(dir, etcd, (id, None), &all)
 }
 
 /// `shardlog topics ACTION` as the admin over SASL_SSL; (stdout, success).
@@ -256,27 +271,17 @@ fn a_node_whose_login_is_refused_replicates_nothing_and_says_why() {
 /// A node whose one Kafka listener is SSL with client certificates required; nodes know
 /// each other by their certificate, mapped to `User:broker` (KIP-371 rules).
 fn mtls_node(dir: &Path, etcd: &EtcdServer, f: &Files, id: i32) -> ServerProc {
-    let data = dir.join(format!("node-{id}"));
-    let (id, endpoint) = (id.to_string(), etcd.endpoint());
     let keys = [
-        ("cluster.etcd.endpoints", endpoint.as_str()),
-        ("broker.id", id.as_str()),
-        ("broker.session.timeout.ms", "3000"),
-        ("broker.heartbeat.interval.ms", "200"),
         ("listeners", "SSL://127.0.0.1:auto"),
-        ("ssl.keystore.location", f.keystore.as_str()),
-        ("ssl.truststore.location", f.ca.as_str()),
         ("ssl.client.auth", "required"),
         (
             "ssl.principal.mapping.rules",
             "RULE:^CN=shardlog test server$/broker/,DEFAULT",
         ),
         ("inter.broker.listener.name", "SSL"),
-        ("authorizer.enable", "true"),
         ("super.users", "User:broker;User:ANONYMOUS"),
-        ("default.replication.factor", "3"),
     ];
-    ServerProc::start(&data, 1, &keys)
+    secured_node(dir, etcd, f, id, &keys)
 }
 
 #[test]
