@@ -10,8 +10,8 @@ use glommio::net::{Preallocated, TcpStream};
 
 use crate::io::deadline::within;
 use crate::protocol::{
-    ApiKey, ErrorCode, LogDirInfo, MetadataResponse, Request, Response, ResponseBody,
-    StatsResponse, ACKS_NONE, DEFAULT_MAX_FRAME_BYTES,
+    ApiKey, ClusterMetadataResponse, ErrorCode, LogDirInfo, MetadataResponse, Request, Response,
+    ResponseBody, StatsResponse, ACKS_NONE, DEFAULT_MAX_FRAME_BYTES,
 };
 pub use crate::security::client::ClientSecurity;
 
@@ -317,6 +317,17 @@ impl Client {
     ) -> ClientResult<MetadataResponse> {
         match self.call(&Request::Metadata { topics }).await? {
             ResponseBody::Metadata(m) => Ok(m),
+            other => Self::unexpected(other),
+        }
+    }
+
+    /// The cluster's nodes, controller and partition leaders (ClusterMetadata).
+    pub async fn cluster_metadata(
+        &mut self,
+        topics: Option<Vec<String>>,
+    ) -> ClientResult<ClusterMetadataResponse> {
+        match self.call(&Request::ClusterMetadata { topics }).await? {
+            ResponseBody::ClusterMetadata(m) => Ok(m),
             other => Self::unexpected(other),
         }
     }

@@ -59,9 +59,8 @@ fn row(name: &str, d: &Distribution, ops: u64) -> StageRow {
     }
 }
 
-/// What happened in the server since `start`, over `ops` operations of the run.
-pub async fn since(c: &mut Client, start: &MetricsReport, ops: u64) -> Result<Breakdown, String> {
-    let delta = mark(c).await?.since(start);
+/// The stages, CPU and counters of a run's metrics (`delta`), over `ops` operations.
+fn breakdown_of(delta: &MetricsReport, ops: u64) -> Breakdown {
     let mut rows: Vec<StageRow> = delta
         .distributions
         .iter()
@@ -79,34 +78,24 @@ pub async fn since(c: &mut Client, start: &MetricsReport, ops: u64) -> Result<Br
     let cpu_ms = delta.value(shardlog::metrics::PROCESS_CPU_MS).unwrap_or(0);
     let allocations = delta.value("heap_allocations").unwrap_or(0);
     let reply_writes = delta.value("reply_writes").unwrap_or(0);
-    Ok(Breakdown {
+    Breakdown {
         rows,
         cpu_seconds: cpu_ms as f64 / 1000.0,
         allocations_per_op: allocations as f64 / ops.max(1) as f64,
         ops_per_reply_write: ops as f64 / reply_writes.max(1) as f64,
-    })
+    }
 }
 
-/// [`mark`] from outside an executor (the write workload runs its own executors).
-pub fn mark_blocking(bootstrap: &str) -> Result<MetricsReport, String> {
-    let b = bootstrap.to_string();
-    blocking(move || async move {
-        let mut c = crate::connect::connect(&b).await?;
-        mark(&mut c).await
-    })
-}
-
-/// [`since`] from outside an executor.
-pub fn since_blocking(
-    bootstrap: &str,
-    start: MetricsReport,
-    ops: u64,
-) -> Result<Breakdown, String> {
-    let b = bootstrap.to_string();
-    blocking(move || async move {
-        let mut c = crate::connect::connect(&b).await?;
-        since(&mut c, &start, ops).await
-    })
+/// One breakdown of several nodes' metrics over a run (`deltas`, over `ops` operations),
+/// and each node's CPU-seconds.
+pub fn sum_of(mut deltas: Vec<MetricsReport>, ops: u64) -> (Breakdown, Vec<f64>) {
+    let cpu = |d: &MetricsReport| d.value(shardlog::metrics::PROCESS_CPU_MS).unwrap_or(0);
+    let each = deltas.iter().map(|d| cpu(d) as f64 / 1000.0).collect();
+    let mut sum = deltas.pop().expect("a run has a node");
+    for d in &deltas {
+        sum.merge(d);
+    }
+    (breakdown_of(&sum, ops), each)
 }
 
 /// Runs `f`'s future on an executor of its own and waits for its result.

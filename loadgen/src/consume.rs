@@ -8,12 +8,12 @@ use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use shardlog::client::Client;
 use shardlog::format::batch::split_batches;
 use shardlog::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 
-use crate::cluster::{routes, PartitionRoute};
+use crate::cluster::{placement, PartitionRoute};
 use crate::lookup::CacheMode;
+use crate::nodes::Nodes;
 use crate::report::{histogram, LatencyUs};
 
 #[derive(Debug, Clone)]
@@ -48,12 +48,13 @@ struct PartitionRead {
 
 /// The offsets `[start, end)` a pass reads of each partition (the log as it is now).
 async fn spans(
-    admin: &mut Client,
+    nodes: &mut Nodes,
     topic: &str,
     routes: &[PartitionRoute],
 ) -> Result<Vec<(i64, i64)>, String> {
     let mut out = Vec::new();
     for r in routes {
+        let admin = nodes.client(r.node)?;
         let e = |e: shardlog::client::ClientError| e.to_string();
         let at = |x: Option<(i64, i64)>| x.map_or(0, |x| x.0);
         let start = at(admin
@@ -111,20 +112,17 @@ async fn read_partition(
 
 /// One pass over every partition at once (one task and connection each).
 async fn pass(
-    admin: &mut Client,
+    nodes: &mut Nodes,
     opts: &ConsumeOpts,
     routes: &[PartitionRoute],
     spans: &[(i64, i64)],
     cold: bool,
 ) -> Result<ConsumeResult, String> {
     if cold {
-        admin
-            .drop_caches(opts.drop_kernel_page_cache)
-            .await
-            .map_err(|e| format!("DropCaches: {e}"))?;
+        nodes.drop_caches(opts.drop_kernel_page_cache).await?;
     }
-    let reads_before = admin.stats().await.map_err(|e| e.to_string())?.device_reads;
-    let server_start = crate::breakdown::mark(admin).await?;
+    let reads_before = nodes.device_reads().await?;
+    let server_start = nodes.mark().await?;
     let t0 = Instant::now();
     let tasks: Vec<_> = routes
         .iter()
@@ -147,8 +145,8 @@ async fn pass(
         hist.add(&read.hist).map_err(|e| e.to_string())?;
     }
     let seconds = t0.elapsed().as_secs_f64();
-    let server = crate::breakdown::since(admin, &server_start, hist.len()).await?;
-    let reads = admin.stats().await.map_err(|e| e.to_string())?.device_reads - reads_before;
+    let (server, _) = nodes.since(&server_start, hist.len()).await?;
+    let reads = nodes.device_reads().await? - reads_before;
     Ok(ConsumeResult {
         bytes,
         fetches: hist.len(),
@@ -163,9 +161,9 @@ async fn pass(
 
 /// Runs the passes (in the current glommio executor): one result per cache mode.
 pub async fn run(opts: &ConsumeOpts) -> Result<Vec<(String, ConsumeResult)>, String> {
-    let routes = routes(&opts.bootstrap, &opts.topic, opts.shard_aware).await?;
-    let mut admin = crate::connect::connect(&opts.bootstrap).await?;
-    let spans = spans(&mut admin, &opts.topic, &routes).await?;
+    let (routes, nodes) = placement(&opts.bootstrap, &opts.topic, opts.shard_aware).await?;
+    let mut nodes = Nodes::connect(&nodes).await?;
+    let spans = spans(&mut nodes, &opts.topic, &routes).await?;
     if spans.iter().all(|(s, e)| e <= s) {
         return Err(format!(
             "topic {:?} is empty: write some data first (loadgen write)",
@@ -179,7 +177,7 @@ pub async fn run(opts: &ConsumeOpts) -> Result<Vec<(String, ConsumeResult)>, Str
     };
     let mut out = Vec::new();
     for &cold in modes {
-        let r = pass(&mut admin, opts, &routes, &spans, cold).await?;
+        let r = pass(&mut nodes, opts, &routes, &spans, cold).await?;
         out.push((if cold { "cold" } else { "warm" }.to_string(), r));
     }
     Ok(out)

@@ -13,7 +13,8 @@ use shardlog::client::Client;
 use shardlog::format::batch::{split_batches, RecordsSection};
 use shardlog::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 
-use crate::cluster::routes;
+use crate::cluster::{placement, PartitionRoute};
+use crate::nodes::Nodes;
 use crate::report::{histogram, LatencyUs, LookupResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -54,12 +55,13 @@ enum Target {
 }
 
 async fn spans(
-    c: &mut Client,
+    nodes: &mut Nodes,
     topic: &str,
-    partitions: &[i32],
+    routes: &[PartitionRoute],
 ) -> Result<Vec<PartitionSpan>, String> {
     let mut out = Vec::new();
-    for &p in partitions {
+    for r in routes {
+        let (c, p) = (nodes.client(r.node)?, r.partition);
         let e = |e: shardlog::client::ClientError| e.to_string();
         let start = c
             .list_offsets(topic, p, EARLIEST_TIMESTAMP)
@@ -165,10 +167,9 @@ pub async fn run(
     opts: &LookupOpts,
     progress: &ProgressBar,
 ) -> Result<Vec<(String, LookupResult)>, String> {
-    let routes = routes(&opts.bootstrap, &opts.topic, opts.shard_aware).await?;
-    let mut admin = crate::connect::connect(&opts.bootstrap).await?;
-    let partitions: Vec<i32> = routes.iter().map(|r| r.partition).collect();
-    let spans = spans(&mut admin, &opts.topic, &partitions).await?;
+    let (routes, nodes) = placement(&opts.bootstrap, &opts.topic, opts.shard_aware).await?;
+    let mut nodes = Nodes::connect(&nodes).await?;
+    let spans = spans(&mut nodes, &opts.topic, &routes).await?;
     if spans.is_empty() {
         return Err(format!(
             "topic {:?} is empty: write some data first (loadgen write)",
@@ -200,7 +201,7 @@ pub async fn run(
     };
     let mut out = vec![network_baseline(&mut peers, targets.len().max(100)).await?];
     for &cold in modes {
-        let r = lookup_pass(&mut peers, &mut admin, opts, &targets, cold, progress).await?;
+        let r = lookup_pass(&mut peers, &mut nodes, opts, &targets, cold, progress).await?;
         out.push((format!("{by} {}", if cold { "cold" } else { "warm" }), r));
     }
     Ok(out)
@@ -257,7 +258,7 @@ async fn round_trip(peers: &mut Peers, t: &Target) -> Result<u64, String> {
 /// warm-up pass over exactly these lookups).
 async fn lookup_pass(
     peers: &mut Peers,
-    admin: &mut Client,
+    nodes: &mut Nodes,
     opts: &LookupOpts,
     targets: &[Target],
     cold: bool,
@@ -274,17 +275,12 @@ async fn lookup_pass(
     // Warm lookups run back to back, undisturbed: their device reads are counted over the
     // whole pass (the max is then the pass total, an upper bound). Cold lookups need a
     // DropCaches before each one anyway, and are counted one by one.
-    let pass_start = admin.stats().await.map_err(|e| e.to_string())?.device_reads;
-    let server_start = crate::breakdown::mark(admin).await?;
+    let pass_start = nodes.device_reads().await?;
+    let server_start = nodes.mark().await?;
     for t in targets {
-        let before = if cold {
-            admin
-                .drop_caches(opts.drop_kernel_page_cache)
-                .await
-                .map_err(|e| format!("DropCaches: {e}"))?
-                .device_reads
-        } else {
-            0
+        let before = match cold {
+            true => nodes.drop_caches(opts.drop_kernel_page_cache).await?,
+            false => 0,
         };
         if !cold {
             // The floor, interleaved: a round trip on the same connection just before.
@@ -297,7 +293,7 @@ async fn lookup_pass(
         hist.record(t0.elapsed().as_micros().max(1) as u64)
             .map_err(|e| e.to_string())?;
         if cold {
-            let after = admin.stats().await.map_err(|e| e.to_string())?.device_reads;
+            let after = nodes.device_reads().await?;
             let reads = (after - before) as u64;
             reads_total += reads;
             reads_max = reads_max.max(reads);
@@ -305,11 +301,11 @@ async fn lookup_pass(
         progress.inc(1);
     }
     if !cold {
-        let pass_end = admin.stats().await.map_err(|e| e.to_string())?.device_reads;
+        let pass_end = nodes.device_reads().await?;
         reads_total = (pass_end - pass_start) as u64;
         reads_max = reads_total;
     }
-    let server = crate::breakdown::since(admin, &server_start, targets.len() as u64).await?;
+    let (server, _) = nodes.since(&server_start, targets.len() as u64).await?;
     Ok(LookupResult {
         lookups: targets.len() as u64,
         latency_us: LatencyUs::of(&hist),

@@ -10,6 +10,7 @@ mod connect;
 mod consume;
 mod linger;
 mod lookup;
+mod nodes;
 mod open_txns;
 mod plot;
 mod report;
@@ -85,6 +86,8 @@ fn parse_acks(s: &str) -> Result<i16, String> {
 
 #[derive(clap::Args)]
 struct WriteArgs {
+    /// A native listener, or a comma-separated list of a cluster's (the first that answers
+    /// says where every partition's leader is; each partition is written on its leader).
     #[arg(long, default_value = "127.0.0.1:7411")]
     bootstrap: String,
     /// The native listener's security (Kafka's --command-config, kcat's -X).
@@ -98,6 +101,10 @@ struct WriteArgs {
     /// Create the topic first (fails if it exists).
     #[arg(long)]
     create: bool,
+    /// With --create on a cluster: replicas of each partition (default: the cluster's
+    /// default.replication.factor).
+    #[arg(long)]
+    replication_factor: Option<i16>,
     #[arg(long, default_value = "1KiB", value_parser = units::parse_size)]
     record_size: u64,
     #[arg(long, default_value_t = 1000)]
@@ -216,6 +223,64 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
+/// Creates the topic: on the native API, or on a cluster (where the native API changes
+/// one node only) or with a replication factor through the Kafka API, as `shardlog topics
+/// create` does.
+fn create_topic(
+    bootstrap: &str,
+    topic: &str,
+    (partitions, factor): (i32, Option<i16>),
+    client: &shardlog::tools::client_config::ClientConfigArgs,
+) -> Result<(), String> {
+    use shardlog::client::ClientError;
+    use shardlog::protocol::ErrorCode;
+    use shardlog::tools::topic_changes;
+    let through_kafka = |factor: i16| {
+        let timeout_ms = shardlog::client::DEFAULT_TIMEOUT.as_millis() as u64;
+        let mut kafka = shardlog::tools::probe::kafka_client_of(bootstrap, client, timeout_ms)?;
+        topic_changes::create(&mut kafka, topic, (partitions, factor), &[])?;
+        wait_until_led(bootstrap, topic)
+    };
+    if let Some(factor) = factor {
+        return through_kafka(factor);
+    }
+    let (b, t) = (bootstrap.to_string(), topic.to_string());
+    let native = breakdown::blocking(move || async move {
+        let mut c = connect::connect(&b).await?;
+        Ok(c.create_topic(&t, partitions, vec![]).await)
+    })?;
+    match native {
+        Err(ClientError::Server {
+            code: ErrorCode::TopicChangeOnKafkaApi,
+            ..
+        }) => through_kafka(topic_changes::DEFAULT_FACTOR),
+        done => done.map_err(|e| e.to_string()),
+    }
+}
+
+/// A topic created on a cluster has leaders once the controller elected them: waits (up
+/// to 30 s) until every partition has one.
+fn wait_until_led(bootstrap: &str, topic: &str) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (b, t) = (bootstrap.to_string(), topic.to_string());
+        let routed = breakdown::blocking(move || async move {
+            let routes = cluster::routes(&b, &t, false).await;
+            Ok(match routes {
+                Ok(routes) => cluster::leaders_agree(&routes, &t).await,
+                Err(e) => Err(e),
+            })
+        })?;
+        match routed {
+            Ok(_) => return Ok(()),
+            Err(e) if std::time::Instant::now() >= deadline => {
+                return Err(format!("created {topic:?}, but after 30 s: {e}"))
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+        }
+    }
+}
+
 /// Records of `record_size` bytes (above 0: the parser refuses 0) that fill a batch of
 /// `batch_bytes`; at least one.
 fn records_per_batch(batch_bytes: u64, record_size: u64) -> usize {
@@ -229,6 +294,7 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
         topic,
         partitions,
         create,
+        replication_factor,
         record_size,
         batch_records,
         batch_bytes,
@@ -255,13 +321,12 @@ fn write_command(args: WriteArgs) -> Result<(), String> {
     let batch_records = linger.map_or(batch_records, |l| l.records);
     connect::set_security(client.security()?);
     if create {
-        let (b, t) = (bootstrap.clone(), topic.clone());
-        breakdown::blocking(move || async move {
-            let mut c = connect::connect(&b).await?;
-            c.create_topic(&t, partitions, vec![])
-                .await
-                .map_err(|e| e.to_string())
-        })?;
+        create_topic(
+            &bootstrap,
+            &topic,
+            (partitions, replication_factor),
+            &client,
+        )?;
     }
     let opts = write::WriteOpts {
         bootstrap,

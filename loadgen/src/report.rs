@@ -108,6 +108,23 @@ pub struct WriteResult {
     pub server: Breakdown,
     /// (seconds since start, MB/s over the interval before it), sampled 10 times a second.
     pub throughput_mb_per_s: Vec<(f64, f64)>,
+    /// Each node the run wrote to (one outside a cluster).
+    pub nodes: Vec<NodeReport>,
+}
+
+/// What one node of a cluster took during a write run.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeReport {
+    pub node: i32,
+    /// Its native listener.
+    pub addr: String,
+    /// Partitions of the topic it leads.
+    pub partitions_led: usize,
+    /// Acknowledged by it.
+    pub bytes: u64,
+    pub records: u64,
+    /// Its process's CPU during the run.
+    pub server_cpu_seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -149,7 +166,27 @@ pub fn print_write(r: &WriteResult) {
         );
     }
     breakdown::print_cpu(&r.server, r.bytes, r.records);
+    if r.nodes.len() > 1 {
+        print_nodes(&r.nodes, r.seconds);
+    }
     breakdown::print("per produce request", &r.server);
+}
+
+/// One line per node of a cluster run.
+fn print_nodes(nodes: &[NodeReport], seconds: f64) {
+    for n in nodes {
+        let per_record = n.server_cpu_seconds * 1e9 / n.records.max(1) as f64;
+        println!(
+            "        node {:<4} {:<21} leads {:>4} partitions {:>10.1} MB/s {:>12.0} records/s  server CPU {:.2} s, {:.0} ns per record",
+            n.node,
+            n.addr,
+            n.partitions_led,
+            n.bytes as f64 / 1e6 / seconds,
+            n.records as f64 / seconds,
+            n.server_cpu_seconds,
+            per_record
+        );
+    }
 }
 
 pub fn print_lookup_table(rows: &[(String, &LookupResult)]) {

@@ -18,8 +18,10 @@ use shardlog::format::{BatchBuilder, RecordSpec};
 use shardlog::protocol::multi::ProduceEntry;
 use shardlog::protocol::{ApiKey, Request, ResponseBody, ACKS_NONE};
 
-use crate::cluster::routes;
-use crate::report::{histogram, LatencyUs, WriteResult};
+use crate::breakdown::Breakdown;
+use crate::cluster::placement;
+use crate::report::{histogram, LatencyUs, NodeReport, WriteResult};
+use shardlog::metrics::MetricsReport;
 
 #[derive(Debug, Clone)]
 pub struct WriteOpts {
@@ -45,6 +47,8 @@ pub struct WriteOpts {
 }
 
 struct ConnResult {
+    /// The node the connection wrote to.
+    node: i32,
     bytes: u64,
     records: u64,
     hist: Histogram<u64>,
@@ -158,6 +162,7 @@ struct Pacing {
 /// The partitions a connection writes: one request's, and those its requests take turns on
 /// (none: every request goes to the request's own).
 struct Targets {
+    node: i32,
     request: Vec<i32>,
     rotation: Vec<i32>,
 }
@@ -169,6 +174,7 @@ async fn one_connection(
     pacing: Pacing,
 ) -> Result<ConnResult, String> {
     let Targets {
+        node,
         request: partitions,
         rotation,
     } = targets;
@@ -247,6 +253,7 @@ async fn one_connection(
         c.metadata(Some(vec![])).await.map_err(|e| e.to_string())?;
     }
     Ok(ConnResult {
+        node,
         bytes,
         records,
         hist,
@@ -277,14 +284,18 @@ fn check_produced(
 }
 
 /// The partitions connection `conn` writes to: its own route's and the next ones, in the
-/// order the routes list them.
+/// order the routes list them, all led by its route's node (one request goes to one node).
 fn partitions_of(
     conn: usize,
     per_request: usize,
     routes: &[crate::cluster::PartitionRoute],
 ) -> Vec<i32> {
-    (0..per_request.clamp(1, routes.len()))
-        .map(|k| routes[(conn * per_request + k) % routes.len()].partition)
+    let node = routes[conn % routes.len()].node;
+    let here: Vec<i32> = (routes.iter().filter(|r| r.node == node))
+        .map(|r| r.partition)
+        .collect();
+    (0..per_request.clamp(1, here.len()))
+        .map(|k| here[(conn * per_request + k) % here.len()])
         .collect()
 }
 
@@ -322,14 +333,9 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
     if opts.record_size == 0 || opts.batch_records == 0 || opts.connections == 0 {
         return Err("record size, batch records and connections must be positive".into());
     }
-    let routes = glommio::LocalExecutorBuilder::default()
-        .spawn({
-            let (b, t, sa) = (opts.bootstrap.clone(), opts.topic.clone(), opts.shard_aware);
-            move || async move { routes(&b, &t, sa).await }
-        })
-        .map_err(|e| e.to_string())?
-        .join()
-        .map_err(|e| e.to_string())??;
+    let (b, t, sa) = (opts.bootstrap.clone(), opts.topic.clone(), opts.shard_aware);
+    let (routes, nodes) =
+        crate::breakdown::blocking(move || async move { placement(&b, &t, sa).await })?;
     let cores = opts.client_cores.clamp(
         1,
         std::thread::available_parallelism()
@@ -345,7 +351,7 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
         let per_conn_requests = r / opts.batch_records as f64 / opts.connections as f64;
         Duration::from_secs_f64(1.0 / per_conn_requests.max(1e-9))
     });
-    let server_start = crate::breakdown::mark_blocking(&opts.bootstrap)?;
+    let server_start = mark_nodes(&nodes)?;
     let start_all = Instant::now();
     let sampler = Sampler::start(progress.clone());
     let next_index = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -368,13 +374,19 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
             }
         })
         .map_err(|e| e.to_string())?;
-    let (bytes, records, hist) = sum_results(handles.join_all())?;
+    let Totals {
+        bytes,
+        records,
+        hist,
+        per_node,
+    } = sum_results(handles.join_all())?;
     let seconds = start_all.elapsed().as_secs_f64();
     let throughput_mb_per_s = sampler.stop();
     progress.finish_and_clear();
     let requests = records / (opts.batch_records * opts.partitions_per_request.max(1)) as u64;
-    let server = crate::breakdown::since_blocking(&opts.bootstrap, server_start, requests)?;
+    let (server, cpu) = since_nodes(&nodes, server_start, requests)?;
     Ok(WriteResult {
+        nodes: node_reports(&nodes, &routes, &per_node, &cpu),
         bytes,
         records,
         seconds,
@@ -385,6 +397,27 @@ pub fn run(opts: WriteOpts, progress: ProgressBar) -> Result<WriteResult, String
         server_cpu_seconds_per_gb: server.cpu_seconds_per_gb(bytes),
         server,
         throughput_mb_per_s,
+    })
+}
+
+/// The nodes' metrics now (from outside an executor, on connections of its own).
+fn mark_nodes(nodes: &[crate::cluster::Node]) -> Result<Vec<MetricsReport>, String> {
+    let nodes = nodes.to_vec();
+    crate::breakdown::blocking(move || async move {
+        crate::nodes::Nodes::connect(&nodes).await?.mark().await
+    })
+}
+
+/// What the nodes did since `starts`, over `ops` operations, and each node's CPU.
+fn since_nodes(
+    nodes: &[crate::cluster::Node],
+    starts: Vec<MetricsReport>,
+    ops: u64,
+) -> Result<(Breakdown, Vec<f64>), String> {
+    let nodes = nodes.to_vec();
+    crate::breakdown::blocking(move || async move {
+        let mut observed = crate::nodes::Nodes::connect(&nodes).await?;
+        observed.since(&starts, ops).await
     })
 }
 
@@ -416,12 +449,12 @@ async fn executor_connections(
             true => rotation_of(conn, opts.connections, &routes),
             false => Vec::new(),
         };
-        // A request for several partitions goes to the bootstrap, which forwards each
+        // A request for several partitions goes to their node, which forwards each
         // shard's share (one hop per shard).
-        let addr = if partitions.len() > 1 {
-            opts.bootstrap.clone()
-        } else {
-            routes[conn % routes.len()].addr.clone()
+        let route = &routes[conn % routes.len()];
+        let addr = match partitions.len() {
+            1 => route.addr.clone(),
+            _ => route.node_addr.clone(),
         };
         let pacing = Pacing {
             budget: budget.clone(),
@@ -431,6 +464,7 @@ async fn executor_connections(
             progress: progress.clone(),
         };
         let targets = Targets {
+            node: route.node,
             request: partitions,
             rotation,
         };
@@ -451,19 +485,56 @@ async fn executor_connections(
 /// What one client executor's thread gave back.
 type Joined = Result<Result<Vec<ConnResult>, String>, glommio::GlommioError<()>>;
 
-/// Bytes, records and latencies of every connection of every client executor.
-fn sum_results(joined: Vec<Joined>) -> Result<(u64, u64, Histogram<u64>), String> {
-    let mut hist = histogram();
-    let (mut bytes, mut records) = (0u64, 0u64);
+/// Bytes, records and latencies of a run, and (bytes, records) per node.
+struct Totals {
+    bytes: u64,
+    records: u64,
+    hist: Histogram<u64>,
+    per_node: std::collections::BTreeMap<i32, (u64, u64)>,
+}
+
+/// The totals of every connection of every client executor.
+fn sum_results(joined: Vec<Joined>) -> Result<Totals, String> {
+    let mut totals = Totals {
+        bytes: 0,
+        records: 0,
+        hist: histogram(),
+        per_node: Default::default(),
+    };
     for r in joined {
         let conns = r.map_err(|e| format!("client executor failed: {e:?}"))??;
         for c in conns {
-            bytes += c.bytes;
-            records += c.records;
-            hist.add(&c.hist).map_err(|e| e.to_string())?;
+            totals.bytes += c.bytes;
+            totals.records += c.records;
+            let node = totals.per_node.entry(c.node).or_default();
+            *node = (node.0 + c.bytes, node.1 + c.records);
+            totals.hist.add(&c.hist).map_err(|e| e.to_string())?;
         }
     }
-    Ok((bytes, records, hist))
+    Ok(totals)
+}
+
+/// One line per node the run wrote to: what it was sent and its CPU.
+fn node_reports(
+    nodes: &[crate::cluster::Node],
+    routes: &[crate::cluster::PartitionRoute],
+    per_node: &std::collections::BTreeMap<i32, (u64, u64)>,
+    cpu_seconds: &[f64],
+) -> Vec<NodeReport> {
+    assert_eq!(nodes.len(), cpu_seconds.len(), "one CPU figure per node");
+    let each = nodes.iter().zip(cpu_seconds);
+    each.map(|(node, &cpu)| {
+        let (bytes, records) = per_node.get(&node.id).copied().unwrap_or_default();
+        NodeReport {
+            node: node.id,
+            addr: node.addr.clone(),
+            partitions_led: crate::cluster::partitions_led(routes, node.id),
+            bytes,
+            records,
+            server_cpu_seconds: cpu,
+        }
+    })
+    .collect()
 }
 
 /// Samples the bytes acknowledged so far (the progress bar's position) 10 times a second,

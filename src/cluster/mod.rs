@@ -12,6 +12,7 @@ pub mod controller;
 pub mod etcd;
 pub mod internal_topics;
 pub mod leaving;
+pub mod placement;
 pub mod producer_ids;
 pub mod reassign;
 pub mod security;

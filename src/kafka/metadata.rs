@@ -20,6 +20,8 @@ use super::cluster::operations;
 use super::errors;
 use super::{str_bytes, topic_name, Context};
 use crate::catalog::topics::validate_topic_name;
+use crate::cluster::placement::topic_placement;
+use crate::protocol::PartitionPlacement;
 use crate::security::acl::{Operation, ResourceType};
 
 pub async fn handle(ctx: &Context<'_>, request: MetadataRequest) -> MetadataResponse {
@@ -208,74 +210,35 @@ fn operations(ctx: &Context<'_>, request: &MetadataRequest, topic: &str) -> i32 
     }
 }
 
-/// A topic's partitions as this node serves them: the cluster's state of a cluster topic,
-/// this node alone for a topic of its own (one node, or an internal topic); None for a
-/// stray (a local topic the cluster does not have).
+/// A topic's partitions as this node serves them (`cluster::placement`); None for a stray
+/// (a local topic the cluster does not have).
 fn partitions(
     ctx: &Context<'_>,
     meta: &crate::catalog::topics::TopicMeta,
 ) -> Option<Vec<MetadataResponsePartition>> {
     let view = ctx.shard.cluster();
-    let clustered = view
-        .as_ref()
-        .and_then(|v| Some((v, v.topics.get(&meta.name)?)));
-    if let Some((view, topic)) = clustered {
-        let each = topic.partitions.iter().enumerate();
-        let each = each.map(|(p, s)| cluster_partition(ctx.version, view, p as i32, &s.state));
-        return Some(each.collect());
-    }
-    let own = view.is_none() || crate::catalog::internal_topics::is_internal(&meta.name);
-    own.then(|| {
-        (0..meta.owners.len() as i32)
-            .map(|p| partition(ctx.version, node_id(ctx), p))
-            .collect()
-    })
+    let placed = topic_placement(view.as_deref(), node_id(ctx), &meta.name, meta.owners.len())?;
+    Some(placed.iter().map(|p| partition(ctx.version, p)).collect())
 }
 
-/// A cluster partition: its leader while that node is live and registered as when it was
-/// elected (else LEADER_NOT_AVAILABLE, and the client asks again), its replicas, ISR and
-/// the replicas whose nodes are not live.
-fn cluster_partition(
-    version: i16,
-    view: &crate::cluster::ClusterView,
-    index: i32,
-    state: &crate::replication::PartitionState,
-) -> MetadataResponsePartition {
+/// One partition in Kafka's terms: LEADER_NOT_AVAILABLE while no live node leads it (the
+/// client asks again); fields a version does not have stay at their defaults (the encoder
+/// refuses others).
+fn partition(version: i16, placed: &PartitionPlacement) -> MetadataResponsePartition {
     let ids = |nodes: &[i32]| nodes.iter().map(|&n| BrokerId(n)).collect::<Vec<_>>();
-    let live_leader = state
-        .leader
-        .filter(|&l| view.live_epoch(l) == Some(state.leader_broker_epoch));
-    let offline: Vec<i32> = (state.replicas.iter().copied())
-        .filter(|&r| view.live_epoch(r).is_none())
-        .collect();
     let mut p = MetadataResponsePartition::default()
-        .with_partition_index(index)
-        .with_leader_id(BrokerId(live_leader.unwrap_or(-1)))
-        .with_replica_nodes(ids(&state.replicas))
-        .with_isr_nodes(ids(&state.isr));
-    // Fields a version does not have stay at their defaults (the encoder refuses others).
+        .with_partition_index(placed.partition)
+        .with_leader_id(BrokerId(placed.leader))
+        .with_replica_nodes(ids(&placed.replicas))
+        .with_isr_nodes(ids(&placed.isr));
     if version >= 5 {
-        p = p.with_offline_replicas(ids(&offline));
+        p = p.with_offline_replicas(ids(&placed.offline));
     }
     if version >= 7 {
-        p = p.with_leader_epoch(state.leader_epoch);
+        p = p.with_leader_epoch(placed.leader_epoch);
     }
-    match live_leader {
-        Some(_) => p,
-        None => p.with_error_code(errors::LEADER_NOT_AVAILABLE),
-    }
-}
-
-/// A partition this node leads, its only replica.
-fn partition(version: i16, me: i32, index: i32) -> MetadataResponsePartition {
-    let p = MetadataResponsePartition::default()
-        .with_partition_index(index)
-        .with_leader_id(BrokerId(me))
-        .with_replica_nodes(vec![BrokerId(me)])
-        .with_isr_nodes(vec![BrokerId(me)]);
-    if version >= 7 {
-        p.with_leader_epoch(-1)
-    } else {
-        p
+    match placed.leader {
+        -1 => p.with_error_code(errors::LEADER_NOT_AVAILABLE),
+        _ => p,
     }
 }

@@ -28,7 +28,7 @@ fn group(op: Operation, name: &str) -> Vec<Need<'_>> {
     vec![(op, ResourceType::Group, name)]
 }
 
-/// Metadata's topics are filtered, not refused (see [`may_describe_topic`]).
+/// Metadata's and ClusterMetadata's topics are filtered, not refused (see [`may_describe_topic`]).
 fn needs(request: &Request) -> Vec<Need<'_>> {
     use Operation::*;
     match request {
@@ -81,6 +81,7 @@ fn needs(request: &Request) -> Vec<Need<'_>> {
         Request::ApiVersions
         | Request::DescribeListeners
         | Request::Metadata { .. }
+        | Request::ClusterMetadata { .. }
         | Request::SaslHandshake { .. }
         | Request::SaslAuthenticate { .. } => Vec::new(),
     }

@@ -304,6 +304,9 @@ async fn dispatch(
         Request::Metadata { topics } => Ok(ResponseBody::Metadata(super::metadata::metadata(
             shard, topics, peer,
         ))),
+        Request::ClusterMetadata { topics } => Ok(ResponseBody::ClusterMetadata(
+            super::metadata::cluster_metadata(shard, topics, peer),
+        )),
         Request::DescribeListeners => Ok(ResponseBody::DescribeListeners(
             super::metadata::listeners(shard.config(), peer),
         )),

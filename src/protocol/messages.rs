@@ -152,6 +152,9 @@ requests! {
     /// Rebuild lost manifests of a tiered topic from its segment objects (-1: every
     /// partition).
     RebuildRemoteManifest { topic: String = "topic name", partition: i32 = "partition" };
+    /// The nodes (native listeners, racks, epochs), the controller and each partition's
+    /// leader, leader epoch, replicas and ISR (`topics: None` asks for every topic).
+    ClusterMetadata { topics: Option<Vec<String>> = "topic" };
 }
 
 /// Request header fields.
@@ -259,6 +262,74 @@ impl MetadataResponse {
     }
 
     pub fn topic(&self, name: &str) -> Option<&TopicMetadata> {
+        self.topics.iter().find(|t| t.name == name)
+    }
+}
+
+wire_struct! {
+    /// A node of the cluster at its native listener (one node outside cluster mode).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct NodeInfo {
+        pub node_id: i32 = "node_id",
+        pub host: String = "host",
+        pub port: i32 = "port",
+        /// `broker.rack`; empty without one.
+        pub rack: String = "rack",
+        /// The node's registration epoch (a restarted node registers with a larger one);
+        /// 0 outside cluster mode.
+        pub epoch: i64 = "epoch",
+        /// In controlled shutdown: its leaderships are moving away.
+        pub shutting_down: bool = "shutting_down",
+    }
+}
+
+wire_struct! {
+    /// Where a partition lives in the cluster.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct PartitionPlacement {
+        pub partition: i32 = "partition",
+        /// -1 while no live node leads it.
+        pub leader: i32 = "leader",
+        /// -1 outside cluster mode (as Kafka's Metadata says for a single node).
+        pub leader_epoch: i32 = "leader_epoch",
+        pub replicas: Vec<i32> = "replica count",
+        pub isr: Vec<i32> = "isr count",
+        /// Replicas whose nodes are not live.
+        pub offline: Vec<i32> = "offline count",
+    }
+}
+
+wire_struct! {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct TopicPlacement {
+        pub name: String = "topic name",
+        pub error_code: ErrorCode = "error_code",
+        pub partitions: Vec<PartitionPlacement> = "partition count",
+    }
+}
+
+wire_struct! {
+    /// The cluster as the answering node sees it.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ClusterMetadataResponse {
+        pub cluster_id: String = "cluster_id",
+        /// -1 while no controller is elected.
+        pub controller_id: i32 = "controller_id",
+        /// The controller's epoch (etcd revision of its election); 0 outside cluster mode.
+        pub controller_epoch: i64 = "controller_epoch",
+        /// The answering node.
+        pub node_id: i32 = "this node",
+        pub nodes: Vec<NodeInfo> = "node count",
+        pub topics: Vec<TopicPlacement> = "topic count",
+    }
+}
+
+impl ClusterMetadataResponse {
+    pub fn node(&self, id: i32) -> Option<&NodeInfo> {
+        self.nodes.iter().find(|n| n.node_id == id)
+    }
+
+    pub fn topic(&self, name: &str) -> Option<&TopicPlacement> {
         self.topics.iter().find(|t| t.name == name)
     }
 }
@@ -496,6 +567,7 @@ responses! {
     } for SaslAuthenticate;
     DescribeListeners(listeners: Vec<ListenerInfo> = "listener count") for DescribeListeners;
     RebuildRemoteManifest(rebuilt: Vec<RebuiltManifest> = "partition count") for RebuildRemoteManifest;
+    ClusterMetadata(cluster: ClusterMetadataResponse = "cluster metadata") for ClusterMetadata;
     /// AlterConfigs, RollSegments, DeleteGroup and CreatePartitions.
     Empty for AlterConfigs, RollSegments, DeleteGroup, CreatePartitions;
 }
@@ -701,6 +773,44 @@ mod tests {
         };
         let body = Bytes::from(err.encode_frame()[4..].to_vec());
         assert_eq!(Response::decode(ApiKey::Fetch, &body).unwrap(), err);
+    }
+
+    #[test]
+    fn cluster_metadata_round_trips() {
+        let resp = Response {
+            correlation_id: 3,
+            result: Ok(ResponseBody::ClusterMetadata(ClusterMetadataResponse {
+                cluster_id: "c".into(),
+                controller_id: 2,
+                controller_epoch: 41,
+                node_id: 1,
+                nodes: vec![NodeInfo {
+                    node_id: 1,
+                    host: "127.0.0.1".into(),
+                    port: 7411,
+                    rack: "r1".into(),
+                    epoch: 17,
+                    shutting_down: true,
+                }],
+                topics: vec![TopicPlacement {
+                    name: "t".into(),
+                    error_code: ErrorCode::None,
+                    partitions: vec![PartitionPlacement {
+                        partition: 0,
+                        leader: 1,
+                        leader_epoch: 4,
+                        replicas: vec![1, 2, 3],
+                        isr: vec![1, 2],
+                        offline: vec![3],
+                    }],
+                }],
+            })),
+        };
+        let body = Bytes::from(resp.encode_frame()[4..].to_vec());
+        assert_eq!(
+            Response::decode(ApiKey::ClusterMetadata, &body).unwrap(),
+            resp
+        );
     }
 
     #[test]

@@ -58,10 +58,11 @@ pub enum ApiKey {
     FetchCommitted = 27,
     DescribeListeners = 28,
     RebuildRemoteManifest = 29,
+    ClusterMetadata = 30,
 }
 
 impl ApiKey {
-    pub const ALL: [ApiKey; 30] = [
+    pub const ALL: [ApiKey; 31] = [
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::CreateTopic,
@@ -92,6 +93,7 @@ impl ApiKey {
         ApiKey::FetchCommitted,
         ApiKey::DescribeListeners,
         ApiKey::RebuildRemoteManifest,
+        ApiKey::ClusterMetadata,
     ];
 
     /// Produce, Fetch, ListOffsets, FetchAtTime and the multi-partition ones: the requests the stage metrics time (admin and

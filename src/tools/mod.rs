@@ -92,7 +92,7 @@ pub(crate) async fn connect(server: &ServerAddr) -> Result<Client, String> {
 }
 
 /// The addresses of a bootstrap list, in order.
-pub(crate) fn bootstrap_list(bootstrap: &str) -> Vec<&str> {
+pub fn bootstrap_list(bootstrap: &str) -> Vec<&str> {
     let list: Vec<&str> = bootstrap
         .split(',')
         .map(str::trim)
@@ -105,7 +105,7 @@ pub(crate) fn bootstrap_list(bootstrap: &str) -> Vec<&str> {
 }
 
 /// Why no address of a bootstrap list answered: one address's own words, or each's.
-pub(crate) fn bootstrap_failures(failures: Vec<(&str, String)>) -> String {
+pub fn bootstrap_failures(failures: Vec<(&str, String)>) -> String {
     assert!(!failures.is_empty(), "a bootstrap list has an address");
     if failures.len() == 1 {
         return failures

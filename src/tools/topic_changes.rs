@@ -47,11 +47,14 @@ fn call(
         .map_err(|e| format!("{key:?}: {e}"))
 }
 
-/// CreateTopics v5 of `topic` with the cluster's replication factor.
+/// A replication factor that asks for the cluster's default.replication.factor.
+pub const DEFAULT_FACTOR: i16 = -1;
+
+/// CreateTopics v5 of `topic` with (partitions, replication factor).
 pub fn create(
     client: &mut BlockingClient,
     topic: &str,
-    partitions: i32,
+    (partitions, factor): (i32, i16),
     configs: &[(String, String)],
 ) -> Result<(), String> {
     let configs = configs.iter().map(|(k, v)| {
@@ -62,7 +65,7 @@ pub fn create(
     let t = create_topics_request::CreatableTopic::default()
         .with_name(TopicName(name(topic)))
         .with_num_partitions(partitions)
-        .with_replication_factor(-1)
+        .with_replication_factor(factor)
         .with_configs(configs.collect());
     let request = CreateTopicsRequest::default()
         .with_topics(vec![t])

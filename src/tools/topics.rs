@@ -45,6 +45,10 @@ pub struct TopicsArgs {
     /// Number of partitions (create: default 1; alter: grow to this many).
     #[arg(long)]
     pub partitions: Option<i32>,
+    /// create, on a cluster: replicas of each partition (default: the cluster's
+    /// default.replication.factor).
+    #[arg(long)]
+    pub replication_factor: Option<i16>,
     /// roll: only this partition [default: all].
     #[arg(long)]
     pub partition: Option<i32>,
@@ -249,12 +253,17 @@ async fn create(
     configs: Vec<(String, String)>,
 ) -> Result<(), String> {
     let partitions = args.partitions.unwrap_or(1);
+    // A factor is the Kafka API's to judge (a single node refuses more than one replica).
+    if let Some(factor) = args.replication_factor {
+        return topic_changes::create(&mut kafka(args)?, topic, (partitions, factor), &configs);
+    }
     match client
         .create_topic(topic, partitions, configs.clone())
         .await
     {
         Err(e) if on_kafka_api(&e) => {
-            topic_changes::create(&mut kafka(args)?, topic, partitions, &configs)
+            let factor = topic_changes::DEFAULT_FACTOR;
+            topic_changes::create(&mut kafka(args)?, topic, (partitions, factor), &configs)
         }
         done => done.map_err(|e| e.to_string()),
     }

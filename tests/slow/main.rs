@@ -10,6 +10,7 @@ mod cluster_e2e;
 mod cluster_etcd_tls_e2e;
 mod cluster_faults_e2e;
 mod cluster_internode_security_e2e;
+mod cluster_loadgen_e2e;
 mod cluster_operations_e2e;
 mod cluster_rack_reads_e2e;
 mod cluster_reassign_e2e;
