@@ -247,7 +247,7 @@ fn main() -> ExitCode {
         }
         Command::Cluster(mut args) => {
             args.server.timeout_ms = timeout_ms;
-            tools::cluster::run(&args, &mut std::io::stdout().lock())
+            to_stdout(|mut out| async move { tools::cluster::run(args, &mut out).await })
         }
         Command::DeleteRecords(mut args) => {
             args.server.timeout_ms = timeout_ms;

@@ -1,7 +1,9 @@
 //! `shardlog cluster describe`: the live nodes with their listeners and how many
 //! partitions each leads and holds replicas of, and the controller, as any node's Kafka
-//! listener tells it (DescribeCluster and Metadata). `shardlog cluster decommission
-//! --broker N`: every replica off one broker (`decommission.rs`).
+//! listener tells it (DescribeCluster and Metadata), with the epochs Kafka's APIs do not
+//! carry (the controller's and each node's registration) from its native ClusterMetadata.
+//! `shardlog cluster decommission --broker N`: every replica off one broker
+//! (`decommission.rs`).
 
 use std::io::Write;
 
@@ -26,7 +28,7 @@ pub struct ClusterArgs {
     pub server: super::ServerAddr,
 }
 
-pub fn run(args: &ClusterArgs, out: &mut dyn Write) -> Result<(), String> {
+pub async fn run(args: ClusterArgs, out: &mut dyn Write) -> Result<(), String> {
     let server = &args.server;
     if args.action == ClusterAction::Decommission {
         let broker = args
@@ -35,19 +37,47 @@ pub fn run(args: &ClusterArgs, out: &mut dyn Write) -> Result<(), String> {
         let wait = std::time::Duration::from_millis(args.wait_ms);
         return super::decommission::run(server, broker, wait, out);
     }
+    let mut native = super::connect(server).await?;
+    let asked = native.cluster_metadata(Some(Vec::new())).await;
+    let epochs = Epochs::of(&asked.map_err(|e| format!("ClusterMetadata: {e}"))?);
     let mut kafka =
         super::probe::kafka_client_of(&server.bootstrap, &server.client, server.timeout_ms)?;
     let view = replica_view::read(&mut kafka, None)?;
-    describe(&view, out).map_err(|e| e.to_string())
+    describe(&view, &epochs, out).map_err(|e| e.to_string())
+}
+
+/// The epochs Kafka's DescribeCluster does not carry.
+#[derive(Debug, Default)]
+struct Epochs {
+    controller: i64,
+    /// (node id, registration epoch)
+    nodes: Vec<(i32, i64)>,
+}
+
+impl Epochs {
+    fn of(cluster: &crate::protocol::ClusterMetadataResponse) -> Epochs {
+        Epochs {
+            controller: cluster.controller_epoch,
+            nodes: cluster.nodes.iter().map(|n| (n.node_id, n.epoch)).collect(),
+        }
+    }
+
+    /// A node's epoch; "-" for one the native view does not list (it joined or left
+    /// between the two questions).
+    fn of_node(&self, id: i32) -> String {
+        let found = self.nodes.iter().find(|(n, _)| *n == id);
+        found.map_or("-".to_string(), |(_, epoch)| epoch.to_string())
+    }
 }
 
 /// Kafka's cluster id, the controller, then one line per live node.
-fn describe(view: &ReplicaView, out: &mut dyn Write) -> std::io::Result<()> {
+fn describe(view: &ReplicaView, epochs: &Epochs, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "ClusterId: {}\tController: {}\tNodes: {}\tPartitions: {}",
+        "ClusterId: {}\tController: {}\tControllerEpoch: {}\tNodes: {}\tPartitions: {}",
         view.cluster_id,
         view.controller,
+        epochs.controller,
         view.nodes.len(),
         view.partitions.len()
     )?;
@@ -59,8 +89,8 @@ fn describe(view: &ReplicaView, out: &mut dyn Write) -> std::io::Result<()> {
         let rack = node.rack.as_deref().unwrap_or("-");
         writeln!(
             out,
-            "\tNode: {}\tHost: {}\tPort: {}\tRack: {rack}\tLeaders: {leaders}\tReplicas: {replicas}",
-            node.id, node.host, node.port
+            "\tNode: {}\tHost: {}\tPort: {}\tRack: {rack}\tLeaders: {leaders}\tReplicas: {replicas}\tEpoch: {}",
+            node.id, node.host, node.port, epochs.of_node(node.id)
         )?;
     }
     Ok(())
@@ -96,22 +126,26 @@ mod tests {
             ]
             .into(),
         };
+        let epochs = Epochs {
+            controller: 41,
+            nodes: vec![(1, 17)],
+        };
         let mut out = Vec::new();
-        describe(&view, &mut out).unwrap();
+        describe(&view, &epochs, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
-            text.starts_with("ClusterId: 4f1c0de5a1b2c3d4e5f60718293a4b5c\tController: 2\tNodes: 2\tPartitions: 3\n"),
+            text.starts_with("ClusterId: 4f1c0de5a1b2c3d4e5f60718293a4b5c\tController: 2\tControllerEpoch: 41\tNodes: 2\tPartitions: 3\n"),
             "{text}"
         );
         assert!(
             text.contains(
-                "Node: 1\tHost: 127.0.0.1\tPort: 9001\tRack: -\tLeaders: 1\tReplicas: 2\n"
+                "Node: 1\tHost: 127.0.0.1\tPort: 9001\tRack: -\tLeaders: 1\tReplicas: 2\tEpoch: 17\n"
             ),
             "{text}"
         );
         assert!(
             text.contains(
-                "Node: 2\tHost: 127.0.0.1\tPort: 9002\tRack: -\tLeaders: 2\tReplicas: 3\n"
+                "Node: 2\tHost: 127.0.0.1\tPort: 9002\tRack: -\tLeaders: 2\tReplicas: 3\tEpoch: -\n"
             ),
             "{text}"
         );

@@ -288,6 +288,20 @@ fn unclean_election_only_when_asked(nodes: &mut [ServerProc]) {
         assert!(cluster.contains(&format!("\tNode: {id}\t")), "{cluster}");
         assert!(cluster.contains(&format!("\tRack: {rack}\t")), "{cluster}");
     }
+    // The epochs Kafka's DescribeCluster does not carry: the controller's, each node's.
+    let field = |line: &str, name: &str| -> i64 {
+        let after = line.split(&format!("{name}: ")).nth(1).unwrap_or("");
+        after
+            .split(['\t', '\n'])
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or(-1)
+    };
+    assert!(field(&cluster, "ControllerEpoch") > 0, "{cluster}");
+    let mut nodes_listed = cluster.lines().filter(|l| l.contains("\tNode: "));
+    assert!(nodes_listed.clone().count() == 2, "{cluster}");
+    assert!(nodes_listed.all(|l| field(l, "Epoch") > 0), "{cluster}");
     let (error, _) = produce_acks(&nodes[at(leader)], "lossy", 0, "only-on-the-leader", 1);
     assert_eq!(error, 0);
     // The leader reports its dead follower behind (its next tick, within a second).
