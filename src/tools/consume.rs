@@ -7,6 +7,7 @@
 use std::io::Write;
 use std::time::Duration;
 
+use super::leaders::{is_not_leader, Leaders};
 use super::time_arg::{format_time, parse_time_flag, parse_window, parse_zone};
 use super::time_window::{ConsumeSummary, PartitionWindow, Verdict, WindowRule};
 use crate::client::ClientError;
@@ -316,11 +317,13 @@ pub async fn run(mut args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSu
     let mut client = super::connect(&args.server).await?;
     let partitions = select_partitions(&mut client, &args).await?;
     let committed = committed_offsets(&mut client, &args, &args.topic).await?;
+    let mut leaders = Leaders::of(client, &args.server, &[&args.topic]).await?;
     let mut summary = ConsumeSummary::default();
     let mut cursors = Vec::new();
     for p in partitions {
         let first = committed.get(&p).copied();
-        match start_of(&mut client, &args, p, from, start_at, first).await? {
+        let leader = leaders.client(&args.topic, p).await?;
+        match start_of(leader, &args, p, from, start_at, first).await? {
             Some(cursor) => cursors.push(cursor),
             None => summary.empty.push(p),
         }
@@ -328,7 +331,7 @@ pub async fn run(mut args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSu
     if printer.limit == 0 {
         return Ok(summary);
     }
-    consume_rounds(&mut client, &args, &mut printer, &mut cursors).await?;
+    consume_rounds(&mut leaders, &args, &mut printer, &mut cursors).await?;
     summary.partitions = cursors.into_iter().map(|c| c.window).collect();
     summary.printed = summary.partitions.iter().map(|p| p.printed).sum();
     Ok(summary)
@@ -440,13 +443,14 @@ async fn start_of(
 /// Fetches round-robin over the partitions until each is done (or forever when following),
 /// committing the group's position every --commit-interval-ms and at the end.
 async fn consume_rounds(
-    client: &mut crate::client::Client,
+    leaders: &mut Leaders,
     args: &ConsumeArgs,
     printer: &mut Printer<'_>,
     cursors: &mut [Cursor],
 ) -> Result<(), String> {
     let topic = args.topic.as_str();
     let mut last_commit = std::time::Instant::now();
+    let mut restarts = 0;
     'rounds: loop {
         let mut progressed = false;
         for c in cursors.iter_mut().filter(|c| !c.done) {
@@ -455,25 +459,21 @@ async fn consume_rounds(
                 c.window.ended(c.next, "end of the log");
                 continue;
             }
-            let fetched = match c.prefetched.take() {
-                Some(records) => Ok((records, Vec::new())),
-                None => fetch(client, args, c).await,
-            };
-            let (records, aborted) = match fetched {
-                Ok(fetched) => fetched,
-                // Following: a server restart (or NotReady while it opens its partitions)
-                // is waited out, and reading resumes where it was.
-                Err(e) if args.follow && is_transient(&e) => {
-                    *client = reconnect(args, &e).await;
-                    break;
-                }
-                Err(e) => {
+            let Some((records, aborted)) = next_records(leaders, args, c).await? else {
+                // Start the round over (bounded unless following: a leader that keeps
+                // refusing is an error, not a reason to stop early or spin).
+                restarts += 1;
+                if restarts > MAX_ROUND_RESTARTS && !args.follow {
                     return Err(format!(
-                        "fetching {topic}-{} at {}: {e}",
-                        c.partition, c.next
-                    ))
+                        "{topic}-{}: its leader kept changing or refusing ({restarts} tries)",
+                        c.partition
+                    ));
                 }
+                glommio::timer::sleep(Duration::from_millis(100)).await;
+                progressed = true;
+                break;
             };
+            restarts = 0;
             if records.is_empty() {
                 continue;
             }
@@ -486,7 +486,7 @@ async fn consume_rounds(
             break;
         }
         if last_commit.elapsed() >= Duration::from_millis(args.commit_interval_ms) {
-            commit_position(client, args, topic, cursors).await?;
+            commit_position(leaders.home(), args, topic, cursors).await?;
             last_commit = std::time::Instant::now();
         }
         if !progressed {
@@ -498,7 +498,50 @@ async fn consume_rounds(
         }
     }
     printer.out.flush().map_err(|e| e.to_string())?;
-    commit_position(client, args, topic, cursors).await
+    commit_position(leaders.home(), args, topic, cursors).await
+}
+
+/// Rounds started over in a row (100 ms apart) before a consume that is not following
+/// gives up: leadership settles within a few seconds.
+const MAX_ROUND_RESTARTS: u32 = 100;
+
+/// The cursor's next records (prefetched, or fetched on its partition's leader); None
+/// when the round should start over: leadership moved (asked again), or, following, the
+/// partition has no leader yet or the server is back after a restart.
+async fn next_records(
+    leaders: &mut Leaders,
+    args: &ConsumeArgs,
+    c: &mut Cursor,
+) -> Result<Option<(bytes::Bytes, Vec<(i64, i64)>)>, String> {
+    if let Some(records) = c.prefetched.take() {
+        return Ok(Some((records, Vec::new())));
+    }
+    let fetched = match leaders.client(&args.topic, c.partition).await {
+        Ok(leader) => fetch(leader, args, c).await,
+        // Following, a partition without a leader waits for the election.
+        Err(e) if args.follow => {
+            eprintln!("{e}; waiting");
+            glommio::timer::sleep(Duration::from_secs(1)).await;
+            leaders.refresh().await?;
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    match fetched {
+        Ok(fetched) => Ok(Some(fetched)),
+        // Leadership moved: ask where, and read on there.
+        Err(e) if is_not_leader(&e) => leaders.refresh().await.map(|_| None),
+        // Following: a server restart (or NotReady while it opens its partitions) is
+        // waited out, and reading resumes where it was.
+        Err(e) if args.follow && is_transient(&e) => {
+            let home = reconnect(args, &e).await;
+            leaders.start_over(home).await.map(|_| None)
+        }
+        Err(e) => Err(format!(
+            "fetching {}-{} at {}: {e}",
+            args.topic, c.partition, c.next
+        )),
+    }
 }
 
 /// One fetch at the cursor in the chosen isolation: the records, and the aborted

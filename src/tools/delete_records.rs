@@ -1,6 +1,7 @@
 //! `shardlog delete-records`: Kafka's kafka-delete-records. Moves each partition's log start
 //! offset; the segments wholly below it go at the next retention pass.
 
+use super::leaders::Leaders;
 use std::io::Write;
 use std::path::Path;
 
@@ -74,11 +75,19 @@ fn parse_targets(text: &str) -> Result<Vec<(String, i32, i64)>, String> {
 
 pub async fn run(args: DeleteRecordsArgs, out: &mut dyn Write) -> Result<(), String> {
     let targets = args.targets()?;
-    let mut client = super::connect(&args.server).await?;
+    let client = super::connect(&args.server).await?;
+    let topics: Vec<&str> = targets.iter().map(|(t, _, _)| t.as_str()).collect();
+    let mut leaders = Leaders::of(client, &args.server, &topics).await?;
     writeln!(out, "Records delete operation completed:").map_err(|e| e.to_string())?;
     let mut failed = 0;
     for (topic, partition, offset) in targets {
-        let line = match client.delete_records(&topic, partition, offset).await {
+        let deleted = match leaders.client(&topic, partition).await {
+            Ok(leader) => {
+                (leader.delete_records(&topic, partition, offset).await).map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e),
+        };
+        let line = match deleted {
             Ok(low) => format!("partition: {topic}-{partition}\tlow_watermark: {low}"),
             Err(e) => {
                 failed += 1;

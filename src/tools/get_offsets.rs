@@ -5,6 +5,7 @@
 //! regular expression (whole-name match), `--topic-partitions` a list of
 //! `topic[:N | N-M | N- | -M]`, and neither means every topic.
 
+use super::leaders::Leaders;
 use std::io::Write;
 
 use regex::Regex;
@@ -124,8 +125,10 @@ pub async fn run(args: GetOffsetsArgs, out: &mut dyn Write) -> Result<(), String
     }
     chosen.sort();
     chosen.dedup();
+    let topics: Vec<&str> = chosen.iter().map(|(t, _)| t.as_str()).collect();
+    let mut leaders = Leaders::of(client, &args.server, &topics).await?;
     for (topic, p) in chosen {
-        let found = client
+        let found = (leaders.client(&topic, p).await?)
             .list_offsets(&topic, p, target)
             .await
             .map_err(|e| e.to_string())?;

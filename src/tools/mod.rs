@@ -14,6 +14,7 @@ pub mod delete_records;
 pub mod dump_log;
 pub mod file_window;
 pub mod get_offsets;
+pub mod leaders;
 pub mod log_dirs;
 pub mod native_blocking;
 pub mod native_groups;

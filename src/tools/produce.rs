@@ -6,8 +6,8 @@ use std::io::BufRead;
 
 use bytes::Bytes;
 
+use super::leaders::{is_not_leader, Leaders};
 use super::partitioner::partition_for_key;
-use crate::client::Client;
 use crate::format::compression::Codec;
 use crate::format::{BatchBuilder, RecordSpec};
 use crate::protocol::{ACKS_ALL, ACKS_LEADER, ACKS_NONE};
@@ -142,7 +142,7 @@ impl Acknowledged {
 }
 
 async fn send(
-    client: &mut Client,
+    leaders: &mut Leaders,
     args: &ProduceArgs,
     partition: i32,
     acks: i16,
@@ -162,12 +162,19 @@ async fn send(
         }
         b.push(r);
     }
-    let batch = b.build();
+    let batch = Bytes::from(b.build());
     lines.clear();
-    let reply = client
-        .produce(topic, partition, acks, Bytes::from(batch))
-        .await
-        .map_err(|e| acked.explain(format!("producing to {topic}-{partition}: {e}")))?;
+    let mut reply = (leaders.client(topic, partition).await?)
+        .produce(topic, partition, acks, batch.clone())
+        .await;
+    // Leadership moved: nothing was written; ask where it went and send it there.
+    if reply.as_ref().is_err_and(is_not_leader) {
+        leaders.refresh().await?;
+        let leader = leaders.client(topic, partition).await?;
+        reply = leader.produce(topic, partition, acks, batch).await;
+    }
+    let reply =
+        reply.map_err(|e| acked.explain(format!("producing to {topic}-{partition}: {e}")))?;
     if let Some((_, last, _)) = reply {
         acked.records += count;
         acked.last_offsets.insert(partition, last);
@@ -285,6 +292,7 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
     let acks = parse_acks(&args.acks)?;
     let mut client = super::connect(&args.server).await?;
     let meta = super::topic_metadata(&mut client, &args.topic).await?;
+    let mut leaders = Leaders::of(client, &args.server, &[&args.topic]).await?;
     let partitions = meta.partitions.len() as u32;
     if let Some(p) = args.partition {
         if p < 0 || p as u32 >= partitions {
@@ -314,7 +322,7 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
         produced += 1;
         if pending.would_overflow(p, &line) {
             send(
-                &mut client,
+                &mut leaders,
                 &args,
                 p as i32,
                 acks,
@@ -326,19 +334,15 @@ pub async fn run(args: ProduceArgs, input: &mut dyn BufRead) -> Result<u64, Stri
         }
         if pending.add(p, line, args.batch_records) {
             let lines = &mut pending.lines[p];
-            send(&mut client, &args, p as i32, acks, lines, &mut acked).await?;
+            send(&mut leaders, &args, p as i32, acks, lines, &mut acked).await?;
             pending.sent(p);
         }
     }
     for (p, lines) in pending.lines.iter_mut().enumerate() {
-        send(&mut client, &args, p as i32, acks, lines, &mut acked).await?;
+        send(&mut leaders, &args, p as i32, acks, lines, &mut acked).await?;
     }
     if acks == ACKS_NONE {
-        // acks=0 has no replies; a metadata round trip makes sure the requests were read.
-        client
-            .metadata(Some(vec![]))
-            .await
-            .map_err(|e| e.to_string())?;
+        leaders.round_trip_all().await?;
     }
     Ok(produced)
 }

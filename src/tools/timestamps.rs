@@ -180,8 +180,10 @@ pub async fn run(args: TimestampsArgs, out: &mut dyn Write) -> Result<(), String
     let now = client.stats().await.map_err(|e| e.to_string())?.clock_ms;
     let topic = args.topic.as_str();
     let err = |e: crate::client::ClientError| e.to_string();
+    let mut leaders = super::leaders::Leaders::of(client, &args.server, &[topic]).await?;
     let mut rows = Vec::new();
     for p in meta.partitions.iter().map(|p| p.partition) {
+        let client = leaders.client(topic, p).await?;
         let end = client
             .list_offsets(topic, p, LATEST_TIMESTAMP)
             .await

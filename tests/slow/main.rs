@@ -4,13 +4,13 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod cluster_clients_e2e;
 mod cluster_coordinators_e2e;
 mod cluster_decommission_e2e;
 mod cluster_e2e;
 mod cluster_etcd_tls_e2e;
 mod cluster_faults_e2e;
 mod cluster_internode_security_e2e;
-mod cluster_loadgen_e2e;
 mod cluster_operations_e2e;
 mod cluster_rack_reads_e2e;
 mod cluster_reassign_e2e;

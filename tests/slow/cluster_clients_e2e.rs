@@ -1,10 +1,12 @@
-//! loadgen against a three-node cluster (a real etcd, real processes, loopback): the
-//! native ClusterMetadata names every node at its native listener with its epoch, the
-//! controller and its epoch, and each partition's leader, leader epoch, replicas and ISR
-//! exactly as Kafka's Metadata does; loadgen, given a bootstrap list whose first address
-//! is dead, creates the topic through the Kafka API, writes each partition on its leader
-//! with acks=all, reports every node, and `loadgen consume` reads back every byte it
-//! wrote. Every loop is bounded in time.
+//! loadgen and the tools against a three-node cluster (a real etcd, real processes,
+//! loopback): the native ClusterMetadata names every node at its native listener with its
+//! epoch, the controller and its epoch, and each partition's leader, leader epoch, replicas
+//! and ISR exactly as Kafka's Metadata does; loadgen, given a bootstrap list whose first
+//! address is dead, creates the topic through the Kafka API, writes each partition on its
+//! leader with acks=all, reports every node, and `loadgen consume` reads back every byte
+//! it wrote; `shardlog produce`, `consume`, `get-offsets`, `delete-records` and
+//! `timestamps`, given one node, reach every partition on its leader. Every loop is
+//! bounded in time.
 
 use crate::common;
 
@@ -56,16 +58,23 @@ fn cluster_metadata(node: &ServerProc) -> ClusterMetadataResponse {
     }
 }
 
-#[test]
-fn loadgen_writes_every_partition_on_its_leader_and_reports_each_node() {
-    let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdServer::start(&tmp.path().join("etcd"));
+/// etcd and three nodes that agree on their controller.
+fn three_nodes(dir: &std::path::Path) -> (EtcdServer, Vec<ServerProc>) {
+    let etcd = EtcdServer::start(&dir.join("etcd"));
     let nodes: Vec<ServerProc> = (1..=3)
-        .map(|id| node_with(tmp.path(), &etcd, (id, None), &[]))
+        .map(|id| node_with(dir, &etcd, (id, None), &[]))
         .collect();
     let all = members(&[(1, &nodes[0]), (2, &nodes[1]), (3, &nodes[2])]);
     let refs: Vec<&ServerProc> = nodes.iter().collect();
     wait_for_agreement(&refs, &all, Duration::from_secs(20));
+    (etcd, nodes)
+}
+
+#[test]
+fn loadgen_writes_every_partition_on_its_leader_and_reports_each_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_etcd, nodes) = three_nodes(tmp.path());
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
     let dead = format!("127.0.0.1:{}", common::server_proc::free_port());
     let bootstrap = format!("{dead},{},{}", nodes[1].addr(), nodes[2].addr());
     let json = tmp.path().join("write.json");
@@ -115,6 +124,60 @@ fn loadgen_writes_every_partition_on_its_leader_and_reports_each_node() {
         consumed.contains(&format!(" {bytes} bytes in ")),
         "consume read every byte written ({bytes}): {consumed}"
     );
+}
+
+fn shardlog(args: &[&str], stdin: Option<&str>) -> String {
+    let (out, err, ok) = common::cli::shardlog(args, stdin);
+    assert!(ok, "shardlog {args:?}: {out}\n{err}");
+    out
+}
+
+#[test]
+fn the_tools_reach_every_partition_on_its_leader() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_etcd, nodes) = three_nodes(tmp.path());
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let one = nodes[0].addr();
+    let topic = ["-b", one.as_str(), "--topic", "tools"];
+    let create = ["--partitions", "3", "--replication-factor", "3"];
+    shardlog(&[&["topics", "create"][..], &topic, &create].concat(), None);
+    let (_, placed, _) = wait_for_metadata(&refs, "tools", |(e, p, _)| {
+        *e == 0 && p.len() == 3 && p.iter().all(|p| p.leader > 0 && p.isr.len() == 3)
+    });
+    assert!(
+        placed.iter().any(|p| p.leader != 1),
+        "some partition is led elsewhere"
+    );
+    let lines: Vec<String> = (0..30).map(|i| format!("k{i}|v{i}")).collect();
+    let input = lines.join("\n") + "\n";
+    let keyed = ["--key-separator", "|", "--acks", "all"];
+    shardlog(&[&["produce"][..], &topic, &keyed].concat(), Some(&input));
+    let format = ["--format", "%k|%s\\n"];
+    let read = shardlog(&[&["consume"][..], &topic, &format].concat(), None);
+    let mut read: Vec<&str> = read.lines().collect();
+    let mut expected: Vec<&str> = lines.iter().map(String::as_str).collect();
+    read.sort();
+    expected.sort();
+    assert_eq!(
+        read, expected,
+        "every record read back, on each partition's leader"
+    );
+    let ends = shardlog(&[&["get-offsets"][..], &topic].concat(), None);
+    let total: i64 = ends
+        .lines()
+        .map(|l| l.rsplit(':').next().unwrap().parse::<i64>().unwrap())
+        .sum();
+    assert_eq!((ends.lines().count(), total), (3, 30), "{ends}");
+    // A delete on a partition node 1 does not lead.
+    let elsewhere = placed
+        .iter()
+        .position(|p| p.leader != 1)
+        .unwrap()
+        .to_string();
+    let delete = ["--partition", elsewhere.as_str(), "--offset", "1"];
+    let deleted = shardlog(&[&["delete-records"][..], &topic, &delete].concat(), None);
+    assert!(deleted.contains("low_watermark: 1"), "{deleted}");
+    shardlog(&[&["timestamps"][..], &topic].concat(), None);
 }
 
 /// Every node answers ClusterMetadata alike, and as Kafka's Metadata: the same leaders,
