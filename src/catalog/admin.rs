@@ -59,6 +59,10 @@ pub async fn handle(host: &dyn AdminHost, request: AdminRequest) -> AdminResult<
         AdminRequest::AlterBrokerConfigs { scope, set, delete } => {
             alter_broker(host, scope, set, delete).await
         }
+        AdminRequest::InstallClusterDefaults(cluster) => {
+            let next = host.broker_defaults().with_cluster(cluster);
+            install_broker_defaults(host, next).await
+        }
     }
 }
 
@@ -432,6 +436,12 @@ pub fn check_alter_broker(
     delete: &[String],
 ) -> Result<BrokerDefaults, AdminError> {
     let next = host.broker_defaults().altered(scope, set, delete)?;
+    check_topics_on(host, &next)?;
+    Ok(next)
+}
+
+/// Refuses broker configs some topic would be invalid on.
+pub fn check_topics_on(host: &dyn AdminHost, next: &BrokerDefaults) -> Result<(), AdminError> {
     let base = next.base()?;
     for meta in host.topics() {
         meta.config.rebased(&base).map_err(|e| {
@@ -441,7 +451,7 @@ pub fn check_alter_broker(
             )
         })?;
     }
-    Ok(next)
+    Ok(())
 }
 
 /// Alters the dynamic broker configs (Kafka's `kafka-configs --entity-type brokers`):
@@ -455,6 +465,26 @@ pub async fn alter_broker(
 ) -> AdminResult<()> {
     let _turn = host.admin_turn().await?;
     let next = check_alter_broker(host, scope, &set, &delete)?;
+    install_locked(host, next, scope).await
+}
+
+/// Installs broker configs a cluster holds (already validated where they were changed;
+/// checked again against this node's topics).
+async fn install_broker_defaults(host: &dyn AdminHost, next: BrokerDefaults) -> AdminResult<()> {
+    let _turn = host.admin_turn().await?;
+    if host.broker_defaults() == next {
+        return Ok(());
+    }
+    check_topics_on(host, &next)?;
+    install_locked(host, next, Scope::Cluster).await
+}
+
+/// Makes `next` durable, then every shard's (the caller holds the admin turn).
+async fn install_locked(
+    host: &dyn AdminHost,
+    next: BrokerDefaults,
+    scope: Scope,
+) -> AdminResult<()> {
     next.persist(host.storage(), &host.settings().data_dir)
         .await
         .map_err(|e| {
@@ -465,7 +495,10 @@ pub async fn alter_broker(
         })?;
     host.on_every_shard(CatalogChange::SetBrokerDefaults(next.clone()))
         .await?;
-    assert!(host.broker_defaults() == next);
+    assert!(
+        host.broker_defaults() == next,
+        "every shard runs the new configs"
+    );
     tracing::info!(?scope, cluster = ?next.cluster, broker = ?next.broker, "broker configs altered");
     Ok(())
 }

@@ -74,6 +74,9 @@ pub enum AdminRequest {
         set: Vec<(String, String)>,
         delete: Vec<String>,
     },
+    /// Cluster mode: the cluster-wide dynamic broker configs etcd holds, this node's from
+    /// now on.
+    InstallClusterDefaults(std::collections::BTreeMap<String, String>),
 }
 
 /// One step of an admin change that every shard applies to its own copy of the catalog and

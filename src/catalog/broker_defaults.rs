@@ -216,6 +216,31 @@ impl BrokerDefaults {
         Ok(next)
     }
 
+    /// These defaults with the cluster scope replaced (a cluster's shared value).
+    pub fn with_cluster(&self, cluster: BTreeMap<String, String>) -> BrokerDefaults {
+        BrokerDefaults {
+            cluster,
+            broker: self.broker.clone(),
+        }
+    }
+
+    /// The cluster scope as a cluster shares it (etcd): the file's `cluster.` lines.
+    pub fn cluster_text(&self) -> String {
+        BrokerDefaults::default()
+            .with_cluster(self.cluster.clone())
+            .encode()
+    }
+
+    /// A cluster scope read back from [`Self::cluster_text`]; refused (nothing to use)
+    /// when it has anything but known `cluster.` keys.
+    pub fn parse_cluster_text(text: &str) -> Result<BTreeMap<String, String>, AdminError> {
+        let read = Self::decode(text)?;
+        match read.broker.is_empty() {
+            true => Ok(read.cluster),
+            false => Err(invalid("cluster defaults", "holds a broker. key")),
+        }
+    }
+
     /// The keys a scope sets (for the legacy AlterConfigs, which replaces them all).
     pub fn keys_of(&self, scope: Scope) -> Vec<String> {
         self.scope(scope).keys().cloned().collect()
@@ -325,6 +350,28 @@ fn check_dynamic(broker_key: &str) -> Result<&'static str, AdminError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clusters_shared_value_is_the_cluster_scope_only() {
+        let set = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        let d = BrokerDefaults::default()
+            .altered(Scope::Cluster, &set("log.retention.ms", "1000"), &[])
+            .unwrap()
+            .altered(Scope::Broker, &set("log.segment.bytes", "1048576"), &[])
+            .unwrap();
+        let text = d.cluster_text();
+        assert!(!text.contains("broker."), "{text}");
+        let cluster = BrokerDefaults::parse_cluster_text(&text).unwrap();
+        assert_eq!(cluster, d.cluster);
+        let installed = BrokerDefaults::default().with_cluster(cluster);
+        assert_eq!(
+            installed.get("log.retention.ms"),
+            Some(("1000", Scope::Cluster))
+        );
+        let foreign = "broker.log.retention.ms=5\n";
+        assert!(BrokerDefaults::parse_cluster_text(foreign).is_err());
+        assert!(BrokerDefaults::parse_cluster_text("cluster.num.partitions=3\n").is_err());
+    }
 
     #[test]
     fn the_broker_value_wins_over_the_cluster_default_and_round_trips() {

@@ -78,10 +78,10 @@ pub enum TopicCommand {
         bound: std::time::Duration,
         reply: oneshot::Sender<Result<Vec<String>, TopicRefused>>,
     },
-    /// A new security value (any node may), stored if etcd's is still the one at
+    /// A new shared value (any node may), stored if etcd's is still the one at
     /// `expected` (`security.rs`).
-    SwapSecurity {
-        name: String,
+    SwapValue {
+        of: crate::cluster::SharedValue,
         expected: i64,
         value: Vec<u8>,
         reply: oneshot::Sender<Result<crate::cluster::security::Swapped, TopicRefused>>,
@@ -99,7 +99,7 @@ impl TopicCommand {
             | TopicCommand::AlterIsr { reply, .. }
             | TopicCommand::WantInternal { reply, .. } => reply.send(Err(why)).is_ok(),
             TopicCommand::ClaimProducerIds { reply, .. } => reply.send(Err(why)).is_ok(),
-            TopicCommand::SwapSecurity { reply, .. } => reply.send(Err(why)).is_ok(),
+            TopicCommand::SwapValue { reply, .. } => reply.send(Err(why)).is_ok(),
             TopicCommand::ElectLeaders { reply, .. } => reply.send(Err(why)).is_ok(),
             TopicCommand::Leave { reply, .. } => reply.send(Err(why)).is_ok(),
             TopicCommand::Reassign { reply, .. } => reply.send(Err(why)).is_ok(),

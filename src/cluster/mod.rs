@@ -22,6 +22,18 @@ pub mod view;
 
 pub use session::{Session, SessionConfig};
 
+/// A value every node shares, kept in etcd as one key and changed only by
+/// compare-and-swap (`security.rs`): any node may change it, every node installs it from
+/// its next view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SharedValue {
+    /// The SCRAM credentials or the ACLs, by name.
+    Security(String),
+    /// The cluster-wide dynamic broker configs.
+    BrokerDefaults,
+}
+
 /// Where a shard hears of each new view (tokio's watch channel works on any executor).
 pub type ViewReceiver = tokio::sync::watch::Receiver<std::sync::Arc<ClusterView>>;
 
@@ -120,15 +132,15 @@ impl ClusterLink {
             .await
     }
 
-    /// Stores a security value if etcd's was last changed at `expected` (0: none yet).
-    pub async fn swap_security(
+    /// Stores a shared value if etcd's was last changed at `expected` (0: none yet).
+    pub async fn swap_value(
         &self,
-        name: String,
+        of: SharedValue,
         expected: i64,
         value: Vec<u8>,
     ) -> Result<security::Swapped, TopicRefused> {
-        self.ask(|reply| TopicCommand::SwapSecurity {
-            name,
+        self.ask(|reply| TopicCommand::SwapValue {
+            of,
             expected,
             value,
             reply,
@@ -283,6 +295,20 @@ impl Keys {
     /// One security value: the SCRAM credentials or the ACLs, in their file's format.
     pub fn security(&self, name: &str) -> String {
         format!("{}security/{name}", self.root)
+    }
+
+    /// The cluster-wide dynamic broker configs (`--entity-default`), as the `cluster.`
+    /// lines of broker.properties (FORMAT.md).
+    pub fn broker_defaults(&self) -> String {
+        format!("{}configs/broker-defaults", self.root)
+    }
+
+    /// Where a shared value lives.
+    pub fn shared(&self, value: &SharedValue) -> String {
+        match value {
+            SharedValue::Security(name) => self.security(name),
+            SharedValue::BrokerDefaults => self.broker_defaults(),
+        }
     }
 
     /// One partition's state (leader, epochs, replicas, ISR).

@@ -39,6 +39,11 @@ pub fn from_keys(keys: &Keys, kvs: &[KeyValue]) -> BTreeMap<String, StoredValue>
     values.collect()
 }
 
+/// The value at exactly `key` among a view's keys.
+pub fn one_from_keys(key: &str, kvs: &[KeyValue]) -> Option<StoredValue> {
+    kvs.iter().find(|kv| kv.key == key).map(stored)
+}
+
 fn stored(kv: &KeyValue) -> StoredValue {
     StoredValue {
         value: kv.value.clone(),
@@ -46,17 +51,16 @@ fn stored(kv: &KeyValue) -> StoredValue {
     }
 }
 
-/// Replaces the value `name` with `value` if it was last changed at `expected` (0: if there
-/// is none).
+/// Replaces the value at `key` (a shared value's: `Keys::shared`) with `value` if it was
+/// last changed at `expected` (0: if there is none).
 pub async fn swap(
     etcd: &Etcd,
-    keys: &Keys,
-    name: &str,
+    key: &str,
     expected: i64,
     value: Vec<u8>,
 ) -> Result<Swapped, ClusterError> {
     assert!(expected >= 0, "a revision, or 0 for no value");
-    let key = keys.security(name);
+    let key = key.to_string();
     let guard = match expected {
         0 => Compare::CreatedAt(key.clone(), 0),
         at => Compare::ModifiedAt(key.clone(), at),
@@ -78,7 +82,7 @@ pub async fn swap(
 /// the two differ.
 pub async fn seed(etcd: &Etcd, keys: &Keys, own: &[(String, String)]) -> Result<(), ClusterError> {
     for (name, text) in own {
-        match swap(etcd, keys, name, 0, text.as_bytes().to_vec()).await? {
+        match swap(etcd, &keys.security(name), 0, text.as_bytes().to_vec()).await? {
             Swapped::Done { revision } => {
                 tracing::info!(%name, revision, "this node's security file seeded the cluster's copy in etcd")
             }

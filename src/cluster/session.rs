@@ -437,7 +437,7 @@ impl Node {
                 return self.start_leaving(bound, reply, view).await;
             }
             TopicCommand::ClaimProducerIds { .. }
-            | TopicCommand::SwapSecurity { .. }
+            | TopicCommand::SwapValue { .. }
             | TopicCommand::ElectLeaders { .. }
             | TopicCommand::Reassign { .. } => self.run_cluster_command(command, &current).await,
             topic => self.run_topic_command(topic, &current).await,
@@ -499,13 +499,13 @@ impl Node {
                 let claimed = crate::cluster::producer_ids::claim_block(etcd, keys, size).await;
                 Answer::Block(reply, claimed)
             }
-            TopicCommand::SwapSecurity {
-                name,
+            TopicCommand::SwapValue {
+                of,
                 expected,
                 value,
                 reply,
             } => {
-                let swapped = security::swap(etcd, keys, &name, expected, value).await;
+                let swapped = security::swap(etcd, &keys.shared(&of), expected, value).await;
                 Answer::Swapped(reply, swapped.map_err(TopicRefused::from))
             }
             TopicCommand::ElectLeaders {

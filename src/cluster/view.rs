@@ -58,6 +58,8 @@ pub struct ClusterView {
     pub wanted: std::collections::BTreeMap<String, crate::cluster::TopicSpec>,
     /// The cluster's SCRAM credentials and ACLs, by name (`security.rs`).
     pub security: std::collections::BTreeMap<String, crate::cluster::security::StoredValue>,
+    /// The cluster-wide dynamic broker configs, when set (`Keys::broker_defaults`).
+    pub broker_defaults: Option<crate::cluster::security::StoredValue>,
 }
 
 impl BrokerRegistration {
@@ -153,6 +155,8 @@ impl ClusterView {
         view.brokers.sort_by_key(|b| b.id);
         view.topics = crate::cluster::topics::from_keys(keys, kvs);
         view.security = crate::cluster::security::from_keys(keys, kvs);
+        view.broker_defaults =
+            crate::cluster::security::one_from_keys(&keys.broker_defaults(), kvs);
         view
     }
 

@@ -132,6 +132,63 @@ pub async fn alter_configs(
     copied(ctx.shard.admin(copy).await, ErrorCode::None)
 }
 
+/// Cluster mode: the cluster-wide dynamic broker configs (`--entity-default`) are one
+/// shared value in etcd. The change is made on what etcd holds (this node's own while it
+/// holds none), checked against this node's topics, stored by compare-and-swap (another
+/// node's change at the same time makes this one start again from it, a few times), then
+/// installed here; every other node installs it from its view.
+pub async fn alter_broker_defaults(
+    ctx: &Context<'_>,
+    (set, delete): (Vec<(String, String)>, Vec<String>),
+) -> Result<(), Refusal> {
+    use crate::catalog::broker_defaults::{BrokerDefaults, Scope};
+    use crate::cluster::security::Swapped;
+    let link = ctx.shard.cluster_link().expect("cluster mode");
+    let host = ctx.shard.admin_host();
+    let invalid = |e: crate::broker_error::BrokerError| {
+        Refusal::new(errors::kafka_code(e.code(), true), e.message())
+    };
+    let local = ctx.shard.broker_defaults();
+    let mut held = ctx.shard.cluster().and_then(|v| v.broker_defaults.clone());
+    for _ in 0..MAX_SWAPS {
+        let (expected, cluster) = match &held {
+            Some(s) => {
+                let text = String::from_utf8_lossy(&s.value);
+                (
+                    s.revision,
+                    BrokerDefaults::parse_cluster_text(&text).map_err(invalid)?,
+                )
+            }
+            None => (0, local.cluster.clone()),
+        };
+        let next = local
+            .with_cluster(cluster)
+            .altered(Scope::Cluster, &set, &delete);
+        let next = next.map_err(invalid)?;
+        crate::catalog::admin::check_topics_on(&host, &next).map_err(invalid)?;
+        let value = next.cluster_text().into_bytes();
+        let of = crate::cluster::SharedValue::BrokerDefaults;
+        match link
+            .swap_value(of, expected, value)
+            .await
+            .map_err(refused)?
+        {
+            Swapped::Done { .. } => {
+                let install = AdminRequest::InstallClusterDefaults(next.cluster);
+                return copied(ctx.shard.admin(install).await, ErrorCode::None);
+            }
+            Swapped::Raced { now } => held = now,
+        }
+    }
+    Err(Refusal::new(
+        errors::REQUEST_TIMED_OUT,
+        "other nodes kept changing the cluster's broker configs at the same time: try again",
+    ))
+}
+
+/// Compare-and-swaps of a shared value tried before a change gives up.
+const MAX_SWAPS: usize = 5;
+
 /// This node's part of a change etcd already holds: `done` means another path (the
 /// view's copy) made it first.
 fn copied(outcome: crate::shard::messages::OpResult, done: ErrorCode) -> Result<(), Refusal> {

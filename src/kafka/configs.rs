@@ -243,9 +243,12 @@ async fn alter_broker(
     delete: Vec<String>,
     validate_only: bool,
 ) -> Outcome {
+    let in_cluster = super::cluster_admin::in_cluster(ctx);
     let result = if validate_only {
         crate::catalog::admin::check_alter_broker(&ctx.shard.admin_host(), scope, &set, &delete)
             .map(|_| ())
+    } else if scope == Scope::Cluster && in_cluster {
+        return super::cluster_admin::alter_broker_defaults(ctx, (set, delete)).await;
     } else {
         let request = AdminRequest::AlterBrokerConfigs { scope, set, delete };
         ctx.shard.admin(request).await.map(|_| ())
@@ -332,11 +335,6 @@ impl Current {
             RESOURCE_BROKER => {
                 let scope = Scope::of_resource(name, broker_id(ctx))
                     .map_err(|e| Refusal::new(errors::INVALID_REQUEST, e.message()))?;
-                // Changed here, a cluster default would hold on this node only.
-                if scope == Scope::Cluster && ctx.shard.cluster().is_some() {
-                    let why = "in cluster mode the cluster-wide broker default (resource \"\") would change this node only: set the config on each broker (resource = its broker.id)";
-                    return Err(Refusal::new(errors::INVALID_REQUEST, why));
-                }
                 Ok(Current::Broker(scope, ctx.shard.broker_defaults()))
             }
             _ => topic_of(ctx, resource_type, name).map(|meta| Current::Topic(Box::new(meta))),

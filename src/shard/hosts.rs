@@ -374,8 +374,8 @@ impl ClusterCopy for ShardHost {
         use crate::cluster::security::Swapped;
         Box::pin(async move {
             let link = self.0.cluster_link().expect("cluster mode has a link");
-            let name = kind.name().to_string();
-            let swapped = link.swap_security(name, expected, text.into_bytes()).await;
+            let of = crate::cluster::SharedValue::Security(kind.name().to_string());
+            let swapped = link.swap_value(of, expected, text.into_bytes()).await;
             let unreachable = |e: crate::cluster::TopicRefused| {
                 let code = crate::protocol::ErrorCode::RequestTimedOut;
                 crate::broker_error::BrokerError::new(code, e.to_string())

@@ -477,11 +477,47 @@ fn the_tools_throttle_holds_the_move_back_and_verify_removes_it() {
             "{key}"
         );
     }
-    // A cluster-wide default set on one node would hold there only: refused (42), and
-    // another broker's configs are that broker's to change.
+    // Another broker's configs are that broker's to change.
     let rate = "leader.replication.throttled.rate";
     let other = (1..=3).find(|&id| id != 1).unwrap().to_string();
-    assert_eq!(set_resource_config(&nodes[0], (4, ""), rate, "5"), 42);
     assert_eq!(set_resource_config(&nodes[0], (4, &other), rate, "5"), 42);
     assert_eq!(set_resource_config(&nodes[0], (4, "1"), rate, "5"), 0);
+    a_cluster_wide_default_reaches_every_node(&nodes, topic);
+}
+
+/// `kafka-configs --entity-type brokers --entity-default` on one node: etcd holds it and
+/// every node runs it (its broker configs and the topics without an override of their
+/// own), while a broker's own value still wins on that broker.
+fn a_cluster_wide_default_reaches_every_node(nodes: &[ServerProc], topic: &str) {
+    let retention = "log.retention.ms";
+    assert_eq!(
+        set_resource_config(&nodes[1], (4, ""), retention, "123456789"),
+        0
+    );
+    assert_eq!(
+        set_resource_config(&nodes[2], (4, "3"), retention, "987654321"),
+        0
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    for (i, node) in nodes.iter().enumerate() {
+        let id = (i + 1).to_string();
+        let want = if id == "3" { "987654321" } else { "123456789" };
+        loop {
+            let broker = described(node, (4, &id), retention);
+            let topics = described(node, (2, topic), "retention.ms");
+            if (broker.as_deref(), topics.as_deref()) == (Some(want), Some(want)) {
+                break;
+            }
+            let seen = format!("node {id}: broker {broker:?}, topic {topics:?}, want {want}");
+            assert!(std::time::Instant::now() < deadline, "{seen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // A value no broker config takes is refused, and nothing changes.
+    assert_ne!(
+        set_resource_config(&nodes[0], (4, ""), retention, "soon"),
+        0
+    );
+    let kept = described(&nodes[0], (4, "1"), retention);
+    assert_eq!(kept.as_deref(), Some("123456789"));
 }

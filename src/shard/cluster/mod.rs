@@ -98,7 +98,9 @@ impl Shard {
             let mut replicas = ReplicaStates::default();
             loop {
                 let mut settled = match copies.as_mut() {
-                    Some(copies) => copies.reconcile(&shard).await,
+                    Some(copies) => {
+                        copies.reconcile(&shard).await & follow_broker_defaults(&shard).await
+                    }
                     None => true,
                 };
                 if let Some(view) = shard.cluster().filter(|_| shard.is_ready()) {
@@ -121,6 +123,35 @@ impl Shard {
             }
         })
         .detach();
+    }
+}
+
+/// Installs the cluster-wide dynamic broker configs etcd holds where this node's differ
+/// (on the controller shard, which makes them every shard's): whether nothing is left to do.
+async fn follow_broker_defaults(shard: &Rc<Shard>) -> bool {
+    let view = shard.cluster().filter(|_| shard.is_ready());
+    let Some(stored) = view.as_ref().and_then(|v| v.broker_defaults.as_ref()) else {
+        return true;
+    };
+    let text = String::from_utf8_lossy(&stored.value);
+    let parsed = crate::catalog::broker_defaults::BrokerDefaults::parse_cluster_text(&text);
+    let cluster = match parsed {
+        Ok(cluster) => cluster,
+        Err(e) => {
+            tracing::warn!(error = %e, "the cluster's broker configs in etcd cannot be read; this node keeps its own");
+            return true;
+        }
+    };
+    if shard.broker_defaults().cluster == cluster {
+        return true;
+    }
+    let install = crate::catalog::admin_host::AdminRequest::InstallClusterDefaults(cluster);
+    match shard.admin(install).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "the cluster's broker configs were not installed here yet");
+            false
+        }
     }
 }
 
