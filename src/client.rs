@@ -285,7 +285,8 @@ impl Client {
         }
     }
 
-    async fn call_once(&mut self, req: &Request) -> ClientResult<ResponseBody> {
+    /// One round trip, NotReady included (for a caller that retries elsewhere).
+    pub async fn call_once(&mut self, req: &Request) -> ClientResult<ResponseBody> {
         let cid = self.send(req).await?;
         let resp = self.recv(req.api_key()).await?;
         // A connection-level refusal (e.g. TooManyConnections) carries correlation id -1.

@@ -226,9 +226,16 @@ impl BrokerDefaults {
 
     /// The cluster scope as a cluster shares it (etcd): the file's `cluster.` lines.
     pub fn cluster_text(&self) -> String {
-        BrokerDefaults::default()
+        let text = BrokerDefaults::default()
             .with_cluster(self.cluster.clone())
-            .encode()
+            .encode();
+        let read = Self::parse_cluster_text(&text).ok();
+        assert_eq!(
+            read.as_ref(),
+            Some(&self.cluster),
+            "the shared text reads back"
+        );
+        text
     }
 
     /// A cluster scope read back from [`Self::cluster_text`]; refused (nothing to use)

@@ -137,7 +137,12 @@ fn nodes(shard: &Shard, view: Option<&crate::cluster::ClusterView>, peer: Peer) 
             shutting_down: b.shutting_down,
         })
     });
-    std::iter::once(this).chain(others).collect()
+    let nodes: Vec<NodeInfo> = std::iter::once(this).chain(others).collect();
+    assert!(
+        nodes.iter().skip(1).all(|n| n.node_id != me),
+        "the answering node is listed once, first"
+    );
+    nodes
 }
 
 fn placed_topic(view: Option<&crate::cluster::ClusterView>, me: i32, seen: Seen) -> TopicPlacement {

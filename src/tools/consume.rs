@@ -316,8 +316,9 @@ pub async fn run(mut args: ConsumeArgs, out: &mut dyn Write) -> Result<ConsumeSu
     };
     let mut client = super::connect(&args.server).await?;
     let partitions = select_partitions(&mut client, &args).await?;
-    let committed = committed_offsets(&mut client, &args, &args.topic).await?;
-    let mut leaders = Leaders::of(client, &args.server, &[&args.topic]).await?;
+    let offsets = crate::catalog::internal_topics::OFFSETS_TOPIC;
+    let mut leaders = Leaders::of(client, &args.server, &[&args.topic, offsets]).await?;
+    let committed = committed_offsets(&mut leaders, &args, &args.topic).await?;
     let mut summary = ConsumeSummary::default();
     let mut cursors = Vec::new();
     for p in partitions {
@@ -478,7 +479,10 @@ async fn consume_rounds(
                 continue;
             }
             progressed = true;
-            if printer.print_fetched(c, &records, &aborted)? == Flow::LimitReached {
+            let before = c.next;
+            let flow = printer.print_fetched(c, &records, &aborted)?;
+            assert!(c.next >= before, "a cursor never moves back");
+            if flow == Flow::LimitReached {
                 break 'rounds;
             }
         }
@@ -486,7 +490,7 @@ async fn consume_rounds(
             break;
         }
         if last_commit.elapsed() >= Duration::from_millis(args.commit_interval_ms) {
-            commit_position(leaders.home(), args, topic, cursors).await?;
+            commit_position(leaders, args, topic, cursors).await?;
             last_commit = std::time::Instant::now();
         }
         if !progressed {
@@ -498,7 +502,7 @@ async fn consume_rounds(
         }
     }
     printer.out.flush().map_err(|e| e.to_string())?;
-    commit_position(leaders.home(), args, topic, cursors).await
+    commit_position(leaders, args, topic, cursors).await
 }
 
 /// Rounds started over in a row (100 ms apart) before a consume that is not following
@@ -689,23 +693,29 @@ fn is_abort_marker(h: &crate::format::BatchHeader, bytes: &[u8]) -> bool {
 
 /// The group's committed offsets of `topic`'s partitions (none without --group).
 async fn committed_offsets(
-    client: &mut crate::client::Client,
+    leaders: &mut Leaders,
     args: &ConsumeArgs,
     topic: &str,
 ) -> Result<std::collections::HashMap<i32, i64>, String> {
     let Some(group) = &args.group else {
         return Ok(Default::default());
     };
-    let found = client
-        .offset_fetch(group, Some(vec![topic.to_string()]))
-        .await
-        .map_err(|e| format!("committed offsets of group {group:?}: {e}"))?;
+    let asked = crate::protocol::Request::OffsetFetch {
+        group: group.clone(),
+        topics: Some(vec![topic.to_string()]),
+    };
+    let failed = |e: &dyn std::fmt::Display| format!("committed offsets of group {group:?}: {e}");
+    let found = match leaders.at_coordinator(group, &asked).await {
+        Ok(crate::protocol::ResponseBody::OffsetFetch(offsets)) => offsets,
+        Ok(other) => return Err(failed(&format!("unexpected answer {other:?}"))),
+        Err(e) => return Err(failed(&e)),
+    };
     Ok(found.into_iter().map(|(_, p, o, _)| (p, o)).collect())
 }
 
 /// Commits each partition's position for --group (a commit from outside the group).
 async fn commit_position(
-    client: &mut crate::client::Client,
+    leaders: &mut Leaders,
     args: &ConsumeArgs,
     topic: &str,
     cursors: &[Cursor],
@@ -717,10 +727,16 @@ async fn commit_position(
         .iter()
         .map(|c| (topic.to_string(), c.partition, c.next, String::new()))
         .collect();
-    let codes = client
-        .offset_commit(group, offsets)
-        .await
-        .map_err(|e| format!("committing for group {group:?}: {e}"))?;
+    let asked = crate::protocol::Request::OffsetCommit {
+        group: group.clone(),
+        offsets,
+    };
+    let failed = |e: &dyn std::fmt::Display| format!("committing for group {group:?}: {e}");
+    let codes = match leaders.at_coordinator(group, &asked).await {
+        Ok(crate::protocol::ResponseBody::OffsetCommit(codes)) => codes,
+        Ok(other) => return Err(failed(&format!("unexpected answer {other:?}"))),
+        Err(e) => return Err(failed(&e)),
+    };
     match codes.iter().find(|(_, _, code)| *code != ErrorCode::None) {
         Some((t, p, code)) => Err(format!("committing {t}-{p} for group {group:?}: {code}")),
         None => Ok(()),

@@ -98,22 +98,61 @@ fn groups_api(server: &Server<'_>) -> Result<Box<dyn GroupsApi>> {
     let security = server.client.security()?;
     if security.protocol != crate::security::SecurityProtocol::Plaintext {
         if let Ok(native) = NativeGroups::connect_secure(bootstrap, &security, timeout) {
-            return Ok(Box::new(native));
+            return on_native(native, bootstrap, &security, timeout);
         }
         let kafka = super::secure_stream::kafka_client(bootstrap, &security, timeout)?;
         return Ok(Box::new(kafka));
     }
     if super::probe::probe(bootstrap, timeout) == Ok(super::probe::Protocol::Native) {
-        return Ok(Box::new(NativeGroups::connect(bootstrap, timeout)?));
+        let native = NativeGroups::connect(bootstrap, timeout)?;
+        return on_native(native, bootstrap, &security, timeout);
     }
     let kafka = BlockingClient::connect_with_timeout(bootstrap, timeout)
         .map_err(|e| format!("connecting to the Kafka listener at {bootstrap}: {e}"))?;
     Ok(Box::new(kafka))
 }
 
+/// A native listener's groups API; on a cluster node, its Kafka listener's instead (the
+/// native API cannot say which node coordinates a group).
+fn on_native(
+    mut native: NativeGroups,
+    addr: &str,
+    security: &crate::security::client::ClientSecurity,
+    timeout: std::time::Duration,
+) -> Result<Box<dyn GroupsApi>> {
+    if !native.in_cluster() {
+        return Ok(Box::new(native));
+    }
+    let kafka = super::probe::kafka_listener_of(addr, security, timeout)?;
+    eprintln!("note: {addr} is a cluster node; using its Kafka listener {kafka}, which names each group's coordinator");
+    Ok(Box::new(super::secure_stream::kafka_client(
+        &kafka, security, timeout,
+    )?))
+}
+
+/// The groups API of the first address of a bootstrap list that answers, and that address.
+fn first_answering<'a>(server: &Server<'a>) -> Result<(Box<dyn GroupsApi>, &'a str)> {
+    let mut failures = Vec::new();
+    for addr in super::bootstrap_list(server.bootstrap) {
+        let one = Server {
+            bootstrap: addr,
+            timeout: server.timeout,
+            client: server.client,
+        };
+        match groups_api(&one) {
+            Ok(api) => return Ok((api, addr)),
+            Err(e) => failures.push((addr, e)),
+        }
+    }
+    Err(super::bootstrap_failures(failures))
+}
+
 pub fn run(server: Server<'_>, groups: Groups, action: Action, out: Out) -> Result<()> {
+    let (home, reached) = first_answering(&server)?;
+    let security = server.client.security()?;
+    let routed = super::groups_routing::Routed::new(home, reached, security, server.timeout);
     let mut tool = Tool {
-        client: groups_api(&server)?,
+        client: Box::new(routed),
         timeout: server.timeout,
     };
     let need_group = || match &groups {

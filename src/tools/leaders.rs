@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use crate::client::{Client, ClientError};
-use crate::protocol::{ClusterMetadataResponse, ErrorCode};
+use crate::protocol::{ClusterMetadataResponse, ErrorCode, Request, ResponseBody};
 
 use super::ServerAddr;
 
@@ -90,6 +90,50 @@ impl Leaders {
         &mut self.home
     }
 
+    /// One group request at `group`'s coordinator. While the coordinator is being created
+    /// (the first group's use makes `__consumer_offsets`), elected, moved or loaded, a node
+    /// answers NotReady: the leaders are asked again and the request resent, for up to
+    /// `COORDINATOR_WAIT`.
+    pub async fn at_coordinator(
+        &mut self,
+        group: &str,
+        request: &Request,
+    ) -> Result<ResponseBody, ClientError> {
+        let deadline = std::time::Instant::now() + COORDINATOR_WAIT;
+        loop {
+            let client = self
+                .coordinator(group)
+                .await
+                .map_err(ClientError::Protocol)?;
+            let answer = client.call_once(request).await;
+            let not_ready = match &answer {
+                Err(e) => e.code() == Some(ErrorCode::NotReady),
+                Ok(ResponseBody::OffsetCommit(codes)) => {
+                    codes.iter().any(|(_, _, c)| *c == ErrorCode::NotReady)
+                }
+                Ok(_) => false,
+            };
+            if !not_ready || std::time::Instant::now() >= deadline {
+                return answer;
+            }
+            glommio::timer::sleep(std::time::Duration::from_millis(200)).await;
+            self.refresh().await.map_err(ClientError::Protocol)?;
+        }
+    }
+
+    /// The connection to `group`'s coordinator: the leader of its `__consumer_offsets`
+    /// partition (as Kafka places groups). Ask for that topic among the leaders' topics;
+    /// while it does not exist yet, the node reached.
+    async fn coordinator(&mut self, group: &str) -> Result<&mut Client, String> {
+        let offsets = crate::catalog::internal_topics::OFFSETS_TOPIC;
+        let partitions = self.leader_of.get(offsets).map_or(0, Vec::len);
+        if partitions == 0 {
+            return Ok(&mut self.home);
+        }
+        let partition = crate::groups::partition_for(group, partitions) as i32;
+        self.client(offsets, partition).await
+    }
+
     /// The connection to the leader of `topic`'s `partition`.
     pub async fn client(&mut self, topic: &str, partition: i32) -> Result<&mut Client, String> {
         let leaders = self.leader_of.get(topic);
@@ -108,6 +152,10 @@ impl Leaders {
                 format!("the leader of partition {partition}, node {leader}, is not live")
             })?;
             let client = super::connect_one(addr, &self.server).await?;
+            assert_ne!(
+                leader, self.home_id,
+                "the home node is never connected twice"
+            );
             self.others.insert(leader, client);
         }
         Ok(self.others.get_mut(&leader).expect("connected above"))
@@ -125,6 +173,10 @@ impl Leaders {
         Ok(())
     }
 }
+
+/// How long a group request waits for its coordinator (a new `__consumer_offsets` is
+/// created, its leaders elected and their offsets loaded within seconds).
+const COORDINATOR_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Whether an error says the node asked does not lead the partition (any more).
 pub fn is_not_leader(e: &ClientError) -> bool {

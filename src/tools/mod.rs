@@ -14,6 +14,7 @@ pub mod delete_records;
 pub mod dump_log;
 pub mod file_window;
 pub mod get_offsets;
+mod groups_routing;
 pub mod leaders;
 pub mod log_dirs;
 pub mod native_blocking;

@@ -41,6 +41,15 @@ impl NativeGroups {
         NativeBlocking::connect_secure(addr, security, timeout).map(NativeGroups)
     }
 
+    /// Whether the server is a node of a cluster (its controller has an epoch): there the
+    /// groups live on their coordinators, which only Kafka's API names.
+    pub fn in_cluster(&mut self) -> bool {
+        let asked = Request::ClusterMetadata {
+            topics: Some(Vec::new()),
+        };
+        matches!(self.ask(asked), Ok(Ok(ResponseBody::ClusterMetadata(m))) if m.controller_epoch > 0)
+    }
+
     /// A native call whose server error is an answer (`Err(code)`), not a failure.
     fn ask(&mut self, request: Request) -> Result<Result<ResponseBody, ErrorCode>, String> {
         match self.0.call(&request) {

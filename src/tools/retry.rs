@@ -36,7 +36,7 @@ pub fn retriable_code(reply: &ResponseKind) -> Option<i16> {
 }
 
 /// Every error code of a reply, top level first.
-fn codes(reply: &ResponseKind) -> Vec<i16> {
+pub(super) fn codes(reply: &ResponseKind) -> Vec<i16> {
     match reply {
         ResponseKind::ListGroups(r) => vec![r.error_code],
         ResponseKind::DescribeGroups(r) => r.groups.iter().map(|g| g.error_code).collect(),

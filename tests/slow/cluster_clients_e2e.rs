@@ -178,6 +178,44 @@ fn the_tools_reach_every_partition_on_its_leader() {
     let deleted = shardlog(&[&["delete-records"][..], &topic, &delete].concat(), None);
     assert!(deleted.contains("low_watermark: 1"), "{deleted}");
     shardlog(&[&["timestamps"][..], &topic].concat(), None);
+    groups_reach_their_coordinators(&nodes, &topic);
+}
+
+/// `consume --group` commits at each group's coordinator, and `consumer-groups`, given
+/// other nodes, lists every group (each node lists those it coordinates) and describes
+/// each from its coordinator with the leaders' log ends: no lag.
+fn groups_reach_their_coordinators(nodes: &[ServerProc], topic: &[&str]) {
+    let groups = ["g1", "g2", "g3", "g4", "g5", "g6"];
+    for group in groups {
+        let read = ["--group", group, "--format", "%s\\n"];
+        let out = shardlog(&[&["consume"][..], topic, &read].concat(), None);
+        assert_eq!(
+            out.lines().count(),
+            29,
+            "{group}: every record but the one deleted: {out}"
+        );
+    }
+    let list = format!("{},{}", nodes[1].addr(), nodes[2].kafka_addr());
+    let listed = shardlog(&["consumer-groups", "-b", &list, "--list"], None);
+    for group in groups {
+        assert!(
+            listed.lines().any(|l| l == group),
+            "{group} listed: {listed}"
+        );
+        let describe = ["--describe", "--group", group];
+        let two = nodes[1].addr();
+        let out = shardlog(
+            &[&["consumer-groups", "-b", two.as_str()][..], &describe].concat(),
+            None,
+        );
+        let rows: Vec<&str> = out.lines().filter(|l| l.contains(" tools ")).collect();
+        assert_eq!(rows.len(), 3, "{group}: {out}");
+        let lags: Vec<&str> = rows
+            .iter()
+            .map(|r| r.split_whitespace().nth(5).unwrap())
+            .collect();
+        assert!(lags.iter().all(|l| *l == "0"), "{group} has no lag: {out}");
+    }
 }
 
 /// Every node answers ClusterMetadata alike, and as Kafka's Metadata: the same leaders,

@@ -145,9 +145,13 @@ async fn follow_broker_defaults(shard: &Rc<Shard>) -> bool {
     if shard.broker_defaults().cluster == cluster {
         return true;
     }
-    let install = crate::catalog::admin_host::AdminRequest::InstallClusterDefaults(cluster);
+    let install = crate::catalog::admin_host::AdminRequest::InstallClusterDefaults(cluster.clone());
     match shard.admin(install).await {
-        Ok(_) => true,
+        Ok(_) => {
+            let installed = shard.broker_defaults().cluster;
+            assert_eq!(installed, cluster, "installed on every shard, this one too");
+            true
+        }
         Err(e) => {
             tracing::warn!(error = %e, "the cluster's broker configs were not installed here yet");
             false
