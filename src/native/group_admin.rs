@@ -51,6 +51,7 @@ async fn commit(
     group: String,
     offsets: Vec<crate::protocol::groups::OffsetCommitEntry>,
 ) -> Answer {
+    let asked = offsets.len();
     let op = GroupOp::Commit {
         group_instance_id: None,
         member_id: String::new(),
@@ -66,12 +67,15 @@ async fn commit(
             .collect(),
     };
     match route_group(shard, group_id(&group)?, op).await? {
-        GroupReply::PartitionCodes(codes) => Ok(ResponseBody::OffsetCommit(
-            codes
-                .into_iter()
-                .map(|(tp, c)| (tp.topic, tp.partition, c.native()))
-                .collect(),
-        )),
+        GroupReply::PartitionCodes(codes) => {
+            assert_eq!(codes.len(), asked, "one code per offset committed");
+            Ok(ResponseBody::OffsetCommit(
+                codes
+                    .into_iter()
+                    .map(|(tp, c)| (tp.topic, tp.partition, c.native()))
+                    .collect(),
+            ))
+        }
         GroupReply::Code(c) => Err(BrokerError::new(
             c.native(),
             format!("committing for group {group:?}"),
@@ -158,6 +162,11 @@ async fn delete_offsets(
         }
         other => return Err(unexpected("OffsetDelete", other)),
     };
+    assert_eq!(
+        codes.len(),
+        partitions.len(),
+        "one code per partition asked"
+    );
     if !codes.is_empty() && codes.iter().all(|c| c.1 == GroupCode::GroupIdNotFound) {
         return Err(BrokerError::new(
             ErrorCode::GroupNotFound,

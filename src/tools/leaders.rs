@@ -14,7 +14,8 @@ use super::ServerAddr;
 pub struct Leaders {
     server: ServerAddr,
     topics: Vec<String>,
-    /// The node the tool reached first (groups and admin requests stay there).
+    /// The node the tool reached first (it answers ClusterMetadata; its own partitions
+    /// and admin requests stay on it).
     home: Client,
     home_id: i32,
     /// Each topic's partitions' leaders (-1: none live now); empty when the server has
