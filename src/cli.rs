@@ -152,6 +152,11 @@ pub enum Command {
         /// Comma-separated topics [default: all].
         #[arg(long, value_delimiter = ',')]
         topic_list: Option<Vec<String>>,
+        /// On a cluster: comma-separated broker ids [default: every live broker] (Kafka's
+        /// kafka-log-dirs --broker-list; here --broker-list is the bootstrap's alias, as in
+        /// Kafka's console tools).
+        #[arg(long, value_delimiter = ',')]
+        brokers: Option<Vec<i32>>,
     },
     /// Produce one record per stdin line.
     #[command(

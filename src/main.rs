@@ -260,9 +260,11 @@ fn main() -> ExitCode {
         Command::LogDirs {
             mut server,
             topic_list,
+            brokers,
         } => run_tool(async move {
             server.timeout_ms = timeout_ms;
-            tools::log_dirs::run(&server, topic_list, &mut std::io::stdout().lock()).await
+            let out = &mut std::io::stdout().lock();
+            tools::log_dirs::run(&server, (topic_list, brokers), out).await
         }),
         Command::Produce(mut args) => {
             args.server.timeout_ms = timeout_ms;

@@ -1,46 +1,119 @@
 //! `shardlog log-dirs`: like kafka-log-dirs --describe, every partition's size as JSON (one
-//! broker, one log directory, named by its absolute path as Kafka's `logDir`), with
+//! log directory per broker, named by its absolute path as Kafka's `logDir`), with
 //! shardlog's extras: log start and end offsets, segment count, owner shard, the disk's
 //! total and usable bytes, and for a compacted topic the cleaner's view (why it will or
-//! will not clean the partition now).
+//! will not clean the partition now). On a cluster, as Kafka's tool, every live broker (or
+//! those of `--brokers`) with the replicas it holds, found through the native
+//! ClusterMetadata and asked of each node.
 
 use std::io::Write;
 
 use serde_json::{json, Value};
 
-use crate::protocol::{CleanerInfo, ErrorCode, PartitionLogInfo};
+use crate::client::{Client, ClientError};
+use crate::protocol::{
+    CleanerInfo, ClusterMetadataResponse, ErrorCode, LogDirInfo, PartitionLogInfo,
+};
 
 pub async fn run(
     server: &super::ServerAddr,
-    topics: Option<Vec<String>>,
+    (topics, brokers): (Option<Vec<String>>, Option<Vec<i32>>),
     out: &mut dyn Write,
 ) -> Result<(), String> {
-    let mut client = super::connect(server).await?;
-    let logs = client
+    let mut home = super::connect(server).await?;
+    let cluster = match home.cluster_metadata(topics.clone()).await {
+        Ok(cluster) => Some(cluster),
+        Err(ClientError::Server {
+            code: ErrorCode::UnsupportedApiKey | ErrorCode::UnsupportedVersion,
+            ..
+        }) => None,
+        Err(e) => return Err(format!("ClusterMetadata: {e}")),
+    };
+    let mut entries = Vec::new();
+    for (id, addr) in nodes_of(cluster.as_ref(), brokers.as_deref())? {
+        let logs = match addr {
+            None => describe(&mut home, topics.clone()).await?,
+            Some(addr) => {
+                describe(
+                    &mut super::connect_one(&addr, server).await?,
+                    topics.clone(),
+                )
+                .await?
+            }
+        };
+        entries.push(broker_json(id, &logs, cluster.as_ref())?);
+    }
+    let doc = json!({ "version": 1, "brokers": entries });
+    writeln!(out, "{doc}").map_err(|e| e.to_string())
+}
+
+/// The brokers to describe: (id, None for the node reached or its native listener).
+fn nodes_of(
+    cluster: Option<&ClusterMetadataResponse>,
+    wanted: Option<&[i32]>,
+) -> Result<Vec<(i32, Option<String>)>, String> {
+    let Some(cluster) = cluster else {
+        return Ok(vec![(0, None)]);
+    };
+    let listed = cluster.nodes.iter().map(|n| {
+        let addr = (n.node_id != cluster.node_id).then(|| format!("{}:{}", n.host, n.port));
+        (n.node_id, addr)
+    });
+    let chosen: Vec<(i32, Option<String>)> = listed
+        .filter(|(id, _)| wanted.is_none_or(|w| w.contains(id)))
+        .collect();
+    if let Some(missing) = wanted
+        .into_iter()
+        .flatten()
+        .find(|w| !chosen.iter().any(|(id, _)| id == *w))
+    {
+        return Err(format!(
+            "--brokers: broker {missing} is not a live broker of this cluster"
+        ));
+    }
+    Ok(chosen)
+}
+
+async fn describe(client: &mut Client, topics: Option<Vec<String>>) -> Result<LogDirInfo, String> {
+    client
         .describe_logs(topics)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+}
+
+/// One broker's entry: its log directory and the partitions it holds a replica of (on a
+/// cluster, a node keeps an empty copy of every partition it does not replicate: left out).
+fn broker_json(
+    broker: i32,
+    logs: &LogDirInfo,
+    cluster: Option<&ClusterMetadataResponse>,
+) -> Result<Value, String> {
+    let holds = |topic: &str, p: i32| {
+        let Some(cluster) = cluster else { return true };
+        let placed = cluster
+            .topic(topic)
+            .and_then(|t| t.partitions.get(p as usize));
+        // A topic the cluster does not have (an internal one, each node's own) is held.
+        placed.is_none_or(|p| p.replicas.contains(&broker))
+    };
     let mut partitions = Vec::new();
     for t in &logs.topics {
         if t.error_code != ErrorCode::None {
             return Err(format!("topic {:?} does not exist", t.name));
         }
-        partitions.extend(t.partitions.iter().map(|p| partition_json(&t.name, p)));
+        let held = t.partitions.iter().filter(|p| holds(&t.name, p.partition));
+        partitions.extend(held.map(|p| partition_json(&t.name, p)));
     }
-    let doc = json!({
-        "version": 1,
-        "brokers": [{
-            "broker": 0,
-            "logDirs": [{
-                "logDir": logs.log_dir,
-                "error": null,
-                "totalBytes": logs.total_bytes,
-                "usableBytes": logs.usable_bytes,
-                "partitions": partitions,
-            }],
+    Ok(json!({
+        "broker": broker,
+        "logDirs": [{
+            "logDir": logs.log_dir,
+            "error": null,
+            "totalBytes": logs.total_bytes,
+            "usableBytes": logs.usable_bytes,
+            "partitions": partitions,
         }],
-    });
-    writeln!(out, "{doc}").map_err(|e| e.to_string())
+    }))
 }
 
 fn partition_json(topic: &str, p: &PartitionLogInfo) -> Value {

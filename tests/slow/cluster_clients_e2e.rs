@@ -179,6 +179,58 @@ fn the_tools_reach_every_partition_on_its_leader() {
     assert!(deleted.contains("low_watermark: 1"), "{deleted}");
     shardlog(&[&["timestamps"][..], &topic].concat(), None);
     groups_reach_their_coordinators(&nodes, &topic);
+    log_dirs_lists_every_brokers_replicas(&nodes);
+}
+
+/// `log-dirs` as kafka-log-dirs: every live broker, each with the replicas it holds (a
+/// topic of one replica per partition: each broker holds one of three), or those of
+/// `--brokers`.
+fn log_dirs_lists_every_brokers_replicas(nodes: &[ServerProc]) {
+    let refs: Vec<&ServerProc> = nodes.iter().collect();
+    let one = nodes[0].addr();
+    let solo = ["-b", one.as_str(), "--topic", "solo", "--partitions", "3"];
+    shardlog(
+        &[
+            &["topics", "create"][..],
+            &solo,
+            &["--replication-factor", "1"],
+        ]
+        .concat(),
+        None,
+    );
+    let (_, placed, _) = wait_for_metadata(&refs, "solo", |(e, p, _)| {
+        *e == 0 && p.len() == 3 && p.iter().all(|p| p.leader > 0)
+    });
+    let listed = shardlog(&["log-dirs", "-b", &one, "--topic-list", "solo"], None);
+    let doc: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let brokers = doc["brokers"].as_array().unwrap();
+    assert_eq!(brokers.len(), 3, "{doc}");
+    for b in brokers {
+        let id = b["broker"].as_i64().unwrap() as i32;
+        let held: Vec<String> = (b["logDirs"][0]["partitions"].as_array().unwrap().iter())
+            .map(|p| p["partition"].as_str().unwrap().to_string())
+            .collect();
+        let want: Vec<String> = (placed.iter().enumerate())
+            .filter(|(_, p)| p.replicas == [id])
+            .map(|(i, _)| format!("solo-{i}"))
+            .collect();
+        assert_eq!(held, want, "broker {id}: {doc}");
+    }
+    let two = shardlog(
+        &[
+            "log-dirs",
+            "-b",
+            &one,
+            "--topic-list",
+            "solo",
+            "--brokers",
+            "2",
+        ],
+        None,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&two).unwrap();
+    assert_eq!(doc["brokers"].as_array().map(Vec::len), Some(1), "{doc}");
+    assert_eq!(doc["brokers"][0]["broker"], 2, "{doc}");
 }
 
 /// `consume --group` commits at each group's coordinator, and `consumer-groups`, given
