@@ -149,8 +149,8 @@ fn first_answering<'a>(server: &Server<'a>) -> Result<(Box<dyn GroupsApi>, &'a s
 
 pub fn run(server: Server<'_>, groups: Groups, action: Action, out: Out) -> Result<()> {
     let (home, reached) = first_answering(&server)?;
-    let security = server.client.security()?;
-    let routed = super::groups_routing::Routed::new(home, reached, security, server.timeout);
+    let config = server.client.clone();
+    let routed = super::groups_routing::Routed::new(home, reached, config, server.timeout);
     let mut tool = Tool {
         client: Box::new(routed),
         timeout: server.timeout,

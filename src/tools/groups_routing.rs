@@ -11,19 +11,19 @@ use std::time::Duration;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
+use super::client_config::ClientConfigArgs;
 use super::native_groups::GroupsApi;
 use crate::kafka::blocking_client::BlockingClient;
 use crate::kafka_codes::{NOT_COORDINATOR, NOT_LEADER_OR_FOLLOWER};
-use crate::security::client::ClientSecurity;
 
 pub struct Routed {
     home: Box<dyn GroupsApi>,
     home_addr: String,
-    security: ClientSecurity,
+    config: ClientConfigArgs,
     timeout: Duration,
     /// The home node's Kafka listener (asked for coordinators, leaders and the nodes),
     /// connected on first need.
-    finder: Option<(String, BlockingClient)>,
+    finder: Option<BlockingClient>,
     /// Other nodes' Kafka listeners, by address.
     others: HashMap<String, BlockingClient>,
 }
@@ -44,33 +44,31 @@ impl Routed {
     pub fn new(
         home: Box<dyn GroupsApi>,
         home_addr: &str,
-        security: ClientSecurity,
+        config: ClientConfigArgs,
         timeout: Duration,
     ) -> Routed {
         Routed {
             home,
             home_addr: home_addr.to_string(),
-            security,
+            config,
             timeout,
             finder: None,
             others: HashMap::new(),
         }
     }
 
-    /// The home node's Kafka client (through its native listener's DescribeListeners when
-    /// the tool was given that).
+    /// A Kafka client of the node at `addr` (either listener), under the tool's security.
+    fn kafka_client(&self, addr: &str) -> Result<BlockingClient, String> {
+        let timeout_ms = self.timeout.as_millis() as u64;
+        super::probe::kafka_client_of(addr, &self.config, timeout_ms)
+    }
+
+    /// The home node's Kafka client.
     fn finder(&mut self) -> Result<&mut BlockingClient, String> {
         if self.finder.is_none() {
-            let (addr, security, timeout) = (&self.home_addr, &self.security, self.timeout);
-            let native = super::probe::probe(addr, timeout) == Ok(super::probe::Protocol::Native);
-            let kafka = match native {
-                true => super::probe::kafka_listener_of(addr, security, timeout)?,
-                false => addr.clone(),
-            };
-            let client = super::secure_stream::kafka_client(&kafka, security, timeout)?;
-            self.finder = Some((kafka, client));
+            self.finder = Some(self.kafka_client(&self.home_addr)?);
         }
-        Ok(&mut self.finder.as_mut().expect("connected above").1)
+        Ok(self.finder.as_mut().expect("connected above"))
     }
 
     fn ask(&mut self, key: ApiKey, version: i16, r: RequestKind) -> Result<ResponseKind, String> {
@@ -131,7 +129,7 @@ impl Routed {
 
     fn other(&mut self, addr: &str) -> Result<&mut BlockingClient, String> {
         if !self.others.contains_key(addr) {
-            let client = super::secure_stream::kafka_client(addr, &self.security, self.timeout)?;
+            let client = self.kafka_client(addr)?;
             self.others.insert(addr.to_string(), client);
         }
         Ok(self.others.get_mut(addr).expect("connected above"))
@@ -141,10 +139,6 @@ impl Routed {
     /// Without the Kafka listener to find the nodes (it may be off on a single node), the
     /// node reached is the only one asked, and the tool says so.
     fn list_everywhere(&mut self, version: i16, r: &RequestKind) -> Result<ResponseKind, String> {
-        let answer = self.home.call(ApiKey::ListGroups, version, r)?;
-        let ResponseKind::ListGroups(mut all) = answer else {
-            return Err("unexpected ListGroups reply".into());
-        };
         let brokers = match self.placement(None) {
             Ok(placed) => placed.brokers,
             Err(e) => {
@@ -152,17 +146,20 @@ impl Routed {
                     "note: listing the groups {} coordinates only ({e})",
                     self.home_addr
                 );
-                return Ok(ResponseKind::ListGroups(all));
+                return self.home.call(ApiKey::ListGroups, version, r);
             }
         };
-        let home = self.finder.as_ref().map(|(addr, _)| addr.clone());
-        for addr in brokers.into_values().filter(|a| Some(a) != home.as_ref()) {
+        let mut all = ListGroupsResponse::default();
+        for addr in brokers.into_values() {
             let asked = self.other(&addr)?.call(ApiKey::ListGroups, version, r);
             let answer = asked.map_err(|e| format!("ListGroups of {addr}: {e}"))?;
-            if let ResponseKind::ListGroups(theirs) = answer {
-                let listed = (theirs.error_code == 0).then_some(theirs.groups);
-                all.groups.extend(listed.into_iter().flatten());
+            let ResponseKind::ListGroups(theirs) = answer else {
+                return Err(format!("ListGroups of {addr}: another answer"));
+            };
+            if theirs.error_code != 0 {
+                return Ok(ResponseKind::ListGroups(theirs));
             }
+            all.groups.extend(theirs.groups);
         }
         all.groups.sort_by(|a, b| a.group_id.0.cmp(&b.group_id.0));
         all.groups.dedup_by(|a, b| a.group_id.0 == b.group_id.0);

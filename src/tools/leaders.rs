@@ -44,17 +44,9 @@ impl Leaders {
 
     /// Asks again (after a NotLeader: leadership moved).
     pub async fn refresh(&mut self) -> Result<(), String> {
-        let asked = self.home.cluster_metadata(Some(self.topics.clone())).await;
-        let cluster = match asked {
-            Ok(cluster) => cluster,
-            // A server older than ClusterMetadata is one node.
-            Err(ClientError::Server {
-                code: ErrorCode::UnsupportedApiKey | ErrorCode::UnsupportedVersion,
-                ..
-            }) => return Ok(()),
-            Err(e) => return Err(format!("ClusterMetadata: {e}")),
-        };
-        self.learn(&cluster);
+        if let Some(cluster) = cluster_of(&mut self.home, Some(self.topics.clone())).await? {
+            self.learn(&cluster);
+        }
         Ok(())
     }
 
@@ -172,6 +164,22 @@ impl Leaders {
             c.metadata(Some(vec![])).await.map_err(|e| e.to_string())?;
         }
         Ok(())
+    }
+}
+
+/// The cluster as the server `client` reached sees it (`topics`' placement); None from a
+/// server older than ClusterMetadata, which is one node.
+pub async fn cluster_of(
+    client: &mut Client,
+    topics: Option<Vec<String>>,
+) -> Result<Option<ClusterMetadataResponse>, String> {
+    match client.cluster_metadata(topics).await {
+        Ok(cluster) => Ok(Some(cluster)),
+        Err(ClientError::Server {
+            code: ErrorCode::UnsupportedApiKey | ErrorCode::UnsupportedVersion,
+            ..
+        }) => Ok(None),
+        Err(e) => Err(format!("ClusterMetadata: {e}")),
     }
 }
 

@@ -10,7 +10,7 @@ use std::io::Write;
 
 use serde_json::{json, Value};
 
-use crate::client::{Client, ClientError};
+use crate::client::Client;
 use crate::protocol::{
     CleanerInfo, ClusterMetadataResponse, ErrorCode, LogDirInfo, PartitionLogInfo,
 };
@@ -21,14 +21,7 @@ pub async fn run(
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let mut home = super::connect(server).await?;
-    let cluster = match home.cluster_metadata(topics.clone()).await {
-        Ok(cluster) => Some(cluster),
-        Err(ClientError::Server {
-            code: ErrorCode::UnsupportedApiKey | ErrorCode::UnsupportedVersion,
-            ..
-        }) => None,
-        Err(e) => return Err(format!("ClusterMetadata: {e}")),
-    };
+    let cluster = super::leaders::cluster_of(&mut home, topics.clone()).await?;
     let mut entries = Vec::new();
     for (id, addr) in nodes_of(cluster.as_ref(), brokers.as_deref())? {
         let logs = match addr {
