@@ -10,4 +10,5 @@ pub mod data_dir;
 pub mod error;
 pub(crate) mod internal_topics;
 pub mod producer_ids;
+pub mod service;
 pub mod topics;

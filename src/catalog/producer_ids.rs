@@ -30,6 +30,17 @@ thread_local! {
     static ALLOCATING: Rc<Semaphore> = Rc::new(Semaphore::new(1));
 }
 
+/// Where the controller's blocks of producer ids come from (its host's part).
+pub trait BlockClaims {
+    /// The block after `next` (the first id past the used block; None before the first) as
+    /// (first id, end), durable (its file written, or its claim held by etcd) before it
+    /// returns.
+    fn claim_block(
+        &self,
+        next: Option<i64>,
+    ) -> crate::catalog::admin_host::AdminFuture<'_, Result<(i64, i64), BrokerError>>;
+}
+
 /// Hands out the next id, taking a new block from `claim` first when the current one is
 /// used up (or none is known yet). `claim(next)` returns the new block as (first id, end):
 /// `next` is the first id past the used block (`None` before the first), and the block must

@@ -14,6 +14,7 @@ pub(crate) mod membership;
 pub(crate) mod ops;
 pub mod records;
 pub(crate) mod requests;
+pub mod service;
 pub(crate) mod static_members;
 pub(crate) mod txn_offsets;
 

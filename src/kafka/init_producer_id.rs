@@ -7,7 +7,6 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 use super::errors::{self, kafka_code};
 use super::Context;
 use crate::security::acl::{Operation, ResourceType};
-use crate::shard::messages::OpOk;
 
 pub async fn init_producer_id(
     ctx: &Context<'_>,
@@ -37,8 +36,7 @@ pub async fn init_producer_id(
         }
     }
     match ctx.shard.allocate_producer_id().await {
-        Ok(OpOk::ProducerId(id)) => r.with_producer_id(ProducerId(id)).with_producer_epoch(0),
-        Ok(_) => r.with_error_code(errors::UNKNOWN_SERVER_ERROR),
+        Ok(id) => r.with_producer_id(ProducerId(id)).with_producer_epoch(0),
         Err(why) => {
             tracing::warn!(%why, "InitProducerId failed");
             r.with_error_code(kafka_code(why.code(), true))

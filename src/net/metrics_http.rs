@@ -108,6 +108,7 @@ async fn read_head(
         }
         head.extend_from_slice(&buf[..n.min(MAX_HEAD - head.len())]);
     }
+    assert!(head.len() <= MAX_HEAD, "a {}-byte request head", head.len());
     Ok(head)
 }
 

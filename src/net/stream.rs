@@ -51,7 +51,11 @@ impl ConnReader {
                 set_receive_low_water(fd, buf.len() - filled);
                 match futures_lite::AsyncReadExt::read(self, &mut buf[filled..]).await? {
                     0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-                    n => filled += n,
+                    n => {
+                        filled += n;
+                        // The read was given only what the frame still lacks.
+                        assert!(filled <= buf.len(), "read past the frame's body");
+                    }
                 }
             }
             Ok(())

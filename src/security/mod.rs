@@ -16,6 +16,7 @@ pub mod principal_mapping;
 pub mod sasl_server;
 pub mod scram;
 pub mod scram_client;
+pub mod service;
 pub mod state;
 
 pub use listeners::{KafkaListener, SecurityProtocol};

@@ -26,7 +26,14 @@ impl ClientExchange {
     pub fn start(mechanism: Mechanism, user: &str, password: &str) -> (ClientExchange, Vec<u8>) {
         let nonce: String = (0..24).map(|_| fastrand::alphanumeric()).collect();
         let name = user.replace('=', "=3D").replace(',', "=2C");
+        // A comma left in the name would end its field early (RFC 5802's saslname).
+        assert!(!name.contains(','), "a user name's commas are escaped");
         let first_bare = format!("n={name},r={nonce}");
+        assert_eq!(
+            first_bare.split(',').count(),
+            2,
+            "client-first-bare is two fields"
+        );
         let first = format!("n,,{first_bare}").into_bytes();
         let exchange = ClientExchange {
             mechanism,
@@ -67,6 +74,12 @@ impl ClientExchange {
         let without_proof = format!("c=biws,r={nonce}");
         let auth = format!("{},{text},{without_proof}", self.first_bare);
         let (proof, server_signature) = m.client_proof(&salted, auth.as_bytes());
+        // Both are HMACs of the mechanism's hash over the same message.
+        assert_eq!(
+            proof.len(),
+            server_signature.len(),
+            "proof and signature sizes"
+        );
         let last = format!("{without_proof},p={}", B64.encode(proof));
         let awaiting = AwaitingServerFinal {
             expected_signature: server_signature,

@@ -522,6 +522,7 @@ async fn run_shard(
         start.previous_shutdown_clean,
         start.tiering,
         start.cluster_id.into(),
+        crate::shard::registered_services(),
     );
     if let Some(link) = start.cluster {
         shard.follow_cluster(link);

@@ -6,33 +6,22 @@ use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
 use crate::catalog::admin_host::{AdminHost, AdminRequest, CatalogChange};
+use crate::catalog::service::{NextProducerId, ProducerIds, TopicAdmin};
 use crate::protocol::ErrorCode;
 use crate::security::changes::{SecurityChange, SecurityOutcome};
-use crate::shard::messages::{OpOk, OpResult, ShardOp};
+use crate::security::service::SecurityChanges;
+use crate::shard::messages::{OpOk, OpResult};
 use crate::shard::runtime::{Shard, CONTROLLER};
 
 impl Shard {
     /// A producer id never handed out before, from the controller's persisted blocks.
-    pub async fn allocate_producer_id(self: &Rc<Self>) -> OpResult {
-        if self.id == CONTROLLER {
-            self.allocate_producer_id_here().await
-        } else {
-            self.remote(CONTROLLER, ShardOp::AllocateProducerId).await
-        }
+    pub async fn allocate_producer_id(self: &Rc<Self>) -> Result<i64, BrokerError> {
+        self.call::<ProducerIds>(CONTROLLER, NextProducerId).await?
     }
 
     /// Runs a client's topic or config change on the controller.
     pub async fn admin(self: &Rc<Self>, request: AdminRequest) -> OpResult {
-        if self.id == CONTROLLER {
-            self.run_admin_here(request).await
-        } else {
-            self.remote(CONTROLLER, ShardOp::Admin(request)).await
-        }
-    }
-
-    pub(super) async fn run_admin_here(self: &Rc<Self>, request: AdminRequest) -> OpResult {
-        let host = self.admin_host();
-        crate::catalog::admin::handle(&host, request).await?;
+        self.call::<TopicAdmin>(CONTROLLER, request).await??;
         Ok(OpOk::Done)
     }
 
@@ -47,21 +36,7 @@ impl Shard {
         self: &Rc<Self>,
         change: SecurityChange,
     ) -> Result<SecurityOutcome, BrokerError> {
-        if self.id != CONTROLLER {
-            return match self.remote(CONTROLLER, ShardOp::Security(change)).await? {
-                OpOk::Security(outcome) => Ok(outcome),
-                other => Err(super::by_owner::unexpected(other)),
-            };
-        }
-        self.security_change_here(change).await
-    }
-
-    pub(super) async fn security_change_here(
-        self: &Rc<Self>,
-        change: SecurityChange,
-    ) -> Result<SecurityOutcome, BrokerError> {
-        let host = super::hosts::ShardHost(self.clone());
-        crate::security::changes::apply(&host, change).await
+        self.call::<SecurityChanges>(CONTROLLER, change).await?
     }
 
     /// Creates an internal topic (`internal_topics.rs`) on the controller.
@@ -90,32 +65,24 @@ impl Shard {
         }
     }
 
-    /// A producer id from the controller's persisted blocks (`catalog/producer_ids.rs`).
-    pub(super) async fn allocate_producer_id_here(&self) -> OpResult {
+    /// The controller's next block of producer ids after `next` (`catalog/producer_ids.rs`),
+    /// durable before it is returned.
+    pub(super) async fn claim_producer_id_block(
+        &self,
+        next: Option<i64>,
+    ) -> Result<(i64, i64), BrokerError> {
         // One allocator: blocks are only consistent if a single shard hands ids out.
         assert_eq!(self.id, CONTROLLER, "producer ids come from the controller");
         let size = self.config.producer_id_block_size;
-        let link = self.cluster_link();
-        let claim = |next| async move {
-            match link {
-                // In cluster mode every node's blocks come from one etcd key.
-                Some(link) => link
-                    .claim_producer_ids(size)
-                    .await
-                    .map(|start| (start, start + size))
-                    .map_err(|e| {
-                        BrokerError::new(
-                            ErrorCode::NotReady,
-                            format!("claiming producer ids in etcd: {e}"),
-                        )
-                    }),
-                None => {
-                    let dir = &self.config.data_dir;
-                    crate::catalog::producer_ids::file_block(&*self.storage, dir, size, next).await
-                }
-            }
+        let Some(link) = self.cluster_link() else {
+            let dir = &self.config.data_dir;
+            return crate::catalog::producer_ids::file_block(&*self.storage, dir, size, next).await;
         };
-        let id = crate::catalog::producer_ids::allocate(claim).await?;
-        Ok(OpOk::ProducerId(id))
+        // In cluster mode every node's blocks come from one etcd key.
+        let start = link.claim_producer_ids(size).await.map_err(|e| {
+            let why = format!("claiming producer ids in etcd: {e}");
+            BrokerError::new(ErrorCode::NotReady, why)
+        })?;
+        Ok((start, start + size))
     }
 }

@@ -10,17 +10,17 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::messages::{OpOk, ShardOp};
 use super::Shard;
 use crate::broker_error::BrokerError;
 use crate::catalog::topics::TopicMeta;
 use crate::cluster::{ClusterTopic, ClusterView, TopicSpec};
-use crate::groups::loading as group_loading;
 use crate::groups::ops::{GroupOp, GroupReply, ListedGroup};
+use crate::groups::service::{GroupCall, GroupCoordinator};
 use crate::groups::OFFSETS_TOPIC;
 use crate::protocol::ErrorCode;
 use crate::txn::meta::TxnMeta;
 use crate::txn::ops::{TxnOp, TxnReply};
+use crate::txn::service::{TxnCall, TxnCoordinator};
 use crate::txn::TRANSACTION_STATE_TOPIC;
 use crate::TopicPartition;
 
@@ -104,7 +104,7 @@ fn internal_topic_spec(config: &crate::settings::ServerConfig, name: &str) -> To
 /// reads the partition's state.
 pub(crate) fn load(shard: &Rc<Shard>, tp: &TopicPartition) {
     match tp.topic.as_str() {
-        OFFSETS_TOPIC => group_loading::load_now(&Shard::group_host(shard), tp.partition),
+        OFFSETS_TOPIC => crate::groups::loading::load_now(&Shard::group_host(shard), tp.partition),
         TRANSACTION_STATE_TOPIC => {
             crate::txn::load::load_now(&Shard::txn_host(shard), tp.partition)
         }
@@ -116,7 +116,7 @@ pub(crate) fn load(shard: &Rc<Shard>, tp: &TopicPartition) {
 /// it in a new epoch), so what its coordinator held of it is forgotten.
 pub(crate) fn unload(shard: &Rc<Shard>, tp: &TopicPartition) {
     match tp.topic.as_str() {
-        OFFSETS_TOPIC => group_loading::unload(&*Shard::group_host(shard), tp.partition),
+        OFFSETS_TOPIC => crate::groups::loading::unload(&*Shard::group_host(shard), tp.partition),
         TRANSACTION_STATE_TOPIC => {
             crate::txn::coordinator::unload(&*Shard::txn_host(shard), tp.partition)
         }
@@ -133,16 +133,8 @@ pub async fn route_group(
     let meta = internal_topic(shard, OFFSETS_TOPIC).await?;
     let owner = meta.owners[crate::groups::partition_for(&group, meta.owners.len())] as usize;
     assert!(owner < shard.n, "a coordinator among this run's shards");
-    if owner == shard.id {
-        return Ok(crate::groups::requests::handle(&Shard::group_host(shard), group, op).await);
-    }
-    match shard.remote(owner, ShardOp::Group { group, op }).await? {
-        OpOk::Group(reply) => Ok(reply),
-        other => Err(BrokerError::new(
-            ErrorCode::Internal,
-            format!("unexpected group reply {other:?}"),
-        )),
-    }
+    let call = GroupCall::Request { group, op };
+    shard.call::<GroupCoordinator>(owner, call).await
 }
 
 /// Every group of every shard.
@@ -151,19 +143,15 @@ pub async fn list_groups(shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, BrokerEr
         let msg = "a coordinator is still loading its offsets partitions; retry shortly";
         BrokerError::new(code.native(), msg)
     };
-    let mut all = group_loading::list(&Shard::group_host(shard))
-        .await
-        .map_err(loading)?;
-    for peer in (0..shard.n).filter(|&p| p != shard.id) {
-        match shard.remote(peer, ShardOp::ListGroups).await? {
-            OpOk::Group(GroupReply::Listed(groups)) => all.extend(groups),
-            OpOk::Group(GroupReply::Code(code)) => return Err(loading(code)),
-            other => {
-                return Err(BrokerError::new(
-                    ErrorCode::Internal,
-                    format!("unexpected reply {other:?}"),
-                ))
-            }
+    let mut all = Vec::new();
+    for peer in 0..shard.n {
+        match shard
+            .call::<GroupCoordinator>(peer, GroupCall::List)
+            .await?
+        {
+            GroupReply::Listed(groups) => all.extend(groups),
+            GroupReply::Code(code) => return Err(loading(code)),
+            other => return Err(unexpected_reply(other)),
         }
     }
     all.sort();
@@ -175,16 +163,9 @@ pub async fn route_txn(shard: &Rc<Shard>, id: String, op: TxnOp) -> Result<TxnRe
     let meta = internal_topic(shard, TRANSACTION_STATE_TOPIC).await?;
     let owner = meta.owners[crate::txn::partition_for(&id, meta.owners.len())] as usize;
     assert!(owner < shard.n, "a coordinator among this run's shards");
-    if owner == shard.id {
-        return Ok(crate::txn::ops::handle(&Shard::txn_host(shard), id, op).await);
-    }
-    match shard.remote(owner, ShardOp::Txn { id, op }).await? {
-        OpOk::Txn(reply) => Ok(reply),
-        other => Err(BrokerError::new(
-            ErrorCode::Internal,
-            format!("unexpected transaction reply {other:?}"),
-        )),
-    }
+    shard
+        .call::<TxnCoordinator>(owner, TxnCall { id, op })
+        .await
 }
 
 /// Every transactional id of every shard that has loaded state (ids of never-loaded
@@ -192,32 +173,19 @@ pub async fn route_txn(shard: &Rc<Shard>, id: String, op: TxnOp) -> Result<TxnRe
 pub async fn list_txns(shard: &Rc<Shard>) -> Result<Vec<(String, TxnMeta)>, BrokerError> {
     let mut all = Vec::new();
     for peer in 0..shard.n {
-        let reply = if peer == shard.id {
-            crate::txn::ops::handle(&Shard::txn_host(shard), String::new(), TxnOp::List).await
-        } else {
-            match shard
-                .remote(
-                    peer,
-                    ShardOp::Txn {
-                        id: String::new(),
-                        op: TxnOp::List,
-                    },
-                )
-                .await?
-            {
-                OpOk::Txn(reply) => reply,
-                other => {
-                    return Err(BrokerError::new(
-                        ErrorCode::Internal,
-                        format!("unexpected reply {other:?}"),
-                    ))
-                }
-            }
+        let list = TxnCall {
+            id: String::new(),
+            op: TxnOp::List,
         };
+        let reply = shard.call::<TxnCoordinator>(peer, list).await?;
         if let TxnReply::Listed(ids) = reply {
             all.extend(ids);
         }
     }
     all.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(all)
+}
+
+fn unexpected_reply(reply: impl std::fmt::Debug) -> BrokerError {
+    BrokerError::new(ErrorCode::Internal, format!("unexpected reply {reply:?}"))
 }

@@ -22,6 +22,7 @@ use crate::config::LogConfig;
 use crate::format::control::EndTxnMarker;
 use crate::groups::host::{CoordinatorHost, GroupHost, Host, HostFuture, HostResult};
 use crate::groups::ops::GroupReply;
+use crate::groups::service::{GroupCall, GroupCoordinator};
 use crate::groups::OFFSETS_TOPIC;
 use crate::io::Storage;
 use crate::protocol::ACKS_ALL;
@@ -31,6 +32,8 @@ use crate::remote::{topic_lifecycle, RemoteError, RemoteLog};
 use crate::security::changes::{
     ClusterCopy, SecurityFuture, SecurityHost, SecurityKind, SecurityState, Swap,
 };
+use crate::security::service::SecurityInstall;
+use crate::service::Call;
 use crate::settings::ServerConfig;
 use crate::txn::host::{TxnHost, TxnHostRc};
 use crate::txn::TRANSACTION_STATE_TOPIC;
@@ -160,12 +163,7 @@ impl TxnHost for ShardHost {
     }
 
     fn allocate_producer_id(&self) -> HostFuture<'_, HostResult<i64>> {
-        Box::pin(async move {
-            match self.0.allocate_producer_id().await? {
-                OpOk::ProducerId(id) => Ok(id),
-                other => unexpected(other),
-            }
-        })
+        Box::pin(self.0.allocate_producer_id())
     }
 
     fn write_marker<'a>(
@@ -196,14 +194,14 @@ impl TxnHost for ShardHost {
             let Some(meta) = self.0.topic(OFFSETS_TOPIC) else {
                 return true;
             };
-            let op = ShardOp::CompleteTxnOffsets {
+            let call = GroupCall::CompleteTxnOffsets {
                 partition: p,
                 producer_id,
                 commit,
             };
             let owner = meta.owners[p as usize] as usize;
-            let reply = self.0.run_on(owner, op).await;
-            matches!(reply, Ok(OpOk::Group(GroupReply::Code(code))) if code.is_ok())
+            let reply = self.0.call::<GroupCoordinator>(owner, call).await;
+            matches!(reply, Ok(GroupReply::Code(code)) if code.is_ok())
         })
     }
 }
@@ -346,9 +344,8 @@ impl SecurityHost for ShardHost {
         state: SecurityState,
     ) -> SecurityFuture<'_, Result<(), crate::broker_error::BrokerError>> {
         Box::pin(async move {
-            self.0
-                .on_every_shard(ShardOp::InstallSecurity(state))
-                .await?;
+            let call = Call::new::<SecurityInstall>(state);
+            self.0.on_every_shard(ShardOp::Service(call)).await?;
             Ok(())
         })
     }
@@ -385,5 +382,11 @@ impl ClusterCopy for ShardHost {
                 Swapped::Raced { now } => Ok(Swap::Raced(now.map(|v| (v.value, v.revision)))),
             }
         })
+    }
+}
+
+impl crate::catalog::producer_ids::BlockClaims for ShardHost {
+    fn claim_block(&self, next: Option<i64>) -> AdminFuture<'_, AdminResult<(i64, i64)>> {
+        Box::pin(self.0.claim_producer_id_block(next))
     }
 }

@@ -17,3 +17,4 @@ pub(crate) mod services;
 
 pub(crate) use lifecycle::ClosedPartitions;
 pub(crate) use runtime::Shard;
+pub(crate) use services::calls::registered as registered_services;

@@ -87,6 +87,8 @@ pub struct Shard {
     pub(super) peer_calls: RefCell<Option<Rc<dyn crate::txn::host::PeerCalls>>>,
     /// The cluster id Kafka clients are told.
     pub(super) cluster_id: Rc<str>,
+    /// The services this shard runs for itself and its peers (`services/calls.rs`).
+    pub(super) services: crate::service::Registry<Rc<Shard>>,
 }
 
 pub(super) fn err<T>(code: ErrorCode, msg: impl Into<String>) -> Result<T, BrokerError> {
@@ -101,6 +103,7 @@ impl Shard {
         previous_shutdown_clean: bool,
         tiering: Option<crate::remote::Tiering>,
         cluster_id: Rc<str>,
+        services: crate::service::Registry<Rc<Shard>>,
     ) -> Rc<Self> {
         let pooled = PooledStorage::new(
             DmaStorage::new(config.data_dir.clone()),
@@ -141,6 +144,7 @@ impl Shard {
             cluster_commands: RefCell::new(None),
             peer_calls: RefCell::new(None),
             cluster_id,
+            services,
         })
     }
 

@@ -18,6 +18,7 @@ pub mod load;
 pub mod meta;
 pub mod ops;
 pub mod records;
+pub mod service;
 
 pub use crate::catalog::internal_topics::TRANSACTION_STATE_TOPIC;
 

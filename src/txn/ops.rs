@@ -160,6 +160,12 @@ async fn init_claimed(
     next.partitions.clear();
     next.start_ms = -1;
     next.update_ms = now;
+    // Fencing: the answer is a newer epoch of the same producer, or a new producer.
+    assert!(next.epoch > meta.epoch || next.producer_id != meta.producer_id);
+    assert!(
+        next.epoch <= MAX_EPOCH,
+        "{id:?} given an epoch past the last"
+    );
     tc::log_state(host, id, next.clone()).await?;
     Ok(producer(&next))
 }
@@ -172,9 +178,12 @@ fn producer(m: &TxnMeta) -> TxnReply {
 }
 
 async fn new_producer_id(host: &TxnHostRc) -> Result<i64, TxnCode> {
-    host.allocate_producer_id()
+    let id = host
+        .allocate_producer_id()
         .await
-        .map_err(|_| e::COORDINATOR_NOT_AVAILABLE)
+        .map_err(|_| e::COORDINATOR_NOT_AVAILABLE)?;
+    assert!(id >= 0, "producer id {id} handed out");
+    Ok(id)
 }
 
 async fn add_partitions(
@@ -262,6 +271,10 @@ async fn prepare(host: &TxnHostRc, id: &str, meta: TxnMeta, commit: bool) -> Txn
         false => TxnState::PrepareAbort,
     };
     next.update_ms = crate::time::now_ms();
+    assert!(
+        next.state.is_preparing(),
+        "{id:?} ends through a prepare state"
+    );
     if let Err(code) = tc::log_state(host, id, next.clone()).await {
         release(id);
         return code;

@@ -19,6 +19,7 @@ const FLOORS: &[&[&str]] = &[
         "error",
         "topic_partition",
         "replication",
+        "service",
     ],
     &["io", "config", "admission"],
     &["log"],

@@ -159,12 +159,9 @@ pub enum OpOk {
     Partition(PartitionSummary),
     Maintained(MaintenanceSummary),
     ManifestRebuilt(crate::remote::rebuild::Rebuilt),
-    ProducerId(i64),
-    Group(crate::groups::ops::GroupReply),
-    Txn(crate::txn::ops::TxnReply),
     Producers(Vec<crate::log::producer_state::ActiveProducer>),
-    /// What a security change did.
-    Security(crate::security::changes::SecurityOutcome),
+    /// A service's answer to its `ShardOp::Service` call.
+    Service(crate::service::Reply),
     /// One result per op of `ShardOp::Partitions`, in order.
     Results(Vec<OpResult>),
     /// What a replication step did.
@@ -247,15 +244,11 @@ pub enum ShardOp {
         first_at_least_one: bool,
         isolation: Isolation,
     },
-    /// A client's topic or config change (runs on the controller).
-    Admin(crate::catalog::admin_host::AdminRequest),
     /// One step of an admin change, applied by every shard.
     Catalog(crate::catalog::admin_host::CatalogChange),
-    /// Change the SCRAM credentials or the ACLs (on the controller: durable, then installed
-    /// everywhere).
-    Security(crate::security::changes::SecurityChange),
-    /// Credentials or ACLs the controller made durable: this shard's copy from now on.
-    InstallSecurity(crate::security::changes::SecurityState),
+    /// An operation of a service the shard runs (`crate::service`): the group and
+    /// transaction coordinators, topic admin, security changes, producer ids.
+    Service(crate::service::Call),
     /// Clear this shard's caches (page cache, OS cache of its files); reply with its stats.
     DropCaches,
     /// Reply with this shard's stats.
@@ -265,27 +258,6 @@ pub enum ShardOp {
     /// "I have no connections left": sent by each shard at shutdown, so partitions close only
     /// after no shard can forward to them any more.
     Drained,
-    /// Hand out a new producer id (runs on the controller).
-    AllocateProducerId,
-    /// A consumer-group request, run by the group's coordinator shard.
-    Group {
-        group: String,
-        op: crate::groups::ops::GroupOp,
-    },
-    /// A transaction ended on offsets partition `partition`: the offsets producer
-    /// `producer_id` sent inside it count now (commit) or never.
-    CompleteTxnOffsets {
-        partition: i32,
-        producer_id: i64,
-        commit: bool,
-    },
-    /// A transactional id's operation, on its coordinator shard.
-    Txn {
-        id: String,
-        op: crate::txn::ops::TxnOp,
-    },
-    /// The groups this shard coordinates.
-    ListGroups,
     /// Long poll: completes when the log end of any of these partitions this shard owns
     /// passes the offset beside it, or after `timeout_ms`. The requester cancels it
     /// (`MeshMsg::Cancel`) when it stops waiting.

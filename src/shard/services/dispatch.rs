@@ -1,6 +1,5 @@
 //! Where each `ShardOp` runs once it reaches its shard: the shard's own partition and
-//! topic operations, and the services (topic admin, groups, transactions, security,
-//! producer ids) through their entry points.
+//! topic operations, and the calls of the services it runs (`calls.rs`).
 
 use std::rc::Rc;
 
@@ -10,35 +9,6 @@ use crate::shard::runtime::{err, Shard};
 use crate::TopicPartition;
 
 impl Shard {
-    /// The group and transaction coordinators of this shard.
-    pub(in crate::shard) async fn execute_coordinator(self: &Rc<Self>, op: ShardOp) -> OpResult {
-        use crate::groups::{loading, ops::GroupReply};
-        match op {
-            ShardOp::Group { group, op } => Ok(OpOk::Group(
-                crate::groups::requests::handle(&Shard::group_host(self), group, op).await,
-            )),
-            ShardOp::Txn { id, op } => Ok(OpOk::Txn(
-                crate::txn::ops::handle(&Shard::txn_host(self), id, op).await,
-            )),
-            ShardOp::CompleteTxnOffsets {
-                partition,
-                producer_id,
-                commit,
-            } => {
-                let host = Shard::group_host(self);
-                let code = loading::complete_txn(&host, partition, producer_id, commit).await;
-                Ok(OpOk::Group(GroupReply::Code(code)))
-            }
-            ShardOp::ListGroups => Ok(OpOk::Group(
-                match loading::list(&Shard::group_host(self)).await {
-                    Ok(groups) => GroupReply::Listed(groups),
-                    Err(code) => GroupReply::Code(code),
-                },
-            )),
-            other => unreachable!("{other:?} is not a coordinator operation"),
-        }
-    }
-
     pub(crate) async fn execute(self: &Rc<Self>, op: ShardOp) -> OpResult {
         match op {
             ShardOp::Partition { tp, op } => self.local_partition_op(&tp, op).await,
@@ -52,16 +22,8 @@ impl Shard {
                 self.fetch_in_order(reads, max_bytes, first_at_least_one, isolation)
                     .await,
             )),
-            ShardOp::Admin(request) => Box::pin(self.run_admin_here(request)).await,
             ShardOp::Catalog(change) => self.apply_catalog_change(change).await,
-            ShardOp::Security(change) => {
-                let outcome = Box::pin(self.security_change_here(change)).await?;
-                Ok(OpOk::Security(outcome))
-            }
-            ShardOp::InstallSecurity(state) => {
-                crate::security::changes::install(state);
-                Ok(OpOk::Done)
-            }
+            ShardOp::Service(call) => Ok(OpOk::Service(self.run_service(call).await?)),
             ShardOp::DropCaches => self.drop_local_caches().await,
             ShardOp::Stats => Ok(OpOk::Stats(self.local_stats())),
             ShardOp::Metrics => Ok(OpOk::Metrics(Box::new(self.local_metrics()))),
@@ -69,11 +31,6 @@ impl Shard {
                 self.drained_peers.set(self.drained_peers.get() + 1);
                 Ok(OpOk::Done)
             }
-            ShardOp::AllocateProducerId => self.allocate_producer_id_here().await,
-            op @ (ShardOp::Group { .. }
-            | ShardOp::Txn { .. }
-            | ShardOp::ListGroups
-            | ShardOp::CompleteTxnOffsets { .. }) => Box::pin(self.execute_coordinator(op)).await,
             ShardOp::WaitForAppends {
                 waits,
                 timeout_ms,
