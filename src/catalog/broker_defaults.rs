@@ -308,7 +308,7 @@ impl BrokerDefaults {
     /// Writes the file atomically (the commit point of a broker config change).
     pub async fn persist(&self, storage: &dyn Storage, data_dir: &Path) -> std::io::Result<()> {
         let text = self.encode();
-        debug_assert!(Self::decode(&text).is_ok_and(|back| &back == self));
+        assert!(Self::decode(&text).is_ok_and(|back| &back == self));
         storage.create_dir_all(&data_dir.join(META_DIR))?;
         storage
             .write_file_atomic(&file_path(data_dir), text.into_bytes())

@@ -83,6 +83,10 @@ pub enum MetadataError {
     /// The name or a config the file records is refused by the rules a create applies.
     #[error("{}", .0.message())]
     Refused(BrokerError),
+    /// A metadata file is `<name>.properties` of the topic it records; a copy under another
+    /// name would give the topic twice.
+    #[error("the file records topic {recorded:?}, not the one its name says")]
+    NameMismatch { recorded: String },
 }
 
 /// A topic name the catalog does not hold (answered per topic, never fatal).

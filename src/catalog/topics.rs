@@ -263,7 +263,7 @@ impl TopicMeta {
         let owners: Vec<u32> = (0..partitions)
             .map(|p| owner_of(&name, p, shards))
             .collect();
-        debug_assert!(owners.iter().all(|&o| o < shards.max(1)));
+        assert!(owners.iter().all(|&o| o < shards.max(1)));
         TopicMeta {
             name,
             config,
@@ -282,7 +282,7 @@ impl TopicMeta {
         assert!(count >= self.partitions(), "a topic only grows");
         let mut owners = self.owners.clone();
         owners.extend((self.partitions()..count).map(|p| owner_of(&self.name, p, shards)));
-        debug_assert!(owners[..self.owners.len()] == self.owners[..]);
+        assert!(owners[..self.owners.len()] == self.owners[..]);
         TopicMeta {
             owners,
             ..self.clone()
@@ -367,7 +367,8 @@ impl TopicMeta {
         let topic_id = recorded_id.unwrap_or_else(|| derived_topic_id(text));
         let changed = !same_layout || recorded_id.is_none();
         // Every partition has an owner among this run's shards, whatever the file said.
-        debug_assert!(owners.len() == partitions as usize && owners.iter().all(|&o| o < shards));
+        assert_eq!(owners.len(), partitions as usize);
+        assert!(owners.iter().all(|&o| o < shards));
         Ok((
             TopicMeta {
                 name,
@@ -391,7 +392,7 @@ impl TopicMeta {
         storage.create_dir_all(&topics_dir(data_dir))?;
         let text = self.encode(shards);
         // Read back on its own config as the base, the file gives this very topic.
-        debug_assert!(
+        assert!(
             Self::decode(&text, shards, &self.config.log).is_ok_and(|(back, _)| &back == self)
         );
         let path = meta_path(data_dir, &self.name);
@@ -488,7 +489,11 @@ pub async fn load_all(
             .map_err(CatalogError::io("reading topic metadata", &dir))?;
         let decoded = String::from_utf8(bytes)
             .map_err(|_| MetadataError::NotUtf8)
-            .and_then(|text| TopicMeta::decode(&text, shards, base));
+            .and_then(|text| TopicMeta::decode(&text, shards, base))
+            .and_then(|(meta, changed)| match name == format!("{}.properties", meta.name) {
+                true => Ok((meta, changed)),
+                false => Err(MetadataError::NameMismatch { recorded: meta.name }),
+            });
         match decoded {
             Ok((meta, was_changed)) => {
                 if was_changed {
@@ -500,8 +505,8 @@ pub async fn load_all(
         }
     }
     topics.sort_by(|a, b| a.name.cmp(&b.name));
-    // One metadata file per topic: names are unique.
-    debug_assert!(topics.windows(2).all(|w| w[0].name < w[1].name));
+    // One metadata file per topic, named after it (checked above): names are unique.
+    assert!(topics.windows(2).all(|w| w[0].name < w[1].name));
     Ok((topics, changed))
 }
 

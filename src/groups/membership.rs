@@ -365,7 +365,7 @@ fn assignments_stored(shard: &Host, name: &str, g: &mut Group, generation: i32, 
         }
     }
     // Stable: every parked sync of this generation has its assignment.
-    debug_assert!(g.members.values().all(|m| m.sync_waiter.is_none()));
+    assert!(g.members.values().all(|m| m.sync_waiter.is_none()));
 }
 
 /// Checks a SyncGroup: answers it at once, parks it, or (the leader's) stores the
@@ -501,7 +501,7 @@ fn remove_members(
         if g.members.len() == before {
             return (e::UNKNOWN_MEMBER_ID, None);
         }
-        debug_assert!(ids.iter().all(|id| !g.members.contains_key(id)));
+        assert!(ids.iter().all(|id| !g.members.contains_key(id)));
         (e::NONE, members_changed(shard, group, g))
     }
 }

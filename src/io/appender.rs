@@ -54,9 +54,10 @@ pub const MAX_ALLOCATE_AHEAD: u64 = 16 << 20;
 
 // Chunks are whole blocks and each is one I/O; the page cache stores written chunks page by
 // page, so pages tile blocks.
-const _: () =
-    assert!(CHUNK.is_multiple_of(BLOCK as usize) && MIN_CHUNK.is_multiple_of(BLOCK as usize));
-const _: () = assert!(CHUNK <= super::MAX_IO && MIN_CHUNK <= CHUNK);
+const _: () = assert!(CHUNK.is_multiple_of(BLOCK as usize));
+const _: () = assert!(MIN_CHUNK.is_multiple_of(BLOCK as usize));
+const _: () = assert!(CHUNK <= super::MAX_IO);
+const _: () = assert!(MIN_CHUNK <= CHUNK);
 const _: () = assert!(BLOCK.is_multiple_of(super::cache::PAGE));
 
 struct InFlight {

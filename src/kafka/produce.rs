@@ -231,7 +231,8 @@ fn produced(result: Option<OpResult>, version: i16) -> Produced {
             log_start_offset,
         })) => {
             // The offsets answered were given to these records: a range, inside the log.
-            assert!(0 <= base_offset && base_offset <= last_offset);
+            assert!(0 <= base_offset);
+            assert!(base_offset <= last_offset);
             assert!(log_start_offset <= last_offset + 1);
             Ok((base_offset, log_append_time, log_start_offset))
         }

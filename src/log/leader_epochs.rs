@@ -71,7 +71,7 @@ pub async fn read(storage: &dyn Storage, dir: &Path) -> EpochCache {
 pub async fn write(storage: &dyn Storage, dir: &Path, cache: &EpochCache) -> Result<()> {
     let path = dir.join(FILE);
     let bytes = encode(cache);
-    debug_assert_eq!(parse(&bytes).as_ref(), Some(cache), "the file reads back");
+    assert_eq!(parse(&bytes).as_ref(), Some(cache), "the file reads back");
     storage
         .write_file_atomic(&path, bytes)
         .await

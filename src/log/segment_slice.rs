@@ -43,7 +43,8 @@ pub(super) fn rebase(
             tail_times.maybe_append(e.timestamp, e.offset, true);
         }
     }
-    assert!(tail_offsets.len() <= offsets.len() && tail_times.len() <= times.len());
+    assert!(tail_offsets.len() <= offsets.len());
+    assert!(tail_times.len() <= times.len());
     RebasedIndexes {
         offset_index: tail_offsets.encode(),
         time_index: tail_times.encode(),

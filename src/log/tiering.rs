@@ -72,7 +72,8 @@ impl PartitionLog {
             crate::error::Error::corruption(seg.log_file().path(), 0, why)
         })?;
         let base = found.header.base_offset;
-        assert!(base <= from_offset && base >= whole.base_offset);
+        assert!(base <= from_offset);
+        assert!(base >= whole.base_offset);
         if base == whole.base_offset {
             return Ok(whole); // the first batch holds it: the tail is the whole
         }

@@ -194,7 +194,8 @@ fn to_body(key: ApiKey, r: OpResult) -> Result<ResponseBody, BrokerError> {
                 ..
             },
         ) => {
-            assert!(0 <= base_offset && base_offset <= last_offset);
+            assert!(0 <= base_offset);
+            assert!(base_offset <= last_offset);
             ResponseBody::Produce {
                 base_offset,
                 last_offset,

@@ -268,7 +268,8 @@ impl Pending {
     }
 
     fn filled(&mut self, n: usize) {
-        assert!(self.is_empty() && n <= self.buf.len());
+        assert!(self.is_empty());
+        assert!(n <= self.buf.len());
         (self.start, self.end) = (0, n);
     }
 

@@ -207,7 +207,8 @@ impl RemoteLog {
                 ),
             });
         }
-        assert!(manifest.topic == *self.topic && manifest.partition == self.partition);
+        assert!(manifest.topic == *self.topic);
+        assert!(manifest.partition == self.partition);
         self.lost.set(false);
         *self.state.borrow_mut() = State {
             manifest,

@@ -151,7 +151,7 @@ impl AclStore {
     /// Replaces the file in `meta_dir` atomically (blocking: the offline tool).
     pub fn write(&self, meta_dir: &Path) -> Result<(), StoreError> {
         let text = self.encode();
-        debug_assert_eq!(Self::decode(&text).as_ref(), Ok(self));
+        assert_eq!(Self::decode(&text).as_ref(), Ok(self));
         meta_file::write(meta_dir, FILE, &text)
     }
 }

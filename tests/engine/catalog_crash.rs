@@ -273,3 +273,28 @@ fn the_helpers_name_the_partitions_the_engine_names() {
     assert!(!is_partition_dir("orders-0.0000000000000001-delete"));
     assert_eq!(data(), Path::new("/sim/data"));
 }
+
+/// A metadata file copied under another name (an operator's backup beside the original)
+/// would give the topic twice: the load refuses it by name instead of serving either.
+#[test]
+fn a_metadata_file_under_another_topics_name_is_refused() {
+    run(|_| async move {
+        let sim = empty_disk();
+        let storage = sim.as_storage();
+        let meta = topic(&[]);
+        meta.persist(&*storage, &data(), 1).await.unwrap();
+        let dir = topics::topics_dir(&data());
+        let original = storage.read_file(&dir.join("orders.properties")).await;
+        let copy = dir.join("orders-backup.properties");
+        storage.write_file_atomic(&copy, original.unwrap()).await.unwrap();
+        let refused = topics::load_all(&*storage, &data(), 1, &LogConfig::default()).await;
+        let why = refused.unwrap_err().to_string();
+        assert!(why.contains("orders-backup.properties"), "{why}");
+        assert!(why.contains("records topic \"orders\""), "{why}");
+        storage.remove(&copy).await.unwrap();
+        let (metas, _) = topics::load_all(&*storage, &data(), 1, &LogConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(metas, vec![meta]);
+    })
+}

@@ -51,7 +51,7 @@ const LARGEST_FILE_CYCLE: usize = 0;
 /// density may grow, never fall below `MIN_CRATE_DENSITY` (the goal is 1.0).
 const MIN_FOLDER_DENSITY: f64 = 0.5;
 const THIN_FOLDERS: usize = 0;
-const MIN_CRATE_DENSITY: f64 = 0.85;
+const MIN_CRATE_DENSITY: f64 = 0.9;
 
 mod rules;
 mod source;
