@@ -392,9 +392,7 @@ impl TopicMeta {
         storage.create_dir_all(&topics_dir(data_dir))?;
         let text = self.encode(shards);
         // Read back on its own config as the base, the file gives this very topic.
-        assert!(
-            Self::decode(&text, shards, &self.config.log).is_ok_and(|(back, _)| &back == self)
-        );
+        assert!(Self::decode(&text, shards, &self.config.log).is_ok_and(|(back, _)| &back == self));
         let path = meta_path(data_dir, &self.name);
         storage.write_file_atomic(&path, text.into_bytes()).await
     }
@@ -490,10 +488,14 @@ pub async fn load_all(
         let decoded = String::from_utf8(bytes)
             .map_err(|_| MetadataError::NotUtf8)
             .and_then(|text| TopicMeta::decode(&text, shards, base))
-            .and_then(|(meta, changed)| match name == format!("{}.properties", meta.name) {
-                true => Ok((meta, changed)),
-                false => Err(MetadataError::NameMismatch { recorded: meta.name }),
-            });
+            .and_then(
+                |(meta, changed)| match name == format!("{}.properties", meta.name) {
+                    true => Ok((meta, changed)),
+                    false => Err(MetadataError::NameMismatch {
+                        recorded: meta.name,
+                    }),
+                },
+            );
         match decoded {
             Ok((meta, was_changed)) => {
                 if was_changed {

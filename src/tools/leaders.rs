@@ -44,21 +44,24 @@ impl Leaders {
 
     /// Asks again (after a NotLeader: leadership moved).
     pub async fn refresh(&mut self) -> Result<(), String> {
-        if let Some(cluster) = cluster_of(&mut self.home, Some(self.topics.clone())).await? {
-            self.learn(&cluster);
+        match cluster_of(&mut self.home, Some(self.topics.clone())).await? {
+            Some(cluster) => self.learn(&cluster),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    fn learn(&mut self, cluster: &ClusterMetadataResponse) {
+    fn learn(&mut self, cluster: &ClusterMetadataResponse) -> Result<(), String> {
+        // What a server sent is checked, not asserted: the leaders are looked up by index.
+        for t in &cluster.topics {
+            let mut in_order = t.partitions.iter().enumerate();
+            if !in_order.all(|(i, p)| p.partition == i as i32) {
+                let why = "does not list its partitions 0, 1, ... in order";
+                return Err(format!("ClusterMetadata of topic {:?} {why}", t.name));
+            }
+        }
         self.home_id = cluster.node_id;
         self.leader_of.clear();
         for t in &cluster.topics {
-            let in_order = t.partitions.iter().enumerate();
-            assert!(
-                in_order.clone().all(|(i, p)| p.partition == i as i32),
-                "ClusterMetadata lists partitions in order"
-            );
             let leaders = t.partitions.iter().map(|p| p.leader).collect();
             self.leader_of.insert(t.name.clone(), leaders);
         }
@@ -68,6 +71,7 @@ impl Leaders {
         // A node that no longer leads anything is not worth a connection.
         let leading: Vec<i32> = self.leader_of.values().flatten().copied().collect();
         self.others.retain(|id, _| leading.contains(id));
+        Ok(())
     }
 
     /// After the home node was lost: `home` is a new connection to the bootstrap; every

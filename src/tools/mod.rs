@@ -192,6 +192,10 @@ pub(crate) async fn topic_metadata(
         .await
         .map_err(|e: ClientError| e.to_string())?;
     match md.topic(topic) {
+        // Partitions are counted on from here (keys hashed, lines dealt in turn).
+        Some(t) if t.error_code == crate::protocol::ErrorCode::None && t.partitions.is_empty() => {
+            Err(format!("topic {topic:?} has no partitions"))
+        }
         Some(t) if t.error_code == crate::protocol::ErrorCode::None => Ok(t.clone()),
         _ => Err(format!("topic {topic:?} does not exist")),
     }

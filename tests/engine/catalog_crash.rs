@@ -286,7 +286,10 @@ fn a_metadata_file_under_another_topics_name_is_refused() {
         let dir = topics::topics_dir(&data());
         let original = storage.read_file(&dir.join("orders.properties")).await;
         let copy = dir.join("orders-backup.properties");
-        storage.write_file_atomic(&copy, original.unwrap()).await.unwrap();
+        storage
+            .write_file_atomic(&copy, original.unwrap())
+            .await
+            .unwrap();
         let refused = topics::load_all(&*storage, &data(), 1, &LogConfig::default()).await;
         let why = refused.unwrap_err().to_string();
         assert!(why.contains("orders-backup.properties"), "{why}");

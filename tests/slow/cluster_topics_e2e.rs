@@ -429,7 +429,15 @@ fn the_controller_places_topics_every_node_serves_them_alike_and_only_leaders_ta
     let mut new_replicas = grown[7].replicas.clone();
     new_replicas.sort_unstable();
     assert_eq!(new_replicas, [1, 2, 3]);
-    assert_eq!(produce(&nodes[at(grown[7].leader)], "orders", 7, "new"), 0);
+    // Metadata names the new partition before its leader has opened it: until then the
+    // leader answers UNKNOWN_TOPIC_OR_PARTITION, which Kafka's clients retry.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut code = produce(&nodes[at(grown[7].leader)], "orders", 7, "new");
+    while code == 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        code = produce(&nodes[at(grown[7].leader)], "orders", 7, "new");
+    }
+    assert_eq!(code, 0, "the new partition takes writes on its leader");
 
     // A config change on any node reaches every node.
     assert_eq!(
