@@ -27,6 +27,7 @@ pub mod log;
 pub mod metrics;
 pub mod native;
 pub mod net;
+pub mod partition_ops;
 pub mod service;
 pub mod settings;
 pub mod shard;

@@ -191,7 +191,7 @@ const MAX_SWAPS: usize = 5;
 
 /// This node's part of a change etcd already holds: `done` means another path (the
 /// view's copy) made it first.
-fn copied(outcome: crate::shard::messages::OpResult, done: ErrorCode) -> Result<(), Refusal> {
+fn copied(outcome: crate::partition_ops::OpResult, done: ErrorCode) -> Result<(), Refusal> {
     match outcome {
         Ok(_) => Ok(()),
         Err(e) if e.code() == done => Ok(()),

@@ -19,9 +19,9 @@ use super::follower_reads;
 use super::Context;
 use crate::admission::budget::{FetchPlan, Reservation};
 use crate::io::chain::ByteChain;
+use crate::partition_ops::{Isolation, OpOk, PartitionOp};
 use crate::security::acl::Operation;
 use crate::shard::messages::FetchRead;
-use crate::shard::messages::{Isolation, OpOk, PartitionOp};
 use crate::TopicPartition;
 
 /// Space a response needs besides records: per partition about 60 bytes.

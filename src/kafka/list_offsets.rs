@@ -11,8 +11,8 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::errors::{self, kafka_code};
 use super::{join_all, Context};
+use crate::partition_ops::{Isolation, OpOk, PartitionOp};
 use crate::security::acl::Operation;
-use crate::shard::messages::{Isolation, OpOk, PartitionOp};
 
 pub async fn handle(ctx: &Context<'_>, request: ListOffsetsRequest) -> ListOffsetsResponse {
     // v2+: read_committed answers below the last stable offset.

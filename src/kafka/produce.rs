@@ -18,10 +18,11 @@ use super::refusal::Refusal;
 use super::{join_all, str_bytes, Context};
 use crate::format::BatchHeader;
 use crate::net::turn::queue_then_release;
+use crate::partition_ops::{OpOk, OpResult, PartitionOp};
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_LEADER, ACKS_NONE};
 use crate::security::acl::{Operation, ResourceType};
 use crate::shard::by_owner::run_on_owners;
-use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp};
+use crate::shard::messages::ShardOp;
 use crate::TopicPartition;
 
 /// (base offset, log append time, log start offset), or (Kafka code, message).

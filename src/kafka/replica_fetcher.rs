@@ -21,8 +21,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::peer::Peer;
 use super::wire_error::KafkaWireError;
+use crate::partition_ops::{OpOk, PartitionOp};
 use crate::replication::{FetchRequest as ReplicaFetch, NodeId};
-use crate::shard::messages::{OpOk, PartitionOp};
 use crate::shard::partition::replica::{LeaderAnswer, ReplicaOp, ReplicaReply};
 use crate::shard::Shard;
 use crate::TopicPartition;

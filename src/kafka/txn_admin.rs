@@ -10,8 +10,8 @@ use kafka_protocol::messages::*;
 use super::errors::{self, kafka_code};
 use super::Context;
 use crate::format::control::EndTxnMarker;
+use crate::partition_ops::{OpOk, PartitionOp};
 use crate::security::acl::Operation;
-use crate::shard::messages::{OpOk, PartitionOp};
 use crate::TopicPartition;
 
 pub async fn describe_producers(

@@ -13,12 +13,12 @@ use crate::admission::budget::{Budget, Reservation};
 use crate::broker_error::BrokerError;
 use crate::metrics::{self, Stage};
 use crate::net::{Peer, Reply};
+use crate::partition_ops::{Isolation, OpOk, OpResult, PartitionOp};
 use crate::protocol::frame::Frame;
 use crate::protocol::{
     ApiKey, ErrorCode, Request, Response, ResponseBody, StatsResponse, WireReader, ACKS_NONE,
     REQUEST_HEADER,
 };
-use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp};
 use crate::shard::runtime::Shard;
 
 fn error_frame(correlation_id: i32, code: ErrorCode, msg: impl Into<String>) -> Frame {
@@ -522,7 +522,7 @@ async fn drop_caches(
     shard: &Rc<Shard>,
     peer: Peer,
     drop_kernel_page_cache: bool,
-) -> Result<crate::shard::messages::ShardStats, BrokerError> {
+) -> Result<crate::partition_ops::ShardStats, BrokerError> {
     // With the authorizer on, CLUSTER_ACTION was checked instead.
     let cfg = shard.config();
     if !cfg.authorizer.enabled && !peer.is_loopback && !cfg.allow_remote_admin {
@@ -546,7 +546,7 @@ async fn drop_caches(
     Ok(stats)
 }
 
-fn stats_body(shard: &Shard, s: crate::shard::messages::ShardStats) -> StatsResponse {
+fn stats_body(shard: &Shard, s: crate::partition_ops::ShardStats) -> StatsResponse {
     StatsResponse {
         shards: shard.shard_count() as i32,
         device_reads: s.device_reads as i64,

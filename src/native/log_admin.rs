@@ -5,8 +5,8 @@
 use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
+use crate::partition_ops::{MaintenanceSummary, OpOk, PartitionOp};
 use crate::protocol::{ErrorCode, LogDirInfo, RebuiltManifest, Request, ResponseBody};
-use crate::shard::messages::{MaintenanceSummary, OpOk, PartitionOp};
 use crate::shard::runtime::Shard;
 
 type Reply = Result<ResponseBody, BrokerError>;

@@ -10,10 +10,11 @@ use crate::admission::budget::{Budget, Reservation};
 use crate::broker_error::BrokerError;
 use crate::io::chain::ByteChain;
 use crate::native::checks::{check_acks, fetch_bytes};
+use crate::partition_ops::{Isolation, OpOk, OpResult, PartitionOp};
 use crate::protocol::multi::{FetchEntry, Fetched, ProduceEntry, Produced, MAX_PARTITIONS};
 use crate::protocol::{ErrorCode, ResponseBody};
 use crate::shard::messages::FetchRead;
-use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp, ShardOp};
+use crate::shard::messages::ShardOp;
 use crate::shard::runtime::Shard;
 use crate::TopicPartition;
 

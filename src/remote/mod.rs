@@ -21,6 +21,7 @@ pub mod rebuild;
 pub mod restore;
 pub mod segment_files;
 pub mod store;
+pub mod tiered_ops;
 pub mod topic_lifecycle;
 pub mod upload;
 pub mod uploader;

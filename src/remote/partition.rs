@@ -100,6 +100,12 @@ impl RemoteLog {
         })
     }
 
+    /// Whether this node is a read replica of the bucket (`remote.read.replica`): every
+    /// operation is answered from the remote tier, and nothing is written.
+    pub fn is_read_replica(&self) -> bool {
+        self.read_only
+    }
+
     /// The writer id manifests of this node name.
     pub fn writer(&self) -> &str {
         &self.writer

@@ -20,15 +20,7 @@ use crate::log::LOG_SUFFIX;
 /// Bytes of a `.log` read per ranged GET while it is checked.
 const SCAN_BYTES: u64 = 8 << 20;
 
-/// What a rebuild wrote, and what the operator should know about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rebuilt {
-    pub segments: usize,
-    pub log_start_offset: i64,
-    /// The offset after the last remote segment (-1 when none was sound).
-    pub next_offset: i64,
-    pub notes: Vec<String>,
-}
+pub use crate::partition_ops::Rebuilt;
 
 /// One upload attempt's objects: (suffix, key, size) each.
 type Copy = Vec<(String, String, u64)>;

@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::messages::{FetchRead, Isolation, OpOk, OpResult, ShardOp};
+use super::messages::{FetchRead, ShardOp};
 use super::Shard;
 use crate::broker_error::BrokerError;
+use crate::partition_ops::{Isolation, OpOk, OpResult};
 use crate::protocol::ErrorCode;
 use crate::TopicPartition;
 

@@ -7,10 +7,10 @@ use std::rc::Rc;
 use crate::broker_error::BrokerError;
 use crate::catalog::admin_host::{AdminHost, AdminRequest, CatalogChange};
 use crate::catalog::service::{NextProducerId, ProducerIds, TopicAdmin};
+use crate::partition_ops::{OpOk, OpResult};
 use crate::protocol::ErrorCode;
 use crate::security::changes::{SecurityChange, SecurityOutcome};
 use crate::security::service::SecurityChanges;
-use crate::shard::messages::{OpOk, OpResult};
 use crate::shard::runtime::{Shard, CONTROLLER};
 
 impl Shard {

@@ -9,8 +9,9 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::messages::{Isolation, OpOk, PartitionOp, ShardOp};
+use super::messages::ShardOp;
 use super::Shard;
+use crate::partition_ops::{Isolation, OpOk, PartitionOp};
 use glommio::channels::local_channel::LocalReceiver;
 use glommio::sync::Permit;
 

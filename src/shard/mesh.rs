@@ -8,8 +8,9 @@ use std::rc::Rc;
 use glommio::channels::local_channel;
 
 use super::outbox::{self, Sent, Unreachable};
+use crate::partition_ops::{OpOk, OpResult};
 use crate::protocol::ErrorCode;
-use crate::shard::messages::{MeshMsg, OpOk, OpResult, ShardOp};
+use crate::shard::messages::{MeshMsg, ShardOp};
 use crate::shard::runtime::{err, Shard};
 
 /// A request sent to a peer and not yet answered: dropped early (its requester gave up),

@@ -22,8 +22,9 @@ use crate::catalog::error::UnknownTopic;
 use crate::catalog::topics::{AdminError, TopicMeta};
 use crate::config::LogConfig;
 use crate::io::{DmaStorage, PageCache, PooledStorage, SharedPageCache, Storage};
+use crate::partition_ops::{Isolation, OpOk, OpResult, PartitionOp};
 use crate::protocol::ErrorCode;
-use crate::shard::messages::{FetchRead, Isolation, MeshMsg, OpOk, OpResult, PartitionOp, ShardOp};
+use crate::shard::messages::{FetchRead, MeshMsg, ShardOp};
 use crate::shard::partition::actor::PartitionHandle;
 use crate::TopicPartition;
 

@@ -24,7 +24,7 @@ const FLOORS: &[&[&str]] = &[
     &["io", "config", "admission"],
     &["log"],
     &["protocol", "kafka_codes", "broker_error"],
-    &["settings", "security"],
+    &["settings", "security", "partition_ops"],
     &["catalog"],
     &["remote", "cluster"],
     &["groups", "txn"],

@@ -10,9 +10,9 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::cluster::{ClusterView, TopicRefused};
+use crate::partition_ops::{OpOk, PartitionOp};
 use crate::replication::controller::IsrRefused;
 use crate::replication::{IsrChange, NodeId};
-use crate::shard::messages::{OpOk, PartitionOp};
 use crate::shard::partition::replica::{ReplicaOp, ReplicaReply};
 use crate::shard::runtime::Shard;
 use crate::TopicPartition;

@@ -15,9 +15,9 @@ use crate::log::cleaner::CleanedLog;
 use crate::log::PartitionLog;
 use crate::log::{CleanStats, CleaningPlan, RetentionOutcome};
 use crate::metrics::{self, Stage};
+use crate::partition_ops::{Isolation, OpOk, OpResult, PartitionOp, PartitionSummary};
 use crate::protocol::{ErrorCode, ACKS_ALL, ACKS_NONE};
 use crate::remote::host::TieringView;
-use crate::shard::messages::{Isolation, OpOk, OpResult, PartitionOp, PartitionSummary};
 use crate::shard::partition::append_watch::AppendWatch;
 use crate::shard::partition::idle::IdleWork;
 use crate::shard::partition::replica::Replicated;
@@ -586,19 +586,9 @@ async fn produce_one(
     // The offsets answered are below the log end, which never moves back (a duplicate of
     // an idempotent producer's batch answers its first offsets).
     assert!(log.log_end_offset() >= end_before);
-    assert!(
-        r.as_ref().is_err()
-            || r.as_ref()
-                .is_ok_and(|info| info.base_offset <= info.last_offset
-                    && info.last_offset < log.log_end_offset())
-    );
+    let (start, end) = (log.log_start_offset(), log.log_end_offset());
     let result = r
-        .map(|info| OpOk::Produced {
-            base_offset: info.base_offset,
-            last_offset: info.last_offset,
-            log_append_time: info.log_append_time.unwrap_or(-1),
-            log_start_offset: log.log_start_offset(),
-        })
+        .map(|info| OpOk::produced(&info, start, end))
         .map_err(BrokerError::from);
     if result.is_ok() && acks == ACKS_ALL && replicated.is_some() {
         done.need_sync = true;

@@ -16,13 +16,13 @@ use crate::broker_error::BrokerError;
 use crate::format::cursor::BatchCursor;
 use crate::io::chain::ByteChain;
 use crate::log::PartitionLog;
+pub use crate::partition_ops::replica::{LeaderAnswer, ReplicaOp, ReplicaReply};
+use crate::partition_ops::{OpOk, OpResult};
 use crate::protocol::ErrorCode;
 use crate::replication::replica::Received;
 use crate::replication::{
     EpochEntry, FetchAnswer, FetchRequest, NodeId, PartitionState, Replica, Role,
 };
-pub use crate::shard::messages::replica::{LeaderAnswer, ReplicaOp, ReplicaReply};
-use crate::shard::messages::{OpOk, OpResult};
 
 /// A replicated partition's state on its task.
 pub struct Replicated {

@@ -8,11 +8,12 @@ use std::rc::Rc;
 use crate::broker_error::BrokerError;
 use crate::catalog::service::{ProducerIds, TopicAdmin};
 use crate::groups::service::GroupCoordinator;
+use crate::partition_ops::OpOk;
 use crate::protocol::ErrorCode;
 use crate::security::service::{SecurityChanges, SecurityInstall};
 use crate::service::{Call, Registry, Reply, Service};
 use crate::shard::hosts::ShardHost;
-use crate::shard::messages::{OpOk, ShardOp};
+use crate::shard::messages::ShardOp;
 use crate::shard::runtime::Shard;
 use crate::txn::service::TxnCoordinator;
 

@@ -3,8 +3,9 @@
 
 use std::rc::Rc;
 
+use crate::partition_ops::{OpOk, OpResult, PartitionOp};
 use crate::protocol::ErrorCode;
-use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp};
+use crate::shard::messages::ShardOp;
 use crate::shard::runtime::{err, Shard};
 use crate::TopicPartition;
 
@@ -54,10 +55,13 @@ impl Shard {
                 crate::shard::services::maintenance::maintain_now(self, &h).await,
             )),
             Some(_) if matches!(op, PartitionOp::RebuildManifest) => {
-                crate::shard::services::tiering::rebuild_manifest(self.remote_log(tp), tp).await
+                crate::remote::tiered_ops::rebuild_manifest(self.remote_log(tp), tp).await
             }
             Some(h) => match self.remote_log(tp) {
-                Some(remote) => self.tiered_op(&h, &remote, op).await,
+                Some(remote) => {
+                    let role = || self.remote_writer_role(&remote.topic, remote.partition);
+                    crate::remote::tiered_ops::tiered_op(&h, &remote, role, op).await
+                }
                 None => h.call(op).await,
             },
             None if self.offline.borrow().contains_key(tp) => {

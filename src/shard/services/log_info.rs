@@ -6,8 +6,8 @@ use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
 use crate::catalog::error::UnknownTopic;
+use crate::partition_ops::{OpOk, PartitionOp};
 use crate::protocol::{ErrorCode, PartitionLogInfo, TopicLogInfo};
-use crate::shard::messages::{OpOk, PartitionOp};
 use crate::shard::runtime::Shard;
 
 /// Every partition of `topics` (None: every topic), in partition order; an unknown topic

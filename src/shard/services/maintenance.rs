@@ -17,7 +17,7 @@ use glommio::{Latency, Shares, TaskQueueHandle};
 
 use crate::io::deadline::before;
 use crate::log::CleanerLimits;
-use crate::shard::messages::MaintenanceSummary;
+use crate::partition_ops::MaintenanceSummary;
 use crate::shard::partition::actor::{Job, PartitionHandle};
 use crate::shard::runtime::Shard;
 

@@ -3,7 +3,8 @@
 use std::rc::Rc;
 
 use crate::broker_error::BrokerError;
-use crate::shard::messages::{OpOk, OpResult, PartitionOp, ShardOp, ShardStats};
+use crate::partition_ops::{OpOk, OpResult, PartitionOp, ShardStats};
+use crate::shard::messages::ShardOp;
 use crate::shard::runtime::Shard;
 
 impl Shard {

@@ -1,15 +1,15 @@
-//! Messages shards exchange over glommio's channel mesh. Everything here is `Send`: it
-//! crosses cores by value; nothing is shared.
+//! What one partition is asked and what it answers, by whoever reaches it: the shard
+//! that owns it (its task runs them), another shard over the mesh, and the remote tier
+//! that serves a tiered partition's reads below its local log (`remote/tiered_ops.rs`).
+//! Everything here is `Send`: it crosses cores by value; nothing is shared.
 
-pub(crate) mod replica;
+pub mod replica;
 
 use bytes::Bytes;
 
 use crate::broker_error::BrokerError;
-use crate::io::chain::ByteChain;
-use crate::TopicPartition;
-
 use crate::config::LogConfig;
+use crate::io::chain::ByteChain;
 
 /// An operation on one partition, executed by its owner shard.
 #[derive(Debug, Clone)]
@@ -68,7 +68,7 @@ pub enum PartitionOp {
     /// Rebuild the partition's lost remote manifest from its segment objects.
     RebuildManifest,
     /// Replication's part (cluster mode): leader and follower steps on the partition's task.
-    Replica(crate::shard::messages::replica::ReplicaOp),
+    Replica(replica::ReplicaOp),
 }
 
 impl PartitionOp {
@@ -158,15 +158,36 @@ pub enum OpOk {
     LowWatermark(i64),
     Partition(PartitionSummary),
     Maintained(MaintenanceSummary),
-    ManifestRebuilt(crate::remote::rebuild::Rebuilt),
+    ManifestRebuilt(Rebuilt),
     Producers(Vec<crate::log::producer_state::ActiveProducer>),
     /// A service's answer to its `ShardOp::Service` call.
     Service(crate::service::Reply),
-    /// One result per op of `ShardOp::Partitions`, in order.
+    /// One result per op of a request on several partitions (`ShardOp::Partitions`), in
+    /// order.
     Results(Vec<OpResult>),
     /// What a replication step did.
-    Replica(crate::shard::messages::replica::ReplicaReply),
+    Replica(replica::ReplicaReply),
     Done,
+}
+
+impl OpOk {
+    /// A produce's answer for the batches `append` wrote to a log that now starts at
+    /// `log_start` and ends at `log_end`: its offsets are in order and below the end (a
+    /// duplicate of an idempotent producer's batch answers its first offsets, lower down).
+    pub fn produced(append: &crate::log::AppendInfo, log_start: i64, log_end: i64) -> OpOk {
+        assert!(append.base_offset >= 0, "offset {}", append.base_offset);
+        assert!(append.base_offset <= append.last_offset, "{append:?}");
+        assert!(
+            append.last_offset < log_end,
+            "{append:?} past the end {log_end}"
+        );
+        OpOk::Produced {
+            base_offset: append.base_offset,
+            last_offset: append.last_offset,
+            log_append_time: append.log_append_time.unwrap_or(-1),
+            log_start_offset: log_start,
+        }
+    }
 }
 
 /// A partition as `topics describe` and `log-dirs` show it.
@@ -219,90 +240,13 @@ impl ShardStats {
 
 pub type OpResult = Result<OpOk, BrokerError>;
 
-/// One partition of a fetch across partitions: where to read from and at most how much.
+/// What rebuilding a lost remote manifest from the bucket's segment objects wrote, and what
+/// the operator should know about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchRead {
-    pub tp: TopicPartition,
-    pub offset: i64,
-    pub max_bytes: usize,
-}
-
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum ShardOp {
-    Partition {
-        tp: TopicPartition,
-        op: PartitionOp,
-    },
-    /// Several partition ops this shard owns, run at once (multi-partition requests).
-    Partitions(Vec<(TopicPartition, PartitionOp)>),
-    /// Fetches from partitions this shard owns, in order, sharing `max_bytes` (a
-    /// MultiFetch's share).
-    FetchInOrder {
-        reads: Vec<FetchRead>,
-        max_bytes: usize,
-        first_at_least_one: bool,
-        isolation: Isolation,
-    },
-    /// One step of an admin change, applied by every shard.
-    Catalog(crate::catalog::admin_host::CatalogChange),
-    /// An operation of a service the shard runs (`crate::service`): the group and
-    /// transaction coordinators, topic admin, security changes, producer ids.
-    Service(crate::service::Call),
-    /// Clear this shard's caches (page cache, OS cache of its files); reply with its stats.
-    DropCaches,
-    /// Reply with this shard's stats.
-    Stats,
-    /// The shard's metrics snapshot.
-    Metrics,
-    /// "I have no connections left": sent by each shard at shutdown, so partitions close only
-    /// after no shard can forward to them any more.
-    Drained,
-    /// Long poll: completes when the log end of any of these partitions this shard owns
-    /// passes the offset beside it, or after `timeout_ms`. The requester cancels it
-    /// (`MeshMsg::Cancel`) when it stops waiting.
-    WaitForAppends {
-        waits: Vec<(TopicPartition, i64)>,
-        timeout_ms: u64,
-        /// Whose end: consumers' (the high watermark) or followers' (the acknowledged log
-        /// end).
-        reader: Reader,
-    },
-}
-
-/// Who waits in a long poll, and so which end: a consumer waits for the high watermark to
-/// move, a follower for the acknowledged log end (which runs ahead of it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Reader {
-    Consumer,
-    Follower,
-}
-
-impl ShardOp {
-    /// Whether a requester that stops waiting cancels the op on the peer: only waits, which
-    /// change nothing. Every other op runs to its end once sent (an admin step cut in the
-    /// middle would leave the shards disagreeing).
-    pub fn cancellable(&self) -> bool {
-        matches!(self, ShardOp::WaitForAppends { .. })
-    }
-}
-
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum MeshMsg {
-    Request {
-        id: u64,
-        from: usize,
-        op: ShardOp,
-    },
-    Response {
-        id: u64,
-        result: OpResult,
-    },
-    /// The requester of a cancellable op stopped waiting: the peer drops it, no reply.
-    Cancel {
-        id: u64,
-        from: usize,
-    },
+pub struct Rebuilt {
+    pub segments: usize,
+    pub log_start_offset: i64,
+    /// The offset after the last remote segment (-1 when none was sound).
+    pub next_offset: i64,
+    pub notes: Vec<String>,
 }
