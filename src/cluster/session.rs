@@ -307,6 +307,9 @@ impl Node {
             if controlling {
                 fenced.controller = None;
             }
+            // Fenced: the shards see this node neither listed nor controlling.
+            assert!(fenced.broker(me).is_none(), "broker {me} still listed");
+            assert!(fenced.controller.is_none_or(|c| c.id != me));
             *current = Arc::new(fenced);
             tracing::error!(broker = me, "fenced: this node's registration may have expired; it serves no partition as leader until etcd answers");
             true
