@@ -128,6 +128,12 @@ pub fn from_keys(keys: &Keys, kvs: &[KeyValue]) -> BTreeMap<String, ClusterTopic
     let mut topics = BTreeMap::new();
     for kv in kvs.iter().filter(|kv| kv.key.starts_with(&prefix)) {
         let name = &kv.key[prefix.len()..];
+        // A name becomes directory and file names on every node: one that no create would
+        // accept (a key written by hand, say `../x`) is not served.
+        if let Err(why) = crate::catalog::topics::validate_topic_name(name) {
+            tracing::warn!(key = %kv.key, error = %why.message(), "a topic in etcd with a name no create accepts; skipped");
+            continue;
+        }
         let Some((id, count, configs)) = decode_topic(&kv.value) else {
             tracing::warn!(key = %kv.key, "an unreadable topic in etcd; skipped");
             continue;
@@ -201,6 +207,15 @@ mod tests {
                 14,
             ),
             kv(keys.partition("t.x", 0), b"{bad".to_vec(), 15),
+            // Written by hand: names no create accepts, with their partitions.
+            kv(keys.topic("../up"), encode_topic(id, 1, &[]), 16),
+            kv(
+                keys.partition("../up", 0),
+                encode_partition(&state(None)),
+                17,
+            ),
+            kv(keys.topic("a/b"), encode_topic(id, 1, &[]), 18),
+            kv(keys.partition("a/b", 0), encode_partition(&state(None)), 19),
         ];
         let topics = from_keys(&keys, &kvs);
         assert_eq!(topics.keys().collect::<Vec<_>>(), ["t"]);
