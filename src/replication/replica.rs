@@ -442,14 +442,33 @@ impl Replica {
         if !current || answered.fetch_offset != log_end {
             return None;
         }
-        // A leader without any of our epochs: keep only what is known committed (KIP-279).
-        let end = match epoch as i64 == UNDEFINED {
-            true => self.high_watermark.min(log_end),
-            false => end_offset.min(log_end),
-        };
+        let end = self.agreed_end((epoch, end_offset), log_end);
+        assert!(
+            end <= log_end,
+            "truncation to {end} past the log end {log_end}"
+        );
         self.epochs.truncate_from_end(end);
         self.high_watermark = self.high_watermark.min(end);
         Some(end)
+    }
+
+    /// Where this log stops agreeing with the leader's, which holds `epoch` up to
+    /// `end_offset` (Kafka's follower truncation, KIP-279): the smaller of both ends of
+    /// that epoch when this log has it too. When this log's largest epoch at or below it is
+    /// an older one, the records past that one's end cannot be the leader's (the leader
+    /// never had the epochs between): truncate there, and the next fetch asks again. A
+    /// leader or a log without any shared epoch keeps only what is known committed.
+    fn agreed_end(&self, (epoch, end_offset): (Epoch, Offset), log_end: Offset) -> Offset {
+        let committed = self.high_watermark.min(log_end);
+        if epoch as i64 == UNDEFINED {
+            return committed;
+        }
+        let end = match self.epochs.end_offset_for(epoch, log_end) {
+            (ours, _) if ours as i64 == UNDEFINED => committed,
+            (ours, our_end) if ours == epoch => end_offset.min(our_end),
+            (_, our_end) => our_end,
+        };
+        end.min(log_end)
     }
 
     /// As follower: whether to append the records of a fetch answer (`runs`: the first
@@ -558,6 +577,47 @@ mod tests {
             "its copy is emptied with it"
         );
         assert!(!r.stop(&moved), "the same state again changes nothing");
+    }
+
+    /// A follower that led epoch 5 briefly (its offsets 100..104) meets a leader whose log
+    /// holds epoch 4 up to 104: the two logs agree only below 100, where the follower's
+    /// epoch 5 begins (KIP-279). Truncating to the leader's 104 kept the divergent records
+    /// and the follower asked with epoch 5 for ever (a seed of the replication simulator).
+    #[test]
+    fn a_follower_truncates_to_where_both_logs_hold_the_leaders_epoch() {
+        let mut epochs = EpochCache::default();
+        epochs.assign(4, 0);
+        epochs.assign(5, 100);
+        let mut r = Replica::new(2, epochs, 93);
+        let state = PartitionState {
+            leader_epoch: 7,
+            ..led_by_1(3)
+        };
+        r.apply(&state, 7, 104, 0);
+        let (leader, fetch) = r.fetch_request(104).expect("a follower fetches");
+        assert_eq!((leader, fetch.last_fetched_epoch), (1, Some(5)));
+        assert_eq!(r.on_diverging(&fetch, (4, 104), 104), Some(100));
+        assert_eq!(r.epochs().latest().map(|e| e.epoch), Some(4));
+        let (_, again) = r.fetch_request(100).expect("it fetches again");
+        assert_eq!(
+            (again.fetch_offset, again.last_fetched_epoch),
+            (100, Some(4))
+        );
+        // A log whose latest shared epoch is older stops where that one ends.
+        let mut older = EpochCache::default();
+        older.assign(2, 0);
+        older.assign(6, 50);
+        let mut r = Replica::new(2, older, 40);
+        r.apply(&state, 7, 80, 0);
+        let (_, fetch) = r.fetch_request(80).expect("a follower fetches");
+        assert_eq!(r.on_diverging(&fetch, (4, 70), 80), Some(50));
+        // No shared epoch at all: only what is known committed stays.
+        let mut none = EpochCache::default();
+        none.assign(6, 0);
+        let mut r = Replica::new(2, none, 30);
+        r.apply(&state, 7, 80, 0);
+        let (_, fetch) = r.fetch_request(80).expect("a follower fetches");
+        assert_eq!(r.on_diverging(&fetch, (4, 70), 80), Some(30));
     }
 
     /// Node 1 leading replicas [1, 2, 3] in epoch 0 with ISR [1, 2] at `partition_epoch`.

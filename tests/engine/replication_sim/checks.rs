@@ -159,6 +159,26 @@ impl Checks {
             );
         }
         let hw = leading.replica.high_watermark();
+        if std::env::var("SIM_DEBUG").is_ok() {
+            eprintln!(
+                "DEBUG leader {leader} log {} hw {hw} committed {} isr {:?} role {:?}",
+                leading.log.len(),
+                self.committed.len(),
+                store.partition.isr,
+                leading.replica.role()
+            );
+            for n in nodes {
+                eprintln!(
+                    "DEBUG node {} log {} hw {} role {:?} leo-known {:?}",
+                    n.id,
+                    n.log.len(),
+                    n.replica.high_watermark(),
+                    n.replica.role(),
+                    n.replica.leader_isr()
+                );
+            }
+            eprintln!("DEBUG store {store:?}");
+        }
         assert!(
             hw as usize >= self.committed.len(),
             "the leader's high watermark {hw} is behind the committed log"

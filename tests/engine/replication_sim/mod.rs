@@ -497,8 +497,14 @@ fn replication_keeps_every_acknowledged_record_through_seeded_faults() {
     let mut total = checks::Summary::default();
     // Seeds that found bugs run every time: an abandoned ISR change whose earlier copy had
     // landed (the leader's high watermark passed records the next leader did not hold),
-    // and a leader elected in the last healing step checked before it heard of it.
-    let found = [15_047_013_117_820_128_482, 12_984_129_544_627_256_908];
+    // a leader elected in the last healing step checked before it heard of it, and a
+    // follower that truncated to the leader's end of an epoch it did not hold itself (its
+    // divergent records kept, its fetches refused for ever).
+    let found = [
+        15_047_013_117_820_128_482,
+        12_984_129_544_627_256_908,
+        2_000_754_670_372_808_690,
+    ];
     for seed in found.into_iter().chain(seeds("REPLICATION_SIM", 2000)) {
         let summary = std::panic::catch_unwind(|| run(seed))
             .unwrap_or_else(|_| panic!("seed {seed} failed: replay with REPLICATION_SIM_SEED={seed} REPLICATION_SIM_CASES=1"));
