@@ -98,14 +98,14 @@ fn groups_api(server: &Server<'_>) -> Result<Box<dyn GroupsApi>> {
     let security = server.client.security()?;
     if security.protocol != crate::security::SecurityProtocol::Plaintext {
         if let Ok(native) = NativeGroups::connect_secure(bootstrap, &security, timeout) {
-            return on_native(native, bootstrap, &security, timeout);
+            return on_native(native, server);
         }
         let kafka = super::secure_stream::kafka_client(bootstrap, &security, timeout)?;
         return Ok(Box::new(kafka));
     }
     if super::probe::probe(bootstrap, timeout) == Ok(super::probe::Protocol::Native) {
         let native = NativeGroups::connect(bootstrap, timeout)?;
-        return on_native(native, bootstrap, &security, timeout);
+        return on_native(native, server);
     }
     let kafka = BlockingClient::connect_with_timeout(bootstrap, timeout)
         .map_err(|e| format!("connecting to the Kafka listener at {bootstrap}: {e}"))?;
@@ -113,21 +113,15 @@ fn groups_api(server: &Server<'_>) -> Result<Box<dyn GroupsApi>> {
 }
 
 /// A native listener's groups API; on a cluster node, its Kafka listener's instead (the
-/// native API cannot say which node coordinates a group).
-fn on_native(
-    mut native: NativeGroups,
-    addr: &str,
-    security: &crate::security::client::ClientSecurity,
-    timeout: std::time::Duration,
-) -> Result<Box<dyn GroupsApi>> {
+/// native API cannot say which node coordinates a group), reached the one way every tool
+/// reaches a Kafka listener from either listener's address.
+fn on_native(mut native: NativeGroups, server: &Server<'_>) -> Result<Box<dyn GroupsApi>> {
     if !native.in_cluster() {
         return Ok(Box::new(native));
     }
-    let kafka = super::probe::kafka_listener_of(addr, security, timeout)?;
-    eprintln!("note: {addr} is a cluster node; using its Kafka listener {kafka}, which names each group's coordinator");
-    Ok(Box::new(super::secure_stream::kafka_client(
-        &kafka, security, timeout,
-    )?))
+    let timeout_ms = server.timeout.as_millis() as u64;
+    let kafka = super::probe::kafka_client_of(server.bootstrap, server.client, timeout_ms)?;
+    Ok(Box::new(kafka))
 }
 
 /// The groups API of the first address of a bootstrap list that answers, and that address.
