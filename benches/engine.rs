@@ -1,7 +1,8 @@
 //! Engine benchmarks (run with `cargo bench --bench engine [-- --quick]`, or through
 //! `scripts/bench.sh`, which also installs fio):
 //! - batch encode / validate+decode / CRC-32C throughput (MB/s), and validation of the
-//!   16 KiB batches of 100-byte records Kafka producers send (ns per record);
+//!   16 KiB batches of 100-byte records Kafka producers send, with and without two headers
+//!   per record (ns per record);
 //!   `cargo bench --bench engine -- codec` runs only these;
 //! - offset and time index lookups (ns per lookup, 262k entries: a 1 GiB segment);
 //! - append throughput of one partition through the real direct-I/O appender (MB/s), with
@@ -36,28 +37,53 @@ fn one_mib_batch(record_size: usize) -> Vec<u8> {
     b.build()
 }
 
+/// A record header as the builder takes it: name and value.
+type Header<'a> = (&'a str, &'a [u8]);
+
 /// Validation of producer-shaped batches (160 records of 100 bytes, 16 KiB): what each
-/// record costs the produce path, and how much of it the batch's CRC is.
+/// record costs the produce path, and how much of it the batch's CRC is; then the same
+/// records each carrying two headers, as traced producers send them (a W3C `traceparent`
+/// and a short tag).
 fn small_record_validation(quick: bool) {
     let value = vec![0x5au8; 100];
-    let mut b = BatchBuilder::new(16 << 10);
-    for i in 0..160 {
-        b.push(RecordSpec::new(None, Some(&value)).timestamp(1_700_000_000_000 + i));
+    let traceparent = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let shapes: [(&str, &[Header]); 2] = [
+        ("validate 16 KiB batch     ", &[]),
+        (
+            "  with 2 headers per record",
+            &[("traceparent", traceparent), ("source", b"checkout")],
+        ),
+    ];
+    for (label, headers) in shapes {
+        let mut b = BatchBuilder::new(16 << 10);
+        for i in 0..160 {
+            let mut spec = RecordSpec::new(None, Some(&value)).timestamp(1_700_000_000_000 + i);
+            for (k, v) in headers {
+                spec = spec.header(k, Some(v));
+            }
+            b.push(spec);
+        }
+        let batch = b.build();
+        let (validate_ns, crc_ns) = validation_cost(&batch, 160, quick);
+        println!("{label} {validate_ns:>10.1} ns per record (CRC {crc_ns:.1})");
     }
-    let batch = b.build();
+}
+
+/// ns per record of validating `batch` (its `records`), and of its CRC alone.
+fn validation_cost(batch: &[u8], records: usize, quick: bool) -> (f64, f64) {
     let rounds = if quick { 20_000 } else { 200_000 };
-    let records = (rounds * 160) as f64;
+    let records = (rounds * records) as f64;
     let t = Instant::now();
     for _ in 0..rounds {
-        black_box(validate(black_box(&batch)).unwrap());
+        black_box(validate(black_box(batch)).unwrap());
     }
     let validate_ns = t.elapsed().as_secs_f64() * 1e9 / records;
     let t = Instant::now();
     for _ in 0..rounds {
-        black_box(compute_crc(black_box(&batch)));
+        black_box(compute_crc(black_box(batch)));
     }
     let crc_ns = t.elapsed().as_secs_f64() * 1e9 / records;
-    println!("validate 16 KiB batch      {validate_ns:>10.1} ns per record (CRC {crc_ns:.1})");
+    (validate_ns, crc_ns)
 }
 
 fn codec(quick: bool) {

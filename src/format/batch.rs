@@ -325,8 +325,10 @@ mod tests {
         assert_eq!(recs[1].key, None);
         assert_eq!(recs[1].value, None, "tombstone");
         assert_eq!(recs[2].timestamp, 999);
-        assert_eq!(recs[2].headers[0].key, b"h");
-        assert_eq!(recs[2].headers[0].value, Some(&b"x"[..]));
+        let headers: Vec<_> = recs[2].headers.iter().collect();
+        assert_eq!(headers.len(), 1);
+        assert_eq!(headers[0].key, b"h");
+        assert_eq!(headers[0].value, Some(&b"x"[..]));
         assert_eq!(recs[2].offset, 2);
     }
 

@@ -18,4 +18,4 @@ pub mod varint;
 pub use batch::{BatchHeader, TimestampType, HEADER_SIZE, MAGIC_V2};
 pub use builder::{BatchBuilder, RecordSpec};
 pub use error::BatchError;
-pub use record::{Record, RecordHeader};
+pub use record::{HeaderIter, Record, RecordHeader, RecordHeaders};

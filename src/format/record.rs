@@ -15,6 +15,70 @@ pub struct RecordHeader<'a> {
     pub value: Option<&'a [u8]>,
 }
 
+/// A record's headers, checked when the record was read and decoded again on each
+/// iteration rather than collected: reading a record allocates nothing, whatever it carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct RecordHeaders<'a> {
+    /// The encoded headers, after their count.
+    encoded: &'a [u8],
+    count: usize,
+}
+
+impl<'a> RecordHeaders<'a> {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn iter(&self) -> HeaderIter<'a> {
+        HeaderIter {
+            encoded: self.encoded,
+            pos: 0,
+            left: self.count,
+        }
+    }
+}
+
+impl std::fmt::Debug for RecordHeaders<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// The headers of a record, in order.
+pub struct HeaderIter<'a> {
+    encoded: &'a [u8],
+    pos: usize,
+    left: usize,
+}
+
+impl<'a> Iterator for HeaderIter<'a> {
+    type Item = RecordHeader<'a>;
+
+    fn next(&mut self) -> Option<RecordHeader<'a>> {
+        if self.left == 0 {
+            assert_eq!(
+                self.pos,
+                self.encoded.len(),
+                "the headers end where checked"
+            );
+            return None;
+        }
+        self.left -= 1;
+        let header = next_header(self.encoded, &mut self.pos, self.encoded.len());
+        Some(header.expect("headers are checked when their record is read"))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for HeaderIter<'_> {}
+
 /// A decoded record, borrowing its key, value and headers from the batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record<'a> {
@@ -25,7 +89,7 @@ pub struct Record<'a> {
     pub timestamp: i64,
     pub key: Option<&'a [u8]>,
     pub value: Option<&'a [u8]>,
-    pub headers: Vec<RecordHeader<'a>>,
+    pub headers: RecordHeaders<'a>,
     /// Sequence number (baseSequence + offsetDelta, or -1).
     pub sequence: i32,
 }
@@ -175,25 +239,89 @@ impl<'a> RecordIter<'a> {
     }
 }
 
-/// The header count and headers of a record, inside `[*pos, end)`.
+/// The header count and headers of a record, inside `[*pos, end)`: each is checked here,
+/// once, so iterating them later cannot fail.
 fn headers<'a>(
     batch: &'a [u8],
     pos: &mut usize,
     end: usize,
-) -> Result<Vec<RecordHeader<'a>>, &'static str> {
+) -> Result<RecordHeaders<'a>, &'static str> {
     let count = get_varint(&batch[..end], pos).map_err(|_| "malformed header count")?;
     if count < 0 {
         return Err("negative header count");
     }
-    // Each header needs at least two bytes: bound the allocation by what is left.
+    // Each header needs at least two bytes.
     if count as usize > (end - *pos) / 2 {
         return Err("header count exceeds the record's bytes");
     }
-    let mut headers = Vec::with_capacity(count as usize);
+    let start = *pos;
     for _ in 0..count {
-        let key = bytes_field(batch, pos, end)?.ok_or("null header key")?;
-        let value = bytes_field(batch, pos, end)?;
-        headers.push(RecordHeader { key, value });
+        next_header(batch, pos, end)?;
     }
-    Ok(headers)
+    Ok(RecordHeaders {
+        encoded: &batch[start..*pos],
+        count: count as usize,
+    })
+}
+
+/// The header at `*pos` (a non-null key and a nullable value), inside `[*pos, end)`.
+fn next_header<'a>(
+    buf: &'a [u8],
+    pos: &mut usize,
+    end: usize,
+) -> Result<RecordHeader<'a>, &'static str> {
+    let key = bytes_field(buf, pos, end)?.ok_or("null header key")?;
+    let value = bytes_field(buf, pos, end)?;
+    Ok(RecordHeader { key, value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The encodings below are zigzag varints of small numbers: n >= 0 is 2n, -1 is 1.
+    fn headers_of(encoded: &[u8]) -> Result<RecordHeaders<'_>, &'static str> {
+        let mut pos = 0;
+        let headers = headers(encoded, &mut pos, encoded.len())?;
+        assert_eq!(pos, encoded.len(), "the walk ends after the last header");
+        Ok(headers)
+    }
+
+    #[test]
+    fn headers_are_checked_once_and_decoded_on_each_iteration() {
+        // Two headers: h (null value), k = v.
+        let encoded = [4, 2, b'h', 1, 2, b'k', 2, b'v'];
+        let headers = headers_of(&encoded).unwrap();
+        assert_eq!(headers.len(), 2);
+        let expected = vec![
+            RecordHeader {
+                key: b"h",
+                value: None,
+            },
+            RecordHeader {
+                key: b"k",
+                value: Some(b"v"),
+            },
+        ];
+        assert_eq!(headers.iter().collect::<Vec<_>>(), expected);
+        assert_eq!(headers.iter().collect::<Vec<_>>(), expected, "again");
+        assert_eq!(headers.iter().len(), 2);
+        assert_eq!(format!("{headers:?}"), format!("{expected:?}"));
+        let none = headers_of(&[0]).unwrap();
+        assert!(none.is_empty());
+        assert_eq!(none.iter().next(), None);
+    }
+
+    #[test]
+    fn malformed_headers_are_refused_when_read() {
+        let cases: [(&[u8], &str); 4] = [
+            (&[2, 1, 0], "null header key"),
+            (&[10, 2, b'h'], "header count exceeds the record's bytes"),
+            (&[2, 10, b'a', b'b'], "field extends past the record"),
+            (&[1], "negative header count"),
+        ];
+        for (encoded, why) in cases {
+            assert_eq!(headers_of(encoded).unwrap_err(), why, "{encoded:?}");
+        }
+    }
 }
