@@ -10,16 +10,19 @@
 # This builds the current checkout twice, in a temporary worktree and target directory
 # (nothing in the repository changes): A with glommio as pinned, B with a copy of the same
 # glommio 0.9.0 whose two sleepable rings (main and latency; not the IOPOLL ring) are set up
-# with COOP_TASKRUN, through a [patch.crates-io]. Then it alternates rounds of 100-byte
-# records in 16 KiB batches, at 2 connections x 4 in flight and at 64 x 1 (one shard on
-# core 0, loadgen on core 1), and prints records/s and server CPU ns per record.
-# Usage: scripts/glommio_coop_ab.sh [ROUNDS]   (default 4; two release builds, ~10 min)
+# with COOP_TASKRUN, through a [patch.crates-io]. Then `perf_figures.py --small` measures
+# both in alternated rounds (100-byte records in 16 KiB batches, at 2 connections x 4 in
+# flight and at 64 x 1, one shard on core 0, loadgen on core 1, fio beside each round):
+# records/s and server CPU ns per record. A is built from the working tree and B from HEAD,
+# so the tree must be clean.
+# Usage: scripts/glommio_coop_ab.sh [ROUNDS]   (default 4; two release builds, ~12 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-4}
 work=$(mktemp -d "${TMPDIR:-/tmp}/coop-ab.XXXXXX")
 trap 'git worktree remove --force "$work/tree" 2>/dev/null || true; rm -rf "$work"' EXIT
 
+git diff --quiet HEAD || { echo "commit or stash first: B is built from HEAD" >&2; exit 1; }
 cargo fetch -q
 registry_copy=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/glommio-0.9.0 | head -1)
 cp -r "$registry_copy" "$work/glommio"
@@ -39,31 +42,5 @@ cp target/release/shardlog "$work/shardlog-A"
 (cd "$work/tree" && CARGO_TARGET_DIR="$work/target" cargo build -q --release --bin shardlog)
 cp "$work/target/release/shardlog" "$work/shardlog-B"
 
-run() { # build connections pipeline
-  local dir port server
-  dir=$(mktemp -d "$work/data.XXXXXX")
-  port=$((20000 + RANDOM % 10000))
-  taskset -c 0 "$work/shardlog-$1" serve --data-dir "$dir" --listen "127.0.0.1:$port" \
-    --shards 1 --kafka-listen off >"$dir.log" 2>&1 &
-  server=$!
-  sleep 1.2
-  taskset -c 1 target/release/loadgen write --bootstrap "127.0.0.1:$port" --topic s --create \
-    --partitions 2 --record-size 100 --batch-bytes 16KiB --connections "$2" --pipeline "$3" \
-    --duration 5s 2>/dev/null |
-    awk -v b="$1" -v c="$2x$3" '/records\/s/ {rps=$4} /ns per record/ {
-      for (i = 1; i <= NF; i++) if ($i == "ns") ns = $(i-1)
-      printf "%-3s C=%-5s %10s records/s %6s ns per record\n", b, c, rps, ns }'
-  kill "$server"
-  wait "$server" 2>/dev/null || true
-  rm -rf "$dir"
-}
-
-for round in $(seq 1 "$rounds"); do
-  order="A B"
-  [ $((round % 2)) = 0 ] && order="B A"
-  echo "round $round"
-  for build in $order; do
-    run "$build" 2 4
-    run "$build" 64 1
-  done
-done
+python3 scripts/perf_figures.py "$work/shardlog-A" "$work/shardlog-B" target/release/loadgen \
+  "$rounds" --small

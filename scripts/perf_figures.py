@@ -12,6 +12,10 @@ Per round, for each build: one shard pinned to core 0, loadgen on core 1 (as tar
   - the server's CPU-seconds per GB for each, from /proc/<pid>/stat around the run (so
     the older build, without the Metrics API's process_cpu_ms, is measured the same way).
 Prints one table per round and the medians; ratios are against the same round's fio.
+
+--small is issue 43's workload instead of the writes and the consume: 100-byte records in
+16 KiB batches over 2 partitions, 5 s at 2 connections x 4 in flight and 5 s at 64 x 1,
+reported as records/s and the server's CPU ns per record (from /proc, as above).
 """
 import argparse
 import contextlib
@@ -113,6 +117,33 @@ def one_build(binary, loadgen, work, port):
         return row
 
 
+SMALL_SHAPES = (("2x4", "2", "4"), ("64x1", "64", "1"))
+
+
+def small_records(binary, loadgen, work, port):
+    """Issue 43's workload, each shape to its own topic of one server."""
+    with shardlog_server(binary, work, port) as server:
+        row = {}
+        for shape, connections, pipeline in SMALL_SHAPES:
+            out = os.path.join(work, f"small-{shape}.json")
+            doc, cpu = measured(server.pid, lambda: lg_json(
+                loadgen, port, out, "write", "--topic", f"s{shape}", "--create", "--partitions", "2",
+                "--record-size", "100", "--batch-bytes", "16KiB", "--connections", connections,
+                "--pipeline", pipeline, "--duration", "5s"))
+            w = doc["write"]
+            row[f"small C={shape} records/s"] = w["records_per_s"]
+            row[f"small C={shape} CPU ns/record"] = cpu * 1e9 / w["records"]
+        return row
+
+
+def ratios_to_fio(row, disk):
+    """The large-record workload's figures against the same round's fio."""
+    row["write acks=1 / fio write"] = row["write acks=1 MB/s"] / disk["fio write QD4 MB/s"]
+    row["write acks=all / fio write"] = row["write acks=all MB/s"] / disk["fio write QD4 MB/s"]
+    row["consume / fio read QD1"] = row["consume cold MB/s"] / disk["fio read QD1 MB/s"]
+    row["consume / fio read QD4"] = row["consume cold MB/s"] / disk["fio read QD4 MB/s"]
+
+
 def main():
     parser = argparse.ArgumentParser(description="Issue 24's before/after figures.")
     parser.add_argument("base")
@@ -120,6 +151,7 @@ def main():
     parser.add_argument("loadgen")
     parser.add_argument("rounds", nargs="?", type=int, default=2)
     parser.add_argument("--json", dest="json_out", metavar="OUT")
+    parser.add_argument("--small", action="store_true", help="issue 43's small-record writes")
     opts = parser.parse_args()
     base, new, loadgen, rounds, json_out = (
         opts.base, opts.new, opts.loadgen, opts.rounds, opts.json_out)
@@ -133,12 +165,11 @@ def main():
                     "fio read QD1 MB/s": fio(work, "r1", "read", 1),
                     "fio read QD4 MB/s": fio(work, "r4", "read", 4)}
             os.remove(os.path.join(work, "fio.dat"))
-            row = {**disk, **one_build(binary, loadgen, work, port)}
+            workload = small_records if opts.small else one_build
+            row = {**disk, **workload(binary, loadgen, work, port)}
             port += 1
-            row["write acks=1 / fio write"] = row["write acks=1 MB/s"] / disk["fio write QD4 MB/s"]
-            row["write acks=all / fio write"] = row["write acks=all MB/s"] / disk["fio write QD4 MB/s"]
-            row["consume / fio read QD1"] = row["consume cold MB/s"] / disk["fio read QD1 MB/s"]
-            row["consume / fio read QD4"] = row["consume cold MB/s"] / disk["fio read QD4 MB/s"]
+            if not opts.small:
+                ratios_to_fio(row, disk)
             results[name].append(row)
             subprocess.run(["rm", "-rf", work])
             print(f"round {rnd + 1} {name}: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items()), flush=True)
